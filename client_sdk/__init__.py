@@ -1,0 +1,17 @@
+"""ldp-telemetry client SDK: perturb values on the device under local differential privacy.
+
+Standard library only.  ``mechanism_from_spec(spec).perturb(value)`` gives the payload of one report; randomness
+comes from the OS CSPRNG (``secrets``).
+"""
+
+from .errors import LDPError, PayloadError, PrivacyWarning, SpecError, ValueNotInDomain
+from .mechanisms import mechanism_from_spec
+from .randomness import DeterministicRandom, SecureRandom
+from .spec import Spec, load_spec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LDPError", "PayloadError", "PrivacyWarning", "SpecError", "ValueNotInDomain", "mechanism_from_spec",
+    "DeterministicRandom", "SecureRandom", "Spec", "load_spec", "__version__",
+]

@@ -1,0 +1,131 @@
+"""Randomness for the device path: the OS CSPRNG and exact samplers built on integer draws.
+
+Every draw in ``client_sdk`` goes through an object with three methods, ``randbelow(n)``, ``randbits(k)`` and
+``token_bytes(n)``.  Production uses :class:`SecureRandom` (``secrets`` / ``os.urandom``).  Tests may pass
+:class:`DeterministicRandom`, which is seeded and therefore never suitable on a device.
+
+Bernoulli draws compare a uniform integer with an exact rational threshold, so a probability is never rounded by
+floating point at draw time.  Probabilities that come from ``exp(eps)`` are quantized once, in the spec, to a
+multiple of ``2**-32`` and always in the direction that keeps the privacy ratio at or below ``e**eps``
+(:func:`quantize_down`, :func:`quantize_up`); the estimators de-bias with the same quantized values.
+
+Discrete Laplace sampling follows Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy"
+(NeurIPS 2020), Algorithms 1 and 2: exact for a rational scale, using only integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from fractions import Fraction
+from typing import Protocol
+
+PROB_BITS = 32
+PROB_DENOMINATOR = 1 << PROB_BITS
+
+
+class RandomSource(Protocol):
+    def randbelow(self, n: int) -> int: ...
+
+    def randbits(self, k: int) -> int: ...
+
+    def token_bytes(self, n: int) -> bytes: ...
+
+
+class SecureRandom:
+    "The operating system's CSPRNG (``secrets``); the only source the SDK uses by default"
+
+    def randbelow(self, n: int) -> int:
+        return secrets.randbelow(n)
+
+    def randbits(self, k: int) -> int:
+        return secrets.randbits(k)
+
+    def token_bytes(self, n: int) -> bytes:
+        return secrets.token_bytes(n)
+
+
+class DeterministicRandom:
+    "A seeded source for tests and reproducible examples; predictable, so never for real reports"
+
+    def __init__(self, seed: int) -> None:
+        self._random = random.Random(seed)
+
+    def randbelow(self, n: int) -> int:
+        if n <= 0:
+            raise ValueError("randbelow needs n > 0")
+        return self._random.randrange(n)
+
+    def randbits(self, k: int) -> int:
+        return self._random.getrandbits(k) if k > 0 else 0
+
+    def token_bytes(self, n: int) -> bytes:
+        return self._random.randbytes(n)
+
+
+SECURE_RANDOM = SecureRandom()
+
+
+def quantize_down(probability: float) -> Fraction:
+    "The largest multiple of 2**-32 at or below ``probability``"
+    return Fraction(math.floor(probability * PROB_DENOMINATOR), PROB_DENOMINATOR)
+
+
+def quantize_up(probability: float) -> Fraction:
+    "The smallest multiple of 2**-32 at or above ``probability``"
+    return Fraction(math.ceil(probability * PROB_DENOMINATOR), PROB_DENOMINATOR)
+
+
+def bernoulli(rng: RandomSource, probability: Fraction) -> bool:
+    "True with exactly ``probability`` (a rational in [0, 1])"
+    return rng.randbelow(probability.denominator) < probability.numerator
+
+
+def bernoulli_many(rng: RandomSource, threshold: int, count: int) -> list[bool]:
+    """``count`` independent draws, each True with probability ``threshold / 2**32``.
+
+    One call to the CSPRNG for all draws: 4 random bytes per draw, compared as unsigned integers."""
+    words = memoryview(rng.token_bytes(4 * count)).cast("I")
+    return [word < threshold for word in words]
+
+
+def uniform_unit(rng: RandomSource) -> float:
+    "A uniform double in [0, 1) on the grid of multiples of 2**-53"
+    return rng.randbits(53) / (1 << 53)
+
+
+def bernoulli_exp(rng: RandomSource, gamma: Fraction) -> bool:
+    "True with probability exp(-gamma), gamma >= 0 rational (CKS 2020, Algorithm 1), exactly"
+    while gamma > 1:
+        if not _bernoulli_exp_unit(rng, Fraction(1)):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_unit(rng, gamma)
+
+
+def _bernoulli_exp_unit(rng: RandomSource, gamma: Fraction) -> bool:
+    k = 1
+    while rng.randbelow(gamma.denominator * k) < gamma.numerator:
+        k += 1
+    return k % 2 == 1
+
+
+def discrete_laplace(rng: RandomSource, scale: Fraction) -> int:
+    """An integer Y with P(Y = y) proportional to exp(-|y| / scale), exactly (CKS 2020, Algorithm 2)."""
+    if scale <= 0:
+        raise ValueError("scale must be positive")
+    t, s = scale.numerator, scale.denominator
+    one = Fraction(1)
+    while True:
+        u = rng.randbelow(t)
+        if not bernoulli_exp(rng, Fraction(u, t)):
+            continue
+        v = 0
+        while bernoulli_exp(rng, one):
+            v += 1
+        y = (u + t * v) // s
+        negative = rng.randbits(1) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y

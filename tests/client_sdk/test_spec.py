@@ -1,0 +1,100 @@
+import json
+import warnings
+
+import pytest
+
+from client_sdk import PrivacyWarning, SpecError, load_spec
+from client_sdk.spec import resolve_auto
+
+
+def categorical(**overrides):
+    spec = {"name": "browser", "mechanism": "oue", "epsilon": 1.0, "domain": ["chrome", "firefox", "safari", "other"]}
+    spec.update(overrides)
+    return spec
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"epsilon": 0}, "epsilon"),
+        ({"epsilon": -1}, "epsilon"),
+        ({"epsilon": float("inf")}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": "1"}, "epsilon"),
+        ({"epsilon": True}, "epsilon"),
+        ({"domain": []}, "domain"),
+        ({"domain": ["a", "a"]}, "domain"),
+        ({"domain": ["a", 1.5]}, "domain"),
+        ({"domain": "abc"}, "domain"),
+        ({"mechanism": "nope"}, "mechanism"),
+        ({"name": ""}, "name"),
+        ({"name": "has space"}, "name"),
+        ({"catch_all": "edge"}, "catch_all"),
+        ({"range": [0, 1]}, "range"),
+        ({"colour": "red"}, "colour"),
+        ({"delta": 2}, "delta"),
+    ],
+)
+def test_invalid_categorical_specs_name_the_field(overrides, field):
+    with pytest.raises(SpecError) as info:
+        load_spec(categorical(**overrides))
+    assert info.value.field == field
+    assert field in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "value_range",
+    [[1, 1], [2, 1], [0, float("inf")], [float("nan"), 1], [0], "0-1", [0, "1"]],
+)
+def test_invalid_ranges(value_range):
+    with pytest.raises(SpecError) as info:
+        load_spec({"name": "load_ms", "mechanism": "piecewise", "epsilon": 2.0, "range": value_range})
+    assert info.value.field == "range"
+
+
+def test_numeric_spec_rejects_domain():
+    with pytest.raises(SpecError) as info:
+        load_spec({"name": "x", "mechanism": "duchi", "epsilon": 1, "range": [0, 1], "domain": ["a", "b"]})
+    assert info.value.field == "domain"
+
+
+def test_large_epsilon_warns():
+    with pytest.warns(PrivacyWarning):
+        load_spec(categorical(epsilon=11))
+
+
+def test_auto_resolves_to_lowest_variance_oracle():
+    # GRR wins exactly when d < 3e^eps + 2 (about 10 at eps=1, 24 at eps=2, 166 at eps=4)
+    assert load_spec(categorical(mechanism="auto")).mechanism == "grr"
+    assert load_spec(categorical(mechanism="auto", domain=list(range(10)))).mechanism == "grr"
+    assert load_spec(categorical(mechanism="auto", domain=list(range(11)))).mechanism == "oue"
+    assert resolve_auto(165, 4.0) == "grr" and resolve_auto(167, 4.0) == "oue"
+    assert resolve_auto(24, 2.0) == "oue" and resolve_auto(23, 2.0) == "grr"
+    assert resolve_auto(10_000, 1.0) == "olh"
+    resolved = load_spec(categorical(mechanism="auto", domain=list(range(100)))).to_dict()
+    assert resolved["mechanism"] == "oue"
+
+
+def test_fingerprint_is_stable_and_sensitive():
+    a = load_spec(categorical())
+    b = load_spec(json.dumps(categorical(description="same parameters", version=3, delta=1e-6)))
+    assert a.fingerprint == b.fingerprint
+    assert a.fingerprint != load_spec(categorical(epsilon=1.5)).fingerprint
+    assert a.fingerprint != load_spec(categorical(domain=["chrome", "firefox", "safari", "edge"])).fingerprint
+    assert a.fingerprint != load_spec(categorical(mechanism="grr")).fingerprint
+    assert a.fingerprint != load_spec(categorical(name="browser2")).fingerprint
+
+
+def test_round_trip_through_json():
+    for raw in (categorical(catch_all="other", delta=1e-6),
+                {"name": "load_ms", "mechanism": "hybrid", "epsilon": 2.0, "range": [0, 5000]},
+                {"name": "homepage", "mechanism": "rappor", "rappor": {"k": 128, "h": 2, "m": 64}}):
+        spec = load_spec(raw)
+        again = load_spec(json.loads(spec.to_json()))
+        assert again == spec and again.fingerprint == spec.fingerprint
+
+
+def test_no_warning_for_ordinary_specs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_spec(categorical())
