@@ -69,7 +69,7 @@ def test_auto_resolves_to_lowest_variance_oracle():
     assert load_spec(categorical(mechanism="auto", domain=list(range(10)))).mechanism == "grr"
     assert load_spec(categorical(mechanism="auto", domain=list(range(11)))).mechanism == "oue"
     assert resolve_auto(165, 4.0) == "grr" and resolve_auto(167, 4.0) == "oue"
-    assert resolve_auto(24, 2.0) == "oue" and resolve_auto(23, 2.0) == "grr"
+    assert resolve_auto(25, 2.0) == "oue" and resolve_auto(24, 2.0) == "grr"
     assert resolve_auto(10_000, 1.0) == "olh"
     resolved = load_spec(categorical(mechanism="auto", domain=list(range(100)))).to_dict()
     assert resolved["mechanism"] == "oue"
