@@ -125,11 +125,13 @@ def bit_counts(packed: np.ndarray, width: int) -> np.ndarray:
     operations instead of unpacking n * width bits."""
     n, nbytes = packed.shape
     histogram = np.zeros(nbytes * 256, dtype=np.int64)
-    offsets = (np.arange(nbytes, dtype=np.int32) * 256)[None, :]
-    rows = max(1, (1 << 22) // max(nbytes, 1))
+    offsets = (np.arange(nbytes, dtype=np.intp) * 256)[None, :]
+    rows = max(1, (1 << 20) // max(nbytes, 1))
+    keys = np.empty((min(rows, max(n, 1)), nbytes), dtype=np.intp)  # bincount's own index type: no extra copy
     for start in range(0, n, rows):
         chunk = packed[start:start + rows]
-        histogram += np.bincount((chunk + offsets).ravel(), minlength=nbytes * 256)
+        np.add(chunk, offsets, out=keys[: len(chunk)])
+        histogram += np.bincount(keys[: len(chunk)].ravel(), minlength=nbytes * 256)
     per_byte = histogram.reshape(nbytes, 256) @ _BYTE_BITS  # (nbytes, 8)
     return per_byte.reshape(-1)[:width].astype(np.int64)
 

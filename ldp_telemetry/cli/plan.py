@@ -1,0 +1,62 @@
+"""``ldp-telemetry plan``: expected errors before collecting anything."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS
+
+
+@click.command()
+@click.option("--epsilon", type=float, required=True, help="Privacy parameter of one report (positive).")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of reports expected.")
+@click.option("--mechanism", type=click.Choice(CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS + ("auto",)),
+              help="One mechanism; default: compare all that apply.")
+@click.option("--domain-size", type=click.IntRange(min=2), help="Number of categories (categorical campaigns).")
+@click.option("--range", "value_range", type=(float, float), help="LOW HIGH of a numeric campaign.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Confidence level of the intervals.")
+@click.option("--target-halfwidth", type=click.FloatRange(0, min_open=True),
+              help="Also print the n needed for a CI half-width this small (a fraction, or range units).")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Output format.")
+def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
+         value_range: tuple[float, float] | None, confidence: float, target_halfwidth: float | None,
+         output_format: str) -> None:
+    """Expected standard error and CI half-width per mechanism, against central DP.
+
+    Example: ldp-telemetry plan --epsilon 1 --n 100000 --domain-size 1024 --target-halfwidth 0.005
+    """
+    from estimators.planner import compare_mechanisms
+    from estimators.planner import plan as plan_one
+
+    numeric = value_range is not None or (mechanism in NUMERIC_MECHANISMS)
+    if numeric and value_range is None:
+        raise click.UsageError("numeric mechanisms need --range LOW HIGH")
+    if not numeric and domain_size is None:
+        raise click.UsageError("categorical mechanisms need --domain-size (or give --range for numbers)")
+    if numeric and mechanism in CATEGORICAL_MECHANISMS + ("auto",):
+        raise click.UsageError(f"--mechanism {mechanism} is categorical: use --domain-size, not --range")
+    options = dict(domain_size=None if numeric else domain_size, value_range=value_range, confidence=confidence,
+                   target_halfwidth=target_halfwidth)
+    try:
+        plans = [plan_one(mechanism, epsilon, n, **options)] if mechanism else compare_mechanisms(epsilon, n, **options)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if output_format == "json":
+        click.echo(json.dumps([p.to_dict() for p in plans], indent=2))
+        return
+    what = f"range {value_range[0]:g}..{value_range[1]:g}" if numeric else f"d = {domain_size}"
+    click.echo(f"epsilon = {epsilon:g}, n = {n:,}, {what}, {confidence:.0%} intervals")
+    header = f"{'mechanism':<10} {'std error':>11} {'CI +-':>11} {'central SE':>11} {'LDP/central':>12}"
+    if target_halfwidth is not None:
+        header += f" {'n for +-' + format(target_halfwidth, 'g'):>14}"
+    click.echo(header)
+    for p in plans:
+        line = (f"{p.mechanism:<10} {p.std_error:>11.4g} {p.ci_halfwidth:>11.4g} {p.central_std_error:>11.4g} "
+                f"{p.ldp_to_central_ratio:>12.1f}")
+        if p.n_for_target is not None:
+            line += f" {p.n_for_target:>14,}"
+        click.echo(line)

@@ -1,0 +1,35 @@
+import json
+
+from click.testing import CliRunner
+
+from ldp_telemetry.cli import main
+
+
+def test_plan_compares_mechanisms():
+    result = CliRunner().invoke(main, ["plan", "--epsilon", "1", "--n", "100000", "--domain-size", "1024",
+                                       "--target-halfwidth", "0.005"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[2].split()[0] in ("oue", "olh") and "grr" in lines[-1]
+
+
+def test_plan_json_for_numbers():
+    result = CliRunner().invoke(main, ["plan", "--epsilon", "2", "--n", "1000", "--range", "0", "5000",
+                                       "--format", "json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.output)
+    assert rows[0]["mechanism"] == "hybrid" and rows[0]["std_error"] > 0
+
+
+def test_plan_usage_errors_exit_2():
+    assert CliRunner().invoke(main, ["plan", "--epsilon", "1", "--n", "10"]).exit_code == 2
+    assert CliRunner().invoke(main, ["plan", "--epsilon", "1", "--n", "0", "--domain-size", "4"]).exit_code == 2
+    bad = CliRunner().invoke(main, ["plan", "--epsilon", "-1", "--n", "10", "--domain-size", "4"])
+    assert bad.exit_code == 1 and "epsilon" in bad.output
+
+
+def test_every_command_has_help():
+    runner = CliRunner()
+    for name in main.list_commands(None):
+        result = runner.invoke(main, [name, "--help"])
+        assert result.exit_code == 0 and len(result.output) > 50, name

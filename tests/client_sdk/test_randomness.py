@@ -1,0 +1,73 @@
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from client_sdk.randomness import (
+    DeterministicRandom, SecureRandom, bernoulli, bernoulli_exp, bernoulli_many, discrete_laplace, quantize_down,
+    quantize_up,
+)
+from tests.tolerances import k_sigma
+
+
+def test_quantization_directions():
+    p = 1 / math.e
+    assert quantize_down(p) <= p <= quantize_up(p)
+    assert quantize_up(p) - quantize_down(p) == Fraction(1, 2**32)
+    assert quantize_down(0.5) == quantize_up(0.5) == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("probability", [Fraction(1, 3), Fraction(7, 8), quantize_down(1 / (math.e + 1))])
+def test_bernoulli_frequency(probability):
+    rng = DeterministicRandom(1)
+    n = 40_000
+    hits = sum(bernoulli(rng, probability) for _ in range(n))
+    p = float(probability)
+    assert abs(hits / n - p) < k_sigma(3) * math.sqrt(p * (1 - p) / n)
+
+
+def test_bernoulli_many_matches_threshold():
+    rng = DeterministicRandom(2)
+    threshold = 1 << 30  # probability 1/4
+    draws = bernoulli_many(rng, threshold, 200_000)
+    assert abs(sum(draws) / len(draws) - 0.25) < k_sigma() * math.sqrt(0.25 * 0.75 / len(draws))
+
+
+@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(5, 2)])
+def test_bernoulli_exp(gamma):
+    rng = DeterministicRandom(3)
+    n = 30_000
+    p = math.exp(-float(gamma))
+    hits = sum(bernoulli_exp(rng, gamma) for _ in range(n))
+    assert abs(hits / n - p) < k_sigma(4) * math.sqrt(max(p * (1 - p), 1e-12) / n) + 1e-12
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 2), Fraction(3), Fraction(2 * 4096) / Fraction(1.0)])
+def test_discrete_laplace_distribution(scale):
+    "Chi-square of the sampler against P(y) = (1-a)/(1+a) a^|y|, a = exp(-1/scale)"
+    rng = DeterministicRandom(4)
+    n = 20_000
+    samples = np.array([discrete_laplace(rng, scale) for _ in range(n)])
+    a = math.exp(-1 / float(scale))
+    # bins by |y| quantiles of the exact distribution, then compare counts
+    edges = np.unique(np.round(np.quantile(np.abs(samples), np.linspace(0, 1, 12)[1:-1])).astype(int))
+    bounds = [0, *[int(e) + 1 for e in edges if e >= 0], None]
+    observed, expected = [], []
+    for low, high in zip(bounds[:-1], bounds[1:]):
+        mask = np.abs(samples) >= low if high is None else (np.abs(samples) >= low) & (np.abs(samples) < high)
+        observed.append(mask.sum())
+        p_low = 1.0 if low == 0 else 2 * a**low / (1 + a)  # P(|Y| >= low)
+        p_high = 0.0 if high is None else 2 * a**high / (1 + a)
+        expected.append(n * (p_low - p_high))
+    assert abs(sum(expected) - n) < 1e-6 * n
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    variance = 2 * a / (1 - a) ** 2
+    assert abs(samples.var() - variance) < k_sigma() * variance * 2.5 / math.sqrt(n)  # Laplace kurtosis 6
+    assert abs(samples.mean()) < k_sigma() * math.sqrt(variance / n)
+
+
+def test_secure_random_is_the_default():
+    rng = SecureRandom()
+    assert 0 <= rng.randbelow(10) < 10 and len(rng.token_bytes(16)) == 16 and rng.randbits(8) < 256

@@ -1,0 +1,67 @@
+import json
+
+import numpy as np
+import pytest
+
+from client_sdk import load_spec
+from estimators import Aggregate, AggregateMismatch, aggregate, estimate, merge
+from estimators.aggregation import bit_counts, olh_support_counts
+from estimators.simulate import simulate
+
+ALL = ["grr", "sue", "oue", "olh", "hadamard", "laplace", "duchi", "piecewise", "hybrid"]
+
+
+def spec_for(mechanism):
+    if mechanism in ("laplace", "duchi", "piecewise", "hybrid"):
+        return load_spec({"name": "t", "mechanism": mechanism, "epsilon": 1.0, "range": [0, 100]})
+    return load_spec({"name": "t", "mechanism": mechanism, "epsilon": 1.0, "domain": list(range(11))})
+
+
+def values_for(spec, n, rng):
+    return rng.uniform(-10, 110, n) if spec.is_numeric else rng.integers(0, 11, n)
+
+
+@pytest.mark.parametrize("mechanism", ALL)
+def test_merge_of_parts_equals_aggregate_of_whole(mechanism):
+    spec = spec_for(mechanism)
+    rng = np.random.default_rng(30)
+    payloads = simulate(spec, values_for(spec, 3001, rng), rng).to_payloads()
+    whole = aggregate(spec, payloads)
+    parts = [aggregate(spec, payloads[i:i + 700]) for i in range(0, len(payloads), 700)]
+    merged = Aggregate.empty(spec)
+    for part in reversed(parts):
+        merged = merge(merged, part)
+    assert merged == whole and merged.n == 3001
+    restored = Aggregate.from_dict(json.loads(json.dumps(whole.to_dict())))
+    assert restored == whole
+    assert estimate(spec, payloads).to_dict() == estimate(spec, payloads).to_dict()
+
+
+def test_merge_refuses_other_specs():
+    a = Aggregate.empty(spec_for("grr"))
+    b = Aggregate.empty(load_spec({"name": "t", "mechanism": "grr", "epsilon": 2.0, "domain": list(range(11))}))
+    with pytest.raises(AggregateMismatch):
+        a.merge(b)
+
+
+def test_bit_counts_match_unpacking():
+    packed = np.random.default_rng(31).integers(0, 256, size=(5000, 9), dtype=np.uint8)
+    assert np.array_equal(bit_counts(packed, 70), np.unpackbits(packed, axis=1)[:, :70].sum(axis=0))
+
+
+def test_olh_support_counts_match_the_python_hash():
+    from client_sdk.mechanisms.hashing import olh_hash
+
+    rng = np.random.default_rng(32)
+    n, d, g = 300, 37, 5
+    a = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+    b = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+    y = rng.integers(0, g, size=n)
+    expected = [sum(olh_hash(int(a[i]), int(b[i]), v, g) == y[i] for i in range(n)) for v in range(d)]
+    assert olh_support_counts(a, b, y, d, g).tolist() == expected
+
+
+def test_numeric_sums_are_exact_python_integers():
+    spec = spec_for("laplace")
+    agg = aggregate(spec, [2**40, -(2**40), 3])
+    assert agg.counts.tolist() == [3, 2**81 + 9]

@@ -1,0 +1,75 @@
+import math
+
+import pytest
+
+from estimators.central import analytic_gaussian_sigma, central_block, laplace_baseline
+from estimators.planner import compare_mechanisms, expected_std_error, n_for_halfwidth, plan
+from estimators.postprocess import base_cut, norm_sub
+
+
+def test_laplace_baseline_of_a_count():
+    "REFERENCE.md section 4: count variance 2/eps^2, 95% CI +- ln(20)/eps"
+    baseline = laplace_baseline(1.0, 0.5, 0.95)
+    assert math.isclose(baseline["std_error"] ** 2, 2 / 0.25)
+    assert math.isclose(baseline["ci_halfwidth"], math.log(20) / 0.5)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.5, 1e-6), (1.0, 1e-6), (4.0, 1e-5)])
+def test_analytic_gaussian_is_tight_and_below_the_classical_bound(epsilon, delta):
+    from scipy.stats import norm
+
+    sigma = analytic_gaussian_sigma(1.0, epsilon, delta)
+    excess = norm.cdf(0.5 / sigma - epsilon * sigma) - math.exp(epsilon) * norm.cdf(-0.5 / sigma - epsilon * sigma)
+    assert abs(excess - delta) < 1e-3 * delta
+    if epsilon < 1:
+        assert sigma <= math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+
+
+def test_reference_gaussian_count_figure():
+    "REFERENCE.md section 9: at eps=1, delta=1e-6 a count's central Gaussian sd is about 5.3 (classical bound)"
+    classical = math.sqrt(2 * math.log(1.25 / 1e-6)) / 1.0
+    assert abs(classical - 5.3) < 0.05
+    assert analytic_gaussian_sigma(1.0, 1.0, 1e-6) < classical
+
+
+def test_local_penalty_matches_reference():
+    "OUE vs central Laplace on one frequency: 1.36 sqrt(n) at eps=1, 0.78 sqrt(n) at eps=4"
+    for epsilon, factor in [(1.0, 1.36), (4.0, 0.78)]:
+        p = plan("oue", epsilon, 1_000_000, domain_size=1024)
+        assert abs(p.ldp_to_central_ratio / 1000 - factor) < 0.01
+    assert abs(expected_std_error("oue", 1.0, 1_000_000, domain_size=1024) - 1.9e-3) < 0.05e-3
+
+
+def test_planner_orders_mechanisms_and_inverts():
+    plans = compare_mechanisms(1.0, 10_000, domain_size=1024)
+    assert plans[0].mechanism in ("oue", "olh") and plans[-1].mechanism == "grr"
+    n = n_for_halfwidth("oue", 1.0, 0.01, domain_size=1024)
+    assert plan("oue", 1.0, n, domain_size=1024).ci_halfwidth <= 0.01 < plan("oue", 1.0, n - 1, domain_size=1024).ci_halfwidth
+    numeric = compare_mechanisms(4.0, 1000, value_range=(0, 10))
+    assert numeric[0].mechanism == "hybrid" and numeric[-1].mechanism == "duchi"
+
+
+def test_central_block_ratio():
+    block = central_block(sensitivity=0.001, epsilon=1.0, confidence=0.95, delta=1e-6, ldp_std_error=0.01,
+                          neighbouring="add/remove")
+    assert math.isclose(block["ldp_to_central_ratio"], 0.01 / (math.sqrt(2) * 0.001))
+    assert block["gaussian"]["sigma"] > 0
+
+
+def test_norm_sub_projects_onto_the_simplex():
+    raw = [0.5, 0.3, -0.1, 0.25, 0.05]
+    projected = norm_sub(raw)
+    assert math.isclose(projected.sum(), 1.0) and (projected >= 0).all()
+    # the iterative definition: clip negatives, subtract equally from positives until sum is 1
+    x = list(raw)
+    for _ in range(100):
+        x = [max(v, 0.0) for v in x]
+        positives = [v for v in x if v > 0]
+        shift = (sum(positives) - 1) / len(positives)
+        x = [v - shift if v > 0 else 0.0 for v in x]
+    assert all(abs(a - b) < 1e-9 for a, b in zip(projected, [max(v, 0.0) for v in x]))
+
+
+def test_base_cut_zeroes_what_is_not_significant():
+    cut = base_cut([0.5, 0.01, -0.02], [0.01, 0.01, 0.01])
+    assert cut.tolist() == [0.5, 0.0, 0.0]
