@@ -119,7 +119,7 @@ class Spec:
                 if forbidden in data:
                     raise SpecError(forbidden, f"numeric mechanism {mechanism!r} takes 'range', not {forbidden!r}")
             value_range = _validate_range(data.get("range"))
-            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, **common)
+            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, **common)._checked(data)
 
         if "range" in data:
             raise SpecError("range", f"categorical mechanism {mechanism!r} takes 'domain', not 'range'")
@@ -129,7 +129,14 @@ class Spec:
             raise SpecError("catch_all", "must be one of the domain's entries")
         if mechanism == "auto":
             mechanism = resolve_auto(len(domain), epsilon)
-        return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, **common)
+        return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, **common)._checked(data)
+
+    def _checked(self, data: dict) -> "Spec":
+        "A fingerprint carried in ``data`` (a spec as served) must be this spec's"
+        claimed = data.get("fingerprint")
+        if claimed is not None and claimed != self.fingerprint:
+            raise SpecError("fingerprint", "does not match the spec's parameters (the spec was altered)")
+        return self
 
     @classmethod
     def _rappor_from_dict(cls, data: dict, common: dict) -> "Spec":
@@ -149,7 +156,8 @@ class Spec:
             if len(set(candidates)) != len(candidates):
                 raise SpecError("candidates", "entries must be unique")
             candidates = tuple(candidates)
-        return cls(mechanism="rappor", epsilon=params.epsilon_one, rappor=params, candidates=candidates, **common)
+        spec = cls(mechanism="rappor", epsilon=params.epsilon_one, rappor=params, candidates=candidates, **common)
+        return spec._checked(data)
 
     # -- views --------------------------------------------------------------------------------------------
     @property

@@ -98,3 +98,12 @@ def test_no_warning_for_ordinary_specs():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_spec(categorical())
+
+
+def test_served_spec_with_altered_parameters_is_refused():
+    served = load_spec(categorical()).to_dict()
+    assert load_spec(served).fingerprint == served["fingerprint"]
+    served["epsilon"] = 5.0
+    with pytest.raises(SpecError) as info:
+        load_spec(served)
+    assert info.value.field == "fingerprint"
