@@ -124,15 +124,18 @@ def bit_counts(packed: np.ndarray, width: int) -> np.ndarray:
     One histogram of (byte position, byte value) pairs, then a 256 x 8 table lookup: n * width / 8 cheap
     operations instead of unpacking n * width bits."""
     n, nbytes = packed.shape
-    histogram = np.zeros(nbytes * 256, dtype=np.int64)
-    offsets = (np.arange(nbytes, dtype=np.intp) * 256)[None, :]
+    histogram = np.zeros(256 * nbytes, dtype=np.int64)
+    columns = np.arange(nbytes, dtype=np.intp)[None, :]
     rows = max(1, (1 << 20) // max(nbytes, 1))
     keys = np.empty((min(rows, max(n, 1)), nbytes), dtype=np.intp)  # bincount's own index type: no extra copy
     for start in range(0, n, rows):
         chunk = packed[start:start + rows]
-        np.add(chunk, offsets, out=keys[: len(chunk)])
-        histogram += np.bincount(keys[: len(chunk)].ravel(), minlength=nbytes * 256)
-    per_byte = histogram.reshape(nbytes, 256) @ _BYTE_BITS  # (nbytes, 8)
+        chunk_keys = keys[: len(chunk)]
+        # value-major bins (value * nbytes + column): sparse rows hit neighbouring counters, not one per 2 KiB
+        np.multiply(chunk, nbytes, out=chunk_keys, dtype=np.intp)
+        chunk_keys += columns
+        histogram += np.bincount(chunk_keys.ravel(), minlength=256 * nbytes)
+    per_byte = histogram.reshape(256, nbytes).T @ _BYTE_BITS  # (nbytes, 8)
     return per_byte.reshape(-1)[:width].astype(np.int64)
 
 
