@@ -104,13 +104,13 @@ def sufficient_statistic(spec: Spec, batch: ReportBatch) -> np.ndarray:
         return (per_column - 2 * ones).astype(np.int64)
     if m in ("laplace", "piecewise"):
         code = batch["code"]
-        return np.array([int(code.sum()), _sum_squares(code)], dtype=object)
+        return np.array([_sum(code), _sum_squares(code)], dtype=object)
     if m == "duchi":
-        return np.array([int(batch["code"].sum())], dtype=object)
+        return np.array([_sum(batch["code"])], dtype=object)
     if m == "hybrid":
         branch, code = batch["branch"], batch["code"]
         duchi, pm = code[branch == 0], code[branch == 1]
-        return np.array([len(duchi), int(duchi.sum()), len(pm), int(pm.sum()), _sum_squares(pm)], dtype=object)
+        return np.array([len(duchi), _sum(duchi), len(pm), _sum(pm), _sum_squares(pm)], dtype=object)
     if m == "rappor":
         from .rappor import rappor_counts
 
@@ -183,6 +183,15 @@ def _zeros(spec: Spec) -> np.ndarray:
     if m == "rappor":
         return np.zeros((spec.rappor.m, spec.rappor.k + 1), dtype=np.int64)
     raise ValueError(f"unknown mechanism {m!r}")
+
+
+def _sum(code: np.ndarray) -> int:
+    "Exact sum: int64 when it cannot overflow, Python integers otherwise"
+    if len(code) == 0:
+        return 0
+    if int(np.abs(code).max()) * len(code) < (1 << 62):
+        return int(code.sum())
+    return sum(int(c) for c in code.tolist())
 
 
 def _sum_squares(code: np.ndarray) -> int:

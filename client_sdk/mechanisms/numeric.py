@@ -84,11 +84,16 @@ class Laplace(NumericMechanism):
     def perturb_unit(self, t: float) -> int:
         return self.randomized_round(t * GRID) + discrete_laplace(self.rng, self.scale_steps)
 
+    @property
+    def max_abs_code(self) -> int:
+        "No honest report exceeds this: the noise passes 64 scales with probability e^-64"
+        return GRID + 64 * math.ceil(self.scale_steps)
+
     def check_payload(self, payload: Any) -> None:
         if isinstance(payload, bool) or not isinstance(payload, int):
             raise PayloadError("payload", "must be an integer")
-        if abs(payload) > 1 << 62:
-            raise PayloadError("payload", "is out of range")
+        if abs(payload) > self.max_abs_code:
+            raise PayloadError("payload", f"must be in [-{self.max_abs_code}, {self.max_abs_code}]")
 
     def noise_variance(self) -> float:
         "Variance of the discrete Laplace noise on the [-1, 1] scale: 2a/(1-a)^2 steps^2, a = exp(-1/scale)"

@@ -65,3 +65,6 @@ def test_numeric_sums_are_exact_python_integers():
     spec = spec_for("laplace")
     agg = aggregate(spec, [2**40, -(2**40), 3])
     assert agg.counts.tolist() == [3, 2**81 + 9]
+    # sums that would overflow int64 stay exact
+    big = aggregate(spec, [2**61, 2**61, 2**61, 2**61])
+    assert big.counts.tolist() == [2**63, 4 * 2**122]
