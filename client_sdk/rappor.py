@@ -1,18 +1,71 @@
-"""RAPPOR (Erlingsson, Pihur, Korolova, CCS 2014): parameters.
+"""RAPPOR (Erlingsson, Pihur, Korolova, CCS 2014): Bloom-filter reports with a memoized permanent randomized
+response (PRR) and a fresh instantaneous randomized response (IRR) on every report.
 
-Encoding, the memoized permanent randomized response and the instantaneous randomized response are added by the
-RAPPOR issue; this module holds the validated parameters the spec needs.
+Encodings (``"rappor": {"encoding": ...}``; omitted means ``"boolean"`` when k = 1, else ``"bloom"``):
+
+=========  ====================================================================================================
+bloom      the reference client's Bloom filter: ``d = MD5(BE32(cohort) || UTF-8(value))``; for k <= 256 hash i is
+           ``d[i] mod k`` (one digest byte per hash, h <= 16); for 256 < k <= 65536 hash i is
+           ``(d[2i] * 256 + d[2i+1]) mod k`` (two bytes per hash, h <= 8).  k <= 256 is bit-for-bit the
+           reference (``google/rappor`` ``client/python/rappor.py``), so its map files agree with ours.
+basic      one bit per candidate, no hashing (h = 1): bit i is the spec's ``candidates[i]``; k = len(candidates)
+boolean    k = 1, h = 1: bit 0 is the value (True/False)
+=========  ====================================================================================================
+
+Per report: the Bloom bits B; the PRR sets each bit to 1 w.p. f/2, to 0 w.p. f/2, keeps it otherwise; the IRR
+reports a PRR 1-bit as 1 w.p. q and a PRR 0-bit as 1 w.p. p.  The PRR is a deterministic function of the device
+secret, the campaign name and B (HMAC-SHA256, expanded in counter mode as in HKDF-Expand, RFC 5869), so the same
+value always gets the same PRR and repeated reports cost at most epsilon_inf together.  The IRR is drawn from the
+CSPRNG on every call; a transport that retries a send must resend the stored payload, never call ``perturb``
+again.
+
+Wire format: ``{"cohort": c, "bits": hex}`` with ``c`` in [0, m) and ``bits`` ``2*ceil(k/8)`` hex characters,
+Bloom bit i at bit i of the string, most significant bit first; padding bits 0.
+
+Probabilities are quantized to multiples of 2**-32 in the direction that adds noise: f/2 and p rounded up, q down.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import struct
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from .errors import SpecError
+from .errors import PayloadError, SpecError, ValueNotInDomain
+from .mechanisms.base import Mechanism, require_hex, require_int
+from .mechanisms.categorical import bits_to_hex, hex_length
+from .randomness import PROB_DENOMINATOR, RandomSource, quantize_down, quantize_up
 
 MD5_DIGEST_BYTES = 16
+MAX_ONE_BYTE_BITS = 256
+MAX_BLOOM_BITS = 1 << 16
+MIN_SECRET_BYTES = 32
+ENCODINGS = ("bloom", "basic", "boolean")
+PRR_CACHE_SIZE = 4096
+
+_PRR_TAG = b"ldp-telemetry/rappor/prr/v1\x00"
+_COHORT_TAG = b"ldp-telemetry/rappor/cohort/v1"
+
+
+def default_encoding(k: int) -> str:
+    "The encoding a spec means when it names none: boolean for k = 1, else bloom"
+    return "boolean" if k == 1 else "bloom"
+
+
+def hash_bytes(k: int) -> int:
+    "MD5 digest bytes per Bloom hash: 1 up to 256 bits, 2 above"
+    return 1 if k <= MAX_ONE_BYTE_BITS else 2
+
+
+def max_hashes(k: int) -> int:
+    "How many hashes one MD5 digest provides for a k-bit filter"
+    return MD5_DIGEST_BYTES // hash_bytes(k)
 
 
 @dataclass(frozen=True)
@@ -25,37 +78,40 @@ class RapporParams:
     f: float = 0.5
     p: float = 0.5
     q: float = 0.75
+    encoding: str = ""  # "" means default_encoding(k)
+
+    def __post_init__(self) -> None:
+        if not self.encoding:
+            object.__setattr__(self, "encoding", default_encoding(self.k))
 
     @classmethod
-    def from_dict(cls, data: Any) -> "RapporParams":
+    def from_dict(cls, data: Any) -> RapporParams:
+        "Validate ``{k, h, m, f, p, q[, encoding]}``; raises SpecError naming the field"
         if not isinstance(data, dict):
             raise SpecError("rappor", "must be an object with k, h, m, f, p, q")
-        unknown = sorted(set(data) - {"k", "h", "m", "f", "p", "q"})
+        unknown = sorted(set(data) - {"k", "h", "m", "f", "p", "q", "encoding"})
         if unknown:
-            raise SpecError(f"rappor.{unknown[0]}", "unknown field; allowed: k, h, m, f, p, q")
-        values = {}
-        for name in ("k", "h", "m"):
-            value = data.get(name, getattr(cls, name))
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise SpecError(f"rappor.{name}", "must be a positive integer")
-            values[name] = value
-        if values["h"] > MD5_DIGEST_BYTES:
-            raise SpecError("rappor.h", f"must be at most {MD5_DIGEST_BYTES} (one MD5 digest byte per hash)")
-        if values["m"] & (values["m"] - 1):
-            raise SpecError("rappor.m", "must be a power of two")
-        for name in ("f", "p", "q"):
-            value = data.get(name, getattr(cls, name))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise SpecError(f"rappor.{name}", "must be a number")
-            values[name] = float(value)
-        if not 0 <= values["f"] < 1:
+            raise SpecError(f"rappor.{unknown[0]}", "unknown field; allowed: k, h, m, f, p, q, encoding")
+        k = _positive_int(data, "k", cls.k)
+        encoding = data.get("encoding", default_encoding(k))
+        if encoding not in ENCODINGS:
+            raise SpecError("rappor.encoding", f"must be one of {list(ENCODINGS)}")
+        h = _positive_int(data, "h", cls.h if encoding == "bloom" else 1)
+        m = _positive_int(data, "m", cls.m)
+        _check_shape(k, h, m, encoding)
+        probabilities = {name: _probability(data, name, getattr(cls, name)) for name in ("f", "p", "q")}
+        if not 0 <= probabilities["f"] < 1:
             raise SpecError("rappor.f", "must satisfy 0 <= f < 1")
-        if not 0 <= values["p"] < values["q"] <= 1:
+        if not 0 <= probabilities["p"] < probabilities["q"] <= 1:
             raise SpecError("rappor.p", "must satisfy 0 <= p < q <= 1")
-        return cls(**values)
+        return cls(k=k, h=h, m=m, encoding=encoding, **probabilities)
 
     def to_dict(self) -> dict:
-        return {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
+        "Plain JSON; ``encoding`` only when it is not the default for k, so older fingerprints stay the same"
+        out: dict[str, Any] = {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
+        if self.encoding != default_encoding(self.k):
+            out["encoding"] = self.encoding
+        return out
 
     @property
     def p11(self) -> float:
@@ -81,3 +137,217 @@ class RapporParams:
         if self.f == 0:
             return math.inf
         return 2 * self.h * math.log((1 - self.f / 2) / (self.f / 2))
+
+
+def _positive_int(data: dict, name: str, default: int) -> int:
+    value = data.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SpecError(f"rappor.{name}", "must be a positive integer")
+    return value
+
+
+def _probability(data: dict, name: str, default: float) -> float:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(f"rappor.{name}", "must be a number")
+    return float(value)
+
+
+def _check_shape(k: int, h: int, m: int, encoding: str) -> None:
+    if k > MAX_BLOOM_BITS:
+        raise SpecError("rappor.k", f"must be at most {MAX_BLOOM_BITS}")
+    if encoding == "bloom":
+        if k < 2:
+            raise SpecError(
+                "rappor.k", "must be at least 2 for the bloom encoding (k = 1 is the boolean encoding)"
+            )
+        if h > max_hashes(k):
+            per_hash = "one MD5 digest byte" if hash_bytes(k) == 1 else "two MD5 digest bytes"
+            raise SpecError("rappor.h", f"must be at most {max_hashes(k)} for k = {k} ({per_hash} per hash)")
+    elif h != 1:
+        raise SpecError("rappor.h", f"must be 1 for the {encoding} encoding")
+    if encoding == "boolean" and k != 1:
+        raise SpecError("rappor.k", "must be 1 for the boolean encoding")
+    if m & (m - 1):
+        raise SpecError("rappor.m", "must be a power of two")
+
+
+# -- encoding ---------------------------------------------------------------------------------------------------
+def bloom_bit_positions(value: str, cohort: int, k: int, h: int) -> list[int]:
+    "The h Bloom bits of ``value`` in ``cohort`` (may repeat): MD5 of BE32(cohort) || UTF-8(value), as the reference"
+    digest = hashlib.md5(struct.pack(">L", cohort) + value.encode("utf-8")).digest()
+    if hash_bytes(k) == 1:
+        return [digest[i] % k for i in range(h)]
+    return [((digest[2 * i] << 8) | digest[2 * i + 1]) % k for i in range(h)]
+
+
+def value_bit_positions(
+    params: RapporParams, value: Any, cohort: int, candidates: Sequence[str] | Mapping[str, int] | None = None
+) -> list[int]:
+    "The Bloom bits of ``value`` in ``cohort`` under the params' encoding (basic needs the candidate list)"
+    if params.encoding == "bloom":
+        if not isinstance(value, str):
+            raise TypeError("RAPPOR values must be strings")
+        return bloom_bit_positions(value, cohort, params.k, params.h)
+    if params.encoding == "boolean":
+        if not isinstance(value, bool) and value not in (0, 1):
+            raise TypeError("boolean RAPPOR values must be True or False")
+        return [0] if value else []
+    return [_candidate_index(candidates, value)]
+
+
+def _candidate_index(candidates: Sequence[str] | Mapping[str, int] | None, value: Any) -> int:
+    if candidates is None:
+        raise SpecError("candidates", "the basic encoding needs the spec's candidate list")
+    if not isinstance(candidates, Mapping):
+        candidates = {candidate: i for i, candidate in enumerate(candidates)}
+    index = candidates.get(value) if isinstance(value, str) else None
+    if index is None:
+        # The message deliberately does not repeat the value: errors can end up in logs.
+        raise ValueNotInDomain("value is not one of the campaign's candidates (basic RAPPOR)")
+    return index
+
+
+# -- per-device secret, cohort and PRR ------------------------------------------------------------------------
+def cohort_from_secret(secret: bytes, m: int) -> int:
+    """The device's cohort among ``m`` (a power of two): HMAC-SHA256(secret, tag) mod m.
+
+    Uniform over devices, stable for a secret, and nested: the cohort for m is the cohort for 2m mod m."""
+    if m < 1 or m & (m - 1):
+        raise ValueError("m must be a power of two")
+    digest = hmac.new(secret, _COHORT_TAG, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") % m
+
+
+def prr_words(secret: bytes, campaign: str, bloom_bytes: bytes, count: int) -> tuple[int, ...]:
+    """``count`` 32-bit words derived from HMAC-SHA256(secret, tag || campaign || Bloom bits), expanded in
+    counter mode (HKDF-Expand style): uniform and independent for a random secret, fixed for a given input."""
+    name = campaign.encode("utf-8")
+    message = _PRR_TAG + len(name).to_bytes(2, "big") + name + bloom_bytes
+    key = hmac.new(secret, message, hashlib.sha256).digest()
+    blocks = (4 * count + 31) // 32
+    stream = b"".join(hmac.new(key, i.to_bytes(4, "big"), hashlib.sha256).digest() for i in range(blocks))
+    return struct.unpack(f">{count}I", stream[: 4 * count])
+
+
+def _bits_to_bytes(bits: bytearray) -> bytes:
+    return bytes.fromhex(bits_to_hex(bits, len(bits)))
+
+
+class RapporMechanism(Mechanism):
+    """RAPPOR for one campaign on one device: ``perturb(value)`` gives ``{"cohort", "bits"}``.
+
+    ``secret`` (at least 32 bytes) and ``cohort`` come from the device state
+    (:func:`client_sdk.device_state.load_or_create_device_state`); without a secret a fresh one is drawn from
+    ``rng``, which protects nothing across processes.  The cohort defaults to the one derived from the secret."""
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        rng: RandomSource | None = None,
+        secret: bytes | None = None,
+        cohort: int | None = None,
+    ) -> None:
+        super().__init__(spec, rng=rng)
+        self.params: RapporParams = spec.rappor
+        params = self.params
+        self._candidate_index: dict[str, int] | None = None
+        if params.encoding == "basic":
+            if spec.candidates is None or len(spec.candidates) != params.k:
+                raise SpecError("candidates", "the basic encoding needs exactly k candidates (one bit each)")
+            self._candidate_index = {value: i for i, value in enumerate(spec.candidates)}
+        self.secret = self._check_secret(self.rng.token_bytes(MIN_SECRET_BYTES) if secret is None else secret)
+        if cohort is None:
+            cohort = cohort_from_secret(self.secret, params.m)
+        if isinstance(cohort, bool) or not isinstance(cohort, int) or not 0 <= cohort < params.m:
+            raise ValueError(f"cohort must be an integer in [0, {params.m})")
+        self.cohort = cohort
+        f_half, p, q = quantized_probabilities(params)
+        self.prr_threshold, self.p_threshold, self.q_threshold = (_threshold(x) for x in (f_half, p, q))
+        self._prr_cache: dict[bytes, bytearray] = {}
+        self._prr_lock = threading.Lock()
+
+    @staticmethod
+    def _check_secret(secret: Any) -> bytes:
+        if not isinstance(secret, (bytes, bytearray)):
+            raise TypeError("secret must be bytes")
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ValueError(f"secret must be at least {MIN_SECRET_BYTES} bytes")
+        return bytes(secret)
+
+    # -- the three steps ----------------------------------------------------------------------------------
+    def bloom_bits(self, value: Any) -> bytearray:
+        "The true Bloom filter of ``value`` in this device's cohort, one 0/1 byte per bit (never sent)"
+        positions = value_bit_positions(self.params, value, self.cohort, self._candidate_index)
+        bits = bytearray(self.params.k)
+        for position in positions:
+            bits[position] = 1
+        return bits
+
+    def permanent_bits(self, value: Any) -> bytearray:
+        "The memoized PRR of ``value``: a deterministic function of secret, campaign and Bloom bits (never sent)"
+        bloom = self.bloom_bits(value)
+        key = _bits_to_bytes(bloom)
+        cached = self._prr_cache.get(key)
+        if cached is None:
+            words = prr_words(self.secret, self.spec.name, key, self.params.k)
+            t = self.prr_threshold
+            # w < t: 1 (prob f/2); t <= w < 2t: 0 (prob f/2); else keep the Bloom bit (prob 1 - f)
+            cached = bytearray(1 if w < t else (0 if w < 2 * t else b) for w, b in zip(words, bloom))
+            with self._prr_lock:  # the SDK client may report from several threads
+                if len(self._prr_cache) >= PRR_CACHE_SIZE:
+                    del self._prr_cache[next(iter(self._prr_cache))]
+                self._prr_cache[key] = cached
+        return bytearray(cached)
+
+    def instantaneous_bits(self, prr: bytearray) -> bytearray:
+        "The IRR: fresh from ``rng`` on every call; a PRR 1-bit is reported as 1 w.p. q, a 0-bit w.p. p"
+        words = memoryview(self.rng.token_bytes(4 * len(prr))).cast("I")
+        p_t, q_t = self.p_threshold, self.q_threshold
+        return bytearray((w < q_t) if b else (w < p_t) for w, b in zip(words, prr))
+
+    # -- Mechanism interface ------------------------------------------------------------------------------
+    def perturb(self, value: Any) -> dict:
+        "One report of ``value``: a dict with ``cohort`` (int) and ``bits`` (hex)"
+        irr = self.instantaneous_bits(self.permanent_bits(value))
+        return {"cohort": self.cohort, "bits": bits_to_hex(irr, self.params.k)}
+
+    def check_payload(self, payload: Any) -> None:
+        if not isinstance(payload, dict):
+            raise PayloadError("payload", "must be an object with cohort and bits")
+        extra = sorted(set(payload) - {"cohort", "bits"})
+        if extra:
+            raise PayloadError(f"payload.{extra[0]}", "unknown field; allowed: cohort, bits")
+        for name in ("cohort", "bits"):
+            if name not in payload:
+                raise PayloadError(f"payload.{name}", "is required")
+        require_int(payload["cohort"], "payload.cohort", 0, self.params.m)
+        raw = require_hex(payload["bits"], "payload.bits", hex_length(self.params.k))
+        padding = 8 * len(raw) - self.params.k
+        if padding and raw[-1] & ((1 << padding) - 1):
+            raise PayloadError("payload.bits", f"the last {padding} padding bits must be 0")
+
+    def derived(self) -> dict:
+        params = self.params
+        return {
+            "p11": params.p11,
+            "p01": params.p01,
+            "epsilon_one": params.epsilon_one,
+            "epsilon_inf": params.epsilon_inf,
+            "encoding": params.encoding,
+            "hash_bytes": hash_bytes(params.k),
+            "f_half_quantized": self.prr_threshold / PROB_DENOMINATOR,
+            "p_quantized": self.p_threshold / PROB_DENOMINATOR,
+            "q_quantized": self.q_threshold / PROB_DENOMINATOR,
+        }
+
+
+def quantized_probabilities(params: RapporParams) -> tuple[Fraction, Fraction, Fraction]:
+    "The probabilities the SDK draws with, multiples of 2**-32 rounded towards more noise: (f/2 up, p up, q down)"
+    return quantize_up(params.f / 2), quantize_up(params.p), quantize_down(params.q)
+
+
+def _threshold(probability: Fraction) -> int:
+    "A probability that is a multiple of 2**-32 as a threshold out of 2**32"
+    return int(probability * PROB_DENOMINATOR)
