@@ -4,14 +4,19 @@ Standard library only.  ``mechanism_from_spec(spec).perturb(value)`` gives the p
 comes from the OS CSPRNG (``secrets``).
 """
 
+from .client import Client, FlushResult
 from .errors import LDPError, PayloadError, PrivacyWarning, SpecError, ValueNotInDomain
+from .ledger import ReportPolicy
 from .mechanisms import mechanism_from_spec
+from .queue import QueueLimits
 from .randomness import DeterministicRandom, SecureRandom
 from .spec import Spec, load_spec
+from .transport import CampaignUnavailable, TransportError, UnknownCampaign
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LDPError", "PayloadError", "PrivacyWarning", "SpecError", "ValueNotInDomain", "mechanism_from_spec",
     "DeterministicRandom", "SecureRandom", "Spec", "load_spec", "__version__",
+    "Client", "FlushResult", "QueueLimits", "ReportPolicy", "TransportError", "CampaignUnavailable", "UnknownCampaign",
 ]

@@ -1,0 +1,170 @@
+"""Bounded load test of the collector on loopback: accepted reports per second for batches of 1, 100 and 1000.
+
+Starts ``ldp-telemetry serve`` on 127.0.0.1 (a free port, a fresh SQLite file in a temporary directory), creates
+a key and an OUE campaign, prepares every request body before the clock starts (fresh report ids, perturbed
+payloads), then lets several client processes post them as fast as the server answers.  Each run stops when its
+bodies are sent or after ``--max-seconds``; the server is stopped and the directory removed at the end.
+
+    python benchmarks/collector_load.py --workers 2 --clients 4
+
+Validation (``check_payload`` per report), the insert with ``INSERT OR IGNORE`` and the aggregate update are all
+included: the server does exactly what it does in production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SPEC = {"name": "bench", "mechanism": "oue", "epsilon": 1.0, "domain": [f"v{i}" for i in range(32)]}
+# (batch size, total reports) per run: bounded so the whole benchmark takes well under a minute
+RUNS = ((1, 3_000), (100, 60_000), (1000, 200_000))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_bodies(spec, batch: int, total: int) -> list[bytes]:
+    "Request bodies with fresh report ids; payloads drawn from a pool of real perturbations"
+    import client_sdk
+
+    mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(batch))
+    pool = [mechanism.perturb(value) for value in spec.domain * 32]
+    fingerprint = spec.fingerprint
+    bodies = []
+    for start in range(0, total, batch):
+        reports = [{"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": fingerprint,
+                    "payload": pool[(start + i) % len(pool)]} for i in range(min(batch, total - start))]
+        bodies.append(json.dumps({"reports": reports}).encode())
+    return bodies
+
+
+def client_process(port: int, key: str, bodies: list[bytes], start: float, max_seconds: float, out) -> None:
+    "Post every body (one connection, reconnecting when the server closes it); report counts and latencies"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    accepted, failures, latencies = 0, 0, []
+    while time.time() < start:
+        time.sleep(0.0005)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for body in bodies:
+        if time.time() - start > max_seconds:
+            break
+        sent = time.perf_counter()
+        try:
+            connection.request("POST", "/v1/reports", body, headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            failures += 1
+            continue
+        latencies.append(time.perf_counter() - sent)
+        if response.status == 200:
+            accepted += json.loads(data)["accepted"]
+        else:
+            failures += 1
+        if response.getheader("Connection", "").lower() == "close":
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    out.put((accepted, failures, latencies, time.time()))
+
+
+def run_load(port: int, key: str, bodies: list[bytes], clients: int, max_seconds: float) -> dict:
+    queue: multiprocessing.Queue = multiprocessing.Queue()
+    start = time.time() + 0.5
+    shares = [bodies[i::clients] for i in range(clients)]
+    processes = [multiprocessing.Process(target=client_process, args=(port, key, share, start, max_seconds, queue))
+                 for share in shares]
+    for process in processes:
+        process.start()
+    results = [queue.get(timeout=max_seconds + 120) for _ in processes]
+    for process in processes:
+        process.join()
+    accepted = sum(r[0] for r in results)
+    failures = sum(r[1] for r in results)
+    latencies = sorted(x for r in results for x in r[2])
+    elapsed = max(r[3] for r in results) - start
+    return {"accepted": accepted, "failures": failures, "requests": len(latencies), "seconds": elapsed,
+            "reports_per_second": accepted / elapsed, "p50_ms": 1000 * latencies[len(latencies) // 2],
+            "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent client processes")
+    parser.add_argument("--max-seconds", type=float, default=30.0, help="time limit of each run")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the number of reports per run")
+    args = parser.parse_args()
+
+    import client_sdk
+    from collector.storage import Storage
+
+    spec = client_sdk.load_spec(SPEC)
+    directory = Path(tempfile.mkdtemp(prefix="ldp-bench-"))
+    db_path = directory / "collector.db"
+    with Storage(db_path) as storage:
+        storage.migrate()
+        key, _ = storage.create_key("ingest", "2024-01-01")
+        storage.create_campaign(SPEC, "2024-01-01")
+    runs = [(batch, max(batch, int(total * args.scale))) for batch, total in RUNS]
+    prepared = {batch: prepare_bodies(spec, batch, total) for batch, total in runs}
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from ldp_telemetry.cli import main; main()", "serve", "--db", str(db_path),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers), "--rate-limit", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=REPO)
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1):
+                    break
+            except OSError:
+                if time.time() > deadline or server.poll() is not None:
+                    raise SystemExit("the collector did not start")
+                time.sleep(0.1)
+        rows = []
+        for batch, _ in runs:
+            result = run_load(port, key, prepared[batch], args.clients, args.max_seconds)
+            rows.append((batch, result))
+        with Storage(db_path) as storage:
+            stored = storage.count_reports()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+        shutil.rmtree(directory, ignore_errors=True)
+
+    print(f"collector load: {args.workers} gunicorn workers, {args.clients} client processes, "
+          f"{os.cpu_count()} CPUs, OUE d={len(SPEC['domain'])}, loopback")
+    print(f"{'batch':>6} {'requests':>9} {'accepted':>9} {'failed':>7} {'seconds':>8} {'reports/s':>10} "
+          f"{'p50 ms':>8} {'p99 ms':>8}")
+    for batch, r in rows:
+        print(f"{batch:>6} {r['requests']:>9} {r['accepted']:>9} {r['failures']:>7} {r['seconds']:>8.2f} "
+              f"{r['reports_per_second']:>10,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}")
+    print(f"rows stored: {stored}")
+
+
+if __name__ == "__main__":
+    main()

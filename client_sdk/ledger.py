@@ -1,0 +1,100 @@
+"""The on-device privacy ledger: how much epsilon each campaign has spent here, and how often it may report.
+
+Spending adds up by basic composition: k reports under epsilon cost k * epsilon for a value that does not change
+(REFERENCE.md; averaging attacks are why a device must cap its reports).  A :class:`ReportPolicy` per campaign
+caps reports per period (by default one per UTC day) and, optionally, the total epsilon; ``record`` refuses
+reports beyond it before anything is drawn or queued.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .state_file import StateFile
+
+DAY_SECONDS = 86_400.0
+
+
+@dataclass(frozen=True)
+class ReportPolicy:
+    "At most ``max_reports`` per ``period_seconds`` (None: no cap) and ``max_epsilon`` in total (None: no cap)"
+
+    max_reports: int | None = 1
+    period_seconds: float = DAY_SECONDS
+    max_epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_reports is not None and (not isinstance(self.max_reports, int) or self.max_reports < 1):
+            raise ValueError("max_reports must be a positive integer or None")
+        if not self.period_seconds > 0:
+            raise ValueError("period_seconds must be positive")
+        if self.max_epsilon is not None and not (self.max_epsilon > 0 and math.isfinite(self.max_epsilon)):
+            raise ValueError("max_epsilon must be a positive finite number or None")
+
+    @classmethod
+    def unlimited(cls) -> ReportPolicy:
+        "No cap at all (simulations and tests; not for devices)"
+        return cls(max_reports=None)
+
+    def period(self, now: float) -> int:
+        "Index of the period ``now`` falls in (UTC days for the default period)"
+        return int(now // self.period_seconds)
+
+
+@dataclass(frozen=True)
+class Spending:
+    "What a campaign has spent on this device"
+
+    campaign: str
+    epsilon: float
+    reports: int
+
+
+class PrivacyLedger:
+    "Epsilon and report counts per campaign, in the state file"
+
+    def __init__(self, state: StateFile) -> None:
+        self.state = state
+        conn = state.conn
+        conn.execute("CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, "
+                     "reports INTEGER NOT NULL)")
+        conn.execute("CREATE TABLE IF NOT EXISTS ledger_periods (campaign TEXT NOT NULL, period INTEGER NOT NULL, "
+                     "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period))")
+
+    def refusal(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float) -> str | None:
+        "Why one more report under ``epsilon`` would break ``policy``, or None if it is allowed"
+        with self.state.lock:
+            conn = self.state.conn
+            if policy.max_reports is not None:
+                row = conn.execute("SELECT reports FROM ledger_periods WHERE campaign = ? AND period = ?",
+                                   (campaign, policy.period(now))).fetchone()
+                if row and row[0] >= policy.max_reports:
+                    return f"policy allows {policy.max_reports} report(s) per {policy.period_seconds:g} s"
+            if policy.max_epsilon is not None:
+                spent = self.spent(campaign).epsilon
+                if spent + epsilon > policy.max_epsilon * (1 + 1e-12):
+                    return f"epsilon budget {policy.max_epsilon:g} would be exceeded (spent {spent:g})"
+        return None
+
+    def charge(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float) -> None:
+        "Record one report under ``epsilon`` (call inside the transaction that queues it)"
+        with self.state.transaction() as conn:
+            conn.execute("INSERT INTO ledger (campaign, epsilon, reports) VALUES (?, ?, 1) ON CONFLICT(campaign) "
+                         "DO UPDATE SET epsilon = epsilon + excluded.epsilon, reports = reports + 1",
+                         (campaign, epsilon))
+            period = policy.period(now)
+            conn.execute("INSERT INTO ledger_periods (campaign, period, reports) VALUES (?, ?, 1) "
+                         "ON CONFLICT(campaign, period) DO UPDATE SET reports = reports + 1", (campaign, period))
+            conn.execute("DELETE FROM ledger_periods WHERE campaign = ? AND period < ?", (campaign, period))
+
+    def spent(self, campaign: str) -> Spending:
+        with self.state.lock:
+            row = self.state.conn.execute("SELECT epsilon, reports FROM ledger WHERE campaign = ?",
+                                          (campaign,)).fetchone()
+        return Spending(campaign, row[0] if row else 0.0, row[1] if row else 0)
+
+    def all_spent(self) -> list[Spending]:
+        with self.state.lock:
+            rows = self.state.conn.execute("SELECT campaign, epsilon, reports FROM ledger ORDER BY campaign").fetchall()
+        return [Spending(*row) for row in rows]

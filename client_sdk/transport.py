@@ -1,0 +1,181 @@
+"""How the SDK talks HTTP: a one-method interface, the urllib implementation and in-memory fakes for tests.
+
+Exceptions::
+
+    LDPError (client_sdk.errors)
+    ├── TransportError             retryable: the request may not have reached the collector
+    │   ├── NetworkError           connection refused or reset, DNS failure, protocol error
+    │   ├── RequestTimeout         no answer within the timeout
+    │   └── CampaignUnavailable    a spec could not be fetched and none is cached
+    └── UnknownCampaign            permanent: the collector has no campaign of that name
+
+HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides (2xx and 4xx
+end a batch, 429 and 5xx are retried).  Standard library only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from .errors import LDPError
+
+
+class TransportError(LDPError):
+    "The request failed in transit; retrying may succeed"
+
+
+class NetworkError(TransportError):
+    "Connection refused, reset or otherwise broken"
+
+
+class RequestTimeout(TransportError):
+    "No answer within the timeout"
+
+
+class CampaignUnavailable(TransportError):
+    "The campaign's spec could not be fetched and no cached copy exists"
+
+
+class UnknownCampaign(LDPError):
+    "The collector has no campaign of that name"
+
+
+@dataclass
+class Request:
+    "An HTTP request"
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+    def json(self) -> Any:
+        import gzip
+
+        data = self.body or b""
+        if self.headers.get("Content-Encoding") == "gzip":
+            data = gzip.decompress(data)
+        return json.loads(data)
+
+
+@dataclass
+class Response:
+    "An HTTP response; header names are lower case"
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @classmethod
+    def from_json(cls, status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
+        content_type = "application/problem+json" if status >= 400 else "application/json"
+        return cls(status, {"content-type": content_type, **(headers or {})}, json.dumps(data).encode())
+
+
+class Transport(Protocol):
+    "Anything that can send one request and return the response (or raise TransportError)"
+
+    def send(self, request: Request, timeout: float) -> Response: ...
+
+
+class _KeepErrors(urllib.request.HTTPErrorProcessor):
+    "Return 4xx/5xx responses instead of raising, and never follow redirects silently"
+
+    def http_response(self, request: Any, response: Any) -> Any:
+        return response
+
+    https_response = http_response
+
+
+class UrllibTransport:
+    "The production transport: urllib, no proxies from the environment unless ``use_env_proxies``"
+
+    def __init__(self, *, use_env_proxies: bool = False) -> None:
+        handlers: list[Any] = [_KeepErrors()]
+        if not use_env_proxies:
+            handlers.append(urllib.request.ProxyHandler({}))
+        self._opener = urllib.request.build_opener(*handlers)
+
+    def send(self, request: Request, timeout: float) -> Response:
+        raw = urllib.request.Request(request.url, data=request.body, headers=request.headers, method=request.method)
+        try:
+            with self._opener.open(raw, timeout=timeout) as answer:
+                body = answer.read()
+                headers = {k.lower(): v for k, v in answer.headers.items()}
+                return Response(answer.status, headers, body)
+        except TimeoutError as exc:
+            raise RequestTimeout(f"no answer from {_origin(request.url)} within {timeout} s") from exc
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, (socket.timeout, TimeoutError)):
+                raise RequestTimeout(f"no answer from {_origin(request.url)} within {timeout} s") from exc
+            raise NetworkError(f"cannot reach {_origin(request.url)}: {exc.reason}") from exc
+        except (OSError, ValueError) as exc:  # resets, http.client protocol errors
+            raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
+
+
+class MockTransport:
+    "An in-memory transport: ``handler(request) -> Response`` (or raise TransportError); keeps every request"
+
+    def __init__(self, handler: Callable[[Request], Response]) -> None:
+        self.handler = handler
+        self.requests: list[Request] = []
+
+    def send(self, request: Request, timeout: float) -> Response:
+        self.requests.append(request)
+        return self.handler(request)
+
+
+class WSGITransport:
+    "Sends requests straight into a WSGI app (for example a Flask collector) without a socket"
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    def send(self, request: Request, timeout: float) -> Response:
+        parts = urlsplit(request.url)
+        body = request.body or b""
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": request.method, "SCRIPT_NAME": "", "PATH_INFO": parts.path or "/",
+            "QUERY_STRING": parts.query, "SERVER_NAME": parts.hostname or "localhost",
+            "SERVER_PORT": str(parts.port or 80), "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.version": (1, 0),
+            "wsgi.url_scheme": parts.scheme or "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
+            "wsgi.multithread": False, "wsgi.multiprocess": False, "wsgi.run_once": False,
+            "CONTENT_LENGTH": str(len(body)),
+        }
+        for name, value in request.headers.items():
+            key = name.upper().replace("-", "_")
+            if key == "CONTENT_TYPE":
+                environ["CONTENT_TYPE"] = value
+            elif key != "CONTENT_LENGTH":
+                environ["HTTP_" + key] = value
+        captured: dict[str, Any] = {}
+
+        def start_response(status: str, headers: list, exc_info: Any = None) -> Callable:
+            captured["status"], captured["headers"] = int(status.split()[0]), headers
+            return lambda data: None
+
+        result: Iterable[bytes] = self.app(environ, start_response)
+        try:
+            data = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        return Response(captured["status"], {k.lower(): v for k, v in captured["headers"]}, data)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

@@ -1,0 +1,1 @@
+"""The collector's HTTP API, one blueprint per resource."""

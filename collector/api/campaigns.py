@@ -1,0 +1,161 @@
+"""Campaigns: create (admin), list and fetch specs (any key), estimates (admin).
+
+Specs are immutable: posting a changed spec under an existing name creates the next version; posting an identical
+one returns the existing version (200 instead of 201), so retries are safe.  Reading specs needs a key (ingest or
+admin) so anonymous scanners cannot enumerate what is measured; devices hold an ingest key anyway.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import warnings
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+import estimators
+from client_sdk.errors import PrivacyWarning, SpecError
+from client_sdk.spec import NAME_PATTERN
+
+from ..auth import require
+from ..db import get_storage
+from ..problems import Problem, invalid
+from ..storage import CampaignNotFound, CampaignVersion, VersionConflict
+from .body import read_json
+
+blueprint = Blueprint("campaigns", __name__)
+MAX_SPEC_BYTES = 64 * 1024 * 1024  # a domain may have up to 2**20 entries
+
+
+def today() -> str:
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+@blueprint.post("/v1/campaigns")
+@require("admin")
+def create_campaign() -> tuple[Response, int]:
+    "Create a campaign, or the next version of one"
+    body = read_json(min(MAX_SPEC_BYTES, int(current_app.config["MAX_BODY_BYTES"])))
+    if not isinstance(body, dict):
+        raise invalid("body", "must be a JSON object: the campaign spec")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)
+        try:
+            campaign, created = get_storage().create_campaign(body, today())
+        except SpecError as exc:
+            raise invalid(exc.field, exc.reason) from None
+        except VersionConflict as exc:
+            raise Problem(409, str(exc), field="version") from None
+    out = campaign.to_dict()
+    out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
+    response = jsonify(out)
+    response.headers["Location"] = url_for("campaigns.get_campaign", name=campaign.name, version=campaign.version)
+    return response, 201 if created else 200
+
+
+@blueprint.get("/v1/campaigns")
+@require("ingest", "admin")
+def list_campaigns() -> Response:
+    "The latest version of every campaign"
+    return jsonify({"campaigns": [c.to_dict() for c in get_storage().list_campaigns()]})
+
+
+@blueprint.get("/v1/campaigns/<name>")
+@require("ingest", "admin")
+def get_campaign(name: str) -> Response:
+    "One campaign's spec (latest version unless ?version=N), with the list of its versions"
+    campaign = _find(name, _int_arg("version"))
+    versions = [c.version for c in get_storage().campaign_versions(name)]
+    return jsonify({**campaign.to_dict(), "versions": versions})
+
+
+@blueprint.get("/v1/campaigns/<name>/estimate")
+@require("admin")
+def estimate(name: str) -> Response:
+    "De-biased estimate from the stored aggregates, over [since, until] or per day"
+    campaign = _find(name, _int_arg("version"))
+    confidence = _confidence()
+    since, until = _day_arg("since"), _day_arg("until")
+    if since and until and since > until:
+        raise invalid("since", "must not be after until")
+    granularity = request.args.get("granularity", "total")
+    if granularity not in ("total", "day"):
+        raise invalid("granularity", "must be 'total' or 'day'")
+    storage = get_storage()
+    window = {"version": campaign.version, "since": since, "until": until}
+    if granularity == "total":
+        aggregate = storage.read_aggregate(campaign, since, until)
+        return jsonify({**_estimate(campaign, aggregate, confidence), "window": window})
+    days = storage.aggregates_by_day(campaign, since, until)
+    limit = int(current_app.config["MAX_ESTIMATE_DAYS"])
+    if len(days) > limit:
+        raise invalid("granularity", f"window has {len(days)} days; per-day estimates answer at most {limit}")
+    if not days:
+        raise Problem(404, f"campaign {name!r} version {campaign.version} has no reports in this window",
+                      slug="no-reports", title="No reports", field="since")
+    return jsonify({"campaign": name, "version": campaign.version, "window": window,
+                    "days": [{"day": day, **_estimate(campaign, agg, confidence)} for day, agg in days]})
+
+
+def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:
+    try:
+        result = estimators.estimate_aggregate(campaign.spec, aggregate, confidence=confidence)
+    except estimators.NoReports:
+        raise Problem(404, f"campaign {campaign.name!r} version {campaign.version} has no reports in this window",
+                      slug="no-reports", title="No reports", field="since") from None
+    return _finite(result.to_dict())
+
+
+def _finite(value: Any) -> Any:
+    "JSON has no NaN or infinity: they become null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _find(name: str, version: int | None) -> CampaignVersion:
+    if not NAME_PATTERN.match(name):
+        raise Problem(404, f"no campaign {name!r}", field="name")
+    try:
+        return get_storage().get_campaign(name, version)
+    except CampaignNotFound as exc:
+        raise Problem(404, str(exc), field="version" if version else "name") from None
+
+
+def _int_arg(name: str) -> int | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 2**31:
+        raise invalid(name, "must be a positive integer")
+    return int(raw)
+
+
+def _confidence() -> float:
+    raw = request.args.get("confidence", "0.95")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise invalid("confidence", "must be a number strictly between 0 and 1") from None
+    if not 0 < value < 1:
+        raise invalid("confidence", "must be a number strictly between 0 and 1")
+    return value
+
+
+def _day_arg(name: str) -> str | None:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return dt.date.fromisoformat(raw).isoformat() if len(raw) == 10 else _bad_day(name)
+    except ValueError:
+        return _bad_day(name)
+
+
+def _bad_day(name: str) -> str:
+    raise invalid(name, "must be a UTC date YYYY-MM-DD")

@@ -1,0 +1,161 @@
+"""Report ingestion: ``POST /v1/reports`` with a batch of perturbed reports.
+
+Each report is ``{"report_id": <uuid4>, "campaign": <name>, "fingerprint": <spec fingerprint>, "payload": ...}``.
+The fingerprint picks the campaign version; the version's mechanism checks the payload (``check_payload``).
+Valid reports are stored and added to their aggregates in one transaction; invalid ones are listed back with the
+field and the reason; report ids already stored (or repeated in the batch) count as duplicates.  The answer is
+200 with the three counts whenever the batch itself was readable (partial success, as OTLP/HTTP does).
+
+Per report the Python work is one dict check, one regex match, ``check_payload`` and one ``json.dumps``; the
+aggregate is computed once per campaign version with the vectorised ``estimators.aggregate``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify
+
+import estimators
+from client_sdk.errors import PayloadError
+from client_sdk.mechanisms import Mechanism, mechanism_from_spec
+
+from ..auth import rate_rule, require, too_many
+from ..db import get_storage
+from ..problems import Problem, invalid
+from ..storage import CampaignVersion, RateLimited, ReportGroup
+from .body import parse_json, read_body
+from .campaigns import today
+
+blueprint = Blueprint("reports", __name__)
+logger = logging.getLogger("collector")
+
+REPORT_FIELDS = frozenset(("report_id", "campaign", "fingerprint", "payload"))
+UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False).encode
+
+
+class _Lookup:
+    "Campaign versions by (name, fingerprint): cached for the process (versions are immutable), misses per request"
+
+    def __init__(self) -> None:
+        cache = current_app.extensions.setdefault("ldp_campaign_cache", {})
+        self.cache: dict[tuple[str, str], tuple[CampaignVersion, Mechanism]] = cache
+        self.missing: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, Mechanism] | tuple[str, str]:
+        "The version and its mechanism, or (field, reason) why there is none"
+        key = (name, fingerprint)
+        found = self.cache.get(key) or self.missing.get(key)
+        if found is not None:
+            return found
+        storage = get_storage()
+        campaign = storage.find_version(name, fingerprint)
+        if campaign is not None:
+            self.cache[key] = (campaign, mechanism_from_spec(campaign.spec))
+            return self.cache[key]
+        known = bool(storage.campaign_versions(name))
+        reason = ("fingerprint", "matches no version of this campaign") if known else ("campaign", "unknown campaign")
+        self.missing[key] = reason
+        return reason
+
+
+@blueprint.post("/v1/reports")
+@require("ingest", "admin", take_token=False)
+def ingest() -> Response:
+    "Validate and store a batch of reports"
+    config = current_app.config
+    body = parse_json(read_body(int(config["MAX_BODY_BYTES"])))
+    if not isinstance(body, dict):
+        raise invalid("body", 'must be a JSON object {"reports": [...]}')
+    unknown = sorted(set(body) - {"reports"})
+    if unknown:
+        raise invalid(str(unknown[0])[:100], "unknown field; the body has only 'reports'")
+    reports = body.get("reports")
+    if not isinstance(reports, list) or not reports:
+        raise invalid("reports", "must be a non-empty list of reports")
+    limit = int(config["MAX_BATCH_REPORTS"])
+    if len(reports) > limit:
+        raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
+
+    groups, rejected, duplicates = _validate(reports)
+    for group in groups:
+        group.payload_texts = [_dumps(p) for p in group.payloads]
+        group.aggregate = estimators.aggregate(group.campaign.spec, group.payloads)
+    try:
+        result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
+                                              now=time.time())
+    except RateLimited as limited:
+        raise too_many(limited.retry_after) from None
+    duplicate = duplicates + result.duplicate
+    current_app.extensions["ldp_metrics"].count_reports(result.accepted, duplicate, len(rejected))
+    return jsonify({"accepted": result.accepted, "duplicate": duplicate, "rejected": len(rejected),
+                    "errors": rejected})
+
+
+def _validate(reports: list) -> tuple[list[ReportGroup], list[dict], int]:
+    "Groups of valid reports by campaign version, the rejections, and the in-batch duplicate count"
+    lookup = _Lookup()
+    groups: dict[tuple[str, str], ReportGroup] = {}
+    rejected: list[dict] = []
+    seen: set[str] = set()
+    duplicates = 0
+    for index, report in enumerate(reports):
+        if type(report) is not dict or report.keys() != REPORT_FIELDS:
+            rejected.append(_shape_error(index, report))
+            continue
+        report_id, name, fingerprint = report["report_id"], report["campaign"], report["fingerprint"]
+        if type(report_id) is not str or not UUID4.fullmatch(report_id):
+            rejected.append(_reject(index, None, "report_id", "must be a lower-case UUID version 4 string"))
+            continue
+        if type(name) is not str or type(fingerprint) is not str:
+            field = "campaign" if type(name) is not str else "fingerprint"
+            rejected.append(_reject(index, report_id, field, "must be a string"))
+            continue
+        found = lookup.find(name, fingerprint)
+        if isinstance(found[0], str):
+            rejected.append(_reject(index, report_id, found[0], found[1]))  # type: ignore[arg-type]
+            continue
+        campaign, mechanism = found  # type: ignore[misc]
+        payload = report["payload"]
+        try:
+            mechanism.check_payload(payload)
+        except PayloadError as exc:
+            rejected.append(_reject(index, report_id, exc.field, exc.reason))
+            continue
+        except Exception as exc:  # noqa: BLE001 (a malformed payload must never become a 500)
+            logger.debug("check_payload raised %s", type(exc).__name__)
+            rejected.append(_reject(index, report_id, "payload", "has the wrong shape for this campaign"))
+            continue
+        if report_id in seen:
+            duplicates += 1
+            continue
+        seen.add(report_id)
+        group = groups.get((campaign.name, campaign.fingerprint))
+        if group is None:
+            group = groups[(campaign.name, campaign.fingerprint)] = ReportGroup(campaign, [], [], [])
+        group.report_ids.append(report_id)
+        group.payloads.append(payload)
+    return list(groups.values()), rejected, duplicates
+
+
+def _shape_error(index: int, report: Any) -> dict:
+    if type(report) is not dict:
+        return _reject(index, None, "", "must be an object with report_id, campaign, fingerprint, payload")
+    report_id = report.get("report_id") if isinstance(report.get("report_id"), str) else None
+    missing = sorted(REPORT_FIELDS - set(report))
+    if missing:
+        return _reject(index, report_id, missing[0], "is required")
+    extra = sorted(str(k) for k in set(report) - REPORT_FIELDS)
+    return _reject(index, report_id, extra[0][:100], "unknown field; a report has report_id, campaign, "
+                                                     "fingerprint, payload")
+
+
+def _reject(index: int, report_id: str | None, field: str, reason: str) -> dict:
+    path = f"reports[{index}]" + (f".{field}" if field else "")
+    safe_id = report_id if report_id is not None and UUID4.fullmatch(report_id) else None
+    return {"index": index, "report_id": safe_id, "field": path, "reason": reason}

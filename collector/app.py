@@ -1,0 +1,90 @@
+"""The collector's Flask application factory.
+
+Configuration, lowest precedence first: :data:`DEFAULTS`, ``LDP_``-prefixed environment variables
+(``LDP_DATABASE``, ``LDP_RATE_LIMIT``, ...) and the ``config`` argument.  Keys are upper case; values from the
+environment are converted to the type of the default.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, g, request
+
+from . import db
+from .metrics import Metrics
+from .problems import register_error_handlers
+
+DEFAULTS: dict[str, Any] = {
+    "DATABASE": "",  # path of the SQLite file (required)
+    "MAX_BODY_BYTES": 8 * 1024 * 1024,  # request body limit, after gzip decompression
+    "MAX_BATCH_REPORTS": 5000,  # reports per POST /v1/reports
+    "RATE_LIMIT": 200.0,  # requests per second per key; 0 turns rate limiting off
+    "RATE_BURST": 400.0,  # bucket size
+    "BUSY_TIMEOUT_MS": 10_000,  # how long a writer waits for the SQLite write lock
+    "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
+    "METRICS_DIR": "",  # shared metrics files (one per worker); empty keeps metrics in this process
+    "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
+}
+ENV_PREFIX = "LDP_"
+
+
+def load_config(config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict:
+    "Defaults, overridden by LDP_* environment variables, overridden by ``config``"
+    environ = os.environ if environ is None else environ
+    out = dict(DEFAULTS)
+    for key, default in DEFAULTS.items():
+        raw = environ.get(ENV_PREFIX + key)
+        if raw is None:
+            continue
+        try:
+            out[key] = type(default)(raw) if not isinstance(default, str) else raw
+        except ValueError:
+            raise ValueError(f"{ENV_PREFIX}{key} must be a {type(default).__name__}, got {raw!r}") from None
+    for key, value in (config or {}).items():
+        out[key.upper()] = value
+    if not out["DATABASE"]:
+        raise ValueError("DATABASE (LDP_DATABASE) must name the SQLite file")
+    return out
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    "A collector app over the database named by ``config['DATABASE']`` or ``LDP_DATABASE``"
+    app = Flask("collector")
+    settings = load_config(config)
+    app.config.update(settings)
+    app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_BYTES"])
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["ldp_metrics"] = Metrics(settings["METRICS_DIR"] or None)
+
+    db.init_app(app)
+    register_error_handlers(app)
+
+    from .api import campaigns, health, reports
+    from .openapi import blueprint as openapi_blueprint
+
+    app.register_blueprint(campaigns.blueprint)
+    app.register_blueprint(reports.blueprint)
+    app.register_blueprint(health.blueprint)
+    app.register_blueprint(openapi_blueprint)
+
+    @app.before_request
+    def _start_timer() -> None:
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def _observe(response: Response) -> Response:
+        started = g.get("started")
+        if started is not None:
+            endpoint = (request.blueprint or "other") if request.url_rule is not None else "other"
+            if request.endpoint == "campaigns.estimate":
+                endpoint = "estimate"
+            app.extensions["ldp_metrics"].observe_request(endpoint, response.status_code,
+                                                          time.perf_counter() - started)
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    return app

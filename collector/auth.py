@@ -1,0 +1,88 @@
+"""API keys and rate limits.
+
+Keys travel as ``Authorization: Bearer <key>``; the database stores only their SHA-256 (``storage.hash_key``).
+Roles: ``ingest`` may send reports and read campaign specs, ``admin`` may do everything.  A missing or unknown key
+is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.
+
+Rate limits are a token bucket per key kept in the database (``rate_buckets``), so the limit holds for the whole
+service however many gunicorn workers serve it.  Report ingestion takes its token inside the insert transaction
+(no extra commit, no extra fsync); before parsing a body a read-only peek rejects an exhausted key early.  Other
+authenticated requests take their token in a small transaction of their own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from flask import current_app, g, request
+
+from .db import get_storage
+from .problems import Problem
+from .storage import ApiKey, RateLimited, RateRule
+
+Role = str
+
+
+def rate_rule() -> RateRule | None:
+    "The configured per-key token bucket, or None when rate limiting is off"
+    rate = float(current_app.config["RATE_LIMIT"])
+    if rate <= 0:
+        return None
+    return RateRule(rate, max(1.0, float(current_app.config["RATE_BURST"])))
+
+
+def too_many(retry_after: float) -> Problem:
+    seconds = max(1, math.ceil(retry_after))
+    return Problem(429, f"rate limit of this key exceeded; retry after {seconds} s", field="Authorization",
+                   headers={"Retry-After": str(seconds)}, retry_after=seconds)
+
+
+def authenticate(*roles: Role) -> ApiKey:
+    "The request's key if it has one of ``roles``; raises 401/403 otherwise"
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        raise Problem(401, "missing API key: send 'Authorization: Bearer <key>'", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry"'})
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200:
+        raise Problem(401, "malformed Authorization header: expected 'Bearer <key>'", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_request"'})
+    key = get_storage().find_key(token)
+    if key is None:
+        raise Problem(401, "unknown API key", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})
+    if key.role not in roles:
+        raise Problem(403, f"this key has role {key.role!r}; the endpoint needs {' or '.join(roles)}",
+                      field="Authorization")
+    g.api_key = key
+    return key
+
+
+def require(*roles: Role, take_token: bool = True) -> Callable:
+    """Decorator: authenticate with one of ``roles`` and (unless the view does it itself) take a rate token"""
+
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = authenticate(*roles)
+            rule = rate_rule()
+            if rule is not None:
+                if take_token:
+                    try:
+                        get_storage().take_token(key.key_hash, rule, time.time())
+                    except RateLimited as limited:
+                        raise too_many(limited.retry_after) from None
+                else:
+                    wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
+                    if wait > 0:
+                        raise too_many(wait)
+            return view(*args, **kwargs)
+
+        return wrapper
+
+    return decorator

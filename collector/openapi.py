@@ -1,0 +1,161 @@
+"""The OpenAPI 3.0 document of the collector, served at ``/openapi.json``.
+
+Written by hand next to the views so it stays readable; a test checks that it names every route of the app and
+that docs/api.md describes every operation in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify
+
+blueprint = Blueprint("openapi", __name__)
+
+PROBLEM = {"$ref": "#/components/responses/Problem"}
+JSON = "application/json"
+
+
+def _problem_responses(*codes: int) -> dict[str, Any]:
+    return {str(code): PROBLEM for code in codes}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+CAMPAIGN_NAME = {"name": "name", "in": "path", "required": True,
+                 "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"}}
+VERSION = {"name": "version", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}
+
+SPEC_SCHEMA = {
+    "type": "object",
+    "description": "A campaign spec (see client_sdk.spec); 'auto' mechanisms are resolved on creation.",
+    "required": ["name", "mechanism"],
+    "properties": {
+        "name": {"type": "string"},
+        "mechanism": {"type": "string", "enum": ["auto", "grr", "sue", "oue", "olh", "hadamard", "laplace", "duchi",
+                                                  "piecewise", "hybrid", "rappor"]},
+        "epsilon": {"type": "number"},
+        "domain": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+        "catch_all": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        "range": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        "rappor": {"type": "object"},
+        "candidates": {"type": "array", "items": {"type": "string"}},
+        "delta": {"type": "number"},
+        "description": {"type": "string"},
+        "version": {"type": "integer", "minimum": 1},
+    },
+}
+CAMPAIGN_SCHEMA = {
+    "type": "object",
+    "description": "A stored campaign version; 'spec' is the full spec (derived parameters included).",
+    "properties": {"name": {"type": "string"}, "version": {"type": "integer"}, "fingerprint": {"type": "string"},
+                   "mechanism": {"type": "string"}, "created_day": {"type": "string", "format": "date"},
+                   "spec": SPEC_SCHEMA, "versions": {"type": "array", "items": {"type": "integer"}},
+                   "warnings": {"type": "array", "items": {"type": "string"}}},
+}
+REPORT_SCHEMA = {
+    "type": "object", "required": ["report_id", "campaign", "fingerprint", "payload"], "additionalProperties": False,
+    "properties": {
+        "report_id": {"type": "string", "format": "uuid", "description": "lower-case UUID version 4"},
+        "campaign": {"type": "string"},
+        "fingerprint": {"type": "string", "description": "the fingerprint of the spec the report was made under"},
+        "payload": {"description": "the perturbed report, in the mechanism's wire format"},
+    },
+}
+INGEST_RESULT = {
+    "type": "object", "required": ["accepted", "duplicate", "rejected", "errors"],
+    "properties": {
+        "accepted": {"type": "integer"}, "duplicate": {"type": "integer"}, "rejected": {"type": "integer"},
+        "errors": {"type": "array", "items": {"type": "object", "properties": {
+            "index": {"type": "integer"}, "report_id": {"type": "string", "nullable": True},
+            "field": {"type": "string"}, "reason": {"type": "string"}}}},
+    },
+}
+ADMIN = [{"bearer": []}]
+ANY_KEY = [{"bearer": []}]
+
+DOCUMENT: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "ldp-telemetry collector", "version": "1",
+             "description": "Collects reports perturbed under local differential privacy. Errors are RFC 9457 "
+                            "application/problem+json with a 'field' member naming the offending input."},
+    "paths": {
+        "/v1/campaigns": {
+            "post": {
+                "operationId": "createCampaign", "summary": "Create a campaign or its next version (admin key)",
+                "security": ADMIN,
+                "requestBody": {"required": True, "content": {JSON: {"schema": SPEC_SCHEMA}}},
+                "responses": {"201": _json(CAMPAIGN_SCHEMA, "created"),
+                              "200": _json(CAMPAIGN_SCHEMA, "an identical version already exists"),
+                              **_problem_responses(400, 401, 403, 409, 413, 415, 429)},
+            },
+            "get": {
+                "operationId": "listCampaigns", "summary": "The latest version of every campaign (any key)",
+                "security": ANY_KEY,
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "campaigns": {"type": "array", "items": CAMPAIGN_SCHEMA}}}, "campaigns"),
+                    **_problem_responses(401, 403, 429)},
+            },
+        },
+        "/v1/campaigns/{name}": {
+            "get": {
+                "operationId": "getCampaign", "summary": "One campaign's spec; clients fetch configuration here",
+                "security": ANY_KEY, "parameters": [CAMPAIGN_NAME, VERSION],
+                "responses": {"200": _json(CAMPAIGN_SCHEMA, "the spec"), **_problem_responses(400, 401, 403, 404, 429)},
+            },
+        },
+        "/v1/campaigns/{name}/estimate": {
+            "get": {
+                "operationId": "estimateCampaign", "summary": "Estimate from the stored aggregates (admin key)",
+                "security": ADMIN,
+                "parameters": [
+                    CAMPAIGN_NAME, VERSION,
+                    {"name": "confidence", "in": "query", "schema": {"type": "number", "default": 0.95}},
+                    {"name": "since", "in": "query", "schema": {"type": "string", "format": "date"}},
+                    {"name": "until", "in": "query", "schema": {"type": "string", "format": "date"}},
+                    {"name": "granularity", "in": "query", "schema": {"type": "string", "enum": ["total", "day"]}},
+                ],
+                "responses": {"200": _json({"type": "object"}, "the estimator result (to_dict) with its window"),
+                              **_problem_responses(400, 401, 403, 404, 429)},
+            },
+        },
+        "/v1/reports": {
+            "post": {
+                "operationId": "ingestReports", "summary": "A batch of reports (ingest key); gzip allowed",
+                "security": ANY_KEY,
+                "parameters": [{"name": "Content-Encoding", "in": "header",
+                                "schema": {"type": "string", "enum": ["gzip", "identity"]}}],
+                "requestBody": {"required": True, "content": {JSON: {"schema": {
+                    "type": "object", "required": ["reports"], "additionalProperties": False,
+                    "properties": {"reports": {"type": "array", "minItems": 1, "items": REPORT_SCHEMA}}}}}},
+                "responses": {"200": _json(INGEST_RESULT, "accepted, duplicate and rejected counts"),
+                              **_problem_responses(400, 401, 403, 413, 415, 429)},
+            },
+        },
+        "/livez": {"get": {"operationId": "livez", "summary": "The process is up", "security": [],
+                           "responses": {"200": _json({"type": "object"}, "alive")}}},
+        "/readyz": {"get": {"operationId": "readyz", "summary": "Database reachable and disk not full",
+                            "security": [],
+                            "responses": {"200": _json({"type": "object"}, "ready"), **_problem_responses(503)}}},
+        "/metrics": {"get": {"operationId": "metrics", "summary": "Prometheus text format", "security": [],
+                             "responses": {"200": {"description": "metrics",
+                                                   "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+        "/openapi.json": {"get": {"operationId": "openapi", "summary": "This document", "security": [],
+                                  "responses": {"200": _json({"type": "object"}, "the OpenAPI document")}}},
+    },
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "responses": {"Problem": {"description": "RFC 9457 problem details", "content": {
+            "application/problem+json": {"schema": {"type": "object", "properties": {
+                "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+                "detail": {"type": "string"}, "field": {"type": "string"}}}}}}},
+    },
+}
+
+
+@blueprint.get("/openapi.json")
+def openapi() -> Response:
+    "The OpenAPI document"
+    return jsonify(DOCUMENT)

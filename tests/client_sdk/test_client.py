@@ -1,0 +1,253 @@
+"""client_sdk.Client against an in-memory fake collector: batching, retries, drops, specs, close."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+
+import pytest
+
+import client_sdk
+from client_sdk import CampaignUnavailable, Client, ReportPolicy, UnknownCampaign
+from client_sdk.transport import MockTransport, NetworkError, Request, Response
+
+SPEC = client_sdk.load_spec({"name": "browser", "mechanism": "oue", "epsilon": 1.0,
+                             "domain": ["chrome", "firefox", "safari"]})
+
+
+class FakeCollector:
+    "Answers spec fetches and report batches; ``script`` holds the statuses of the next report posts"
+
+    def __init__(self) -> None:
+        self.script: list[Response | Exception] = []
+        self.stored: dict[str, dict] = {}
+        self.posts: list[list[dict]] = []
+        self.spec_fetches = 0
+        self.spec_status = 200
+
+    def __call__(self, request: Request) -> Response:
+        if request.method == "GET":
+            self.spec_fetches += 1
+            if self.spec_status != 200:
+                return Response.from_json(self.spec_status, {"detail": "no"})
+            return Response.from_json(200, {"name": SPEC.name, "version": 1, "fingerprint": SPEC.fingerprint,
+                                            "spec": SPEC.to_dict()})
+        reports = request.json()["reports"]
+        self.posts.append(reports)
+        if self.script:
+            outcome = self.script.pop(0)
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+        new = [r for r in reports if r["report_id"] not in self.stored]
+        for report in new:
+            self.stored[report["report_id"]] = report
+        return Response.from_json(200, {"accepted": len(new), "duplicate": len(reports) - len(new), "rejected": 0,
+                                        "errors": []})
+
+
+@pytest.fixture
+def fake():
+    return FakeCollector()
+
+
+def make_client(tmp_path, fake, **kwargs):
+    options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
+               "rng": client_sdk.DeterministicRandom(7), "sleep": lambda s: None, "jitter": random.Random(1)}
+    options.update(kwargs)
+    return Client("http://collector.test", "ldp_key", tmp_path / "state", **options)
+
+
+def test_record_perturbs_at_once_and_queues_only_the_report(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    report_id = client.record("browser", "safari")
+    assert client.pending() == 1
+    raw = (tmp_path / "state" / "ldp-telemetry.sqlite3").read_bytes()
+    assert b"safari" not in raw.replace(json.dumps(SPEC.to_dict()).encode(), b"")
+    result = client.flush()
+    assert (result.sent, result.remaining) == (1, 0)
+    sent = fake.posts[0][0]
+    assert set(sent) == {"report_id", "campaign", "fingerprint", "payload"}
+    assert sent["report_id"] == report_id and sent["fingerprint"] == SPEC.fingerprint
+    client_sdk.mechanism_from_spec(SPEC).check_payload(sent["payload"])
+    client.close()
+
+
+def test_batches_respect_batch_size_and_authorization(tmp_path, fake):
+    client = make_client(tmp_path, fake, batch_size=4)
+    for _ in range(10):
+        client.record("browser", "chrome")
+    client.flush()
+    assert [len(p) for p in fake.posts] == [4, 4, 2]
+    request = client.transport.requests[-1]  # type: ignore[attr-defined]
+    assert request.headers["Authorization"] == "Bearer ldp_key"
+    client.close()
+
+
+def test_large_batches_are_gzipped(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    for _ in range(100):
+        client.record("browser", "chrome")
+    client.flush()
+    assert client.transport.requests[-1].headers.get("Content-Encoding") == "gzip"  # type: ignore[attr-defined]
+    assert len(fake.stored) == 100
+    client.close()
+
+
+@pytest.mark.parametrize("failure", [
+    Response(503, {}, b""), Response(500, {}, b"oops"), NetworkError("refused"), Response(408, {}, b""),
+])
+def test_retryable_failures_resend_the_same_reports(tmp_path, fake, failure):
+    client = make_client(tmp_path, fake)
+    ids = [client.record("browser", "firefox") for _ in range(3)]
+    fake.script = [failure, failure]
+    result = client.flush()
+    assert result.remaining == 0 and len(fake.posts) == 3
+    assert fake.posts[0] == fake.posts[1] == fake.posts[2]  # same ids, same draws
+    assert sorted(fake.stored) == sorted(ids)
+    client.close()
+
+
+def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after(tmp_path, fake):
+    sleeps: list[float] = []
+    client = make_client(tmp_path, fake, sleep=sleeps.append, backoff_base=1.0, backoff_cap=100.0,
+                         clock=lambda: 1000.0 + sum(sleeps))
+    client.record("browser", "chrome")
+    fake.script = [Response(503, {}, b"")] * 5 + [Response(429, {"retry-after": "30"}, b"")]
+    client.flush(timeout=100)
+    assert len(sleeps) == 6
+    for attempt, slept in enumerate(sleeps[:5]):
+        assert 0 <= slept <= 2 ** attempt
+    assert sleeps[5] >= 30
+    client.close()
+
+
+def test_4xx_drops_the_batch_with_a_logged_reason(tmp_path, fake, caplog):
+    client = make_client(tmp_path, fake)
+    client.record("browser", "chrome")
+    fake.script = [Response.from_json(400, {"field": "reports", "detail": "broken"})]
+    with caplog.at_level(logging.WARNING, logger="client_sdk"):
+        result = client.flush()
+    assert (result.dropped, result.remaining) == (1, 0)
+    assert "HTTP 400" in caplog.text and "broken" in caplog.text
+    client.close()
+
+
+def test_rejected_reports_are_dropped_and_logged(tmp_path, fake, caplog):
+    client = make_client(tmp_path, fake)
+    client.record("browser", "chrome")
+    client.record("browser", "chrome")
+    fake.script = [Response.from_json(200, {"accepted": 1, "duplicate": 0, "rejected": 1, "errors": [
+        {"index": 1, "report_id": None, "field": "reports[1].payload", "reason": "bad"}]})]
+    with caplog.at_level(logging.WARNING, logger="client_sdk"):
+        result = client.flush()
+    assert (result.sent, result.rejected, result.remaining) == (1, 1, 0)
+    assert "reports[1].payload" in caplog.text
+    client.close()
+
+
+def test_413_splits_the_batch_instead_of_dropping(tmp_path, fake):
+    client = make_client(tmp_path, fake, batch_size=8)
+    for _ in range(8):
+        client.record("browser", "chrome")
+    fake.script = [Response(413, {}, b"")]
+    result = client.flush()
+    assert result.remaining == 0 and len(fake.stored) == 8
+    assert [len(p) for p in fake.posts] == [8, 4, 4]
+    client.close()
+
+
+def test_close_is_bounded_and_keeps_reports_for_the_next_start(tmp_path, fake):
+    client = make_client(tmp_path, fake, sleep=time.sleep, backoff_base=0.05, backoff_cap=0.1)
+    for _ in range(5):
+        client.record("browser", "chrome")
+    fake.script = [NetworkError("down")] * 1000
+    started = time.monotonic()
+    result = client.close(timeout=0.5)
+    assert time.monotonic() - started < 2.0
+    assert result.remaining == 5
+    fake.script = []
+    again = make_client(tmp_path, fake)
+    assert again.pending() == 5
+    assert again.flush().remaining == 0 and len(fake.stored) == 5
+    again.close()
+
+
+def test_specs_are_cached_and_used_when_the_collector_is_down(tmp_path, fake):
+    now = [1000.0]
+    client = make_client(tmp_path, fake, clock=lambda: now[0], spec_ttl=60)
+    client.record("browser", "chrome")
+    client.record("browser", "chrome")
+    assert fake.spec_fetches == 1
+    client.close()
+    restarted = make_client(tmp_path, fake, clock=lambda: now[0], spec_ttl=60)
+    restarted.record("browser", "chrome")
+    assert fake.spec_fetches == 1  # from the state file
+    now[0] += 120
+    fake.spec_status = 503
+    assert restarted.record("browser", "chrome") is not None  # stale cache beats no report
+    restarted.close()
+
+
+def test_unknown_and_unreachable_campaigns(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    fake.spec_status = 404
+    with pytest.raises(UnknownCampaign):
+        client.record("browser", "chrome")
+    fake.spec_status = 503
+    with pytest.raises(CampaignUnavailable):
+        client.record("browser", "chrome")
+    assert client.pending() == 0
+    client.close()
+
+
+def test_values_outside_the_domain_raise_before_anything_is_spent(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    with pytest.raises(client_sdk.ValueNotInDomain):
+        client.record("browser", "opera")
+    assert client.pending() == 0 and client.spent("browser").reports == 0
+    client.close()
+
+
+def test_background_sender_sends_full_batches(tmp_path, fake):
+    client = make_client(tmp_path, fake, background=True, batch_size=5, flush_interval=60)
+    for _ in range(5):
+        client.record("browser", "chrome")
+    deadline = time.monotonic() + 5
+    while len(fake.stored) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(fake.stored) == 5
+    client.close()
+
+
+def test_constructor_validates_its_arguments(tmp_path, fake):
+    with pytest.raises(ValueError, match="url"):
+        Client("collector", "k", tmp_path)
+    with pytest.raises(ValueError, match="batch_size"):
+        make_client(tmp_path, fake, batch_size=0)
+
+
+def test_rappor_reports_use_the_persistent_device_secret(tmp_path):
+    pytest.importorskip("client_sdk.device_state")
+    from collector import create_app
+    from collector.storage import Storage
+    from client_sdk.transport import WSGITransport
+
+    db = tmp_path / "collector.db"
+    app = create_app({"DATABASE": str(db), "RATE_LIMIT": 0})
+    with Storage(db) as storage:
+        key, _ = storage.create_key("admin", "2024-01-01")
+        storage.create_campaign({"name": "homepage", "mechanism": "rappor",
+                                 "rappor": {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}}, "2024-01-01")
+    cohorts = set()
+    for _ in range(2):  # the same device restarted: same secret, same cohort
+        client = Client("http://collector", key, tmp_path / "device", transport=WSGITransport(app),
+                        background=False, policy=ReportPolicy.unlimited())
+        client.record("homepage", "example.org")
+        assert client.close().sent == 1
+    with Storage(db) as storage:
+        reports = list(storage.iter_reports("homepage"))
+        cohorts = {r["payload"]["cohort"] for r in reports}
+    assert len(reports) == 2 and len(cohorts) == 1

@@ -1,0 +1,86 @@
+"""The SDK transports: urllib against a loopback server, and the in-memory fakes."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import time
+
+import pytest
+
+from client_sdk.transport import (
+    MockTransport,
+    NetworkError,
+    Request,
+    RequestTimeout,
+    Response,
+    UrllibTransport,
+    WSGITransport,
+)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        body = self.rfile.read(length)
+        if self.path == "/slow":
+            time.sleep(0.6)
+        status = 503 if self.path == "/busy" else 200
+        self.send_response(status)
+        self.send_header("Retry-After", "7")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the client of the timeout test hangs up early: a broken pipe is expected
+
+
+@pytest.fixture
+def server():
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_urllib_returns_statuses_instead_of_raising(server):
+    transport = UrllibTransport()
+    ok = transport.send(Request("POST", server + "/echo", {"Content-Type": "application/json"}, b'{"a": 1}'), 5)
+    assert ok.status == 200 and ok.json() == {"a": 1}
+    busy = transport.send(Request("POST", server + "/busy", {}, b"{}"), 5)
+    assert busy.status == 503 and busy.headers["retry-after"] == "7"
+
+
+def test_urllib_timeouts_and_refusals_are_retryable_errors(server):
+    transport = UrllibTransport()
+    with pytest.raises(RequestTimeout):
+        transport.send(Request("POST", server + "/slow", {}, b"{}"), 0.2)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(NetworkError):
+        transport.send(Request("POST", f"http://127.0.0.1:{port}/", {}, b"{}"), 1)
+
+
+def test_mock_transport_records_requests():
+    transport = MockTransport(lambda request: Response.from_json(201, {"ok": True}))
+    answer = transport.send(Request("GET", "http://x/y"), 1)
+    assert answer.status == 201 and transport.requests[0].url == "http://x/y"
+
+
+def test_wsgi_transport_calls_the_app():
+    def app(environ, start_response):
+        start_response("202 Accepted", [("X-Path", environ["PATH_INFO"] + "?" + environ["QUERY_STRING"])])
+        return [environ["wsgi.input"].read()]
+
+    answer = WSGITransport(app).send(Request("POST", "http://h/a/b?c=1", {"Content-Type": "text/plain"}, b"hi"), 1)
+    assert (answer.status, answer.body, answer.headers["x-path"]) == (202, b"hi", "/a/b?c=1")

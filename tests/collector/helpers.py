@@ -1,0 +1,100 @@
+"""Helpers of the collector tests: specs, reports, table counts, and the real server on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import client_sdk
+from collector.storage import Storage
+
+CATEGORICAL = {"name": "browser", "mechanism": "oue", "epsilon": 1.0, "domain": ["chrome", "firefox", "safari", "edge"]}
+NUMERIC = {"name": "load_ms", "mechanism": "piecewise", "epsilon": 2.0, "range": [0, 1000]}
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def make_reports(spec: client_sdk.Spec, values: list[Any], seed: int = 1) -> list[dict]:
+    mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(seed))
+    return [{"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": spec.fingerprint,
+             "payload": mechanism.perturb(value)} for value in values]
+
+
+def table_counts(db_path: Path) -> dict[str, int]:
+    with Storage(db_path) as storage:
+        return {table: storage.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("campaigns", "reports", "aggregates")}
+
+
+# -- the real server ------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ldp_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from ldp_telemetry.cli import main; main()", *args]
+
+
+def create_key(db_path: Path, role: str) -> str:
+    out = subprocess.run(ldp_command("keys", "create", "--role", role, "--db", str(db_path)), check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def wait_ready(url: str, process: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
+
+
+@contextmanager
+def running_server(db_path: Path, log_path: Path, port: int | None = None, workers: int = 2,
+                   extra: tuple[str, ...] = ("--rate-limit", "0")) -> Iterator[tuple[str, subprocess.Popen]]:
+    "``ldp-telemetry serve`` as a subprocess in its own process group; stopped (SIGTERM) afterwards"
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            ldp_command("serve", "--db", str(db_path), "--host", "127.0.0.1", "--port", str(port), "--workers",
+                        str(workers), *extra),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "PYTHONWARNINGS": ""})
+    try:
+        wait_ready(url, process)
+        yield url, process
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)

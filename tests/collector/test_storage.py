@@ -1,0 +1,96 @@
+"""The storage module: durability settings, transactions, rebuilt aggregates equal incremental ones."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+import client_sdk
+import estimators
+from collector.storage import RateLimited, RateRule, ReportGroup, Storage, payload_text
+
+SPECS = [
+    {"name": "grr", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b", "c"]},
+    {"name": "oue", "mechanism": "oue", "epsilon": 1.0, "domain": list(range(20))},
+    {"name": "olh", "mechanism": "olh", "epsilon": 2.0, "domain": list(range(30))},
+    {"name": "hadamard", "mechanism": "hadamard", "epsilon": 1.0, "domain": list(range(10))},
+    {"name": "laplace", "mechanism": "laplace", "epsilon": 1.0, "range": [0, 10]},
+    {"name": "duchi", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 10]},
+    {"name": "piecewise", "mechanism": "piecewise", "epsilon": 1.0, "range": [0, 10]},
+    {"name": "hybrid", "mechanism": "hybrid", "epsilon": 2.0, "range": [0, 10]},
+]
+
+
+@pytest.fixture
+def storage(tmp_path):
+    with Storage(tmp_path / "s.db") as opened:
+        opened.migrate()
+        yield opened
+
+
+def group_of(campaign, values, seed):
+    mechanism = client_sdk.mechanism_from_spec(campaign.spec, rng=client_sdk.DeterministicRandom(seed))
+    payloads = [mechanism.perturb(v) for v in values]
+    return ReportGroup(campaign, [str(uuid.uuid4()) for _ in payloads], payloads,
+                       [payload_text(p) for p in payloads], estimators.aggregate(campaign.spec, payloads))
+
+
+def test_durability_pragmas(storage):
+    assert storage.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert storage.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert storage.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s["name"] for s in SPECS])
+def test_rebuilt_aggregates_equal_incremental_ones(storage, spec):
+    campaign, _ = storage.create_campaign(spec, "2024-01-01")
+    rng = random.Random(3)
+    domain = campaign.spec.domain
+    for batch, day in enumerate(["2024-01-01", "2024-01-01", "2024-01-02"]):
+        values = [rng.choice(domain) if domain else rng.uniform(0, 10) for _ in range(200)]
+        group = group_of(campaign, values, seed=batch)
+        storage.insert_reports([group], day)
+        if batch == 1:  # a resent batch: every report is a duplicate
+            assert storage.insert_reports([group], day).duplicate == 200
+    incremental = storage.aggregates_by_day(campaign)
+    assert storage.rebuild_aggregates(campaign.name) == 2
+    rebuilt = storage.aggregates_by_day(campaign)
+    assert [day for day, _ in rebuilt] == ["2024-01-01", "2024-01-02"]
+    assert incremental == rebuilt
+    assert storage.read_aggregate(campaign).n == 600
+
+
+def test_a_failed_transaction_leaves_nothing(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], "2024-01-01")
+    group = group_of(campaign, ["a"] * 10, seed=1)
+    group.aggregate = None
+    group.payloads[3] = "not a payload"  # the aggregate computation fails inside the transaction
+    with pytest.raises(ValueError):
+        storage.insert_reports([group], "2024-01-01")
+    assert storage.count_reports() == 0
+    assert storage.table_rows("aggregates") == []
+
+
+def test_rate_token_is_taken_with_the_insert(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], "2024-01-01")
+    rule = RateRule(rate=1.0, burst=1.0)
+    storage.insert_reports([group_of(campaign, ["a"], 1)], "2024-01-01", key_hash="k", rate=rule, now=100.0)
+    with pytest.raises(RateLimited) as limited:
+        storage.insert_reports([group_of(campaign, ["a"], 2)], "2024-01-01", key_hash="k", rate=rule, now=100.2)
+    assert limited.value.retry_after == pytest.approx(0.8)
+    assert storage.count_reports() == 1
+    assert storage.peek_tokens("k", rule, 101.5) == 0
+
+
+def test_campaign_versions_are_immutable(storage):
+    first, created = storage.create_campaign(SPECS[0], "2024-01-01")
+    assert created and first.version == 1
+    same, created = storage.create_campaign(SPECS[0], "2024-01-02")
+    assert not created and same == first
+    second, created = storage.create_campaign({**SPECS[0], "epsilon": 2.0}, "2024-01-02")
+    assert created and second.version == 2
+    assert storage.get_campaign("grr", 1).spec.epsilon == 1.0
+    assert [c.version for c in storage.campaign_versions("grr")] == [1, 2]
+    assert storage.find_version("grr", first.fingerprint) == first
