@@ -1,0 +1,324 @@
+"""Run the whole system once: a collector on loopback, simulated users reporting through the SDK, reports.
+
+Steps (each a function below, so the demo can be read top to bottom and reused piece by piece):
+
+1. :func:`running_collector` starts the real Flask collector on a free loopback port over a temporary SQLite file;
+2. :func:`create_keys` and :func:`create_campaigns` make an admin and an ingest key and POST the specs of
+   ``demo.scenario.CAMPAIGNS``;
+3. :func:`report_through_sdk` has every simulated user record one value per campaign with ``client_sdk.Client``
+   (its own state directory, so RAPPOR gets a per-device secret and cohort) and flush over HTTP; or, for large
+   populations, :func:`report_in_bulk` draws the reports with the vectorised simulator and posts them in batches;
+4. :func:`write_reports` fetches every estimate over HTTP and writes HTML, Markdown (with PNGs) and JSON reports,
+   each with the ground truth beside the estimates, plus ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .scenario import CAMPAIGNS, DemoCampaign
+
+DEFAULT_USERS = 2000
+DEFAULT_OUT = Path("ldp-demo-output")
+BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
+SDK_WORKERS = 4  # users reporting at the same time
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ValueSummary:
+    "One value (or the mean) of one campaign: the estimate, its interval and the truth"
+
+    value: str
+    estimate: float
+    ci_low: float | None
+    ci_high: float | None
+    truth: float
+
+
+@dataclass
+class CampaignSummary:
+    "What the demo learned about one campaign"
+
+    name: str
+    mechanism: str
+    epsilon: float | None
+    n: int | None
+    ldp_to_central_ratio: float | None
+    values: list[ValueSummary] = field(default_factory=list)
+    note: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DemoResult:
+    "The outcome of one run"
+
+    users: int
+    mode: str
+    url: str
+    out_dir: Path
+    seconds: float
+    campaigns: list[CampaignSummary]
+
+
+# -- 1. the collector ---------------------------------------------------------------------------------------------
+@contextmanager
+def running_collector(database: Path, config: dict | None = None) -> Iterator[str]:
+    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port); yields its base URL.
+
+    ``ldp-telemetry serve`` runs the same app under gunicorn; in-process serving keeps the demo to one command.
+    Rate limiting is off: every simulated user shares one ingest key."""
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    from collector import create_app
+
+    class QuietHandler(WSGIRequestHandler):
+        "No access log: it would print addresses and times"
+
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    app = create_app({"DATABASE": str(database), "RATE_LIMIT": 0, **(config or {})})
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="ldp-demo-collector", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()
+
+
+# -- 2. keys and campaigns ----------------------------------------------------------------------------------------
+def create_keys(database: Path) -> tuple[str, str]:
+    "An admin and an ingest key, as ``ldp-telemetry keys create`` makes them"
+    from collector.storage import Storage
+
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    with Storage(database) as storage:
+        storage.migrate()
+        admin, _ = storage.create_key("admin", today, "demo analyst")
+        ingest, _ = storage.create_key("ingest", today, "demo devices")
+    return admin, ingest
+
+
+def create_campaigns(url: str, admin_key: str, campaigns: Sequence[DemoCampaign] = CAMPAIGNS) -> dict[str, dict]:
+    "POST every spec to /v1/campaigns; the stored campaigns by name"
+    import requests
+
+    created = {}
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"Bearer {admin_key}"
+        for campaign in campaigns:
+            response = session.post(f"{url}/v1/campaigns", json=campaign.spec, timeout=30)
+            response.raise_for_status()
+            created[campaign.name] = response.json()
+    return created
+
+
+# -- 3. users report ------------------------------------------------------------------------------------------------
+def draw_population(campaigns: Sequence[DemoCampaign], users: int, rng: np.random.Generator) -> dict[str, list]:
+    "Every user's true value for every campaign"
+    return {campaign.name: campaign.draw(rng, users) for campaign in campaigns}
+
+
+def report_through_sdk(url: str, ingest_key: str, population: dict[str, list], state_root: Path,
+                       progress: Progress | None = None, workers: int = SDK_WORKERS) -> None:
+    """Each user is a device: its own Client and state directory; it records one value per campaign and flushes.
+
+    A few users report at the same time (threads), as devices do; most of a user's time is spent waiting for
+    the network and for fsync, so this is what keeps the default run under a minute."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    users = len(next(iter(population.values())))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-demo-user") as pool:
+        futures = [pool.submit(_one_user, url, ingest_key, population, user, state_root / f"device-{user}")
+                   for user in range(users)]
+        try:
+            for future in as_completed(futures):
+                future.result()
+                if progress is not None:
+                    progress(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _one_user(url: str, ingest_key: str, population: dict[str, list], user: int, state_dir: Path) -> None:
+    from client_sdk import Client
+
+    client = Client(url, ingest_key, state_dir, background=False)
+    try:
+        for name, values in population.items():
+            client.record(name, values[user])
+        result = client.flush(timeout=30)
+    finally:
+        client.close(timeout=0)
+    if result.remaining or result.rejected or result.dropped:
+        raise RuntimeError(f"user {user}: the collector did not take every report ({result})")
+
+
+def report_in_bulk(url: str, ingest_key: str, campaigns: Sequence[DemoCampaign], population: dict[str, list],
+                   rng: np.random.Generator, progress: Progress | None = None) -> None:
+    "Draw every report with the vectorised simulator (the SDK's distribution) and POST them in batches"
+    import uuid
+
+    import requests
+
+    from client_sdk import load_spec
+    from estimators.simulate import simulate
+
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"Bearer {ingest_key}"
+        for campaign in campaigns:
+            spec = load_spec(campaign.spec)
+            values: Any = population[campaign.name]
+            if spec.is_categorical:  # the simulator takes domain indices
+                index = {value: i for i, value in enumerate(spec.domain or ())}
+                values = np.array([index[v] for v in values])
+            payloads = simulate(spec, values, rng).to_payloads()
+            for start in range(0, len(payloads), BULK_BATCH):
+                batch = [{"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": spec.fingerprint,
+                          "payload": payload} for payload in payloads[start:start + BULK_BATCH]]
+                response = session.post(f"{url}/v1/reports", json={"reports": batch}, timeout=120)
+                response.raise_for_status()
+                if response.json().get("accepted") != len(batch):
+                    raise RuntimeError(f"campaign {spec.name}: the collector did not take every report")
+                if progress is not None:
+                    progress(len(batch))
+
+
+# -- 4. reports -----------------------------------------------------------------------------------------------------
+def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], population: dict[str, list],
+                  out_dir: Path) -> list[CampaignSummary]:
+    "HTML, Markdown (+ PNGs) and JSON per campaign, with the truth beside the estimates; and summary.json"
+    from dataclasses import replace
+
+    from estimators.report import json_report, render_html, render_markdown, report_plots
+    from ldp_telemetry.cli.report import ReportError, report_data_from_url
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for campaign in campaigns:
+        truth = campaign.truth(population[campaign.name])
+        try:
+            data = replace(report_data_from_url(url, admin_key, campaign.name), truth=truth)
+        except ReportError as exc:
+            summaries.append(CampaignSummary(campaign.name, str(campaign.spec["mechanism"]), None, None, None,
+                                             note=str(exc)))
+            continue
+        plots = report_plots(data)
+        files = {f"{campaign.name}.html": render_html(data, plots=plots)}
+        markdown = render_markdown(data, image_prefix=campaign.name, plots=plots)
+        files[f"{campaign.name}.md"] = markdown.text
+        files[f"{campaign.name}.json"] = json.dumps({**json_report(data), "truth": truth}, indent=2) + "\n"
+        for name, text in files.items():
+            (out_dir / name).write_text(text, encoding="utf-8")
+        for name, png in markdown.images.items():
+            (out_dir / name).write_bytes(png)
+        summaries.append(summarize(data, truth, sorted([*files, *markdown.images])))
+    (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
+                                          encoding="utf-8")
+    return summaries
+
+
+def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
+    "The estimate against the truth, value by value (or for the mean)"
+    from estimators.report.model import epsilon_text, ldp_to_central_ratio, value_rows
+
+    result = data.result
+    epsilon = epsilon_text(result)
+    summary = CampaignSummary(data.campaign, str(result.get("mechanism", "")),
+                              float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(result),
+                              files=files)
+    if isinstance(truth, float):
+        summary.values.append(ValueSummary("mean", result["mean"], result["ci_low"], result["ci_high"], truth))
+        return summary
+    rows = {row.value: row for row in value_rows(result)}
+    for value, share in sorted(truth.items(), key=lambda item: -item[1]):
+        row = rows.get(value)
+        if row is not None:
+            summary.values.append(ValueSummary(value, row.estimate, row.ci_low, row.ci_high, share))
+        else:  # e.g. a RAPPOR candidate the decoder did not detect: its estimate is 0
+            summary.values.append(ValueSummary(value, 0.0, None, None, share))
+    if result.get("status") not in (None, "ok"):
+        summary.note = str(result.get("message", ""))
+    return summary
+
+
+# -- the whole run -------------------------------------------------------------------------------------------------
+def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: bool = False, seed: int | None = None,
+             campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
+             progress: Callable[[int, str], Any] | None = None) -> DemoResult:
+    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``.
+
+    ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
+    (``click.progressbar`` fits); None runs silently."""
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    population = draw_population(campaigns, users, rng)
+    logging.getLogger("client_sdk").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
+        database = Path(temp) / "collector.db"
+        admin_key, ingest_key = create_keys(database)
+        with running_collector(database) as url:
+            create_campaigns(url, admin_key, campaigns)
+            total, label = (users * len(campaigns), "reports (bulk)") if bulk else (users, "users reporting")
+            with _progress(progress, total, label) as update:
+                if bulk:
+                    report_in_bulk(url, ingest_key, campaigns, population, rng, update)
+                else:
+                    report_through_sdk(url, ingest_key, population, Path(temp) / "devices", update)
+            summaries = write_reports(url, admin_key, campaigns, population, out_dir)
+    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, time.perf_counter() - started, summaries)
+
+
+@contextmanager
+def _progress(factory: Callable[[int, str], Any] | None, total: int, label: str) -> Iterator[Progress]:
+    if factory is None:
+        yield lambda count: None
+        return
+    with factory(total, label) as bar:
+        yield bar.update
+
+
+def format_summary(result: DemoResult, top: int = 4) -> str:
+    "The per-campaign summary the command prints: estimate against truth, interval, LDP/central ratio"
+    path = "the simulator and the batch API" if result.mode == "bulk" else "the SDK over HTTP"
+    lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s.", ""]
+    for campaign in result.campaigns:
+        epsilon = f"{campaign.epsilon:.3g}" if campaign.epsilon is not None else "?"
+        ratio = f", LDP/central ratio {campaign.ldp_to_central_ratio:,.0f}" if campaign.ldp_to_central_ratio else ""
+        n = f"{campaign.n:,}" if campaign.n is not None else "?"
+        lines.append(f"{campaign.name} ({campaign.mechanism}, epsilon {epsilon}, n {n}{ratio})")
+        if campaign.note:
+            lines.append(f"  note: {campaign.note}")
+        for value in campaign.values[:top]:
+            interval = (f"[{_number(value.ci_low)}, {_number(value.ci_high)}]"
+                        if value.ci_low is not None and value.ci_high is not None else "(not detected)")
+            lines.append(f"  {value.value:<12} estimate {_number(value.estimate):>8}  95% CI {interval:<22}"
+                         f"  truth {_number(value.truth)}")
+        lines.append("")
+    lines.append(f"Reports (HTML, Markdown, JSON) in {result.out_dir.resolve()}")
+    return "\n".join(lines)
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"

@@ -1,0 +1,59 @@
+"""The HTML report: one self-contained file, every figure embedded as a base64 PNG, styles inline."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from html import escape
+
+from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, value_rows
+from .plots import Plot, png_bytes, report_plots
+from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table
+
+MARK_TITLES = {ZERO_MARK: f"interval includes 0: {NOT_DISTINGUISHABLE}", BELOW_ZERO_MARK: f"interval {BELOW_ZERO}"}
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 60rem; margin: 2rem auto;
+       padding: 0 1rem; color: #222; line-height: 1.45; }
+h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
+ul.facts { color: #444; padding-left: 1.2rem; }
+table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; }
+th, td { padding: 0.25rem 0.7rem; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+tr.zero td { color: #888; }
+figure { margin: 1.5rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption, .note { color: #555; font-size: 0.9rem; }
+"""
+
+
+def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequence[Plot] | None = None) -> str:
+    "The report as one HTML document with no external resources; ``plots`` reuses figures already drawn"
+    facts = "".join(f"<li>{escape(line)}</li>" for line in header_lines(data))
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>ldp-telemetry report: {escape(data.campaign)}</title>", f"<style>{STYLE}</style>", "</head>",
+        "<body>", f"<h1>Report: {escape(data.campaign)}</h1>", f'<ul class="facts">{facts}</ul>',
+        _table(data),
+    ]
+    parts += [f'<p class="note">{escape(note)}</p>' for note in footnotes(data)]
+    for plot in plots if plots is not None else report_plots(data, simulate_points=simulate_points):
+        encoded = base64.b64encode(png_bytes(plot.figure)).decode("ascii")
+        parts.append(
+            f'<figure id="{plot.name}"><h2>{escape(plot.title)}</h2>'
+            f'<img alt="{escape(plot.title)}" src="data:image/png;base64,{encoded}">'
+            f"<figcaption>{escape(plot.caption)}</figcaption></figure>")
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _table(data: ReportData) -> str:
+    columns, cells = value_table(data)
+    zero_rows = [row.includes_zero or row.below_zero for row in value_rows(data.result)] or [False] * len(cells)
+    head = "".join(f"<th>{escape(column)}</th>" for column in columns)
+    body = []
+    for row, is_zero in zip(cells, zero_rows):
+        marked = [f'<span title="{escape(MARK_TITLES[c])}">{escape(c)}</span>' if c in MARK_TITLES else escape(c)
+                  for c in row]
+        body.append(f'<tr{" class=zero" if is_zero else ""}>' + "".join(f"<td>{c}</td>" for c in marked) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

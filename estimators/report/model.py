@@ -1,0 +1,200 @@
+"""What every renderer reads: one estimate (its ``to_dict()``), the window, the spec and optional daily results.
+
+Renderers accept any estimate dict: frequencies (``kind: "frequency"``), means (``kind: "mean"``) and other
+kinds such as RAPPOR, whose candidate rows are read tolerantly by :func:`value_rows` (the first of several
+usual field names that is present wins).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+SCHEMA_VERSION = 1
+NOT_DISTINGUISHABLE = "not distinguishable from 0"
+BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
+
+# Field names tried in order when reading a row.  Proportions come first: in the RAPPOR decoder's rows (the
+# reference decoder's columns) "estimate" and "std_error" are counts and "proportion", "prop_*" the fractions.
+_VALUE_FIELDS = ("value", "string", "candidate", "name")
+_ESTIMATE_FIELDS = ("proportion", "estimate", "fraction", "frequency")
+_STD_ERROR_FIELDS = ("prop_std_error", "proportion_std_error", "std_error")
+_CI_LOW_FIELDS = ("prop_low_95", "proportion_ci_low", "ci_low")
+_CI_HIGH_FIELDS = ("prop_high_95", "proportion_ci_high", "ci_high")
+_ROW_LIST_FIELDS = ("values", "estimates", "candidates", "rows")
+
+
+@dataclass(frozen=True)
+class DailyResult:
+    "One day's estimate of the same campaign (``day`` as an ISO date)"
+
+    day: str
+    result: dict
+
+
+@dataclass(frozen=True)
+class ReportData:
+    "Everything a report shows: the estimate, the window it covers, the campaign spec, per-day estimates"
+
+    result: dict
+    spec: dict | None = None
+    since: str | None = None
+    until: str | None = None
+    daily: Sequence[DailyResult] = field(default_factory=tuple)
+    truth: dict | float | None = None  # known ground truth (simulations, the demo): fractions by value, or a mean
+
+    @property
+    def kind(self) -> str:
+        "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
+        if self.result.get("kind"):
+            return str(self.result["kind"])
+        return "candidate frequency" if self.result.get("mechanism") == "rappor" else "unknown"
+
+    @property
+    def campaign(self) -> str:
+        return str(self.result.get("campaign") or (self.spec or {}).get("name") or "campaign")
+
+    @property
+    def n(self) -> int | None:
+        return report_count(self.result)
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    "One row of a frequency-like estimate, whatever the estimator called its fields"
+
+    value: str
+    estimate: float
+    std_error: float | None
+    ci_low: float | None
+    ci_high: float | None
+    norm_sub: float | None
+
+    @property
+    def includes_zero(self) -> bool:
+        "True when the interval contains 0: the value is not distinguishable from absent"
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low <= 0.0 <= self.ci_high
+
+    @property
+    def below_zero(self) -> bool:
+        "True when the whole interval is negative (happens by chance about (1 - confidence)/2 of the time)"
+        return self.ci_high is not None and self.ci_high < 0.0
+
+
+def report_count(result: dict) -> int | None:
+    "Number of reports (``n``, or ``reports`` as the RAPPOR decoder calls it)"
+    n = result.get("n", result.get("reports"))
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def row_list_key(result: dict) -> str | None:
+    "Which member of the result holds the per-value rows"
+    return next((key for key in _ROW_LIST_FIELDS if isinstance(result.get(key), list)), None)
+
+
+def raw_value_rows(result: dict) -> list:
+    "The list of per-value rows as the estimator wrote them (empty for means)"
+    key = row_list_key(result)
+    return result[key] if key is not None else []
+
+
+def value_rows(result: dict) -> list[ValueRow]:
+    "The per-value rows of a frequency-like estimate (empty for means); rows without an estimate are skipped"
+    rows = (parse_row(raw, index) for index, raw in enumerate(raw_value_rows(result)))
+    return [row for row in rows if row is not None]
+
+
+def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
+    "One row, whatever the estimator called its fields; None when it has no estimate"
+    if not isinstance(raw, dict):
+        return None
+    estimate = _first_number(raw, _ESTIMATE_FIELDS)
+    if estimate is None:
+        return None
+    return ValueRow(
+        value=str(_first(raw, _VALUE_FIELDS, default=f"#{index}")),
+        estimate=estimate,
+        std_error=_first_number(raw, _STD_ERROR_FIELDS),
+        ci_low=_first_number(raw, _CI_LOW_FIELDS),
+        ci_high=_first_number(raw, _CI_HIGH_FIELDS),
+        norm_sub=_first_number(raw, ("norm_sub",)),
+    )
+
+
+def is_mean(result: dict) -> bool:
+    return result.get("kind") == "mean" or ("mean" in result and not value_rows(result))
+
+
+def ldp_to_central_ratio(result: dict) -> float | None:
+    "How many times wider the local-DP error is than central DP's at the same epsilon"
+    central = result.get("central_dp")
+    if not isinstance(central, dict):
+        return None
+    ratio = central.get("ldp_to_central_ratio")
+    return float(ratio) if _is_number(ratio) else None
+
+
+def central_halfwidth(result: dict) -> float | None:
+    "The central-DP (Laplace) CI half-width of one fraction or of the mean"
+    central = result.get("central_dp")
+    if isinstance(central, dict) and _is_number(central.get("ci_halfwidth")):
+        return float(central["ci_halfwidth"])
+    return None
+
+
+def typical_ldp_halfwidth(result: dict) -> float | None:
+    "The local-DP CI half-width: the mean one over values, or the mean's"
+    if is_mean(result):
+        low, high = result.get("ci_low"), result.get("ci_high")
+        return (float(high) - float(low)) / 2 if _is_number(low) and _is_number(high) else None
+    widths = [(r.ci_high - r.ci_low) / 2 for r in value_rows(result) if r.ci_low is not None and r.ci_high is not None]
+    return sum(widths) / len(widths) if widths else None
+
+
+def describe_window(since: str | None, until: str | None) -> str:
+    if since and until:
+        return f"{since} to {until}"
+    if since:
+        return f"since {since}"
+    if until:
+        return f"until {until}"
+    return "all reports"
+
+
+def epsilon_text(result: dict) -> str:
+    epsilon = result.get("epsilon", result.get("epsilon_one"))
+    return f"{epsilon:.4g}" if _is_number(epsilon) else "?"
+
+
+def confidence_percent(result: dict) -> str:
+    confidence = result.get("confidence", 0.95)
+    return f"{100 * confidence:.4g}%" if _is_number(confidence) else "?"
+
+
+def format_number(value: float | None, digits: int = 4) -> str:
+    "Compact, aligned-friendly formatting; '-' for missing"
+    if value is None or not _is_number(value) or math.isnan(value):
+        return "-"
+    if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
+        return f"{value:.{digits - 1}e}"
+    if abs(value) >= 1:  # `digits` significant figures, never fewer than the integer part
+        return f"{value:.{max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))}f}"
+    return f"{value:.{digits}f}"
+
+
+def _first(raw: dict, names: Sequence[str], default: Any = None) -> Any:
+    return next((raw[name] for name in names if raw.get(name) is not None), default)
+
+
+def _first_number(raw: dict, names: Sequence[str]) -> float | None:
+    "The value of the first of ``names`` the row has (None if that one is null or not a number)"
+    value = next((raw[name] for name in names if name in raw), None)
+    return float(value) if _is_number(value) else None
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

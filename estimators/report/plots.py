@@ -1,0 +1,268 @@
+"""The report's figures, drawn with matplotlib's object API (``Figure`` + Agg canvas, never pyplot's global state).
+
+Each ``*_figure`` function returns a :class:`Plot`: the figure and a caption that states its numbers, so the
+HTML and Markdown renderers can print the caption under the image.  ``png_bytes`` renders a figure.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from .model import (
+    NOT_DISTINGUISHABLE,
+    DailyResult,
+    ReportData,
+    central_halfwidth,
+    confidence_percent,
+    epsilon_text,
+    format_number,
+    is_mean,
+    report_count,
+    value_rows,
+)
+from .scaling import ScalingCurves, scaling_curves
+
+MAX_BARS = 20
+MAX_SERIES = 5
+LDP_COLOUR = "#1f77b4"
+FAINT_COLOUR = "#a6c8e6"
+CENTRAL_COLOUR = "#d62728"
+TRUTH_COLOUR = "#2ca02c"
+
+
+@dataclass(frozen=True)
+class Plot:
+    "A figure, the file-name stem it is saved under, its title and a caption with its numbers"
+
+    name: str
+    title: str
+    figure: Figure
+    caption: str
+
+
+def new_figure(width: float = 8.0, height: float = 4.5) -> Figure:
+    "A figure bound to an Agg canvas (no pyplot, no global state)"
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def png_bytes(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def frequency_figure(result: dict, truth: dict | None = None, campaign: str | None = None) -> Plot:
+    """Bars of the estimates with their local-DP intervals; beside each, central DP's interval when known.
+
+    Values whose interval includes 0 are drawn faint.  At most ``MAX_BARS`` values (the largest estimates)."""
+    rows = sorted(value_rows(result), key=lambda row: -row.estimate)[:MAX_BARS]
+    central = central_halfwidth(result)
+    offset = 0.17 if central is not None else 0.0
+    figure = new_figure(max(6.0, 0.55 * len(rows) + 3), 4.5)
+    axes = figure.add_subplot()
+    x = np.arange(len(rows))
+    estimates = [row.estimate for row in rows]
+    colours = [FAINT_COLOUR if row.includes_zero else LDP_COLOUR for row in rows]
+    unbiased = result.get("kind") == "frequency"
+    axes.bar(x - offset, estimates, width=0.34 if central is not None else 0.5, color=colours,
+             label="estimate (unbiased)" if unbiased else "estimate")
+    low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
+    high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
+    axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
+                  label=f"local DP {confidence_percent(result)} CI")
+    if central is not None:
+        axes.errorbar(x + offset, estimates, yerr=central, fmt="_", color=CENTRAL_COLOUR, ecolor=CENTRAL_COLOUR,
+                      capsize=4, markersize=9, linewidth=1.2, label="central DP CI, same ε (too small to see)")
+    if truth:
+        axes.scatter(x - offset, [truth.get(row.value, np.nan) for row in rows], marker="D", color=TRUTH_COLOUR,
+                     zorder=3, s=22, label="ground truth")
+    axes.axhline(0, color="grey", linewidth=0.8)
+    tilted = len(rows) > 6
+    axes.set_xticks(x, [_short(row.value) for row in rows], rotation=30 if tilted else 0,
+                    ha="right" if tilted else "center")
+    axes.set_ylabel("fraction of reports")
+    name = campaign or result.get("campaign") or ""
+    axes.set_title(f"{name}: {result.get('mechanism', '')}, ε = {epsilon_text(result)}, n = {_count(result)}")
+    handles, _ = axes.get_legend_handles_labels()
+    if any(row.includes_zero for row in rows):
+        handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
+    axes.legend(handles=handles, fontsize=8, loc="upper right")
+    return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows)))
+
+
+def _frequency_caption(result: dict, shown: int) -> str:
+    rows = value_rows(result)
+    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
+    central = central_halfwidth(result)
+    kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
+    parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
+    if len(rows) > shown:
+        parts[0] += f" (the {shown} largest of {len(rows)} values)"
+    if widths and central is not None:
+        ldp = sum(widths) / len(widths)
+        parts.append(
+            f"Beside each bar, in red, the interval central DP would give at the same ε: ±{format_number(central)} "
+            f"against ±{format_number(ldp)} locally ({ldp / central:,.0f} times narrower), so it is usually "
+            "invisible at this scale")
+    if any(r.includes_zero for r in rows):
+        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
+    return ". ".join(parts) + "."
+
+
+def scaling_figure(curves: ScalingCurves) -> Plot:
+    "CI half-width against n, log-log: local DP falls as n^-1/2, central DP as n^-1; simulated points on top"
+    figure = new_figure(8.0, 4.8)
+    axes = figure.add_subplot()
+    axes.loglog(curves.n, curves.ldp_halfwidth, color=LDP_COLOUR, label="local DP (formula), slope −1/2")
+    axes.loglog(curves.n, curves.central_halfwidth, color=CENTRAL_COLOUR,
+                label="central DP, Laplace (formula), slope −1")
+    if len(curves.simulated_n):
+        axes.scatter(curves.simulated_n, curves.simulated_ldp, color=LDP_COLOUR, edgecolor="black", zorder=3,
+                     label="local DP, simulated")
+        axes.scatter(curves.simulated_n, curves.simulated_central, marker="s", color=CENTRAL_COLOUR,
+                     edgecolor="black", zorder=3, label="central DP, simulated")
+    axes.axvline(curves.current_n, color="grey", linestyle="--", linewidth=1)
+    for y, colour in ((curves.current_ldp, LDP_COLOUR), (curves.current_central, CENTRAL_COLOUR)):
+        axes.plot([curves.current_n], [y], marker="*", markersize=14, color=colour, markeredgecolor="black",
+                  zorder=4)
+    axes.annotate(f"this campaign\nn = {curves.current_n:,}", (curves.current_n, curves.current_ldp),
+                  textcoords="offset points", xytext=(8, 8), fontsize=8)
+    axes.set_xlabel("number of reports n")
+    axes.set_ylabel(f"{curves.confidence_text} CI half-width ({curves.unit})")
+    axes.set_title(f"The price of local DP: {curves.mechanism}, ε = {curves.epsilon:.4g}")
+    axes.grid(True, which="major", linewidth=0.5, alpha=0.5)
+    axes.legend(fontsize=8, loc="lower left")
+    caption = (
+        f"{curves.confidence_text} CI half-width of {curves.quantity} against the number of reports. Under local DP "
+        f"it shrinks as 1/√n, under central DP (a trusted curator adding Laplace noise) as 1/n. At this campaign's "
+        f"n = {curves.current_n:,}: ±{format_number(curves.current_ldp)} locally against "
+        f"±{format_number(curves.current_central)} centrally ({curves.current_ldp / curves.current_central:,.0f}×). "
+        f"Points: {curves.trials_text}.")
+    return Plot("sqrt_n", "The √n price of local DP", figure, caption)
+
+
+def mean_figure(result: dict, truth: float | None = None) -> Plot:
+    "The mean with its local-DP interval against the interval central DP (Laplace, Gaussian) would give"
+    mean = float(result["mean"])
+    central = result.get("central_dp") or {}
+    rows = [(f"local DP\n{result.get('mechanism', '')}", mean - result["ci_low"], result["ci_high"] - mean,
+             LDP_COLOUR)]
+    if central.get("laplace"):
+        width = central["laplace"]["ci_halfwidth"]
+        rows.append(("central DP\nLaplace", width, width, CENTRAL_COLOUR))
+    if central.get("gaussian"):
+        width = central["gaussian"]["ci_halfwidth"]
+        rows.append((f"central DP\nGaussian δ={central['gaussian'].get('delta', 0):.0e}", width, width,
+                     "#ff7f0e"))
+    figure = new_figure(8.0, 1.2 + 0.8 * len(rows))
+    axes = figure.add_subplot()
+    for position, (label, below, above, colour) in enumerate(reversed(rows)):
+        axes.errorbar([mean], [position], xerr=[[below], [above]], fmt="o", color=colour, capsize=6,
+                      linewidth=2, markersize=7)
+    if truth is not None:
+        axes.axvline(truth, color=TRUTH_COLOUR, linestyle="--", label="ground truth")
+        axes.legend(fontsize=8, loc="upper right")
+    axes.set_yticks(range(len(rows)), [row[0] for row in reversed(rows)])
+    axes.set_ylim(-0.6, len(rows) - 0.4)
+    axes.set_xlabel(f"mean ({confidence_percent(result)} CI)")
+    axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, "
+                   f"ε = {epsilon_text(result)}")
+    ldp_width = (result["ci_high"] - result["ci_low"]) / 2
+    caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under local DP")
+    if central.get("laplace"):
+        caption += (f"; a trusted curator adding Laplace noise at the same ε would report "
+                    f"± {format_number(central['laplace']['ci_halfwidth'])}")
+    if central.get("gaussian"):
+        caption += f", or with Gaussian noise ± {format_number(central['gaussian']['ci_halfwidth'])}"
+    caption += ". The central intervals are drawn around the same estimate, for comparison of their widths"
+    return Plot("mean", "Mean", figure, caption + ".")
+
+
+def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
+    "One line per top value (or the mean) per day with its CI band; None for fewer than two days"
+    days = [entry for entry in daily if entry.result]
+    if len(days) < 2:
+        return None
+    figure = new_figure(8.0, 4.5)
+    axes = figure.add_subplot()
+    x = np.arange(len(days))
+    if is_mean(days[0].result):
+        series = {"mean": [(d.result["mean"], d.result["ci_low"], d.result["ci_high"]) for d in days]}
+    else:
+        series = _top_series(days)
+    for index, (label, points) in enumerate(series.items()):
+        values = np.array(points, dtype=float)
+        colour = f"C{index}"
+        axes.plot(x, values[:, 0], marker="o", color=colour, label=_short(label))
+        axes.fill_between(x, values[:, 1], values[:, 2], color=colour, alpha=0.18)
+    axes.set_xticks(x, [d.day for d in days], rotation=30 if len(days) > 7 else 0)
+    axes.set_ylabel("mean" if "mean" in series else "fraction of reports")
+    axes.set_title(f"Per day, with {confidence_percent(days[0].result)} CI bands")
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    shown = "the mean" if "mean" in series else f"the {len(series)} largest values"
+    caption = (f"Daily estimates of {shown} over {len(days)} days; the bands are each day's local-DP intervals, "
+               "wider than the whole window's because each day has fewer reports.")
+    return Plot("daily", "Per day", figure, caption)
+
+
+def _top_series(days: Sequence[DailyResult]) -> dict[str, list[tuple[float, float, float]]]:
+    totals: dict[str, float] = {}
+    for day in days:
+        for row in value_rows(day.result):
+            totals[row.value] = totals.get(row.value, 0.0) + row.estimate
+    top = sorted(totals, key=lambda value: -totals[value])[:MAX_SERIES]
+    series: dict[str, list[tuple[float, float, float]]] = {value: [] for value in top}
+    for day in days:
+        rows = {row.value: row for row in value_rows(day.result)}
+        for value in top:
+            found = rows.get(value)
+            if found is None:
+                series[value].append((math.nan, math.nan, math.nan))
+            else:
+                series[value].append((found.estimate, _or(found.ci_low, found.estimate),
+                                      _or(found.ci_high, found.estimate)))
+    return series
+
+
+def _count(result: dict) -> str:
+    n = report_count(result)
+    return f"{n:,}" if n is not None else "?"
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _short(text: str, limit: int = 18) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def report_plots(data: ReportData, *, simulate_points: bool = True,
+                 rng: np.random.Generator | None = None) -> list[Plot]:
+    "Every figure that applies to this report, in reading order"
+    result = data.result
+    plots: list[Plot] = []
+    if is_mean(result) and "mean" in result:
+        plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
+    elif value_rows(result):
+        plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
+    try:
+        curves = scaling_curves(result, data.spec, rng=rng, simulate_points=simulate_points)
+    except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
+        curves = None
+    if curves is not None:
+        plots.append(scaling_figure(curves))
+    daily = daily_figure(data.daily)
+    if daily is not None:
+        plots.append(daily)
+    return plots

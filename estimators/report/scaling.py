@@ -1,0 +1,162 @@
+"""The numbers behind the sqrt(n) plot: CI half-width against n under local and central DP, by formula and by
+simulation.
+
+Frequencies (REFERENCE.md sections 1 and 4), for users drawn from the campaign's estimated distribution f
+(Norm-Sub) and r_v = q* + f_v (p* - q*):
+
+* local DP    z sqrt(mean_v r_v (1 - r_v) / n) / (p* - q*)     slope -1/2 on a log-log plot
+* central DP  ln(1 / (1 - confidence)) / (eps n)                 Laplace on a count of sensitivity 1, slope -1
+
+The simulated points draw n users from f, perturb them with :func:`estimators.simulate.simulate` (the SDK's
+distribution), estimate, and take z times the root-mean-square error; the central points take the
+``confidence`` quantile of |Laplace| noise.  Means use SE = sd(Z) / sqrt(n) with this campaign's sd(Z) and the
+central mean's sensitivity (high - low) / n; their points are left out (the population's spread is unknown).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
+from client_sdk.spec import Spec, load_spec
+
+from .model import central_halfwidth, is_mean, report_count, typical_ldp_halfwidth, value_rows
+
+SIMULATED_N = (100, 1_000, 10_000, 100_000)
+SIMULATION_BUDGET = 1_000_000  # reports x domain values per simulated point
+MIN_TRIALS, MAX_TRIALS = 3, 40
+CENTRAL_SAMPLES = 20_000  # Laplace draws per central point: cheap, and enough for a steady 95% quantile
+SPEC_FIELDS = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta")
+
+
+@dataclass(frozen=True)
+class ScalingCurves:
+    "Formula curves, simulated points and the campaign's current position for the sqrt(n) plot"
+
+    mechanism: str
+    epsilon: float
+    confidence_text: str
+    quantity: str
+    unit: str
+    n: np.ndarray
+    ldp_halfwidth: np.ndarray
+    central_halfwidth: np.ndarray
+    current_n: int
+    current_ldp: float
+    current_central: float
+    simulated_n: np.ndarray
+    simulated_ldp: np.ndarray
+    simulated_central: np.ndarray
+    trials_text: str
+
+
+def scaling_curves(result: dict, spec: dict | None = None, *, rng: np.random.Generator | None = None,
+                   simulate_points: bool = True) -> ScalingCurves | None:
+    "The curves for a frequency or mean estimate; None for kinds without a closed form here (RAPPOR)"
+    n_now = report_count(result) or 0
+    confidence = float(result.get("confidence", 0.95))
+    current_ldp, current_central = typical_ldp_halfwidth(result), central_halfwidth(result)
+    if n_now <= 0 or current_ldp is None or current_central is None:
+        return None
+    if result.get("kind") == "frequency":
+        return _frequency_curves(result, _spec(result, spec), confidence, n_now, current_ldp, current_central,
+                                 rng if rng is not None else np.random.default_rng(0), simulate_points)
+    if is_mean(result):
+        return _mean_curves(result, confidence, n_now, current_ldp, current_central)
+    return None
+
+
+def _grid(n_now: int) -> np.ndarray:
+    high = max(10 ** math.ceil(math.log10(n_now) + 1), 1e6)
+    return np.logspace(1, math.log10(high), 60)
+
+
+def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, current_ldp: float,
+                      current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
+    mechanism = mechanism_from_spec(spec)
+    assert isinstance(mechanism, CategoricalMechanism)
+    p, q = mechanism.p_star, mechanism.q_star
+    truth = _estimated_distribution(result, spec.domain_size)
+    r = q + truth * (p - q)
+    per_report_sd = math.sqrt(float(np.mean(r * (1 - r)))) / (p - q)
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    laplace_quantile = math.log(1 / (1 - confidence))
+    n = _grid(n_now)
+    sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
+    if simulate_points:
+        sim_n, sim_ldp, sim_central, trials = _simulate_frequencies(spec, truth, confidence, rng)
+    return ScalingCurves(
+        mechanism=spec.mechanism, epsilon=spec.epsilon, confidence_text=f"{100 * confidence:.4g}%",
+        quantity="one value's fraction (averaged over the domain)", unit="fraction",
+        n=n, ldp_halfwidth=z * per_report_sd / np.sqrt(n), central_halfwidth=laplace_quantile / (spec.epsilon * n),
+        current_n=n_now, current_ldp=current_ldp, current_central=current_central,
+        simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
+        trials_text=(f"simulated campaigns drawn from the estimated distribution, {trials}+ per n "
+                     f"(local: z × RMS error of the unbiased estimates; central: quantile of {CENTRAL_SAMPLES:,} "
+                     "Laplace draws)"
+                     if simulate_points else "none (simulation turned off)"),
+    )
+
+
+def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    from ..aggregation import aggregate
+    from ..frequency import estimate_frequencies
+    from ..simulate import simulate
+
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    d = spec.domain_size
+    sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
+    for n in SIMULATED_N:
+        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // (n * d)))
+        if trials < MIN_TRIALS:
+            break
+        fewest = min(fewest, trials)
+        errors = []
+        for _ in range(trials):
+            users = rng.choice(d, size=n, p=truth)
+            estimated = estimate_frequencies(spec, aggregate(spec, simulate(spec, users, rng)))
+            errors.append(estimated.estimates - truth)
+        sizes.append(n)
+        ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
+        noise = rng.laplace(0.0, 1 / (spec.epsilon * n), size=CENTRAL_SAMPLES)
+        central.append(float(np.quantile(np.abs(noise), confidence)))
+    return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
+
+
+def _mean_curves(result: dict, confidence: float, n_now: int, current_ldp: float,
+                 current_central: float) -> ScalingCurves:
+    low, high = result.get("range") or (0.0, 1.0)
+    epsilon = float(result["epsilon"])
+    n = _grid(n_now)
+    return ScalingCurves(
+        mechanism=str(result.get("mechanism", "")), epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
+        quantity="the mean", unit="value units",
+        n=n, ldp_halfwidth=current_ldp * np.sqrt(n_now / n),
+        central_halfwidth=(high - low) * math.log(1 / (1 - confidence)) / (epsilon * n),
+        current_n=n_now, current_ldp=current_ldp, current_central=current_central,
+        simulated_n=np.array([]), simulated_ldp=np.array([]), simulated_central=np.array([]),
+        trials_text="none for means (the local curve uses this campaign's per-report standard deviation)",
+    )
+
+
+def _spec(result: dict, spec: dict | None) -> Spec:
+    "The campaign's spec, or one rebuilt from the estimate (mechanism, epsilon, domain)"
+    if spec is not None:  # stored specs may carry bookkeeping fields (created_day, ...): keep the spec's own
+        return load_spec({key: value for key, value in spec.items() if key in SPEC_FIELDS})
+    domain = [row["value"] for row in result.get("values", [])]
+    return load_spec({"name": result.get("campaign") or "campaign", "mechanism": result["mechanism"],
+                      "epsilon": result["epsilon"], "domain": domain})
+
+
+def _estimated_distribution(result: dict, d: int) -> np.ndarray:
+    "The Norm-Sub estimate as a probability vector (uniform when it is degenerate)"
+    rows = value_rows(result)
+    values = np.array([max(row.norm_sub if row.norm_sub is not None else row.estimate, 0.0) for row in rows])
+    if len(values) != d or values.sum() <= 0:
+        return np.full(d, 1 / d)
+    return values / values.sum()

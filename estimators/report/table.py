@@ -1,0 +1,107 @@
+"""The terminal report: a header (mechanism, epsilon, n, window, LDP/central ratio) and one aligned table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .model import (
+    BELOW_ZERO,
+    NOT_DISTINGUISHABLE,
+    ReportData,
+    ValueRow,
+    confidence_percent,
+    describe_window,
+    epsilon_text,
+    format_number,
+    is_mean,
+    ldp_to_central_ratio,
+    value_rows,
+)
+
+ZERO_MARK = "~0"
+BELOW_ZERO_MARK = "<0"
+
+
+def header_lines(data: ReportData) -> list[str]:
+    "The facts every format states first"
+    result = data.result
+    ratio = ldp_to_central_ratio(result)
+    n = data.n
+    count = f"n = {n:,} reports, " if n is not None else ""
+    lines = [
+        (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.get('mechanism', '?')}, "
+         f"epsilon {epsilon_text(result)}"),
+        (f"{count}window: {describe_window(data.since, data.until)}, "
+         f"confidence {confidence_percent(result)}"),
+    ]
+    status = result.get("status")
+    if status not in (None, "ok"):
+        lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
+    if ratio is not None:
+        lines.append(f"LDP/central ratio {ratio:,.1f} (local-DP standard error over central DP's, Laplace, "
+                     "same epsilon)")
+    return lines
+
+
+def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
+    "Column names and formatted cells, shared by the terminal and Markdown renderers"
+    result = data.result
+    if is_mean(result):
+        central = result.get("central_dp") or {}
+        columns = ["mean", "std error", "CI low", "CI high", "central DP CI +-"]
+        cells = [[format_number(result.get("mean")), format_number(result.get("std_error")),
+                  format_number(result.get("ci_low")), format_number(result.get("ci_high")),
+                  format_number(central.get("ci_halfwidth"))]]
+        return columns, cells
+    rows = value_rows(result)
+    with_norm_sub = any(row.norm_sub is not None for row in rows)
+    columns = ["value", "estimate", "std error", "CI low", "CI high"] + (["Norm-Sub"] if with_norm_sub else []) + [""]
+    cells = [
+        [row.value, format_number(row.estimate), format_number(row.std_error), format_number(row.ci_low),
+         format_number(row.ci_high)] + ([format_number(row.norm_sub)] if with_norm_sub else []) + [_mark(row)]
+        for row in rows
+    ]
+    return columns, cells
+
+
+def footnotes(data: ReportData) -> list[str]:
+    notes = []
+    rows = value_rows(data.result)
+    if any(row.includes_zero for row in rows):
+        notes.append(f"{ZERO_MARK}: the confidence interval includes 0 ({NOT_DISTINGUISHABLE})")
+    if any(row.below_zero for row in rows):
+        notes.append(f"{BELOW_ZERO_MARK}: the confidence interval is {BELOW_ZERO}")
+    if rows and any(row.norm_sub is not None for row in rows):
+        notes.append("Norm-Sub: projected onto the probability simplex (consistent but biased); "
+                     "the estimate column is unbiased")
+    if "allocated_mass" in data.result:
+        notes.append(f"only the candidates the decoder detected are listed; together they hold "
+                     f"{format_number(data.result['allocated_mass'])} of the reports")
+    if is_mean(data.result):
+        notes.append("central DP CI +-: what a trusted curator adding Laplace noise would report at the same epsilon")
+    return notes
+
+
+def _mark(row: ValueRow) -> str:
+    return ZERO_MARK if row.includes_zero else BELOW_ZERO_MARK if row.below_zero else ""
+
+
+def render_table(data: ReportData) -> str:
+    "The report as plain text for a terminal"
+    columns, cells = value_table(data)
+    lines = header_lines(data) + [""] + _aligned(columns, cells)
+    notes = footnotes(data)
+    if notes:
+        lines += [""] + notes
+    return "\n".join(lines) + "\n"
+
+
+def _aligned(columns: Sequence[str], cells: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(columns[i])] + [len(row[i]) for row in cells]) for i in range(len(columns))]
+
+    def line(values: Sequence[str]) -> str:
+        # first column (a value name) left-aligned, numbers right-aligned
+        parts = [values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])]
+        return "  ".join(parts).rstrip()
+
+    return [line(columns), line(["-" * w for w in widths])] + [line(row) for row in cells]

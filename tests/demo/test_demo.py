@@ -1,0 +1,90 @@
+"""The demo end to end: a real collector on loopback, users reporting through the SDK, reports on disk."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from demo.run import format_summary, run_demo
+from demo.scenario import CAMPAIGNS
+from estimators.report.model import value_rows
+from ldp_telemetry.cli import main
+
+USERS = 300
+CI_MULTIPLE = 3  # truth within 3 CI half-widths (about 6 standard errors) of every estimate
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "out"
+    return run_demo(USERS, out, seed=20250301)
+
+
+def test_every_campaign_gets_html_markdown_json_and_pngs(demo_run):
+    out = demo_run.out_dir
+    for campaign in CAMPAIGNS:
+        html = (out / f"{campaign.name}.html").read_text()
+        assert html.count("data:image/png;base64,") >= 1
+        markdown = (out / f"{campaign.name}.md").read_text()
+        for line in markdown.splitlines():
+            if line.startswith("!["):
+                assert (out / line[line.index("(") + 1:-1]).read_bytes().startswith(b"\x89PNG")
+        report = json.loads((out / f"{campaign.name}.json").read_text())
+        assert report["schema_version"] == 1 and "truth" in report
+    summary = json.loads((out / "summary.json").read_text())
+    assert [entry["name"] for entry in summary] == [campaign.name for campaign in CAMPAIGNS]
+
+
+def test_every_truth_is_within_a_generous_multiple_of_its_interval(demo_run):
+    for campaign in CAMPAIGNS:
+        report = json.loads((demo_run.out_dir / f"{campaign.name}.json").read_text())
+        assert report.get("n", report.get("reports")) == USERS, campaign.name
+        truth = report["truth"]
+        if campaign.is_numeric:
+            halfwidth = (report["ci_high"] - report["ci_low"]) / 2
+            assert abs(report["mean"] - truth) <= CI_MULTIPLE * halfwidth, campaign.name
+            continue
+        rows = {row.value: row for row in value_rows(report)}
+        for value, share in truth.items():
+            row = rows.get(value)
+            if row is None:  # a RAPPOR candidate the decoder did not detect: it must be rare
+                assert share <= CI_MULTIPLE * report["detection_frequency"], (campaign.name, value)
+                continue
+            halfwidth = (row.ci_high - row.ci_low) / 2
+            assert abs(row.estimate - share) <= CI_MULTIPLE * halfwidth, (campaign.name, value)
+
+
+def test_summary_states_estimate_truth_interval_and_ratio(demo_run):
+    text = format_summary(demo_run)
+    assert f"{USERS:,} simulated users reported through the SDK over HTTP" in text
+    for campaign in CAMPAIGNS:
+        assert campaign.name in text
+    assert "truth" in text and "95% CI" in text and "LDP/central ratio" in text
+    assert str(demo_run.out_dir.resolve()) in text
+    assert all(c.ldp_to_central_ratio is None or c.ldp_to_central_ratio > 1 for c in demo_run.campaigns)
+
+
+def test_bulk_path_through_the_simulator_and_batch_api(tmp_path):
+    result = run_demo(3000, tmp_path, bulk=True, seed=7, campaigns=[c for c in CAMPAIGNS if c.name != "app_version"])
+    opt_in = next(c for c in result.campaigns if c.name == "analytics_opt_in")
+    yes = next(v for v in opt_in.values if v.value == "yes")
+    assert opt_in.n == 3000
+    assert abs(yes.estimate - yes.truth) <= CI_MULTIPLE * (yes.ci_high - yes.ci_low) / 2
+    assert math.isclose(sum(v.truth for v in opt_in.values), 1.0)
+
+
+def test_demo_command_prints_the_summary_and_the_folder(tmp_path):
+    result = CliRunner().invoke(main, ["demo", "--users", "40", "--out", str(tmp_path / "reports"), "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "simulated users reported" in result.stdout
+    assert str((tmp_path / "reports").resolve()) in result.stderr
+    assert (tmp_path / "reports" / "browser.html").exists()
+
+
+def test_demo_help_documents_its_options():
+    result = CliRunner().invoke(main, ["demo", "--help"])
+    for option in ("--users", "--out", "--bulk", "--seed"):
+        assert option in result.stdout

@@ -1,0 +1,59 @@
+"""Shared estimates for the report tests: made with the simulator and a fixed seed, so they are fast and stable."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from client_sdk import load_spec
+from estimators import estimate
+from estimators.report import DailyResult, ReportData
+
+BROWSERS = ["chrome", "safari", "edge", "firefox", "other"]
+BROWSER_SHARE = np.array([0.6, 0.25, 0.1, 0.05, 0.0])
+
+
+def browser_spec(mechanism: str = "oue"):
+    return load_spec({"name": "browser", "mechanism": mechanism, "epsilon": 1.0, "domain": BROWSERS})
+
+
+def browser_result(n: int = 4000, seed: int = 1, mechanism: str = "oue") -> dict:
+    from estimators.simulate import simulate
+
+    rng = np.random.default_rng(seed)
+    spec = browser_spec(mechanism)
+    return estimate(spec, simulate(spec, rng.choice(len(BROWSERS), size=n, p=BROWSER_SHARE), rng)).to_dict()
+
+
+def browser_data(**overrides) -> ReportData:
+    options = {"result": browser_result(), "spec": browser_spec().to_dict(), "since": "2025-03-01",
+               "until": "2025-03-03"}
+    options.update(overrides)
+    return ReportData(**options)
+
+
+def daily_browser() -> list[DailyResult]:
+    return [DailyResult(f"2025-03-0{day}", browser_result(n=1500, seed=10 + day)) for day in (1, 2, 3)]
+
+
+def load_time_result(n: int = 3000, seed: int = 2) -> dict:
+    from estimators.simulate import simulate
+
+    rng = np.random.default_rng(seed)
+    spec = load_spec({"name": "load_ms", "mechanism": "hybrid", "epsilon": 1.0, "range": [0, 5000], "delta": 1e-6})
+    return estimate(spec, simulate(spec, rng.gamma(2.0, 400.0, size=n), rng)).to_dict()
+
+
+def rappor_result() -> dict:
+    "A result shaped like the RAPPOR decoder's: reference-decoder columns, counts in estimate/std_error"
+    return {
+        "status": "ok", "message": "", "mechanism": "rappor", "reports": 5000, "candidates": 4,
+        "epsilon_one": 2.04, "allocated_mass": 0.43,
+        "estimates": [
+            {"string": "5.2.0", "estimate": 2050.0, "std_error": 150.0, "proportion": 0.41,
+             "prop_std_error": 0.03, "prop_low_95": 0.35, "prop_high_95": 0.47, "detected": True},
+            {"string": "5.1.3", "estimate": 100.0, "std_error": 150.0, "proportion": 0.02,
+             "prop_std_error": 0.03, "prop_low_95": 0.0, "prop_high_95": 0.08, "detected": True},
+            {"string": "4.9.9", "estimate": 0.0, "std_error": None, "proportion": 0.0, "prop_std_error": None,
+             "prop_low_95": 0.0, "prop_high_95": 1.0, "detected": False},
+        ],
+    }

@@ -1,0 +1,103 @@
+"""Markdown, HTML and JSON reports: structure, self-containment, schema_version, tolerant rendering."""
+
+import base64
+import json
+import re
+
+from estimators.report import (
+    SCHEMA_VERSION,
+    ReportData,
+    json_report,
+    render_html,
+    render_json,
+    render_markdown,
+)
+
+from .report_fixtures import browser_data, daily_browser, load_time_result, rappor_result
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_markdown_has_table_and_links_every_image_it_returns():
+    report = render_markdown(browser_data(daily=daily_browser()), image_prefix="browser", simulate_points=False)
+    assert "| value | estimate | std error | CI low | CI high | Norm-Sub |" in report.text
+    assert set(report.images) == {"browser-frequencies.png", "browser-sqrt_n.png", "browser-daily.png"}
+    for name, png in report.images.items():
+        assert f"]({name})" in report.text
+        assert png.startswith(PNG_SIGNATURE)
+
+
+def test_markdown_without_prefix_has_no_images():
+    report = render_markdown(browser_data(), image_prefix=None)
+    assert report.images == {} and "![" not in report.text
+
+
+def test_markdown_escapes_table_breaking_characters():
+    data = browser_data()
+    data.result["values"][0]["value"] = "a|b"
+    assert "a\\|b" in render_markdown(data, image_prefix=None).text
+
+
+def test_html_is_self_contained_with_embedded_pngs():
+    html = render_html(browser_data(daily=daily_browser()), simulate_points=False)
+    assert html.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "no external resources"
+    assert "<link" not in html and "<script" not in html
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(images) == 3  # frequencies, sqrt(n), daily
+    assert all(base64.b64decode(image).startswith(PNG_SIGNATURE) for image in images)
+
+
+def test_html_captions_state_local_and_central_numbers():
+    data = browser_data()
+    html = render_html(data, simulate_points=False)
+    central = data.result["central_dp"]["ci_halfwidth"]
+    assert f"±{central:.3e}" in html
+    assert "invisible at this scale" in html
+
+
+def test_html_escapes_values():
+    data = browser_data()
+    data.result["values"][0]["value"] = "<script>alert(1)</script>"
+    html = render_html(data, simulate_points=False)
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+
+
+def test_numeric_html_has_mean_plot_and_sqrt_n_plot():
+    html = render_html(ReportData(load_time_result()))
+    assert 'id="mean"' in html and 'id="sqrt_n"' in html
+    assert "Gaussian" in html  # the spec has delta: the Gaussian baseline is shown too
+
+
+def test_json_report_is_the_estimate_plus_window_spec_and_schema_version():
+    data = browser_data(daily=daily_browser())
+    report = json.loads(render_json(data))
+    assert report["schema_version"] == SCHEMA_VERSION
+    assert report["window"] == {"since": "2025-03-01", "until": "2025-03-03"}
+    assert report["spec"]["fingerprint"] == data.result["fingerprint"]
+    for key, value in data.result.items():
+        if key != "values":
+            assert report[key] == json.loads(json.dumps(value))
+    assert [row["value"] for row in report["values"]] == [row["value"] for row in data.result["values"]]
+    assert [day["day"] for day in report["daily"]] == ["2025-03-01", "2025-03-02", "2025-03-03"]
+
+
+def test_json_flags_values_distinguishable_from_zero():
+    report = json_report(browser_data())
+    flags = {row["value"]: row["distinguishable_from_zero"] for row in report["values"]}
+    assert flags["chrome"] is True and flags["other"] is False
+
+
+def test_json_turns_non_finite_numbers_into_null():
+    result = load_time_result()
+    result["central_dp"]["ldp_to_central_ratio"] = float("inf")
+    text = render_json(ReportData(result))
+    assert json.loads(text)["central_dp"]["ldp_to_central_ratio"] is None
+
+
+def test_rappor_like_result_renders_in_every_format():
+    data = ReportData(rappor_result())
+    assert "5.2.0" in render_markdown(data, image_prefix="app").text
+    html = render_html(data)
+    assert "5.2.0" in html and 'id="frequencies"' in html
+    assert json.loads(render_json(data))["allocated_mass"] == 0.43

@@ -1,0 +1,96 @@
+"""The figures and the sqrt(n) curves: formulas, simulated points, the object API only."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from estimators.report.plots import daily_figure, frequency_figure, mean_figure, png_bytes, report_plots
+from estimators.report.scaling import CENTRAL_SAMPLES, MAX_TRIALS, SIMULATION_BUDGET, scaling_curves
+from tests.tolerances import k_sigma
+
+from .report_fixtures import browser_data, browser_result, browser_spec, daily_browser, load_time_result
+
+
+def slope(x, y):
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def test_sqrt_n_curves_have_slopes_minus_half_and_minus_one_and_mark_current_n():
+    result = browser_result()
+    curves = scaling_curves(result, browser_spec().to_dict(), simulate_points=False)
+    assert math.isclose(slope(curves.n, curves.ldp_halfwidth), -0.5, abs_tol=1e-9)
+    assert math.isclose(slope(curves.n, curves.central_halfwidth), -1.0, abs_tol=1e-9)
+    assert curves.current_n == result["n"]
+    assert curves.current_central == result["central_dp"]["ci_halfwidth"]
+    at_current = np.interp(np.log(result["n"]), np.log(curves.n), np.log(curves.ldp_halfwidth))
+    # the formula through the estimated distribution passes through the campaign's own mean half-width
+    assert abs(math.exp(at_current) / curves.current_ldp - 1) < 0.02
+
+
+def test_simulated_points_agree_with_the_formula():
+    spec = browser_spec("grr")
+    curves = scaling_curves(browser_result(mechanism="grr"), spec.to_dict(), rng=np.random.default_rng(7))
+    assert len(curves.simulated_n) >= 3
+    d = len(spec.domain)
+    k = k_sigma(2 * len(curves.simulated_n))
+    for n, ldp, central in zip(curves.simulated_n, curves.simulated_ldp, curves.simulated_central):
+        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // (n * d)))
+        samples = trials * d
+        formula_ldp = np.interp(n, curves.n, curves.ldp_halfwidth)
+        formula_central = np.interp(np.log(n), np.log(curves.n), np.log(curves.central_halfwidth))
+        # z * RMS: its square is a mean of `samples` squared normal errors, relative sd sqrt(2 / samples)
+        assert abs((ldp / formula_ldp) ** 2 - 1) < k * math.sqrt(2 / samples)
+        # the 0.95 quantile x of |Laplace(b)|: x = b ln 20, density there 0.05 / b, so the sample quantile's
+        # relative sd is sqrt(0.95 * 0.05 / samples) / (0.05 ln 20)
+        relative_sd = math.sqrt(0.95 * 0.05 / CENTRAL_SAMPLES) / (0.05 * math.log(20))
+        assert abs(math.log(central) - float(formula_central)) < k * relative_sd
+
+
+def test_scaling_curves_for_means_and_none_for_unknown_kinds():
+    result = load_time_result()
+    curves = scaling_curves(result)
+    assert curves is not None and curves.unit == "value units"
+    assert math.isclose(slope(curves.n, curves.ldp_halfwidth), -0.5, abs_tol=1e-9)
+    assert scaling_curves({"kind": "rappor", "n": 10, "candidates": []}) is None
+
+
+def test_every_plot_is_a_figure_with_a_caption_and_renders_to_png():
+    plots = report_plots(browser_data(daily=daily_browser(), truth={"chrome": 0.6}), simulate_points=False)
+    assert [plot.name for plot in plots] == ["frequencies", "sqrt_n", "daily"]
+    for plot in plots:
+        assert isinstance(plot.figure, Figure) and plot.caption
+        assert png_bytes(plot.figure).startswith(b"\x89PNG")
+
+
+def test_frequency_caption_states_both_interval_widths():
+    result = browser_result()
+    caption = frequency_figure(result).caption
+    assert f"±{result['central_dp']['ci_halfwidth']:.3e}" in caption
+    widths = [(row["ci_high"] - row["ci_low"]) / 2 for row in result["values"]]
+    assert f"±{sum(widths) / len(widths):.4f} locally" in caption
+
+
+def test_mean_figure_shows_central_baselines():
+    plot = mean_figure(load_time_result(), truth=800.0)
+    assert "Laplace" in plot.caption and "Gaussian" in plot.caption
+    assert len(plot.figure.axes[0].get_yticklabels()) == 3
+
+
+def test_daily_figure_needs_two_days():
+    days = daily_browser()
+    assert daily_figure(days[:1]) is None
+    assert daily_figure(days) is not None
+
+
+def test_rendering_never_touches_pyplot():
+    code = (
+        "import sys\n"
+        "from tests.estimators.report_fixtures import browser_data, load_time_result\n"
+        "from estimators.report import ReportData, render_html\n"
+        "render_html(browser_data(), simulate_points=False); render_html(ReportData(load_time_result()))\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot was imported'\n"
+    )
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120)
