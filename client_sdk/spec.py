@@ -12,9 +12,10 @@ the allowed values.  ``mechanism: "auto"`` is resolved here to the oracle with t
 domain size and epsilon (REFERENCE.md section 1) and the resolved name is what the spec holds afterwards.
 
 The fingerprint is the SHA-256 of the canonical JSON of every field that changes what a report means (name,
-mechanism, epsilon, domain, catch-all, range, RAPPOR parameters).  Every report carries it, so reports made under
-other parameters can never be mixed into an estimate.  Fields used only for analysis (``delta``,
-``candidates``, ``description``, ``version``) are not part of it.
+mechanism, epsilon, domain, catch-all, range, RAPPOR parameters, and the candidates of basic RAPPOR, where they
+define the bits).  Every report carries it, so reports made under other parameters can never be mixed into an
+estimate.  Fields used only for analysis (``delta``, Bloom-filter RAPPOR's ``candidates``, ``description``,
+``version``) are not part of it.
 """
 
 from __future__ import annotations
@@ -185,6 +186,8 @@ class Spec:
         out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism}
         if self.mechanism == "rappor":
             out["rappor"] = self.rappor.to_dict()
+            if self.rappor.encoding == "basic":  # one bit per candidate: the list defines what a bit means
+                out["candidates"] = list(self.candidates or ())
         else:
             out["epsilon"] = self.epsilon
         if self.domain is not None:

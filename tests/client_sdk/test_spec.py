@@ -107,3 +107,12 @@ def test_served_spec_with_altered_parameters_is_refused():
     with pytest.raises(SpecError) as info:
         load_spec(served)
     assert info.value.field == "fingerprint"
+
+
+def test_basic_rappor_candidates_are_part_of_the_fingerprint():
+    base = {"name": "setting", "mechanism": "rappor",
+            "rappor": {"k": 3, "m": 1, "encoding": "basic"}, "candidates": ["a", "b", "c"]}
+    reordered = {**base, "candidates": ["c", "b", "a"]}
+    assert load_spec(base).fingerprint != load_spec(reordered).fingerprint
+    bloom = {"name": "home", "mechanism": "rappor", "rappor": {"k": 16}}
+    assert load_spec(bloom).fingerprint == load_spec({**bloom, "candidates": ["x"]}).fingerprint
