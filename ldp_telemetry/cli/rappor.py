@@ -10,19 +10,37 @@ from typing import Any
 import click
 
 
-@click.group()
-def rappor() -> None:
-    "RAPPOR tools that read and write the reference implementation's params, counts and map CSV files."
-
-
-@rappor.command()
-@click.option(
+PARAMS_OPTION = click.option(
     "--params",
     "params_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
     help="Params CSV: header k,h,m,p,q,f and one row of values.",
 )
+OUT_OPTION = click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the output to this file instead of standard output.",
+)
+
+
+def _emit(text: str, out_path: str | None) -> None:
+    "``text`` to ``out_path``, or to standard output"
+    if out_path:
+        with open(out_path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group()
+def rappor() -> None:
+    "RAPPOR tools that read and write the reference implementation's params, counts and map CSV files."
+
+
+@rappor.command()
+@PARAMS_OPTION
 @click.option(
     "--counts",
     "counts_path",
@@ -42,12 +60,7 @@ def rappor() -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="Candidate strings, one per line; hashed here instead of reading a map.",
 )
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False, writable=True),
-    help="Write the result to this file instead of standard output.",
-)
+@OUT_OPTION
 @click.option(
     "--format",
     "output_format",
@@ -126,22 +139,11 @@ def decode(
         raise click.ClickException(str(exc)) from None
     if result.status != "ok":
         click.echo(f"note: {result.message}; no candidates reported", err=True)
-    text = _render(result, output_format)
-    if out_path:
-        with open(out_path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    else:
-        click.echo(text, nl=False)
+    _emit(_render(result, output_format), out_path)
 
 
 @rappor.command("hash-candidates")
-@click.option(
-    "--params",
-    "params_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Params CSV: header k,h,m,p,q,f and one row of values.",
-)
+@PARAMS_OPTION
 @click.option(
     "--candidates",
     "candidates_path",
@@ -149,12 +151,7 @@ def decode(
     type=click.Path(exists=True, dir_okay=False),
     help="Candidate strings, one per line.",
 )
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False, writable=True),
-    help="Write the map CSV to this file instead of standard output.",
-)
+@OUT_OPTION
 def hash_candidates(params_path: str, candidates_path: str, out_path: str | None) -> None:
     "Write the map CSV for a list of candidates (the reference's hash_candidates.py, same output)."
     from estimators.rappor import (
@@ -172,11 +169,7 @@ def hash_candidates(params_path: str, candidates_path: str, out_path: str | None
         raise click.ClickException(str(exc)) from None
     buffer = io.StringIO()
     write_map_csv(candidate_map, buffer)
-    if out_path:
-        with open(out_path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(buffer.getvalue())
-    else:
-        click.echo(buffer.getvalue(), nl=False)
+    _emit(buffer.getvalue(), out_path)
 
 
 def _render(result: Any, output_format: str) -> str:
