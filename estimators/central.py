@@ -9,6 +9,9 @@ Neighbouring relations (REFERENCE.md section 4):
 
 Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006): noise Lap(b) with b = sensitivity/eps; standard error
 sqrt(2) b; the central interval holding ``confidence`` of the noise is +- b ln(1/(1 - confidence)).
+``ldp_to_central_ratio`` divides the LDP standard error (for frequencies, the mean of the per-value standard
+errors) by the central Laplace standard error; it grows as sqrt(n) (REFERENCE.md section 4).
+
 Gaussian mechanism, calibrated exactly for any eps with the analytic Gaussian mechanism (Balle & Wang, ICML 2018):
 the smallest sigma with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
 """
