@@ -10,7 +10,8 @@ Frequencies (REFERENCE.md sections 1 and 4), for users drawn from the campaign's
 The simulated points draw n users from f, perturb them with :func:`estimators.simulate.simulate` (the SDK's
 distribution), estimate, and take z times the root-mean-square error; the central points take the
 ``confidence`` quantile of |Laplace| noise.  Means use SE = sd(Z) / sqrt(n) with this campaign's sd(Z) and the
-central mean's sensitivity (high - low) / n; their points are left out (the population's spread is unknown).
+central mean's sensitivity (high - low) / n; their simulated points put every user at the estimated mean (the
+population's spread is unknown), so they show the mechanism's noise alone and sit at or below the curve.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def scaling_curves(result: dict, spec: dict | None = None, *, rng: np.random.Gen
         return _frequency_curves(result, _spec(result, spec), confidence, n_now, current_ldp, current_central,
                                  rng if rng is not None else np.random.default_rng(0), simulate_points)
     if is_mean(result):
-        return _mean_curves(result, confidence, n_now, current_ldp, current_central)
+        return _mean_curves(result, spec, confidence, n_now, current_ldp, current_central,
+                            rng if rng is not None else np.random.default_rng(0), simulate_points)
     return None
 
 
@@ -128,29 +130,62 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
-def _mean_curves(result: dict, confidence: float, n_now: int, current_ldp: float,
-                 current_central: float) -> ScalingCurves:
+def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int, current_ldp: float,
+                 current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
     low, high = result.get("range") or (0.0, 1.0)
     epsilon = float(result["epsilon"])
     n = _grid(n_now)
+    sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
+    if simulate_points:
+        sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec), result, confidence, rng)
     return ScalingCurves(
         mechanism=str(result.get("mechanism", "")), epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
         quantity="the mean", unit="value units",
         n=n, ldp_halfwidth=current_ldp * np.sqrt(n_now / n),
         central_halfwidth=(high - low) * math.log(1 / (1 - confidence)) / (epsilon * n),
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
-        simulated_n=np.array([]), simulated_ldp=np.array([]), simulated_central=np.array([]),
-        trials_text="none for means (the local curve uses this campaign's per-report standard deviation)",
+        simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
+        trials_text=(f"simulated campaigns with every user at the estimated mean (the mechanism's noise alone), "
+                     f"{trials}+ per n; central: quantile of {CENTRAL_SAMPLES:,} Laplace draws"
+                     if simulate_points else "none (simulation turned off)"),
     )
+
+
+def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    from ..aggregation import aggregate
+    from ..means import estimate_mean
+    from ..simulate import simulate
+
+    low, high = spec.range  # type: ignore[misc]
+    value = min(max(float(result.get("mean_clamped", result.get("mean", low))), low), high)
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
+    for n in SIMULATED_N:
+        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))
+        if trials < MIN_TRIALS:
+            break
+        fewest = min(fewest, trials)
+        users = np.full(n, value)
+        errors = [estimate_mean(spec, aggregate(spec, simulate(spec, users, rng))).mean - value for _ in range(trials)]
+        sizes.append(n)
+        ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
+        noise = rng.laplace(0.0, (high - low) / (spec.epsilon * n), size=CENTRAL_SAMPLES)
+        central.append(float(np.quantile(np.abs(noise), confidence)))
+    return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
 def _spec(result: dict, spec: dict | None) -> Spec:
     "The campaign's spec, or one rebuilt from the estimate (mechanism, epsilon, domain)"
     if spec is not None:  # stored specs may carry bookkeeping fields (created_day, ...): keep the spec's own
         return load_spec({key: value for key, value in spec.items() if key in SPEC_FIELDS})
+    name = result.get("campaign") or "campaign"
+    if is_mean(result):
+        return load_spec({"name": name, "mechanism": result["mechanism"], "epsilon": result["epsilon"],
+                          "range": list(result.get("range") or (0.0, 1.0))})
     domain = [row["value"] for row in result.get("values", [])]
-    return load_spec({"name": result.get("campaign") or "campaign", "mechanism": result["mechanism"],
-                      "epsilon": result["epsilon"], "domain": domain})
+    return load_spec({"name": name, "mechanism": result["mechanism"], "epsilon": result["epsilon"],
+                      "domain": domain})
 
 
 def _estimated_distribution(result: dict, d: int) -> np.ndarray:

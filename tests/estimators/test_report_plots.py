@@ -94,3 +94,22 @@ def test_rendering_never_touches_pyplot():
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot was imported'\n"
     )
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120)
+
+
+def test_simulated_points_for_means_follow_the_mechanism_variance():
+    "Every simulated user sits at the estimated mean, so the points follow z sqrt(Var Z(t) / n) (half-range)"
+    from client_sdk import load_spec, mechanism_from_spec
+
+    result = load_time_result()
+    curves = scaling_curves(result, rng=np.random.default_rng(8))
+    assert len(curves.simulated_n) >= 3
+    low, high = result["range"]
+    spec = load_spec({"name": "m", "mechanism": result["mechanism"], "epsilon": result["epsilon"], "range": [low, high]})
+    t = 2 * (min(max(result["mean_clamped"], low), high) - low) / (high - low) - 1
+    per_report_sd = math.sqrt(mechanism_from_spec(spec).variance(t)) * (high - low) / 2
+    k = k_sigma(len(curves.simulated_n))
+    for n, ldp in zip(curves.simulated_n, curves.simulated_ldp):
+        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))
+        expected = 1.959964 * per_report_sd / math.sqrt(n)
+        assert abs((ldp / expected) ** 2 - 1) < k * math.sqrt(2 / trials)
+        assert ldp <= np.interp(n, curves.n, curves.ldp_halfwidth) * (1 + k * math.sqrt(2 / trials))
