@@ -143,7 +143,7 @@ def main() -> None:
                     break
             except OSError:
                 if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit("the collector did not start")
+                    raise SystemExit("the collector did not start") from None
                 time.sleep(0.1)
         rows = []
         for batch, _ in runs:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import warnings
 import platform
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def ours(oracle: str, epsilon: float, values: np.ndarray, d: int, rng: np.random
     simulate(spec, values[:1000], rng)  # warm-up: imports, first allocations
     for _ in range(trials):
         perturb_s, batch = timed(lambda: simulate(spec, values, rng))
-        server_s, result = timed(lambda: estimate_aggregate(spec, aggregate(spec, batch)))
+        server_s, result = timed(lambda batch=batch: estimate_aggregate(spec, aggregate(spec, batch)))
         perturb_times.append(perturb_s)
         server_times.append(server_s)
         errors.append(float(np.mean((result.estimates - truth) ** 2)))  # type: ignore[union-attr]
@@ -157,11 +157,11 @@ def sdk_timings(d: int = 1024, reports: int = 2000) -> list[tuple[str, float]]:
     for mechanism in ("grr", "sue", "oue", "olh", "hadamard"):
         randomizer = mechanism_from_spec({"name": "s", "mechanism": mechanism, "epsilon": 1.0,
                                           "domain": list(range(d))})
-        elapsed, _ = timed(lambda: [randomizer.perturb(i % d) for i in range(reports)])
+        elapsed, _ = timed(lambda randomizer=randomizer: [randomizer.perturb(i % d) for i in range(reports)])
         out.append((f"{mechanism} (d={d})", 1000 * elapsed / reports))
     for mechanism in ("laplace", "duchi", "piecewise", "hybrid"):
         randomizer = mechanism_from_spec({"name": "s", "mechanism": mechanism, "epsilon": 1.0, "range": [0, 5000]})
-        elapsed, _ = timed(lambda: [randomizer.perturb(i % 5000) for i in range(reports)])
+        elapsed, _ = timed(lambda randomizer=randomizer: [randomizer.perturb(i % 5000) for i in range(reports)])
         out.append((mechanism, 1000 * elapsed / reports))
     return out
 

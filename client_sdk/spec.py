@@ -26,7 +26,7 @@ import math
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .errors import PrivacyWarning, SpecError
 
@@ -42,7 +42,7 @@ MAX_DOMAIN_SIZE = 1 << 20
 AUTO_OUE_MAX_DOMAIN = 4096
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
-DomainValue = Union[str, int]
+DomainValue = str | int
 _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
     "description", "version", "derived", "fingerprint",
@@ -82,13 +82,14 @@ class Spec:
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Any) -> "Spec":
+    def from_dict(cls, data: Any) -> Spec:
         "Validate a JSON-like dict and build the spec (``auto`` resolved)"
         if not isinstance(data, dict):
             raise SpecError("spec", "must be a JSON object")
         unknown = sorted(set(data) - _KNOWN_FIELDS)
         if unknown:
-            raise SpecError(unknown[0], f"unknown field; allowed fields are {sorted(_KNOWN_FIELDS - {'derived', 'fingerprint'})}")
+            allowed = sorted(_KNOWN_FIELDS - {"derived", "fingerprint"})
+            raise SpecError(unknown[0], f"unknown field; allowed fields are {allowed}")
         name = data.get("name")
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise SpecError("name", "must be 1-64 characters from A-Z a-z 0-9 _ . - starting with a letter or digit")
@@ -132,7 +133,7 @@ class Spec:
             mechanism = resolve_auto(len(domain), epsilon)
         return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, **common)._checked(data)
 
-    def _checked(self, data: dict) -> "Spec":
+    def _checked(self, data: dict) -> Spec:
         "A fingerprint carried in ``data`` (a spec as served) must be this spec's"
         claimed = data.get("fingerprint")
         if claimed is not None and claimed != self.fingerprint:
@@ -140,7 +141,7 @@ class Spec:
         return self
 
     @classmethod
-    def _rappor_from_dict(cls, data: dict, common: dict) -> "Spec":
+    def _rappor_from_dict(cls, data: dict, common: dict) -> Spec:
         from .rappor import RapporParams
 
         for forbidden in ("domain", "range", "catch_all"):
@@ -252,7 +253,8 @@ def _validate_epsilon(epsilon: Any) -> float:
         raise SpecError("epsilon", "must be a positive finite number")
     if epsilon > EPSILON_WARNING_THRESHOLD:
         warnings.warn(
-            f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning, stacklevel=3
+            f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning,
+            stacklevel=3,
         )
     return float(epsilon)
 

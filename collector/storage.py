@@ -310,7 +310,8 @@ class Storage:
         if row is not None:
             aggregate = _aggregate(campaign, row[0], row[1]).merge(aggregate)
         data = aggregate.to_dict()
-        self.conn.execute("INSERT OR REPLACE INTO aggregates (campaign, version, day, n, counts) VALUES (?, ?, ?, ?, ?)",
+        self.conn.execute("INSERT OR REPLACE INTO aggregates (campaign, version, day, n, counts) "
+                          "VALUES (?, ?, ?, ?, ?)",
                           (campaign.name, campaign.version, day, data["n"], json.dumps(data["counts"])))
 
     def aggregates_by_day(self, campaign: CampaignVersion, since: str | None = None,

@@ -7,7 +7,8 @@ distribution) and ``plan`` (expected errors before collecting anything).
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 from client_sdk.spec import Spec, load_spec
 
@@ -17,7 +18,7 @@ from .errors import NoReports
 from .frequency import FrequencyEstimate, estimate_frequencies
 from .means import MeanEstimate, estimate_mean
 
-Estimate = Union[FrequencyEstimate, MeanEstimate, Any]
+Estimate = FrequencyEstimate | MeanEstimate | Any
 
 
 def estimate_aggregate(spec: Any, aggregate_: Aggregate, *, confidence: float = 0.95,

@@ -22,8 +22,9 @@ aggregate, and sums of squares cannot overflow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,10 +50,10 @@ class Aggregate:
     counts: np.ndarray
 
     @classmethod
-    def empty(cls, spec: Spec) -> "Aggregate":
+    def empty(cls, spec: Spec) -> Aggregate:
         return cls(spec.mechanism, spec.fingerprint, 0, _zeros(spec))
 
-    def merge(self, other: "Aggregate") -> "Aggregate":
+    def merge(self, other: Aggregate) -> Aggregate:
         if (self.mechanism, self.fingerprint) != (other.mechanism, other.fingerprint):
             raise AggregateMismatch(f"cannot merge aggregates of {self.fingerprint} and {other.fingerprint}")
         return Aggregate(self.mechanism, self.fingerprint, self.n + other.n, self.counts + other.counts)
@@ -62,7 +63,7 @@ class Aggregate:
                 "counts": _to_python(self.counts)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Aggregate":
+    def from_dict(cls, data: dict) -> Aggregate:
         counts = data["counts"]
         numeric = data["mechanism"] in ("laplace", "duchi", "piecewise", "hybrid")
         array = np.array([int(c) for c in counts], dtype=object) if numeric else np.asarray(counts, dtype=np.int64)

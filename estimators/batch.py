@@ -19,8 +19,9 @@ rappor     cohort (int64), bits: packed uint8 (n, ceil(k/8))
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

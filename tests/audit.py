@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 from tests.tolerances import k_sigma
 

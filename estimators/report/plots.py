@@ -166,7 +166,7 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
                      "#ff7f0e"))
     figure = new_figure(8.0, 1.2 + 0.8 * len(rows))
     axes = figure.add_subplot()
-    for position, (label, below, above, colour) in enumerate(reversed(rows)):
+    for position, (_label, below, above, colour) in enumerate(reversed(rows)):
         axes.errorbar([mean], [position], xerr=[[below], [above]], fmt="o", color=colour, capsize=6,
                       linewidth=2, markersize=7)
     if truth is not None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-
 PARAMS_OPTION = click.option(
     "--params",
     "params_path",

@@ -231,9 +231,9 @@ def test_constructor_validates_its_arguments(tmp_path, fake):
 
 def test_rappor_reports_use_the_persistent_device_secret(tmp_path):
     pytest.importorskip("client_sdk.device_state")
+    from client_sdk.transport import WSGITransport
     from collector import create_app
     from collector.storage import Storage
-    from client_sdk.transport import WSGITransport
 
     db = tmp_path / "collector.db"
     app = create_app({"DATABASE": str(db), "RATE_LIMIT": 0})

@@ -83,7 +83,8 @@ def test_check_payload_rejects_what_the_mechanism_cannot_produce(mechanism, payl
 @pytest.mark.parametrize(
     "mechanism, payload, field",
     [
-        ("laplace", 1.5, "payload"), ("laplace", "3", "payload"), ("laplace", 1 << 70, "payload"), ("laplace", -(1 << 40), "payload"),
+        ("laplace", 1.5, "payload"), ("laplace", "3", "payload"), ("laplace", 1 << 70, "payload"),
+        ("laplace", -(1 << 40), "payload"),
         ("duchi", 2, "payload"), ("piecewise", PM_CELLS + 1, "payload"), ("piecewise", -1, "payload"),
         ("hybrid", [2, 0], "payload[0]"), ("hybrid", [0, 2], "payload[1]"), ("hybrid", [1, -1], "payload[1]"),
         ("hybrid", 1, "payload"),
@@ -176,7 +177,6 @@ def categorical_samples(mechanism, epsilon, audit_epsilon, draws):
 
 def numeric_outcome(spec, payload):
     "Binned outputs on the [-1, 1] scale: binning is post-processing, so the e^eps bound holds for bins too"
-    randomizer = mechanism_from_spec(spec)
     if spec.mechanism == "laplace":
         z = payload / GRID
         return int(min(max(math.floor(z), -4), 4))

@@ -6,7 +6,13 @@ import pytest
 from scipy import stats
 
 from client_sdk.randomness import (
-    DeterministicRandom, SecureRandom, bernoulli, bernoulli_exp, bernoulli_many, discrete_laplace, quantize_down,
+    DeterministicRandom,
+    SecureRandom,
+    bernoulli,
+    bernoulli_exp,
+    bernoulli_many,
+    discrete_laplace,
+    quantize_down,
     quantize_up,
 )
 from tests.tolerances import k_sigma

@@ -85,8 +85,8 @@ def test_no_5xx_and_no_rows_from_rejected_requests(world, data):
                                       st.text(max_size=12), max_size=3), label="query")
     key = data.draw(st.sampled_from([world["admin"], world["ingest"], None, "ldp_garbage"]), label="key")
     headers = bearer(key) if key else {}
-    headers["Content-Type"] = data.draw(st.sampled_from(["application/json", "text/plain",
-                                                         "application/x-www-form-urlencoded", ""]), label="content type")
+    content_types = ["application/json", "text/plain", "application/x-www-form-urlencoded", ""]
+    headers["Content-Type"] = data.draw(st.sampled_from(content_types), label="content type")
     raw = json.dumps(data.draw(bodies(world["samples"]), label="body")).encode()
     if data.draw(st.booleans(), label="gzip"):
         raw = gzip.compress(raw)

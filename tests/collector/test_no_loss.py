@@ -31,7 +31,8 @@ class AckRecorder(UrllibTransport):
         response = super().send(request, timeout)
         if request.method == "POST" and response.status == 200:
             rejected = {e["report_id"] for e in response.json()["errors"]}
-            self.acknowledged.update(r["report_id"] for r in request.json()["reports"] if r["report_id"] not in rejected)
+            sent = request.json()["reports"]
+            self.acknowledged.update(r["report_id"] for r in sent if r["report_id"] not in rejected)
         return response
 
 

@@ -341,7 +341,7 @@ def test_basic_rappor():
     values = rng.choice(candidates, size=100_000, p=truth)
     result = decode_rappor(spec, aggregate(spec, simulate_rappor(spec, values, rng)).counts)
     estimates = {e.string: e for e in result.estimates}
-    for name, share in zip(candidates, truth):
+    for name in candidates:
         observed = float(np.mean(values == name))
         assert abs(estimates[name].proportion - observed) < 4.5 * estimates[name].proportion_std_error
     assert {"red", "green", "blue"} <= set(result.proportions())

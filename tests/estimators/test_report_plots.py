@@ -104,7 +104,8 @@ def test_simulated_points_for_means_follow_the_mechanism_variance():
     curves = scaling_curves(result, rng=np.random.default_rng(8))
     assert len(curves.simulated_n) >= 3
     low, high = result["range"]
-    spec = load_spec({"name": "m", "mechanism": result["mechanism"], "epsilon": result["epsilon"], "range": [low, high]})
+    spec = load_spec({"name": "m", "mechanism": result["mechanism"], "epsilon": result["epsilon"],
+                      "range": [low, high]})
     t = 2 * (min(max(result["mean_clamped"], low), high) - low) / (high - low) - 1
     per_report_sd = math.sqrt(mechanism_from_spec(spec).variance(t)) * (high - low) / 2
     k = k_sigma(len(curves.simulated_n))

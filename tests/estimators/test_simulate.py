@@ -55,7 +55,8 @@ def test_olh_simulator_matches_sdk():
 
     sdk = mechanism_from_spec(spec, rng=DeterministicRandom(23))
     sdk_outcomes = Counter(summary(sdk.perturb("b")) for _ in range(DRAWS))
-    sim_outcomes = Counter(summary(p) for p in simulate(spec, np.full(DRAWS, 1), np.random.default_rng(24)).to_payloads())
+    simulated = simulate(spec, np.full(DRAWS, 1), np.random.default_rng(24)).to_payloads()
+    sim_outcomes = Counter(summary(p) for p in simulated)
     keys = sorted(set(sdk_outcomes) | set(sim_outcomes))
     table = np.array([[sdk_outcomes[k] for k in keys], [sim_outcomes[k] for k in keys]])
     assert stats.chi2_contingency(table).pvalue > 1e-4
