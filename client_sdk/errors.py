@@ -1,17 +1,30 @@
-"""Exceptions and warnings raised by ldp-telemetry on purpose.
+"""Exceptions and warnings raised by ldp-telemetry on purpose: one root, ``LDPError``, for every package.
 
-Hierarchy::
+Hierarchy (each class lives in the module named on the right)::
 
-    LDPError                      base of everything below
-    ├── SpecError (ValueError)    a campaign spec is invalid; ``.field`` names the offending field
-    ├── ValueNotInDomain (ValueError)
-    │                             a categorical value outside the campaign's domain (raised before any draw)
-    └── PayloadError (ValueError) a report payload does not match its campaign's spec; ``.field`` names it
+    LDPError                                  client_sdk.errors: the root of everything below
+    ├── FieldError (ValueError)               client_sdk.errors: bad input; ``.field`` names it, ``.reason`` says why
+    │   ├── SpecError                         a campaign spec is invalid
+    │   └── PayloadError                      a report payload does not match its campaign's spec
+    ├── ValueNotInDomain (ValueError)         client_sdk.errors: a categorical value outside the domain
+    ├── DeviceStateError                      client_sdk.device_state: the device's state file is unusable
+    ├── TransportError                        client_sdk.transport: retryable (network, timeout, 503)
+    │   ├── NetworkError
+    │   ├── RequestTimeout
+    │   └── CampaignUnavailable
+    ├── UnknownCampaign                       client_sdk.transport: permanent (the collector has no such campaign)
+    ├── EstimatorError (ValueError)           estimators.errors: the root of the estimators' errors
+    │   ├── NoReports                         no reports to estimate from
+    │   ├── AggregateMismatch                 aggregates of different specs
+    │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
+    ├── ReportError                           ldp_telemetry.cli.report: a report cannot be built
+    ├── StorageError                          collector.storage: CampaignNotFound, VersionConflict, RateLimited
+    └── Problem                               collector.problems: an HTTP problem+json answer
 
-    PrivacyWarning (UserWarning)  parameters that are legal but give weak privacy (for example epsilon > 10)
+    PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)
 
-All of these are permanent: retrying the same call gives the same error.  Transport errors (retryable) live in
-``client_sdk.transport``.
+Everything here is permanent (retrying the same call gives the same error) except ``TransportError`` and its
+subclasses, which the SDK retries with back-off.
 """
 
 from __future__ import annotations
@@ -21,26 +34,25 @@ class LDPError(Exception):
     "Base class for every error ldp-telemetry raises on purpose"
 
 
-class SpecError(LDPError, ValueError):
-    "A campaign spec is invalid"
+class FieldError(LDPError, ValueError):
+    "Bad input, with the offending field and the reason"
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.reason = message
+
+
+class SpecError(FieldError):
+    "A campaign spec is invalid"
 
 
 class ValueNotInDomain(LDPError, ValueError):
     "A categorical value is not in the campaign's domain"
 
 
-class PayloadError(LDPError, ValueError):
+class PayloadError(FieldError):
     "A report payload does not match its campaign's spec"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.reason = message
 
 
 class PrivacyWarning(UserWarning):

@@ -25,10 +25,12 @@ import json
 import math
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import PrivacyWarning, SpecError
+from .rappor import RapporParams
 
 CATEGORICAL_MECHANISMS = ("grr", "sue", "oue", "olh", "hadamard")
 NUMERIC_MECHANISMS = ("laplace", "duchi", "piecewise", "hybrid")
@@ -73,12 +75,12 @@ class Spec:
     domain: tuple[DomainValue, ...] | None = None
     catch_all: DomainValue | None = None
     range: tuple[float, float] | None = None
-    rappor: Any = None  # client_sdk.rappor.RapporParams for mechanism "rappor"
+    rappor: RapporParams | None = None  # for mechanism "rappor"
     candidates: tuple[str, ...] | None = None
     delta: float | None = None
     description: str = ""
     version: int = 1
-    _index: dict = field(default_factory=dict, repr=False, compare=False)
+    _index: dict[tuple[type, DomainValue], int] = field(default_factory=dict, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
@@ -107,7 +109,7 @@ class Spec:
             if not _is_number(delta) or not 0 < delta < 1:
                 raise SpecError("delta", "must be a number with 0 < delta < 1 (used for the central Gaussian baseline)")
             delta = float(delta)
-        common = {"name": name, "description": description, "version": version, "delta": delta}
+        common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta}
 
         if mechanism == "rappor":
             return cls._rappor_from_dict(data, common)
@@ -141,9 +143,7 @@ class Spec:
         return self
 
     @classmethod
-    def _rappor_from_dict(cls, data: dict, common: dict) -> Spec:
-        from .rappor import RapporParams
-
+    def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
         for forbidden in ("domain", "range", "catch_all"):
             if forbidden in data:
                 raise SpecError(forbidden, "not allowed with mechanism 'rappor' (use 'candidates' for decoding)")
@@ -185,7 +185,7 @@ class Spec:
     def identity(self) -> dict:
         "The fields that change what a report means: the input of the fingerprint"
         out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism}
-        if self.mechanism == "rappor":
+        if self.rappor is not None:
             out["rappor"] = self.rappor.to_dict()
             if self.rappor.encoding == "basic":  # one bit per candidate: the list defines what a bit means
                 out["candidates"] = list(self.candidates or ())
@@ -217,14 +217,25 @@ class Spec:
             out["description"] = self.description
         out["version"] = self.version
         if derived:
-            from .mechanisms import derived_parameters
-
-            out["derived"] = derived_parameters(self)
+            if _derived_parameters is None:
+                raise RuntimeError("client_sdk.mechanisms is not imported")  # cannot happen: client_sdk imports it
+            out["derived"] = _derived_parameters(self)
             out["fingerprint"] = self.fingerprint
         return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
+
+
+# The mechanisms build on the spec, so the spec cannot import them; client_sdk.mechanisms registers here the
+# function that gives a spec's derived parameters for ``to_dict``.
+_derived_parameters: Callable[[Spec], dict] | None = None
+
+
+def set_derived_parameters(function: Callable[[Spec], dict]) -> None:
+    "Called once by client_sdk.mechanisms"
+    global _derived_parameters
+    _derived_parameters = function
 
 
 def load_spec(source: Any) -> Spec:

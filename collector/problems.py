@@ -14,6 +14,8 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
+from client_sdk.errors import LDPError
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:ldp-telemetry:problem:"
 logger = logging.getLogger("collector")
@@ -30,7 +32,7 @@ SLUGS = {
 }
 
 
-class Problem(Exception):
+class Problem(LDPError):
     "An error response; raise it anywhere in a view"
 
     def __init__(self, status: int, detail: str, *, field: str | None = None, slug: str | None = None,

@@ -36,7 +36,7 @@ from typing import Any
 import sqlite_utils
 
 import estimators
-from client_sdk.errors import PrivacyWarning
+from client_sdk.errors import LDPError, PrivacyWarning
 from client_sdk.spec import Spec, canonical_json, load_spec
 
 ROLES = ("ingest", "admin")
@@ -47,7 +47,7 @@ CACHE_KIB = 64 * 1024  # page cache per connection: keeps the report_id index ho
 WAL_AUTOCHECKPOINT_PAGES = 16384
 
 
-class StorageError(Exception):
+class StorageError(LDPError):
     "Base class of the storage errors"
 
 

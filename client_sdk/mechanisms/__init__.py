@@ -1,26 +1,24 @@
-"""The local randomizers, one class per mechanism, chosen by a spec's ``mechanism`` name."""
+"""The local randomizers, one class per mechanism, chosen by a spec's ``mechanism`` name.
+
+Every module of this package is imported here, and each class that declares ``names`` registers itself in
+``MECHANISM_CLASSES`` (see ``base``): adding a mechanism is adding a module (or a class to a family's module).
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
 from ..randomness import RandomSource
-from ..spec import Spec, load_spec
-from .base import CategoricalMechanism, Mechanism
-from .categorical import GRR, OLH, OUE, SUE, Hadamard
+from ..spec import Spec, load_spec, set_derived_parameters
+from .base import MECHANISM_CLASSES, CategoricalMechanism, Mechanism
+from .categorical import GRR, OLH, OUE, SUE, Hadamard, UnaryEncoding
 from .numeric import Duchi, Hybrid, Laplace, NumericMechanism, Piecewise
+from .rappor import RapporMechanism
 
-MECHANISM_CLASSES: dict[str, type[Mechanism]] = {
-    "grr": GRR,
-    "sue": SUE,
-    "oue": OUE,
-    "olh": OLH,
-    "hadamard": Hadamard,
-    "laplace": Laplace,
-    "duchi": Duchi,
-    "piecewise": Piecewise,
-    "hybrid": Hybrid,
-}
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options: Any) -> Mechanism:
@@ -30,28 +28,22 @@ def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options
     ``cohort``; without them it uses a fresh in-memory secret, which gives no long-term protection across
     processes (``client_sdk.Client`` persists one)."""
     spec = load_spec(spec)
-    if spec.mechanism == "rappor":
-        from ..rappor import RapporMechanism
-
-        return RapporMechanism(spec, rng=rng, **options)
-    if options:
-        raise TypeError(f"unexpected options for {spec.mechanism!r}: {sorted(options)}")
-    return MECHANISM_CLASSES[spec.mechanism](spec, rng=rng)
+    return MECHANISM_CLASSES[spec.mechanism](spec, rng=rng, **options)
 
 
 def derived_parameters(spec: Spec) -> dict:
     "The mechanism's derived probabilities as plain JSON (infinite values become None)"
-    if spec.mechanism == "rappor":
-        params = spec.rappor
-        out = {"p11": params.p11, "p01": params.p01, "epsilon_one": params.epsilon_one,
-               "epsilon_inf": params.epsilon_inf}
-    else:
-        out = MECHANISM_CLASSES[spec.mechanism](spec).derived()
+    out = mechanism_from_spec(spec).derived()
+    if spec.mechanism == "rappor":  # the served spec keeps the four parameters it always had
+        out = {key: out[key] for key in ("p11", "p01", "epsilon_one", "epsilon_inf")}
     return {key: (None if isinstance(value, float) and value in (float("inf"), float("-inf")) else value)
             for key, value in out.items()}
 
 
+set_derived_parameters(derived_parameters)
+
 __all__ = [
-    "MECHANISM_CLASSES", "Mechanism", "CategoricalMechanism", "NumericMechanism", "GRR", "SUE", "OUE", "OLH",
-    "Hadamard", "Laplace", "Duchi", "Piecewise", "Hybrid", "mechanism_from_spec", "derived_parameters",
+    "MECHANISM_CLASSES", "Mechanism", "CategoricalMechanism", "NumericMechanism", "UnaryEncoding", "GRR", "SUE",
+    "OUE", "OLH", "Hadamard", "Laplace", "Duchi", "Piecewise", "Hybrid", "RapporMechanism", "mechanism_from_spec",
+    "derived_parameters",
 ]

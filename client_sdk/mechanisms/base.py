@@ -1,17 +1,34 @@
-"""What every mechanism offers: perturb a value into a JSON payload, check a payload, describe itself."""
+"""What every mechanism offers: perturb a value into a JSON payload, check a payload, describe itself.
+
+A subclass that names the spec ``mechanism`` values it implements (``names``) is registered in
+``MECHANISM_CLASSES`` when its module is imported; ``client_sdk.mechanisms`` imports every module of this package,
+so a new mechanism is one new module (or one new class in a family's module) on the device side.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
-from ..errors import PayloadError, ValueNotInDomain
+from ..errors import ValueNotInDomain
 from ..randomness import SECURE_RANDOM, RandomSource
 from ..spec import Spec
+from ..wire import require_hex, require_int, require_list, require_packed_bits
+
+MECHANISM_CLASSES: dict[str, type[Mechanism]] = {}
 
 
 class Mechanism(ABC):
     "A local randomizer for one campaign spec; ``rng`` defaults to the OS CSPRNG"
+
+    names: ClassVar[tuple[str, ...]] = ()  # the spec ``mechanism`` values this class implements
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("names", ()):
+            if name in MECHANISM_CLASSES:
+                raise TypeError(f"mechanism {name!r} is implemented twice")
+            MECHANISM_CLASSES[name] = cls
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         self.spec = spec
@@ -69,26 +86,7 @@ class CategoricalMechanism(Mechanism):
         return {"p_star": self.p_star, "q_star": self.q_star, "variance_factor": self.variance_factor}
 
 
-def require_int(payload: Any, field: str, low: int, high: int) -> int:
-    "``payload`` must be an integer in [low, high)"
-    if isinstance(payload, bool) or not isinstance(payload, int):
-        raise PayloadError(field, "must be an integer")
-    if not low <= payload < high:
-        raise PayloadError(field, f"must be in [{low}, {high})")
-    return payload
-
-
-def require_list(payload: Any, field: str, length: int) -> list:
-    if not isinstance(payload, list) or len(payload) != length:
-        raise PayloadError(field, f"must be a list of {length} elements")
-    return payload
-
-
-def require_hex(payload: Any, field: str, length: int) -> bytes:
-    "``payload`` must be a lower- or upper-case hex string of exactly ``length`` characters"
-    if not isinstance(payload, str) or len(payload) != length:
-        raise PayloadError(field, f"must be a hex string of {length} characters")
-    try:
-        return bytes.fromhex(payload)
-    except ValueError:
-        raise PayloadError(field, "must contain only hex digits") from None
+__all__ = [
+    "MECHANISM_CLASSES", "CategoricalMechanism", "Mechanism", "require_hex", "require_int", "require_list",
+    "require_packed_bits",
+]

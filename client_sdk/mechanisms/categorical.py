@@ -7,7 +7,7 @@ grr        an integer in [0, d): the reported domain index
 sue, oue   a hex string of ``2*ceil(d/8)`` characters: bit i (most significant first) is value i;
            padding bits are 0
 olh        ``[seed, y]``: seed a 32-character hex string (two 64-bit integers, see ``hashing``),
-           y an integer in [0, g)
+           y an integer in [0, g), g = min(round(e+1), 2**31)
 hadamard   ``[j, b]``: j a column of the D x D Sylvester Hadamard matrix (D the next power of two
            >= d), b a bit (0 for +1, 1 for -1)
 =========  =========================================================================================
@@ -22,23 +22,11 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from ..errors import PayloadError
-from ..randomness import PROB_DENOMINATOR, bernoulli, bernoulli_many, quantize_down, quantize_up
-from .base import CategoricalMechanism, require_hex, require_int, require_list
-from .hashing import SEED_HEX_CHARS, olh_hash, seed_to_hex
-
-_BITS_TO_ASCII = bytes.maketrans(b"\x00\x01", b"01")
-
-
-def bits_to_hex(bits: bytearray, d: int) -> str:
-    "Pack d 0/1 bytes into a big-endian hex string, zero-padded to whole bytes"
-    nbytes = (d + 7) // 8
-    value = int(bytes(bits).translate(_BITS_TO_ASCII), 2) << (8 * nbytes - d)
-    return value.to_bytes(nbytes, "big").hex()
-
-
-def hex_length(d: int) -> int:
-    return 2 * ((d + 7) // 8)
+from ..randomness import PROB_DENOMINATOR, RandomSource, bernoulli, bernoulli_many, quantize_down, quantize_up
+from ..spec import Spec
+from ..wire import bits_to_hex, require_hex, require_int, require_list, require_packed_bits
+from .base import CategoricalMechanism
+from .hashing import SEED_HEX_CHARS, olh_hash, olh_range, seed_to_hex
 
 
 def hadamard_size(d: int) -> int:
@@ -54,7 +42,9 @@ def hadamard_sign_bit(row: int, column: int) -> int:
 class GRR(CategoricalMechanism):
     "k-ary randomized response: keep the value w.p. e/(e+d-1), else report a uniform other value"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("grr",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         e = math.exp(spec.epsilon)
         self.keep = quantize_down(e / (e + self.d - 1))
@@ -71,7 +61,7 @@ class GRR(CategoricalMechanism):
         require_int(payload, "payload", 0, self.d)
 
 
-class _UnaryEncoding(CategoricalMechanism):
+class UnaryEncoding(CategoricalMechanism):
     "One bit per domain value; the true value's bit is 1 w.p. p*, every other bit w.p. q*"
 
     true_bit_one: Fraction
@@ -84,16 +74,15 @@ class _UnaryEncoding(CategoricalMechanism):
         return bits_to_hex(bits, self.d)
 
     def check_payload(self, payload: Any) -> None:
-        raw = require_hex(payload, "payload", hex_length(self.d))
-        padding = 8 * len(raw) - self.d
-        if padding and raw[-1] & ((1 << padding) - 1):
-            raise PayloadError("payload", f"the last {padding} padding bits must be 0")
+        require_packed_bits(payload, "payload", self.d)
 
 
-class SUE(_UnaryEncoding):
+class SUE(UnaryEncoding):
     "Symmetric unary encoding (basic one-time RAPPOR): every bit kept w.p. e^(eps/2)/(e^(eps/2)+1)"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("sue",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         half = math.exp(spec.epsilon / 2)
         self.other_bit_one = quantize_up(1 / (half + 1))
@@ -102,10 +91,12 @@ class SUE(_UnaryEncoding):
         self.q_star = float(self.other_bit_one)
 
 
-class OUE(_UnaryEncoding):
+class OUE(UnaryEncoding):
     "Optimized unary encoding: the true bit is 1 w.p. 1/2, every other bit w.p. 1/(e+1)"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("oue",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.true_bit_one = Fraction(1, 2)
         self.other_bit_one = quantize_up(1 / (math.exp(spec.epsilon) + 1))
@@ -114,12 +105,14 @@ class OUE(_UnaryEncoding):
 
 
 class OLH(CategoricalMechanism):
-    "Optimized local hashing: a fresh random hash into [g], g = round(e+1), then GRR on [g]"
+    "Optimized local hashing: a fresh random hash into [g], g = round(e+1) at most 2**31, then GRR on [g]"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("olh",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         e = math.exp(spec.epsilon)
-        self.g = max(2, round(e + 1))
+        self.g = olh_range(e)
         self.keep = quantize_down(e / (e + self.g - 1))
         self.p_star = float(self.keep)
         self.q_star = 1 / self.g
@@ -146,7 +139,9 @@ class OLH(CategoricalMechanism):
 class Hadamard(CategoricalMechanism):
     "1-bit Hadamard response: a uniform column j, the sign H[x, j] flipped w.p. 1/(e+1)"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("hadamard",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.size = hadamard_size(self.d)
         self.keep = quantize_down(math.exp(spec.epsilon) / (math.exp(spec.epsilon) + 1))

@@ -11,6 +11,16 @@ from __future__ import annotations
 
 MASK64 = (1 << 64) - 1
 SEED_HEX_CHARS = 32  # a and b, 16 hex characters each, big-endian
+# g is round(e^eps + 1) (Wang et al. 2017) but at most 2**31, reached from eps ~21.5: the 32-bit hash value
+# times g, and (y + 1) * 2**32 in the server's support test, then stay below 2**63, so numpy's uint64
+# arithmetic cannot overflow.  With g = 2**31 a collision has probability 2**-31: the variance is unchanged in
+# float64 terms.
+OLH_MAX_RANGE = 1 << 31
+
+
+def olh_range(e_eps: float) -> int:
+    "g for e^eps: round(e^eps + 1), at least 2 and at most OLH_MAX_RANGE"
+    return max(2, round(min(e_eps + 1, OLH_MAX_RANGE)))
 
 
 def olh_hash(a: int, b: int, x: int, g: int) -> int:

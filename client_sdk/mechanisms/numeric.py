@@ -22,12 +22,15 @@ probabilities depend on float rounding only at the 2**-50 level.
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from typing import Any
 
 from ..errors import PayloadError
-from ..randomness import bernoulli, discrete_laplace, quantize_down, uniform_unit
-from .base import Mechanism, require_int, require_list
+from ..randomness import RandomSource, bernoulli, discrete_laplace, quantize_down, uniform_unit
+from ..spec import Spec
+from ..wire import is_integer, require_int, require_list
+from .base import Mechanism
 
 GRID_BITS = 12
 GRID = 1 << GRID_BITS
@@ -38,14 +41,15 @@ HYBRID_MIN_EPSILON = 0.61  # below it the Hybrid mechanism is Duchi's alone (N. 
 class NumericMechanism(Mechanism):
     "A randomizer for a number in ``spec.range``; subclasses see it as t in [-1, 1]"
 
-    def __init__(self, spec, *, rng=None):
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         assert spec.range is not None
         self.low, self.high = spec.range
 
     def to_unit(self, value: Any) -> float:
-        "Clamp to the range and map to [-1, 1]; non-numbers and NaN raise before any draw"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        "Clamp to the range and map to [-1, 1]; non-numbers (bools too) and NaN raise before any draw"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value).__name__ == "bool_" \
+                or math.isnan(value):
             raise TypeError(f"campaign {self.spec.name!r} takes a number")
         value = min(max(float(value), self.low), self.high)
         return min(max(2 * (value - self.low) / (self.high - self.low) - 1, -1.0), 1.0)
@@ -75,7 +79,9 @@ class NumericMechanism(Mechanism):
 class Laplace(NumericMechanism):
     "t randomly rounded to the 2**-12 grid plus exact discrete Laplace noise: eps-LDP with no float leakage"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("laplace",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         # t spans 2 * GRID grid steps, so the sensitivity is 2 * GRID steps and the scale 2 * GRID / eps.
         self.scale_steps = Fraction(2 * GRID) / Fraction(spec.epsilon)
@@ -90,7 +96,7 @@ class Laplace(NumericMechanism):
         return GRID + 64 * math.ceil(self.scale_steps)
 
     def check_payload(self, payload: Any) -> None:
-        if isinstance(payload, bool) or not isinstance(payload, int):
+        if not is_integer(payload):
             raise PayloadError("payload", "must be an integer")
         if abs(payload) > self.max_abs_code:
             raise PayloadError("payload", f"must be in [-{self.max_abs_code}, {self.max_abs_code}]")
@@ -111,7 +117,9 @@ class Laplace(NumericMechanism):
 class Duchi(NumericMechanism):
     "Duchi, Jordan, Wainwright (FOCS 2013): report +-C with P(+C) = 1/2 + t (e-1)/(2(e+1))"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("duchi",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         e = math.exp(spec.epsilon)
         self.slope = quantize_down((e - 1) / (e + 1))  # c; the ratio (1+c)/(1-c) stays <= e
@@ -131,7 +139,9 @@ class Duchi(NumericMechanism):
 class Piecewise(NumericMechanism):
     "N. Wang et al. (ICDE 2019): uniform on [l, l+C-1] w.p. z/(z+1), else uniform on the rest of [-C, C]"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("piecewise",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         z = math.exp(spec.epsilon / 2)
         self.z = z
@@ -166,7 +176,9 @@ class Piecewise(NumericMechanism):
 class Hybrid(NumericMechanism):
     "Piecewise w.p. alpha = 1 - e^(-eps/2) when eps > 0.61, else Duchi; both branches are unbiased"
 
-    def __init__(self, spec, *, rng=None):
+    names = ("hybrid",)
+
+    def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.piecewise = Piecewise(spec, rng=self.rng)
         self.duchi = Duchi(spec, rng=self.rng)

@@ -22,6 +22,7 @@ import numpy as np
 from client_sdk.errors import SpecError
 from client_sdk.rappor import RapporParams
 
+from ..errors import EstimatorError
 from .counts import check_counts
 from .design import CandidateMap
 
@@ -29,7 +30,7 @@ PARAMS_HEADER = ("k", "h", "m", "p", "q", "f")
 Source = str | os.PathLike | IO[str]
 
 
-class RapporFileError(ValueError):
+class RapporFileError(EstimatorError):
     "A reference-format file is malformed; the message names the file, row and what is wrong"
 
 

@@ -53,10 +53,6 @@ ANALYTIC_SE_MAX_SUPPORT = 4000
 DEFAULT_CONFIDENCE = 0.95
 
 
-class InsufficientData(Exception):
-    "Too few reports to tell any candidate from noise"
-
-
 @dataclass(frozen=True)
 class CandidateEstimate:
     "One candidate's fitted frequency; ``estimate`` and ``std_error`` are counts, the rest proportions"

@@ -15,11 +15,13 @@ from typing import Any
 
 import click
 
+from client_sdk.errors import LDPError
+
 FORMATS = ("table", "json", "markdown", "html")
 HTTP_TIMEOUT_SECONDS = 60
 
 
-class ReportError(Exception):
+class ReportError(LDPError):
     "A runtime failure with a one-line message (unknown campaign, empty window, unreachable collector)"
 
 

@@ -18,9 +18,9 @@ from client_sdk import (
     mechanism_from_spec,
 )
 from client_sdk.device_state import DeviceState, DeviceStateError, load_or_create_device_state
+from client_sdk.mechanisms.rappor import RapporMechanism
 from client_sdk.randomness import SecureRandom
 from client_sdk.rappor import (
-    RapporMechanism,
     RapporParams,
     bloom_bit_positions,
     cohort_from_secret,

@@ -7,7 +7,8 @@ import pytest
 from scipy.stats import chi2_contingency, norm
 
 from client_sdk import DeterministicRandom, load_spec
-from client_sdk.rappor import RapporMechanism, RapporParams, bloom_bit_positions
+from client_sdk.mechanisms.rappor import RapporMechanism
+from client_sdk.rappor import RapporParams, bloom_bit_positions
 from estimators.aggregation import Aggregate, aggregate
 from estimators.batch import parse_payloads
 from estimators.rappor import (
