@@ -2,7 +2,9 @@
 
 ``estimate(spec, payloads)`` is the one-call entry point; the pieces are ``aggregate`` (a mergeable sufficient
 statistic), ``estimate_aggregate`` (de-bias it), ``simulate`` (a vectorised simulator with the SDK's
-distribution) and ``plan`` (expected errors before collecting anything).
+distribution) and ``plan`` (expected errors before collecting anything).  Each mechanism's server side (payload
+parsing and checking, statistic, simulator, variance, estimator) is one entry of ``estimators.mechanisms``,
+found with ``mechanism_for(spec)``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from typing import Any
 
 from client_sdk.spec import Spec, load_spec
 
-from .aggregation import Aggregate, AggregateMismatch, aggregate, merge
+from .aggregation import Aggregate, aggregate, merge
 from .batch import ReportBatch, parse_payloads
-from .errors import NoReports
-from .frequency import FrequencyEstimate, estimate_frequencies
-from .means import MeanEstimate, estimate_mean
+from .errors import AggregateMismatch, EstimatorError, NoReports
+from .frequency import FrequencyEstimate
+from .means import MeanEstimate
+from .mechanisms import mechanism_for
 
 Estimate = FrequencyEstimate | MeanEstimate | Any
 
@@ -29,23 +32,17 @@ def estimate_aggregate(spec: Any, aggregate_: Aggregate, *, confidence: float = 
         raise ValueError("confidence must be strictly between 0 and 1")
     if aggregate_.fingerprint != spec.fingerprint:
         raise AggregateMismatch("the aggregate was made under another spec (fingerprints differ)")
-    if spec.is_categorical:
-        return estimate_frequencies(spec, aggregate_, confidence=confidence, delta=delta)
-    if spec.is_numeric:
-        return estimate_mean(spec, aggregate_, confidence=confidence, delta=delta)
-    from .rappor import estimate_rappor
-
-    return estimate_rappor(spec, aggregate_, confidence=confidence)
+    return mechanism_for(spec).estimate(aggregate_, confidence=confidence, delta=delta)
 
 
 def estimate(spec: Any, payloads: ReportBatch | Sequence[Any], *, confidence: float = 0.95,
              delta: float | None = None) -> Estimate:
-    "Aggregate ``payloads`` (JSON payloads or a ReportBatch) and de-bias them"
+    "Aggregate ``payloads`` (JSON payloads, each checked as the collector checks it, or a ReportBatch); de-bias"
     spec = load_spec(spec)
     return estimate_aggregate(spec, aggregate(spec, payloads), confidence=confidence, delta=delta)
 
 
 __all__ = [
-    "Aggregate", "AggregateMismatch", "Estimate", "FrequencyEstimate", "MeanEstimate", "NoReports", "ReportBatch",
-    "Spec", "aggregate", "estimate", "estimate_aggregate", "merge", "parse_payloads",
+    "Aggregate", "AggregateMismatch", "Estimate", "EstimatorError", "FrequencyEstimate", "MeanEstimate", "NoReports",
+    "ReportBatch", "Spec", "aggregate", "estimate", "estimate_aggregate", "mechanism_for", "merge", "parse_payloads",
 ]

@@ -15,19 +15,21 @@ fast Walsh-Hadamard transform in O(n + d log d).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
-from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
+from client_sdk.mechanisms import CategoricalMechanism
 from client_sdk.spec import Spec
 
-from .aggregation import Aggregate
 from .central import NEIGHBOURING_FREQUENCY, central_block
 from .errors import NoReports
-from .hadamard import walsh_hadamard
+from .mechanisms.base import mechanism_for
 from .postprocess import base_cut, base_cut_z, norm_sub
+
+if TYPE_CHECKING:  # the aggregate's module goes through the mechanism registry, which builds on this one
+    from .aggregation import Aggregate
 
 
 @dataclass
@@ -69,11 +71,9 @@ class FrequencyEstimate:
 
 
 def support_counts(spec: Spec, aggregate: Aggregate) -> np.ndarray:
-    "How many of the n reports support each domain value"
-    if spec.mechanism == "hadamard":
-        transformed = walsh_hadamard(aggregate.counts.astype(np.float64))
-        return (aggregate.n + transformed[: spec.domain_size]) / 2
-    return aggregate.counts.astype(np.float64)
+    "How many of the n reports support each domain value (the mechanism's server entry reads them off)"
+    oracle: Any = mechanism_for(spec)  # an estimators.mechanisms.categorical.FrequencyOracle
+    return oracle.support_counts(aggregate.n, aggregate.counts)
 
 
 def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
@@ -82,7 +82,7 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     n = aggregate.n
     if n <= 0:
         raise NoReports(f"campaign {spec.name!r} has no reports in this window")
-    mechanism = mechanism_from_spec(spec)
+    mechanism = mechanism_for(spec).device
     assert isinstance(mechanism, CategoricalMechanism)
     p, q = mechanism.p_star, mechanism.q_star
     r = support_counts(spec, aggregate) / n

@@ -1,7 +1,7 @@
 """Means of bounded numbers with standard errors and confidence intervals (Laplace, Duchi, Piecewise, Hybrid).
 
 Each report's payload maps to an unbiased value Z of t = 2 (v - low)/(high - low) - 1 (see
-``client_sdk.mechanisms.numeric``).  From the aggregate's sums of Z and Z^2:
+``estimators.mechanisms.numeric``).  From the aggregate's sums of Z and Z^2:
 
 * mean of t     m = sum Z / n,     mapped back: low + (m + 1)(high - low)/2
 * standard err  SE = sd(Z) / sqrt(n) (sample standard deviation; REFERENCE.md section 3), times (high - low)/2
@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scipy import stats
 
-from client_sdk.mechanisms import mechanism_from_spec
-from client_sdk.mechanisms.numeric import GRID, PM_CELLS, Duchi, Hybrid, Piecewise
 from client_sdk.spec import Spec
 
-from .aggregation import Aggregate
 from .central import NEIGHBOURING_MEAN, central_block
 from .errors import NoReports
+from .mechanisms.base import mechanism_for
+
+if TYPE_CHECKING:  # the aggregate's module goes through the mechanism registry, which builds on this one
+    from .aggregation import Aggregate
 
 
 @dataclass
@@ -50,33 +51,9 @@ class MeanEstimate:
 
 
 def unbiased_sums(spec: Spec, aggregate: Aggregate) -> tuple[float, float]:
-    "(sum Z, sum Z^2) over the reports, on the [-1, 1] scale"
-    mechanism = mechanism_from_spec(spec)
-    s = [int(x) for x in aggregate.counts]
-    n = aggregate.n
-    if spec.mechanism == "laplace":
-        return s[0] / GRID, s[1] / GRID**2
-    if spec.mechanism == "duchi":
-        assert isinstance(mechanism, Duchi)
-        return _duchi_sums(mechanism, n, s[0])
-    if spec.mechanism == "piecewise":
-        assert isinstance(mechanism, Piecewise)
-        return _piecewise_sums(mechanism, n, s[0], s[1])
-    assert isinstance(mechanism, Hybrid)
-    d_sum, d_sq = _duchi_sums(mechanism.duchi, s[0], s[1])
-    p_sum, p_sq = _piecewise_sums(mechanism.piecewise, s[2], s[3], s[4])
-    return d_sum + p_sum, d_sq + p_sq
-
-
-def _duchi_sums(mechanism: Duchi, n: int, ones: int) -> tuple[float, float]:
-    c = mechanism.magnitude
-    return c * (2 * ones - n), n * c * c
-
-
-def _piecewise_sums(mechanism: Piecewise, n: int, total: int, squares: int) -> tuple[float, float]:
-    c = mechanism.magnitude
-    w = 2 * c / PM_CELLS
-    return -n * c + w * total, n * c * c - 2 * c * w * total + w * w * squares
+    "(sum Z, sum Z^2) over the reports, on the [-1, 1] scale (the mechanism's server entry maps the codes)"
+    entry: Any = mechanism_for(spec)  # an estimators.mechanisms.numeric.MeanMechanism
+    return entry.unbiased_sums(aggregate.n, [int(x) for x in aggregate.counts])
 
 
 def estimate_mean(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
@@ -92,7 +69,7 @@ def estimate_mean(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
     if n > 1:
         variance = max(squares - n * mean_t**2, 0.0) / (n - 1)
     else:  # one report has no sample variance: use the mechanism's worst case
-        variance = mechanism_from_spec(spec).worst_case_variance()  # type: ignore[attr-defined]
+        variance = mechanism_for(spec).variance()
     std_error = math.sqrt(variance / n) * half_width
     mean = low + (mean_t + 1) * half_width
     z = float(stats.norm.ppf(0.5 + confidence / 2))

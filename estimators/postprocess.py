@@ -17,8 +17,13 @@ from scipy import stats
 
 
 def norm_sub(estimates: np.ndarray, total: float = 1.0) -> np.ndarray:
-    "Euclidean projection of ``estimates`` onto {x >= 0, sum x = total}"
-    v = np.asarray(estimates, dtype=float)
+    "Norm-Sub's fixed point: the Euclidean projection of ``estimates`` onto {x >= 0, sum x = total}"
+    return project_simplex(estimates, total)
+
+
+def project_simplex(values: np.ndarray, total: float = 1.0) -> np.ndarray:
+    "Euclidean projection onto {x >= 0, sum x = total}, by sort and threshold (Duchi et al., ICML 2008)"
+    v = np.asarray(values, dtype=float)
     ordered = np.sort(v)[::-1]
     cumulative = np.cumsum(ordered) - total
     ranks = np.arange(1, len(v) + 1)

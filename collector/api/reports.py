@@ -22,7 +22,7 @@ from flask import Blueprint, Response, current_app, g, jsonify
 
 import estimators
 from client_sdk.errors import PayloadError
-from client_sdk.mechanisms import Mechanism, mechanism_from_spec
+from estimators.mechanisms import ServerMechanism, mechanism_for
 
 from ..auth import rate_rule, require, too_many
 from ..db import get_storage
@@ -44,10 +44,10 @@ class _Lookup:
 
     def __init__(self) -> None:
         cache = current_app.extensions.setdefault("ldp_campaign_cache", {})
-        self.cache: dict[tuple[str, str], tuple[CampaignVersion, Mechanism]] = cache
+        self.cache: dict[tuple[str, str], tuple[CampaignVersion, ServerMechanism]] = cache
         self.missing: dict[tuple[str, str], tuple[str, str]] = {}
 
-    def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, Mechanism] | tuple[str, str]:
+    def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, ServerMechanism] | tuple[str, str]:
         "The version and its mechanism, or (field, reason) why there is none"
         key = (name, fingerprint)
         found = self.cache.get(key) or self.missing.get(key)
@@ -56,7 +56,7 @@ class _Lookup:
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:
-            self.cache[key] = (campaign, mechanism_from_spec(campaign.spec))
+            self.cache[key] = (campaign, mechanism_for(campaign.spec))
             return self.cache[key]
         known = bool(storage.campaign_versions(name))
         reason = ("fingerprint", "matches no version of this campaign") if known else ("campaign", "unknown campaign")
@@ -85,7 +85,8 @@ def ingest() -> Response:
     groups, rejected, duplicates = _validate(reports)
     for group in groups:
         group.payload_texts = [_dumps(p) for p in group.payloads]
-        group.aggregate = estimators.aggregate(group.campaign.spec, group.payloads)
+        spec = group.campaign.spec  # every payload passed check_payload in _validate: parse without checking again
+        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads, checked=True))
     try:
         result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
                                               now=time.time())

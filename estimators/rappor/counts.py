@@ -9,11 +9,11 @@ import numpy as np
 from client_sdk.rappor import RapporParams
 from client_sdk.spec import Spec
 
-from ..batch import ReportBatch
+from ..bits import grouped_bit_counts
+from ..mechanisms.base import ReportBatch
 
 # Above this many (cohort, byte, value) bins one histogram gets too large: count cohort by cohort instead.
 MAX_JOINT_HISTOGRAM_BINS = 1 << 24
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)  # (256, 8)
 
 
 def rappor_counts(spec: Spec, batch: ReportBatch) -> np.ndarray:
@@ -21,7 +21,8 @@ def rappor_counts(spec: Spec, batch: ReportBatch) -> np.ndarray:
 
     One histogram of (cohort, byte position, byte value) triples, then a 256 x 8 table lookup: no Python loop
     over reports.  Very wide filters with many cohorts count cohort by cohort to bound the histogram."""
-    params: RapporParams = spec.rappor
+    params = spec.rappor
+    assert params is not None
     cohorts = np.asarray(batch["cohort"], dtype=np.int64)
     packed = np.asarray(batch["bits"], dtype=np.uint8)
     m, k = params.m, params.k
@@ -33,28 +34,14 @@ def rappor_counts(spec: Spec, batch: ReportBatch) -> np.ndarray:
     counts = np.zeros((m, k + 1), dtype=np.int64)
     counts[:, 0] = np.bincount(cohorts, minlength=m)
     if m * nbytes * 256 <= MAX_JOINT_HISTOGRAM_BINS:
-        counts[:, 1:] = _joint_bit_counts(cohorts, packed, m, k)
+        counts[:, 1:] = grouped_bit_counts(cohorts, packed, m, k)
     else:
         order = np.argsort(cohorts, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(counts[:, 0])])
         for cohort in np.flatnonzero(counts[:, 0]):
             rows = packed[order[bounds[cohort] : bounds[cohort + 1]]]
-            counts[cohort, 1:] = _joint_bit_counts(np.zeros(len(rows), dtype=np.int64), rows, 1, k)[0]
+            counts[cohort, 1:] = grouped_bit_counts(None, rows, 1, k)[0]
     return counts
-
-
-def _joint_bit_counts(cohorts: np.ndarray, packed: np.ndarray, m: int, k: int) -> np.ndarray:
-    "Ones per (cohort, bit) for packed big-endian rows, shape (m, k)"
-    nbytes = packed.shape[1]
-    histogram = np.zeros(m * nbytes * 256, dtype=np.int64)
-    positions = np.arange(nbytes, dtype=np.int64)[None, :] * 256
-    rows_per_chunk = max(1, (1 << 22) // max(nbytes, 1))
-    for start in range(0, len(cohorts), rows_per_chunk):
-        chunk = packed[start : start + rows_per_chunk].astype(np.int64)
-        offsets = cohorts[start : start + rows_per_chunk, None] * (nbytes * 256) + positions
-        histogram += np.bincount((chunk + offsets).ravel(), minlength=m * nbytes * 256)
-    per_byte = histogram.reshape(m, nbytes, 256) @ _BYTE_BITS  # (m, nbytes, 8)
-    return per_byte.reshape(m, nbytes * 8)[:, :k]
 
 
 def check_counts(params: RapporParams, counts: np.ndarray) -> np.ndarray:

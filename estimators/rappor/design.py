@@ -8,15 +8,13 @@ candidates over 64 cohorts of 128 bits take about 15 MB.
 
 from __future__ import annotations
 
-import hashlib
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from client_sdk.rappor import RapporParams, hash_bytes
+from client_sdk.rappor import RapporParams, bloom_bit_positions
 
 
 @dataclass(frozen=True)
@@ -34,22 +32,9 @@ class CandidateMap:
         if params.encoding != "bloom":
             raise ValueError(f"a candidate map is for the bloom encoding, not {params.encoding!r}")
         k, h, m = params.k, params.h, params.m
-        encoded = [value.encode("utf-8") for value in unique]
-        positions = np.empty((len(unique), m * h), dtype=np.int64)
-        for cohort in range(m):
-            prefix = struct.pack(">L", cohort)
-            digests = (
-                np.frombuffer(
-                    b"".join(hashlib.md5(prefix + value).digest() for value in encoded), dtype=np.uint8
-                )
-                .reshape(len(unique), 16)
-                .astype(np.int64)
-            )
-            if hash_bytes(k) == 1:
-                hashes = digests[:, :h]
-            else:
-                hashes = digests[:, 0 : 2 * h : 2] * 256 + digests[:, 1 : 2 * h : 2]
-            positions[:, cohort * h : (cohort + 1) * h] = hashes % k + cohort * k
+        hashed = [bloom_bit_positions(value, cohort, k, h) for value in unique for cohort in range(m)]
+        positions = np.array(hashed, dtype=np.int64).reshape(len(unique), m * h)
+        positions += np.repeat(np.arange(m, dtype=np.int64) * k, h)[None, :]
         return cls(params, unique, positions)
 
     def matrix(self, rows: np.ndarray | None = None) -> sp.csc_matrix:

@@ -20,7 +20,7 @@ import numpy as np
 from client_sdk.rappor import RapporParams, quantized_probabilities, value_bit_positions
 from client_sdk.spec import Spec
 
-from ..batch import ReportBatch
+from ..mechanisms.base import ReportBatch
 
 CHUNK_CELLS = 1 << 22  # clients x bits drawn per numpy step
 
@@ -32,6 +32,7 @@ def simulate_rappor(
     cohorts: np.ndarray | None = None,
 ) -> ReportBatch:
     "One report per entry of ``values``; client i is in cohort ``i mod m`` unless ``cohorts`` says otherwise"
+    assert spec.rappor is not None
     unique, index = np.unique(
         np.asarray(values, dtype=object if spec.rappor.encoding != "boolean" else bool), return_inverse=True
     )
@@ -46,7 +47,8 @@ def simulate_rappor_indices(
     cohorts: np.ndarray | None = None,
 ) -> ReportBatch:
     "Like :func:`simulate_rappor` with the values given as indices into ``unique_values`` (faster for 10^6)"
-    params: RapporParams = spec.rappor
+    params = spec.rappor
+    assert params is not None
     value_index = np.asarray(value_index, dtype=np.int64).ravel()
     n = len(value_index)
     if cohorts is None:

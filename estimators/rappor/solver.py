@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..postprocess import project_simplex
+
 Matrix = np.ndarray | sp.csc_matrix
 GRAM_MAX_COLUMNS = 2000  # below this, iterate on the dense Gram matrix: one M x M product per step
 POLISH_MAX_SUPPORT = 3000
@@ -27,13 +29,7 @@ def project_capped_simplex(values: np.ndarray, total: float) -> np.ndarray:
     clipped = np.maximum(values, 0.0)
     if clipped.sum() <= total:
         return clipped
-    ordered = np.sort(values)[::-1]
-    excess = np.cumsum(ordered) - total
-    ranks = np.arange(1, len(values) + 1)
-    feasible = ordered - excess / ranks > 0
-    rho = ranks[feasible][-1]
-    theta = excess[feasible][-1] / rho
-    return np.maximum(values - theta, 0.0)
+    return project_simplex(values, total)  # the cap binds: the projection lies on {sum x = total}
 
 
 class LeastSquaresProblem:

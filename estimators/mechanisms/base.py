@@ -1,0 +1,145 @@
+"""What every mechanism offers the server, and the registry that finds it by a spec's ``mechanism`` name.
+
+A :class:`ServerMechanism` subclass that declares ``names`` registers itself when its module is imported
+(``estimators.mechanisms`` imports every module of the package).  It is built on the SDK's randomizer for the
+same spec (``self.device``: the quantized probabilities, the wire format and ``check_payload``) and adds what
+the server needs:
+
+=====================  ==================================================================================
+``check_payload``      the SDK's check: the one definition of a valid payload (collector and estimators)
+``parse``              JSON payloads -> :class:`ReportBatch` (columns), checking every payload unless told
+                       they were checked already
+``payloads_of``        a batch -> the JSON payloads, as the SDK sends them
+``zeros``              the aggregate of no reports
+``statistic``          a batch -> its sufficient statistic (a vector of sums: mergeable by addition)
+``simulate``           a vectorised simulator with the SDK's distribution (numpy, seedable)
+``variance``           the worst-case per-report variance of the unbiased estimator
+``estimate``           an aggregate -> the de-biased estimate with standard errors
+=====================  ==================================================================================
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from client_sdk.errors import PayloadError
+from client_sdk.mechanisms import Mechanism, mechanism_from_spec
+from client_sdk.spec import Spec, load_spec
+
+REGISTRY: dict[str, type[ServerMechanism]] = {}
+
+
+@dataclass
+class ReportBatch:
+    "The payloads of ``n`` reports for one mechanism, column by column (numpy arrays)"
+
+    mechanism: str
+    n: int
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def to_payloads(self) -> list:
+        "The JSON payloads, exactly as the SDK would send them"
+        return registered(self.mechanism).payloads_of(self)
+
+
+class ServerMechanism(ABC):
+    "The server side of one mechanism for one spec"
+
+    names: ClassVar[tuple[str, ...]] = ()
+    exact_sums: ClassVar[bool] = False  # counts are exact Python integers (object arrays), else int64
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("names", ()):
+            if name in REGISTRY:
+                raise TypeError(f"mechanism {name!r} is registered twice")
+            REGISTRY[name] = cls
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.device: Mechanism = mechanism_from_spec(spec)
+
+    # -- payloads ---------------------------------------------------------------------------------------
+    def check_payload(self, payload: Any) -> None:
+        "Raise PayloadError naming the field unless the SDK could have produced ``payload``"
+        self.device.check_payload(payload)
+
+    def parse(self, payloads: Sequence[Any], *, checked: bool = False) -> ReportBatch:
+        """A batch from JSON payloads; every payload goes through ``check_payload`` unless ``checked`` says it
+        did already (the collector checks each report to reject it by name).  PayloadError names the index."""
+        if not checked:
+            for index, payload in enumerate(payloads):
+                try:
+                    self.check_payload(payload)
+                except PayloadError as error:
+                    raise PayloadError(f"payloads[{index}]{error.field[len('payload'):]}", error.reason) from None
+        return ReportBatch(self.spec.mechanism, len(payloads), self.columns(payloads))
+
+    @abstractmethod
+    def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
+        "The columns of checked payloads"
+
+    @classmethod
+    @abstractmethod
+    def payloads_of(cls, batch: ReportBatch) -> list:
+        "The JSON payloads of a batch"
+
+    # -- aggregation ------------------------------------------------------------------------------------
+    @abstractmethod
+    def zeros(self) -> np.ndarray:
+        "The sufficient statistic of no reports"
+
+    @abstractmethod
+    def statistic(self, batch: ReportBatch) -> np.ndarray:
+        "The sufficient statistic of a batch: a vector (or matrix) of sums over its reports"
+
+    @classmethod
+    def counts_from_json(cls, counts: Any) -> np.ndarray:
+        "A statistic read back from ``Aggregate.to_dict``"
+        if cls.exact_sums:
+            return np.array([int(c) for c in counts], dtype=object)
+        return np.asarray(counts, dtype=np.int64)
+
+    # -- simulation and estimation ---------------------------------------------------------------------
+    @abstractmethod
+    def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
+        "Reports for every true value (domain indices, numbers or strings, as the family takes them)"
+
+    @abstractmethod
+    def variance(self) -> float:
+        "Worst-case per-report variance of the unbiased estimate (a frequency, or t on [-1, 1])"
+
+    @abstractmethod
+    def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
+        "De-bias an aggregate of this spec's reports (``.to_dict()`` of the result is plain JSON)"
+
+
+def registered(name: str) -> type[ServerMechanism]:
+    "The server class of a mechanism name"
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown mechanism {name!r}") from None
+
+
+def mechanism_for(spec: Any) -> ServerMechanism:
+    "The server side of ``spec`` (a Spec, dict or JSON string); cached per spec"
+    spec = load_spec(spec)
+    cached = _CACHE.get(spec)
+    if cached is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        cached = _CACHE[spec] = registered(spec.mechanism)(spec)
+    return cached
+
+
+_CACHE: dict[Spec, ServerMechanism] = {}
+_CACHE_SIZE = 256

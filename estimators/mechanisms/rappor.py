@@ -1,0 +1,55 @@
+"""RAPPOR on the server (device side: ``client_sdk.mechanisms.rappor``; the decoder: ``estimators.rappor``).
+
+Batch columns: cohort (int64), bits (packed uint8 rows, (n, ceil(k/8))).  Sufficient statistic: per cohort
+``[reports, ones at bit 0, ..., ones at bit k-1]``, shape (m, k+1).  The simulator takes the true values
+(strings, or booleans for the boolean encoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from client_sdk.mechanisms import RapporMechanism
+
+from ..bits import hex_rows
+from ..rappor.counts import rappor_counts
+from ..rappor.decode import estimate_rappor
+from ..rappor.simulate import simulate_rappor
+from .base import ReportBatch, ServerMechanism
+
+
+class RapporServer(ServerMechanism):
+    names = ("rappor",)
+    device: RapporMechanism
+
+    def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
+        return {
+            "cohort": np.asarray([p["cohort"] for p in payloads], dtype=np.int64).reshape(len(payloads)),
+            "bits": hex_rows([p["bits"] for p in payloads], (self.device.params.k + 7) // 8),
+        }
+
+    @classmethod
+    def payloads_of(cls, batch: ReportBatch) -> list:
+        return [{"cohort": cohort, "bits": row.tobytes().hex()}
+                for cohort, row in zip(batch["cohort"].tolist(), batch["bits"])]
+
+    def zeros(self) -> np.ndarray:
+        params = self.device.params
+        return np.zeros((params.m, params.k + 1), dtype=np.int64)
+
+    def statistic(self, batch: ReportBatch) -> np.ndarray:
+        return rappor_counts(self.spec, batch)
+
+    def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
+        return simulate_rappor(self.spec, true_values, rng)
+
+    def variance(self) -> float:
+        "Per-report variance of one de-biased Bloom bit at proportion 0: p01 (1 - p01) / (p11 - p01)^2"
+        params = self.device.params
+        return params.p01 * (1 - params.p01) / (params.p11 - params.p01) ** 2
+
+    def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
+        return estimate_rappor(self.spec, aggregate, confidence=confidence)
