@@ -18,6 +18,14 @@ from ..wire import require_hex, require_int, require_list, require_packed_bits
 MECHANISM_CLASSES: dict[str, type[Mechanism]] = {}
 
 
+def register(registry: dict[str, Any], cls: type) -> None:
+    "Enter ``cls`` under each of the names it declares itself (not those it inherits); a name only once"
+    for name in cls.__dict__.get("names", ()):
+        if name in registry:
+            raise TypeError(f"mechanism {name!r} is registered twice")
+        registry[name] = cls
+
+
 class Mechanism(ABC):
     "A local randomizer for one campaign spec; ``rng`` defaults to the OS CSPRNG"
 
@@ -25,10 +33,7 @@ class Mechanism(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name in cls.__dict__.get("names", ()):
-            if name in MECHANISM_CLASSES:
-                raise TypeError(f"mechanism {name!r} is implemented twice")
-            MECHANISM_CLASSES[name] = cls
+        register(MECHANISM_CLASSES, cls)
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         self.spec = spec
@@ -87,6 +92,6 @@ class CategoricalMechanism(Mechanism):
 
 
 __all__ = [
-    "MECHANISM_CLASSES", "CategoricalMechanism", "Mechanism", "require_hex", "require_int", "require_list",
+    "MECHANISM_CLASSES", "CategoricalMechanism", "Mechanism", "register", "require_hex", "require_int", "require_list",
     "require_packed_bits",
 ]

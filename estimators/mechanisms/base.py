@@ -29,6 +29,7 @@ import numpy as np
 
 from client_sdk.errors import PayloadError
 from client_sdk.mechanisms import Mechanism, mechanism_from_spec
+from client_sdk.mechanisms.base import register
 from client_sdk.spec import Spec, load_spec
 
 REGISTRY: dict[str, type[ServerMechanism]] = {}
@@ -58,10 +59,7 @@ class ServerMechanism(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name in cls.__dict__.get("names", ()):
-            if name in REGISTRY:
-                raise TypeError(f"mechanism {name!r} is registered twice")
-            REGISTRY[name] = cls
+        register(REGISTRY, cls)
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
@@ -120,6 +118,17 @@ class ServerMechanism(ABC):
     @abstractmethod
     def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
         "De-bias an aggregate of this spec's reports (``.to_dict()`` of the result is plain JSON)"
+
+
+def pair_columns(payloads: Sequence[Any], first: str, second: str) -> dict[str, np.ndarray]:
+    "Columns of checked ``[int, int]`` payloads"
+    pairs = np.asarray(payloads, dtype=np.int64).reshape(len(payloads), 2)
+    return {first: pairs[:, 0].copy(), second: pairs[:, 1].copy()}
+
+
+def pair_payloads(batch: ReportBatch, first: str, second: str) -> list:
+    "``[int, int]`` payloads from two columns"
+    return [list(pair) for pair in zip(batch[first].tolist(), batch[second].tolist())]
 
 
 def registered(name: str) -> type[ServerMechanism]:

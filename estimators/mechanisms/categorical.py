@@ -26,7 +26,7 @@ from client_sdk.mechanisms import GRR, OLH, CategoricalMechanism, Hadamard, Unar
 from ..bits import bit_counts, hex_rows
 from ..frequency import estimate_frequencies
 from ..hadamard import walsh_hadamard
-from .base import ReportBatch, ServerMechanism
+from .base import ReportBatch, ServerMechanism, pair_columns, pair_payloads
 
 OLH_CHUNK_ELEMENTS = 1 << 18  # reports x values evaluated per numpy step: fits in cache-friendly buffers
 BITS_CHUNK = 1 << 24  # unary-encoding bits simulated per numpy step
@@ -207,12 +207,11 @@ class HadamardServer(FrequencyOracle):
         return np.zeros(self.device.size, dtype=np.int64)
 
     def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
-        pairs = np.asarray(payloads, dtype=np.int64).reshape(len(payloads), 2)
-        return {"column": pairs[:, 0].copy(), "bit": pairs[:, 1].copy()}
+        return pair_columns(payloads, "column", "bit")
 
     @classmethod
     def payloads_of(cls, batch: ReportBatch) -> list:
-        return [list(pair) for pair in zip(batch["column"].tolist(), batch["bit"].tolist())]
+        return pair_payloads(batch, "column", "bit")
 
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         size = self.device.size

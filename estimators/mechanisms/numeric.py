@@ -26,7 +26,7 @@ from client_sdk.mechanisms import Duchi, Hybrid, Laplace, NumericMechanism, Piec
 from client_sdk.mechanisms.numeric import GRID, PM_CELLS
 
 from ..means import estimate_mean
-from .base import ReportBatch, ServerMechanism
+from .base import ReportBatch, ServerMechanism, pair_columns, pair_payloads
 
 
 class MeanMechanism(ServerMechanism):
@@ -151,12 +151,11 @@ class HybridServer(MeanMechanism):
     device: Hybrid
 
     def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
-        pairs = np.asarray(payloads, dtype=np.int64).reshape(len(payloads), 2)
-        return {"branch": pairs[:, 0].copy(), "code": pairs[:, 1].copy()}
+        return pair_columns(payloads, "branch", "code")
 
     @classmethod
     def payloads_of(cls, batch: ReportBatch) -> list:
-        return [list(pair) for pair in zip(batch["branch"].tolist(), batch["code"].tolist())]
+        return pair_payloads(batch, "branch", "code")
 
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         branch, code = batch["branch"], batch["code"]
