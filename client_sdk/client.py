@@ -205,6 +205,7 @@ class Client:
         from .device_state import load_or_create_device_state
 
         state = load_or_create_device_state(self.state_dir)
+        assert spec.rappor is not None  # only RAPPOR specs come here
         return {"secret": state.secret, "cohort": state.cohort_for(spec.rappor.m)}
 
     # -- delivery ---------------------------------------------------------------------------------------------

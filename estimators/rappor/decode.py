@@ -177,7 +177,9 @@ def decode_rappor(
     their ``_95`` names).  ``seed`` drives the resampling only (a fixed default keeps decoding reproducible)."""
     if isinstance(params, Spec):
         candidates = params.candidates if candidates is None else candidates
-    settings: RapporParams = params.rappor if isinstance(params, Spec) else params
+    settings = params.rappor if isinstance(params, Spec) else params
+    if settings is None:
+        raise ValueError("the spec has no RAPPOR parameters")
     if not 0 < alpha < 1:
         raise ValueError("alpha must lie in (0, 1)")
     if not 0 < confidence < 1:

@@ -158,7 +158,8 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
     from ..simulate import simulate
 
     low, high = spec.range  # type: ignore[misc]
-    value = min(max(float(result.get("mean_clamped", result.get("mean", low))), low), high)
+    mean = result.get("mean_clamped", result.get("mean", low))
+    value = min(max(float(mean if mean is not None else low), low), high)
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:

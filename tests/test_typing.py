@@ -1,0 +1,14 @@
+"""The library packages type-check with mypy at its default settings (CONVENTIONS.md: typed and linted)."""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ["client_sdk", "estimators"]
+
+
+def test_mypy_finds_nothing():
+    result = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", *PACKAGES], capture_output=True,
+                            text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
