@@ -175,10 +175,18 @@ def _check_shape(k: int, h: int, m: int, encoding: str) -> None:
 # -- encoding ---------------------------------------------------------------------------------------------------
 def bloom_bit_positions(value: str, cohort: int, k: int, h: int) -> list[int]:
     "The h Bloom bits of ``value`` in ``cohort`` (may repeat): MD5 of BE32(cohort) || UTF-8(value), as the reference"
-    digest = hashlib.md5(struct.pack(">L", cohort) + value.encode("utf-8")).digest()
+    return bloom_positions_many([value.encode("utf-8")], cohort, k, h)
+
+
+def bloom_positions_many(values: Sequence[bytes], cohort: int, k: int, h: int) -> list[int]:
+    """The h Bloom bits of every UTF-8 encoded value in ``cohort``, one flat list (value-major): the one
+    definition of the Bloom hashing, shared by the device and the server's candidate map."""
+    prefix = struct.pack(">L", cohort)
+    md5 = hashlib.md5
     if hash_bytes(k) == 1:
-        return [digest[i] % k for i in range(h)]
-    return [((digest[2 * i] << 8) | digest[2 * i + 1]) % k for i in range(h)]
+        return [byte % k for value in values for byte in md5(prefix + value).digest()[:h]]
+    pairs = [md5(prefix + value).digest()[: 2 * h] for value in values]
+    return [((digest[2 * i] << 8) | digest[2 * i + 1]) % k for digest in pairs for i in range(h)]
 
 
 def value_bit_positions(

@@ -30,6 +30,8 @@ def hex_length(width: int) -> int:
 
 def is_integer(value: Any) -> bool:
     "An integer (Python's or numpy's), not a bool"
+    if type(value) is int:  # the common case first: JSON integers
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 

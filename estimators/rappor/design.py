@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from client_sdk.rappor import RapporParams, bloom_bit_positions
+from client_sdk.rappor import RapporParams, bloom_positions_many
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,11 @@ class CandidateMap:
         if params.encoding != "bloom":
             raise ValueError(f"a candidate map is for the bloom encoding, not {params.encoding!r}")
         k, h, m = params.k, params.h, params.m
-        hashed = [bloom_bit_positions(value, cohort, k, h) for value in unique for cohort in range(m)]
-        positions = np.array(hashed, dtype=np.int64).reshape(len(unique), m * h)
-        positions += np.repeat(np.arange(m, dtype=np.int64) * k, h)[None, :]
+        encoded = [value.encode("utf-8") for value in unique]
+        positions = np.empty((len(unique), m * h), dtype=np.int64)
+        for cohort in range(m):
+            hashed = np.array(bloom_positions_many(encoded, cohort, k, h), dtype=np.int64).reshape(len(unique), h)
+            positions[:, cohort * h : (cohort + 1) * h] = hashed + cohort * k
         return cls(params, unique, positions)
 
     def matrix(self, rows: np.ndarray | None = None) -> sp.csc_matrix:
