@@ -32,11 +32,33 @@ from typing import Any
 from .errors import PrivacyWarning, SpecError
 from .rappor import RapporParams
 
-CATEGORICAL_MECHANISMS = ("grr", "sue", "oue", "olh", "hadamard")
-NUMERIC_MECHANISMS = ("laplace", "duchi", "piecewise", "hybrid")
-SET_MECHANISMS = ("rappor",)
-MECHANISMS = CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS + SET_MECHANISMS
-ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
+# The mechanism names a spec may use, by family.  The randomizers build on the spec, so this module imports none
+# of them: each class in client_sdk.mechanisms enters its names here as it is defined (``register_mechanism``),
+# and ``import client_sdk`` (which always runs before this module is used) imports them all.  So a new mechanism
+# is one new module on the device side.  ``resolve_auto`` names grr, oue and olh explicitly.
+CATEGORICAL_MECHANISMS: tuple[str, ...] = ()
+NUMERIC_MECHANISMS: tuple[str, ...] = ()
+SET_MECHANISMS: tuple[str, ...] = ()
+MECHANISMS: tuple[str, ...] = ()
+ALLOWED_MECHANISM_NAMES: tuple[str, ...] = ("auto",)
+FAMILIES = ("categorical", "numeric", "set")
+
+
+def register_mechanism(name: str, family: str) -> None:
+    "Allow ``name`` in specs, as a mechanism of ``family`` (called by client_sdk.mechanisms)"
+    global CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS, SET_MECHANISMS, MECHANISMS, ALLOWED_MECHANISM_NAMES
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}")
+    if name in ALLOWED_MECHANISM_NAMES:
+        raise ValueError(f"mechanism name {name!r} is taken")
+    if family == "categorical":
+        CATEGORICAL_MECHANISMS += (name,)
+    elif family == "numeric":
+        NUMERIC_MECHANISMS += (name,)
+    else:
+        SET_MECHANISMS += (name,)
+    MECHANISMS = CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS + SET_MECHANISMS
+    ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
 
 EPSILON_WARNING_THRESHOLD = 10.0
 MAX_DOMAIN_SIZE = 1 << 20

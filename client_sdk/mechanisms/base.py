@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..errors import ValueNotInDomain
 from ..randomness import SECURE_RANDOM, RandomSource
-from ..spec import Spec
+from ..spec import Spec, register_mechanism
 from ..wire import require_hex, require_int, require_list, require_packed_bits
 
 MECHANISM_CLASSES: dict[str, type[Mechanism]] = {}
@@ -30,10 +30,13 @@ class Mechanism(ABC):
     "A local randomizer for one campaign spec; ``rng`` defaults to the OS CSPRNG"
 
     names: ClassVar[tuple[str, ...]] = ()  # the spec ``mechanism`` values this class implements
+    family: ClassVar[str] = ""  # categorical, numeric or set (client_sdk.spec.FAMILIES)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         register(MECHANISM_CLASSES, cls)
+        for name in cls.__dict__.get("names", ()):
+            register_mechanism(name, cls.family)
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         self.spec = spec
@@ -55,6 +58,7 @@ class Mechanism(ABC):
 class CategoricalMechanism(Mechanism):
     "A frequency oracle over ``spec.domain``: a report supports value v w.p. p* if the truth is v, else q*"
 
+    family = "categorical"
     p_star: float
     q_star: float
 

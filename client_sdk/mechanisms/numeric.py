@@ -41,6 +41,8 @@ HYBRID_MIN_EPSILON = 0.61  # below it the Hybrid mechanism is Duchi's alone (N. 
 class NumericMechanism(Mechanism):
     "A randomizer for a number in ``spec.range``; subclasses see it as t in [-1, 1]"
 
+    family = "numeric"
+
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         assert spec.range is not None

@@ -32,6 +32,7 @@ class RapporMechanism(Mechanism):
     ``rng``, which protects nothing across processes.  The cohort defaults to the one derived from the secret."""
 
     names: ClassVar[tuple[str, ...]] = ("rappor",)
+    family = "set"
 
     def __init__(
         self,
