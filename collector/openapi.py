@@ -10,6 +10,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from client_sdk.spec import MECHANISMS
+
 blueprint = Blueprint("openapi", __name__)
 
 PROBLEM = {"$ref": "#/components/responses/Problem"}
@@ -34,8 +36,7 @@ SPEC_SCHEMA = {
     "required": ["name", "mechanism"],
     "properties": {
         "name": {"type": "string"},
-        "mechanism": {"type": "string", "enum": ["auto", "grr", "sue", "oue", "olh", "hadamard", "laplace", "duchi",
-                                                  "piecewise", "hybrid", "rappor"]},
+        "mechanism": {"type": "string", "enum": ["auto", *MECHANISMS]},
         "epsilon": {"type": "number"},
         "domain": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
         "catch_all": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
