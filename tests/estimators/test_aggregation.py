@@ -70,3 +70,14 @@ def test_numeric_sums_are_exact_python_integers():
     # sums that would overflow int64 stay exact
     big = aggregate(spec, parse_payloads(spec, [2**61, 2**61, 2**61, 2**61], checked=True))
     assert big.counts.tolist() == [2**63, 4 * 2**122]
+
+
+def test_grouped_bit_counts_match_unpacking_per_group():
+    from estimators.bits import grouped_bit_counts
+
+    rng = np.random.default_rng(12)
+    packed = rng.integers(0, 256, size=(500, 3), dtype=np.uint8)
+    groups = rng.integers(0, 4, size=500)
+    bits = np.unpackbits(packed, axis=1)[:, :21]
+    expected = np.stack([bits[groups == g].sum(axis=0) for g in range(4)])
+    assert np.array_equal(grouped_bit_counts(groups, packed, 4, 21), expected)
