@@ -20,6 +20,7 @@ the server needs:
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -144,11 +145,14 @@ def mechanism_for(spec: Any) -> ServerMechanism:
     spec = load_spec(spec)
     cached = _CACHE.get(spec)
     if cached is None:
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        cached = _CACHE[spec] = registered(spec.mechanism)(spec)
+        cached = registered(spec.mechanism)(spec)
+        with _CACHE_LOCK:  # the collector may serve from several threads
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[spec] = cached
     return cached
 
 
 _CACHE: dict[Spec, ServerMechanism] = {}
 _CACHE_SIZE = 256
+_CACHE_LOCK = threading.Lock()
