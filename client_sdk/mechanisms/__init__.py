@@ -33,9 +33,7 @@ def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options
 
 def derived_parameters(spec: Spec) -> dict:
     "The mechanism's derived probabilities as plain JSON (infinite values become None)"
-    out = mechanism_from_spec(spec).derived()
-    if spec.mechanism == "rappor":  # the served spec keeps the four parameters it always had
-        out = {key: out[key] for key in ("p11", "p01", "epsilon_one", "epsilon_inf")}
+    out = MECHANISM_CLASSES[spec.mechanism].spec_derived(spec)
     return {key: (None if isinstance(value, float) and value in (float("inf"), float("-inf")) else value)
             for key, value in out.items()}
 

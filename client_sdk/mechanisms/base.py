@@ -54,6 +54,11 @@ class Mechanism(ABC):
     def derived(self) -> dict:
         "The derived probabilities and constants, as plain JSON (informational)"
 
+    @classmethod
+    def spec_derived(cls, spec: Spec) -> dict:
+        "What a served spec shows under ``derived``: by default this randomizer's ``derived()``"
+        return cls(spec).derived()
+
 
 class CategoricalMechanism(Mechanism):
     "A frequency oracle over ``spec.domain``: a report supports value v w.p. p* if the truth is v, else q*"

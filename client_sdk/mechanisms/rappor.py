@@ -120,13 +120,19 @@ class RapporMechanism(Mechanism):
         require_int(payload["cohort"], "payload.cohort", 0, self.params.m)
         require_packed_bits(payload["bits"], "payload.bits", self.params.k)
 
+    @classmethod
+    def spec_derived(cls, spec: Spec) -> dict:
+        "From the parameters alone: a served spec needs no device secret (nor, for basic, its candidates)"
+        params = spec.rappor
+        if params is None:
+            raise SpecError("rappor", "the RAPPOR randomizer needs the spec's rappor parameters")
+        return {"p11": params.p11, "p01": params.p01, "epsilon_one": params.epsilon_one,
+                "epsilon_inf": params.epsilon_inf}
+
     def derived(self) -> dict:
         params = self.params
         return {
-            "p11": params.p11,
-            "p01": params.p01,
-            "epsilon_one": params.epsilon_one,
-            "epsilon_inf": params.epsilon_inf,
+            **self.spec_derived(self.spec),
             "encoding": params.encoding,
             "hash_bytes": hash_bytes(params.k),
             "f_half_quantized": self.prr_threshold / PROB_DENOMINATOR,

@@ -107,3 +107,8 @@ def test_parse_without_checking_is_for_checked_payloads_only():
     assert parse_payloads(spec, [0, 2], checked=True).to_payloads() == [0, 2]
     with pytest.raises(PayloadError):
         parse_payloads(spec, [0, 3])
+
+
+def test_a_served_basic_rappor_spec_needs_no_candidates_or_secret():
+    spec = load_spec({"name": "b", "mechanism": "rappor", "rappor": {"k": 4, "h": 1, "m": 1, "encoding": "basic"}})
+    assert set(spec.to_dict()["derived"]) == {"p11", "p01", "epsilon_one", "epsilon_inf"}
