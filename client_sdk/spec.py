@@ -31,6 +31,7 @@ from typing import Any
 
 from .errors import PrivacyWarning, SpecError
 from .rappor import RapporParams
+from .wire import is_integer
 
 # The mechanism names a spec may use, by family.  The randomizers build on the spec, so this module imports none
 # of them: each class in client_sdk.mechanisms enters its names here as it is defined (``register_mechanism``),
@@ -199,9 +200,11 @@ class Spec:
         return len(self.domain)
 
     def index_of(self, value: Any) -> int | None:
-        "Position of ``value`` in the domain, or None"
+        "Position of ``value`` in the domain, or None; numpy integers are integers (bools never are)"
         if not self._index and self.domain is not None:
             self._index.update({(type(v), v): i for i, v in enumerate(self.domain)})
+        if type(value) is not int and is_integer(value):
+            value = int(value)
         return self._index.get((type(value), value))
 
     def identity(self) -> dict:

@@ -71,6 +71,13 @@ def test_numpy_numbers_are_numbers():
         aggregate(spec, [np.bool_(True)])
 
 
+def test_numpy_integers_are_domain_integers():
+    spec = load_spec({"name": "i", "mechanism": "grr", "epsilon": 1.0, "domain": [10, 20, "20", 30]})
+    assert [spec.index_of(v) for v in (np.int64(20), np.int32(10), 20, "20", np.bool_(True), True)] == \
+        [1, 0, 1, 2, None, None]
+    assert mechanism_from_spec(spec, rng=DeterministicRandom(2)).perturb(np.int64(30)) in range(4)
+
+
 def olh_spec(epsilon):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
