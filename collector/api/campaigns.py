@@ -94,8 +94,36 @@ def estimate(name: str) -> Response:
     if not days:
         raise Problem(404, f"campaign {name!r} version {campaign.version} has no reports in this window",
                       slug="no-reports", title="No reports", field="since")
+    top = _int_arg("top")
+    if top is not None:  # slim days: the top values of the window, and only the fields a per-day plot needs
+        return jsonify({"campaign": name, "version": campaign.version, "window": window, "top": top,
+                        "days": _slim_days(campaign, days, confidence, top)})
     return jsonify({"campaign": name, "version": campaign.version, "window": window,
                     "days": [{"day": day, **_estimate(campaign, agg, confidence)} for day, agg in days]})
+
+
+SLIM_FIELDS = ("kind", "n", "confidence", "mean", "std_error", "ci_low", "ci_high")
+SLIM_ROW_FIELDS = ("value", "estimate", "std_error", "ci_low", "ci_high")
+
+
+def _slim_days(campaign: CampaignVersion, days: list, confidence: float, top: int) -> list[dict]:
+    "Per day: n, and the estimate, SE and CI of the ``top`` values largest over the whole window (or the mean)"
+    total = days[0][1]
+    for _, aggregate in days[1:]:
+        total = total.merge(aggregate)
+    rows = _estimate(campaign, total, confidence).get("values")
+    keep = None
+    if isinstance(rows, list):
+        ranked = sorted(range(len(rows)), key=lambda i: -(rows[i].get("estimate") or 0.0))
+        keep = sorted(ranked[:top])
+    out = []
+    for day, aggregate in days:
+        result = _estimate(campaign, aggregate, confidence)
+        slim = {"day": day, **{k: result[k] for k in SLIM_FIELDS if k in result}}
+        if keep is not None:
+            slim["values"] = [{k: result["values"][i].get(k) for k in SLIM_ROW_FIELDS} for i in keep]
+        out.append(slim)
+    return out
 
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:

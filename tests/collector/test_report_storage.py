@@ -211,3 +211,31 @@ def test_a_version_1_database_is_migrated(tmp_path):
         assert storage.insert_reports([groups[0]], DAY).duplicate == 20
         storage.migrate()  # idempotent
         assert storage.count_reports() == 50
+
+
+def test_per_day_estimates_are_slim_on_request(http, keys, db_path):
+    from .helpers import bearer
+
+    spec = {"name": "wide", "mechanism": "oue", "epsilon": 2.0, "domain": list(range(64))}
+    admin = bearer(keys["admin"])
+    assert http.post("/v1/campaigns", json=spec, headers=admin).status_code == 201
+    with Storage(db_path) as storage:
+        campaign = storage.get_campaign("wide")
+        for index, day in enumerate(["2024-03-01", "2024-03-02", "2024-03-03"]):
+            storage.insert_reports([group_of(campaign, [1] * 300 + [7] * 200 + [20] * 100 + [index], seed=index)], day)
+    url = "/v1/campaigns/wide/estimate?granularity=day"
+    full, slim = http.get(url, headers=admin), http.get(url + "&top=3", headers=admin)
+    assert full.status_code == slim.status_code == 200
+    days = slim.json["days"]
+    assert [d["day"] for d in days] == ["2024-03-01", "2024-03-02", "2024-03-03"]
+    assert [d["n"] for d in days] == [601, 601, 601]
+    total = http.get("/v1/campaigns/wide/estimate", headers=admin).json["values"]
+    top = sorted(sorted(total, key=lambda row: -row["estimate"])[:3], key=lambda row: total.index(row))
+    for day, full_day in zip(days, full.json["days"]):
+        assert [row["value"] for row in day["values"]] == [row["value"] for row in top]
+        assert set(day) == {"day", "kind", "n", "confidence", "values"}
+        rows = {row["value"]: row for row in full_day["values"]}
+        for row in day["values"]:
+            assert row == {k: rows[row["value"]][k] for k in ("value", "estimate", "std_error", "ci_low", "ci_high")}
+    assert len(slim.data) * 10 < len(full.data)
+    assert http.get(url + "&top=0", headers=admin).json["field"] == "top"
