@@ -111,19 +111,35 @@ def _slim_days(campaign: CampaignVersion, days: list, confidence: float, top: in
     total = days[0][1]
     for _, aggregate in days[1:]:
         total = total.merge(aggregate)
-    rows = _estimate(campaign, total, confidence).get("values")
     keep = None
-    if isinstance(rows, list):
-        ranked = sorted(range(len(rows)), key=lambda i: -(rows[i].get("estimate") or 0.0))
-        keep = sorted(ranked[:top])
+    window = _estimate_object(campaign, total, confidence)
+    if hasattr(window, "estimates"):  # frequencies: rows straight from the arrays, never the full d-row dict
+        keep = sorted(sorted(range(len(window.estimates)), key=lambda i: -window.estimates[i])[:top])
     out = []
     for day, aggregate in days:
-        result = _estimate(campaign, aggregate, confidence)
-        slim = {"day": day, **{k: result[k] for k in SLIM_FIELDS if k in result}}
-        if keep is not None:
-            slim["values"] = [{k: result["values"][i].get(k) for k in SLIM_ROW_FIELDS} for i in keep]
-        out.append(slim)
+        if keep is None:
+            full = _estimate(campaign, aggregate, confidence)
+            slim = {"day": day, **{k: full[k] for k in SLIM_FIELDS if k in full}}
+            rows = full.get("values")
+            if isinstance(rows, list):
+                ranked = sorted(rows, key=lambda row: -(row.get("estimate") or 0.0))[:top]
+                slim["values"] = [{k: row.get(k) for k in SLIM_ROW_FIELDS} for row in ranked]
+        else:
+            result = _estimate_object(campaign, aggregate, confidence)
+            slim = {"day": day, "kind": "frequency", "n": int(result.n), "confidence": result.confidence,
+                    "values": [dict(zip(SLIM_ROW_FIELDS, (result.values[i], float(result.estimates[i]),
+                                                         float(result.std_errors[i]), float(result.ci_low[i]),
+                                                         float(result.ci_high[i])))) for i in keep]}
+        out.append(_finite(slim))
     return out
+
+
+def _estimate_object(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> Any:
+    try:
+        return estimators.estimate_aggregate(campaign.spec, aggregate, confidence=confidence)
+    except estimators.NoReports:
+        raise Problem(404, f"campaign {campaign.name!r} version {campaign.version} has no reports in this window",
+                      slug="no-reports", title="No reports", field="since") from None
 
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:

@@ -239,3 +239,19 @@ def test_per_day_estimates_are_slim_on_request(http, keys, db_path):
             assert row == {k: rows[row["value"]][k] for k in ("value", "estimate", "std_error", "ci_low", "ci_high")}
     assert len(slim.data) * 10 < len(full.data)
     assert http.get(url + "&top=0", headers=admin).json["field"] == "top"
+
+
+def test_slim_per_day_means(http, keys, db_path):
+    from .helpers import NUMERIC, bearer
+
+    admin = bearer(keys["admin"])
+    assert http.post("/v1/campaigns", json=NUMERIC, headers=admin).status_code == 201
+    with Storage(db_path) as storage:
+        campaign = storage.get_campaign(NUMERIC["name"])
+        for index, day in enumerate(["2024-03-01", "2024-03-02"]):
+            storage.insert_reports([group_of(campaign, [100.0 * (index + 1)] * 50, seed=index)], day)
+    url = f"/v1/campaigns/{NUMERIC['name']}/estimate?granularity=day"
+    full, slim = http.get(url, headers=admin).json["days"], http.get(url + "&top=5", headers=admin).json["days"]
+    assert [set(day) for day in slim] == [{"day", "kind", "n", "confidence", "mean", "std_error", "ci_low",
+                                           "ci_high"}] * 2
+    assert [day["mean"] for day in slim] == [day["mean"] for day in full]
