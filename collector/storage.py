@@ -456,7 +456,7 @@ class Storage:
         if not versions:
             return
         sql = "SELECT day, report_id, version_id, payload FROM reports"
-        if name is not None:
+        if name is not None or version is not None:
             sql += f" WHERE version_id IN ({','.join(str(int(v)) for v in versions)})"
         days: dict[int, str] = {}
         for day_number, report_id, version_id, stored in self.conn.execute(sql):

@@ -255,3 +255,15 @@ def test_slim_per_day_means(http, keys, db_path):
     assert [set(day) for day in slim] == [{"day", "kind", "n", "confidence", "mean", "std_error", "ci_low",
                                            "ci_high"}] * 2
     assert [day["mean"] for day in slim] == [day["mean"] for day in full]
+
+
+def test_iter_reports_filters_by_campaign_and_version(storage):
+    first, _ = storage.create_campaign(SPECS[0], DAY)
+    second, _ = storage.create_campaign({**SPECS[0], "epsilon": 2.0}, DAY)
+    other, _ = storage.create_campaign(SPECS[1], DAY)
+    storage.insert_reports([group_of(first, ["a"] * 3, 1), group_of(second, ["b"] * 4, 2),
+                            group_of(other, [1] * 5, 3)], DAY)
+    assert len(list(storage.iter_reports())) == 12
+    assert len(list(storage.iter_reports("grr"))) == 7
+    assert {r["version"] for r in storage.iter_reports("grr", 2)} == {2}
+    assert len(list(storage.iter_reports(version=1))) == 8
