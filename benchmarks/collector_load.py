@@ -48,7 +48,7 @@ def prepare_bodies(spec, batch: int, total: int) -> list[bytes]:
     import client_sdk
 
     mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(batch))
-    pool = [mechanism.perturb(value) for value in spec.domain * 32]
+    pool = [mechanism.perturb(value) for value in (spec.domain * 32)[:2048]]
     fingerprint = spec.fingerprint
     bodies = []
     for start in range(0, total, batch):
@@ -115,19 +115,24 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="concurrent client processes")
     parser.add_argument("--max-seconds", type=float, default=30.0, help="time limit of each run")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the number of reports per run")
+    parser.add_argument("--domain-size", type=int, default=len(SPEC["domain"]), help="OUE domain size d")
+    parser.add_argument("--batches", type=int, nargs="+", default=None, choices=[batch for batch, _ in RUNS],
+                        help="only these batch sizes")
     args = parser.parse_args()
 
     import client_sdk
     from collector.storage import Storage
 
-    spec = client_sdk.load_spec(SPEC)
+    bench_spec = {**SPEC, "domain": [f"v{i}" for i in range(args.domain_size)]}
+    spec = client_sdk.load_spec(bench_spec)
     directory = Path(tempfile.mkdtemp(prefix="ldp-bench-"))
     db_path = directory / "collector.db"
     with Storage(db_path) as storage:
         storage.migrate()
         key, _ = storage.create_key("ingest", "2024-01-01")
-        storage.create_campaign(SPEC, "2024-01-01")
-    runs = [(batch, max(batch, int(total * args.scale))) for batch, total in RUNS]
+        storage.create_campaign(bench_spec, "2024-01-01")
+    runs = [(batch, max(batch, int(total * args.scale))) for batch, total in RUNS
+            if args.batches is None or batch in args.batches]
     prepared = {batch: prepare_bodies(spec, batch, total) for batch, total in runs}
 
     port = free_port()
@@ -157,7 +162,7 @@ def main() -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
     print(f"collector load: {args.workers} gunicorn workers, {args.clients} client processes, "
-          f"{os.cpu_count()} CPUs, OUE d={len(SPEC['domain'])}, loopback")
+          f"{os.cpu_count()} CPUs, OUE d={args.domain_size}, loopback")
     print(f"{'batch':>6} {'requests':>9} {'accepted':>9} {'failed':>7} {'seconds':>8} {'reports/s':>10} "
           f"{'p50 ms':>8} {'p99 ms':>8}")
     for batch, r in rows:

@@ -117,6 +117,8 @@ DOCUMENT: dict[str, Any] = {
                     {"name": "since", "in": "query", "schema": {"type": "string", "format": "date"}},
                     {"name": "until", "in": "query", "schema": {"type": "string", "format": "date"}},
                     {"name": "granularity", "in": "query", "schema": {"type": "string", "enum": ["total", "day"]}},
+                    {"name": "top", "in": "query", "schema": {"type": "integer", "minimum": 1},
+                     "description": "with granularity=day: slim days with only the top values of the window"},
                 ],
                 "responses": {"200": _json({"type": "object"}, "the estimator result (to_dict) with its window"),
                               **_problem_responses(400, 401, 403, 404, 429)},

@@ -11,12 +11,17 @@ Backend choice: one SQLite file through sqlite-utils (schema, simple reads) and 
   be retried half-way through.
 
 Everything the API and the CLI need goes through :class:`Storage`; a server database backend (PostgreSQL) only
-has to provide the same methods.  Stored per report: report_id, campaign, version, fingerprint, payload, day
-(UTC date).  Nothing else.
+has to provide the same methods.  Stored per report: its UTC day, its 16 random id bytes, a small version id
+(``report_versions``: campaign and version once per version, not per row) and the payload in a compact form
+(``report_codec``).  Nothing else: no rowid, no time of day.  The table is ``WITHOUT ROWID`` and clustered on
+(day, report_id), so within a day rows sit in the order of their random ids and nothing orders them by arrival
+(a device's batch across campaigns does not land on consecutive rows), and an insert only touches the pages of
+today's partition, however many past days are stored.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -39,12 +44,33 @@ import estimators
 from client_sdk.errors import LDPError, PrivacyWarning
 from client_sdk.spec import Spec, canonical_json, load_spec
 
+from .report_codec import decode_payload, encode_payloads
+
 ROLES = ("ingest", "admin")
 KEY_PREFIX = "ldp_"
 SQL_VARIABLES_PER_QUERY = 900  # stays below SQLite's historical 999 limit
 CACHE_KIB = 64 * 1024  # page cache per connection: keeps the report_id index hot for random-UUID inserts
 # Fewer, larger checkpoints: index pages that several commits touch are copied to the database file once.
 WAL_AUTOCHECKPOINT_PAGES = 16384
+# PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
+SCHEMA_VERSION = 2
+# A report id is a duplicate if stored on the same day or on one of the DEDUP_DAYS days before: the SDK queue
+# keeps a report at most 7 days (its max_age_seconds), so a retry cannot come later than that.
+DEDUP_DAYS = 8
+REBUILD_CHUNK = 20_000  # reports decoded and aggregated at a time by rebuild_aggregates
+REPORTS_TABLE = """CREATE TABLE IF NOT EXISTS reports (
+    day INTEGER NOT NULL,
+    report_id BLOB NOT NULL,
+    version_id INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    PRIMARY KEY (day, report_id)
+) WITHOUT ROWID"""
+VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS report_versions (
+    id INTEGER PRIMARY KEY,
+    campaign TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    UNIQUE (campaign, version)
+)"""
 
 
 class StorageError(LDPError):
@@ -101,7 +127,7 @@ class ReportGroup:
     campaign: CampaignVersion
     report_ids: list[str]
     payloads: list[Any]
-    payload_texts: list[str]
+    payload_texts: list[str] = field(default_factory=list)  # no longer used by storage; kept for callers
     aggregate: estimators.Aggregate | None = None
 
 
@@ -155,16 +181,51 @@ class Storage:
         db["campaigns"].create({"name": str, "version": int, "fingerprint": str, "spec": str, "created_day": str},
                                pk=("name", "version"), not_null=["fingerprint", "spec"], if_not_exists=True)
         db["campaigns"].create_index(["name", "fingerprint"], unique=True, if_not_exists=True)
-        # report_id is stored as its 16 bytes: the random-key index is half the size and inserts ~30% faster
-        db["reports"].create({"report_id": bytes, "campaign": str, "version": int, "fingerprint": str,
-                              "payload": str, "day": str}, pk="report_id",
-                             not_null=["campaign", "version", "fingerprint", "payload", "day"], if_not_exists=True)
         db["aggregates"].create({"campaign": str, "version": int, "day": str, "n": int, "counts": str},
                                 pk=("campaign", "version", "day"), not_null=["n", "counts"], if_not_exists=True)
         db["api_keys"].create({"key_hash": str, "key_id": str, "role": str, "label": str, "created_day": str},
                               pk="key_hash", not_null=["role"], if_not_exists=True)
         db["rate_buckets"].create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
                                   if_not_exists=True)
+        self._migrate_reports()
+
+    def _migrate_reports(self) -> None:
+        """Bring the reports schema to SCHEMA_VERSION (PRAGMA user_version), in one transaction.
+
+        Version 0/1 (a rowid table with campaign, fingerprint and hex payload text per row) is copied into the
+        new table in chunks, payloads re-encoded; aggregates are unchanged."""
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            return
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+                return  # another process migrated while we waited for the lock
+            legacy = "fingerprint" in {row[1] for row in conn.execute("PRAGMA table_info(reports)")}
+            if legacy:
+                conn.execute("ALTER TABLE reports RENAME TO reports_v1")
+            conn.execute(VERSIONS_TABLE)
+            conn.execute(REPORTS_TABLE)
+            conn.execute("INSERT OR IGNORE INTO report_versions (campaign, version) "
+                         "SELECT name, version FROM campaigns ORDER BY name, version")
+            if legacy:
+                self._copy_legacy_reports()
+                conn.execute("DROP TABLE reports_v1")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _copy_legacy_reports(self) -> None:
+        versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}
+        ids = {key: self._version_id_in_transaction(*key) for key in versions}
+        cursor = self.conn.execute("SELECT report_id, campaign, version, payload, day FROM reports_v1")
+        while rows := cursor.fetchmany(REBUILD_CHUNK):
+            out = []
+            for report_id, name, version, text, day in rows:
+                campaign = versions[(name, version)]
+                stored = encode_payloads(campaign.spec.mechanism, [json.loads(text)])[0]
+                out.append((_day_number(day), report_id, ids[(name, version)], stored))
+            self.conn.executemany("INSERT OR IGNORE INTO reports (day, report_id, version_id, payload) "
+                                  "VALUES (?, ?, ?, ?)", out)
+
+    def _campaign_names(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT name FROM campaigns ORDER BY name")]
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -214,6 +275,8 @@ class Storage:
                 spec = load_spec({**spec.to_dict(derived=False), "version": next_version})
             conn.execute("INSERT INTO campaigns (name, version, fingerprint, spec, created_day) VALUES (?, ?, ?, ?, ?)",
                          (spec.name, next_version, spec.fingerprint, spec.to_json(), day))
+            conn.execute("INSERT OR IGNORE INTO report_versions (campaign, version) VALUES (?, ?)",
+                         (spec.name, next_version))
         return CampaignVersion(spec.name, next_version, spec.fingerprint, spec, day), True
 
     def list_campaigns(self) -> list[CampaignVersion]:
@@ -250,42 +313,48 @@ class Storage:
                        rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
         """Insert validated reports and update their aggregates in one transaction.
 
-        Report ids must be unique across ``groups``.  Ids already stored are duplicates: neither inserted nor
-        counted again.  With ``rate`` the key's token is taken in the same transaction (RateLimited rolls back)."""
+        Report ids must be unique across ``groups``.  Ids already stored (on ``day`` or one of the DEDUP_DAYS
+        days before it) are duplicates: neither inserted nor counted again.  With ``rate`` the key's token is
+        taken in the same transaction (RateLimited rolls back)."""
         result = InsertResult()
+        day_number = _day_number(day)
+        version_ids = [self._version_id(group.campaign) for group in groups]
+        # Earlier days are not written any more, so they are searched before the write lock is taken.
+        earlier = self._ids_stored_before(day_number, [r for group in groups for r in group.report_ids])
         with self.transaction():
             if rate is not None and key_hash is not None:
                 self._take_token(key_hash, rate, now)
-            for group in groups:
-                accepted = self._insert_group(group, day, result)
+            for group, version_id in zip(groups, version_ids):
+                accepted = self._insert_group(group, version_id, day, day_number, earlier, result)
                 result.accepted += accepted
         return result
 
-    def _insert_group(self, group: ReportGroup, day: str, result: InsertResult) -> int:
+    def _insert_group(self, group: ReportGroup, version_id: int, day: str, day_number: int, earlier: set[str],
+                      result: InsertResult) -> int:
         """Insert one group; the usual case (no duplicates) costs one executemany.
 
         INSERT OR IGNORE runs inside a savepoint; if it inserted fewer rows than it was given, some ids were
         already stored: roll back to the savepoint, find them, and insert and aggregate only the new reports."""
         c, conn = group.campaign, self.conn
-        insert = ("INSERT OR IGNORE INTO reports (report_id, campaign, version, fingerprint, payload, day) "
-                  "VALUES (?, ?, ?, ?, ?, ?)")
+        ids, payloads, aggregate = group.report_ids, group.payloads, group.aggregate
+        if earlier and not earlier.isdisjoint(ids):
+            ids, payloads, aggregate = self._drop_duplicates(ids, payloads, earlier & set(ids), result)
+        stored = encode_payloads(c.spec.mechanism, payloads)
+        insert = "INSERT OR IGNORE INTO reports (day, report_id, version_id, payload) VALUES (?, ?, ?, ?)"
         conn.execute("SAVEPOINT report_group")
         before = conn.total_changes
-        conn.executemany(insert, [(_id_bytes(report_id), c.name, c.version, c.fingerprint, text, day)
-                                  for report_id, text in zip(group.report_ids, group.payload_texts)])
-        ids, payloads, aggregate = group.report_ids, group.payloads, group.aggregate
+        # in key order: each B-tree page is visited once, in one pass, however the batch arrived
+        conn.executemany(insert, sorted([(day_number, _id_bytes(report_id), version_id, value)
+                                         for report_id, value in zip(ids, stored)], key=_row_key))
         if conn.total_changes - before != len(ids):
             conn.execute("ROLLBACK TO report_group")
-            existing = self._existing_ids(ids)
+            existing = self._existing_ids(day_number, ids)
             keep = [i for i, report_id in enumerate(ids) if report_id not in existing]
-            ids, payloads = [ids[i] for i in keep], [payloads[i] for i in keep]
-            texts = [group.payload_texts[i] for i in keep]
-            result.duplicate += len(existing)
-            result.duplicate_ids |= existing
-            aggregate = None
+            ids, payloads, aggregate = self._drop_duplicates(ids, payloads, existing, result)
+            stored = [stored[i] for i in keep]
             before = conn.total_changes
-            conn.executemany(insert, [(_id_bytes(report_id), c.name, c.version, c.fingerprint, text, day)
-                                      for report_id, text in zip(ids, texts)])
+            conn.executemany(insert, [(day_number, _id_bytes(report_id), version_id, value)
+                                      for report_id, value in zip(ids, stored)])
             if conn.total_changes - before != len(ids):
                 raise StorageError("report insert count mismatch; transaction rolled back")
         conn.execute("RELEASE report_group")
@@ -295,14 +364,58 @@ class Storage:
             self._add_to_aggregate(c, day, aggregate)
         return len(ids)
 
-    def _existing_ids(self, report_ids: Sequence[str]) -> set[str]:
+    @staticmethod
+    def _drop_duplicates(ids: list[str], payloads: list[Any], duplicates: set[str],
+                         result: InsertResult) -> tuple[list[str], list[Any], None]:
+        "The reports whose ids are not in ``duplicates`` (their aggregate must be recomputed)"
+        keep = [i for i, report_id in enumerate(ids) if report_id not in duplicates]
+        result.duplicate += len(duplicates)
+        result.duplicate_ids |= duplicates
+        return [ids[i] for i in keep], [payloads[i] for i in keep], None
+
+    def _existing_ids(self, day_number: int, report_ids: Sequence[str]) -> set[str]:
+        "Ids of ``report_ids`` stored on that day"
+        return self._find_ids([day_number], report_ids)
+
+    def _ids_stored_before(self, day_number: int, report_ids: Sequence[str]) -> set[str]:
+        "Ids of ``report_ids`` stored on one of the DEDUP_DAYS days before ``day_number``"
+        if not report_ids:
+            return set()
+        days = [day for day in range(day_number - DEDUP_DAYS, day_number)
+                if self.conn.execute("SELECT 1 FROM reports WHERE day = ? LIMIT 1", (day,)).fetchone()]
+        return self._find_ids(days, report_ids) if days else set()
+
+    def _find_ids(self, day_numbers: Sequence[int], report_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for start in range(0, len(report_ids), SQL_VARIABLES_PER_QUERY):
-            chunk = [_id_bytes(report_id) for report_id in report_ids[start:start + SQL_VARIABLES_PER_QUERY]]
+        day_marks = ",".join("?" * len(day_numbers))
+        step = SQL_VARIABLES_PER_QUERY - len(day_numbers)
+        for start in range(0, len(report_ids), step):
+            chunk = [_id_bytes(report_id) for report_id in report_ids[start:start + step]]
             marks = ",".join("?" * len(chunk))
             found.update(_id_text(r[0]) for r in self.conn.execute(
-                f"SELECT report_id FROM reports WHERE report_id IN ({marks})", chunk))
+                f"SELECT report_id FROM reports WHERE day IN ({day_marks}) AND report_id IN ({marks})",
+                [*day_numbers, *chunk]))
         return found
+
+    def _version_id(self, campaign: CampaignVersion) -> int:
+        "The small integer that stands for (campaign, version) in every stored report; created if missing"
+        cache: dict[tuple[str, int], int] = self.__dict__.setdefault("_version_ids", {})
+        key = (campaign.name, campaign.version)
+        if key not in cache:
+            row = self.conn.execute("SELECT id FROM report_versions WHERE campaign = ? AND version = ?",
+                                    key).fetchone()
+            if row is None:
+                with self.transaction():
+                    found = self._version_id_in_transaction(*key)
+                cache[key] = found  # cached only once committed: ids of rolled-back rows could be reused
+            else:
+                cache[key] = row[0]
+        return cache[key]
+
+    def _version_id_in_transaction(self, name: str, version: int) -> int:
+        self.conn.execute("INSERT OR IGNORE INTO report_versions (campaign, version) VALUES (?, ?)", (name, version))
+        return self.conn.execute("SELECT id FROM report_versions WHERE campaign = ? AND version = ?",
+                                 (name, version)).fetchone()[0]
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         row = self.conn.execute("SELECT n, counts FROM aggregates WHERE campaign = ? AND version = ? AND day = ?",
@@ -330,44 +443,74 @@ class Storage:
             total = total.merge(aggregate)
         return total
 
+    def _versions_by_id(self, name: str | None = None, version: int | None = None) -> dict[int, CampaignVersion]:
+        "Stored version ids and their campaign versions, optionally of one campaign (and version)"
+        campaigns = {(c.name, c.version): c for n in ([name] if name is not None else self._campaign_names())
+                     for c in self.campaign_versions(n) if version is None or c.version == version}
+        rows = self.conn.execute("SELECT id, campaign, version FROM report_versions").fetchall()
+        return {vid: campaigns[(n, v)] for vid, n, v in rows if (n, v) in campaigns}
+
     def iter_reports(self, name: str | None = None, version: int | None = None) -> Iterator[dict]:
-        "Raw stored reports (payload decoded), optionally of one campaign and version"
-        sql = "SELECT report_id, campaign, version, fingerprint, payload, day FROM reports"
-        clauses, args = [], []
-        if name is not None:
-            clauses.append("campaign = ?")
-            args.append(name)
-        if version is not None:
-            clauses.append("version = ?")
-            args.append(version)
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        for report_id, campaign, ver, fingerprint, payload, day in self.conn.execute(sql, args):
-            yield {"report_id": _id_text(report_id), "campaign": campaign, "version": ver, "fingerprint": fingerprint,
-                   "payload": json.loads(payload), "day": day}
+        "Raw stored reports (payload decoded to its wire form), optionally of one campaign and version"
+        versions = self._versions_by_id(name, version)
+        if not versions:
+            return
+        sql = "SELECT day, report_id, version_id, payload FROM reports"
+        if name is not None or version is not None:
+            sql += f" WHERE version_id IN ({','.join(str(int(v)) for v in versions)})"
+        days: dict[int, str] = {}
+        for day_number, report_id, version_id, stored in self.conn.execute(sql):
+            c = versions[version_id]
+            day = days.get(day_number) or days.setdefault(day_number, _day_text(day_number))
+            yield {"report_id": _id_text(report_id), "campaign": c.name, "version": c.version,
+                   "fingerprint": c.fingerprint, "payload": decode_payload(c.spec.mechanism, stored), "day": day}
 
     def count_reports(self, name: str | None = None) -> int:
+        "Stored reports (of one campaign): a sum over the per-day aggregates, which count every stored report"
         if name is None:
-            return self.conn.execute("SELECT count(*) FROM reports").fetchone()[0]
-        return self.conn.execute("SELECT count(*) FROM reports WHERE campaign = ?", (name,)).fetchone()[0]
+            return self.conn.execute("SELECT coalesce(sum(n), 0) FROM aggregates").fetchone()[0]
+        return self.conn.execute("SELECT coalesce(sum(n), 0) FROM aggregates WHERE campaign = ?",
+                                 (name,)).fetchone()[0]
 
     def rebuild_aggregates(self, name: str | None = None) -> int:
-        "Recompute the aggregates of one or every campaign from the raw reports; the number of rows written"
+        """Recompute the aggregates of one or every campaign from the raw reports; the number of rows written.
+
+        Memory stays bounded: each day's reports are read REBUILD_CHUNK at a time and merged into one running
+        aggregate per version."""
         names = [name] if name is not None else [c.name for c in self.list_campaigns()]
         written = 0
         with self.transaction() as conn:
+            versions: dict[int, CampaignVersion] = {}
             for campaign_name in names:
                 conn.execute("DELETE FROM aggregates WHERE campaign = ?", (campaign_name,))
-                for campaign in self.campaign_versions(campaign_name):
-                    days = [r[0] for r in conn.execute("SELECT DISTINCT day FROM reports WHERE campaign = ? AND "
-                                                       "version = ? ORDER BY day", (campaign.name, campaign.version))]
-                    for day in days:
-                        payloads = [json.loads(r[0]) for r in conn.execute(
-                            "SELECT payload FROM reports WHERE campaign = ? AND version = ? AND day = ?",
-                            (campaign.name, campaign.version, day))]
-                        self._add_to_aggregate(campaign, day, estimators.aggregate(campaign.spec, payloads))
-                        written += 1
+                versions.update(self._versions_by_id(campaign_name))
+            if not versions:
+                return 0
+            day_number = -1
+            while (row := conn.execute("SELECT min(day) FROM reports WHERE day > ?", (day_number,)).fetchone()) \
+                    and row[0] is not None:
+                day_number = row[0]
+                totals = self._aggregate_day(day_number, versions)
+                for version_id in sorted(totals, key=lambda v: (versions[v].name, versions[v].version)):
+                    self._add_to_aggregate(versions[version_id], _day_text(day_number), totals[version_id])
+                    written += 1
         return written
+
+    def _aggregate_day(self, day_number: int, versions: dict[int, CampaignVersion]) -> dict[int, estimators.Aggregate]:
+        "Aggregates of one day's reports of ``versions``, read in chunks"
+        marks = ",".join(str(int(v)) for v in versions)
+        cursor = self.conn.execute(f"SELECT version_id, payload FROM reports WHERE day = ? AND version_id IN ({marks})",
+                                   (day_number,))
+        totals: dict[int, estimators.Aggregate] = {}
+        while rows := cursor.fetchmany(REBUILD_CHUNK):
+            by_version: dict[int, list[Any]] = {}
+            for version_id, stored in rows:
+                by_version.setdefault(version_id, []).append(stored)
+            for version_id, values in by_version.items():
+                c = versions[version_id]
+                part = estimators.aggregate(c.spec, [decode_payload(c.spec.mechanism, v) for v in values])
+                totals[version_id] = totals[version_id].merge(part) if version_id in totals else part
+        return totals
 
     # -- keys and rate limits ---------------------------------------------------------------------------------
     def create_key(self, role: str, day: str, label: str = "") -> tuple[str, ApiKey]:
@@ -447,6 +590,19 @@ def _id_bytes(report_id: str) -> bytes:
 
 def _id_text(raw: bytes) -> str:
     return str(uuid.UUID(bytes=raw))
+
+
+def _row_key(row: tuple) -> bytes:
+    return row[1]
+
+
+def _day_number(day: str) -> int:
+    "A UTC date as the integer stored in reports.day (its proleptic Gregorian ordinal)"
+    return dt.date.fromisoformat(day).toordinal()
+
+
+def _day_text(day_number: int) -> str:
+    return dt.date.fromordinal(day_number).isoformat()
 
 
 def _aggregate(campaign: CampaignVersion, n: int, counts: str) -> estimators.Aggregate:

@@ -94,8 +94,52 @@ def estimate(name: str) -> Response:
     if not days:
         raise Problem(404, f"campaign {name!r} version {campaign.version} has no reports in this window",
                       slug="no-reports", title="No reports", field="since")
+    top = _int_arg("top")
+    if top is not None:  # slim days: the top values of the window, and only the fields a per-day plot needs
+        return jsonify({"campaign": name, "version": campaign.version, "window": window, "top": top,
+                        "days": _slim_days(campaign, days, confidence, top)})
     return jsonify({"campaign": name, "version": campaign.version, "window": window,
                     "days": [{"day": day, **_estimate(campaign, agg, confidence)} for day, agg in days]})
+
+
+SLIM_FIELDS = ("kind", "n", "confidence", "mean", "std_error", "ci_low", "ci_high")
+SLIM_ROW_FIELDS = ("value", "estimate", "std_error", "ci_low", "ci_high")
+
+
+def _slim_days(campaign: CampaignVersion, days: list, confidence: float, top: int) -> list[dict]:
+    "Per day: n, and the estimate, SE and CI of the ``top`` values largest over the whole window (or the mean)"
+    total = days[0][1]
+    for _, aggregate in days[1:]:
+        total = total.merge(aggregate)
+    keep = None
+    window = _estimate_object(campaign, total, confidence)
+    if hasattr(window, "estimates"):  # frequencies: rows straight from the arrays, never the full d-row dict
+        keep = sorted(sorted(range(len(window.estimates)), key=lambda i: -window.estimates[i])[:top])
+    out = []
+    for day, aggregate in days:
+        if keep is None:
+            full = _estimate(campaign, aggregate, confidence)
+            slim = {"day": day, **{k: full[k] for k in SLIM_FIELDS if k in full}}
+            rows = full.get("values")
+            if isinstance(rows, list):
+                ranked = sorted(rows, key=lambda row: -(row.get("estimate") or 0.0))[:top]
+                slim["values"] = [{k: row.get(k) for k in SLIM_ROW_FIELDS} for row in ranked]
+        else:
+            result = _estimate_object(campaign, aggregate, confidence)
+            slim = {"day": day, "kind": "frequency", "n": int(result.n), "confidence": result.confidence,
+                    "values": [dict(zip(SLIM_ROW_FIELDS, (result.values[i], float(result.estimates[i]),
+                                                         float(result.std_errors[i]), float(result.ci_low[i]),
+                                                         float(result.ci_high[i])))) for i in keep]}
+        out.append(_finite(slim))
+    return out
+
+
+def _estimate_object(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> Any:
+    try:
+        return estimators.estimate_aggregate(campaign.spec, aggregate, confidence=confidence)
+    except estimators.NoReports:
+        raise Problem(404, f"campaign {campaign.name!r} version {campaign.version} has no reports in this window",
+                      slug="no-reports", title="No reports", field="since") from None
 
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:

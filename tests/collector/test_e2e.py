@@ -88,7 +88,8 @@ def test_no_address_or_user_agent_is_stored_or_logged(server):
     call(server["url"] + "/v1/campaigns", server["ingest"])
     with Storage(server["db"]) as storage:
         columns = {table: [c.name for c in storage.db[table].columns] for table in storage.db.table_names()}
-        assert columns["reports"] == ["report_id", "campaign", "version", "fingerprint", "payload", "day"]
+        assert columns["reports"] == ["day", "report_id", "version_id", "payload"]
+        assert columns["report_versions"] == ["id", "campaign", "version"]
         dump = json.dumps({table: storage.table_rows(table) for table in columns}, default=str)
     log = Path(server["log"]).read_text()
     for needle in ("127.0.0.1", "e2e-test-agent", "Python-urllib", "User-Agent"):

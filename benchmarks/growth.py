@@ -1,0 +1,218 @@
+"""Costs of the collector's storage at two sizes side by side, with their ratio (issue 14: cost that does not grow).
+
+For each size a fresh SQLite file in a temporary directory gets an OUE campaign with d = 1024 and ``N`` reports
+on one day (the day before the measured one), prefilled through ``Storage.insert_reports`` in groups of 20,000
+(ids sorted per group, so the prefill itself is quick).  Then, at that size:
+
+* ingest today: ``insert_reports`` of batches of 1000 reports (aggregate computed before, as the API does),
+  reports per second over ``--batches`` batches, into the next day (the database already holds N reports);
+* ingest same day: the same, into the day that already holds the N reports (how a busy day grows);
+* campaign show: wall time of ``ldp-telemetry campaign show`` (in process, best of 3);
+* rebuild: peak RSS and time of ``Storage.rebuild_aggregates`` in a child process;
+* bytes per report: the database file (after a checkpoint) over N.
+
+Per-day estimates are measured on their own database: 1 day and 365 days of reports (OUE d = 1024), answered by
+``GET /v1/campaigns/<name>/estimate?granularity=day`` in full and with ``top=5`` (the slim form).
+
+    python benchmarks/growth.py --quick        # 2e4 vs 5e5 reports, about a minute
+    python benchmarks/growth.py                # 1e5 vs 5e6 reports
+    python benchmarks/growth.py --source DIR   # measure another checkout (e.g. the previous release)
+
+Everything runs on loopback-free local files; the temporary directories are removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+D = 1024
+SPEC = {"name": "bench", "mechanism": "oue", "epsilon": 1.0, "domain": [f"v{i}" for i in range(D)]}
+PREFILL_DAY, NEXT_DAY = "2024-06-01", "2024-06-02"
+PREFILL_GROUP = 20_000
+BATCH = 1000
+
+
+def pool_of_payloads(spec, size: int = 2048) -> list[str]:
+    import client_sdk
+
+    mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(7))
+    return [mechanism.perturb(spec.domain[i % 50]) for i in range(size)]
+
+
+def make_group(campaign, pool: list[str], count: int, offset: int, *, sort: bool = False):
+    import estimators
+    from collector.storage import ReportGroup, payload_text
+
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    if sort:
+        ids.sort()
+    payloads = [pool[(offset + i) % len(pool)] for i in range(count)]
+    # payload_texts: the previous release stored them; the current storage ignores them
+    return ReportGroup(campaign, ids, payloads, [payload_text(p) for p in payloads],
+                       estimators.aggregate(campaign.spec, payloads))
+
+
+def prefill(storage, campaign, pool: list[str], total: int, day: str) -> float:
+    started = time.perf_counter()
+    for start in range(0, total, PREFILL_GROUP):
+        storage.insert_reports([make_group(campaign, pool, min(PREFILL_GROUP, total - start), start, sort=True)],
+                               day)
+    return time.perf_counter() - started
+
+
+def ingest_rate(storage, campaign, pool: list[str], batches: int, day: str) -> float:
+    "Reports per second through insert_reports, batches of 1000 prepared before the clock starts"
+    groups = [make_group(campaign, pool, BATCH, i * BATCH) for i in range(batches)]
+    started = time.perf_counter()
+    for group in groups:
+        storage.insert_reports([group], day)
+    return batches * BATCH / (time.perf_counter() - started)
+
+
+def campaign_show_seconds(db: Path) -> float:
+    from click.testing import CliRunner
+
+    from ldp_telemetry.cli import main
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        result = CliRunner().invoke(main, ["campaign", "show", "bench", "--db", str(db)])
+        best = min(best, time.perf_counter() - started)
+        if result.exit_code != 0:
+            raise SystemExit(f"campaign show failed: {result.output}")
+    return best
+
+
+def rebuild_in_child(db: Path, source: Path) -> tuple[float, float]:
+    "Peak RSS (MiB) and seconds of rebuild_aggregates in a fresh process"
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); from collector.storage import Storage; "
+            "s = Storage(sys.argv[1]); s.rebuild_aggregates('bench'); s.close()")
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", code, str(db), str(source)])
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit("rebuild failed")
+    return usage.ru_maxrss / 1024, seconds
+
+
+def measure_size(total: int, batches: int, source: Path, workdir: Path) -> dict:
+    import client_sdk
+    from collector.storage import Storage
+
+    db = workdir / f"growth-{total}.db"
+    spec = client_sdk.load_spec(SPEC)
+    pool = pool_of_payloads(spec)
+    out: dict = {}
+    with Storage(db) as storage:
+        storage.migrate()
+        campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
+        out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
+        out["ingest_next"] = ingest_rate(storage, campaign, pool, batches, NEXT_DAY)
+        out["ingest_same"] = ingest_rate(storage, campaign, pool, batches, PREFILL_DAY)
+        storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        stored = storage.count_reports()
+    out["bytes_per_report"] = db.stat().st_size / stored
+    out["show_s"] = campaign_show_seconds(db)
+    out["rebuild_mib"], out["rebuild_s"] = rebuild_in_child(db, source)
+    db.unlink()
+    return out
+
+
+def per_day_estimates(days: int, workdir: Path) -> dict:
+    "Bytes and seconds of the per-day estimate over ``days`` days, in full and with top=5"
+    import datetime as dt
+
+    import client_sdk
+    from collector import create_app
+    from collector.storage import Storage
+
+    db = workdir / f"days-{days}.db"
+    spec = client_sdk.load_spec(SPEC)
+    pool = pool_of_payloads(spec, 256)
+    with Storage(db) as storage:
+        storage.migrate()
+        admin, _ = storage.create_key("admin", PREFILL_DAY)
+        campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
+        first = dt.date.fromisoformat(PREFILL_DAY)
+        for i in range(days):
+            storage.insert_reports([make_group(campaign, pool, 50, i)], (first + dt.timedelta(days=i)).isoformat())
+    client = create_app({"DATABASE": str(db), "RATE_LIMIT": 0}).test_client()
+    headers = {"Authorization": f"Bearer {admin}"}
+    out = {}
+    for name, query in (("full", ""), ("top5", "&top=5")):
+        started = time.perf_counter()
+        response = client.get(f"/v1/campaigns/bench/estimate?granularity=day{query}", headers=headers)
+        seconds = time.perf_counter() - started
+        if response.status_code != 200:
+            raise SystemExit(f"estimate failed: {response.status_code} {response.data[:200]!r}")
+        body = json.loads(response.data)
+        slim = "top" in body  # a release without the top parameter answers in full
+        out[name] = (len(response.data), seconds, slim)
+    db.unlink()
+    return out
+
+
+def ratio(small: float, large: float) -> str:
+    return f"{large / small:.2f}" if small else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2e4 vs 5e5 reports instead of 1e5 vs 5e6")
+    parser.add_argument("--sizes", type=int, nargs=2, default=None, metavar=("SMALL", "LARGE"),
+                        help="stored reports of the two sizes")
+    parser.add_argument("--batches", type=int, default=None, help="batches of 1000 per ingest measurement")
+    parser.add_argument("--source", type=Path, default=REPO, help="checkout whose collector is measured")
+    args = parser.parse_args()
+    source = args.source.resolve()
+    sys.path.insert(0, str(source))
+    if source != REPO:
+        sys.path.insert(1, str(REPO))  # client_sdk/estimators of this checkout only where the other has none
+    small, large = args.sizes or ((20_000, 500_000) if args.quick else (100_000, 5_000_000))
+    batches = args.batches or (20 if args.quick else 50)
+
+    workdir = Path(tempfile.mkdtemp(prefix="ldp-growth-"))
+    try:
+        results = {size: measure_size(size, batches, source, workdir) for size in (small, large)}
+        days = {count: per_day_estimates(count, workdir) for count in (1, 365)}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    a, b = results[small], results[large]
+    print(f"storage growth: OUE d={D}, batch {BATCH}, {os.cpu_count()} CPUs, source {source}")
+    print(f"prefill: {small:,} reports in {a['prefill_s']:.1f} s, {large:,} in {b['prefill_s']:.1f} s")
+    print(f"{'cost':<44} {f'{small:,} stored':>16} {f'{large:,} stored':>16} {'ratio':>7}")
+    rows = [
+        ("ingest into the next day, reports/s", a["ingest_next"], b["ingest_next"], "{:,.0f}"),
+        ("ingest into the day holding them, reports/s", a["ingest_same"], b["ingest_same"], "{:,.0f}"),
+        ("campaign show, s", a["show_s"], b["show_s"], "{:.3f}"),
+        ("aggregates rebuild, peak RSS MiB", a["rebuild_mib"], b["rebuild_mib"], "{:,.0f}"),
+        ("aggregates rebuild, s", a["rebuild_s"], b["rebuild_s"], "{:.1f}"),
+        ("database bytes per report", a["bytes_per_report"], b["bytes_per_report"], "{:.0f}"),
+    ]
+    for label, x, y, fmt in rows:
+        print(f"{label:<44} {fmt.format(x):>16} {fmt.format(y):>16} {ratio(x, y):>7}")
+    print(f"{'cost':<44} {'1 day':>16} {'365 days':>16} {'ratio':>7}")
+    for name, label in (("full", "per-day estimate (full)"), ("top5", "per-day estimate (top=5)")):
+        one, year = days[1][name], days[365][name]
+        note = "" if year[2] or name == "full" else " [answered in full]"
+        print(f"{label + ', KB':<44} {one[0] / 1000:>16,.1f} {year[0] / 1000:>16,.1f} {ratio(one[0], year[0]):>7}"
+              f"{note}")
+        print(f"{label + ', s':<44} {one[1]:>16.3f} {year[1]:>16.3f} {ratio(one[1], year[1]):>7}")
+
+
+if __name__ == "__main__":
+    main()

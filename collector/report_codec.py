@@ -1,0 +1,64 @@
+"""Compact stored form of report payloads, exact in both directions.
+
+The wire payload of a unary-encoding report (SUE, OUE) is a hex string; stored as its bytes it takes half the
+space.  OLH's ``[seed, y]`` becomes the 16 seed bytes followed by y (big-endian, as few bytes as it needs).
+Integer payloads (GRR, Laplace, Duchi, Piecewise) are stored as SQLite integers.  Anything else, or a payload
+whose compact form would not give back the very same JSON value (upper-case hex, say), is stored as canonical
+JSON text: SQLite keeps a value's type per row, so ``decode_payload`` tells the forms apart by type alone and
+no tag byte is needed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from client_sdk.spec import canonical_json
+
+UNARY = frozenset(("sue", "oue"))
+OLH_SEED_BYTES = 16
+
+
+def encode_payload(mechanism: str, payload: Any) -> bytes | int | str:
+    "The value to store for a payload that passed ``check_payload``"
+    if mechanism in UNARY and type(payload) is str:
+        raw = bytes.fromhex(payload)
+        if raw.hex() == payload:
+            return raw
+    elif type(payload) is int:
+        return payload
+    elif mechanism == "olh" and type(payload) is list and len(payload) == 2:
+        seed, y = payload
+        if type(seed) is str and type(y) is int and y >= 0:
+            raw = bytes.fromhex(seed)
+            if len(raw) == OLH_SEED_BYTES and raw.hex() == seed:
+                return raw + y.to_bytes((y.bit_length() + 7) // 8, "big")
+    return canonical_json(payload)
+
+
+def encode_payloads(mechanism: str, payloads: list[Any]) -> list[bytes | int | str]:
+    "``encode_payload`` of each; the usual unary case in one pass"
+    if mechanism in UNARY:
+        out: list[bytes | int | str] = []
+        for payload in payloads:
+            if type(payload) is str:
+                raw = bytes.fromhex(payload)
+                if raw.hex() == payload:
+                    out.append(raw)
+                    continue
+            out.append(canonical_json(payload))
+        return out
+    return [encode_payload(mechanism, payload) for payload in payloads]
+
+
+def decode_payload(mechanism: str, stored: bytes | int | str) -> Any:
+    "The wire payload back from its stored form"
+    if type(stored) is str:
+        return json.loads(stored)
+    if type(stored) is int:
+        return stored
+    if mechanism in UNARY:
+        return stored.hex()
+    if mechanism == "olh":
+        return [stored[:OLH_SEED_BYTES].hex(), int.from_bytes(stored[OLH_SEED_BYTES:], "big")]
+    raise ValueError(f"stored {mechanism!r} payload of type {type(stored).__name__} has no decoding")
