@@ -136,7 +136,7 @@ class CollectorServer(BaseApplication):
 
 
 def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int | None = None,
-          config: dict | None = None, timeout: int = 30) -> None:
+          threads: int = THREADS, config: dict | None = None, timeout: int = 30) -> None:
     """Create the schema, then run gunicorn until it is stopped.
 
     Metrics: a fresh directory for prometheus_client's multiprocess mode, exported as ``PROMETHEUS_MULTIPROC_DIR``
@@ -153,7 +153,7 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers or (os.cpu_count() or 1),
         "worker_class": CollectorWorker,
-        "threads": THREADS,
+        "threads": threads,
         "keepalive": KEEPALIVE,
         "post_fork": die_with_master,
         "accesslog": None,
