@@ -234,7 +234,11 @@ class Storage:
         up to 100 ms, which wastes most of the time when several gunicorn workers write; polling the flock every
         few milliseconds hands over sooner.  Both waits end after the busy timeout (DatabaseLocked), so a lock
         held by a stuck process gives 503 instead of a worker blocked until it is killed."""
-        self._lock_writer(self.busy_timeout)
+        try:
+            self._lock_writer(self.busy_timeout)
+        except OSError as exc:  # the lock file cannot be created (disk full, read-only directory)
+            fault = storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")
+            raise fault from exc
         try:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
