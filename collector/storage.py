@@ -123,7 +123,7 @@ def storage_fault(exc: BaseException) -> StorageUnavailable | None:
     message = str(exc).lower()
     fault = _FAULT_CODES.get(code & 0xFF) if code is not None else next(
         (cls for text, cls in _FAULT_MESSAGES.items() if text in message), None)
-    return fault(f"database {message}") if fault is not None else None
+    return fault(f"SQLite: {exc}") if fault is not None else None
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,14 @@ make /readyz answer 503; reads keep working on a full disk even under rate limit
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +24,7 @@ from collector import create_app
 from collector.db import get_storage
 from collector.storage import Storage
 
-from .helpers import CATEGORICAL, bearer, make_reports, table_counts
+from .helpers import CATEGORICAL, bearer, make_reports, running_server, table_counts
 
 HOLD_SQLITE_LOCK = """
 import signal, sqlite3, sys
@@ -186,3 +191,57 @@ def test_corrupt_database_is_503_and_writes_nothing(world, damage):
     assert world["db"].read_bytes() == bytes(data)  # nothing written
     wal = Path(f"{world['db']}-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    "A 2 MiB tmpfs: a disk that really fills up (needs CAP_SYS_ADMIN; skipped elsewhere)"
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount_point)],
+                             capture_output=True) if shutil.which("mount") and os.geteuid() == 0 else None
+    if mounted is None or mounted.returncode != 0:
+        pytest.skip("cannot mount a size-limited tmpfs here (root and CAP_SYS_ADMIN needed)")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def test_really_full_disk_on_the_real_server(small_filesystem, tmp_path, monkeypatch):
+    db_path = small_filesystem / "collector.db"
+    with Storage(db_path) as storage:
+        storage.migrate()
+        ingest, _ = storage.create_key("ingest", "2024-01-01")
+        admin, _ = storage.create_key("admin", "2024-01-01")
+        campaign, _ = storage.create_campaign(CATEGORICAL, "2024-01-01")
+    monkeypatch.setenv("LDP_MIN_FREE_DISK_BYTES", str(64 * 1024))
+    with running_server(db_path, tmp_path / "server.log", workers=2, extra=("--rate-limit", "100")) as (url, _):
+        stored = 0
+        for seed in range(100):  # 500 reports take about 150 KiB: the disk is full long before
+            reports = make_reports(campaign.spec, ["chrome", "safari"] * 250, seed=seed)
+            status, headers, body = _request(url + "/v1/reports", ingest, {"reports": reports})
+            if status != 200:
+                break
+            stored += len(reports)
+        assert status == 507 and body["type"].endswith("insufficient-storage") and body["field"] == "database"
+        assert int(headers["Retry-After"]) == body["retry_after"] >= 1
+        ready_status, _, ready = _request(url + "/readyz")
+        assert ready_status == 503 and ready["field"] == "disk"
+        listed_status, _, listed = _request(url + "/v1/campaigns", admin)  # a read, with a rate-limit token
+        assert listed_status == 200 and [c["name"] for c in listed["campaigns"]] == ["browser"]
+    with Storage(db_path) as storage:
+        assert storage.count_reports() == stored  # the refused batch left nothing behind
+        assert sum(a.n for _, a in storage.aggregates_by_day(campaign)) == stored
+
+
+def _request(url: str, key: str | None = None, body: dict | None = None) -> tuple[int, dict, dict]:
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    request = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
+                                     headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), json.loads(error.read())
