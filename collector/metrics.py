@@ -28,7 +28,6 @@ STATUS_CLASSES = ("2xx", "4xx", "5xx")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REPORT_OUTCOMES = ("accepted", "duplicate", "rejected")
 ENV = "PROMETHEUS_MULTIPROC_DIR"
-_GUNICORN_PREFIX = "ldp-metrics-{uid}-gunicorn-"
 
 
 def default_directory() -> str | None:
@@ -37,16 +36,22 @@ def default_directory() -> str | None:
         return os.environ[ENV]
     if "gunicorn.arbiter" not in sys.modules:
         return None
-    master = os.getppid()  # the app is loaded in each worker (with --preload, workers inherit the variable)
-    prefix = _GUNICORN_PREFIX.format(uid=os.getuid())
+    # the app is loaded in each worker, whose parent is the master (with --preload workers inherit the variable)
+    return str(process_directory("gunicorn", os.getppid()))
+
+
+def process_directory(kind: str, pid: int) -> Path:
+    """``<tmp>/ldp-metrics-<uid>-<kind>-<pid>``, created empty if missing; directories of the same kind whose
+    process no longer runs (a master that was SIGKILLed could not clean up) are removed"""
+    prefix = f"ldp-metrics-{os.getuid()}-{kind}-"
     root = Path(tempfile.gettempdir())
     for stale in root.glob(prefix + "*"):
-        pid = stale.name[len(prefix):]
-        if pid.isdigit() and int(pid) != master and not _alive(int(pid)) and stale.stat().st_uid == os.getuid():
+        other = stale.name[len(prefix):]
+        if other.isdigit() and int(other) != pid and not _alive(int(other)) and stale.stat().st_uid == os.getuid():
             shutil.rmtree(stale, ignore_errors=True)
-    directory = root / f"{prefix}{master}"
+    directory = root / f"{prefix}{pid}"
     directory.mkdir(mode=0o700, exist_ok=True)
-    return str(directory)
+    return directory
 
 
 def _alive(pid: int) -> bool:

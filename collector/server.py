@@ -29,7 +29,7 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -37,6 +37,7 @@ from gunicorn.glogging import Logger
 from gunicorn.workers import gthread
 
 from .app import create_app
+from .metrics import process_directory
 from .storage import Storage
 
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
@@ -139,14 +140,19 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
           threads: int = THREADS, config: dict | None = None, timeout: int = 30) -> None:
     """Create the schema, then run gunicorn until it is stopped.
 
-    Metrics: a fresh directory for prometheus_client's multiprocess mode, exported as ``PROMETHEUS_MULTIPROC_DIR``
-    to the workers and removed when the master stops (an operator's own ``PROMETHEUS_MULTIPROC_DIR`` is used as
-    it is and kept)."""
+    Metrics: an empty directory for prometheus_client's multiprocess mode (``<tmp>/ldp-metrics-<uid>-serve-<pid>``),
+    exported as ``PROMETHEUS_MULTIPROC_DIR`` to the workers and removed when the master stops, or at the next start
+    if the master was killed; an operator's own ``PROMETHEUS_MULTIPROC_DIR`` is used as it is and kept."""
     with Storage(database) as storage:
         storage.migrate()
     master = os.getpid()
     own_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    metrics_dir = tempfile.mkdtemp(prefix="ldp-metrics-") if own_dir else os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    if own_dir:
+        metrics_dir = str(process_directory("serve", master))
+        for stale in Path(metrics_dir).iterdir():  # a reused pid: start from zero
+            stale.unlink()
+    else:
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     app_config = {**(config or {}), "DATABASE": database, "METRICS_DIR": metrics_dir}
     options = {

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import tempfile
 import threading
 import time
 import urllib.request
@@ -146,9 +147,17 @@ def test_workers_die_with_a_killed_master_and_the_port_is_free(tmp_path):
     with running_server(db_path, log, port=port, workers=2) as (url, process):
         _wait_for(lambda: len(_children(process.pid)) == 2)  # ready means one worker answers; wait for both
         workers = _children(process.pid)
+        killed_metrics = _serve_metrics_dir(process.pid)
+        assert killed_metrics.is_dir()
         os.kill(process.pid, signal.SIGKILL)  # the master alone
         process.wait(timeout=10)
-        with running_server(db_path, log, port=port, workers=2) as (url, _):  # restarts on the same port
+        with running_server(db_path, log, port=port, workers=2) as (url, restarted):  # the same port, at once
             assert _post_reports(url, ingest, make_reports(spec, ["edge"]), timeout=5)["accepted"] == 1
+            assert not killed_metrics.exists()  # the killed master's metrics were removed by the next start
         assert not any(_alive(pid) for pid in workers)
+        assert not _serve_metrics_dir(restarted.pid).exists()  # a master that stops cleans up itself
     stop(process)
+
+
+def _serve_metrics_dir(master: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"ldp-metrics-{os.getuid()}-serve-{master}"
