@@ -7,7 +7,9 @@ environment are converted to the type of the default.
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -15,8 +17,9 @@ from typing import Any
 from flask import Flask, Response, g, request
 
 from . import db
-from .metrics import Metrics
-from .problems import register_error_handlers
+from .metrics import Metrics, default_directory
+from .problems import Problem, problem_response, register_error_handlers
+from .storage import StorageUnavailable, storage_fault
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE": "",  # path of the SQLite file (required)
@@ -26,7 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "RATE_BURST": 400.0,  # bucket size
     "BUSY_TIMEOUT_MS": 10_000,  # how long a writer waits for the SQLite write lock
     "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
-    "METRICS_DIR": "",  # shared metrics files (one per worker); empty keeps metrics in this process
+    "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
     "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
 }
 ENV_PREFIX = "LDP_"
@@ -58,10 +61,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_BYTES"])
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions["ldp_metrics"] = Metrics(settings["METRICS_DIR"] or None)
+    app.extensions["ldp_metrics"] = Metrics(settings["METRICS_DIR"] or default_directory())
 
     db.init_app(app)
     register_error_handlers(app)
+    register_fault_handlers(app)
 
     from .api import campaigns, health, reports
     from .openapi import blueprint as openapi_blueprint
@@ -88,3 +92,27 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         return response
 
     return app
+
+
+def fault_problem(fault: StorageUnavailable) -> Problem:
+    "503 (locked, corrupt, unavailable) or 507 (disk full) with Retry-After; the request wrote nothing"
+    slug, title = ("insufficient-storage", "Insufficient storage") if fault.status == 507 else ("unavailable", None)
+    return Problem(fault.status, f"{fault.detail}; nothing was stored, retry later", field="database", slug=slug,
+                   title=title, headers={"Retry-After": str(fault.retry_after)}, retry_after=fault.retry_after)
+
+
+def register_fault_handlers(app: Flask) -> None:
+    "Storage faults answer 503/507 problem+json instead of 500"
+
+    @app.errorhandler(StorageUnavailable)
+    def _unavailable(fault: StorageUnavailable) -> Response:
+        logging.getLogger("collector").warning("storage fault: %s", fault.detail)
+        return problem_response(fault_problem(fault))
+
+    @app.errorhandler(sqlite3.DatabaseError)  # a read outside a transaction (writes raise StorageUnavailable)
+    def _database(error: sqlite3.DatabaseError) -> Response:
+        fault = storage_fault(error)
+        if fault is None:
+            logging.getLogger("collector").exception("unhandled %s", type(error).__name__)
+            return problem_response(Problem(500, "the collector failed to process the request"))
+        return _unavailable(fault)

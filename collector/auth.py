@@ -7,7 +7,9 @@ is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.
 Rate limits are a token bucket per key kept in the database (``rate_buckets``), so the limit holds for the whole
 service however many gunicorn workers serve it.  Report ingestion takes its token inside the insert transaction
 (no extra commit, no extra fsync); before parsing a body a read-only peek rejects an exhausted key early.  Other
-authenticated requests take their token in a small transaction of their own.
+authenticated requests take their token in a small transaction of their own; when the disk is full, a read
+(GET/HEAD) whose token cannot be written is checked against the bucket read-only and served without charge, so
+reads keep working while writes answer 507.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from flask import current_app, g, request
 
 from .db import get_storage
 from .problems import Problem
-from .storage import ApiKey, RateLimited, RateRule
+from .storage import ApiKey, DiskFull, RateLimited, RateRule
 
 Role = str
 
@@ -77,6 +79,13 @@ def require(*roles: Role, take_token: bool = True) -> Callable:
                         get_storage().take_token(key.key_hash, rule, time.time())
                     except RateLimited as limited:
                         raise too_many(limited.retry_after) from None
+                    except DiskFull:
+                        if request.method not in ("GET", "HEAD"):
+                            raise
+                        # A read must work on a full disk: check the bucket read-only and serve without charging.
+                        wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
+                        if wait > 0:
+                            raise too_many(wait) from None
                 else:
                     wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
                     if wait > 0:

@@ -1,105 +1,120 @@
-"""Prometheus metrics shared by every gunicorn worker: counters in one small memory-mapped file per worker.
+"""Prometheus metrics of the collector, correct across gunicorn workers: prometheus_client's multiprocess mode.
 
-Each worker process writes only its own file (``<metrics_dir>/worker-<pid>.bin``, an array of doubles) and
-``/metrics`` sums every file in the directory, so any worker answers for the whole service.  Files of workers
-that died stay and keep counting towards the totals (counters never go down), the same scheme as the
-multiprocess mode of prometheus_client.  Without a directory (tests, a single process) the array lives in memory.
+With a metrics directory (``PROMETHEUS_MULTIPROC_DIR``, the ``METRICS_DIR`` setting, or the default below) every
+process writes its counters to its own memory-mapped files in it and ``/metrics`` merges every file, so any
+worker answers for the whole service, and counters of workers that exited keep counting (they never go down).
+The directory must be the same for every worker and should be emptied when the service starts:
+``ldp-telemetry serve`` creates a fresh one and removes it when the master stops.
+
+Plain ``gunicorn 'collector.app:create_app()'`` without the variable still gets one directory shared by the
+workers of one master: ``<tmp>/ldp-metrics-<uid>-gunicorn-<master pid>`` (directories of masters that no
+longer run are removed).  Outside gunicorn without a directory, metrics live in the process.
+
+prometheus_client picks its storage when it is imported, from the environment, so this module imports it only
+once the directory is known (:func:`use_directory`).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ENDPOINTS = ("reports", "campaigns", "estimate", "health", "other")
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REPORT_OUTCOMES = ("accepted", "duplicate", "rejected")
+ENV = "PROMETHEUS_MULTIPROC_DIR"
 
-# layout: report outcomes | requests[endpoint][status] | per endpoint: buckets..., +Inf, sum, count
-_REPORTS = 0
-_REQUESTS = _REPORTS + len(REPORT_OUTCOMES)
-_HISTOGRAMS = _REQUESTS + len(ENDPOINTS) * len(STATUS_CLASSES)
-_HISTOGRAM_SIZE = len(LATENCY_BUCKETS) + 3
-SLOTS = _HISTOGRAMS + len(ENDPOINTS) * _HISTOGRAM_SIZE
+
+def default_directory() -> str | None:
+    "``PROMETHEUS_MULTIPROC_DIR``, else under gunicorn a directory per master process, else None"
+    if os.environ.get(ENV):
+        return os.environ[ENV]
+    if "gunicorn.arbiter" not in sys.modules:
+        return None
+    # the app is loaded in each worker, whose parent is the master (with --preload workers inherit the variable)
+    return str(process_directory("gunicorn", os.getppid()))
+
+
+def process_directory(kind: str, pid: int) -> Path:
+    """``<tmp>/ldp-metrics-<uid>-<kind>-<pid>``, created empty if missing; directories of the same kind whose
+    process no longer runs (a master that was SIGKILLed could not clean up) are removed"""
+    prefix = f"ldp-metrics-{os.getuid()}-{kind}-"
+    root = Path(tempfile.gettempdir())
+    for stale in root.glob(prefix + "*"):
+        other = stale.name[len(prefix):]
+        if other.isdigit() and int(other) != pid and not _alive(int(other)) and stale.stat().st_uid == os.getuid():
+            shutil.rmtree(stale, ignore_errors=True)
+    directory = root / f"{prefix}{pid}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def use_directory(directory: str | None) -> None:
+    "Export the metrics directory for prometheus_client; must run before the first Metrics is created"
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        os.environ[ENV] = str(directory)
+    from prometheus_client import values
+
+    wanted = bool(os.environ.get(ENV))
+    if getattr(values.ValueClass, "_multiprocess", False) != wanted:
+        values.ValueClass = values.get_value_class()  # imported before the directory was known: choose again
 
 
 class Metrics:
-    "The counters of this process, and the exposition of all processes' counters"
+    "The collector's counters and latency histogram, and their Prometheus exposition"
 
     def __init__(self, directory: str | Path | None = None) -> None:
-        self.directory = Path(directory) if directory else None
-        self._pid = -1
-        self._values: memoryview | None = None
-        self._local = [0.0] * SLOTS
+        use_directory(str(directory) if directory else None)
+        from prometheus_client import CollectorRegistry, Counter, Histogram
 
-    def _slots(self) -> memoryview | list[float]:
-        if self.directory is None:
-            return self._local
-        if self._pid != os.getpid():  # first use in this (possibly forked) process
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path = self.directory / f"worker-{os.getpid()}.bin"
-            with open(path, "wb") as handle:
-                handle.write(b"\0" * (8 * SLOTS))
-            with open(path, "r+b") as handle:
-                self._mmap = mmap.mmap(handle.fileno(), 8 * SLOTS)
-            self._values = memoryview(self._mmap).cast("d")
-            self._pid = os.getpid()
-        assert self._values is not None
-        return self._values
+        self.directory = os.environ.get(ENV) or None
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.reports = Counter("ldp_reports", "Reports received by outcome.", ["outcome"], registry=self.registry)
+        self.requests = Counter("ldp_http_requests", "HTTP requests by endpoint and status class.",
+                                ["endpoint", "status"], registry=self.registry)
+        self.latency = Histogram("ldp_http_request_duration_seconds", "Request latency.", ["endpoint"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+        for outcome in REPORT_OUTCOMES:  # every series exists from the start, at 0
+            self.reports.labels(outcome)
+        for endpoint in ENDPOINTS:
+            self.latency.labels(endpoint)
+            for status in STATUS_CLASSES:
+                self.requests.labels(endpoint, status)
 
     def count_reports(self, accepted: int, duplicate: int, rejected: int) -> None:
-        slots = self._slots()
-        slots[_REPORTS] += accepted
-        slots[_REPORTS + 1] += duplicate
-        slots[_REPORTS + 2] += rejected
+        for outcome, amount in zip(REPORT_OUTCOMES, (accepted, duplicate, rejected)):
+            if amount:
+                self.reports.labels(outcome).inc(amount)
 
     def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
-        slots = self._slots()
-        e = ENDPOINTS.index(endpoint) if endpoint in ENDPOINTS else len(ENDPOINTS) - 1
-        s = min(max(status // 100 - 3, 0), 2) if status >= 400 else 0
-        slots[_REQUESTS + e * len(STATUS_CLASSES) + s] += 1
-        base = _HISTOGRAMS + e * _HISTOGRAM_SIZE
-        for i, bound in enumerate(LATENCY_BUCKETS):
-            if seconds <= bound:
-                slots[base + i] += 1
-        slots[base + len(LATENCY_BUCKETS)] += 1  # +Inf
-        slots[base + len(LATENCY_BUCKETS) + 1] += seconds
-        slots[base + len(LATENCY_BUCKETS) + 2] += 1
-
-    def totals(self) -> list[float]:
-        "The sum over every worker's counters"
-        if self.directory is None:
-            return list(self._local)
-        total = [0.0] * SLOTS
-        for path in self.directory.glob("worker-*.bin"):
-            data = path.read_bytes()
-            if len(data) != 8 * SLOTS:
-                continue
-            for i, value in enumerate(memoryview(data).cast("d")):
-                total[i] += value
-        return total
+        endpoint = endpoint if endpoint in ENDPOINTS else "other"
+        status_class = STATUS_CLASSES[min(max(status // 100 - 3, 0), 2)] if status >= 400 else "2xx"
+        self.requests.labels(endpoint, status_class).inc()
+        self.latency.labels(endpoint).observe(seconds)
 
     def exposition(self) -> str:
-        "Prometheus text format 0.0.4"
-        t = self.totals()
-        lines = ["# HELP ldp_reports_total Reports received by outcome.", "# TYPE ldp_reports_total counter"]
-        lines += [f'ldp_reports_total{{outcome="{o}"}} {t[_REPORTS + i]:.0f}' for i, o in enumerate(REPORT_OUTCOMES)]
-        lines += ["# HELP ldp_http_requests_total HTTP requests by endpoint and status class.",
-                  "# TYPE ldp_http_requests_total counter"]
-        for e, endpoint in enumerate(ENDPOINTS):
-            for s, status in enumerate(STATUS_CLASSES):
-                value = t[_REQUESTS + e * len(STATUS_CLASSES) + s]
-                lines.append(f'ldp_http_requests_total{{endpoint="{endpoint}",status="{status}"}} {value:.0f}')
-        lines += ["# HELP ldp_http_request_duration_seconds Request latency.",
-                  "# TYPE ldp_http_request_duration_seconds histogram"]
-        for e, endpoint in enumerate(ENDPOINTS):
-            base = _HISTOGRAMS + e * _HISTOGRAM_SIZE
-            name = "ldp_http_request_duration_seconds"
-            for i, bound in enumerate(LATENCY_BUCKETS):
-                lines.append(f'{name}_bucket{{endpoint="{endpoint}",le="{bound}"}} {t[base + i]:.0f}')
-            lines.append(f'{name}_bucket{{endpoint="{endpoint}",le="+Inf"}} {t[base + len(LATENCY_BUCKETS)]:.0f}')
-            lines.append(f'{name}_sum{{endpoint="{endpoint}"}} {t[base + len(LATENCY_BUCKETS) + 1]:.6f}')
-            lines.append(f'{name}_count{{endpoint="{endpoint}"}} {t[base + len(LATENCY_BUCKETS) + 2]:.0f}')
-        return "\n".join(lines) + "\n"
+        "Prometheus text format 0.0.4 of every process's counters (or of this process's without a directory)"
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry: Any = self.registry
+        if self.directory:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=self.directory)
+        return generate_latest(registry).decode("utf-8")

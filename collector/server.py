@@ -1,4 +1,14 @@
-"""Running the collector under gunicorn (several sync workers) from ``ldp-telemetry serve``.
+"""Running the collector under gunicorn from ``ldp-telemetry serve``.
+
+Workers: :class:`CollectorWorker`, gunicorn's threaded (gthread) worker with bounds on slow clients.  A connection
+that has sent nothing is handed back to the worker's poller after ``IDLE_WAIT`` seconds instead of holding a
+thread, and every socket read or write of a request times out after ``SOCKET_TIMEOUT`` seconds, so idle or
+half-open connections (a header never finished) cannot starve the workers.  A client that drips one byte every
+few seconds is not bounded by this: put a buffering proxy in front on a public network.  Each thread keeps its
+own SQLite connection (``collector.db``).
+
+Process lifetime: workers die with the master (``PR_SET_PDEATHSIG`` on Linux, set in ``post_fork``), so a
+SIGKILLed master leaves no orphan holding the port; clean-up (the metrics directory) runs in the master only.
 
 Privacy of the logs: the access log is off, and the error log goes through :class:`PrivateLogger`, which
 removes IP addresses (gunicorn writes the peer address into some warnings, e.g. for malformed requests).  The
@@ -10,17 +20,24 @@ that was acknowledged: every 200 is sent after the SQLite commit with ``synchron
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import logging
 import os
 import re
 import shutil
-import tempfile
+import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
+from gunicorn.workers import gthread
 
 from .app import create_app
+from .metrics import process_directory
 from .storage import Storage
 
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
@@ -54,6 +71,55 @@ class PrivateLogger(Logger):
         return None  # no access log: it would hold addresses, user agents and precise times
 
 
+IDLE_WAIT = 0.05  # seconds a new connection may hold a thread before it has sent a byte
+SOCKET_TIMEOUT = 10.0  # seconds any one read or write of a request may block
+THREADS = 8  # threads per worker
+KEEPALIVE = 5  # seconds an idle kept-alive connection stays open
+PR_SET_PDEATHSIG = 1
+
+
+class _TimedConn(gthread.TConn):
+    "A gthread connection whose blocking socket operations time out"
+
+    def init(self) -> None:
+        super().init()
+        self.sock.settimeout(SOCKET_TIMEOUT)  # after gthread's setblocking(True), for every request on it
+
+
+class CollectorWorker(gthread.ThreadWorker):
+    """gthread worker that does not let slow clients hold its threads.
+
+    gthread lets a new connection hold a thread for up to 5 s waiting for its first byte: 50 idle connections
+    then occupy every thread.  Here the wait is ``IDLE_WAIT``, after which the connection waits in the poller."""
+
+    def accept(self, listener: Any) -> None:
+        try:
+            client_sock, client_addr = listener.accept()
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                return
+            raise
+        self.nr_conns += 1
+        client_sock.setblocking(True)
+        self.enqueue_req(_TimedConn(self.cfg, client_sock, client_addr, listener.getsockname()))
+
+    def handle(self, conn: Any) -> Any:
+        if not conn.initialized and not conn.data_ready and not conn.wait_for_data(IDLE_WAIT):
+            return gthread._DEFER
+        return super().handle(conn)
+
+
+def die_with_master(arbiter: Any, worker: Any) -> None:
+    "gunicorn post_fork hook: the kernel SIGKILLs this worker when the master dies, whatever killed the master"
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere gunicorn's own parent check (about once a second) stops orphans
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        arbiter.log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+    if os.getppid() != worker.ppid:  # the master died before prctl took effect
+        os._exit(1)
+
+
 class CollectorServer(BaseApplication):
     "gunicorn serving ``create_app(app_config)``"
 
@@ -71,16 +137,31 @@ class CollectorServer(BaseApplication):
 
 
 def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int | None = None,
-          config: dict | None = None, timeout: int = 30) -> None:
-    "Create the schema, then run gunicorn until it is stopped"
+          threads: int = THREADS, config: dict | None = None, timeout: int = 30) -> None:
+    """Create the schema, then run gunicorn until it is stopped.
+
+    Metrics: an empty directory for prometheus_client's multiprocess mode (``<tmp>/ldp-metrics-<uid>-serve-<pid>``),
+    exported as ``PROMETHEUS_MULTIPROC_DIR`` to the workers and removed when the master stops, or at the next start
+    if the master was killed; an operator's own ``PROMETHEUS_MULTIPROC_DIR`` is used as it is and kept."""
     with Storage(database) as storage:
         storage.migrate()
-    metrics_dir = tempfile.mkdtemp(prefix="ldp-metrics-")
+    master = os.getpid()
+    own_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if own_dir:
+        metrics_dir = str(process_directory("serve", master))
+        for stale in Path(metrics_dir).iterdir():  # a reused pid: start from zero
+            stale.unlink()
+    else:
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     app_config = {**(config or {}), "DATABASE": database, "METRICS_DIR": metrics_dir}
     options = {
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers or (os.cpu_count() or 1),
-        "worker_class": "sync",
+        "worker_class": CollectorWorker,
+        "threads": threads,
+        "keepalive": KEEPALIVE,
+        "post_fork": die_with_master,
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "info",
@@ -94,4 +175,7 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
     try:
         CollectorServer(app_config, options).run()
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        # A worker is forked inside run() and leaves it by SystemExit through this block: only the master cleans up.
+        if os.getpid() == master and own_dir:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)

@@ -22,6 +22,7 @@ today's partition, however many past days are stored.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import hashlib
 import json
@@ -29,11 +30,12 @@ import os
 import secrets
 import shutil
 import sqlite3
+import time
 import uuid
 import warnings
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,63 @@ class RateLimited(StorageError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"rate limit exceeded; retry after {retry_after:.2f} s")
         self.retry_after = retry_after
+
+
+class StorageUnavailable(StorageError):
+    "The database cannot serve requests now (503); the transaction, if any, was rolled back"
+
+    status = 503
+    retry_after = 60
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class DatabaseLocked(StorageUnavailable):
+    "The write lock stayed busy past the busy timeout (another process holds it)"
+
+    retry_after = 5
+
+
+class DatabaseCorrupt(StorageUnavailable):
+    "The database file is damaged or is not a SQLite database"
+
+
+class DiskFull(StorageUnavailable):
+    "No room left to write (507 Insufficient Storage)"
+
+    status = 507
+
+
+# SQLite primary result codes (https://www.sqlite.org/rescode.html) that mean the database, not the request, failed
+_FAULT_CODES: dict[int, type[StorageUnavailable]] = {
+    5: DatabaseLocked, 6: DatabaseLocked, 15: DatabaseLocked,  # BUSY, LOCKED, PROTOCOL
+    11: DatabaseCorrupt, 26: DatabaseCorrupt,  # CORRUPT, NOTADB
+    13: DiskFull,  # FULL
+    8: StorageUnavailable, 10: StorageUnavailable, 14: StorageUnavailable,  # READONLY, IOERR, CANTOPEN
+}
+_FAULT_MESSAGES: dict[str, type[StorageUnavailable]] = {  # Python < 3.11 has no sqlite_errorcode
+    "database is locked": DatabaseLocked, "database disk image is malformed": DatabaseCorrupt,
+    "file is not a database": DatabaseCorrupt, "database or disk is full": DiskFull,
+    "disk i/o error": StorageUnavailable, "unable to open database file": StorageUnavailable,
+    "attempt to write a readonly database": StorageUnavailable,
+}
+
+
+def storage_fault(exc: BaseException) -> StorageUnavailable | None:
+    "The StorageUnavailable that a database or OS error stands for; None if the error is not a storage fault"
+    if isinstance(exc, StorageUnavailable):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFull(f"no space left on the database's disk ({os.strerror(exc.errno)})")
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    message = str(exc).lower()
+    fault = _FAULT_CODES.get(code & 0xFF) if code is not None else next(
+        (cls for text, cls in _FAULT_MESSAGES.items() if text in message), None)
+    return fault(f"SQLite: {exc}") if fault is not None else None
 
 
 @dataclass(frozen=True)
@@ -153,6 +212,7 @@ class Storage:
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
+        self.busy_timeout = busy_timeout_ms / 1000
         self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA synchronous = FULL")
@@ -229,29 +289,72 @@ class Storage:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception; storage faults raise StorageUnavailable.
 
         Writers first queue on an flock of ``<db>.writer-lock``: SQLite's own busy handler polls with sleeps of
-        up to 100 ms, which wastes most of the time when several gunicorn workers write; a blocking flock hands
-        over as soon as the lock is released.  The busy timeout still covers writers that do not take the flock."""
-        if self._lock_fd is None:
-            self._lock_fd = os.open(f"{self.path}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
-            self._lock_closer = weakref.finalize(self, os.close, self._lock_fd)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        up to 100 ms, which wastes most of the time when several gunicorn workers write; polling the flock every
+        few milliseconds hands over sooner.  Both waits end after the busy timeout (DatabaseLocked), so a lock
+        held by a stuck process gives 503 instead of a worker blocked until it is killed."""
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self._lock_writer(self.busy_timeout)
+        except OSError as exc:  # the lock file cannot be created (disk full, read-only directory)
+            fault = storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")
+            raise fault from exc
+        try:
             try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:  # SQLite may already have rolled back (e.g. after SQLITE_FULL)
+                        with suppress(sqlite3.Error):
+                            self.conn.execute("ROLLBACK")
+                    raise
+            except (sqlite3.DatabaseError, OSError) as exc:
+                fault = storage_fault(exc)
+                if fault is None:
+                    raise
+                raise fault from exc
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def check(self) -> dict:
-        "Raise unless the database answers; report free disk space next to it"
-        self.conn.execute("SELECT count(*) FROM campaigns").fetchone()
+    def _lock_writer(self, timeout: float) -> None:
+        "Take the writer flock, polling until ``timeout`` seconds have passed (then DatabaseLocked)"
+        if self._lock_fd is None:
+            self._lock_fd = os.open(f"{self.path}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_closer = weakref.finalize(self, os.close, self._lock_fd)
+        deadline, delay = time.monotonic() + timeout, 0.0005
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise DatabaseLocked(f"database writer lock busy for more than {timeout:g} s") from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.005)
+
+    def check(self, *, lock_timeout: float = 1.0) -> dict:
+        """StorageUnavailable unless every table can be read and the write lock taken within ``lock_timeout``
+        seconds (taken and released at once: nothing is written); free disk space next to it"""
+        try:
+            tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:  # reads the first page of each table: catches a damaged file cheaply
+                self.conn.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
+            self._lock_writer(lock_timeout)
+            try:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
+                self.conn.execute("BEGIN IMMEDIATE")
+                self.conn.execute("ROLLBACK")
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+        except (sqlite3.DatabaseError, OSError) as exc:
+            fault = storage_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
         return {"free_bytes": shutil.disk_usage(self.path.resolve().parent).free}
 
     # -- campaigns --------------------------------------------------------------------------------------------

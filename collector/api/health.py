@@ -6,6 +6,7 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from ..db import get_storage
 from ..problems import Problem
+from ..storage import DiskFull, StorageUnavailable, storage_fault
 
 blueprint = Blueprint("health", __name__)
 
@@ -18,14 +19,20 @@ def livez() -> Response:
 
 @blueprint.get("/readyz")
 def readyz() -> Response:
-    "The database answers and the disk has room"
+    """The database can be read, its write lock taken (not held by a stuck process) and the disk has room.
+
+    Always 503 when not ready (also for a full disk: readiness is yes or no), with Retry-After."""
+    lock_timeout = min(1.0, int(current_app.config["BUSY_TIMEOUT_MS"]) / 1000)
     try:
-        state = get_storage().check()
+        state = get_storage().check(lock_timeout=lock_timeout)
     except Exception as exc:  # noqa: BLE001 (any database failure means not ready)
-        raise Problem(503, f"database unavailable ({type(exc).__name__})", field="database") from None
+        fault = storage_fault(exc) or StorageUnavailable(f"database unavailable ({type(exc).__name__})")
+        raise Problem(503, fault.detail, field="database", headers={"Retry-After": str(fault.retry_after)},
+                      retry_after=fault.retry_after) from None
     minimum = int(current_app.config["MIN_FREE_DISK_BYTES"])
     if state["free_bytes"] < minimum:
-        raise Problem(503, f"free disk space below {minimum} bytes", field="disk")
+        raise Problem(503, f"free disk space below {minimum} bytes", field="disk",
+                      headers={"Retry-After": str(DiskFull.retry_after)}, retry_after=DiskFull.retry_after)
     return jsonify({"status": "ok", "database": "ok", "free_bytes": state["free_bytes"]})
 
 

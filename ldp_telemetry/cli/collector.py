@@ -37,13 +37,18 @@ def _fail(message: str) -> None:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
 @click.option("--workers", default=None, type=click.IntRange(1, 64),
               help="gunicorn worker processes [default: number of CPUs].")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256),
+              help="Threads per worker process (each keeps its own SQLite connection).")
 @click.option("--rate-limit", default=None, type=click.FloatRange(0), help="Requests per second per key (0: off).")
 @click.option("--rate-burst", default=None, type=click.FloatRange(1), help="Token bucket size per key.")
 @click.option("--max-body-bytes", default=None, type=click.IntRange(1024), help="Body limit after decompression.")
 @click.option("--max-batch", default=None, type=click.IntRange(1), help="Most reports per POST /v1/reports.")
-def serve(database: str, host: str, port: int, workers: int | None, rate_limit: float | None,
+def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None) -> None:
-    "Run the collector under gunicorn until interrupted."
+    """Run the collector under gunicorn until interrupted.
+
+    Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
+    summed over every worker (prometheus_client multiprocess mode, in a fresh PROMETHEUS_MULTIPROC_DIR)."""
     from collector.server import serve as run
 
     config: dict[str, Any] = {}
@@ -51,7 +56,7 @@ def serve(database: str, host: str, port: int, workers: int | None, rate_limit: 
                        ("MAX_BATCH_REPORTS", max_batch)):
         if value is not None:
             config[key] = value
-    run(database, host=host, port=port, workers=workers, config=config)
+    run(database, host=host, port=port, workers=workers, threads=threads, config=config)
 
 
 @click.group()

@@ -110,14 +110,3 @@ def test_metrics_count_reports_and_latency(http, keys, campaign):
     assert 'ldp_reports_total{outcome="rejected"} 1' in text
     assert 'ldp_http_request_duration_seconds_count{endpoint="reports"} 1' in text
     assert 'ldp_http_requests_total{endpoint="reports",status="2xx"} 1' in text
-
-
-def test_metrics_files_add_up_across_processes(tmp_path):
-    from collector.metrics import Metrics
-
-    directory = tmp_path / "metrics"
-    worker = Metrics(directory)
-    worker.count_reports(5, 1, 2)
-    other = directory / "worker-999999.bin"
-    other.write_bytes((directory / next(p.name for p in directory.iterdir())).read_bytes())
-    assert 'ldp_reports_total{outcome="accepted"} 10' in Metrics(directory).exposition()
