@@ -45,6 +45,10 @@ from .randomness import PROB_DENOMINATOR, RandomSource, quantize_down, quantize_
 MD5_DIGEST_BYTES = 16
 MAX_ONE_BYTE_BITS = 256
 MAX_BLOOM_BITS = 1 << 16
+# Cohorts: the reference's deployments use 32-128; 1024 leaves room.  The aggregate holds m * (k + 1) counts, so
+# m * k is bounded too (m = 2**40 would make every ingest allocate terabytes).
+MAX_COHORTS = 1 << 10
+MAX_COHORT_BITS = 1 << 22
 MIN_SECRET_BYTES = 32
 ENCODINGS = ("bloom", "basic", "boolean")
 PRR_CACHE_SIZE = 4096
@@ -170,6 +174,12 @@ def _check_shape(k: int, h: int, m: int, encoding: str) -> None:
         raise SpecError("rappor.k", "must be 1 for the boolean encoding")
     if m & (m - 1):
         raise SpecError("rappor.m", "must be a power of two")
+    if m > MAX_COHORTS:
+        raise SpecError("rappor.m", f"must be at most {MAX_COHORTS}")
+    if m * k > MAX_COHORT_BITS:
+        raise SpecError("rappor.m", f"m * k must be at most {MAX_COHORT_BITS} (the aggregate holds m * k counts)")
+    if h > k:
+        raise SpecError("rappor.h", "must be at most k")
 
 
 # -- encoding ---------------------------------------------------------------------------------------------------

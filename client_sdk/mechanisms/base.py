@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import Any
 
 from ..errors import PayloadError, ValueNotInDomain
 from ..randomness import SECURE_RANDOM, RandomSource
 from ..spec import Spec
+
+_HEX = re.compile(r"[0-9a-fA-F]*")  # fullmatch only: bytes.fromhex would also skip whitespace
 
 
 class Mechanism(ABC):
@@ -88,7 +91,6 @@ def require_hex(payload: Any, field: str, length: int) -> bytes:
     "``payload`` must be a lower- or upper-case hex string of exactly ``length`` characters"
     if not isinstance(payload, str) or len(payload) != length:
         raise PayloadError(field, f"must be a hex string of {length} characters")
-    try:
-        return bytes.fromhex(payload)
-    except ValueError:
-        raise PayloadError(field, "must contain only hex digits") from None
+    if not _HEX.fullmatch(payload):
+        raise PayloadError(field, "must contain only hex digits")
+    return bytes.fromhex(payload)

@@ -115,4 +115,7 @@ def test_basic_rappor_candidates_are_part_of_the_fingerprint():
     reordered = {**base, "candidates": ["c", "b", "a"]}
     assert load_spec(base).fingerprint != load_spec(reordered).fingerprint
     bloom = {"name": "home", "mechanism": "rappor", "rappor": {"k": 16}}
-    assert load_spec(bloom).fingerprint == load_spec({**bloom, "candidates": ["x"]}).fingerprint
+    # Bloom RAPPOR decodes against its candidates: a changed list is a new version (issue 8, item 4)
+    fingerprints = {load_spec(bloom).fingerprint, load_spec({**bloom, "candidates": ["x"]}).fingerprint,
+                    load_spec({**bloom, "candidates": ["x", "y"]}).fingerprint}
+    assert len(fingerprints) == 3
