@@ -108,6 +108,8 @@ class RapporParams:
             raise SpecError("rappor.f", "must satisfy 0 <= f < 1")
         if not 0 <= probabilities["p"] < probabilities["q"] <= 1:
             raise SpecError("rappor.p", "must satisfy 0 <= p < q <= 1")
+        if quantize_down(probabilities["q"]) <= quantize_up(probabilities["p"]):  # what the IRR really draws
+            raise SpecError("rappor.q", "must exceed p by at least 2**-32 (probabilities are quantized)")
         return cls(k=k, h=h, m=m, encoding=encoding, **probabilities)
 
     def to_dict(self) -> dict:
@@ -152,8 +154,8 @@ def _positive_int(data: dict, name: str, default: int) -> int:
 
 def _probability(data: dict, name: str, default: float) -> float:
     value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SpecError(f"rappor.{name}", "must be a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -2 <= value <= 2 or math.isnan(value):
+        raise SpecError(f"rappor.{name}", "must be a number")  # the range checks follow; -2..2 keeps huge ints out
     return float(value)
 
 
