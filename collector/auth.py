@@ -102,8 +102,10 @@ def require(*roles: Role, take_token: bool = True) -> Callable:
             try:
                 authorize(key, *roles)
                 return view(*args, **kwargs)  # a valid batch takes its token inside the insert transaction
-            except Exception as error:
-                if not (isinstance(error, Problem) and error.status == 429):  # 429: the insert's token was refused
+            except Problem as problem:
+                # A refused request costs a token too (429: the insert's own token was refused; 5xx: a fault
+                # whose answer a second write must not replace).
+                if problem.status < 500 and problem.status != 429:
                     with contextlib.suppress(Problem):  # emptied meanwhile: the request's own answer stands
                         charge(key, rule)
                 raise

@@ -10,6 +10,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from client_sdk.spec import MAX_EPSILON, MAX_RANGE_MAGNITUDE, MIN_EPSILON
+
 blueprint = Blueprint("openapi", __name__)
 
 PROBLEM = {"$ref": "#/components/responses/Problem"}
@@ -36,10 +38,12 @@ SPEC_SCHEMA = {
         "name": {"type": "string"},
         "mechanism": {"type": "string", "enum": ["auto", "grr", "sue", "oue", "olh", "hadamard", "laplace", "duchi",
                                                   "piecewise", "hybrid", "rappor"]},
-        "epsilon": {"type": "number"},
+        "epsilon": {"type": "number", "minimum": MIN_EPSILON, "maximum": MAX_EPSILON,
+                    "description": "see docs/api.md, 'Input limits'"},
         "domain": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
         "catch_all": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-        "range": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        "range": {"type": "array", "minItems": 2, "maxItems": 2,
+                  "items": {"type": "number", "minimum": -MAX_RANGE_MAGNITUDE, "maximum": MAX_RANGE_MAGNITUDE}},
         "rappor": {"type": "object"},
         "candidates": {"type": "array", "items": {"type": "string"}},
         "delta": {"type": "number"},
@@ -118,7 +122,7 @@ DOCUMENT: dict[str, Any] = {
                     {"name": "granularity", "in": "query", "schema": {"type": "string", "enum": ["total", "day"]}},
                 ],
                 "responses": {"200": _json({"type": "object"}, "the estimator result (to_dict) with its window"),
-                              **_problem_responses(400, 401, 403, 404, 429)},
+                              **_problem_responses(400, 401, 403, 404, 409, 429)},
             },
         },
         "/v1/reports": {
