@@ -57,6 +57,13 @@ class _Lookup:
         found = self.cache.get(key) or self.missing.get(key)
         if found is not None:
             return found
+        # Checked before any query: a lone surrogate cannot even be bound as an SQLite parameter.
+        if not NAME_PATTERN.fullmatch(name):
+            self.missing[key] = ("campaign", "must be a campaign name")
+            return self.missing[key]
+        if not FINGERPRINT.fullmatch(fingerprint):
+            self.missing[key] = ("fingerprint", "must be 32 lower-case hex digits")
+            return self.missing[key]
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:
@@ -121,11 +128,9 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
         if type(report_id) is not str or not UUID4.fullmatch(report_id):
             rejected.append(_reject(index, None, "report_id", "must be a lower-case UUID version 4 string"))
             continue
-        if type(name) is not str or not NAME_PATTERN.fullmatch(name):
-            rejected.append(_reject(index, report_id, "campaign", "must be a campaign name"))
-            continue
-        if type(fingerprint) is not str or not FINGERPRINT.fullmatch(fingerprint):
-            rejected.append(_reject(index, report_id, "fingerprint", "must be 32 lower-case hex digits"))
+        if type(name) is not str or type(fingerprint) is not str:
+            field = "campaign" if type(name) is not str else "fingerprint"
+            rejected.append(_reject(index, report_id, field, "must be a string"))
             continue
         found = lookup.find(name, fingerprint)
         if isinstance(found[0], str):
