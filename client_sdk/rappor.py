@@ -154,9 +154,15 @@ def _positive_int(data: dict, name: str, default: int) -> int:
 
 def _probability(data: dict, name: str, default: float) -> float:
     value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -2 <= value <= 2 or math.isnan(value):
-        raise SpecError(f"rappor.{name}", "must be a number")  # the range checks follow; -2..2 keeps huge ints out
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"rappor.{name}", "must be a number")
+    try:
+        value = float(value)
+    except OverflowError:  # an integer too large for a float
+        raise SpecError(f"rappor.{name}", "must be a probability") from None
+    if not math.isfinite(value):
+        raise SpecError(f"rappor.{name}", "must be a number")
+    return value
 
 
 def _check_shape(k: int, h: int, m: int, encoding: str) -> None:

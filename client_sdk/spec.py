@@ -162,7 +162,7 @@ class Spec:
         params = RapporParams.from_dict(data.get("rappor"))
         if not MIN_EPSILON <= params.epsilon_one <= MAX_EPSILON:
             raise SpecError("rappor", f"f, p, q and h give epsilon_1 = {params.epsilon_one:.6g}; it must be in "
-                                      f"[{MIN_EPSILON}, {MAX_EPSILON}] (see _validate_epsilon)")
+                                      f"[{MIN_EPSILON}, {MAX_EPSILON}], as epsilon for the other mechanisms")
         if "epsilon" in data and data["epsilon"] is not None:
             claimed = data["epsilon"]
             if not _is_finite_number(claimed) or not math.isclose(claimed, params.epsilon_one, rel_tol=1e-9):
