@@ -19,6 +19,10 @@ Hierarchy (each class lives in the module named on the right)::
     │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
     ├── ReportError                           ldp_telemetry.cli.report: a report cannot be built
     ├── StorageError                          collector.storage: CampaignNotFound, VersionConflict, RateLimited
+    │   └── StorageUnavailable                a storage fault, retryable (503/507 with Retry-After):
+    │       ├── DatabaseLocked                  locked by another process past the busy timeout (503)
+    │       ├── DatabaseCorrupt                 the file is not a usable database (503)
+    │       └── DiskFull                        no space left, or SQLite's size limit reached (507)
     └── Problem                               collector.problems: an HTTP problem+json answer
 
     PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)

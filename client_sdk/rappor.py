@@ -45,6 +45,10 @@ from .randomness import PROB_DENOMINATOR, quantize_down, quantize_up
 MD5_DIGEST_BYTES = 16
 MAX_ONE_BYTE_BITS = 256
 MAX_BLOOM_BITS = 1 << 16
+# Cohorts: the reference's deployments use 32-128; 1024 leaves room.  The aggregate holds m * (k + 1) counts, so
+# m * k is bounded too (m = 2**40 would make every ingest allocate terabytes).
+MAX_COHORTS = 1 << 10
+MAX_COHORT_BITS = 1 << 22
 MIN_SECRET_BYTES = 32
 ENCODINGS = ("bloom", "basic", "boolean")
 PRR_CACHE_SIZE = 4096
@@ -104,6 +108,8 @@ class RapporParams:
             raise SpecError("rappor.f", "must satisfy 0 <= f < 1")
         if not 0 <= probabilities["p"] < probabilities["q"] <= 1:
             raise SpecError("rappor.p", "must satisfy 0 <= p < q <= 1")
+        if quantize_down(probabilities["q"]) <= quantize_up(probabilities["p"]):  # what the IRR really draws
+            raise SpecError("rappor.q", "must exceed p by at least 2**-32 (probabilities are quantized)")
         return cls(k=k, h=h, m=m, encoding=encoding, **probabilities)
 
     def to_dict(self) -> dict:
@@ -148,9 +154,15 @@ def _positive_int(data: dict, name: str, default: int) -> int:
 
 def _probability(data: dict, name: str, default: float) -> float:
     value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpecError(f"rappor.{name}", "must be a number")
-    return float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer too large for a float
+        raise SpecError(f"rappor.{name}", "must be a probability") from None
+    if not math.isfinite(value):
+        raise SpecError(f"rappor.{name}", "must be a number")
+    return value
 
 
 def _check_shape(k: int, h: int, m: int, encoding: str) -> None:
@@ -170,6 +182,12 @@ def _check_shape(k: int, h: int, m: int, encoding: str) -> None:
         raise SpecError("rappor.k", "must be 1 for the boolean encoding")
     if m & (m - 1):
         raise SpecError("rappor.m", "must be a power of two")
+    if m > MAX_COHORTS:
+        raise SpecError("rappor.m", f"must be at most {MAX_COHORTS}")
+    if m * k > MAX_COHORT_BITS:
+        raise SpecError("rappor.m", f"m * k must be at most {MAX_COHORT_BITS} (the aggregate holds m * k counts)")
+    if h > k:
+        raise SpecError("rappor.h", "must be at most k")
 
 
 # -- encoding ---------------------------------------------------------------------------------------------------

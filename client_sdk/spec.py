@@ -14,8 +14,8 @@ domain size and epsilon (REFERENCE.md section 1) and the resolved name is what t
 The fingerprint is the SHA-256 of the canonical JSON of every field that changes what a report means (name,
 mechanism, epsilon, domain, catch-all, range, RAPPOR parameters, and the candidates of basic RAPPOR, where they
 define the bits).  Every report carries it, so reports made under other parameters can never be mixed into an
-estimate.  Fields used only for analysis (``delta``, Bloom-filter RAPPOR's ``candidates``, ``description``,
-``version``) are not part of it.
+estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so a changed candidate list is a
+new version.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of it.
 """
 
 from __future__ import annotations
@@ -62,10 +62,22 @@ def register_mechanism(name: str, family: str) -> None:
     ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
 
 EPSILON_WARNING_THRESHOLD = 10.0
+# Epsilon bounds (docs/api.md, "Input limits").  Above 36.7, e**eps/(e**eps + 1) rounds to 1.0 in float64 and
+# GRR, Hadamard and Duchi become deterministic; OLH's hash range g = round(e**eps + 1) passes 2**32 at 22.2.
+# 20 keeps every mechanism's probabilities strictly inside (0, 1), also after quantization to 2**-32, with margin.
+# Below 0.01, p* - q* of GRR over 2**20 values nears the 2**-32 quantum and no population is large enough.
+MIN_EPSILON = 0.01
+MAX_EPSILON = 20.0
+# Numeric ranges: |low|, |high| at most 1e15 and a width of at least 1e-9 keep (v - low) / (high - low) exact
+# enough and finite.
+MAX_RANGE_MAGNITUDE = 1e15
+MIN_RANGE_WIDTH = 1e-9
 MAX_DOMAIN_SIZE = 1 << 20
+MAX_DOMAIN_INT = 1 << 63  # integer domain entries fit a signed 64-bit integer
 # Above this many values an OUE report (one bit per value) gets large; OLH sends three integers instead.
 AUTO_OUE_MAX_DOMAIN = 4096
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+# Always use fullmatch: with re.match, "$" also matches before a trailing newline ("g\n").
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 DomainValue = str | int
 _KNOWN_FIELDS = {
@@ -116,16 +128,16 @@ class Spec:
             allowed = sorted(_KNOWN_FIELDS - {"derived", "fingerprint"})
             raise SpecError(unknown[0], f"unknown field; allowed fields are {allowed}")
         name = data.get("name")
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise SpecError("name", "must be 1-64 characters from A-Z a-z 0-9 _ . - starting with a letter or digit")
         mechanism = data.get("mechanism")
         if mechanism not in ALLOWED_MECHANISM_NAMES:
             raise SpecError("mechanism", f"must be one of {list(ALLOWED_MECHANISM_NAMES)}")
         description = data.get("description", "")
-        if not isinstance(description, str) or len(description) > 1000:
+        if not isinstance(description, str) or len(description) > 1000 or not _is_utf8(description):
             raise SpecError("description", "must be a string of at most 1000 characters")
         version = data.get("version", 1)
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= 2**31:
             raise SpecError("version", "must be a positive integer")
         delta = data.get("delta")
         if delta is not None:
@@ -171,13 +183,19 @@ class Spec:
             if forbidden in data:
                 raise SpecError(forbidden, "not allowed with mechanism 'rappor' (use 'candidates' for decoding)")
         params = RapporParams.from_dict(data.get("rappor"))
+        if not MIN_EPSILON <= params.epsilon_one <= MAX_EPSILON:
+            raise SpecError("rappor", f"f, p, q and h give epsilon_1 = {params.epsilon_one:.6g}; it must be in "
+                                      f"[{MIN_EPSILON}, {MAX_EPSILON}], as epsilon for the other mechanisms")
         if "epsilon" in data and data["epsilon"] is not None:
-            if not _is_number(data["epsilon"]) or not math.isclose(data["epsilon"], params.epsilon_one, rel_tol=1e-9):
+            claimed = data["epsilon"]
+            if not _is_finite_number(claimed) or not math.isclose(claimed, params.epsilon_one, rel_tol=1e-9):
                 raise SpecError("epsilon", f"is derived for RAPPOR (epsilon_1 = {params.epsilon_one:.6g}); omit it")
         candidates = data.get("candidates")
         if candidates is not None:
-            if not isinstance(candidates, list) or not all(isinstance(c, str) for c in candidates):
+            if not isinstance(candidates, list) or not all(isinstance(c, str) and _is_utf8(c) for c in candidates):
                 raise SpecError("candidates", "must be a list of strings")
+            if len(candidates) > MAX_DOMAIN_SIZE:
+                raise SpecError("candidates", f"has more than {MAX_DOMAIN_SIZE} entries")
             if len(set(candidates)) != len(candidates):
                 raise SpecError("candidates", "entries must be unique")
             candidates = tuple(candidates)
@@ -214,6 +232,8 @@ class Spec:
             out["rappor"] = self.rappor.to_dict()
             if self.rappor.encoding == "basic":  # one bit per candidate: the list defines what a bit means
                 out["candidates"] = list(self.candidates or ())
+            elif self.candidates is not None:  # a changed candidate list is a new version (decoding changes)
+                out["candidates"] = list(self.candidates)
         else:
             out["epsilon"] = self.epsilon
         if self.domain is not None:
@@ -284,9 +304,31 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_finite_number(value: Any) -> bool:
+    "A number that converts to a finite float (huge integers do not)"
+    if not _is_number(value):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _is_utf8(text: str) -> bool:
+    "False for strings with lone surrogates (JSON allows them; UTF-8 and SQLite do not)"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _validate_epsilon(epsilon: Any) -> float:
-    if not _is_number(epsilon) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise SpecError("epsilon", "must be a positive finite number")
+    """eps in [MIN_EPSILON, MAX_EPSILON]: above MAX_EPSILON some mechanism's probabilities round to 0 or 1 in
+    float64 or its arithmetic overflows (see the constants); below MIN_EPSILON estimates are useless"""
+    if not _is_finite_number(epsilon) or not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise SpecError("epsilon", f"must be a number in [{MIN_EPSILON}, {MAX_EPSILON}]: above {MAX_EPSILON} some "
+                                   "mechanism's probabilities round to 0 or 1 in float64 (no privacy, no estimate)")
     if epsilon > EPSILON_WARNING_THRESHOLD:
         warnings.warn(
             f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning,
@@ -299,11 +341,14 @@ def _validate_range(value_range: Any) -> tuple[float, float]:
     if not isinstance(value_range, (list, tuple)) or len(value_range) != 2:
         raise SpecError("range", "must be a list [low, high] of two numbers")
     low, high = value_range
-    if not (_is_number(low) and _is_number(high)) or not (math.isfinite(low) and math.isfinite(high)):
+    if not (_is_finite_number(low) and _is_finite_number(high)):
         raise SpecError("range", "low and high must be finite numbers")
-    if not low < high:
-        raise SpecError("range", "low must be below high")
-    return float(low), float(high)
+    low, high = float(low), float(high)
+    if max(abs(low), abs(high)) > MAX_RANGE_MAGNITUDE:
+        raise SpecError("range", f"low and high must be within [-{MAX_RANGE_MAGNITUDE:g}, {MAX_RANGE_MAGNITUDE:g}]")
+    if not high - low >= MIN_RANGE_WIDTH:
+        raise SpecError("range", f"low must be below high by at least {MIN_RANGE_WIDTH:g}")
+    return low, high
 
 
 def _validate_domain(domain: Any) -> tuple[DomainValue, ...]:
@@ -315,7 +360,11 @@ def _validate_domain(domain: Any) -> tuple[DomainValue, ...]:
         raise SpecError("domain", f"has more than {MAX_DOMAIN_SIZE} entries")
     for entry in domain:
         if isinstance(entry, bool) or not isinstance(entry, (str, int)):
-            raise SpecError("domain", f"entries must be strings or integers, got {entry!r}")
+            raise SpecError("domain", f"entries must be strings or integers, got {type(entry).__name__}")
+        if isinstance(entry, str) and not _is_utf8(entry):
+            raise SpecError("domain", "string entries must be valid Unicode (no lone surrogates)")
+        if isinstance(entry, int) and not -MAX_DOMAIN_INT <= entry < MAX_DOMAIN_INT:
+            raise SpecError("domain", "integer entries must fit a signed 64-bit integer")
     keys = {(type(v), v) for v in domain}
     if len(keys) != len(domain):
         raise SpecError("domain", "entries must be unique")

@@ -5,15 +5,22 @@ Roles: ``ingest`` may send reports and read campaign specs, ``admin`` may do eve
 is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.
 
 Rate limits are a token bucket per key kept in the database (``rate_buckets``), so the limit holds for the whole
-service however many gunicorn workers serve it.  Report ingestion takes its token inside the insert transaction
-(no extra commit, no extra fsync); before parsing a body a read-only peek rejects an exhausted key early.  Other
-authenticated requests take their token in a small transaction of their own; when the disk is full, a read
-(GET/HEAD) whose token cannot be written is checked against the bucket read-only and served without charge, so
-reads keep working while writes answer 507.
+service however many gunicorn workers serve it.  Every request with a known key is charged one token, whatever
+its outcome (403, 400, 413 included), and all of it happens in :func:`require`:
+
+* most views take their token in a small transaction of their own before the view runs;
+* report ingestion (``take_token=False``) first peeks read-only, so an exhausted key is refused before its body is
+  read; a valid batch then takes its token inside the insert transaction (no extra commit, no extra fsync), and a
+  request that fails before the insert is charged by ``require`` on its way out.
+
+When the disk is full, a read (GET/HEAD) whose token cannot be written is checked against the bucket read-only
+and served without charge, so reads keep working while writes answer 507.  The bucket keeps no precise time:
+see ``storage.RateRule``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -24,7 +31,7 @@ from flask import current_app, g, request
 
 from .db import get_storage
 from .problems import Problem
-from .storage import ApiKey, DiskFull, RateLimited, RateRule
+from .storage import ApiKey, DiskFull, RateLimited, RateRule, StorageUnavailable
 
 Role = str
 
@@ -43,8 +50,8 @@ def too_many(retry_after: float) -> Problem:
                    headers={"Retry-After": str(seconds)}, retry_after=seconds)
 
 
-def authenticate(*roles: Role) -> ApiKey:
-    "The request's key if it has one of ``roles``; raises 401/403 otherwise"
+def identify() -> ApiKey:
+    "The request's key; raises 401 if it is missing, malformed or unknown"
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if not header:
@@ -58,39 +65,60 @@ def authenticate(*roles: Role) -> ApiKey:
     if key is None:
         raise Problem(401, "unknown API key", field="Authorization",
                       headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})
-    if key.role not in roles:
-        raise Problem(403, f"this key has role {key.role!r}; the endpoint needs {' or '.join(roles)}",
-                      field="Authorization")
     g.api_key = key
     return key
 
 
+def authorize(key: ApiKey, *roles: Role) -> None:
+    "403 unless ``key`` has one of ``roles``"
+    if key.role not in roles:
+        raise Problem(403, f"this key has role {key.role!r}; the endpoint needs {' or '.join(roles)}",
+                      field="Authorization")
+
+
+def charge(key: ApiKey, rule: RateRule) -> None:
+    "Take one token of the key's bucket now; 429 if it is empty"
+    try:
+        get_storage().take_token(key.key_hash, rule, time.time())
+    except RateLimited as limited:
+        raise too_many(limited.retry_after) from None
+    except DiskFull:
+        if request.method not in ("GET", "HEAD"):
+            raise
+        # A read must work on a full disk: check the bucket read-only and serve without charging.
+        wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
+        if wait > 0:
+            raise too_many(wait) from None
+
+
 def require(*roles: Role, take_token: bool = True) -> Callable:
-    """Decorator: authenticate with one of ``roles`` and (unless the view does it itself) take a rate token"""
+    """Decorator: authenticate with one of ``roles`` and charge the request one rate token (see the module doc)"""
 
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            key = authenticate(*roles)
+            key = identify()
             rule = rate_rule()
-            if rule is not None:
-                if take_token:
-                    try:
-                        get_storage().take_token(key.key_hash, rule, time.time())
-                    except RateLimited as limited:
-                        raise too_many(limited.retry_after) from None
-                    except DiskFull:
-                        if request.method not in ("GET", "HEAD"):
-                            raise
-                        # A read must work on a full disk: check the bucket read-only and serve without charging.
-                        wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
-                        if wait > 0:
-                            raise too_many(wait) from None
-                else:
-                    wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
-                    if wait > 0:
-                        raise too_many(wait)
-            return view(*args, **kwargs)
+            if rule is None:
+                authorize(key, *roles)
+                return view(*args, **kwargs)
+            if take_token and key.role in roles:
+                charge(key, rule)
+                return view(*args, **kwargs)
+            wait = get_storage().peek_tokens(key.key_hash, rule, time.time())
+            if wait > 0:
+                raise too_many(wait)
+            try:
+                authorize(key, *roles)
+                return view(*args, **kwargs)  # a valid batch takes its token inside the insert transaction
+            except Problem as problem:
+                # A refused request costs a token too (429: the insert's own token was refused; 5xx: a fault
+                # whose answer a second write must not replace).
+                if problem.status < 500 and problem.status != 429:
+                    # emptied meanwhile, or a storage fault: the request's own answer stands
+                    with contextlib.suppress(Problem, StorageUnavailable):
+                        charge(key, rule)
+                raise
 
         return wrapper
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from client_sdk.spec import MECHANISMS
+from client_sdk.spec import MAX_EPSILON, MAX_RANGE_MAGNITUDE, MECHANISMS, MIN_EPSILON
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -37,10 +37,12 @@ SPEC_SCHEMA = {
     "properties": {
         "name": {"type": "string"},
         "mechanism": {"type": "string", "enum": ["auto", *MECHANISMS]},
-        "epsilon": {"type": "number"},
+        "epsilon": {"type": "number", "minimum": MIN_EPSILON, "maximum": MAX_EPSILON,
+                    "description": "see docs/api.md, 'Input limits'"},
         "domain": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
         "catch_all": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-        "range": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        "range": {"type": "array", "minItems": 2, "maxItems": 2,
+                  "items": {"type": "number", "minimum": -MAX_RANGE_MAGNITUDE, "maximum": MAX_RANGE_MAGNITUDE}},
         "rappor": {"type": "object"},
         "candidates": {"type": "array", "items": {"type": "string"}},
         "delta": {"type": "number"},
@@ -121,7 +123,7 @@ DOCUMENT: dict[str, Any] = {
                      "description": "with granularity=day: slim days with only the top values of the window"},
                 ],
                 "responses": {"200": _json({"type": "object"}, "the estimator result (to_dict) with its window"),
-                              **_problem_responses(400, 401, 403, 404, 429)},
+                              **_problem_responses(400, 401, 403, 404, 409, 429)},
             },
         },
         "/v1/reports": {

@@ -26,6 +26,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -199,12 +200,29 @@ class InsertResult:
     duplicate_ids: set[str] = field(default_factory=set)
 
 
+# The rate bucket's clock: tokens are added in steps at multiples of this many seconds, so the stored state is a
+# token count and the start of a 10-second window, never a precise request time.
+RATE_WINDOW_SECONDS = 10
+
+
 @dataclass(frozen=True)
 class RateRule:
-    "A token bucket: ``rate`` requests per second, bursts of up to ``burst``"
+    """A token bucket: ``rate`` requests per second, bursts of up to ``burst``.
+
+    A new key starts with ``burst`` tokens.  Tokens are added in steps: at each multiple of RATE_WINDOW_SECONDS
+    the bucket gains ``rate * RATE_WINDOW_SECONDS`` tokens, up to :attr:`capacity`; every request takes one."""
 
     rate: float
     burst: float
+
+    @property
+    def step(self) -> float:
+        return self.rate * RATE_WINDOW_SECONDS
+
+    @property
+    def capacity(self) -> float:
+        "At least one window's worth, or a steady client could never use the whole rate"
+        return max(self.burst, self.step)
 
 
 class Storage:
@@ -645,8 +663,8 @@ class Storage:
     def peek_tokens(self, key_hash: str, rate: RateRule, now: float) -> float:
         "Seconds until the key may send again (0 if it may now); reads only, takes no lock"
         row = self.conn.execute("SELECT tokens, updated FROM rate_buckets WHERE key_hash = ?", (key_hash,)).fetchone()
-        tokens = _refill(row, rate, now)
-        return 0.0 if tokens >= 1 else (1 - tokens) / rate.rate
+        tokens, window = _refill(row, rate, now)
+        return 0.0 if tokens >= 1 else _wait(tokens, window, rate, now)
 
     def take_token(self, key_hash: str, rate: RateRule, now: float) -> None:
         "Take one token in its own transaction; RateLimited if the bucket is empty"
@@ -655,11 +673,12 @@ class Storage:
 
     def _take_token(self, key_hash: str, rate: RateRule, now: float) -> None:
         row = self.conn.execute("SELECT tokens, updated FROM rate_buckets WHERE key_hash = ?", (key_hash,)).fetchone()
-        tokens = _refill(row, rate, now)
+        tokens, window = _refill(row, rate, now)
         if tokens < 1:
-            raise RateLimited((1 - tokens) / rate.rate)
+            raise RateLimited(_wait(tokens, window, rate, now))
+        # Stored: a token count (a function of request counts and window starts only) and the window's start.
         self.conn.execute("INSERT OR REPLACE INTO rate_buckets (key_hash, tokens, updated) VALUES (?, ?, ?)",
-                          (key_hash, tokens - 1, now))
+                          (key_hash, tokens - 1, window))
 
     def table_rows(self, table: str) -> list[dict]:
         "Every row of a table (tests and audits)"
@@ -671,11 +690,22 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _refill(row: Any, rate: RateRule, now: float) -> float:
+def _refill(row: Any, rate: RateRule, now: float) -> tuple[float, float]:
+    "The bucket's tokens in the window holding ``now``, and that window's start"
+    window = float(now // RATE_WINDOW_SECONDS * RATE_WINDOW_SECONDS)
     if row is None:
-        return rate.burst
+        return rate.burst, window
     tokens, updated = row
-    return min(rate.burst, tokens + max(0.0, now - updated) * rate.rate)
+    steps = max(0, math.floor((window - updated) / RATE_WINDOW_SECONDS + 1e-9))
+    if steps:
+        tokens = max(tokens, min(rate.capacity, tokens + steps * rate.step))
+    return tokens, window
+
+
+def _wait(tokens: float, window: float, rate: RateRule, now: float) -> float:
+    "Seconds from ``now`` until the window step that brings ``tokens`` to 1"
+    steps = math.ceil((1 - tokens) / rate.step)
+    return window + steps * RATE_WINDOW_SECONDS - now
 
 
 def _campaign(row: Sequence[Any]) -> CampaignVersion:

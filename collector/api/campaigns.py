@@ -143,6 +143,12 @@ def _estimate_object(campaign: CampaignVersion, aggregate: estimators.Aggregate,
 
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:
+    spec = campaign.spec
+    if spec.mechanism == "rappor" and spec.rappor.encoding == "bloom" and not spec.candidates:
+        raise Problem(409, f"campaign {campaign.name!r} version {campaign.version} has no candidates: Bloom-filter "
+                           "RAPPOR is decoded against a candidate list; post the spec again with 'candidates' "
+                           "(a new version)", slug="candidates-required", title="Candidates required",
+                      field="candidates")
     try:
         result = estimators.estimate_aggregate(campaign.spec, aggregate, confidence=confidence)
     except estimators.NoReports:
@@ -163,7 +169,7 @@ def _finite(value: Any) -> Any:
 
 
 def _find(name: str, version: int | None) -> CampaignVersion:
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise Problem(404, f"no campaign {name!r}", field="name")
     try:
         return get_storage().get_campaign(name, version)
@@ -175,7 +181,7 @@ def _int_arg(name: str) -> int | None:
     raw = request.args.get(name)
     if raw is None:
         return None
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 2**31:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or not 1 <= int(raw) <= 2**31:
         raise invalid(name, "must be a positive integer")
     return int(raw)
 

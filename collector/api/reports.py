@@ -22,13 +22,14 @@ from flask import Blueprint, Response, current_app, g, jsonify
 
 import estimators
 from client_sdk.errors import PayloadError
+from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism, mechanism_for
 
 from ..auth import rate_rule, require, too_many
 from ..db import get_storage
 from ..problems import Problem, invalid
 from ..storage import CampaignVersion, RateLimited, ReportGroup
-from .body import parse_json, read_body
+from .body import count_items, parse_json, read_body
 from .campaigns import today
 
 blueprint = Blueprint("reports", __name__)
@@ -36,6 +37,9 @@ logger = logging.getLogger("collector")
 
 REPORT_FIELDS = frozenset(("report_id", "campaign", "fingerprint", "payload"))
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+FINGERPRINT = re.compile(r"[0-9a-f]{32}")
+# JSON items (count_items) per report: a report has about 13 ([, {, ',' and ':'); the rest is headroom.
+ITEMS_PER_REPORT = 16
 _dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False).encode
 
 
@@ -53,6 +57,13 @@ class _Lookup:
         found = self.cache.get(key) or self.missing.get(key)
         if found is not None:
             return found
+        # Checked before any query: a lone surrogate cannot even be bound as an SQLite parameter.
+        if not NAME_PATTERN.fullmatch(name):
+            self.missing[key] = ("campaign", "must be a campaign name")
+            return self.missing[key]
+        if not FINGERPRINT.fullmatch(fingerprint):
+            self.missing[key] = ("fingerprint", "must be 32 lower-case hex digits")
+            return self.missing[key]
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:
@@ -69,7 +80,13 @@ class _Lookup:
 def ingest() -> Response:
     "Validate and store a batch of reports"
     config = current_app.config
-    body = parse_json(read_body(int(config["MAX_BODY_BYTES"])))
+    limit = int(config["MAX_BATCH_REPORTS"])
+    raw = read_body(int(config["MAX_BODY_BYTES"]))
+    max_items = ITEMS_PER_REPORT * (limit + 1)
+    if count_items(raw) > max_items:  # bounds the parsing work before json.loads builds anything
+        raise Problem(413, f"body holds more than {max_items} JSON items ({ITEMS_PER_REPORT} per report for at most "
+                           f"{limit} reports)", field="body")
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise invalid("body", 'must be a JSON object {"reports": [...]}')
     unknown = sorted(set(body) - {"reports"})
@@ -78,15 +95,13 @@ def ingest() -> Response:
     reports = body.get("reports")
     if not isinstance(reports, list) or not reports:
         raise invalid("reports", "must be a non-empty list of reports")
-    limit = int(config["MAX_BATCH_REPORTS"])
     if len(reports) > limit:
         raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
 
-    groups, rejected, duplicates = _validate(reports)
-    for group in groups:
-        group.payload_texts = [_dumps(p) for p in group.payloads]
-        spec = group.campaign.spec  # every payload passed check_payload in _validate: parse without checking again
-        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads, checked=True))
+    indexed_groups, rejected, duplicates = _validate(reports)
+    for group, indices in indexed_groups:
+        _aggregate(group, indices, rejected)
+    groups = [group for group, _ in indexed_groups if group.report_ids]
     try:
         result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
                                               now=time.time())
@@ -98,10 +113,10 @@ def ingest() -> Response:
                     "errors": rejected})
 
 
-def _validate(reports: list) -> tuple[list[ReportGroup], list[dict], int]:
-    "Groups of valid reports by campaign version, the rejections, and the in-batch duplicate count"
+def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int]:
+    "Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count"
     lookup = _Lookup()
-    groups: dict[tuple[str, str], ReportGroup] = {}
+    groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
     rejected: list[dict] = []
     seen: set[str] = set()
     duplicates = 0
@@ -136,12 +151,43 @@ def _validate(reports: list) -> tuple[list[ReportGroup], list[dict], int]:
             duplicates += 1
             continue
         seen.add(report_id)
-        group = groups.get((campaign.name, campaign.fingerprint))
-        if group is None:
-            group = groups[(campaign.name, campaign.fingerprint)] = ReportGroup(campaign, [], [], [])
-        group.report_ids.append(report_id)
-        group.payloads.append(payload)
+        entry = groups.get((campaign.name, campaign.fingerprint))
+        if entry is None:
+            entry = groups[(campaign.name, campaign.fingerprint)] = (ReportGroup(campaign, [], [], []), [])
+        entry[0].report_ids.append(report_id)
+        entry[0].payloads.append(payload)
+        entry[1].append(index)
     return list(groups.values()), rejected, duplicates
+
+
+def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> None:
+    """Serialise the group's payloads and compute its aggregate.
+
+    ``check_payload`` should have refused anything the aggregation cannot read; if it let one through, that
+    report (found by aggregating one report at a time) is rejected by name and the rest of the batch is kept."""
+    spec = group.campaign.spec
+    try:
+        group.payload_texts = [_dumps(p) for p in group.payloads]
+        # every payload passed check_payload in _validate: parse without checking again
+        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads, checked=True))
+        return
+    except Exception as exc:  # noqa: BLE001 (a malformed payload must never become a 500)
+        logger.warning("aggregating a batch raised %s; isolating the reports", type(exc).__name__)
+    keep = []
+    for position, payload in enumerate(group.payloads):
+        try:
+            _dumps(payload)
+            estimators.aggregate(spec, [payload])
+        except Exception:  # noqa: BLE001
+            rejected.append(_reject(indices[position], group.report_ids[position], "payload",
+                                    "cannot be read for this campaign"))
+        else:
+            keep.append(position)
+    group.report_ids = [group.report_ids[i] for i in keep]
+    group.payloads = [group.payloads[i] for i in keep]
+    group.payload_texts = [_dumps(p) for p in group.payloads]
+    group.aggregate = estimators.aggregate(spec, group.payloads) if group.payloads else None
+    rejected.sort(key=lambda error: error["index"])
 
 
 def _shape_error(index: int, report: Any) -> dict:

@@ -4,7 +4,8 @@ import warnings
 import pytest
 
 from client_sdk import PrivacyWarning, SpecError, load_spec
-from client_sdk.spec import resolve_auto
+from client_sdk.mechanisms import mechanism_from_spec
+from client_sdk.spec import MAX_EPSILON, MIN_EPSILON, NAME_PATTERN, Spec, resolve_auto
 
 
 def categorical(**overrides):
@@ -115,4 +116,63 @@ def test_basic_rappor_candidates_are_part_of_the_fingerprint():
     reordered = {**base, "candidates": ["c", "b", "a"]}
     assert load_spec(base).fingerprint != load_spec(reordered).fingerprint
     bloom = {"name": "home", "mechanism": "rappor", "rappor": {"k": 16}}
-    assert load_spec(bloom).fingerprint == load_spec({**bloom, "candidates": ["x"]}).fingerprint
+    # Bloom RAPPOR decodes against its candidates: a changed list is a new version (issue 8, item 4)
+    fingerprints = {load_spec(bloom).fingerprint, load_spec({**bloom, "candidates": ["x"]}).fingerprint,
+                    load_spec({**bloom, "candidates": ["x", "y"]}).fingerprint}
+    assert len(fingerprints) == 3
+
+
+# -- issue 8, items 3 and 4: bounded epsilon, ranges and names ------------------------------------------------------
+ORACLE_SIZES = [(m, d) for m in ("grr", "sue", "oue", "olh", "hadamard") for d in (2, 4096, 1 << 20)
+                if m not in ("sue", "oue") or d <= 4096]  # d-bit reports: unary encodings up to 4096
+
+
+@pytest.mark.parametrize("epsilon", [MIN_EPSILON, MAX_EPSILON])
+@pytest.mark.parametrize("mechanism, d", ORACLE_SIZES)
+def test_every_oracle_stays_random_at_the_epsilon_bounds(epsilon, mechanism, d):
+    "0 < q* < p* < 1 after quantization, so no report is deterministic and every variance is finite"
+    spec = Spec(name="x", mechanism=mechanism, epsilon=epsilon, domain=tuple(range(d)))
+    oracle = mechanism_from_spec(spec)
+    assert 0 < oracle.q_star < oracle.p_star < 1
+    assert 0 < oracle.variance_factor < float("inf")
+    if mechanism == "olh":
+        assert oracle.g < 2**32  # products of two hash values below g fit uint64 (OLH overflows from eps 22.2)
+    oracle.check_payload(oracle.perturb(d - 1))
+
+
+@pytest.mark.parametrize("epsilon", [MIN_EPSILON, MAX_EPSILON])
+@pytest.mark.parametrize("mechanism", ["laplace", "duchi", "piecewise", "hybrid"])
+def test_every_numeric_mechanism_is_finite_at_the_epsilon_bounds(epsilon, mechanism):
+    numeric = mechanism_from_spec(Spec(name="x", mechanism=mechanism, epsilon=epsilon, range=(-1e15, 1e15)))
+    assert 0 < numeric.worst_case_variance() < float("inf")
+    for value in (-1e15, 0.0, 1e15):
+        numeric.check_payload(numeric.perturb(value))
+
+
+@pytest.mark.parametrize("epsilon", [1e-320, 0.0099, 20.0001, 36.75, 800, 1e308, 10**400])
+def test_epsilon_outside_the_documented_range_is_refused(epsilon):
+    with pytest.raises(SpecError) as info:
+        load_spec(categorical(epsilon=epsilon))
+    assert info.value.field == "epsilon" and str(MAX_EPSILON) in info.value.reason
+
+
+@pytest.mark.parametrize("value_range", [[-1e308, 1e308], [0, 10**400], [0, 1e-12], [-2e15, 0]])
+def test_ranges_must_be_finite_and_bounded(value_range):
+    with pytest.raises(SpecError) as info:
+        load_spec({"name": "n", "mechanism": "laplace", "epsilon": 1, "range": value_range})
+    assert info.value.field == "range"
+
+
+@pytest.mark.parametrize("name", ["g\n", "g\r", "\ng", "g\x00", "g" * 65, "g\u0660"])
+def test_names_are_matched_in_full(name):
+    assert NAME_PATTERN.fullmatch(name) is None
+    with pytest.raises(SpecError) as info:
+        load_spec(categorical(name=name))
+    assert info.value.field == "name"
+
+
+@pytest.mark.parametrize("domain", [["a", "\ud800"], ["a", 2**63], ["a", -(2**63) - 1]])
+def test_domain_entries_must_be_storable(domain):
+    with pytest.raises(SpecError) as info:
+        load_spec(categorical(domain=domain))
+    assert info.value.field == "domain"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from collector import create_app
@@ -29,7 +31,15 @@ def test_only_the_hash_of_a_key_is_stored(db_path, keys):
     assert keys["admin"] not in dump and keys["ingest"] not in dump
 
 
-def test_rate_limit_answers_429_with_retry_after_and_stores_nothing(db_path):
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    "Tokens come back in 10-second steps: keep the test inside one window whenever it runs"
+    fake = types.SimpleNamespace(time=lambda: 1_700_000_001.5)
+    monkeypatch.setattr("collector.auth.time", fake)
+    monkeypatch.setattr("collector.api.reports.time", fake)
+
+
+def test_rate_limit_answers_429_with_retry_after_and_stores_nothing(db_path, frozen_clock):
     app = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.5, "RATE_BURST": 2})
     with Storage(db_path) as storage:
         key, _ = storage.create_key("admin", "2024-01-01")
@@ -46,7 +56,7 @@ def test_rate_limit_answers_429_with_retry_after_and_stores_nothing(db_path):
     assert table_counts(db_path) == before
 
 
-def test_rate_limit_is_shared_by_app_instances_over_one_database(db_path):
+def test_rate_limit_is_shared_by_app_instances_over_one_database(db_path, frozen_clock):
     "Two apps stand for two gunicorn workers: the bucket lives in the database"
     first = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.1, "RATE_BURST": 2})
     second = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.1, "RATE_BURST": 2})

@@ -89,8 +89,10 @@ def test_malformed_json_and_deep_nesting_are_400(http, keys, campaign):
     headers = {**bearer(keys["ingest"]), "Content-Type": "application/json"}
     assert http.post("/v1/reports", data=b"{not json", headers=headers).status_code == 400
     assert http.post("/v1/reports", data=b"\xff\xfe", headers=headers).status_code == 400
-    deep = b'{"reports": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    deep = b'{"reports": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"  # within the item limit: the parser refuses it
     assert http.post("/v1/reports", data=deep, headers=headers).status_code == 400
+    deeper = b'{"reports": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"  # over the item limit: refused unparsed
+    assert http.post("/v1/reports", data=deeper, headers=headers).status_code == 413
 
 
 def test_wrong_content_type_and_encoding_are_415(http, keys, campaign):
