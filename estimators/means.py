@@ -4,7 +4,10 @@ Each report's payload maps to an unbiased value Z of t = 2 (v - low)/(high - low
 ``client_sdk.mechanisms.numeric``).  From the aggregate's sums of Z and Z^2:
 
 * mean of t     m = sum Z / n,     mapped back: low + (m + 1)(high - low)/2
-* standard err  SE = sd(Z) / sqrt(n) (sample standard deviation; REFERENCE.md section 3), times (high - low)/2
+* standard err  SE = sd(Z) / sqrt(n) (sample standard deviation of the unbiased values), times (high - low)/2.
+                Duchi's Z is +-C, so for iid users Var(Z) = C^2 - E[t]^2 exactly (Duchi, Jordan, Wainwright 2013):
+                its variance is the larger of the sample variance and C^2 - m^2 at the estimate m clipped to
+                [-1, 1], so n equal codes (m = +-C) do not give SE = 0
 * interval      mean +- z SE
 """
 
@@ -12,9 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
-
-from scipy import stats
 
 from client_sdk.mechanisms import mechanism_from_spec
 from client_sdk.mechanisms.numeric import GRID, PM_CELLS, Duchi, Hybrid, Piecewise
@@ -89,13 +91,16 @@ def estimate_mean(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
     half_width = (high - low) / 2
     total, squares = unbiased_sums(spec, aggregate)
     mean_t = total / n
+    mechanism = mechanism_from_spec(spec)
     if n > 1:
         variance = max(squares - n * mean_t**2, 0.0) / (n - 1)
     else:  # one report has no sample variance: use the mechanism's worst case
-        variance = mechanism_from_spec(spec).worst_case_variance()  # type: ignore[attr-defined]
+        variance = mechanism.worst_case_variance()  # type: ignore[attr-defined]
+    if isinstance(mechanism, Duchi):
+        variance = max(variance, mechanism.variance(min(max(mean_t, -1.0), 1.0)))
     std_error = math.sqrt(variance / n) * half_width
     mean = low + (mean_t + 1) * half_width
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     central = central_block(
         sensitivity=(high - low) / n, epsilon=spec.epsilon, confidence=confidence,
         delta=delta if delta is not None else spec.delta, ldp_std_error=std_error, neighbouring=NEIGHBOURING_MEAN,
