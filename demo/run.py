@@ -299,11 +299,14 @@ def _progress(factory: Callable[[int, str], Any] | None, total: int, label: str)
 
 def format_summary(result: DemoResult, top: int = 4) -> str:
     "The per-campaign summary the command prints: estimate against truth, interval, LDP/central ratio"
+    from estimators.report.model import ratio_text
+
     path = "the simulator and the batch API" if result.mode == "bulk" else "the SDK over HTTP"
     lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s.", ""]
     for campaign in result.campaigns:
         epsilon = f"{campaign.epsilon:.3g}" if campaign.epsilon is not None else "?"
-        ratio = f", LDP/central ratio {campaign.ldp_to_central_ratio:,.0f}" if campaign.ldp_to_central_ratio else ""
+        ratio = (f", LDP/central ratio {ratio_text(campaign.ldp_to_central_ratio)}"
+                 if campaign.ldp_to_central_ratio else "")
         n = f"{campaign.n:,}" if campaign.n is not None else "?"
         lines.append(f"{campaign.name} ({campaign.mechanism}, epsilon {epsilon}, n {n}{ratio})")
         if campaign.note:

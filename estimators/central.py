@@ -1,6 +1,6 @@
 """What a trusted curator would get at the same epsilon: the central-DP baselines.
 
-Neighbouring relations (REFERENCE.md section 4):
+Neighbouring relations (Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, ch. 2-3):
 
 * Frequencies: add or remove one person.  The histogram then has L1 and L2 sensitivity 1, so each count gets
   Laplace noise of scale 1/eps (standard error sqrt(2)/eps) and the fraction c/n an error n times smaller.
@@ -10,7 +10,7 @@ Neighbouring relations (REFERENCE.md section 4):
 Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006): noise Lap(b) with b = sensitivity/eps; standard error
 sqrt(2) b; the central interval holding ``confidence`` of the noise is +- b ln(1/(1 - confidence)).
 ``ldp_to_central_ratio`` divides the LDP standard error (for frequencies, the mean of the per-value standard
-errors) by the central Laplace standard error; it grows as sqrt(n) (REFERENCE.md section 4).
+errors) by the central Laplace standard error; it grows as sqrt(n) (docs/mechanisms.md, "Central DP baselines").
 
 Gaussian mechanism, calibrated exactly for any eps with the analytic Gaussian mechanism (Balle & Wang, ICML 2018):
 the smallest sigma with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.

@@ -2,8 +2,9 @@
 
 Frequencies use the fixed-data variance of Wang et al. (2017) for a value of true frequency f:
 ``Var = [q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)] / n`` (f = 0 by default: the rare values).
-Means use the mechanism's worst-case per-report variance over the range (REFERENCE.md section 3), scaled from
-[-1, 1] to [low, high].  The central-DP column is the Laplace mechanism at the same epsilon (``central``).
+Means use the mechanism's worst-case per-report variance over the range (N. Wang et al., ICDE 2019; see
+docs/mechanisms.md), scaled from [-1, 1] to [low, high].  The central-DP column is the Laplace mechanism at the
+same epsilon (``central``).
 """
 
 from __future__ import annotations

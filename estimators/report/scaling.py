@@ -1,8 +1,8 @@
 """The numbers behind the sqrt(n) plot: CI half-width against n under local and central DP, by formula and by
 simulation.
 
-Frequencies (REFERENCE.md sections 1 and 4), for users drawn from the campaign's estimated distribution f
-(Norm-Sub) and r_v = q* + f_v (p* - q*):
+Frequencies (Wang et al., USENIX Security 2017; Dwork et al., TCC 2006), for users drawn from the campaign's
+estimated distribution f (Norm-Sub) and r_v = q* + f_v (p* - q*):
 
 * local DP    z sqrt(mean_v r_v (1 - r_v) / n) / (p* - q*)     slope -1/2 on a log-log plot
 * central DP  ln(1 / (1 - confidence)) / (eps n)                 Laplace on a count of sensitivity 1, slope -1

@@ -8,7 +8,7 @@ from estimators.postprocess import base_cut, norm_sub
 
 
 def test_laplace_baseline_of_a_count():
-    "REFERENCE.md section 4: count variance 2/eps^2, 95% CI +- ln(20)/eps"
+    "Dwork et al. 2006: count variance 2/eps^2, 95% CI +- ln(20)/eps"
     baseline = laplace_baseline(1.0, 0.5, 0.95)
     assert math.isclose(baseline["std_error"] ** 2, 2 / 0.25)
     assert math.isclose(baseline["ci_halfwidth"], math.log(20) / 0.5)
@@ -26,7 +26,7 @@ def test_analytic_gaussian_is_tight_and_below_the_classical_bound(epsilon, delta
 
 
 def test_reference_gaussian_count_figure():
-    "REFERENCE.md section 9: at eps=1, delta=1e-6 a count's central Gaussian sd is about 5.3 (classical bound)"
+    "Dwork & Roth 2014, Theorem A.1: at eps=1, delta=1e-6 a count's central Gaussian sd is about 5.3 (classical bound)"
     classical = math.sqrt(2 * math.log(1.25 / 1e-6)) / 1.0
     assert abs(classical - 5.3) < 0.05
     assert analytic_gaussian_sigma(1.0, 1.0, 1e-6) < classical

@@ -114,7 +114,7 @@ def test_sdk_path_estimates_the_truth(mechanism):
 
 
 def test_worst_case_variances_match_the_reference():
-    "REFERENCE.md section 3: eps=1: Laplace 8, Duchi 4.68, PM 5.22, HM 4.29; eps=4: 0.5, 1.08, 0.24, 0.22"
+    "N. Wang et al. (ICDE 2019): eps=1: Laplace 8, Duchi 4.68, PM 5.22, HM 4.29; eps=4: 0.5, 1.08, 0.24, 0.22"
     expected = {1.0: [8, 4.68, 5.22, 4.29], 4.0: [0.5, 1.08, 0.24, 0.22]}
     for epsilon, values in expected.items():
         for mechanism, value in zip(MECHANISMS, values):
