@@ -210,7 +210,7 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
     from dataclasses import replace
 
     from estimators.report import json_report, render_html, render_markdown, report_plots
-    from ldp_telemetry.cli.report import ReportError, report_data_from_url
+    from estimators.report.source import SourceError, report_data_from_url
 
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []
@@ -218,7 +218,7 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
         truth = campaign.truth(population[campaign.name])
         try:
             data = replace(report_data_from_url(url, admin_key, campaign.name), truth=truth)
-        except ReportError as exc:
+        except SourceError as exc:
             summaries.append(CampaignSummary(campaign.name, str(campaign.spec["mechanism"]), None, None, None,
                                              note=str(exc)))
             continue

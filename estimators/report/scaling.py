@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 
 from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
@@ -85,7 +85,7 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
     truth = _estimated_distribution(result, spec.domain_size)
     r = q + truth * (p - q)
     per_report_sd = math.sqrt(float(np.mean(r * (1 - r)))) / (p - q)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     laplace_quantile = math.log(1 / (1 - confidence))
     n = _grid(n_now)
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
@@ -110,7 +110,7 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     from ..frequency import estimate_frequencies
     from ..simulate import simulate
 
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
@@ -159,7 +159,7 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
 
     low, high = spec.range  # type: ignore[misc]
     value = min(max(float(result.get("mean_clamped", result.get("mean", low))), low), high)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
         trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))

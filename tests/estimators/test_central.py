@@ -74,3 +74,19 @@ def test_norm_sub_projects_onto_the_simplex():
 def test_base_cut_zeroes_what_is_not_significant():
     cut = base_cut([0.5, 0.01, -0.02], [0.01, 0.01, 0.01])
     assert cut.tolist() == [0.5, 0.0, 0.0]
+
+
+def test_analytic_gaussian_matches_scipy_root_finding():
+    "The stdlib bisection (no scipy at import) against scipy's brentq on the same equation, to 1e-9 relative"
+    import math
+
+    from scipy import optimize, stats
+
+    from estimators.central import analytic_gaussian_sigma
+
+    for sensitivity, epsilon, delta in [(1.0, 1.0, 1e-6), (1e-3, 0.1, 1e-9), (5.0, 8.0, 1e-5), (1.0, 0.01, 1e-12)]:
+        def excess(s, d=sensitivity, e=epsilon, t=delta):
+            return stats.norm.cdf(d / (2 * s) - e * s / d) - math.exp(e) * stats.norm.cdf(-d / (2 * s) - e * s / d) - t
+
+        expected = optimize.brentq(excess, 1e-6 * sensitivity, 1e4 * sensitivity, xtol=1e-14 * sensitivity)
+        assert analytic_gaussian_sigma(sensitivity, epsilon, delta) == pytest.approx(expected, rel=1e-9)
