@@ -179,3 +179,29 @@ def test_support_count_of_zero_or_n_has_positive_standard_error():
     assert np.all(result.std_errors > 0)
     assert np.all(result.ci_high - result.ci_low > 0)
     assert result.ci_low[1] < 0 < result.ci_high[1]
+
+
+def test_aggregate_of_another_spec_is_refused():
+    "The fingerprint check: an aggregate made under epsilon 1 must not be de-biased with epsilon 2's p* and q*"
+    from estimators import AggregateMismatch
+
+    spec = load_spec({"name": "t", "mechanism": "oue", "epsilon": 1.0, "domain": list(range(D))})
+    other = load_spec({"name": "t", "mechanism": "oue", "epsilon": 2.0, "domain": list(range(D))})
+    made = aggregate(spec, simulate(spec, fixed_population(), np.random.default_rng(5)))
+    with pytest.raises(AggregateMismatch):
+        estimate_aggregate(other, made)
+
+
+def test_base_cut_threshold_is_bonferroni_over_the_domain():
+    "Base-Cut zeroes estimates below Phi^-1(1 - alpha/d) standard errors (T. Wang et al. 2020), not Phi^-1(1 - alpha)"
+    from statistics import NormalDist
+
+    from estimators.postprocess import base_cut, base_cut_z
+
+    d = 50
+    z_bonferroni, z_single = NormalDist().inv_cdf(1 - 0.05 / d), NormalDist().inv_cdf(1 - 0.05)
+    assert base_cut_z(d) == pytest.approx(z_bonferroni)
+    between = (z_single + z_bonferroni) / 2  # significant alone, not after the correction for d values
+    estimates = np.full(d, between * 0.01)
+    assert np.all(base_cut(estimates, np.full(d, 0.01)) == 0)
+    assert np.all(base_cut(estimates * 2, np.full(d, 0.01)) == estimates * 2)
