@@ -1,7 +1,7 @@
 """The on-device privacy ledger: how much epsilon each campaign has spent here, and how often it may report.
 
 Spending adds up by basic composition: k reports under epsilon cost k * epsilon for a value that does not change
-(REFERENCE.md; averaging attacks are why a device must cap its reports).  A :class:`ReportPolicy` per campaign
+(Dwork & Roth 2014; averaging attacks are why a device must cap its reports).  A :class:`ReportPolicy` per campaign
 caps reports per period (by default one per UTC day) and, optionally, the total epsilon; ``record`` refuses
 reports beyond it before anything is drawn or queued.
 """

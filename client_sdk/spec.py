@@ -9,7 +9,7 @@ A spec is plain JSON, for example::
 
 ``Spec.from_dict`` validates every field and raises :class:`~client_sdk.errors.SpecError` naming the field and
 the allowed values.  ``mechanism: "auto"`` is resolved here to the oracle with the lowest variance for the
-domain size and epsilon (REFERENCE.md section 1) and the resolved name is what the spec holds afterwards.
+domain size and epsilon (Wang et al., USENIX Security 2017) and the resolved name is what the spec holds afterwards.
 
 The fingerprint is the SHA-256 of the canonical JSON of every field that changes what a report means (name,
 mechanism, epsilon, domain, catch-all, range, RAPPOR parameters, and the candidates of basic RAPPOR, where they

@@ -210,7 +210,7 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
     from dataclasses import replace
 
     from estimators.report import json_report, render_html, render_markdown, report_plots
-    from ldp_telemetry.cli.report import ReportError, report_data_from_url
+    from estimators.report.source import SourceError, report_data_from_url
 
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []
@@ -218,7 +218,7 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
         truth = campaign.truth(population[campaign.name])
         try:
             data = replace(report_data_from_url(url, admin_key, campaign.name), truth=truth)
-        except ReportError as exc:
+        except SourceError as exc:
             summaries.append(CampaignSummary(campaign.name, str(campaign.spec["mechanism"]), None, None, None,
                                              note=str(exc)))
             continue
@@ -299,11 +299,14 @@ def _progress(factory: Callable[[int, str], Any] | None, total: int, label: str)
 
 def format_summary(result: DemoResult, top: int = 4) -> str:
     "The per-campaign summary the command prints: estimate against truth, interval, LDP/central ratio"
+    from estimators.report.model import ratio_text
+
     path = "the simulator and the batch API" if result.mode == "bulk" else "the SDK over HTTP"
     lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s.", ""]
     for campaign in result.campaigns:
         epsilon = f"{campaign.epsilon:.3g}" if campaign.epsilon is not None else "?"
-        ratio = f", LDP/central ratio {campaign.ldp_to_central_ratio:,.0f}" if campaign.ldp_to_central_ratio else ""
+        ratio = (f", LDP/central ratio {ratio_text(campaign.ldp_to_central_ratio)}"
+                 if campaign.ldp_to_central_ratio else "")
         n = f"{campaign.n:,}" if campaign.n is not None else "?"
         lines.append(f"{campaign.name} ({campaign.mechanism}, epsilon {epsilon}, n {n}{ratio})")
         if campaign.note:

@@ -1,6 +1,6 @@
 """What a trusted curator would get at the same epsilon: the central-DP baselines.
 
-Neighbouring relations (REFERENCE.md section 4):
+Neighbouring relations (Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, ch. 2-3):
 
 * Frequencies: add or remove one person.  The histogram then has L1 and L2 sensitivity 1, so each count gets
   Laplace noise of scale 1/eps (standard error sqrt(2)/eps) and the fraction c/n an error n times smaller.
@@ -10,7 +10,7 @@ Neighbouring relations (REFERENCE.md section 4):
 Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006): noise Lap(b) with b = sensitivity/eps; standard error
 sqrt(2) b; the central interval holding ``confidence`` of the noise is +- b ln(1/(1 - confidence)).
 ``ldp_to_central_ratio`` divides the LDP standard error (for frequencies, the mean of the per-value standard
-errors) by the central Laplace standard error; it grows as sqrt(n) (REFERENCE.md section 4).
+errors) by the central Laplace standard error; it grows as sqrt(n) (docs/mechanisms.md, "Central DP baselines").
 
 Gaussian mechanism, calibrated exactly for any eps with the analytic Gaussian mechanism (Balle & Wang, ICML 2018):
 the smallest sigma with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
@@ -19,8 +19,7 @@ the smallest sigma with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= 
 from __future__ import annotations
 
 import math
-
-from scipy import optimize, stats
+from statistics import NormalDist
 
 NEIGHBOURING_FREQUENCY = "add/remove one person: histogram L1 = L2 sensitivity 1"
 NEIGHBOURING_MEAN = "replace one person's value, n public: mean sensitivity (high - low) / n"
@@ -37,7 +36,7 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     def excess(sigma: float) -> float:
         a = sensitivity / (2 * sigma)
         b = epsilon * sigma / sensitivity
-        return stats.norm.cdf(a - b) - math.exp(epsilon) * stats.norm.cdf(-a - b) - delta
+        return normal_cdf(a - b) - math.exp(epsilon) * normal_cdf(-a - b) - delta
 
     high = sensitivity
     while excess(high) > 0:
@@ -45,12 +44,24 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     low = high / 2
     while excess(low) <= 0 and low > 1e-12 * sensitivity:
         low /= 2
-    return optimize.brentq(excess, low, high, xtol=1e-12 * sensitivity, rtol=1e-12)
+    # bisection: excess falls as sigma grows; stop at a relative width of 1e-12
+    while high - low > 1e-12 * high:
+        middle = (low + high) / 2
+        if excess(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def normal_cdf(x: float) -> float:
+    "Phi(x) through erfc, accurate in the lower tail where 1 + erf(x) would cancel"
+    return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
 def gaussian_baseline(sensitivity: float, epsilon: float, delta: float, confidence: float) -> dict:
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return {"sigma": sigma, "std_error": sigma, "ci_halfwidth": z * sigma, "delta": delta,
             "calibration": "analytic Gaussian mechanism (Balle & Wang 2018)"}
 

@@ -4,8 +4,13 @@ A report supports value v with probability p* when the truth is v and q* otherwi
 ``support(v)`` the number of supporting reports among n and r = support(v)/n:
 
 * unbiased fraction  f(v) = (r - q*) / (p* - q*),  count n f(v)
-* standard error     SE = sqrt(r (1 - r) / n) / (p* - q*)   (users as a sample; REFERENCE.md section 1)
-* interval           f(v) +- z SE, z the normal quantile for ``confidence``
+* standard error     SE = sqrt(pi (1 - pi) / n) / (p* - q*), users as a sample (Wang et al. 2017, section 4),
+                     with pi = clip(r, q*, p*) the support probability at the estimate clipped to [0, 1]: a
+                     support count of 0 or n does not give SE = 0
+* interval           the Wilson score interval for the support probability (Wilson 1927; Agresti & Coull 1998,
+                     "Approximate is better than exact"), mapped through f = (pi - q*)/(p* - q*).  It has
+                     positive width at r = 0 and r = 1, and near-nominal coverage when n q* is small (a few
+                     expected supports), where the normal interval f +- z SE undercovers; for large n the two agree.
 
 Support counts come from the aggregate: the reported-index histogram (GRR), the bit counts (SUE, OUE), the
 per-value support counts (OLH), and for Hadamard n/2 + WHT(S)/2 with S the per-column signed sums, decoded by a
@@ -15,10 +20,10 @@ fast Walsh-Hadamard transform in O(n + d log d).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats
 
 from client_sdk.mechanisms import CategoricalMechanism
 from client_sdk.spec import Spec
@@ -76,6 +81,20 @@ def support_counts(spec: Spec, aggregate: Aggregate) -> np.ndarray:
     return oracle.support_counts(aggregate.n, aggregate.counts)
 
 
+def support_std_errors(r: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
+    "Standard errors of the frequencies: the mechanism's variance at the estimate clipped to [0, 1]"
+    support = np.clip(r, min(p, q), max(p, q))
+    return np.sqrt(support * (1 - support) / n) / (p - q)
+
+
+def wilson_interval(r: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
+    "The Wilson score interval for binomial proportions r out of n trials (Wilson 1927)"
+    shrink = 1 + z * z / n
+    centre = (r + z * z / (2 * n)) / shrink
+    half_width = z / shrink * np.sqrt(np.clip(r * (1 - r), 0.0, None) / n + z * z / (4 * n * n))
+    return centre - half_width, centre + half_width
+
+
 def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
                          delta: float | None = None) -> FrequencyEstimate:
     "Unbiased frequencies with standard errors, intervals, Norm-Sub and Base-Cut, and the central-DP baseline"
@@ -87,8 +106,9 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     p, q = mechanism.p_star, mechanism.q_star
     r = support_counts(spec, aggregate) / n
     estimates = (r - q) / (p - q)
-    std_errors = np.sqrt(np.clip(r * (1 - r), 0.0, None) / n) / (p - q)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    std_errors = support_std_errors(r, n, p, q)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    support_low, support_high = wilson_interval(r, n, z)
     central = central_block(
         sensitivity=1.0 / n, epsilon=spec.epsilon, confidence=confidence,
         delta=delta if delta is not None else spec.delta, ldp_std_error=float(np.mean(std_errors)),
@@ -96,6 +116,6 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     )
     return FrequencyEstimate(
         spec=spec, n=n, confidence=confidence, estimates=estimates, std_errors=std_errors,
-        ci_low=estimates - z * std_errors, ci_high=estimates + z * std_errors,
+        ci_low=(support_low - q) / (p - q), ci_high=(support_high - q) / (p - q),
         norm_sub=norm_sub(estimates), base_cut=base_cut(estimates, std_errors), central_dp=central,
     )

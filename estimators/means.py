@@ -4,7 +4,10 @@ Each report's payload maps to an unbiased value Z of t = 2 (v - low)/(high - low
 ``estimators.mechanisms.numeric``).  From the aggregate's sums of Z and Z^2:
 
 * mean of t     m = sum Z / n,     mapped back: low + (m + 1)(high - low)/2
-* standard err  SE = sd(Z) / sqrt(n) (sample standard deviation; REFERENCE.md section 3), times (high - low)/2
+* standard err  SE = sd(Z) / sqrt(n) (sample standard deviation of the unbiased values), times (high - low)/2.
+                Duchi's Z is +-C, so for iid users Var(Z) = C^2 - E[t]^2 exactly (Duchi, Jordan, Wainwright 2013):
+                its variance is the larger of the sample variance and C^2 - m^2 at the estimate m clipped to
+                [-1, 1], so n equal codes (m = +-C) do not give SE = 0
 * interval      mean +- z SE
 """
 
@@ -12,10 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from scipy import stats
-
+from client_sdk.mechanisms.numeric import Duchi
 from client_sdk.spec import Spec
 
 from .central import NEIGHBOURING_MEAN, central_block
@@ -66,13 +69,16 @@ def estimate_mean(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
     half_width = (high - low) / 2
     total, squares = unbiased_sums(spec, aggregate)
     mean_t = total / n
+    entry: Any = mechanism_for(spec)  # an estimators.mechanisms.numeric.MeanMechanism
     if n > 1:
         variance = max(squares - n * mean_t**2, 0.0) / (n - 1)
     else:  # one report has no sample variance: use the mechanism's worst case
-        variance = mechanism_for(spec).variance()
+        variance = entry.variance()
+    if isinstance(entry.device, Duchi):  # never below Duchi's model variance at the (clipped) estimate
+        variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))
     std_error = math.sqrt(variance / n) * half_width
     mean = low + (mean_t + 1) * half_width
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     central = central_block(
         sensitivity=(high - low) / n, epsilon=spec.epsilon, confidence=confidence,
         delta=delta if delta is not None else spec.delta, ldp_std_error=std_error, neighbouring=NEIGHBOURING_MEAN,

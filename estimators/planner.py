@@ -2,16 +2,16 @@
 
 Frequencies use the fixed-data variance of Wang et al. (2017) for a value of true frequency f:
 ``Var = [q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)] / n`` (f = 0 by default: the rare values).
-Means use the mechanism's worst-case per-report variance over the range (REFERENCE.md section 3), scaled from
-[-1, 1] to [low, high].  The central-DP column is the Laplace mechanism at the same epsilon (``central``).
+Means use the mechanism's worst-case per-report variance over the range (N. Wang et al., ICDE 2019; see
+docs/mechanisms.md), scaled from [-1, 1] to [low, high].  The central-DP column is the Laplace mechanism at the
+same epsilon (``central``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-
-from scipy import stats
+from statistics import NormalDist
 
 from client_sdk.mechanisms import CategoricalMechanism, NumericMechanism, mechanism_from_spec
 from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS, Spec, load_spec
@@ -77,7 +77,7 @@ def n_for_halfwidth(mechanism: str, epsilon: float, halfwidth: float, *, confide
     "The smallest n whose CI half-width (z SE) is at most ``halfwidth``"
     if halfwidth <= 0:
         raise ValueError("halfwidth must be positive")
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     variance = per_report_variance(mechanism, epsilon, domain_size=domain_size, value_range=value_range,
                                    frequency=frequency)
     return max(1, math.ceil(variance * (z / halfwidth) ** 2))
@@ -89,7 +89,7 @@ def plan(mechanism: str, epsilon: float, n: int, *, domain_size: int | None = No
     "Expected error of ``mechanism`` against the central Laplace baseline at the same epsilon"
     resolved = _spec(mechanism, epsilon, domain_size, value_range).mechanism
     std_error = expected_std_error(resolved, epsilon, n, domain_size=domain_size, value_range=value_range)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     if resolved in NUMERIC_MECHANISMS:
         low, high = value_range or (-1.0, 1.0)
         sensitivity = (high - low) / n

@@ -12,8 +12,9 @@ estimates, never in their place.
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy import stats
 
 
 def norm_sub(estimates: np.ndarray, total: float = 1.0) -> np.ndarray:
@@ -40,4 +41,4 @@ def base_cut(estimates: np.ndarray, std_errors: np.ndarray, alpha: float = 0.05)
 
 
 def base_cut_z(domain_size: int, alpha: float = 0.05) -> float:
-    return float(stats.norm.ppf(1 - alpha / domain_size))
+    return NormalDist().inv_cdf(1 - alpha / domain_size)

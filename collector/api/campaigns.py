@@ -8,15 +8,14 @@ admin) so anonymous scanners cannot enumerate what is measured; devices hold an 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import warnings
-from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 import estimators
 from client_sdk.errors import PrivacyWarning, SpecError
 from client_sdk.spec import NAME_PATTERN
+from estimators.report.source import window_estimate
 
 from ..auth import require
 from ..db import get_storage
@@ -150,22 +149,10 @@ def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confid
                            "(a new version)", slug="candidates-required", title="Candidates required",
                       field="candidates")
     try:
-        result = estimators.estimate_aggregate(campaign.spec, aggregate, confidence=confidence)
+        return window_estimate(campaign.spec, aggregate, confidence)
     except estimators.NoReports:
         raise Problem(404, f"campaign {campaign.name!r} version {campaign.version} has no reports in this window",
                       slug="no-reports", title="No reports", field="since") from None
-    return _finite(result.to_dict())
-
-
-def _finite(value: Any) -> Any:
-    "JSON has no NaN or infinity: they become null"
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _find(name: str, version: int | None) -> CampaignVersion:

@@ -1,18 +1,33 @@
 """Reports of one campaign's estimate: a terminal table, Markdown, a self-contained HTML page and JSON.
 
-Pure rendering: the caller fetches the estimate (from storage or over HTTP) and passes a :class:`ReportData`.
+Rendering is pure: :mod:`estimators.report.source` fetches the estimate (from a collector's database or over
+HTTP) into a :class:`ReportData`, and the renderers turn it into text.  The figures need matplotlib, which takes a
+third of a second to import, so the HTML, Markdown and plot modules load on first use: a table or JSON report
+never imports it.
 """
 
 from __future__ import annotations
 
-from .html import render_html
+import importlib
+from typing import Any
+
 from .json_report import json_report, render_json
-from .markdown import MarkdownReport, render_markdown
 from .model import SCHEMA_VERSION, DailyResult, ReportData, ValueRow, value_rows
-from .plots import Plot, report_plots
 from .table import render_table
 
 FORMATS = ("table", "json", "markdown", "html")
+
+_LAZY = {
+    "render_html": ".html", "MarkdownReport": ".markdown", "render_markdown": ".markdown", "Plot": ".plots",
+    "report_plots": ".plots",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FORMATS", "SCHEMA_VERSION", "DailyResult", "MarkdownReport", "Plot", "ReportData", "ValueRow", "json_report",

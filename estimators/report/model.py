@@ -129,13 +129,24 @@ def is_mean(result: dict) -> bool:
     return result.get("kind") == "mean" or ("mean" in result and not value_rows(result))
 
 
+RATIO_DEFINITION = "local-DP standard error over central DP's, Laplace, same epsilon"
+
+
 def ldp_to_central_ratio(result: dict) -> float | None:
-    "How many times wider the local-DP error is than central DP's at the same epsilon"
+    """How many times larger the local-DP standard error is than central DP's (Laplace) at the same epsilon.
+
+    The one definition every format states (``central_dp.ldp_to_central_ratio``, see ``estimators.central``);
+    the header, the figure caption and the demo's summary all print this number through :func:`ratio_text`."""
     central = result.get("central_dp")
     if not isinstance(central, dict):
         return None
     ratio = central.get("ldp_to_central_ratio")
     return float(ratio) if _is_number(ratio) else None
+
+
+def ratio_text(ratio: float) -> str:
+    "The LDP/central ratio as every format prints it"
+    return f"{ratio:,.1f}"
 
 
 def central_halfwidth(result: dict) -> float | None:

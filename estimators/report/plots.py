@@ -18,6 +18,7 @@ from matplotlib.patches import Patch
 
 from .model import (
     NOT_DISTINGUISHABLE,
+    RATIO_DEFINITION,
     DailyResult,
     ReportData,
     central_halfwidth,
@@ -25,6 +26,8 @@ from .model import (
     epsilon_text,
     format_number,
     is_mean,
+    ldp_to_central_ratio,
+    ratio_text,
     report_count,
     value_rows,
 )
@@ -108,12 +111,14 @@ def _frequency_caption(result: dict, shown: int) -> str:
     parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
     if len(rows) > shown:
         parts[0] += f" (the {shown} largest of {len(rows)} values)"
+    ratio = ldp_to_central_ratio(result)
     if widths and central is not None:
         ldp = sum(widths) / len(widths)
         parts.append(
             f"Beside each bar, in red, the interval central DP would give at the same ε: ±{format_number(central)} "
-            f"against ±{format_number(ldp)} locally ({ldp / central:,.0f} times narrower), so it is usually "
-            "invisible at this scale")
+            f"against ±{format_number(ldp)} locally, so it is usually invisible at this scale")
+        if ratio is not None:
+            parts.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
     if any(r.includes_zero for r in rows):
         parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
     return ". ".join(parts) + "."

@@ -1,8 +1,8 @@
 """The numbers behind the sqrt(n) plot: CI half-width against n under local and central DP, by formula and by
 simulation.
 
-Frequencies (REFERENCE.md sections 1 and 4), for users drawn from the campaign's estimated distribution f
-(Norm-Sub) and r_v = q* + f_v (p* - q*):
+Frequencies (Wang et al., USENIX Security 2017; Dwork et al., TCC 2006), for users drawn from the campaign's
+estimated distribution f (Norm-Sub) and r_v = q* + f_v (p* - q*):
 
 * local DP    z sqrt(mean_v r_v (1 - r_v) / n) / (p* - q*)     slope -1/2 on a log-log plot
 * central DP  ln(1 / (1 - confidence)) / (eps n)                 Laplace on a count of sensitivity 1, slope -1
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 
 from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
@@ -85,7 +85,7 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
     truth = _estimated_distribution(result, spec.domain_size)
     r = q + truth * (p - q)
     per_report_sd = math.sqrt(float(np.mean(r * (1 - r)))) / (p - q)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     laplace_quantile = math.log(1 / (1 - confidence))
     n = _grid(n_now)
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
@@ -110,7 +110,7 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     from ..frequency import estimate_frequencies
     from ..simulate import simulate
 
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
@@ -160,7 +160,7 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
     low, high = spec.range  # type: ignore[misc]
     mean = result.get("mean_clamped", result.get("mean", low))
     value = min(max(float(mean if mean is not None else low), low), high)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
         trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))

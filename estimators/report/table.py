@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
+    RATIO_DEFINITION,
     ReportData,
     ValueRow,
     confidence_percent,
@@ -15,6 +16,7 @@ from .model import (
     format_number,
     is_mean,
     ldp_to_central_ratio,
+    ratio_text,
     value_rows,
 )
 
@@ -38,8 +40,7 @@ def header_lines(data: ReportData) -> list[str]:
     if status not in (None, "ok"):
         lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
     if ratio is not None:
-        lines.append(f"LDP/central ratio {ratio:,.1f} (local-DP standard error over central DP's, Laplace, "
-                     "same epsilon)")
+        lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
     return lines
 
 

@@ -1,8 +1,9 @@
 """``ldp-telemetry report``: one campaign's estimate as a table, JSON, Markdown or a self-contained HTML page.
 
-The estimate comes from the collector's database (``--db``, read through ``collector.storage``) or from a
-running collector (``--url`` and ``--token``, ``GET /v1/campaigns/<name>/estimate``); rendering is
-``estimators.report``.  Data goes to stdout or ``--out``; progress goes to stderr, and only on a terminal.
+The estimate comes from the collector's database (``--db``) or from a running collector (``--url`` and
+``--token``, ``GET /v1/campaigns/<name>/estimate``), both through ``estimators.report.source``; rendering is
+``estimators.report``.  This module only parses options, calls those and writes the output.  Data goes to stdout
+or ``--out``; progress goes to stderr, and only on a terminal.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import click
 from client_sdk.errors import LDPError
 
 FORMATS = ("table", "json", "markdown", "html")
-HTTP_TIMEOUT_SECONDS = 60
 
 
 class ReportError(LDPError):
-    "A runtime failure with a one-line message (unknown campaign, empty window, unreachable collector)"
+    "The report could not be written (a one-line message)"
 
 
 class DayType(click.ParamType):
@@ -64,6 +64,8 @@ def report(campaign: str, db_path: Path | None, url: str | None, token: str | No
         raise click.UsageError("--url needs --token (an admin key) or LDP_TOKEN")
     if since and until and since > until:
         raise click.UsageError("--since must not be after --until")
+    from estimators.report.source import SourceError, report_data_from_db, report_data_from_url
+
     progress = _progress_printer()
     try:
         progress(f"reading {campaign!r}")
@@ -75,94 +77,10 @@ def report(campaign: str, db_path: Path | None, url: str | None, token: str | No
         if output_format in ("html", "markdown"):
             progress("drawing the figures")
         write_report(data, output_format, out)
-    except ReportError as exc:
+    except (SourceError, ReportError) as exc:
         raise click.ClickException(str(exc)) from None
     if out is not None:
         progress(f"wrote {out}")
-
-
-def report_data_from_db(path: Path, campaign: str, *, since: str | None = None, until: str | None = None,
-                        confidence: float = 0.95) -> Any:
-    "The estimate, spec and per-day estimates of ``campaign`` from a collector database"
-    import estimators
-    from collector.storage import CampaignNotFound, Storage
-    from estimators.report import DailyResult, ReportData
-
-    if not Path(path).is_file():
-        raise ReportError(f"no database at {path}")
-    with Storage(path) as storage:
-        try:
-            version = storage.get_campaign(campaign)
-        except CampaignNotFound:
-            raise ReportError(f"unknown campaign {campaign!r}") from None
-        days = storage.aggregates_by_day(version, since, until)
-    total = estimators.Aggregate.empty(version.spec)
-    for _, aggregate in days:
-        total = total.merge(aggregate)
-    try:
-        result = estimators.estimate_aggregate(version.spec, total, confidence=confidence).to_dict()
-    except estimators.NoReports:
-        raise ReportError(f"campaign {campaign!r} has no reports in this window") from None
-    daily = []
-    if len(days) > 1:
-        daily = [DailyResult(day, estimators.estimate_aggregate(version.spec, aggregate, confidence=confidence)
-                             .to_dict()) for day, aggregate in days if aggregate.n > 0]
-    return ReportData(result, version.spec.to_dict(), since, until, daily)
-
-
-def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,
-                         until: str | None = None, confidence: float = 0.95) -> Any:
-    "The estimate, spec and per-day estimates of ``campaign`` from a running collector's HTTP API"
-    from urllib.parse import quote
-
-    from estimators.report import DailyResult, ReportData
-
-    base = url.rstrip("/") + "/v1/campaigns/" + quote(campaign, safe="")
-    params: dict[str, Any] = {key: value for key, value in (("since", since), ("until", until)) if value}
-    params["confidence"] = confidence
-    spec = _get_json(base, token, {}, campaign)
-    result = _get_json(base + "/estimate", token, params, campaign)
-    result.pop("window", None)
-    days = _get_json(base + "/estimate", token, {**params, "granularity": "day"}, campaign).get("days", [])
-    daily = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
-    return ReportData(result, _spec_of(spec), since, until, daily)
-
-
-def _spec_of(campaign: Any) -> dict | None:
-    "The spec inside a campaign resource (its ``spec`` member), or the resource itself if it is the spec"
-    if not isinstance(campaign, dict):
-        return None
-    inner = campaign.get("spec")
-    return inner if isinstance(inner, dict) else {k: v for k, v in campaign.items() if k != "versions"}
-
-
-def _get_json(url: str, token: str, params: dict, campaign: str) -> Any:
-    import requests
-
-    try:
-        response = requests.get(url, params=params, headers={"Authorization": f"Bearer {token}"},
-                                timeout=HTTP_TIMEOUT_SECONDS)
-    except requests.RequestException as exc:
-        raise ReportError(f"cannot reach the collector at {url} ({type(exc).__name__})") from None
-    if response.ok:
-        return response.json()
-    problem = _problem(response)
-    if response.status_code == 404 and str(problem.get("type", "")).endswith(":no-reports"):
-        raise ReportError(f"campaign {campaign!r} has no reports in this window")
-    if response.status_code == 404:
-        raise ReportError(f"unknown campaign {campaign!r}")
-    if response.status_code in (401, 403):
-        raise ReportError(f"the collector refused the token (HTTP {response.status_code})")
-    raise ReportError(f"the collector answered HTTP {response.status_code}: {problem.get('detail', '')}".rstrip(": "))
-
-
-def _problem(response: Any) -> dict:
-    "The RFC 9457 problem body, or {}"
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 def render(data: Any, output_format: str, *, image_prefix: str | None = None) -> tuple[str, dict[str, bytes]]:

@@ -77,3 +77,30 @@ def test_discrete_laplace_distribution(scale):
 def test_secure_random_is_the_default():
     rng = SecureRandom()
     assert 0 <= rng.randbelow(10) < 10 and len(rng.token_bytes(16)) == 16 and rng.randbits(8) < 256
+
+
+def test_secure_random_draws_from_secrets(monkeypatch):
+    "Each method of SecureRandom is a call into ``secrets`` (the OS CSPRNG), not into ``random``"
+    import secrets
+
+    calls = []
+    for name in ("randbelow", "randbits", "token_bytes"):
+        original = getattr(secrets, name)
+        monkeypatch.setattr(secrets, name, lambda *args, _name=name, _original=original: (calls.append(_name),
+                                                                                            _original(*args))[1])
+    rng = SecureRandom()
+    rng.randbelow(10), rng.randbits(8), rng.token_bytes(4)
+    assert calls == ["randbelow", "randbits", "token_bytes"]
+
+
+def test_secure_random_ignores_the_seed_of_random():
+    "Seeding Python's global ``random`` must not make the device's draws repeat"
+    import random
+
+    def draws():
+        random.seed(12345)
+        rng = SecureRandom()
+        return [rng.randbelow(2**32) for _ in range(4)], rng.randbits(64), rng.token_bytes(16)
+
+    first, second = draws(), draws()
+    assert all(a != b for a, b in zip(first, second))  # each pair repeats with probability ~2**-64 at most

@@ -88,3 +88,20 @@ def test_demo_help_documents_its_options():
     result = CliRunner().invoke(main, ["demo", "--help"])
     for option in ("--users", "--out", "--bulk", "--seed"):
         assert option in result.stdout
+
+
+def test_libraries_do_not_import_the_cli():
+    "Issue 9 item 3: the demo, the estimators and the collector call library code, never ldp_telemetry's CLI"
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    for package in ("demo", "estimators", "collector", "client_sdk"):
+        for path in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                offenders += [f"{path.relative_to(root)}: {name}" for name in names
+                              if name.split(".")[0] == "ldp_telemetry"]
+    assert offenders == []

@@ -35,7 +35,7 @@ def test_merge_of_parts_equals_aggregate_of_whole(mechanism):
     assert merged == whole and merged.n == 3001
     restored = Aggregate.from_dict(json.loads(json.dumps(whole.to_dict())))
     assert restored == whole
-    assert estimate(spec, payloads).to_dict() == estimate_aggregate(spec, merged).to_dict()
+    assert estimate_aggregate(spec, merged).to_dict() == estimate(spec, payloads).to_dict()  # not a call with itself
 
 
 def test_merge_refuses_other_specs():

@@ -8,7 +8,7 @@ from estimators.postprocess import base_cut, norm_sub
 
 
 def test_laplace_baseline_of_a_count():
-    "REFERENCE.md section 4: count variance 2/eps^2, 95% CI +- ln(20)/eps"
+    "Dwork et al. 2006: count variance 2/eps^2, 95% CI +- ln(20)/eps"
     baseline = laplace_baseline(1.0, 0.5, 0.95)
     assert math.isclose(baseline["std_error"] ** 2, 2 / 0.25)
     assert math.isclose(baseline["ci_halfwidth"], math.log(20) / 0.5)
@@ -26,7 +26,7 @@ def test_analytic_gaussian_is_tight_and_below_the_classical_bound(epsilon, delta
 
 
 def test_reference_gaussian_count_figure():
-    "REFERENCE.md section 9: at eps=1, delta=1e-6 a count's central Gaussian sd is about 5.3 (classical bound)"
+    "Dwork & Roth 2014, Theorem A.1: at eps=1, delta=1e-6 a count's central Gaussian sd is about 5.3 (classical bound)"
     classical = math.sqrt(2 * math.log(1.25 / 1e-6)) / 1.0
     assert abs(classical - 5.3) < 0.05
     assert analytic_gaussian_sigma(1.0, 1.0, 1e-6) < classical
@@ -74,3 +74,19 @@ def test_norm_sub_projects_onto_the_simplex():
 def test_base_cut_zeroes_what_is_not_significant():
     cut = base_cut([0.5, 0.01, -0.02], [0.01, 0.01, 0.01])
     assert cut.tolist() == [0.5, 0.0, 0.0]
+
+
+def test_analytic_gaussian_matches_scipy_root_finding():
+    "The stdlib bisection (no scipy at import) against scipy's brentq on the same equation, to 1e-9 relative"
+    import math
+
+    from scipy import optimize, stats
+
+    from estimators.central import analytic_gaussian_sigma
+
+    for sensitivity, epsilon, delta in [(1.0, 1.0, 1e-6), (1e-3, 0.1, 1e-9), (5.0, 8.0, 1e-5), (1.0, 0.01, 1e-12)]:
+        def excess(s, d=sensitivity, e=epsilon, t=delta):
+            return stats.norm.cdf(d / (2 * s) - e * s / d) - math.exp(e) * stats.norm.cdf(-d / (2 * s) - e * s / d) - t
+
+        expected = optimize.brentq(excess, 1e-6 * sensitivity, 1e4 * sensitivity, xtol=1e-14 * sensitivity)
+        assert analytic_gaussian_sigma(sensitivity, epsilon, delta) == pytest.approx(expected, rel=1e-9)

@@ -141,3 +141,67 @@ def test_estimate_of_empty_aggregate_raises():
     spec = load_spec({"name": "t", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b"]})
     with pytest.raises(NoReports):
         estimate_aggregate(spec, Aggregate.empty(spec))
+
+
+# -- small n: support counts of 0 or n (issue 8 item 13) ------------------------------------------------------------
+SPARSE_D, SPARSE_PRESENT = 64, 16  # a Zipf share over 16 values; 48 values nobody has
+SPARSE_TRUE = np.concatenate([1 / np.arange(1, SPARSE_PRESENT + 1), np.zeros(SPARSE_D - SPARSE_PRESENT)])
+SPARSE_TRUE /= SPARSE_TRUE.sum()
+SPARSE_CASES = [(mechanism, n) for mechanism in ("grr", "oue", "olh") for n in (100, 1000, 10_000)]
+SPARSE_REPETITIONS = 120
+
+
+@pytest.mark.parametrize(("mechanism", "n"), SPARSE_CASES, ids=str)
+def test_coverage_at_small_n_with_absent_values(mechanism, n):
+    """At eps 4 and n = 100, GRR gives about half of the absent values a support count of 0: their intervals must
+    still have positive width and cover 0, so that about 5% (not 40%) of them look distinguishable from zero.
+
+    Coverage is checked one-sided (the interval must not be too narrow) against the binomial standard error of
+    the coverage estimate over all intervals, k from the Bonferroni bound over the cases."""
+    spec = load_spec({"name": "t", "mechanism": mechanism, "epsilon": 4.0, "domain": list(range(SPARSE_D))})
+    rng = np.random.default_rng(20261130 + n)
+    covered, absent_flagged = [], []
+    for _ in range(SPARSE_REPETITIONS):
+        result = estimate(spec, simulate(spec, rng.choice(SPARSE_D, size=n, p=SPARSE_TRUE), rng))
+        assert np.all(result.ci_high > result.ci_low) and np.all(result.std_errors > 0)
+        covered.append((result.ci_low <= SPARSE_TRUE) & (SPARSE_TRUE <= result.ci_high))
+        absent_flagged.append(result.ci_low[SPARSE_PRESENT:] > 0)
+    coverage, flagged = np.mean(covered), np.mean(absent_flagged)
+    k = k_sigma(2 * len(SPARSE_CASES))
+    nominal = 0.95
+    assert coverage >= nominal - k * math.sqrt(nominal * (1 - nominal) / np.size(covered)), coverage
+    assert flagged <= (1 - nominal) + k * math.sqrt(nominal * (1 - nominal) / np.size(absent_flagged)), flagged
+
+
+def test_support_count_of_zero_or_n_has_positive_standard_error():
+    spec = load_spec({"name": "t", "mechanism": "grr", "epsilon": 4.0, "domain": ["a", "b", "c"]})
+    result = estimate(spec, [0] * 50)  # every report says "a": support n for "a", 0 for "b" and "c"
+    assert np.all(result.std_errors > 0)
+    assert np.all(result.ci_high - result.ci_low > 0)
+    assert result.ci_low[1] < 0 < result.ci_high[1]
+
+
+def test_aggregate_of_another_spec_is_refused():
+    "The fingerprint check: an aggregate made under epsilon 1 must not be de-biased with epsilon 2's p* and q*"
+    from estimators import AggregateMismatch
+
+    spec = load_spec({"name": "t", "mechanism": "oue", "epsilon": 1.0, "domain": list(range(D))})
+    other = load_spec({"name": "t", "mechanism": "oue", "epsilon": 2.0, "domain": list(range(D))})
+    made = aggregate(spec, simulate(spec, fixed_population(), np.random.default_rng(5)))
+    with pytest.raises(AggregateMismatch):
+        estimate_aggregate(other, made)
+
+
+def test_base_cut_threshold_is_bonferroni_over_the_domain():
+    "Base-Cut zeroes estimates below Phi^-1(1 - alpha/d) standard errors (T. Wang et al. 2020), not Phi^-1(1 - alpha)"
+    from statistics import NormalDist
+
+    from estimators.postprocess import base_cut, base_cut_z
+
+    d = 50
+    z_bonferroni, z_single = NormalDist().inv_cdf(1 - 0.05 / d), NormalDist().inv_cdf(1 - 0.05)
+    assert base_cut_z(d) == pytest.approx(z_bonferroni)
+    between = (z_single + z_bonferroni) / 2  # significant alone, not after the correction for d values
+    estimates = np.full(d, between * 0.01)
+    assert np.all(base_cut(estimates, np.full(d, 0.01)) == 0)
+    assert np.all(base_cut(estimates * 2, np.full(d, 0.01)) == estimates * 2)

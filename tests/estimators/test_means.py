@@ -114,9 +114,39 @@ def test_sdk_path_estimates_the_truth(mechanism):
 
 
 def test_worst_case_variances_match_the_reference():
-    "REFERENCE.md section 3: eps=1: Laplace 8, Duchi 4.68, PM 5.22, HM 4.29; eps=4: 0.5, 1.08, 0.24, 0.22"
+    "N. Wang et al. (ICDE 2019): eps=1: Laplace 8, Duchi 4.68, PM 5.22, HM 4.29; eps=4: 0.5, 1.08, 0.24, 0.22"
     expected = {1.0: [8, 4.68, 5.22, 4.29], 4.0: [0.5, 1.08, 0.24, 0.22]}
     for epsilon, values in expected.items():
         for mechanism, value in zip(MECHANISMS, values):
             spec = load_spec({"name": "t", "mechanism": mechanism, "epsilon": epsilon, "range": [-1, 1]})
             assert abs(mechanism_from_spec(spec).worst_case_variance() - value) < 0.006, (mechanism, epsilon)
+
+
+DUCHI_CASES = (100, 1000, 10_000)
+DUCHI_REPETITIONS = 2000
+
+
+@pytest.mark.parametrize("n", DUCHI_CASES)
+def test_duchi_coverage_when_all_codes_can_be_equal(n):
+    """Users at the top of the range at eps 4: at n = 100 one run in six has every code +C (sample variance 0).
+    The interval must keep positive width and cover the truth at the nominal rate (one-sided, binomial SE)."""
+    spec = load_spec({"name": "t", "mechanism": "duchi", "epsilon": 4.0, "range": [LOW, HIGH]})
+    rng = np.random.default_rng(20261130 + n)
+    values = np.where(np.arange(n) % 10 == 0, 0.95 * HIGH, HIGH)
+    truth = values.mean()
+    covered = []
+    for _ in range(DUCHI_REPETITIONS):
+        result = estimate(spec, simulate(spec, values, rng))
+        assert result.std_error > 0 and result.ci_high > result.ci_low
+        covered.append(result.ci_low <= truth <= result.ci_high)
+    nominal = 0.95
+    bound = nominal - k_sigma(len(DUCHI_CASES)) * np.sqrt(nominal * (1 - nominal) / DUCHI_REPETITIONS)
+    assert np.mean(covered) >= bound, np.mean(covered)
+
+
+def test_duchi_all_codes_equal_has_positive_standard_error():
+    spec = load_spec({"name": "t", "mechanism": "duchi", "epsilon": 1.0, "range": [LOW, HIGH]})
+    result = estimate(spec, [1] * 20)  # every code +C: the sample variance is 0
+    mechanism = mechanism_from_spec(spec)
+    expected = np.sqrt(mechanism.variance(1.0) / 20) * (HIGH - LOW) / 2  # Var Z at t clipped to 1: C^2 - 1
+    assert result.std_error == pytest.approx(expected) and result.ci_high > result.ci_low

@@ -73,6 +73,20 @@ def test_frequency_caption_states_both_interval_widths():
     assert f"±{sum(widths) / len(widths):.4f} locally" in caption
 
 
+def test_caption_and_header_state_one_ratio():
+    "Issue 8 item 14: the header said 61.6 and the caption 57 (a ratio of half-widths): one number, one definition"
+    import re
+
+    from estimators.report.table import header_lines
+
+    data = browser_data()
+    caption = frequency_figure(data.result).caption
+    header = "\n".join(header_lines(data))
+    pattern = r"LDP/central ratio ([\d,.]+) \(([^)]*)\)"
+    assert re.findall(pattern, caption) == re.findall(pattern, header) != []
+    assert "times narrower" not in caption
+
+
 def test_mean_figure_shows_central_baselines():
     plot = mean_figure(load_time_result(), truth=800.0)
     assert "Laplace" in plot.caption and "Gaussian" in plot.caption
