@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
+from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 import estimators
 from client_sdk.errors import PrivacyWarning, SpecError
 from client_sdk.spec import NAME_PATTERN
-from estimators.report.source import window_estimate
+from estimators.report.source import finite_json, window_estimate
 
 from ..auth import require
 from ..db import get_storage
@@ -74,6 +75,7 @@ def get_campaign(name: str) -> Response:
 def estimate(name: str) -> Response:
     "De-biased estimate from the stored aggregates, over [since, until] or per day"
     campaign = _find(name, _int_arg("version"))
+    _require_estimable(campaign)
     confidence = _confidence()
     since, until = _day_arg("since"), _day_arg("until")
     if since and until and since > until:
@@ -129,7 +131,7 @@ def _slim_days(campaign: CampaignVersion, days: list, confidence: float, top: in
                     "values": [dict(zip(SLIM_ROW_FIELDS, (result.values[i], float(result.estimates[i]),
                                                          float(result.std_errors[i]), float(result.ci_low[i]),
                                                          float(result.ci_high[i])))) for i in keep]}
-        out.append(_finite(slim))
+        out.append(finite_json(slim))
     return out
 
 
@@ -141,13 +143,18 @@ def _estimate_object(campaign: CampaignVersion, aggregate: estimators.Aggregate,
                       slug="no-reports", title="No reports", field="since") from None
 
 
-def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:
+def _require_estimable(campaign: CampaignVersion) -> None:
+    "409 for a Bloom-filter RAPPOR campaign without candidates: there is nothing to decode against"
     spec = campaign.spec
-    if spec.mechanism == "rappor" and spec.rappor.encoding == "bloom" and not spec.candidates:
+    if spec.mechanism == "rappor" and spec.rappor is not None and spec.rappor.encoding == "bloom" \
+            and not spec.candidates:
         raise Problem(409, f"campaign {campaign.name!r} version {campaign.version} has no candidates: Bloom-filter "
                            "RAPPOR is decoded against a candidate list; post the spec again with 'candidates' "
                            "(a new version)", slug="candidates-required", title="Candidates required",
                       field="candidates")
+
+
+def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:
     try:
         return window_estimate(campaign.spec, aggregate, confidence)
     except estimators.NoReports:

@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from client_sdk.errors import LDPError
+
 from .model import DailyResult, ReportData
 
 HTTP_TIMEOUT_SECONDS = 60
 
 
-class SourceError(Exception):
+class SourceError(LDPError):
     "A report's data could not be fetched: unknown campaign, empty window, missing database, unreachable collector"
 
 
