@@ -209,8 +209,9 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
     "HTML, Markdown (+ PNGs) and JSON per campaign, with the truth beside the estimates; and summary.json"
     from dataclasses import replace
 
+    from collector.reporting import report_data_from_url
     from estimators.report import json_report, render_html, render_markdown, report_plots
-    from estimators.report.source import SourceError, report_data_from_url
+    from estimators.report.source import SourceError
 
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []

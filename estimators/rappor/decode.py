@@ -30,11 +30,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.stats import norm
 
 from client_sdk.rappor import RapporParams
 from client_sdk.spec import Spec
@@ -42,6 +41,11 @@ from client_sdk.spec import Spec
 from .counts import check_counts, estimate_bloom_bits
 from .design import CandidateMap
 from .solver import LeastSquaresProblem, solve_nonnegative
+
+if TYPE_CHECKING:  # scipy loads only when a decode runs, not with the estimators
+    import scipy.sparse as sp
+
+NORMAL = NormalDist()
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_RESAMPLES = 20
@@ -189,7 +193,7 @@ def decode_rappor(
     counts = check_counts(settings, counts)
     options: dict[str, Any] = {
         "alpha": alpha,
-        "ci_z": float(norm.ppf(0.5 + confidence / 2)),
+        "ci_z": NORMAL.inv_cdf(0.5 + confidence / 2),
         "min_reports_per_cohort": min_reports_per_cohort,
         "max_detection_frequency": max_detection_frequency,
     }
@@ -222,7 +226,7 @@ def detection_frequency(params: RapporParams, reports: int, z: float) -> float:
 
 
 def _bonferroni_z(alpha: float, tests: int) -> float:
-    return float(norm.ppf(1 - alpha / max(tests, 1)))
+    return NORMAL.inv_cdf(1 - alpha / max(tests, 1))
 
 
 def _insufficient(
@@ -260,7 +264,7 @@ def _decode_direct(
 ) -> RapporResult:
     "Boolean and basic RAPPOR: each bit is one candidate, so the de-biased bit frequency is the estimate"
     reports = int(counts[:, 0].sum())
-    z = float(norm.ppf(1 - alpha)) if boolean else _bonferroni_z(alpha, len(names))
+    z = NORMAL.inv_cdf(1 - alpha) if boolean else _bonferroni_z(alpha, len(names))
     frequency = detection_frequency(params, reports, z)
     common: dict[str, Any] = {
         "params": params,
@@ -294,7 +298,7 @@ def _decode_direct(
 
 
 def _confidence(ci_z: float) -> float:
-    return float(2 * norm.cdf(ci_z) - 1)
+    return 2 * NORMAL.cdf(ci_z) - 1
 
 
 def _estimate(
@@ -390,6 +394,8 @@ def _weighted_system(
     params: RapporParams, counts: np.ndarray, candidate_map: CandidateMap
 ) -> tuple[sp.csc_matrix, np.ndarray]:
     "A = diag(1/sd) X and b = y/sd over the rows of the non-empty cohorts"
+    import scipy.sparse as sp  # here, not at import: the estimators load without scipy
+
     bits = estimate_bloom_bits(params, counts)
     cohorts = np.flatnonzero(bits.nonempty)
     rows = (cohorts[:, None] * params.k + np.arange(params.k)[None, :]).ravel()

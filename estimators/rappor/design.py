@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from client_sdk.rappor import RapporParams, bloom_positions_many
+
+if TYPE_CHECKING:  # scipy loads only when a decode runs, not with the estimators
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class CandidateMap:
 
     def matrix(self, rows: np.ndarray | None = None) -> sp.csc_matrix:
         "The 0/1 design matrix (m*k, M) as float64 CSC; ``rows`` keeps only those rows, in that order"
+        import scipy.sparse as sp  # here, not at import: the estimators load without scipy
+
         count, width = self.positions.shape
         columns = np.repeat(np.arange(count, dtype=np.int64), width)
         flat = self.positions.ravel()

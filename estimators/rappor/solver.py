@@ -12,14 +12,16 @@ KKT conditions.  Only matrix-vector products are needed, so a sparse A with 10^4
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..postprocess import project_simplex
 
-Matrix = np.ndarray | sp.csc_matrix
+if TYPE_CHECKING:  # scipy loads only when a decode runs, not with the estimators
+    import scipy.sparse as sp
+
+Matrix: TypeAlias = "np.ndarray | sp.csc_matrix"
 GRAM_MAX_COLUMNS = 2000  # below this, iterate on the dense Gram matrix: one M x M product per step
 POLISH_MAX_SUPPORT = 3000
 

@@ -1,6 +1,6 @@
 """Reports of one campaign's estimate: a terminal table, Markdown, a self-contained HTML page and JSON.
 
-Rendering is pure: :mod:`estimators.report.source` fetches the estimate (from a collector's database or over
+Rendering is pure: :mod:`collector.reporting` fetches the estimate (from a collector's database or over
 HTTP) into a :class:`ReportData`, and the renderers turn it into text.  The figures need matplotlib, which takes a
 third of a second to import, so the HTML, Markdown and plot modules load on first use: a table or JSON report
 never imports it.

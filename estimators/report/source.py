@@ -1,24 +1,19 @@
-"""Where a report's numbers come from: a collector's database or a running collector's HTTP API.
+"""A window's estimate as a report gets it: the one place it is made.
 
-:func:`window_estimate` is the one place a window's estimate is made (the collector's ``/estimate`` endpoint and
-:func:`report_data_from_db` both call it); :func:`report_data_from_db` and :func:`report_data_from_url` return the
-:class:`~estimators.report.ReportData` that the renderers take.  ``ldp-telemetry report`` and the demo call these;
-neither holds this logic.  I/O lives here, at the edge: the collector's storage and ``requests`` are imported
-only by the function that needs them.
+:func:`window_estimate` is called by the collector's ``/estimate`` endpoint and by ``collector.reporting`` (which
+fetches a report's data from a collector's database or HTTP API for ``ldp-telemetry report`` and the demo), so
+the JSON of an estimate is the same whichever way it travels.  No I/O here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from client_sdk.errors import LDPError
 
-from .model import DailyResult, ReportData
-
-HTTP_TIMEOUT_SECONDS = 60
+from .model import DailyResult
 
 
 class SourceError(LDPError):
@@ -51,80 +46,3 @@ def daily_estimates(spec: Any, days: Sequence[tuple[str, Any]], confidence: floa
         return []
     return [DailyResult(day, window_estimate(spec, aggregate, confidence)) for day, aggregate in days
             if aggregate.n > 0]
-
-
-def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = None, until: str | None = None,
-                        confidence: float = 0.95) -> ReportData:
-    "The estimate, spec and per-day estimates of ``campaign`` from a collector database"
-    import estimators
-    from collector.storage import CampaignNotFound, Storage
-
-    if not Path(path).is_file():
-        raise SourceError(f"no database at {path}")
-    with Storage(path) as storage:
-        try:
-            version = storage.get_campaign(campaign)
-        except CampaignNotFound:
-            raise SourceError(f"unknown campaign {campaign!r}") from None
-        days = storage.aggregates_by_day(version, since, until)
-    total = estimators.Aggregate.empty(version.spec)
-    for _, aggregate in days:
-        total = total.merge(aggregate)
-    try:
-        result = window_estimate(version.spec, total, confidence)
-    except estimators.NoReports:
-        raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
-    return ReportData(result, version.spec.to_dict(), since, until, daily_estimates(version.spec, days, confidence))
-
-
-def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,
-                         until: str | None = None, confidence: float = 0.95) -> ReportData:
-    "The estimate, spec and per-day estimates of ``campaign`` from a running collector's HTTP API (admin key)"
-    from urllib.parse import quote
-
-    base = url.rstrip("/") + "/v1/campaigns/" + quote(campaign, safe="")
-    params: dict[str, Any] = {key: value for key, value in (("since", since), ("until", until)) if value}
-    params["confidence"] = confidence
-    spec = _get_json(base, token, {}, campaign)
-    result = _get_json(base + "/estimate", token, params, campaign)
-    result.pop("window", None)
-    days = _get_json(base + "/estimate", token, {**params, "granularity": "day"}, campaign).get("days", [])
-    daily = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
-    return ReportData(result, _spec_of(spec), since, until, daily)
-
-
-def _spec_of(campaign: Any) -> dict | None:
-    "The spec inside a campaign resource (its ``spec`` member), or the resource itself if it is the spec"
-    if not isinstance(campaign, dict):
-        return None
-    inner = campaign.get("spec")
-    return inner if isinstance(inner, dict) else {k: v for k, v in campaign.items() if k != "versions"}
-
-
-def _get_json(url: str, token: str, params: dict, campaign: str) -> Any:
-    import requests
-
-    try:
-        response = requests.get(url, params=params, headers={"Authorization": f"Bearer {token}"},
-                                timeout=HTTP_TIMEOUT_SECONDS)
-    except requests.RequestException as exc:
-        raise SourceError(f"cannot reach the collector at {url} ({type(exc).__name__})") from None
-    if response.ok:
-        return response.json()
-    problem = _problem(response)
-    if response.status_code == 404 and str(problem.get("type", "")).endswith(":no-reports"):
-        raise SourceError(f"campaign {campaign!r} has no reports in this window")
-    if response.status_code == 404:
-        raise SourceError(f"unknown campaign {campaign!r}")
-    if response.status_code in (401, 403):
-        raise SourceError(f"the collector refused the token (HTTP {response.status_code})")
-    raise SourceError(f"the collector answered HTTP {response.status_code}: {problem.get('detail', '')}".rstrip(": "))
-
-
-def _problem(response: Any) -> dict:
-    "The RFC 9457 problem body, or {}"
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}

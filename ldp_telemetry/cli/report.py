@@ -1,7 +1,7 @@
 """``ldp-telemetry report``: one campaign's estimate as a table, JSON, Markdown or a self-contained HTML page.
 
 The estimate comes from the collector's database (``--db``) or from a running collector (``--url`` and
-``--token``, ``GET /v1/campaigns/<name>/estimate``), both through ``estimators.report.source``; rendering is
+``--token``, ``GET /v1/campaigns/<name>/estimate``), both through ``collector.reporting``; rendering is
 ``estimators.report``.  This module only parses options, calls those and writes the output.  Data goes to stdout
 or ``--out``; progress goes to stderr, and only on a terminal.
 """
@@ -64,7 +64,8 @@ def report(campaign: str, db_path: Path | None, url: str | None, token: str | No
         raise click.UsageError("--url needs --token (an admin key) or LDP_TOKEN")
     if since and until and since > until:
         raise click.UsageError("--since must not be after --until")
-    from estimators.report.source import SourceError, report_data_from_db, report_data_from_url
+    from collector.reporting import report_data_from_db, report_data_from_url
+    from estimators.report.source import SourceError
 
     progress = _progress_printer()
     try:

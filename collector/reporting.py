@@ -1,0 +1,94 @@
+"""A report's data from a collector: its database (``--db``) or its HTTP API (``--url``, admin key).
+
+:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.report.ReportData`
+that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
+estimate itself is made by :func:`estimators.report.source.window_estimate`, the function the ``/estimate``
+endpoint calls too.  ``requests`` is imported only by the function that needs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import estimators
+from estimators.report.model import DailyResult, ReportData
+from estimators.report.source import SourceError, daily_estimates, window_estimate
+
+from .storage import CampaignNotFound, Storage
+
+HTTP_TIMEOUT_SECONDS = 60
+
+
+def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = None, until: str | None = None,
+                        confidence: float = 0.95) -> ReportData:
+    "The estimate, spec and per-day estimates of ``campaign`` from a collector database"
+    if not Path(path).is_file():
+        raise SourceError(f"no database at {path}")
+    with Storage(path) as storage:
+        try:
+            version = storage.get_campaign(campaign)
+        except CampaignNotFound:
+            raise SourceError(f"unknown campaign {campaign!r}") from None
+        days = storage.aggregates_by_day(version, since, until)
+    total = estimators.Aggregate.empty(version.spec)
+    for _, aggregate in days:
+        total = total.merge(aggregate)
+    try:
+        result = window_estimate(version.spec, total, confidence)
+    except estimators.NoReports:
+        raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
+    return ReportData(result, version.spec.to_dict(), since, until, daily_estimates(version.spec, days, confidence))
+
+
+def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,
+                         until: str | None = None, confidence: float = 0.95) -> ReportData:
+    "The estimate, spec and per-day estimates of ``campaign`` from a running collector's HTTP API (admin key)"
+    from urllib.parse import quote
+
+    base = url.rstrip("/") + "/v1/campaigns/" + quote(campaign, safe="")
+    params: dict[str, Any] = {key: value for key, value in (("since", since), ("until", until)) if value}
+    params["confidence"] = confidence
+    spec = _get_json(base, token, {}, campaign)
+    result = _get_json(base + "/estimate", token, params, campaign)
+    result.pop("window", None)
+    days = _get_json(base + "/estimate", token, {**params, "granularity": "day"}, campaign).get("days", [])
+    daily = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
+    return ReportData(result, _spec_of(spec), since, until, daily)
+
+
+def _spec_of(campaign: Any) -> dict | None:
+    "The spec inside a campaign resource (its ``spec`` member), or the resource itself if it is the spec"
+    if not isinstance(campaign, dict):
+        return None
+    inner = campaign.get("spec")
+    return inner if isinstance(inner, dict) else {k: v for k, v in campaign.items() if k != "versions"}
+
+
+def _get_json(url: str, token: str, params: dict, campaign: str) -> Any:
+    import requests
+
+    try:
+        response = requests.get(url, params=params, headers={"Authorization": f"Bearer {token}"},
+                                timeout=HTTP_TIMEOUT_SECONDS)
+    except requests.RequestException as exc:
+        raise SourceError(f"cannot reach the collector at {url} ({type(exc).__name__})") from None
+    if response.ok:
+        return response.json()
+    problem = _problem(response)
+    if response.status_code == 404 and str(problem.get("type", "")).endswith(":no-reports"):
+        raise SourceError(f"campaign {campaign!r} has no reports in this window")
+    if response.status_code == 404:
+        raise SourceError(f"unknown campaign {campaign!r}")
+    if response.status_code in (401, 403):
+        raise SourceError(f"the collector refused the token (HTTP {response.status_code})")
+    raise SourceError(f"the collector answered HTTP {response.status_code}: {problem.get('detail', '')}".rstrip(": "))
+
+
+def _problem(response: Any) -> dict:
+    "The RFC 9457 problem body, or {}"
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
