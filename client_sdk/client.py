@@ -236,6 +236,8 @@ class Client:
     def _perturb(self, spec: Spec, value: Any) -> Any:
         from .errors import ValueNotInDomain
 
+        if isinstance(value, float) and value != value:
+            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
             mechanism = self._mechanism(spec)
         except (SpecError, TypeError) as exc:
