@@ -56,7 +56,8 @@ class RecordStatus(str, enum.Enum):
 
     QUEUED = "queued"  # perturbed, charged to the ledger and queued
     REFUSED_BY_POLICY = "refused_by_policy"  # the device's report policy (e.g. once a day) said no
-    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec has not been fetched yet (see prepare()); value not kept
+    HELD = "held"  # the spec is not known yet: the raw value waits in memory (never on disk) until it arrives
+    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec is not known and the in-memory hold is full: value dropped
     UNKNOWN_CAMPAIGN = "unknown_campaign"  # the collector has no such campaign
     CAMPAIGN_CLOSED = "campaign_closed"  # the collector closed the campaign
     UPLOAD_DISABLED = "upload_disabled"  # set_upload_enabled(False)
@@ -126,8 +127,9 @@ class Client:
                  batch_size: int = 500, max_request_bytes: int = 1024 * 1024, flush_interval: float = 30.0,
                  queue_limits: QueueLimits | None = None, spec_ttl: float = 3600.0, timeout: float = 10.0,
                  backoff_base: float = 0.5, backoff_cap: float = 300.0, close_timeout: float = 5.0,
-                 flush_at_exit: float | None = None, on_condition: Callable[[str | None, str | None], None] | None
-                 = None, background: bool = True, clock: Callable[[], float] = time.time,
+                 max_held: int = 1000, flush_at_exit: float | None = None,
+                 on_condition: Callable[[str | None, str | None], None] | None = None, background: bool = True,
+                 clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, jitter: Jitter | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
@@ -180,6 +182,9 @@ class Client:
         self._detail: str | None = None
         self._counts: dict[str, int] = {}
         self._count_lock = threading.Lock()
+        self.max_held = max_held
+        self._held: list[tuple[str, Any, float]] = []
+        self._held_lock = threading.Lock()
         self._sent = self._rejected = 0
         self._logged: set[tuple[str, str]] = set()
         self._closed = False
@@ -207,31 +212,71 @@ class Client:
         if self._closed:
             return self._outcome(RecordStatus.CLIENT_CLOSED, campaign)
         spec = self._known_spec(campaign)
+        if spec is RecordStatus.SPEC_UNAVAILABLE and self._upload_enabled:
+            with self._held_lock:
+                if len(self._held) < self.max_held:
+                    self._held.append((campaign, value, self.clock()))  # memory only, never on disk
+                    spec = RecordStatus.HELD
+            self._wake.set()
         if isinstance(spec, RecordStatus):
             return self._outcome(spec, campaign)
+        recorded = self._queue_value(spec, campaign, value, self.clock())
+        return self._outcome(recorded.status, campaign, report_id=recorded.report_id)
+
+    def _queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
+        "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
         try:
             payload = self._perturb(spec, value)  # validates the value before any quota or state check
         except RecordingError:
             raise
-        except LDPError as exc:  # the RAPPOR device secret could not be read
-            return self._outcome(RecordStatus.STATE_ERROR, campaign, str(exc))
+        except LDPError:  # the RAPPOR device secret could not be read
+            return Recorded(RecordStatus.STATE_ERROR)
         if not self._upload_enabled:
-            return self._outcome(RecordStatus.UPLOAD_DISABLED, campaign)
+            return Recorded(RecordStatus.UPLOAD_DISABLED)
         policy = self.policies.get(campaign, self.policy)
-        now = self.clock()
         report = {"report_id": _uuid4(), "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
                 if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
-                    return self._outcome(RecordStatus.REFUSED_BY_POLICY, campaign)
+                    return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 self.ledger.charge(campaign, spec.epsilon, policy, now)
                 self.queue.put(report, now)
                 pending = len(self.queue)
         except sqlite3.Error as exc:
-            return self._outcome(RecordStatus.STATE_ERROR, campaign, f"{type(exc).__name__}: {exc}")
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return Recorded(RecordStatus.STATE_ERROR)
         if pending >= self.batch_size:
             self._wake.set()
-        return self._outcome(RecordStatus.QUEUED, campaign, report_id=report["report_id"])
+        return Recorded(RecordStatus.QUEUED, report["report_id"])
+
+    def _release_held(self) -> None:
+        "Queue the values recorded before their spec was known, now that it is (or count why they are dropped)"
+        with self._held_lock:
+            held, self._held = self._held, []
+        waiting = []
+        for campaign, value, when in held:
+            try:
+                spec = self._known_spec(campaign)
+                if spec is RecordStatus.SPEC_UNAVAILABLE:
+                    waiting.append((campaign, value, when))
+                    continue
+                status = spec if isinstance(spec, RecordStatus) else self._queue_value(spec, campaign, value,
+                                                                                        when).status
+            except RecordingError as exc:  # the caller is gone: count and log instead of raising
+                self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign,
+                               exc)
+                self._count("held_invalid")
+                continue
+            self._count(f"held_{status.value}")
+        with self._held_lock:
+            self._held[:0] = waiting
+
+    def _drop_held(self, reason: str) -> None:
+        with self._held_lock:
+            dropped, self._held = len(self._held), []
+        if dropped:
+            self._count("held_dropped", dropped)
+            logger.warning("%d values recorded before their spec arrived were dropped (%s)", dropped, reason)
 
     def _perturb(self, spec: Spec, value: Any) -> Any:
         from .errors import ValueNotInDomain
@@ -253,11 +298,14 @@ class Client:
         except (ValueError, ArithmeticError) as exc:
             raise InvalidValue(str(exc)) from None
 
+    def _count(self, name: str, amount: int = 1) -> None:
+        with self._count_lock:
+            self._counts[name] = self._counts.get(name, 0) + amount
+
     def _outcome(self, status: RecordStatus, campaign: str, detail: str = "", report_id: str | None = None
                  ) -> Recorded:
-        with self._count_lock:
-            self._counts[status.value] = self._counts.get(status.value, 0) + 1
-        if status not in (RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY):
+        self._count(status.value)
+        if status not in (RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY, RecordStatus.HELD):
             self._log_once((status.value, campaign), "campaign %s: value not recorded (%s) %s", campaign,
                            status.value, detail)
         return Recorded(status, report_id)
@@ -286,6 +334,8 @@ class Client:
         """The consent switch: off stops recording and uploading and deletes queued reports (the privacy ledger
         stays, so switching on again does not reset the budget); persists across restarts"""
         self._upload_enabled = bool(enabled)
+        if not enabled:
+            self._drop_held("upload switched off")
         with self.state.transaction():
             self.state.set_setting(UPLOAD_SETTING, "1" if enabled else "0")
             if not enabled:
@@ -301,6 +351,7 @@ class Client:
         self._closed = True
         self._wake.set()
         self._unregister_exit_flush()
+        self._drop_held("local data deleted")
         if self._thread is not None:
             self._thread.join(timeout=self.timeout + 1)
         self.state.close()
@@ -318,6 +369,8 @@ class Client:
             return False
         if self._specs_needed():
             self._refresh_specs()
+        if self._held:
+            self._release_held()
         return all(c in self._specs or c in self._cached_at for c in self._wanted)
 
     def spec(self, campaign: str) -> Spec:
@@ -461,6 +514,10 @@ class Client:
         result = FlushResult()
         if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
+                if self._held:  # values recorded before their spec: fetch it now (flush is the caller's I/O)
+                    if self._specs_needed() and self.clock() >= self._next_attempt:
+                        self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
+                    self._release_held()
                 result.dropped = self.queue.enforce_limits(self.clock())
                 self._deliver(result, deadline)
             finally:
@@ -498,6 +555,7 @@ class Client:
             if self._thread is not None:
                 self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
             result = self.flush(max(0.0, deadline - time.monotonic()))
+            self._drop_held("the client closed before their spec arrived")
         finally:
             self.state.close()
         return result
@@ -539,6 +597,8 @@ class Client:
             return
         if self._specs_needed() and not self._refresh_specs():
             return
+        if self._held:
+            self._release_held()
         result = FlushResult()
         with self._send_lock:
             while not self._closed and self._upload_enabled:

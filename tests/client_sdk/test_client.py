@@ -188,21 +188,36 @@ def test_specs_are_cached_and_used_when_the_collector_is_down(tmp_path, fake):
 
 
 def test_unknown_and_unfetched_campaigns_are_statuses_not_exceptions(tmp_path, fake, caplog):
-    client = make_client(tmp_path, fake, campaigns=[])
+    client = make_client(tmp_path, fake, campaigns=[], max_held=1)
     with caplog.at_level(logging.WARNING, logger="client_sdk"):
+        assert client.record("browser", "safari").status is client_sdk.RecordStatus.HELD
         assert client.record("browser", "chrome").status is client_sdk.RecordStatus.SPEC_UNAVAILABLE
         assert client.record("browser", "chrome").status is client_sdk.RecordStatus.SPEC_UNAVAILABLE
     assert fake.spec_fetches == 0  # record() never fetched
     assert caplog.text.count("spec_unavailable") == 1  # logged once
-    assert client.prepare(["nowhere"]) is False
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir())
+    assert b"safari" not in raw  # the held raw value is in memory only
+    assert client.prepare(["nowhere"]) is False  # one request: browser's spec arrives, nowhere is unknown
+    assert fake.spec_fetches == 1 and client.pending() == 1  # the held value was perturbed and queued
     assert client.record("nowhere", 1).status is client_sdk.RecordStatus.UNKNOWN_CAMPAIGN
     assert client.record("browser", "chrome").status is client_sdk.RecordStatus.QUEUED
     fake.spec_status = 503
     assert client.record("browser", "chrome")  # the collector going down changes nothing for recording
     status = client.status()
-    assert status.recorded == {"spec_unavailable": 2, "unknown_campaign": 1, "queued": 2}
-    assert status.unknown_campaigns == ["nowhere"] and client.pending() == 2
+    assert status.recorded == {"held": 1, "spec_unavailable": 2, "held_queued": 1, "unknown_campaign": 1,
+                               "queued": 2}
+    assert status.unknown_campaigns == ["nowhere"] and client.pending() == 3
     client.close()
+
+
+def test_a_fresh_device_can_record_at_once_and_deliver_on_close(tmp_path, fake):
+    client = make_client(tmp_path, fake, campaigns=[], background=True, flush_interval=3600)
+    assert client.record("browser", "chrome").status in (client_sdk.RecordStatus.HELD,
+                                                        client_sdk.RecordStatus.QUEUED)
+    assert client.record("ghost", 3).status in (client_sdk.RecordStatus.HELD,
+                                                client_sdk.RecordStatus.UNKNOWN_CAMPAIGN)
+    result = client.close(timeout=10)
+    assert result.remaining == 0 and len(fake.stored) == 1
 
 
 def test_values_outside_the_domain_raise_before_anything_is_spent(tmp_path, fake):
