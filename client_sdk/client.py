@@ -8,8 +8,9 @@ in :meth:`Client.status` and logged once.  The value is validated (perturbed) fi
 asked, then the ledger charge and the queue insert happen in one transaction.  The true value is never stored.
 
 Specs come from the state file or from the collector, fetched in the background (``campaigns=[...]`` or
-``prepare()``; one ``GET /v1/campaigns`` for all of them).  A ``record()`` for a campaign whose spec was never
-fetched returns ``spec_unavailable``: the raw value is not kept, not even in memory.
+``prepare()``; one ``GET /v1/campaigns`` for all of them).  A value recorded before its campaign's spec was ever
+fetched is held in memory only (never on disk; at most ``max_held`` values, status ``held``) and perturbed and
+queued when the spec arrives; values still held at ``close()`` are dropped and counted (``held_dropped``).
 
 Delivery (background thread or ``flush()``): each request carries the reports of one campaign, campaigns in a
 random order.  A report leaves the queue only when the collector's 2xx answer acknowledges it (the counts add
@@ -241,7 +242,7 @@ class Client:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 self.ledger.charge(campaign, spec.epsilon, policy, now)
                 self.queue.put(report, now)
-                pending = len(self.queue)
+                pending = self.queue.last_count
         except sqlite3.Error as exc:
             self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
             return Recorded(RecordStatus.STATE_ERROR)

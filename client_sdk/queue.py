@@ -55,6 +55,7 @@ class ReportQueue:
     def __init__(self, state: StateFile, limits: QueueLimits | None = None) -> None:
         self.state = state
         self.limits = limits or QueueLimits()
+        self.last_count = 0  # queued reports after the last put (saves a read per record)
 
     def put(self, report: dict[str, Any], now: float) -> int:
         "Append a report; returns how many old reports the limits dropped"
@@ -75,7 +76,7 @@ class ReportQueue:
             if excess > 0:
                 drops["dropped_count_limit"] = conn.execute(
                     "DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq LIMIT ?)", (excess,)).rowcount
-                size = conn.execute("SELECT bytes FROM queue_totals WHERE id = 1").fetchone()[0]
+                count, size = conn.execute("SELECT reports, bytes FROM queue_totals WHERE id = 1").fetchone()
             if size > self.limits.max_bytes:
                 last, freed, dropped = None, 0, 0
                 for seq, row_size in conn.execute("SELECT seq, size FROM queue ORDER BY seq"):
@@ -84,9 +85,11 @@ class ReportQueue:
                         break
                 conn.execute("DELETE FROM queue WHERE seq <= ?", (last,))
                 drops["dropped_bytes_limit"] = dropped
+                count -= dropped
             for name, amount in drops.items():
                 if amount:
                     self.state.add_to_counter(name, amount)
+        self.last_count = count
         total = sum(drops.values())
         if total:
             logger.warning("report queue limits dropped %d old reports (%s)", total,
@@ -117,8 +120,11 @@ class ReportQueue:
             return [r[0] for r in self.state.conn.execute("SELECT DISTINCT campaign FROM queue")]
 
     def remove(self, report_ids: list[str]) -> None:
+        "Delete acknowledged reports: one statement per 500 ids, one transaction"
         with self.state.transaction() as conn:
-            conn.executemany("DELETE FROM queue WHERE report_id = ?", [(r,) for r in report_ids])
+            for start in range(0, len(report_ids), 500):
+                chunk = report_ids[start:start + 500]
+                conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})", chunk)
 
     def clear(self) -> int:
         "Delete every queued report (the user switched uploading off); returns how many"
