@@ -11,8 +11,10 @@ import logging
 import pytest
 
 import client_sdk
+from client_sdk import Client
 from client_sdk.transport import Request, RequestTimeout, Response
 
+from .test_client import SPEC as SPEC_BROWSER
 from .test_client import FakeCollector, make_client
 
 OTHER = client_sdk.load_spec({"name": "theme", "mechanism": "grr", "epsilon": 1.0, "domain": ["light", "dark"]})
@@ -151,3 +153,32 @@ def test_spec_fetches_happen_on_the_sender_thread_with_one_request(tmp_path, fak
     assert client.record("browser", "chrome") and client.record("theme", "light")
     assert fake.spec_fetches == 1 and set(threads) == {"ldp-telemetry-sender"}
     client.close(timeout=5)
+
+
+def test_against_the_collector_a_revoked_key_keeps_every_report(tmp_path):
+    from client_sdk.transport import WSGITransport
+    from collector import create_app
+    from collector.storage import Storage
+
+    db = tmp_path / "collector.db"
+    app = create_app({"DATABASE": str(db), "RATE_LIMIT": 0})
+    with Storage(db) as storage:
+        old_key, old = storage.create_key("ingest", "2024-01-01")
+        new_key, _ = storage.create_key("ingest", "2024-01-01")
+        for spec in (SPEC_BROWSER, OTHER):
+            storage.create_campaign(spec.to_dict(), "2024-01-01")
+    client = Client("http://collector.test", old_key, tmp_path / "state", transport=WSGITransport(app),
+                    background=False, policy=client_sdk.ReportPolicy.unlimited(), campaigns=["browser", "theme"],
+                    backoff_base=0.01, backoff_cap=0.05)
+    for _ in range(5):
+        assert client.record("browser", "chrome") and client.record("theme", "dark")
+    with Storage(db) as storage:
+        storage.revoke_key(old.key_id)
+    result = client.close(timeout=0.5)
+    assert result.remaining == 10 and result.condition == "unauthorized"
+    again = Client("http://collector.test", new_key, tmp_path / "state", transport=WSGITransport(app),
+                   background=False, policy=client_sdk.ReportPolicy.unlimited())
+    result = again.close(timeout=10)
+    assert (result.sent, result.remaining) == (10, 0)
+    with Storage(db) as storage:
+        assert len(list(storage.iter_reports("browser"))) == len(list(storage.iter_reports("theme"))) == 5
