@@ -220,7 +220,7 @@ class Client:
                     spec = RecordStatus.HELD
             self._wake.set()
         if isinstance(spec, RecordStatus):
-            return self._outcome(spec, campaign)
+            return self._outcome(spec if self._upload_enabled else RecordStatus.UPLOAD_DISABLED, campaign)
         recorded = self._queue_value(spec, campaign, value, self.clock())
         return self._outcome(recorded.status, campaign, report_id=recorded.report_id)
 
@@ -367,8 +367,8 @@ class Client:
         self._wanted.update(campaigns)
         if self._thread is not None and not wait:
             self._wake.set()
-            return False
-        if self._specs_needed():
+            return all(c in self._specs or c in self._cached_at for c in self._wanted)
+        if self._specs_needed() and self._upload_enabled:
             self._refresh_specs()
         if self._held:
             self._release_held()

@@ -66,9 +66,10 @@ def test_upload_switch_off_deletes_the_queue_keeps_the_ledger_and_persists(tmp_p
     assert client.pending() == 0 and client.spent("browser").reports == 4
     requests = len(fake.posts) + fake.spec_fetches
     assert client.record("browser", "safari").status is RecordStatus.UPLOAD_DISABLED
+    assert client.record("not-fetched", 1).status is RecordStatus.UPLOAD_DISABLED
     with pytest.raises(client_sdk.InvalidValue):
         client.record("browser", "opera")  # programming errors still surface
-    assert client.flush().sent == 0 and client.prepare() is True
+    assert client.flush().sent == 0 and client.prepare() is False  # "not-fetched" was not fetched
     assert len(fake.posts) + fake.spec_fetches == requests  # no contact with the collector at all
     status = client.status()
     assert not status.upload_enabled and status.dropped["deleted_upload_disabled"] == 4
