@@ -84,3 +84,19 @@ def test_wsgi_transport_calls_the_app():
 
     answer = WSGITransport(app).send(Request("POST", "http://h/a/b?c=1", {"Content-Type": "text/plain"}, b"hi"), 1)
     assert (answer.status, answer.body, answer.headers["x-path"]) == (202, b"hi", "/a/b?c=1")
+
+
+def test_importing_the_sdk_loads_no_http_stack_and_no_runtime():
+    import json
+    import subprocess
+    import sys
+
+    code = "import sys, json, client_sdk; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    heavy = {"urllib.request", "http.client", "email", "ssl", "socket", "gzip", "uuid", "sqlite3", "logging"}
+    assert not heavy & loaded
+    code = "import sys, json, client_sdk; client_sdk.Client; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    assert "sqlite3" in loaded and not {"urllib.request", "http.client", "ssl"} & loaded  # only a request loads them
