@@ -519,7 +519,7 @@ class Client:
                     if self._specs_needed() and self.clock() >= self._next_attempt:
                         self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
                     self._release_held()
-                result.dropped = self.queue.enforce_limits(self.clock())
+                result.dropped = self.queue.drop_expired(self.clock())
                 self._deliver(result, deadline)
             finally:
                 self._send_lock.release()

@@ -120,11 +120,22 @@ class ReportQueue:
             return [r[0] for r in self.state.conn.execute("SELECT DISTINCT campaign FROM queue")]
 
     def remove(self, report_ids: list[str]) -> None:
-        "Delete acknowledged reports: one statement per 500 ids, one transaction"
-        with self.state.transaction() as conn:
-            for start in range(0, len(report_ids), 500):
-                chunk = report_ids[start:start + 500]
-                conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})", chunk)
+        "Delete acknowledged reports: one statement per 500 ids (a single statement is its own transaction)"
+        chunks = [report_ids[start:start + 500] for start in range(0, len(report_ids), 500)]
+        with self.state.lock if len(chunks) == 1 else self.state.transaction():
+            for chunk in chunks:
+                self.state.conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})",
+                                        chunk)
+
+    def drop_expired(self, now: float) -> int:
+        "Drop reports older than the age limit (one indexed statement unless something expired)"
+        with self.state.lock:
+            dropped = self.state.conn.execute("DELETE FROM queue WHERE created < ?",
+                                              (now - self.limits.max_age_seconds,)).rowcount
+            if dropped:
+                self.state.add_to_counter("dropped_age_limit", dropped)
+                logger.warning("report queue limits dropped %d old reports (dropped_age_limit=%d)", dropped, dropped)
+        return dropped
 
     def clear(self) -> int:
         "Delete every queued report (the user switched uploading off); returns how many"
