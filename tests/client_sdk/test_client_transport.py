@@ -26,9 +26,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if self.path == "/slow":
             time.sleep(0.6)
-        status = 503 if self.path == "/busy" else 200
+        status = {"/busy": 503, "/portal": 302}.get(self.path, 200)
         self.send_response(status)
         self.send_header("Retry-After", "7")
+        self.send_header("Location", "/login")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -58,6 +59,8 @@ def test_urllib_returns_statuses_instead_of_raising(server):
     assert ok.status == 200 and ok.json() == {"a": 1}
     busy = transport.send(Request("POST", server + "/busy", {}, b"{}"), 5)
     assert busy.status == 503 and busy.headers["retry-after"] == "7"
+    portal = transport.send(Request("POST", server + "/portal", {}, b"{}"), 5)
+    assert portal.status == 302 and portal.headers["location"] == "/login"  # redirects are never followed
 
 
 def test_urllib_timeouts_and_refusals_are_retryable_errors(server):
