@@ -150,3 +150,17 @@ def test_the_exit_flush_is_opt_in(tmp_path, option, delivered):
                    timeout=60)
     sent = out.read_text().split() if out.exists() else []
     assert len(sent) == delivered
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_state_left_open_by_an_older_version_is_tightened(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    client.record("browser", "chrome")
+    client.close()
+    state = tmp_path / "state"
+    os.chmod(state, 0o755)
+    for path in state.iterdir():
+        os.chmod(path, 0o644)
+    make_client(tmp_path, fake).close()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in state.iterdir())
