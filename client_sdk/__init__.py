@@ -28,14 +28,15 @@ from .randomness import DeterministicRandom, SecureRandom
 from .spec import Spec, load_spec
 
 if TYPE_CHECKING:
-    from .client import Client, ClientStatus, FlushResult, Recorded, RecordStatus, delete_local_data
+    from .client import Client, delete_local_data
     from .ledger import ReportPolicy
     from .queue import QueueLimits
+    from .status import ClientStatus, FlushResult, Recorded, RecordStatus
     from .transport import CampaignUnavailable, TransportError, UnknownCampaign
 
 _LAZY = {
-    **dict.fromkeys(["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", "delete_local_data"],
-                    ".client"),
+    "Client": ".client", "delete_local_data": ".client",
+    **dict.fromkeys(["ClientStatus", "FlushResult", "Recorded", "RecordStatus"], ".status"),
     "ReportPolicy": ".ledger", "QueueLimits": ".queue",
     **dict.fromkeys(["CampaignUnavailable", "TransportError", "UnknownCampaign"], ".transport"),
 }

@@ -23,18 +23,16 @@ draw), so the collector's duplicate detection makes retries safe.
 
 from __future__ import annotations
 
-import enum
-import json
 import logging
 import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
 from .errors import InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
@@ -43,67 +41,15 @@ from .randomness import RandomSource
 from .spec import Spec, load_spec
 from .state_file import StateFile
 from .state_file import delete_local_data as _delete_state_dir
+from .status import ClientStatus, FlushResult, Recorded, RecordStatus
 from .transport import CampaignUnavailable, Request, Response, Transport, TransportError, UnknownCampaign
 
+__all__ = ["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", "delete_local_data"]
+
 logger = logging.getLogger("client_sdk")
-RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 GZIP_MIN_BYTES = 2048
 UPLOAD_SETTING = "upload_enabled"
 DELETED_COUNTER = "deleted_upload_disabled"
-
-
-class RecordStatus(str, enum.Enum):
-    "What ``record()`` did with a value"
-
-    QUEUED = "queued"  # perturbed, charged to the ledger and queued
-    REFUSED_BY_POLICY = "refused_by_policy"  # the device's report policy (e.g. once a day) said no
-    HELD = "held"  # the spec is not known yet: the raw value waits in memory (never on disk) until it arrives
-    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec is not known and the in-memory hold is full: value dropped
-    UNKNOWN_CAMPAIGN = "unknown_campaign"  # the collector has no such campaign
-    CAMPAIGN_CLOSED = "campaign_closed"  # the collector closed the campaign
-    UPLOAD_DISABLED = "upload_disabled"  # set_upload_enabled(False)
-    CLIENT_CLOSED = "client_closed"  # close() or delete_local_data() was called
-    STATE_ERROR = "state_error"  # the state file could not be written (disk full, damaged file)
-
-
-@dataclass(frozen=True)
-class Recorded:
-    "The outcome of one ``record()``; true when the report was queued"
-
-    status: RecordStatus
-    report_id: str | None = None
-
-    def __bool__(self) -> bool:
-        return self.status is RecordStatus.QUEUED
-
-
-@dataclass
-class FlushResult:
-    "What one flush did"
-
-    sent: int = 0  # reports acknowledged (accepted or duplicate)
-    rejected: int = 0  # reports the collector rejected by name (removed from the queue, reason logged)
-    dropped: int = 0  # reports the queue's age limit dropped when the flush started
-    remaining: int = 0  # still queued
-    condition: str | None = None  # why delivery is stalled, if it is (see ClientStatus.condition)
-
-
-@dataclass(frozen=True)
-class ClientStatus:
-    "A snapshot of the client, for an app's diagnostics page or health check"
-
-    upload_enabled: bool
-    pending: int  # reports queued on disk
-    pending_bytes: int
-    condition: str | None  # unreachable, unauthorized, forbidden, not_found, redirected, refused, too_large,
-    #                        server_unavailable, unexpected_answer; None once the collector answers as expected
-    detail: str | None  # the last failure, e.g. "HTTP 401: key: revoked"
-    retry_in: float  # seconds until the next attempt
-    recorded: dict[str, int]  # record() outcomes since the client started, by RecordStatus value
-    sent: int  # reports acknowledged since the client started
-    rejected: int  # reports rejected by name since the client started
-    dropped: dict[str, int]  # persistent: reports dropped by each queue limit, and deleted by upload switch-off
-    unknown_campaigns: list[str] = field(default_factory=list)
 
 
 class Jitter(Protocol):
@@ -431,10 +377,10 @@ class Client:
                 self._fail("unreachable", str(exc), None)
                 return False
             if response.status != 200:
-                self._fail(_condition_for(response.status), f"HTTP {response.status}: {_problem(response)}",
-                           _retry_after(response, now))
+                self._fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
+                           retry_after(response, now))
                 return False
-            listed = _campaign_list(response)
+            listed = campaign_list(response)
             if listed is None:
                 self._fail("unexpected_answer", "GET /v1/campaigns did not answer a list of campaigns", None)
                 return False
@@ -484,7 +430,7 @@ class Client:
         if response.status == 404:
             raise UnknownCampaign(f"the collector has no campaign {campaign!r}")
         if response.status != 200:
-            raise CampaignUnavailable(f"fetching campaign {campaign!r}: HTTP {response.status} {_problem(response)}")
+            raise CampaignUnavailable(f"fetching campaign {campaign!r}: HTTP {response.status} {problem(response)}")
         body = response.json()
         spec = load_spec(body["spec"])
         if spec.fingerprint != body.get("fingerprint") or spec.name != campaign:
@@ -630,7 +576,7 @@ class Client:
             self._fail("unreachable", str(exc), None)
             return False
         if 200 <= response.status < 300:
-            verdict = _acknowledgement(response, ids)
+            verdict = acknowledgement(response, ids)
             if isinstance(verdict, str):
                 self._fail("unexpected_answer", f"HTTP {response.status}: {verdict}", None)
                 return False
@@ -646,8 +592,8 @@ class Client:
         if response.status == 413 and len(batch) > 1:
             self._batch_limit = max(1, len(batch) // 2)  # too big for this collector: split, never drop
             return True
-        self._fail(_condition_for(response.status), f"HTTP {response.status}: {_problem(response)}",
-                   _retry_after(response, self.clock()))
+        self._fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
+                   retry_after(response, self.clock()))
         return False
 
     def _succeeded(self) -> None:
@@ -690,80 +636,6 @@ class Client:
 
     def _send(self, request: Request, timeout: float | None = None) -> Response:
         return self.transport.send(request, self.timeout if timeout is None else timeout)
-
-
-def _condition_for(status: int) -> str:
-    "The delivery condition a whole-request answer means (the batch stays queued in every case)"
-    if status in RETRYABLE_STATUSES or status >= 500:
-        return "server_unavailable"
-    return {401: "unauthorized", 403: "forbidden", 404: "not_found", 413: "too_large"}.get(
-        status, "redirected" if 300 <= status < 400 else "refused")
-
-
-def _acknowledgement(response: Response, ids: list[str]) -> dict[str, str] | str:
-    "The reports the collector rejected by name (id -> reason), or why the answer does not acknowledge the batch"
-    data = _json_or_none(response)
-    if not isinstance(data, dict):
-        return "the answer is not the collector's JSON"
-    counts = [data.get(name) for name in ("accepted", "duplicate", "rejected")]
-    if any(type(c) is not int or c < 0 for c in counts):
-        return "the answer has no accepted/duplicate/rejected counts"
-    if sum(counts) != len(ids):  # type: ignore[arg-type]
-        return f"the counts add up to {sum(counts)}, the batch had {len(ids)} reports"  # type: ignore[arg-type]
-    errors = data.get("errors")
-    if not isinstance(errors, list) or len(errors) != counts[2]:
-        return "the answer does not name every rejected report"
-    batch, rejected = set(ids), {}
-    for error in errors:
-        report_id = error.get("report_id") if isinstance(error, dict) else None
-        if report_id not in batch or report_id in rejected:
-            return "a rejection names no report of the batch"
-        rejected[report_id] = f"{error.get('field')}: {error.get('reason')}"
-    return rejected
-
-
-def _campaign_list(response: Response) -> dict[str, dict] | None:
-    data = _json_or_none(response)
-    items = data.get("campaigns") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        return None
-    return {item["name"]: item for item in items
-            if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("spec"), dict)}
-
-
-def _retry_after(response: Response, now: float) -> float | None:
-    "Retry-After in delta-seconds or HTTP-date form (RFC 9110, section 10.2.3), as seconds from ``now``"
-    raw = response.headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        from email.utils import parsedate_to_datetime
-
-        try:
-            when = parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            return None
-        return max(0.0, when.timestamp() - now)
-    return max(0.0, seconds) if seconds == seconds and seconds != float("inf") else None
-
-
-def _json_or_none(response: Response) -> Any:
-    try:
-        return json.loads(response.body)
-    except ValueError:
-        return None
-
-
-def _problem(response: Response) -> str:
-    data = _json_or_none(response)
-    if not isinstance(data, dict):
-        return "no details"
-    return f"{data.get('field', '')}: {data.get('detail', '')}".strip(": ") or "no details"
 
 
 def _shuffled(items: list[str]) -> list[str]:

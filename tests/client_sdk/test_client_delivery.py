@@ -182,3 +182,14 @@ def test_against_the_collector_a_revoked_key_keeps_every_report(tmp_path):
     assert (result.sent, result.remaining) == (10, 0)
     with Storage(db) as storage:
         assert len(list(storage.iter_reports("browser"))) == len(list(storage.iter_reports("theme"))) == 5
+
+
+@pytest.mark.parametrize(("header", "expected"), [
+    ("120", 120.0), (" 7 ", 7.0), ("Wed, 21 Oct 2015 07:30:00 GMT", 60.0), ("Wed, 21 Oct 2015 07:27:00 GMT", 0.0),
+    ("soon", None), ("nan", None), ("-5", 0.0),
+])
+def test_retry_after_forms(header, expected):
+    from client_sdk.answers import retry_after
+
+    now = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:29:00 GMT").timestamp()
+    assert retry_after(Response(503, {"retry-after": header}), now) == expected
