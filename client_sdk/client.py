@@ -455,8 +455,9 @@ class Client:
         return {"secret": state.secret, "cohort": state.cohort_for(spec.rappor.m)}
 
     # -- delivery ---------------------------------------------------------------------------------------------
-    def flush(self, timeout: float | None = None) -> FlushResult:
-        "Send queued reports until the queue is empty or ``timeout`` seconds pass (retrying with backoff)"
+    def flush(self, timeout: float | None = None, *, retry: bool = True) -> FlushResult:
+        """Send queued reports until the queue is empty or ``timeout`` seconds pass, retrying with backoff (or,
+        with ``retry=False``, trying at once and stopping at the first failure)"""
         deadline = time.monotonic() + (timeout if timeout is not None else max(self.close_timeout, 30.0))
         result = FlushResult()
         if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
@@ -466,14 +467,14 @@ class Client:
                         self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
                     self._release_held()
                 result.dropped = self.queue.drop_expired(self.clock())
-                self._deliver(result, deadline)
+                self._deliver(result, deadline, retry)
             finally:
                 self._send_lock.release()
         result.remaining = len(self.queue)
         result.condition = self._condition
         return result
 
-    def _deliver(self, result: FlushResult, deadline: float) -> None:
+    def _deliver(self, result: FlushResult, deadline: float, retry: bool) -> None:
         "One campaign per request, campaigns in a random order, until the queue is empty or the deadline"
         while self._upload_enabled:
             campaigns = _shuffled(self.queue.campaigns())
@@ -481,17 +482,19 @@ class Client:
                 return
             for campaign in campaigns:
                 wait = self._next_attempt - self.clock()
-                if wait > 0:
+                if wait > 0 and retry:
                     if time.monotonic() + wait > deadline:
                         return
                     self.sleep(wait)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._upload_enabled:
                     return
-                self._send_batch(campaign, result, min(self.timeout, remaining))
+                if not self._send_batch(campaign, result, min(self.timeout, remaining)) and not retry:
+                    return
 
     def close(self, timeout: float | None = None) -> FlushResult:
-        "Stop the sender, flush for at most ``timeout`` (default ``close_timeout``) seconds, keep the rest on disk"
+        """Stop the sender and deliver for at most ``timeout`` (default ``close_timeout``) seconds, trying at once
+        and stopping at the first failure (offline, close returns after one attempt); the rest stays on disk"""
         if self._closed:
             return FlushResult()
         deadline = time.monotonic() + (self.close_timeout if timeout is None else max(0.0, timeout))
@@ -501,7 +504,7 @@ class Client:
         try:
             if self._thread is not None:
                 self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
-            result = self.flush(max(0.0, deadline - time.monotonic()))
+            result = self.flush(max(0.0, deadline - time.monotonic()), retry=False)
             self._drop_held("the client closed before their spec arrived")
         finally:
             self.state.close()
