@@ -1,17 +1,45 @@
 """ldp-telemetry client SDK: perturb values on the device under local differential privacy.
 
 Standard library only.  ``mechanism_from_spec(spec).perturb(value)`` gives the payload of one report; randomness
-comes from the OS CSPRNG (``secrets``).
+comes from the OS CSPRNG (``secrets``).  ``Client(url, key, state_dir, campaigns=[...])`` records, queues and
+delivers (see ``docs/sdk.md``).
+
+The device runtime (``Client`` and its queue, ledger, state file and transport: ``sqlite3``, ``logging``,
+``threading``) is imported on first use of one of its names, and the HTTP stack on the first request, so
+``import client_sdk`` for spec parsing and perturbation (the collector, the estimators) stays cheap.
 """
 
-from .client import Client, FlushResult
-from .errors import LDPError, PayloadError, PrivacyWarning, SpecError, ValueNotInDomain
-from .ledger import ReportPolicy
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    InvalidValue,
+    InvalidValueType,
+    LDPError,
+    PayloadError,
+    PrivacyWarning,
+    RecordingError,
+    SpecError,
+    StateFileError,
+    UnsupportedSpec,
+    ValueNotInDomain,
+)
 from .mechanisms import mechanism_from_spec
-from .queue import QueueLimits
 from .randomness import DeterministicRandom, SecureRandom
 from .spec import Spec, load_spec
-from .transport import CampaignUnavailable, TransportError, UnknownCampaign
+
+if TYPE_CHECKING:
+    from .client import Client, delete_local_data
+    from .ledger import ReportPolicy
+    from .queue import QueueLimits
+    from .status import ClientStatus, FlushResult, Recorded, RecordStatus
+    from .transport import CampaignUnavailable, TransportError, UnknownCampaign
+
+_LAZY = {
+    "Client": ".client", "delete_local_data": ".client",
+    **dict.fromkeys(["ClientStatus", "FlushResult", "Recorded", "RecordStatus"], ".status"),
+    "ReportPolicy": ".ledger", "QueueLimits": ".queue",
+    **dict.fromkeys(["CampaignUnavailable", "TransportError", "UnknownCampaign"], ".transport"),
+}
 
 __version__ = "0.1.0"
 
@@ -19,4 +47,22 @@ __all__ = [
     "LDPError", "PayloadError", "PrivacyWarning", "SpecError", "ValueNotInDomain", "mechanism_from_spec",
     "DeterministicRandom", "SecureRandom", "Spec", "load_spec", "__version__",
     "Client", "FlushResult", "QueueLimits", "ReportPolicy", "TransportError", "CampaignUnavailable", "UnknownCampaign",
+    "ClientStatus", "Recorded", "RecordStatus", "delete_local_data", "RecordingError", "InvalidValue",
+    "InvalidValueType", "UnsupportedSpec", "StateFileError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    "Import the device runtime on first use (PEP 562)"
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,52 +1,55 @@
 """``Client``: record values, perturb them on the device, queue them on disk and deliver them in batches.
 
-Life of a value: ``record(campaign, value)`` fetches (or reuses) the campaign's spec, asks the privacy ledger
-whether the campaign may report again, perturbs the value with the campaign's mechanism, and in one transaction
-charges the ledger and queues the perturbed report with a fresh report_id.  The true value is never stored.
+Recording contract: ``record(campaign, value)`` never does network I/O and raises only for programming errors
+(:class:`~client_sdk.errors.RecordingError`: a value of the wrong type or outside the domain, a spec this SDK
+cannot use).  Everything operational (spec not fetched yet, unknown or closed campaign, upload switched off, a
+damaged state file, the collector down or refusing the key) is returned as a :class:`Recorded` status, counted
+in :meth:`Client.status` and logged once.  The value is validated (perturbed) first, then the privacy ledger is
+asked, then the ledger charge and the queue insert happen in one transaction.  The true value is never stored.
 
-Delivery: a background thread (or ``flush()``) sends the oldest queued reports as ``POST /v1/reports`` batches.
-A 2xx or 4xx answer ends the batch (reports rejected by the collector, or a 4xx for the whole batch, are dropped
-with a logged reason); 408, 429, 5xx and network errors keep the batch for a retry after an exponential backoff
-with full jitter, at least as long as the collector's Retry-After.  A retry resends the same queued JSON (same
-report_id, same draw), so the collector's duplicate detection makes retries safe.  ``close()`` flushes for a
-bounded time and leaves the rest on disk for the next start.
+Specs come from the state file or from the collector, fetched in the background (``campaigns=[...]`` or
+``prepare()``; one ``GET /v1/campaigns`` for all of them).  A value recorded before its campaign's spec was ever
+fetched is held in memory only (never on disk; at most ``max_held`` values, status ``held``) and perturbed and
+queued when the spec arrives; values still held at ``close()`` are dropped and counted (``held_dropped``).
+
+Delivery (background thread or ``flush()``): each request carries the reports of one campaign, campaigns in a
+random order.  A report leaves the queue only when the collector's 2xx answer acknowledges it (the counts add
+up to the batch; rejected reports are named with a reason) or a queue limit drops it.  Any other answer (401,
+403, 404, 3xx, other 4xx, 5xx, a 2xx that is not the expected JSON, such as a captive portal's page) keeps the
+batch, backs off (exponential with full jitter, at least Retry-After) and sets ``status().condition``.  413
+halves the batch, which grows back after successes.  A retry resends the same queued JSON (same report_id, same
+draw), so the collector's duplicate detection makes retries safe.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 import secrets
+import sqlite3
 import threading
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
-from .errors import LDPError
+from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
+from .errors import InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
-from .queue import QueueLimits, ReportQueue
+from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
 from .randomness import RandomSource
 from .spec import Spec, load_spec
 from .state_file import StateFile
-from .transport import (
-    CampaignUnavailable,
-    Request,
-    Response,
-    Transport,
-    TransportError,
-    UnknownCampaign,
-    UrllibTransport,
-)
+from .state_file import delete_local_data as _delete_state_dir
+from .status import ClientStatus, FlushResult, Recorded, RecordStatus
+from .transport import CampaignUnavailable, Request, Response, Transport, TransportError, UnknownCampaign
+
+__all__ = ["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", "delete_local_data"]
 
 logger = logging.getLogger("client_sdk")
-RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 GZIP_MIN_BYTES = 2048
+UPLOAD_SETTING = "upload_enabled"
+DELETED_COUNTER = "deleted_upload_disabled"
 
 
 class Jitter(Protocol):
@@ -62,26 +65,18 @@ class SecureJitter:
         return a + (b - a) * secrets.randbits(53) / (1 << 53)
 
 
-@dataclass
-class FlushResult:
-    "What one flush did"
-
-    sent: int = 0  # reports acknowledged (accepted or duplicate)
-    rejected: int = 0  # reports the collector refused (dropped)
-    dropped: int = 0  # reports dropped with a 4xx for the whole batch
-    remaining: int = 0  # still queued
-
-
 class Client:
     "The SDK's entry point: ``record``, ``flush``, ``close``; safe to use from several threads"
 
-    def __init__(self, url: str, api_key: str, state_dir: str | Path, *, transport: Transport | None = None,
-                 rng: RandomSource | None = None, policy: ReportPolicy | None = None,
-                 policies: dict[str, ReportPolicy] | None = None, batch_size: int = 500,
-                 max_request_bytes: int = 1024 * 1024, flush_interval: float = 30.0,
+    def __init__(self, url: str, api_key: str, state_dir: str | Path, *, campaigns: Iterable[str] = (),
+                 transport: Transport | None = None, rng: RandomSource | None = None,
+                 policy: ReportPolicy | None = None, policies: dict[str, ReportPolicy] | None = None,
+                 batch_size: int = 500, max_request_bytes: int = 1024 * 1024, flush_interval: float = 30.0,
                  queue_limits: QueueLimits | None = None, spec_ttl: float = 3600.0, timeout: float = 10.0,
                  backoff_base: float = 0.5, backoff_cap: float = 300.0, close_timeout: float = 5.0,
-                 background: bool = True, clock: Callable[[], float] = time.time,
+                 max_held: int = 1000, flush_at_exit: float | None = None,
+                 on_condition: Callable[[str | None, str | None], None] | None = None, background: bool = True,
+                 clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, jitter: Jitter | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
@@ -89,10 +84,16 @@ class Client:
             raise ValueError("batch_size must be in [1, 5000]")
         if not flush_interval > 0 or not timeout > 0 or not backoff_base > 0 or backoff_cap < backoff_base:
             raise ValueError("flush_interval, timeout and backoff_base must be positive, backoff_cap >= backoff_base")
+        if flush_at_exit is not None and not flush_at_exit >= 0:
+            raise ValueError("flush_at_exit must be a number of seconds >= 0, or None")
         self.url = url.rstrip("/")
         self.state_dir = Path(state_dir)
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
-        self.transport: Transport = transport or UrllibTransport()
+        if transport is None:
+            from .transport import UrllibTransport
+
+            transport = UrllibTransport()
+        self.transport: Transport = transport
         self.rng = rng
         self.policy = policy or ReportPolicy()
         self.policies = dict(policies or {})
@@ -105,47 +106,156 @@ class Client:
         self.close_timeout = close_timeout
         self.clock, self.sleep = clock, sleep
         self._jitter: Jitter = jitter or SecureJitter()
+        self._on_condition = on_condition
         self.state = StateFile(self.state_dir)
         self.queue = ReportQueue(self.state, queue_limits)
         self.ledger = PrivacyLedger(self.state)
+        self._upload_enabled = self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
         self._specs: dict[str, tuple[Spec, float]] = {}
+        with self.state.lock:
+            self._cached_at: dict[str, float] = dict(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
+        self._wanted: set[str] = set(campaigns)
+        self._unknown: set[str] = set()
+        self._closed_campaigns: set[str] = set()
+        self._spec_errors: dict[str, SpecError] = {}
+        self._specs_checked = float("-inf")
+        self._spec_lock = threading.Lock()
         self._send_lock = threading.Lock()
+        self._batch_limit = batch_size
         self._failures = 0
         self._next_attempt = 0.0
+        self._condition: str | None = None
+        self._detail: str | None = None
+        self._counts: dict[str, int] = {}
+        self._count_lock = threading.Lock()
+        self.max_held = max_held
+        self._held: list[tuple[str, Any, float]] = []
+        self._held_lock = threading.Lock()
+        self._sent = self._rejected = 0
+        self._logged: set[tuple[str, str]] = set()
         self._closed = False
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._flush_at_exit = flush_at_exit
+        if flush_at_exit is not None:
+            import atexit
+
+            atexit.register(self._exit_flush)
         if background:
             self._thread = threading.Thread(target=self._run, name="ldp-telemetry-sender", daemon=True)
             self._thread.start()
+        elif self._wanted and self._upload_enabled:
+            self.prepare()  # no background thread: the constructor is the caller's chosen moment for I/O
 
     # -- recording --------------------------------------------------------------------------------------------
-    def record(self, campaign: str, value: Any) -> str | None:
-        """Perturb ``value`` for ``campaign`` and queue it; the report_id, or None if the policy refused it.
+    def record(self, campaign: str, value: Any) -> Recorded:
+        """Perturb ``value`` for ``campaign`` and queue it; never does network I/O.
 
-        Raises ValueNotInDomain / TypeError for a value the campaign cannot take, UnknownCampaign, or
-        CampaignUnavailable when the spec was never fetched and the collector cannot be reached."""
+        Raises only :class:`RecordingError` subclasses (``InvalidValue`` is a ValueError, ``InvalidValueType`` a
+        TypeError, ``UnsupportedSpec`` a ValueError); every operational condition is a returned status."""
+        if not isinstance(campaign, str):
+            raise InvalidValueType("campaign must be a string")
         if self._closed:
-            raise LDPError("the client is closed")
-        spec = self.spec(campaign)
-        policy = self.policies.get(campaign, self.policy)
-        now = self.clock()
-        if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
-            logger.debug("campaign %s: report refused by the device policy", campaign)
-            return None
-        payload = self._mechanism(spec).perturb(value)  # raises before anything is charged or stored
-        report = {"report_id": str(uuid.uuid4()), "campaign": campaign, "fingerprint": spec.fingerprint,
-                  "payload": payload}
-        with self.state.transaction():
-            reason = self.ledger.refusal(campaign, spec.epsilon, policy, now)  # again, under the lock
-            if reason is not None:
-                return None
-            self.ledger.charge(campaign, spec.epsilon, policy, now)
-            self.queue.put(report, now)
-        if len(self.queue) >= self.batch_size:
+            return self._outcome(RecordStatus.CLIENT_CLOSED, campaign)
+        spec = self._known_spec(campaign)
+        if spec is RecordStatus.SPEC_UNAVAILABLE and self._upload_enabled:
+            with self._held_lock:
+                if len(self._held) < self.max_held:
+                    self._held.append((campaign, value, self.clock()))  # memory only, never on disk
+                    spec = RecordStatus.HELD
             self._wake.set()
-        return report["report_id"]
+        if isinstance(spec, RecordStatus):
+            return self._outcome(spec if self._upload_enabled else RecordStatus.UPLOAD_DISABLED, campaign)
+        recorded = self._queue_value(spec, campaign, value, self.clock())
+        return self._outcome(recorded.status, campaign, report_id=recorded.report_id)
+
+    def _queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
+        "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
+        try:
+            payload = self._perturb(spec, value)  # validates the value before any quota or state check
+        except RecordingError:
+            raise
+        except LDPError:  # the RAPPOR device secret could not be read
+            return Recorded(RecordStatus.STATE_ERROR)
+        if not self._upload_enabled:
+            return Recorded(RecordStatus.UPLOAD_DISABLED)
+        policy = self.policies.get(campaign, self.policy)
+        report = {"report_id": _uuid4(), "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
+        try:
+            with self.state.transaction():
+                if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
+                    return Recorded(RecordStatus.REFUSED_BY_POLICY)
+                self.ledger.charge(campaign, spec.epsilon, policy, now)
+                self.queue.put(report, now)
+                pending = self.queue.last_count
+        except sqlite3.Error as exc:
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return Recorded(RecordStatus.STATE_ERROR)
+        if pending >= self.batch_size:
+            self._wake.set()
+        return Recorded(RecordStatus.QUEUED, report["report_id"])
+
+    def _release_held(self) -> None:
+        "Queue the values recorded before their spec was known, now that it is (or count why they are dropped)"
+        with self._held_lock:
+            held, self._held = self._held, []
+        waiting = []
+        for campaign, value, when in held:
+            try:
+                spec = self._known_spec(campaign)
+                if spec is RecordStatus.SPEC_UNAVAILABLE:
+                    waiting.append((campaign, value, when))
+                    continue
+                status = spec if isinstance(spec, RecordStatus) else self._queue_value(spec, campaign, value,
+                                                                                        when).status
+            except RecordingError as exc:  # the caller is gone: count and log instead of raising
+                self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign,
+                               exc)
+                self._count("held_invalid")
+                continue
+            self._count(f"held_{status.value}")
+        with self._held_lock:
+            self._held[:0] = waiting
+
+    def _drop_held(self, reason: str) -> None:
+        with self._held_lock:
+            dropped, self._held = len(self._held), []
+        if dropped:
+            self._count("held_dropped", dropped)
+            logger.warning("%d values recorded before their spec arrived were dropped (%s)", dropped, reason)
+
+    def _perturb(self, spec: Spec, value: Any) -> Any:
+        from .errors import ValueNotInDomain
+
+        if isinstance(value, float) and value != value:
+            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
+        try:
+            mechanism = self._mechanism(spec)
+        except (SpecError, TypeError) as exc:
+            raise UnsupportedSpec(f"campaign {spec.name!r}: {exc}") from None
+        try:
+            return mechanism.perturb(value)
+        except (ValueNotInDomain, SpecError) as exc:
+            raise InvalidValue(str(exc)) from None
+        except LDPError:
+            raise
+        except TypeError as exc:
+            raise InvalidValueType(str(exc)) from None
+        except (ValueError, ArithmeticError) as exc:
+            raise InvalidValue(str(exc)) from None
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        with self._count_lock:
+            self._counts[name] = self._counts.get(name, 0) + amount
+
+    def _outcome(self, status: RecordStatus, campaign: str, detail: str = "", report_id: str | None = None
+                 ) -> Recorded:
+        self._count(status.value)
+        if status not in (RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY, RecordStatus.HELD):
+            self._log_once((status.value, campaign), "campaign %s: value not recorded (%s) %s", campaign,
+                           status.value, detail)
+        return Recorded(status, report_id)
 
     def spent(self, campaign: str) -> Spending:
         "The epsilon and report count ``campaign`` has spent on this device"
@@ -155,42 +265,179 @@ class Client:
         "Reports queued on disk"
         return len(self.queue)
 
+    def status(self) -> ClientStatus:
+        "Queue, delivery condition and counters (see :class:`ClientStatus`)"
+        count, size = self.queue.totals()
+        stored = self.state.counters()
+        return ClientStatus(
+            upload_enabled=self._upload_enabled, pending=count, pending_bytes=size, condition=self._condition,
+            detail=self._detail, retry_in=max(0.0, self._next_attempt - self.clock()), recorded=dict(self._counts),
+            sent=self._sent, rejected=self._rejected,
+            dropped={name: stored.get(name, 0) for name in (*DROP_COUNTERS, DELETED_COUNTER)},
+            unknown_campaigns=sorted(self._unknown))
+
+    # -- consent ----------------------------------------------------------------------------------------------
+    def set_upload_enabled(self, enabled: bool) -> None:
+        """The consent switch: off stops recording and uploading and deletes queued reports (the privacy ledger
+        stays, so switching on again does not reset the budget); persists across restarts"""
+        self._upload_enabled = bool(enabled)
+        if not enabled:
+            self._drop_held("upload switched off")
+        with self.state.transaction():
+            self.state.set_setting(UPLOAD_SETTING, "1" if enabled else "0")
+            if not enabled:
+                deleted = self.queue.clear()
+                if deleted:
+                    self.state.add_to_counter(DELETED_COUNTER, deleted)
+        if enabled:
+            self._wake.set()
+
+    def delete_local_data(self) -> None:
+        "Close the client and remove its state directory: queue, ledger, cached specs, RAPPOR device secret"
+        self._upload_enabled = False
+        self._closed = True
+        self._wake.set()
+        self._unregister_exit_flush()
+        self._drop_held("local data deleted")
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout + 1)
+        self.state.close()
+        _delete_state_dir(self.state_dir)
+
     # -- specs ------------------------------------------------------------------------------------------------
+    def prepare(self, campaigns: Iterable[str] = (), *, wait: bool = False) -> bool:
+        """Fetch the specs of ``campaigns`` (and of every campaign recorded so far) with one request.
+
+        In the background unless ``wait`` (or the client has no background thread): then on this thread, and the
+        answer says whether every wanted campaign now has a spec."""
+        self._wanted.update(campaigns)
+        if self._thread is not None and not wait:
+            self._wake.set()
+            return all(c in self._specs or c in self._cached_at for c in self._wanted)
+        if self._specs_needed() and self._upload_enabled:
+            self._refresh_specs()
+        if self._held:
+            self._release_held()
+        return all(c in self._specs or c in self._cached_at for c in self._wanted)
+
     def spec(self, campaign: str) -> Spec:
-        "The campaign's spec: from memory, the state file, or the collector (refreshed after ``spec_ttl``)"
-        now = self.clock()
+        """The campaign's spec from memory, the state file or the collector (an explicit, blocking fetch: raises
+        UnknownCampaign or CampaignUnavailable; ``record()`` never calls it)"""
+        self._wanted.add(campaign)
+        known = self._known_spec(campaign)
+        if isinstance(known, Spec):
+            return known
+        return self._fetch_spec(campaign, self.clock())
+
+    def _known_spec(self, campaign: str) -> Spec | RecordStatus:
+        "The spec held in memory or in the state file, or why there is none; asks the sender to fetch what is due"
+        if campaign in self._spec_errors:
+            raise UnsupportedSpec(f"campaign {campaign!r}: {self._spec_errors[campaign]}")
+        if campaign in self._closed_campaigns:
+            return RecordStatus.CAMPAIGN_CLOSED
         held = self._specs.get(campaign)
-        if held is not None and now - held[1] < self.spec_ttl:
-            return held[0]
-        cached = self.state.cached_spec(campaign)
-        if cached is not None and now - cached[1] < self.spec_ttl:
-            spec = load_spec(cached[0])
-            self._specs[campaign] = (spec, cached[1])
-            return spec
-        try:
-            spec = self._fetch_spec(campaign, now)
-        except TransportError:
-            if cached is None:
-                raise CampaignUnavailable(f"cannot fetch the spec of campaign {campaign!r}") from None
-            logger.info("campaign %s: collector unreachable, using the cached spec", campaign)
-            spec = load_spec(cached[0])
-        self._specs[campaign] = (spec, now)
-        return spec
+        if held is None and campaign in self._cached_at:
+            cached = self.state.cached_spec(campaign)
+            if cached is not None:
+                try:
+                    held = self._specs[campaign] = (load_spec(cached[0]), cached[1])
+                except SpecError as exc:
+                    self._spec_errors[campaign] = exc
+                    raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
+        if campaign not in self._wanted:
+            self._wanted.add(campaign)
+        if held is None:
+            if campaign in self._unknown:
+                return RecordStatus.UNKNOWN_CAMPAIGN
+            self._wake.set()
+            return RecordStatus.SPEC_UNAVAILABLE
+        if self.clock() - held[1] >= self.spec_ttl:
+            self._wake.set()  # stale: keep using it, refresh in the background
+        return held[0]
+
+    def _specs_needed(self) -> bool:
+        now = self.clock()
+        for campaign in list(self._wanted):
+            if campaign in self._unknown or campaign in self._closed_campaigns:
+                if now - self._specs_checked >= self.spec_ttl:
+                    return True
+                continue
+            fetched = self._specs[campaign][1] if campaign in self._specs else self._cached_at.get(campaign)
+            if fetched is None or now - fetched >= self.spec_ttl:
+                return True
+        return False
+
+    def _refresh_specs(self, timeout: float | None = None) -> bool:
+        "One ``GET /v1/campaigns`` for every wanted spec; False (and a backoff) if the collector did not answer"
+        with self._spec_lock:
+            now = self.clock()
+            try:
+                response = self._send(Request("GET", f"{self.url}/v1/campaigns", dict(self._headers)), timeout)
+            except TransportError as exc:
+                self._fail("unreachable", str(exc), None)
+                return False
+            if response.status != 200:
+                self._fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
+                           retry_after(response, now))
+                return False
+            listed = campaign_list(response)
+            if listed is None:
+                self._fail("unexpected_answer", "GET /v1/campaigns did not answer a list of campaigns", None)
+                return False
+            fresh: dict[str, tuple[Spec, dict]] = {}
+            for campaign in list(self._wanted):
+                item = listed.get(campaign)
+                if item is None:
+                    if campaign not in self._unknown:
+                        self._log_once(("unknown", campaign), "campaign %s: the collector has no such campaign",
+                                       campaign)
+                    self._unknown.add(campaign)
+                    continue
+                self._unknown.discard(campaign)
+                if item.get("closed") is True:
+                    self._closed_campaigns.add(campaign)
+                    continue
+                self._closed_campaigns.discard(campaign)
+                try:
+                    spec = load_spec(item["spec"])
+                except SpecError as exc:
+                    self._spec_errors[campaign] = exc
+                    continue
+                if spec.fingerprint != item.get("fingerprint") or spec.name != campaign:
+                    self._log_once(("fingerprint", campaign), "campaign %s: the spec does not match its fingerprint",
+                                   campaign)
+                    continue
+                self._spec_errors.pop(campaign, None)
+                fresh[campaign] = (spec, item["spec"])
+            with self.state.transaction():
+                for campaign, (spec, body) in fresh.items():
+                    self.state.cache_spec(campaign, body, spec.fingerprint, now)
+            for campaign, (spec, _) in fresh.items():
+                self._specs[campaign] = (spec, now)
+                self._cached_at[campaign] = now
+            self._specs_checked = now
+            self._succeeded()
+            return True
 
     def _fetch_spec(self, campaign: str, now: float) -> Spec:
-        response = self._send(Request("GET", f"{self.url}/v1/campaigns/{quote(campaign, safe='')}",
-                                      dict(self._headers)))
+        from urllib.parse import quote
+
+        try:
+            response = self._send(Request("GET", f"{self.url}/v1/campaigns/{quote(campaign, safe='')}",
+                                          dict(self._headers)))
+        except TransportError:
+            raise CampaignUnavailable(f"cannot fetch the spec of campaign {campaign!r}") from None
         if response.status == 404:
             raise UnknownCampaign(f"the collector has no campaign {campaign!r}")
-        if response.status in RETRYABLE_STATUSES or response.status >= 500:
-            raise CampaignUnavailable(f"fetching campaign {campaign!r}: HTTP {response.status}")
         if response.status != 200:
-            raise LDPError(f"fetching campaign {campaign!r}: HTTP {response.status} {_problem(response)}")
+            raise CampaignUnavailable(f"fetching campaign {campaign!r}: HTTP {response.status} {problem(response)}")
         body = response.json()
         spec = load_spec(body["spec"])
         if spec.fingerprint != body.get("fingerprint") or spec.name != campaign:
             raise LDPError(f"campaign {campaign!r}: the spec does not match its fingerprint")
         self.state.cache_spec(campaign, body["spec"], spec.fingerprint, now)
+        self._specs[campaign] = (spec, now)
+        self._cached_at[campaign] = now
         return spec
 
     def _mechanism(self, spec: Spec) -> Mechanism:
@@ -209,36 +456,73 @@ class Client:
         return {"secret": state.secret, "cohort": state.cohort_for(spec.rappor.m)}
 
     # -- delivery ---------------------------------------------------------------------------------------------
-    def flush(self, timeout: float | None = None) -> FlushResult:
-        "Send queued reports until the queue is empty or ``timeout`` seconds pass (retrying with backoff)"
+    def flush(self, timeout: float | None = None, *, retry: bool = True) -> FlushResult:
+        """Send queued reports until the queue is empty or ``timeout`` seconds pass, retrying with backoff (or,
+        with ``retry=False``, trying at once and stopping at the first failure)"""
         deadline = time.monotonic() + (timeout if timeout is not None else max(self.close_timeout, 30.0))
         result = FlushResult()
-        with self._send_lock:
-            while len(self.queue):
-                wait = self._next_attempt - self.clock()
-                if wait > 0:
-                    if time.monotonic() + wait > deadline:
-                        break
-                    self.sleep(wait)
-                if time.monotonic() > deadline:
-                    break
-                self._send_one_batch(result)
+        if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            try:
+                if self._held:  # values recorded before their spec: fetch it now (flush is the caller's I/O)
+                    if self._specs_needed() and self.clock() >= self._next_attempt:
+                        self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
+                    self._release_held()
+                result.dropped = self.queue.drop_expired(self.clock())
+                self._deliver(result, deadline, retry)
+            finally:
+                self._send_lock.release()
         result.remaining = len(self.queue)
+        result.condition = self._condition
         return result
 
+    def _deliver(self, result: FlushResult, deadline: float, retry: bool) -> None:
+        "One campaign per request, campaigns in a random order, until the queue is empty or the deadline"
+        while self._upload_enabled:
+            campaigns = _shuffled(self.queue.campaigns())
+            if not campaigns:
+                return
+            for campaign in campaigns:
+                wait = self._next_attempt - self.clock()
+                if wait > 0 and retry:
+                    if time.monotonic() + wait > deadline:
+                        return
+                    self.sleep(wait)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._upload_enabled:
+                    return
+                if not self._send_batch(campaign, result, min(self.timeout, remaining)) and not retry:
+                    return
+
     def close(self, timeout: float | None = None) -> FlushResult:
-        "Stop the sender, flush for at most ``timeout`` (default ``close_timeout``) seconds, keep the rest on disk"
+        """Stop the sender and deliver for at most ``timeout`` (default ``close_timeout``) seconds, trying at once
+        and stopping at the first failure (offline, close returns after one attempt); the rest stays on disk"""
         if self._closed:
-            return FlushResult(remaining=0)
+            return FlushResult()
+        deadline = time.monotonic() + (self.close_timeout if timeout is None else max(0.0, timeout))
         self._closed = True
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.timeout + 1)
+        self._unregister_exit_flush()
         try:
-            result = self.flush(self.close_timeout if timeout is None else timeout)
+            if self._thread is not None:
+                self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            result = self.flush(max(0.0, deadline - time.monotonic()), retry=False)
+            self._drop_held("the client closed before their spec arrived")
         finally:
             self.state.close()
         return result
+
+    def _exit_flush(self) -> None:
+        "The opt-in atexit hook: deliver what the deadline allows, keep the rest for the next start"
+        try:
+            self.close(timeout=self._flush_at_exit)
+        except Exception:  # noqa: BLE001 (an exit hook must not turn a clean exit into a traceback)
+            logger.exception("flush at exit failed")
+
+    def _unregister_exit_flush(self) -> None:
+        if self._flush_at_exit is not None:
+            import atexit
+
+            atexit.unregister(self._exit_flush)
 
     def __enter__(self) -> Client:
         return self
@@ -247,60 +531,83 @@ class Client:
         self.close()
 
     def _run(self) -> None:
-        "The background sender: wakes on a full batch or every flush_interval"
+        "The background sender: fetches due specs, then sends; wakes on a full batch or every flush_interval"
         while not self._closed:
-            self._wake.wait(self.flush_interval)
-            self._wake.clear()
-            if self._closed:
-                return
             try:
-                with self._send_lock:
-                    result = FlushResult()
-                    while len(self.queue) and self.clock() >= self._next_attempt and not self._closed:
-                        if not self._send_one_batch(result):
-                            break
+                self._background_pass()
             except Exception:  # the sender must survive anything; reports stay queued
                 logger.exception("background send failed")
-            if self._next_attempt > self.clock() and not self._closed:
-                self._wake.wait(self._next_attempt - self.clock())
+            if self._closed:
+                return
+            wait = self._next_attempt - self.clock()
+            self._wake.wait(min(self.flush_interval, wait) if wait > 0 else self.flush_interval)
+            self._wake.clear()
 
-    def _send_one_batch(self, result: FlushResult) -> bool:
-        "Send the oldest batch; True if it ended (acknowledged or dropped), False if it must be retried"
-        batch = self.queue.peek(self.batch_size, self.max_request_bytes)
+    def _background_pass(self) -> None:
+        if not self._upload_enabled or self._closed or self.clock() < self._next_attempt:
+            return
+        if self._specs_needed() and not self._refresh_specs():
+            return
+        if self._held:
+            self._release_held()
+        result = FlushResult()
+        with self._send_lock:
+            while not self._closed and self._upload_enabled:
+                campaigns = _shuffled(self.queue.campaigns())
+                if not campaigns:
+                    return
+                for campaign in campaigns:
+                    if self._closed or not self._upload_enabled or self.clock() < self._next_attempt:
+                        return
+                    if not self._send_batch(campaign, result, self.timeout):
+                        return
+
+    def _send_batch(self, campaign: str, result: FlushResult, timeout: float) -> bool:
+        "Send the oldest batch of ``campaign``; False if the attempt failed (the batch stays, a backoff is set)"
+        batch = self.queue.peek(self._batch_limit, self.max_request_bytes, campaign)
         if not batch:
             return True
         body = ('{"reports":[' + ",".join(r.text for r in batch) + "]}").encode()
         headers = {**self._headers, "Content-Type": "application/json"}
         if len(body) >= GZIP_MIN_BYTES:
+            import gzip
+
             body, headers["Content-Encoding"] = gzip.compress(body, 6), "gzip"
         ids = [r.report_id for r in batch]
         try:
-            response = self._send(Request("POST", f"{self.url}/v1/reports", headers, body))
+            response = self._send(Request("POST", f"{self.url}/v1/reports", headers, body), timeout)
         except TransportError as exc:
-            self._back_off(None, str(exc))
+            self._fail("unreachable", str(exc), None)
             return False
         if 200 <= response.status < 300:
-            self._failures, self._next_attempt = 0, 0.0
-            answer = _json_or_empty(response)
-            for error in answer.get("errors", [])[:20]:
-                logger.warning("collector rejected a report: %s %s", error.get("field"), error.get("reason"))
-            result.rejected += int(answer.get("rejected", 0))
-            result.sent += len(ids) - int(answer.get("rejected", 0))
+            verdict = acknowledgement(response, ids)
+            if isinstance(verdict, str):
+                self._fail("unexpected_answer", f"HTTP {response.status}: {verdict}", None)
+                return False
+            for report_id, reason in list(verdict.items())[:20]:
+                logger.warning("collector rejected report %s: %s", report_id, reason)
             self.queue.remove(ids)
+            result.sent += len(ids) - len(verdict)
+            result.rejected += len(verdict)
+            self._sent += len(ids) - len(verdict)
+            self._rejected += len(verdict)
+            self._succeeded()
             return True
         if response.status == 413 and len(batch) > 1:
-            self.batch_size = max(1, len(batch) // 2)  # too big for this collector: split, do not drop
-            return False
-        if response.status in RETRYABLE_STATUSES or response.status >= 500:
-            self._back_off(_retry_after(response), f"HTTP {response.status}")
-            return False
-        logger.warning("collector refused a batch of %d reports (HTTP %d: %s); dropped", len(ids), response.status,
-                       _problem(response))
-        result.dropped += len(ids)
-        self.queue.remove(ids)
-        return True
+            self._batch_limit = max(1, len(batch) // 2)  # too big for this collector: split, never drop
+            return True
+        self._fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
+                   retry_after(response, self.clock()))
+        return False
 
-    def _back_off(self, retry_after: float | None, reason: str) -> None:
+    def _succeeded(self) -> None:
+        self._failures, self._next_attempt = 0, 0.0
+        self._batch_limit = min(self.batch_size, self._batch_limit * 2)
+        if self._condition is not None:
+            logger.info("delivery recovered (was %s)", self._condition)
+            self._set_condition(None, None)
+
+    def _fail(self, condition: str, detail: str, retry_after: float | None) -> None:
         "Exponential backoff with full jitter (AWS architecture blog), never shorter than Retry-After"
         self._failures += 1
         ceiling = min(self.backoff_cap, self.backoff_base * 2 ** min(self._failures - 1, 32))
@@ -308,30 +615,50 @@ class Client:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.backoff_cap))
         self._next_attempt = self.clock() + delay
-        logger.info("send failed (%s); retrying in %.2f s", reason, delay)
+        if condition != self._condition:
+            logger.warning("delivery stalled: %s (%s); reports stay queued, retrying with backoff", condition,
+                           detail)
+        else:
+            logger.debug("send failed (%s); retrying in %.2f s", detail, delay)
+        self._set_condition(condition, detail)
 
-    def _send(self, request: Request) -> Response:
-        return self.transport.send(request, self.timeout)
+    def _set_condition(self, condition: str | None, detail: str | None) -> None:
+        changed = condition != self._condition
+        self._condition, self._detail = condition, detail
+        if changed and self._on_condition is not None:
+            try:
+                self._on_condition(condition, detail)
+            except Exception:  # noqa: BLE001 (the app's callback must not break delivery)
+                logger.exception("on_condition callback failed")
+
+    def _log_once(self, key: tuple[str, str], message: str, *args: object) -> None:
+        if key in self._logged:
+            logger.debug(message, *args)
+        else:
+            self._logged.add(key)
+            logger.warning(message, *args)
+
+    def _send(self, request: Request, timeout: float | None = None) -> Response:
+        return self.transport.send(request, self.timeout if timeout is None else timeout)
 
 
-def _retry_after(response: Response) -> float | None:
-    raw = response.headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None  # HTTP-date form: fall back to the jittered backoff
+def _shuffled(items: list[str]) -> list[str]:
+    "Fisher-Yates with the OS CSPRNG: the order of a device's requests says nothing about its campaigns"
+    for i in range(len(items) - 1, 0, -1):
+        j = secrets.randbelow(i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
 
 
-def _json_or_empty(response: Response) -> dict:
-    try:
-        data = json.loads(response.body)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+def _uuid4() -> str:
+    "A random (version 4) UUID from the OS CSPRNG, without importing ``uuid``"
+    raw = bytearray(secrets.token_bytes(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def _problem(response: Response) -> str:
-    data = _json_or_empty(response)
-    return f"{data.get('field', '')}: {data.get('detail', '')}".strip(": ") or "no details"
+def delete_local_data(state_dir: str | Path) -> None:
+    "Remove an SDK state directory without opening it (for example after a StateFileError)"
+    _delete_state_dir(state_dir)

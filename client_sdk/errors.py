@@ -7,7 +7,12 @@ Hierarchy (each class lives in the module named on the right)::
     │   ├── SpecError                         a campaign spec is invalid
     │   └── PayloadError                      a report payload does not match its campaign's spec
     ├── ValueNotInDomain (ValueError)         client_sdk.errors: a categorical value outside the domain
-    ├── DeviceStateError                      client_sdk.device_state: the device's state file is unusable
+    ├── RecordingError                        client_sdk.errors: ``Client.record`` called wrongly (programming errors)
+    │   ├── InvalidValue (ValueError)           value outside the domain, NaN, ...
+    │   ├── InvalidValueType (TypeError)        a string for a numeric campaign, ...
+    │   └── UnsupportedSpec (ValueError)        the campaign's spec names a mechanism this SDK does not know
+    ├── StateFileError                        client_sdk.errors: the SDK's queue/ledger file is damaged or unopenable
+    ├── DeviceStateError                      client_sdk.device_state: the RAPPOR device state file is unusable
     ├── TransportError                        client_sdk.transport: retryable (network, timeout, 503)
     │   ├── NetworkError
     │   ├── RequestTimeout
@@ -61,3 +66,23 @@ class PayloadError(FieldError):
 
 class PrivacyWarning(UserWarning):
     "Parameters that are legal but give weak privacy"
+
+
+class RecordingError(LDPError):
+    "``Client.record`` was called wrongly (a programming error); operational conditions never raise"
+
+
+class InvalidValue(RecordingError, ValueError):
+    "The value cannot be reported by this campaign (outside its domain, NaN, ...)"
+
+
+class InvalidValueType(RecordingError, TypeError):
+    "The value has the wrong type for this campaign (a string for a numeric campaign, ...)"
+
+
+class UnsupportedSpec(RecordingError, ValueError):
+    "The campaign's spec cannot be used by this SDK (an unknown mechanism, an invalid field)"
+
+
+class StateFileError(LDPError):
+    "The SDK's state file cannot be opened or is damaged; ``delete_local_data(state_dir)`` starts afresh"

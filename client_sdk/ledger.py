@@ -1,9 +1,9 @@
 """The on-device privacy ledger: how much epsilon each campaign has spent here, and how often it may report.
 
 Spending adds up by basic composition: k reports under epsilon cost k * epsilon for a value that does not change
-(Dwork & Roth 2014; averaging attacks are why a device must cap its reports).  A :class:`ReportPolicy` per campaign
-caps reports per period (by default one per UTC day) and, optionally, the total epsilon; ``record`` refuses
-reports beyond it before anything is drawn or queued.
+(Dwork and Roth 2014, Theorem 3.16; averaging attacks are why a device must cap its reports).  A
+:class:`ReportPolicy` per campaign caps reports per period (by default one per UTC day) and, optionally, the
+total epsilon; ``record`` refuses reports beyond it before anything is queued.
 """
 
 from __future__ import annotations
@@ -55,12 +55,7 @@ class PrivacyLedger:
     "Epsilon and report counts per campaign, in the state file"
 
     def __init__(self, state: StateFile) -> None:
-        self.state = state
-        conn = state.conn
-        conn.execute("CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, "
-                     "reports INTEGER NOT NULL)")
-        conn.execute("CREATE TABLE IF NOT EXISTS ledger_periods (campaign TEXT NOT NULL, period INTEGER NOT NULL, "
-                     "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period))")
+        self.state = state  # the tables are created by StateFile
 
     def refusal(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float) -> str | None:
         "Why one more report under ``epsilon`` would break ``policy``, or None if it is allowed"

@@ -1,8 +1,12 @@
 """The persistent report queue: perturbed reports wait here, on disk, until the collector acknowledges them.
 
 Reports are stored exactly as they will be sent (JSON text with their report_id), so a retry resends the same
-perturbed report and never draws a new one.  Limits on count, bytes and age drop the oldest reports first; a
-dropped report is logged (without its content) and never resent.
+perturbed report and never draws a new one.  A report leaves the queue in two ways only: the collector
+acknowledged it or rejected it by name (``remove``), or a limit on count, bytes or age dropped it (oldest first;
+each drop is counted in the state file's ``counters`` and logged without the report's content).
+
+Cost per ``put`` does not grow with the queue: the count and bytes are running totals kept by triggers, the
+age limit uses an index on ``created``, and the count/byte limits read only the rows they drop.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any
 from .state_file import StateFile
 
 logger = logging.getLogger("client_sdk")
+
+DROP_COUNTERS = ("dropped_age_limit", "dropped_count_limit", "dropped_bytes_limit")
 
 
 @dataclass(frozen=True)
@@ -44,14 +50,12 @@ class QueuedReport:
 
 
 class ReportQueue:
-    "FIFO of reports in the state file"
+    "FIFO of reports in the state file (the table is created by :class:`StateFile`)"
 
     def __init__(self, state: StateFile, limits: QueueLimits | None = None) -> None:
         self.state = state
         self.limits = limits or QueueLimits()
-        state.conn.execute("CREATE TABLE IF NOT EXISTS queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                           "report_id TEXT NOT NULL UNIQUE, campaign TEXT NOT NULL, body TEXT NOT NULL, "
-                           "size INTEGER NOT NULL, created REAL NOT NULL)")
+        self.last_count = 0  # queued reports after the last put (saves a read per record)
 
     def put(self, report: dict[str, Any], now: float) -> int:
         "Append a report; returns how many old reports the limits dropped"
@@ -62,50 +66,93 @@ class ReportQueue:
             return self.enforce_limits(now)
 
     def enforce_limits(self, now: float) -> int:
-        "Drop expired reports, then the oldest until count and bytes fit"
+        "Drop expired reports, then the oldest until count and bytes fit; each drop is counted by its reason"
+        drops = dict.fromkeys(DROP_COUNTERS, 0)
         with self.state.transaction() as conn:
-            dropped = conn.execute("DELETE FROM queue WHERE created < ?",
-                                   (now - self.limits.max_age_seconds,)).rowcount
-            count, size = conn.execute("SELECT count(*), coalesce(sum(size), 0) FROM queue").fetchone()
-            excess = max(0, count - self.limits.max_reports)
-            if excess:
-                dropped += conn.execute("DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq LIMIT ?)",
-                                        (excess,)).rowcount
-                size = conn.execute("SELECT coalesce(sum(size), 0) FROM queue").fetchone()[0]
-            while size > self.limits.max_bytes:
-                seq, row_size = conn.execute("SELECT seq, size FROM queue ORDER BY seq LIMIT 1").fetchone()
-                conn.execute("DELETE FROM queue WHERE seq = ?", (seq,))
-                size -= row_size
-                dropped += 1
-        if dropped:
-            logger.warning("report queue limits dropped %d old reports", dropped)
-        return dropped
+            drops["dropped_age_limit"] = conn.execute("DELETE FROM queue WHERE created < ?",
+                                                      (now - self.limits.max_age_seconds,)).rowcount
+            count, size = conn.execute("SELECT reports, bytes FROM queue_totals WHERE id = 1").fetchone()
+            excess = count - self.limits.max_reports
+            if excess > 0:
+                drops["dropped_count_limit"] = conn.execute(
+                    "DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq LIMIT ?)", (excess,)).rowcount
+                count, size = conn.execute("SELECT reports, bytes FROM queue_totals WHERE id = 1").fetchone()
+            if size > self.limits.max_bytes:
+                last, freed, dropped = None, 0, 0
+                for seq, row_size in conn.execute("SELECT seq, size FROM queue ORDER BY seq"):
+                    last, freed, dropped = seq, freed + row_size, dropped + 1
+                    if size - freed <= self.limits.max_bytes:
+                        break
+                conn.execute("DELETE FROM queue WHERE seq <= ?", (last,))
+                drops["dropped_bytes_limit"] = dropped
+                count -= dropped
+            for name, amount in drops.items():
+                if amount:
+                    self.state.add_to_counter(name, amount)
+        self.last_count = count
+        total = sum(drops.values())
+        if total:
+            logger.warning("report queue limits dropped %d old reports (%s)", total,
+                           ", ".join(f"{k}={v}" for k, v in drops.items() if v))
+        return total
 
-    def peek(self, max_reports: int, max_bytes: int) -> list[QueuedReport]:
-        "The oldest reports, at most ``max_reports`` of them and ``max_bytes`` of JSON (always at least one)"
+    def peek(self, max_reports: int, max_bytes: int, campaign: str | None = None) -> list[QueuedReport]:
+        "The oldest reports (of ``campaign`` if given): at most ``max_reports`` and ``max_bytes`` (always one)"
         with self.state.lock:
-            rows = self.state.conn.execute("SELECT report_id, campaign, body, size FROM queue ORDER BY seq LIMIT ?",
-                                           (max_reports,)).fetchall()
+            if campaign is None:
+                rows = self.state.conn.execute("SELECT report_id, campaign, body, size FROM queue ORDER BY seq "
+                                               "LIMIT ?", (max_reports,)).fetchall()
+            else:
+                rows = self.state.conn.execute("SELECT report_id, campaign, body, size FROM queue WHERE campaign = ? "
+                                               "ORDER BY seq LIMIT ?", (campaign, max_reports)).fetchall()
         out: list[QueuedReport] = []
         total = 0
-        for report_id, campaign, body, size in rows:
+        for report_id, name, body, size in rows:
             if out and total + size + 1 > max_bytes:
                 break
-            out.append(QueuedReport(report_id, campaign, body))
+            out.append(QueuedReport(report_id, name, body))
             total += size + 1
         return out
 
+    def campaigns(self) -> list[str]:
+        "Campaigns with queued reports"
+        with self.state.lock:
+            return [r[0] for r in self.state.conn.execute("SELECT DISTINCT campaign FROM queue")]
+
     def remove(self, report_ids: list[str]) -> None:
+        "Delete acknowledged reports: one statement per 500 ids (a single statement is its own transaction)"
+        chunks = [report_ids[start:start + 500] for start in range(0, len(report_ids), 500)]
+        with self.state.lock if len(chunks) == 1 else self.state.transaction():
+            for chunk in chunks:
+                self.state.conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})",
+                                        chunk)
+
+    def drop_expired(self, now: float) -> int:
+        "Drop reports older than the age limit (one indexed statement unless something expired)"
+        with self.state.lock:
+            dropped = self.state.conn.execute("DELETE FROM queue WHERE created < ?",
+                                              (now - self.limits.max_age_seconds,)).rowcount
+            if dropped:
+                self.state.add_to_counter("dropped_age_limit", dropped)
+                logger.warning("report queue limits dropped %d old reports (dropped_age_limit=%d)", dropped, dropped)
+        return dropped
+
+    def clear(self) -> int:
+        "Delete every queued report (the user switched uploading off); returns how many"
         with self.state.transaction() as conn:
-            conn.executemany("DELETE FROM queue WHERE report_id = ?", [(r,) for r in report_ids])
+            return conn.execute("DELETE FROM queue").rowcount
 
     def __len__(self) -> int:
-        with self.state.lock:
-            return self.state.conn.execute("SELECT count(*) FROM queue").fetchone()[0]
+        return self.totals()[0]
 
     def total_bytes(self) -> int:
+        return self.totals()[1]
+
+    def totals(self) -> tuple[int, int]:
+        "Queued reports and their bytes (running totals: one indexed read)"
         with self.state.lock:
-            return self.state.conn.execute("SELECT coalesce(sum(size), 0) FROM queue").fetchone()[0]
+            count, size = self.state.conn.execute("SELECT reports, bytes FROM queue_totals WHERE id = 1").fetchone()
+        return count, size
 
     def report_ids(self) -> list[str]:
         with self.state.lock:

@@ -9,22 +9,17 @@ Exceptions::
     │   └── CampaignUnavailable    a spec could not be fetched and none is cached
     └── UnknownCampaign            permanent: the collector has no campaign of that name
 
-HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides (2xx and 4xx
-end a batch, 429 and 5xx are retried).  Standard library only.
+HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides what each
+answer means for the queue (see ``client_sdk.client``).  Standard library only; ``urllib.request`` (which
+pulls in ``http``, ``email`` and ``ssl``) is imported on the first request, so ``import client_sdk`` stays cheap.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import socket
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from .errors import LDPError
 
@@ -90,25 +85,36 @@ class Transport(Protocol):
     def send(self, request: Request, timeout: float) -> Response: ...
 
 
-class _KeepErrors(urllib.request.HTTPErrorProcessor):
-    "Return 4xx/5xx responses instead of raising, and never follow redirects silently"
+def _build_opener(use_env_proxies: bool) -> Any:
+    "A urllib opener that returns 4xx/5xx (and 3xx) responses instead of raising or following them"
+    import urllib.request
 
-    def http_response(self, request: Any, response: Any) -> Any:
-        return response
+    class KeepErrors(urllib.request.HTTPErrorProcessor):
+        def http_response(self, request: Any, response: Any) -> Any:
+            return response
 
-    https_response = http_response
+        https_response = http_response
+
+    handlers: list[Any] = [KeepErrors()]
+    if not use_env_proxies:
+        handlers.append(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)
 
 
 class UrllibTransport:
     "The production transport: urllib, no proxies from the environment unless ``use_env_proxies``"
 
     def __init__(self, *, use_env_proxies: bool = False) -> None:
-        handlers: list[Any] = [_KeepErrors()]
-        if not use_env_proxies:
-            handlers.append(urllib.request.ProxyHandler({}))
-        self._opener = urllib.request.build_opener(*handlers)
+        self._use_env_proxies = use_env_proxies
+        self._opener: Any = None
 
     def send(self, request: Request, timeout: float) -> Response:
+        import socket
+        import urllib.error
+        import urllib.request
+
+        if self._opener is None:
+            self._opener = _build_opener(self._use_env_proxies)
         raw = urllib.request.Request(request.url, data=request.body, headers=request.headers, method=request.method)
         try:
             with self._opener.open(raw, timeout=timeout) as answer:
@@ -144,6 +150,10 @@ class WSGITransport:
         self.app = app
 
     def send(self, request: Request, timeout: float) -> Response:
+        import io
+        import sys
+        from urllib.parse import urlsplit
+
         parts = urlsplit(request.url)
         body = request.body or b""
         environ: dict[str, Any] = {
@@ -177,5 +187,7 @@ class WSGITransport:
 
 
 def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"

@@ -162,7 +162,7 @@ def report_through_sdk(url: str, ingest_key: str, population: dict[str, list], s
 def _one_user(url: str, ingest_key: str, population: dict[str, list], user: int, state_dir: Path) -> None:
     from client_sdk import Client
 
-    client = Client(url, ingest_key, state_dir, background=False)
+    client = Client(url, ingest_key, state_dir, background=False, campaigns=list(population))
     try:
         for name, values in population.items():
             client.record(name, values[user])

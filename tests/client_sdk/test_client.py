@@ -1,4 +1,4 @@
-"""client_sdk.Client against an in-memory fake collector: batching, retries, drops, specs, close."""
+"""client_sdk.Client against an in-memory fake collector: batching, retries, specs, close."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 import client_sdk
-from client_sdk import CampaignUnavailable, Client, ReportPolicy, UnknownCampaign
+from client_sdk import Client, ReportPolicy
 from client_sdk.transport import MockTransport, NetworkError, Request, Response
 
 SPEC = client_sdk.load_spec({"name": "browser", "mechanism": "oue", "epsilon": 1.0,
@@ -26,14 +26,17 @@ class FakeCollector:
         self.posts: list[list[dict]] = []
         self.spec_fetches = 0
         self.spec_status = 200
+        self.extra_campaigns: list[dict] = []
 
     def __call__(self, request: Request) -> Response:
         if request.method == "GET":
             self.spec_fetches += 1
             if self.spec_status != 200:
                 return Response.from_json(self.spec_status, {"detail": "no"})
-            return Response.from_json(200, {"name": SPEC.name, "version": 1, "fingerprint": SPEC.fingerprint,
-                                            "spec": SPEC.to_dict()})
+            item = {"name": SPEC.name, "version": 1, "fingerprint": SPEC.fingerprint, "spec": SPEC.to_dict()}
+            if request.url.endswith("/v1/campaigns"):
+                return Response.from_json(200, {"campaigns": [item, *self.extra_campaigns]})
+            return Response.from_json(200, item)
         reports = request.json()["reports"]
         self.posts.append(reports)
         if self.script:
@@ -55,6 +58,7 @@ def fake():
 
 def make_client(tmp_path, fake, **kwargs):
     options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
+               "campaigns": ["browser"],
                "rng": client_sdk.DeterministicRandom(7), "sleep": lambda s: None, "jitter": random.Random(1)}
     options.update(kwargs)
     return Client("http://collector.test", "ldp_key", tmp_path / "state", **options)
@@ -62,7 +66,8 @@ def make_client(tmp_path, fake, **kwargs):
 
 def test_record_perturbs_at_once_and_queues_only_the_report(tmp_path, fake):
     client = make_client(tmp_path, fake)
-    report_id = client.record("browser", "safari")
+    recorded = client.record("browser", "safari")
+    assert recorded and recorded.status is client_sdk.RecordStatus.QUEUED
     assert client.pending() == 1
     raw = (tmp_path / "state" / "ldp-telemetry.sqlite3").read_bytes()
     assert b"safari" not in raw.replace(json.dumps(SPEC.to_dict()).encode(), b"")
@@ -70,7 +75,7 @@ def test_record_perturbs_at_once_and_queues_only_the_report(tmp_path, fake):
     assert (result.sent, result.remaining) == (1, 0)
     sent = fake.posts[0][0]
     assert set(sent) == {"report_id", "campaign", "fingerprint", "payload"}
-    assert sent["report_id"] == report_id and sent["fingerprint"] == SPEC.fingerprint
+    assert sent["report_id"] == recorded.report_id and sent["fingerprint"] == SPEC.fingerprint
     client_sdk.mechanism_from_spec(SPEC).check_payload(sent["payload"])
     client.close()
 
@@ -101,7 +106,7 @@ def test_large_batches_are_gzipped(tmp_path, fake):
 ])
 def test_retryable_failures_resend_the_same_reports(tmp_path, fake, failure):
     client = make_client(tmp_path, fake)
-    ids = [client.record("browser", "firefox") for _ in range(3)]
+    ids = [client.record("browser", "firefox").report_id for _ in range(3)]
     fake.script = [failure, failure]
     result = client.flush()
     assert result.remaining == 0 and len(fake.posts) == 3
@@ -124,27 +129,16 @@ def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after(tmp_pat
     client.close()
 
 
-def test_4xx_drops_the_batch_with_a_logged_reason(tmp_path, fake, caplog):
+def test_rejected_reports_are_removed_by_name_and_logged(tmp_path, fake, caplog):
     client = make_client(tmp_path, fake)
-    client.record("browser", "chrome")
-    fake.script = [Response.from_json(400, {"field": "reports", "detail": "broken"})]
-    with caplog.at_level(logging.WARNING, logger="client_sdk"):
-        result = client.flush()
-    assert (result.dropped, result.remaining) == (1, 0)
-    assert "HTTP 400" in caplog.text and "broken" in caplog.text
-    client.close()
-
-
-def test_rejected_reports_are_dropped_and_logged(tmp_path, fake, caplog):
-    client = make_client(tmp_path, fake)
-    client.record("browser", "chrome")
-    client.record("browser", "chrome")
+    first = client.record("browser", "chrome").report_id
+    second = client.record("browser", "chrome").report_id
     fake.script = [Response.from_json(200, {"accepted": 1, "duplicate": 0, "rejected": 1, "errors": [
-        {"index": 1, "report_id": None, "field": "reports[1].payload", "reason": "bad"}]})]
+        {"index": 1, "report_id": second, "field": "reports[1].payload", "reason": "bad"}]})]
     with caplog.at_level(logging.WARNING, logger="client_sdk"):
         result = client.flush()
     assert (result.sent, result.rejected, result.remaining) == (1, 1, 0)
-    assert "reports[1].payload" in caplog.text
+    assert "reports[1].payload" in caplog.text and first not in caplog.text
     client.close()
 
 
@@ -167,7 +161,7 @@ def test_close_is_bounded_and_keeps_reports_for_the_next_start(tmp_path, fake):
     started = time.monotonic()
     result = client.close(timeout=0.5)
     assert time.monotonic() - started < 2.0
-    assert result.remaining == 5
+    assert result.remaining == 5 and len(fake.posts) == 1  # one attempt offline, no backoff waits in close
     fake.script = []
     again = make_client(tmp_path, fake)
     assert again.pending() == 5
@@ -187,32 +181,57 @@ def test_specs_are_cached_and_used_when_the_collector_is_down(tmp_path, fake):
     assert fake.spec_fetches == 1  # from the state file
     now[0] += 120
     fake.spec_status = 503
-    assert restarted.record("browser", "chrome") is not None  # stale cache beats no report
+    assert restarted.prepare() is True  # the refresh failed, the stale spec is still there
+    assert restarted.record("browser", "chrome")  # stale cache beats no report
+    assert restarted.status().condition == "server_unavailable"
     restarted.close()
 
 
-def test_unknown_and_unreachable_campaigns(tmp_path, fake):
-    client = make_client(tmp_path, fake)
-    fake.spec_status = 404
-    with pytest.raises(UnknownCampaign):
-        client.record("browser", "chrome")
+def test_unknown_and_unfetched_campaigns_are_statuses_not_exceptions(tmp_path, fake, caplog):
+    client = make_client(tmp_path, fake, campaigns=[], max_held=1)
+    with caplog.at_level(logging.WARNING, logger="client_sdk"):
+        assert client.record("browser", "safari").status is client_sdk.RecordStatus.HELD
+        assert client.record("browser", "chrome").status is client_sdk.RecordStatus.SPEC_UNAVAILABLE
+        assert client.record("browser", "chrome").status is client_sdk.RecordStatus.SPEC_UNAVAILABLE
+    assert fake.spec_fetches == 0  # record() never fetched
+    assert caplog.text.count("spec_unavailable") == 1  # logged once
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir())
+    assert b"safari" not in raw  # the held raw value is in memory only
+    assert client.prepare(["nowhere"]) is False  # one request: browser's spec arrives, nowhere is unknown
+    assert fake.spec_fetches == 1 and client.pending() == 1  # the held value was perturbed and queued
+    assert client.record("nowhere", 1).status is client_sdk.RecordStatus.UNKNOWN_CAMPAIGN
+    assert client.record("browser", "chrome").status is client_sdk.RecordStatus.QUEUED
     fake.spec_status = 503
-    with pytest.raises(CampaignUnavailable):
-        client.record("browser", "chrome")
-    assert client.pending() == 0
+    assert client.record("browser", "chrome")  # the collector going down changes nothing for recording
+    status = client.status()
+    assert status.recorded == {"held": 1, "spec_unavailable": 2, "held_queued": 1, "unknown_campaign": 1,
+                               "queued": 2}
+    assert status.unknown_campaigns == ["nowhere"] and client.pending() == 3
     client.close()
+
+
+def test_a_fresh_device_can_record_at_once_and_deliver_on_close(tmp_path, fake):
+    client = make_client(tmp_path, fake, campaigns=[], background=True, flush_interval=3600)
+    assert client.record("browser", "chrome").status in (client_sdk.RecordStatus.HELD,
+                                                        client_sdk.RecordStatus.QUEUED)
+    assert client.record("ghost", 3).status in (client_sdk.RecordStatus.HELD,
+                                                client_sdk.RecordStatus.UNKNOWN_CAMPAIGN)
+    result = client.close(timeout=10)
+    assert result.remaining == 0 and len(fake.stored) == 1
 
 
 def test_values_outside_the_domain_raise_before_anything_is_spent(tmp_path, fake):
     client = make_client(tmp_path, fake)
-    with pytest.raises(client_sdk.ValueNotInDomain):
+    with pytest.raises(client_sdk.InvalidValue) as raised:
         client.record("browser", "opera")
+    assert isinstance(raised.value, ValueError) and isinstance(raised.value, client_sdk.RecordingError)
     assert client.pending() == 0 and client.spent("browser").reports == 0
     client.close()
 
 
 def test_background_sender_sends_full_batches(tmp_path, fake):
     client = make_client(tmp_path, fake, background=True, batch_size=5, flush_interval=60)
+    assert client.prepare(wait=True)
     for _ in range(5):
         client.record("browser", "chrome")
     deadline = time.monotonic() + 5
@@ -244,7 +263,7 @@ def test_rappor_reports_use_the_persistent_device_secret(tmp_path):
     cohorts = set()
     for _ in range(2):  # the same device restarted: same secret, same cohort
         client = Client("http://collector", key, tmp_path / "device", transport=WSGITransport(app),
-                        background=False, policy=ReportPolicy.unlimited())
+                        background=False, policy=ReportPolicy.unlimited(), campaigns=["homepage"])
         client.record("homepage", "example.org")
         assert client.close().sent == 1
     with Storage(db) as storage:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client_sdk import ReportPolicy
+from client_sdk import RecordStatus, ReportPolicy
 from client_sdk.ledger import PrivacyLedger
 from client_sdk.state_file import StateFile
 
@@ -15,12 +15,12 @@ def test_once_per_day_is_enforced_on_the_device(tmp_path):
     fake = FakeCollector()
     now = [86_400.0 * 100 + 10]
     client = make_client(tmp_path, fake, policy=ReportPolicy(), clock=lambda: now[0])
-    assert client.record("browser", "chrome") is not None
-    assert client.record("browser", "safari") is None
+    assert client.record("browser", "chrome")
+    assert client.record("browser", "safari").status is RecordStatus.REFUSED_BY_POLICY
     now[0] += 86_400 - 20  # still the same UTC day
-    assert client.record("browser", "safari") is None
+    assert not client.record("browser", "safari")
     now[0] += 20  # the next day
-    assert client.record("browser", "safari") is not None
+    assert client.record("browser", "safari")
     assert client.pending() == 2
     spent = client.spent("browser")
     assert spent.reports == 2 and spent.epsilon == pytest.approx(2.0)
@@ -33,7 +33,7 @@ def test_policy_survives_a_restart(tmp_path):
     client.record("browser", "chrome")
     client.close()
     again = make_client(tmp_path, fake, policy=ReportPolicy(), clock=lambda: 1000.0)
-    assert again.record("browser", "chrome") is None
+    assert not again.record("browser", "chrome")
     assert again.spent("browser").epsilon == pytest.approx(1.0)
     again.close()
 
@@ -42,7 +42,7 @@ def test_epsilon_budget_and_per_campaign_policies(tmp_path):
     fake = FakeCollector()
     client = make_client(tmp_path, fake, policies={"browser": ReportPolicy(max_reports=None, max_epsilon=2.5)})
     results = [client.record("browser", "chrome") for _ in range(4)]
-    assert [r is not None for r in results] == [True, True, False, False]
+    assert [bool(r) for r in results] == [True, True, False, False]
     assert client.spent("browser").epsilon == pytest.approx(2.0)
     client.close()
 

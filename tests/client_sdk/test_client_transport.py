@@ -26,9 +26,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if self.path == "/slow":
             time.sleep(0.6)
-        status = 503 if self.path == "/busy" else 200
+        status = {"/busy": 503, "/portal": 302}.get(self.path, 200)
         self.send_response(status)
         self.send_header("Retry-After", "7")
+        self.send_header("Location", "/login")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -58,6 +59,8 @@ def test_urllib_returns_statuses_instead_of_raising(server):
     assert ok.status == 200 and ok.json() == {"a": 1}
     busy = transport.send(Request("POST", server + "/busy", {}, b"{}"), 5)
     assert busy.status == 503 and busy.headers["retry-after"] == "7"
+    portal = transport.send(Request("POST", server + "/portal", {}, b"{}"), 5)
+    assert portal.status == 302 and portal.headers["location"] == "/login"  # redirects are never followed
 
 
 def test_urllib_timeouts_and_refusals_are_retryable_errors(server):
@@ -84,3 +87,19 @@ def test_wsgi_transport_calls_the_app():
 
     answer = WSGITransport(app).send(Request("POST", "http://h/a/b?c=1", {"Content-Type": "text/plain"}, b"hi"), 1)
     assert (answer.status, answer.body, answer.headers["x-path"]) == (202, b"hi", "/a/b?c=1")
+
+
+def test_importing_the_sdk_loads_no_http_stack_and_no_runtime():
+    import json
+    import subprocess
+    import sys
+
+    code = "import sys, json, client_sdk; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    heavy = {"urllib.request", "http.client", "email", "ssl", "socket", "gzip", "uuid", "sqlite3", "logging"}
+    assert not heavy & loaded
+    code = "import sys, json, client_sdk; client_sdk.Client; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    assert "sqlite3" in loaded and not {"urllib.request", "http.client", "ssl"} & loaded  # only a request loads them

@@ -56,7 +56,7 @@ def test_sigkill_loses_nothing_that_was_acknowledged(tmp_path):
 
         def produce(index: int) -> None:
             for n in range(REPORTS_PER_CLIENT):
-                recorded[index].append(clients[index].record("browser", "chrome" if n % 3 else "safari"))
+                recorded[index].append(clients[index].record("browser", "chrome" if n % 3 else "safari").report_id)
                 time.sleep(0.003)
 
         threads = [threading.Thread(target=produce, args=(i,)) for i in range(CLIENTS)]

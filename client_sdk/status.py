@@ -1,0 +1,60 @@
+"""What the SDK tells the app: the outcome of ``record()``, of a flush, and a snapshot of the client."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class RecordStatus(str, enum.Enum):
+    "What ``record()`` did with a value"
+
+    QUEUED = "queued"  # perturbed, charged to the ledger and queued
+    REFUSED_BY_POLICY = "refused_by_policy"  # the device's report policy (e.g. once a day) said no
+    HELD = "held"  # the spec is not known yet: the raw value waits in memory (never on disk) until it arrives
+    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec is not known and the in-memory hold is full: value dropped
+    UNKNOWN_CAMPAIGN = "unknown_campaign"  # the collector has no such campaign
+    CAMPAIGN_CLOSED = "campaign_closed"  # the collector closed the campaign
+    UPLOAD_DISABLED = "upload_disabled"  # set_upload_enabled(False)
+    CLIENT_CLOSED = "client_closed"  # close() or delete_local_data() was called
+    STATE_ERROR = "state_error"  # the state file could not be written (disk full, damaged file)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    "The outcome of one ``record()``; true when the report was queued"
+
+    status: RecordStatus
+    report_id: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.status is RecordStatus.QUEUED
+
+
+@dataclass
+class FlushResult:
+    "What one flush did"
+
+    sent: int = 0  # reports acknowledged (accepted or duplicate)
+    rejected: int = 0  # reports the collector rejected by name (removed from the queue, reason logged)
+    dropped: int = 0  # reports the queue's age limit dropped when the flush started
+    remaining: int = 0  # still queued
+    condition: str | None = None  # why delivery is stalled, if it is (see ClientStatus.condition)
+
+
+@dataclass(frozen=True)
+class ClientStatus:
+    "A snapshot of the client, for an app's diagnostics page or health check"
+
+    upload_enabled: bool
+    pending: int  # reports queued on disk
+    pending_bytes: int
+    condition: str | None  # unreachable, unauthorized, forbidden, not_found, redirected, refused, too_large,
+    #                        server_unavailable, unexpected_answer; None once the collector answers as expected
+    detail: str | None  # the last failure, e.g. "HTTP 401: key: revoked"
+    retry_in: float  # seconds until the next attempt
+    recorded: dict[str, int]  # record() outcomes since the client started, by RecordStatus value
+    sent: int  # reports acknowledged since the client started
+    rejected: int  # reports rejected by name since the client started
+    dropped: dict[str, int]  # persistent: reports dropped by each queue limit, and deleted by upload switch-off
+    unknown_campaigns: list[str] = field(default_factory=list)

@@ -1,0 +1,84 @@
+"""The SDK as its own distribution (sdk/pyproject.toml): a wheel with client_sdk alone, installable with no
+dependency, that records and delivers to a real collector from a fresh virtual environment."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from collector.storage import Storage
+from tests.collector.helpers import CATEGORICAL, running_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DEVICE = """
+import json, sys
+import client_sdk
+from client_sdk import Client, ReportPolicy
+
+url, key, state = sys.argv[1:4]
+client = Client(url, key, state, campaigns=["browser"], background=False, policy=ReportPolicy.unlimited())
+statuses = [client.record("browser", value).status.value for value in ["chrome", "safari", "edge"]]
+result = client.close(timeout=30)
+print(json.dumps({"file": client_sdk.__file__, "statuses": statuses, "sent": result.sent,
+                  "remaining": result.remaining, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    "Build the SDK wheel from a copy of sdk/ and client_sdk/ (no build artefacts in the checkout, no network)"
+    work = tmp_path_factory.mktemp("sdk-build")
+    ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+    shutil.copytree(ROOT / "sdk", work / "sdk", ignore=ignore)
+    shutil.copytree(ROOT / "client_sdk", work / "client_sdk", ignore=ignore)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-w", str(work / "dist"), str(work / "sdk")], check=True, capture_output=True)
+    (built,) = (work / "dist").glob("ldp_telemetry_sdk-*.whl")
+    return built
+
+
+def test_the_wheel_holds_client_sdk_and_nothing_else(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    top = {name.split("/")[0] for name in names}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"client_sdk"}
+    assert "client_sdk/py.typed" in names and "client_sdk/mechanisms/base.py" in names
+    assert "Requires-Dist" not in metadata and "Name: ldp-telemetry-sdk" in metadata
+    print(f"SDK wheel: {wheel.name}, {wheel.stat().st_size} bytes")
+
+
+def test_the_wheel_installs_alone_and_delivers_to_a_collector(wheel, tmp_path):
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-index",
+                    "--no-deps", str(wheel)], check=True, capture_output=True)
+    listed = subprocess.run([str(python), "-I", "-c", "import importlib.metadata as m, json; "
+                             "print(json.dumps(sorted(d.metadata['Name'] for d in m.distributions())))"],
+                            check=True, capture_output=True, text=True)
+    assert json.loads(listed.stdout) == ["ldp-telemetry-sdk"]  # nothing but the standard library besides it
+
+    db = tmp_path / "collector.db"
+    with Storage(db) as storage:
+        storage.migrate()
+        ingest, _ = storage.create_key("ingest", "2024-01-01")
+        storage.create_campaign(CATEGORICAL, "2024-01-01")
+    with running_server(db, tmp_path / "server.log", workers=1) as (url, _):
+        run = subprocess.run([str(python), "-I", "-c", textwrap.dedent(DEVICE), url, ingest, str(tmp_path / "dev")],
+                             check=True, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    out = json.loads(run.stdout)
+    assert out["file"].startswith(str(env)) and out["statuses"] == ["queued"] * 3
+    assert (out["sent"], out["remaining"]) == (3, 0)
+    assert not {"flask", "numpy", "estimators", "collector"} & {m.split(".")[0] for m in out["modules"]}
+    with Storage(db) as storage:
+        assert len(list(storage.iter_reports("browser"))) == 3
