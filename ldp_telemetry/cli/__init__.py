@@ -22,6 +22,7 @@ COMMANDS = {
     "aggregates": ("ldp_telemetry.cli.collector", "aggregates"),
     "report": ("ldp_telemetry.cli.report", "report"),
     "demo": ("ldp_telemetry.cli.demo", "demo"),
+    "vdaf": ("ldp_telemetry.cli.vdaf", "vdaf"),
 }
 
 
