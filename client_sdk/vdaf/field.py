@@ -132,7 +132,7 @@ def _bit_reversal(n: int) -> list[int]:
 
 
 def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> list[int]:
-    "Iterative Cooley-Tukey NTT over the n-th roots of unity; output in natural order"
+    "Iterative radix-2 Cooley-Tukey NTT over the n-th roots of unity (unscaled when inverse); natural order out"
     n = len(a)
     assert_power_of_2(n)
     p = field.MODULUS
@@ -149,12 +149,22 @@ def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> li
             twiddles = [powers[j * step] for j in range(half)]
         for start in range(0, n, length):
             for j in range(half):
-                u = a[start + j]
-                v = a[start + j + half] * twiddles[j] % p
-                a[start + j] = (u + v) % p
-                a[start + j + half] = (u - v) % p
+                i = start + j
+                k = i + half
+                u = a[i]
+                v = a[k] * twiddles[j] % p
+                a[i] = (u + v) % p
+                a[k] = (u - v) % p
         length <<= 1
     return a
+
+
+@lru_cache(maxsize=256)
+def _doubling_multipliers(p: int, generator: int, gen_order: int, n: int) -> list[int]:
+    "n**-1 * s**i for i < n, s the principal 2n-th root: inverse NTT scaling and the coset shift in one product"
+    s_powers = _root_powers_cached(p, generator, gen_order, 2 * n)
+    n_inv = pow(n, -1, p)
+    return [n_inv * s_powers[i] % p for i in range(n)]
 
 
 # --- Lagrange-basis polynomials over the first n powers of the n-th root of unity ------------------------------
@@ -163,7 +173,10 @@ def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> li
 def double_evaluations(field: type[Field], values: list[int]) -> list[int]:
     "2n evaluations (on the 2n-th roots, natural order) of the polynomial given by n evaluations"
     n = len(values)
-    odd = field.ntt(field.inv_ntt(values, n), n, set_s=True)
+    p = field.MODULUS
+    multipliers = _doubling_multipliers(p, field.GENERATOR, field.GEN_ORDER, n)
+    coeffs = _ntt_in_place(field, list(values), inverse=True)
+    odd = _ntt_in_place(field, [c * m % p for c, m in zip(coeffs, multipliers)])
     out = [0] * (2 * n)
     out[0::2] = values
     out[1::2] = odd
