@@ -8,6 +8,7 @@ kept in the Lagrange basis over the first ``n`` powers of the principal ``n``-th
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
 
 
@@ -33,8 +34,22 @@ class Field:
 
     @classmethod
     def encode_vec(cls, vec: list[int]) -> bytes:
+        "Little-endian, ENCODED_SIZE bytes per element (elements must already be reduced)"
+        if cls.ENCODED_SIZE == 8:
+            return struct.pack(f"<{len(vec)}Q", *vec)
         size = cls.ENCODED_SIZE
-        return b"".join(x.to_bytes(size, "little") for x in vec)
+        return b"".join([x.to_bytes(size, "little") for x in vec])
+
+    @classmethod
+    def unpack_vec(cls, encoded: bytes) -> list[int]:
+        "Little-endian integers, ENCODED_SIZE bytes each, unchecked (len(encoded) a multiple of ENCODED_SIZE)"
+        if cls.ENCODED_SIZE == 8:
+            return list(struct.unpack(f"<{len(encoded) // 8}Q", encoded))
+        if cls.ENCODED_SIZE == 16:
+            words = struct.unpack(f"<{len(encoded) // 8}Q", encoded)
+            return [lo | hi << 64 for lo, hi in zip(words[0::2], words[1::2])]
+        size = cls.ENCODED_SIZE
+        return [int.from_bytes(encoded[i:i + size], "little") for i in range(0, len(encoded), size)]
 
     @classmethod
     def decode_vec(cls, encoded: bytes) -> list[int]:
@@ -42,7 +57,7 @@ class Field:
         size = cls.ENCODED_SIZE
         if len(encoded) % size:
             raise ValueError("input length must be a multiple of the size of an encoded field element")
-        vec = [int.from_bytes(encoded[i:i + size], "little") for i in range(0, len(encoded), size)]
+        vec = cls.unpack_vec(encoded)
         modulus = cls.MODULUS
         if any(x >= modulus for x in vec):
             raise ValueError("modulus overflow")

@@ -6,6 +6,8 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from .field import Field, next_power_of_2
@@ -29,6 +31,64 @@ def _crypto() -> tuple[Any, Any]:
 
 
 _TURBOSHAKE, _AES = _crypto()
+
+
+class _RawTurboShake:
+    """One reusable TurboSHAKE128 state per thread, driven through pycryptodome's Keccak library directly.
+
+    A one-shot expansion then costs about a third of going through ``TurboSHAKE128.new`` (no per-call allocation
+    and wrapper layers), which matters because verifying a small report is mostly XOF calls.  Only used for one-shot
+    expansions (``derive_seed``, ``expand_into_vec``); any import problem falls back to the public API.
+    """
+
+    def __init__(self) -> None:
+        from Crypto.Hash.keccak import _raw_keccak_lib
+        from Crypto.Util._raw_api import (
+            SmartPointer,
+            VoidPointer,
+            c_size_t,
+            c_ubyte,
+            create_string_buffer,
+            get_raw_buffer,
+        )
+
+        self._lib = _raw_keccak_lib
+        self._size_t = c_size_t
+        self._domain = c_ubyte(1)
+        self._buffer = create_string_buffer
+        self._raw = get_raw_buffer
+        self._local = threading.local()
+        self._new_state = lambda: self._make_state(VoidPointer, SmartPointer, c_ubyte)
+
+    def _make_state(self, void_pointer: Any, smart_pointer: Any, c_ubyte: Any) -> Any:
+        state = void_pointer()
+        if self._lib.keccak_init(state.address_of(), self._size_t(32), c_ubyte(12)):
+            raise ValueError("could not instantiate TurboSHAKE128")
+        return smart_pointer(state.get(), self._lib.keccak_destroy)
+
+    def start(self, message: bytes) -> Callable[[int], bytes]:
+        "Absorb message into this thread's state; the returned reader is valid until the next start()"
+        holder = getattr(self._local, "state", None)
+        if holder is None:
+            holder = self._local.state = self._new_state()
+        state = holder.get()
+        lib = self._lib
+        lib.keccak_reset(state)
+        lib.keccak_absorb(state, message, self._size_t(len(message)))
+
+        def read(length: int) -> bytes:
+            out = self._buffer(length)
+            if lib.keccak_squeeze(state, out, self._size_t(length), self._domain):
+                raise ValueError("TurboSHAKE128 squeeze failed")
+            return bytes(self._raw(out))
+
+        return read
+
+
+try:
+    _RAW: _RawTurboShake | None = _RawTurboShake()
+except (ImportError, AttributeError, ValueError):  # pragma: no cover - another pycryptodome layout
+    _RAW = None
 
 
 def turboshake128(message: bytes, domain: int, length: int) -> bytes:
@@ -55,18 +115,7 @@ class Xof:
 
     def next_vec(self, field: type[Field], length: int) -> list[int]:
         "The next `length` elements by rejection sampling (mask to the modulus' bit length, drop values >= p)"
-        mask = next_power_of_2(field.MODULUS) - 1
-        size = field.ENCODED_SIZE
-        modulus = field.MODULUS
-        vec: list[int] = []
-        while len(vec) < length:
-            need = length - len(vec)
-            block = self.next(need * size)
-            for i in range(0, len(block), size):
-                x = int.from_bytes(block[i:i + size], "little") & mask
-                if x < modulus:
-                    vec.append(x)
-        return vec
+        return _sample(field, self.next, length)
 
     @classmethod
     def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
@@ -79,15 +128,31 @@ class XofTurboShake128(Xof):
     SEED_SIZE = 32
 
     def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
+        self._hash = _TURBOSHAKE.new(domain=1)
+        self._hash.update(self._message(seed, dst, binder))
+
+    def next(self, length: int) -> bytes:
+        return bytes(self._hash.read(length))
+
+    @staticmethod
+    def _message(seed: bytes, dst: bytes, binder: bytes) -> bytes:
         if len(seed) > 255:
             raise ValueError("seed longer than 255 bytes")
         if len(dst) > 65535:
             raise ValueError("dst longer than 65535 bytes")
-        self._hash = _TURBOSHAKE.new(domain=1)
-        self._hash.update(len(dst).to_bytes(2, "little") + dst + len(seed).to_bytes(1, "little") + seed + binder)
+        return len(dst).to_bytes(2, "little") + dst + len(seed).to_bytes(1, "little") + seed + binder
 
-    def next(self, length: int) -> bytes:
-        return bytes(self._hash.read(length))
+    @classmethod
+    def derive_seed(cls, seed: bytes, dst: bytes, binder: bytes) -> bytes:
+        if _RAW is None:
+            return super().derive_seed(seed, dst, binder)
+        return _RAW.start(cls._message(seed, dst, binder))(cls.SEED_SIZE)
+
+    @classmethod
+    def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
+        if _RAW is None:
+            return super().expand_into_vec(field, seed, dst, binder, length)
+        return _sample(field, _RAW.start(cls._message(seed, dst, binder)), length)
 
 
 class XofFixedKeyAes128(Xof):
@@ -118,3 +183,23 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._cipher.encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
+
+
+def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
+    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
+    mask = next_power_of_2(field.MODULUS) - 1
+    size = field.ENCODED_SIZE
+    modulus = field.MODULUS
+    vec = field.unpack_vec(read(length * size))
+    if mask != (1 << (8 * size)) - 1:
+        vec = [x & mask for x in vec]
+    if max(vec, default=0) < modulus:
+        return vec
+    vec = [x for x in vec if x < modulus]
+    while len(vec) < length:
+        block = read((length - len(vec)) * size)
+        for i in range(0, len(block), size):
+            x = int.from_bytes(block[i:i + size], "little") & mask
+            if x < modulus:
+                vec.append(x)
+    return vec

@@ -89,3 +89,19 @@ def test_missing_pycryptodome_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.startswith("MissingDependency") and "ldp-telemetry[distributed]" in out
+
+
+class _Lossy(Field64):
+    "A 'field' whose modulus rejects a quarter of all 64-bit samples: exercises rejection sampling"
+
+    MODULUS = 3 * 2**62
+
+
+def test_one_shot_expansion_equals_the_streaming_xof_even_with_rejections():
+    from client_sdk.vdaf.xof import XofFixedKeyAes128, XofTurboShake128
+
+    for xof, seed in ((XofTurboShake128, bytes(range(32))), (XofFixedKeyAes128, bytes(range(16)))):
+        streamed = xof(seed, b"dst", b"binder").next_vec(_Lossy, 50)
+        assert xof.expand_into_vec(_Lossy, seed, b"dst", b"binder", 50) == streamed
+        assert all(x < _Lossy.MODULUS for x in streamed)
+        assert xof.derive_seed(seed, b"dst", b"binder") == xof(seed, b"dst", b"binder").next(xof.SEED_SIZE)
