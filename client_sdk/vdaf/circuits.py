@@ -6,6 +6,8 @@ shares of its output add up to the output on the measurement.
 
 from __future__ import annotations
 
+from operator import mul
+
 from .field import Field
 from .flp import Gadget, Mul, ParallelSum, PolyEval, Valid
 
@@ -43,17 +45,17 @@ def _range_check_chunks(valid: Valid, gadget: Gadget, calls: int, chunk_length: 
     p = field.MODULUS
     shares_inv = pow(num_shares, -1, p)
     total = 0
-    n = len(meas)
     for i in range(calls):
         r = joint_rand[i]
-        r_power = r
+        chunk = meas[i * chunk_length:(i + 1) * chunk_length]
+        if len(chunk) < chunk_length:
+            chunk = chunk + [0] * (chunk_length - len(chunk))
+        r_powers = [r] * chunk_length
+        for j in range(1, chunk_length):
+            r_powers[j] = r_powers[j - 1] * r % p
         inputs = [0] * (2 * chunk_length)
-        for j in range(chunk_length):
-            index = i * chunk_length + j
-            x = meas[index] if index < n else 0
-            inputs[2 * j] = r_power * x % p
-            inputs[2 * j + 1] = (x - shares_inv) % p
-            r_power = r_power * r % p
+        inputs[0::2] = [v % p for v in map(mul, r_powers, chunk)]
+        inputs[1::2] = [(x - shares_inv) % p for x in chunk]
         total += gadget.eval(field, inputs)
     return total % p
 

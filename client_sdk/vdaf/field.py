@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
+from operator import mul
 
 
 def next_power_of_2(n: int) -> int:
@@ -214,7 +215,7 @@ def eval_weights(field: type[Field], n: int, x: int) -> list[int]:
 def poly_eval_lagrange(field: type[Field], values: list[int], x: int) -> int:
     "Evaluate at x the polynomial given by its values on the len(values)-th roots of unity"
     weights = eval_weights(field, len(values), x)
-    return sum(c * v for c, v in zip(weights, values)) % field.MODULUS
+    return sum(map(mul, weights, values)) % field.MODULUS
 
 
 def batch_inverse(p: int, values: list[int]) -> list[int]:
@@ -245,7 +246,7 @@ def extend_values_to_power_of_2(field: type[Field], values: list[int], n: int) -
     p = field.MODULUS
     nodes = _root_powers(field, n)
     if m == n - 1:
-        partial = sum(v * w for v, w in zip(values, nodes)) % p
+        partial = sum(map(mul, values, nodes)) % p
         # v_{n-1} * w**(n-1) = -partial  =>  v_{n-1} = -partial * w
         return list(values) + [(-partial * nodes[1]) % p]
     return _extend_values_generic(field, list(values), n)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from operator import mul
 
 from .field import (
     Field,
@@ -271,7 +272,7 @@ class FlpBBCGGI19:
             if pow(t, p, modulus) == 1:
                 raise ValueError("test point is a root of unity")
             weights = eval_weights(field, p, t)
-            verifier += [sum(c * x for c, x in zip(weights, wire)) % modulus for wire in wrapped.wires]
+            verifier += [sum(map(mul, weights, wire)) % modulus for wire in wrapped.wires]
             verifier.append(poly_eval_lagrange(field, wrapped.poly, t))
         return verifier
 
