@@ -156,6 +156,8 @@ def batch_verify_init(vdaf: Prio3, verify_key: bytes, ctx: bytes, agg_id: int,
     if len(verify_key) != vdaf.VERIFY_KEY_SIZE:
         raise ValueError("incorrect verify key size")
     flp = vdaf.flp
+    if any(g.DEGREE != 2 for g in flp.valid.GADGETS):  # the columns path completes degree-2 gadgets only
+        return [_verify_one(vdaf, verify_key, ctx, agg_id, report) for report in reports]
     results: list[tuple[VerifyState, VerifierShare] | VerifyError | None] = [None] * len(reports)
     rows: list[tuple[int, list[int], list[int], list[int], list[int], VerifyState, bytes | None]] = []
     for index, report in enumerate(reports):
@@ -213,6 +215,17 @@ def batch_verify_init(vdaf: Prio3, verify_key: bytes, ctx: bytes, agg_id: int,
     for row, verifier in zip(rows, verifiers):
         results[row[0]] = (row[5], VerifierShare(verifier, row[6]))
     return [r if r is not None else VerifyError("not verified") for r in results]
+
+
+def _verify_one(vdaf: Prio3, verify_key: bytes, ctx: bytes, agg_id: int,
+                report: BatchReport) -> tuple[VerifyState, VerifierShare] | VerifyError:
+    try:
+        return vdaf.verify_init(verify_key, ctx, agg_id, report.nonce, vdaf.decode_public_share(report.public_share),
+                                vdaf.decode_input_share(agg_id, report.input_share))
+    except VerifyError as exc:
+        return exc
+    except ValueError as exc:  # a bad nonce size or a test point on a root of unity
+        return VerifyError(str(exc))
 
 
 def batch_verify(vdaf: Prio3, verify_key: bytes, ctx: bytes, nonces: Sequence[bytes], public_shares: Sequence[bytes],

@@ -16,7 +16,32 @@ from client_sdk.vdaf import (
     prio3_sum,
     prio3_sum_vec,
 )
+from client_sdk.vdaf.circuits import Count
+from client_sdk.vdaf.field import Field64
+from client_sdk.vdaf.flp import PolyEval
 from collector.vdaf_batch import BatchReport, batch_verify, batch_verify_init
+
+
+class _Range3(Count):
+    "x (x - 1) (x - 2) == 0 over 5 entries: a degree-3 gadget, which the batch verifier runs report by report"
+
+    MEAS_LEN = 5
+    OUTPUT_LEN = 5
+    EVAL_OUTPUT_LEN = 5
+
+    def __init__(self) -> None:
+        self.field = Field64
+        self.GADGETS = [PolyEval([0, 2, -3, 1], 5)]
+        self.GADGET_CALLS = [5]
+
+    def encode(self, measurement: object) -> list[int]:
+        return list(measurement)  # type: ignore[call-overload]
+
+    def eval(self, meas: list[int], joint_rand: list[int], num_shares: int) -> list[int]:
+        return [self.GADGETS[0].eval(self.field, [x]) for x in meas]
+
+    def decode(self, output: list[int], num_measurements: int) -> list[int]:
+        return list(output)
 
 CTX = b"batch tests"
 KEY = bytes(range(32))
@@ -27,6 +52,7 @@ VARIANTS = {
     "sum": (prio3_sum(255), [0, 17, 255], [[256, 0, 0, 0, 0, 0, 0, 0], [0, 2, 0, 0, 0, 0, 0, 0]]),
     "sum_vec": (prio3_sum_vec(3, 7, 2), [[1, 7, 0], [0, 0, 0]], [[1, 1, 1, 8, 0, 0, 0, 0, 0]]),
     "histogram": (prio3_histogram(10, 3), [0, 9, 4], [[1, 1] + [0] * 8, [2] + [0] * 9]),
+    "degree3": (Prio3(_Range3(), algorithm_id=0xFFFFFFFF), [[0, 1, 2, 2, 0], [1] * 5], [[3, 0, 0, 0, 0]]),
     "multihot": (prio3_multihot_count_vec(5, 2, 2), [[True, False, True, False, False], [False] * 5],
                  [[1, 1, 1, 0, 0, 1, 0]]),
 }
