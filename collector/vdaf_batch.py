@@ -186,13 +186,14 @@ def batch_verify_init(vdaf: Prio3, verify_key: bytes, ctx: bytes, agg_id: int,
     gadget_count = len(flp.valid.GADGETS)
     reduce_len = flp.valid.EVAL_OUTPUT_LEN if flp.valid.EVAL_OUTPUT_LEN > 1 else 0
     verifiers: list[list[int]] = [[] for _ in rows]
+    roots = [wire_poly_len(c) for c in flp.valid.GADGET_CALLS]
+    modulus = vdaf.field.MODULUS
     for i in range(vdaf.PROOFS):
         # a test point that is a root of unity would leak wire values: that report is rejected (as verify_init does)
         keep = []
         for position, row in enumerate(rows):
             qr = row[4][i * flp.QUERY_RAND_LEN:(i + 1) * flp.QUERY_RAND_LEN]
-            roots = [wire_poly_len(c) for c in flp.valid.GADGET_CALLS]
-            if any(pow(t, p, vdaf.field.MODULUS) == 1 for t, p in zip(qr[reduce_len:], roots)):
+            if any(pow(t, p, modulus) == 1 for t, p in zip(qr[reduce_len:], roots)):
                 results[row[0]] = VerifyError("test point is a root of unity")
             else:
                 keep.append(position)
@@ -209,8 +210,8 @@ def batch_verify_init(vdaf: Prio3, verify_key: bytes, ctx: bytes, agg_id: int,
         query = [_column(c) for c in zip(*query_rows)]
         t_points = [[q[reduce_len + g] for q in query_rows] for g in range(gadget_count)]
         columns = _query_batch(vdaf, meas, proof, query, joint, t_points)
-        for position, values in enumerate(zip(*(col.tolist() for col in columns))):
-            verifiers[position] += [int(x) for x in values]
+        for position, values in enumerate(zip(*[col.tolist() for col in columns])):
+            verifiers[position].extend(values)  # object columns hold Python ints
 
     for row, verifier in zip(rows, verifiers):
         results[row[0]] = (row[5], VerifierShare(verifier, row[6]))
