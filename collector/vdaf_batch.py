@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from client_sdk.vdaf.field import Field, _root_powers, batch_inverse, next_power_of_2
-from client_sdk.vdaf.flp import Gadget, _wrap, gadget_poly_len, wire_poly_len
+from client_sdk.vdaf.field import Field, batch_inverse, next_power_of_2
+from client_sdk.vdaf.flp import Gadget, gadget_poly_len, wire_poly_len, with_gadgets
 from client_sdk.vdaf.prio3 import Prio3, VerifierShare, VerifyError, VerifyState
 
 Column = Any  # a 1-D numpy object array: one field element per report
@@ -64,7 +64,7 @@ class _BatchQueryGadget(Gadget):
         poly = list(gadget_poly)
         if len(poly) == n - 1:  # complete the last value: the top coefficient of a degree < n-1 polynomial is 0
             modulus = field.MODULUS
-            nodes = _root_powers(field, n)
+            nodes = field.nth_root_powers(n)
             partial = sum(v * w for v, w in zip(poly, nodes)) % modulus
             poly.append((-partial * nodes[1]) % modulus)
         self.poly = poly
@@ -97,7 +97,7 @@ def _weights(field: type[Field], n: int, points: Column) -> tuple[list[Column], 
     as columns over the reports' test points; the (n/2)-th roots are the even powers of the n-th root, so one set
     of inverses serves both"""
     p = field.MODULUS
-    nodes = _root_powers(field, n)
+    nodes = field.nth_root_powers(n)
     inverses = _inverse_columns(p, [(points - w) % p for w in nodes])
     half = n // 2
 
@@ -133,7 +133,7 @@ def _query_batch(vdaf: Prio3, meas: list[Column], proof: list[Column], query_ran
         length = gadget_poly_len(g.DEGREE, wire_poly_len(calls))
         gadgets.append(_BatchQueryGadget(field, g, seeds, proof[offset:offset + length], calls))
         offset += length
-    out = _wrap(valid, gadgets).eval(meas, joint_rand, vdaf.SHARES)
+    out = with_gadgets(valid, gadgets).eval(meas, joint_rand, vdaf.SHARES)
     if valid.EVAL_OUTPUT_LEN > 1:
         reduce_rand = query_rand[:valid.EVAL_OUTPUT_LEN]
         v = _dot(reduce_rand, [_as_column(o, size) for o in out], modulus)

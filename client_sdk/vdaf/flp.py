@@ -200,7 +200,8 @@ class QueryGadget(_RecordingGadget):
         return self.poly[self.k * self.step]
 
 
-def _wrap(valid: Valid, gadgets: list[Gadget]) -> Valid:
+def with_gadgets(valid: Valid, gadgets: list[Gadget]) -> Valid:
+    "A shallow copy of the circuit whose gadget calls go to `gadgets` (the recording / answering wrappers)"
     wrapped = copy.copy(valid)
     wrapped.GADGETS = gadgets
     return wrapped
@@ -235,7 +236,7 @@ class FlpBBCGGI19:
         for g, calls in zip(self.valid.GADGETS, self.valid.GADGET_CALLS):
             gadgets.append(ProveGadget(g, prove_rand[offset:offset + g.ARITY], calls))
             offset += g.ARITY
-        _wrap(self.valid, gadgets).eval(meas, joint_rand, 1)
+        with_gadgets(self.valid, gadgets).eval(meas, joint_rand, 1)
         proof: list[int] = []
         for wrapped, calls in zip(gadgets, self.valid.GADGET_CALLS):
             assert isinstance(wrapped, ProveGadget)
@@ -256,7 +257,7 @@ class FlpBBCGGI19:
             length = gadget_poly_len(g.DEGREE, wire_poly_len(calls))
             gadgets.append(QueryGadget(field, g, seeds, proof[offset:offset + length], calls))
             offset += length
-        out = _wrap(self.valid, gadgets).eval(meas, joint_rand, num_shares)
+        out = with_gadgets(self.valid, gadgets).eval(meas, joint_rand, num_shares)
 
         if self.valid.EVAL_OUTPUT_LEN > 1:
             reduce_rand = query_rand[:self.valid.EVAL_OUTPUT_LEN]
