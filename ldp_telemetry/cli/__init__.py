@@ -30,6 +30,8 @@ COMMANDS = {
                "Estimates of CAMPAIGN with standard errors, intervals and the price against central DP."),
     "demo": ("ldp_telemetry.cli.demo", "demo",
              "Start a collector on loopback, let simulated users report through the SDK, and write reports."),
+    "vdaf": ("ldp_telemetry.cli.vdaf", "vdaf",
+             "Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20)."),
 }
 
 

@@ -1,0 +1,41 @@
+"""Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20) for distributed campaigns.
+
+Not imported by ``client_sdk`` itself: local-DP campaigns stay standard-library only.  This subpackage needs
+pycryptodome >= 3.20 (``pip install 'ldp-telemetry-sdk[distributed]'``) and raises ``MissingDependency`` without it.
+"""
+
+from __future__ import annotations
+
+from .field import Field, Field64, Field128
+from .prio3 import (
+    InputShare,
+    Prio3,
+    VerifierShare,
+    VerifyError,
+    VerifyState,
+    prio3_count,
+    prio3_histogram,
+    prio3_multihot_count_vec,
+    prio3_sum,
+    prio3_sum_vec,
+)
+from .xof import MissingDependency, XofFixedKeyAes128, XofTurboShake128
+
+__all__ = [
+    "Field",
+    "Field64",
+    "Field128",
+    "InputShare",
+    "MissingDependency",
+    "Prio3",
+    "VerifierShare",
+    "VerifyError",
+    "VerifyState",
+    "XofFixedKeyAes128",
+    "XofTurboShake128",
+    "prio3_count",
+    "prio3_histogram",
+    "prio3_multihot_count_vec",
+    "prio3_sum",
+    "prio3_sum_vec",
+]

@@ -1,0 +1,205 @@
+"""The XOFs of draft-irtf-cfrg-vdaf-20 (section "Extendable Output Functions"): XofTurboShake128, XofFixedKeyAes128.
+
+TurboSHAKE128 (RFC 9861) and AES-128 come from pycryptodome (>= 3.20), the SDK's optional ``distributed`` extra:
+the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dominate the cost of sharding.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .field import Field, next_power_of_2
+
+INSTALL_HINT = "pip install 'ldp-telemetry-sdk[distributed]'"
+
+
+class MissingDependency(ImportError):
+    "Distributed (Prio3) campaigns need pycryptodome >= 3.20, the SDK's optional `distributed` extra"
+
+
+def _crypto() -> tuple[Any, Any]:
+    try:
+        from Crypto.Cipher import AES
+        from Crypto.Hash import TurboSHAKE128
+    except ImportError as exc:  # pragma: no cover - exercised by test_import_isolation in a subprocess
+        raise MissingDependency(
+            f"Prio3 needs pycryptodome >= 3.20 (TurboSHAKE128, AES): {INSTALL_HINT}"
+        ) from exc
+    return TurboSHAKE128, AES
+
+
+_TURBOSHAKE, _AES = _crypto()
+
+
+class _RawTurboShake:
+    """One reusable TurboSHAKE128 state per thread, driven through pycryptodome's Keccak library directly.
+
+    A one-shot expansion then costs about a third of going through ``TurboSHAKE128.new`` (no per-call allocation
+    and wrapper layers), which matters because verifying a small report is mostly XOF calls.  Only used for one-shot
+    expansions (``derive_seed``, ``expand_into_vec``); any import problem falls back to the public API.
+    """
+
+    def __init__(self) -> None:
+        from Crypto.Hash.keccak import _raw_keccak_lib
+        from Crypto.Util._raw_api import (
+            SmartPointer,
+            VoidPointer,
+            c_size_t,
+            c_ubyte,
+            create_string_buffer,
+            get_raw_buffer,
+        )
+
+        self._lib = _raw_keccak_lib
+        self._size_t = c_size_t
+        self._domain = c_ubyte(1)
+        self._buffer = create_string_buffer
+        self._raw = get_raw_buffer
+        self._local = threading.local()
+        self._new_state = lambda: self._make_state(VoidPointer, SmartPointer, c_ubyte)
+
+    def _make_state(self, void_pointer: Any, smart_pointer: Any, c_ubyte: Any) -> Any:
+        state = void_pointer()
+        if self._lib.keccak_init(state.address_of(), self._size_t(32), c_ubyte(12)):
+            raise ValueError("could not instantiate TurboSHAKE128")
+        return smart_pointer(state.get(), self._lib.keccak_destroy)
+
+    def start(self, message: bytes) -> Callable[[int], bytes]:
+        "Absorb message into this thread's state; the returned reader is valid until the next start()"
+        holder = getattr(self._local, "state", None)
+        if holder is None:
+            holder = self._local.state = self._new_state()
+        state = holder.get()
+        lib = self._lib
+        lib.keccak_reset(state)
+        lib.keccak_absorb(state, message, self._size_t(len(message)))
+
+        def read(length: int) -> bytes:
+            out = self._buffer(length)
+            if lib.keccak_squeeze(state, out, self._size_t(length), self._domain):
+                raise ValueError("TurboSHAKE128 squeeze failed")
+            return bytes(self._raw(out))
+
+        return read
+
+
+try:
+    _RAW: _RawTurboShake | None = _RawTurboShake()
+except (ImportError, AttributeError, ValueError):  # pragma: no cover - another pycryptodome layout
+    _RAW = None
+
+
+def turboshake128(message: bytes, domain: int, length: int) -> bytes:
+    "TurboSHAKE128(M, D, L) of RFC 9861"
+    h = _TURBOSHAKE.new(domain=domain)
+    h.update(message)
+    return bytes(h.read(length))
+
+
+class Xof:
+    "Common XOF interface: next(length) bytes, next_vec(field, length) field elements"
+
+    SEED_SIZE: int
+
+    def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
+        raise NotImplementedError
+
+    def next(self, length: int) -> bytes:
+        raise NotImplementedError
+
+    @classmethod
+    def derive_seed(cls, seed: bytes, dst: bytes, binder: bytes) -> bytes:
+        return cls(seed, dst, binder).next(cls.SEED_SIZE)
+
+    def next_vec(self, field: type[Field], length: int) -> list[int]:
+        "The next `length` elements by rejection sampling (mask to the modulus' bit length, drop values >= p)"
+        return _sample(field, self.next, length)
+
+    @classmethod
+    def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
+        return cls(seed, dst, binder).next_vec(field, length)
+
+
+class XofTurboShake128(Xof):
+    "TurboSHAKE128 over len(dst) || dst || len(seed) || seed || binder, domain byte 1"
+
+    SEED_SIZE = 32
+
+    def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
+        self._hash = _TURBOSHAKE.new(domain=1)
+        self._hash.update(self._message(seed, dst, binder))
+
+    def next(self, length: int) -> bytes:
+        return bytes(self._hash.read(length))
+
+    @staticmethod
+    def _message(seed: bytes, dst: bytes, binder: bytes) -> bytes:
+        if len(seed) > 255:
+            raise ValueError("seed longer than 255 bytes")
+        if len(dst) > 65535:
+            raise ValueError("dst longer than 65535 bytes")
+        return len(dst).to_bytes(2, "little") + dst + len(seed).to_bytes(1, "little") + seed + binder
+
+    @classmethod
+    def derive_seed(cls, seed: bytes, dst: bytes, binder: bytes) -> bytes:
+        if _RAW is None:
+            return super().derive_seed(seed, dst, binder)
+        return _RAW.start(cls._message(seed, dst, binder))(cls.SEED_SIZE)
+
+    @classmethod
+    def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
+        if _RAW is None:
+            return super().expand_into_vec(field, seed, dst, binder, length)
+        return _sample(field, _RAW.start(cls._message(seed, dst, binder)), length)
+
+
+class XofFixedKeyAes128(Xof):
+    "Fixed-key AES-128 in the circular correlation-robust hash mode of GKWWY20; key = TurboSHAKE128(dst, binder)"
+
+    SEED_SIZE = 16
+
+    def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
+        if len(seed) != self.SEED_SIZE:
+            raise ValueError("incorrect seed size")
+        if len(dst) > 65535:
+            raise ValueError("dst longer than 65535 bytes")
+        fixed_key = turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
+        self._cipher = _AES.new(fixed_key, _AES.MODE_ECB)
+        self._seed = int.from_bytes(seed, "little")
+        self._consumed = 0
+
+    def next(self, length: int) -> bytes:
+        offset = self._consumed % 16
+        first = self._consumed // 16
+        self._consumed += length
+        last = self._consumed // 16
+        sigma = bytearray()
+        for i in range(first, last + 1):
+            block = (self._seed ^ i).to_bytes(16, "little")
+            lo, hi = block[:8], block[8:]
+            sigma += hi + bytes(a ^ b for a, b in zip(hi, lo))
+        encrypted = self._cipher.encrypt(bytes(sigma))
+        hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
+        return hashed[offset:offset + length]
+
+
+def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
+    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
+    mask = next_power_of_2(field.MODULUS) - 1
+    size = field.ENCODED_SIZE
+    modulus = field.MODULUS
+    vec = field.unpack_vec(read(length * size))
+    if mask != (1 << (8 * size)) - 1:
+        vec = [x & mask for x in vec]
+    if max(vec, default=0) < modulus:
+        return vec
+    vec = [x for x in vec if x < modulus]
+    while len(vec) < length:
+        block = read((length - len(vec)) * size)
+        for i in range(0, len(block), size):
+            x = int.from_bytes(block[i:i + size], "little") & mask
+            if x < modulus:
+                vec.append(x)
+    return vec
