@@ -18,8 +18,11 @@ PROBLEM = {"$ref": "#/components/responses/Problem"}
 JSON = "application/json"
 
 
+STORAGE_FAULTS = (503, 507)  # every endpoint reads or writes the database (docs/api.md, "Faults: 503 and 507")
+
+
 def _problem_responses(*codes: int) -> dict[str, Any]:
-    return {str(code): PROBLEM for code in codes}
+    return {str(code): PROBLEM for code in (*codes, *STORAGE_FAULTS)}
 
 
 def _json(schema: dict, description: str) -> dict:

@@ -21,8 +21,8 @@ HTTP_TIMEOUT_SECONDS = 60
 
 
 def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = None, until: str | None = None,
-                        confidence: float = 0.95) -> ReportData:
-    "The estimate, spec and per-day estimates of ``campaign`` from a collector database"
+                        confidence: float = 0.95, daily: bool = True) -> ReportData:
+    "The estimate, spec and (if ``daily``) per-day estimates of ``campaign`` from a collector database"
     if not Path(path).is_file():
         raise SourceError(f"no database at {path}")
     with Storage(path) as storage:
@@ -38,12 +38,17 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
         result = window_estimate(version.spec, total, confidence)
     except estimators.NoReports:
         raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
-    return ReportData(result, version.spec.to_dict(), since, until, daily_estimates(version.spec, days, confidence))
+    per_day = daily_estimates(version.spec, days, confidence) if daily else []
+    return ReportData(result, version.spec.to_dict(), since, until, per_day)
 
 
 def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,
-                         until: str | None = None, confidence: float = 0.95) -> ReportData:
-    "The estimate, spec and per-day estimates of ``campaign`` from a running collector's HTTP API (admin key)"
+                         until: str | None = None, confidence: float = 0.95, daily: bool = True,
+                         daily_top: int | None = None) -> ReportData:
+    """The estimate, spec and per-day estimates of ``campaign`` from a running collector's HTTP API (admin key).
+
+    Per-day estimates cost one request of O(days * d): they are asked for only with ``daily``, and with
+    ``daily_top=K`` slim (the K values largest over the window, the fields a per-day figure needs)."""
     from urllib.parse import quote
 
     base = url.rstrip("/") + "/v1/campaigns/" + quote(campaign, safe="")
@@ -52,7 +57,10 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
     spec = _get_json(base, token, {}, campaign)
     result = _get_json(base + "/estimate", token, params, campaign)
     result.pop("window", None)
-    days = _get_json(base + "/estimate", token, {**params, "granularity": "day"}, campaign).get("days", [])
+    days: list = []
+    if daily:
+        day_params = {**params, "granularity": "day", **({"top": daily_top} if daily_top else {})}
+        days = _get_json(base + "/estimate", token, day_params, campaign).get("days", [])
     daily = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
     return ReportData(result, _spec_of(spec), since, until, daily)
 

@@ -6,13 +6,12 @@ Valid reports are stored and added to their aggregates in one transaction; inval
 field and the reason; report ids already stored (or repeated in the batch) count as duplicates.  The answer is
 200 with the three counts whenever the batch itself was readable (partial success, as OTLP/HTTP does).
 
-Per report the Python work is one dict check, one regex match, ``check_payload`` and one ``json.dumps``; the
+Per report the Python work is one dict check, one regex match and ``check_payload``; the
 aggregate is computed once per campaign version with the vectorised ``estimators.aggregate``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -40,7 +39,6 @@ UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
 FINGERPRINT = re.compile(r"[0-9a-f]{32}")
 # JSON items (count_items) per report: a report has about 13 ([, {, ',' and ':'); the rest is headroom.
 ITEMS_PER_REPORT = 16
-_dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False).encode
 
 
 class _Lookup:
@@ -161,13 +159,12 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
 
 
 def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> None:
-    """Serialise the group's payloads and compute its aggregate.
+    """Compute the group's aggregate.
 
     ``check_payload`` should have refused anything the aggregation cannot read; if it let one through, that
     report (found by aggregating one report at a time) is rejected by name and the rest of the batch is kept."""
     spec = group.campaign.spec
     try:
-        group.payload_texts = [_dumps(p) for p in group.payloads]
         # every payload passed check_payload in _validate: parse without checking again
         group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads, checked=True))
         return
@@ -176,7 +173,6 @@ def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> 
     keep = []
     for position, payload in enumerate(group.payloads):
         try:
-            _dumps(payload)
             estimators.aggregate(spec, [payload])
         except Exception:  # noqa: BLE001
             rejected.append(_reject(indices[position], group.report_ids[position], "payload",
@@ -185,7 +181,6 @@ def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> 
             keep.append(position)
     group.report_ids = [group.report_ids[i] for i in keep]
     group.payloads = [group.payloads[i] for i in keep]
-    group.payload_texts = [_dumps(p) for p in group.payloads]
     group.aggregate = estimators.aggregate(spec, group.payloads) if group.payloads else None
     rejected.sort(key=lambda error: error["index"])
 

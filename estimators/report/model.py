@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 SCHEMA_VERSION = 1
+DAILY_SERIES = 5  # the per-day figure draws this many values (the largest over the window)
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
 BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
 

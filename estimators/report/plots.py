@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .model import (
+    DAILY_SERIES,
     NOT_DISTINGUISHABLE,
     RATIO_DEFINITION,
     DailyResult,
@@ -34,7 +35,7 @@ from .model import (
 from .scaling import ScalingCurves, scaling_curves
 
 MAX_BARS = 20
-MAX_SERIES = 5
+MAX_SERIES = DAILY_SERIES
 LDP_COLOUR = "#1f77b4"
 FAINT_COLOUR = "#a6c8e6"
 CENTRAL_COLOUR = "#d62728"

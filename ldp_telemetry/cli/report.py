@@ -51,8 +51,10 @@ class DayType(click.ParamType):
               help="Output format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write here instead of stdout (Markdown writes its PNG figures beside it).")
+@click.option("--daily", is_flag=True,
+              help="JSON: include every value's per-day estimates (HTML and Markdown always draw the top values).")
 def report(campaign: str, db_path: Path | None, url: str | None, token: str | None, since: str | None,
-           until: str | None, confidence: float, output_format: str, out: Path | None) -> None:
+           until: str | None, confidence: float, output_format: str, out: Path | None, daily: bool) -> None:
     """Estimates of CAMPAIGN with standard errors, intervals and the price against central DP.
 
     Examples: ldp-telemetry report browser --db collector.db;
@@ -65,16 +67,22 @@ def report(campaign: str, db_path: Path | None, url: str | None, token: str | No
     if since and until and since > until:
         raise click.UsageError("--since must not be after --until")
     from collector.reporting import report_data_from_db, report_data_from_url
+    from estimators.report.model import DAILY_SERIES
     from estimators.report.source import SourceError
+
+    figures = output_format in ("html", "markdown")
+    want_daily = figures or (daily and output_format == "json")
 
     progress = _progress_printer()
     try:
         progress(f"reading {campaign!r}")
         if db_path is not None:
-            data = report_data_from_db(db_path, campaign, since=since, until=until, confidence=confidence)
-        else:
+            data = report_data_from_db(db_path, campaign, since=since, until=until, confidence=confidence,
+                                       daily=want_daily)
+        else:  # the figure needs only the top values of each day: a slim per-day answer
             data = report_data_from_url(url or "", token or "", campaign, since=since, until=until,
-                                        confidence=confidence)
+                                        confidence=confidence, daily=want_daily,
+                                        daily_top=DAILY_SERIES if figures and not daily else None)
         if output_format in ("html", "markdown"):
             progress("drawing the figures")
         write_report(data, output_format, out)

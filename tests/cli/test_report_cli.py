@@ -61,7 +61,7 @@ def test_table_is_the_default_format(db_path):
 
 
 def test_json_has_schema_version_window_spec_and_days(db_path):
-    result = run("browser", "--db", str(db_path), "--format", "json", "--confidence", "0.9")
+    result = run("browser", "--db", str(db_path), "--format", "json", "--confidence", "0.9", "--daily")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1 and report["confidence"] == 0.9
@@ -72,7 +72,8 @@ def test_json_has_schema_version_window_spec_and_days(db_path):
 
 
 def test_since_and_until_select_the_window(db_path):
-    result = run("browser", "--db", str(db_path), "--format", "json", "--since", DAYS[1], "--until", DAYS[1])
+    result = run("browser", "--db", str(db_path), "--format", "json", "--since", DAYS[1], "--until", DAYS[1],
+                 "--daily")
     report = json.loads(result.stdout)
     assert report["n"] == PER_DAY and report["window"] == {"since": DAYS[1], "until": DAYS[1]}
     assert "daily" not in report  # a single day has no time series
@@ -166,8 +167,8 @@ def server(db_path):
 
 def test_url_gives_the_same_report_as_db(db_path, server):
     url, admin, _ = server
-    over_http = json.loads(run("browser", "--url", url, "--token", admin, "--format", "json").stdout)
-    direct = json.loads(run("browser", "--db", str(db_path), "--format", "json").stdout)
+    over_http = json.loads(run("browser", "--url", url, "--token", admin, "--format", "json", "--daily").stdout)
+    direct = json.loads(run("browser", "--db", str(db_path), "--format", "json", "--daily").stdout)
     assert over_http["values"] == direct["values"] and over_http["n"] == direct["n"]
     assert over_http["spec"]["fingerprint"] == direct["spec"]["fingerprint"]
     assert [d["day"] for d in over_http["daily"]] == list(DAYS)
@@ -192,3 +193,27 @@ def test_url_with_a_key_without_admin_role_exits_1(server):
 def test_unreachable_collector_exits_1():
     result = run("browser", "--url", "http://127.0.0.1:9", "--token", "t")
     assert result.exit_code == 1 and "cannot reach the collector" in result.stderr
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--format", "table"], []),  # no per-day request unless something shows the days
+    (["--format", "json"], []),
+    (["--format", "json", "--daily"], [{"granularity": "day"}]),
+    (["--format", "html"], [{"granularity": "day", "top": 5}]),  # the figure's top values, slim
+])
+def test_url_asks_for_per_day_estimates_only_when_shown(server, monkeypatch, args, expected):
+    import collector.reporting
+
+    url, admin, _ = server
+    asked = []
+    real = collector.reporting._get_json
+
+    def spy(address, token, params, campaign):
+        if address.endswith("/estimate"):
+            asked.append({k: v for k, v in params.items() if k in ("granularity", "top")})
+        return real(address, token, params, campaign)
+
+    monkeypatch.setattr(collector.reporting, "_get_json", spy)
+    result = run("browser", "--url", url, "--token", admin, *args)
+    assert result.exit_code == 0, result.output
+    assert asked == [{}, *expected]

@@ -94,3 +94,11 @@ def test_openapi_documents_every_route_and_docs_describe_every_operation(app, ht
     api_md = (ROOT / "docs" / "api.md").read_text()
     for path, method in documented:
         assert f"`{method.upper()} {path}`" in api_md, f"docs/api.md does not describe {method.upper()} {path}"
+
+
+def test_openapi_lists_the_storage_faults(http):
+    "Every operation that touches the database may answer 503 or 507 (problem+json with Retry-After)"
+    paths = http.get("/openapi.json").json["paths"]
+    for path in ("/v1/reports", "/v1/campaigns"):
+        for operation in paths[path].values():
+            assert {"503", "507"} <= set(operation["responses"]), (path, sorted(operation["responses"]))
