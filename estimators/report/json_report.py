@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from .model import SCHEMA_VERSION, ReportData, parse_row, row_list_key
+from .source import finite_json
 
 
 def json_report(data: ReportData) -> dict[str, Any]:
@@ -31,14 +31,5 @@ def _flagged(raw: Any) -> Any:
 
 def render_json(data: ReportData) -> str:
     "The JSON report as text (infinite and NaN numbers become null, so any JSON parser reads it)"
-    return json.dumps(_finite(json_report(data)), indent=2, sort_keys=False) + "\n"
+    return json.dumps(finite_json(json_report(data)), indent=2, sort_keys=False) + "\n"
 
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
