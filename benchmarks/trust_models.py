@@ -9,10 +9,11 @@ protocol:
 
 * local        the registry's best mechanism for the question (``estimators.planner``), its reports simulated
                (``estimators.simulate``) and de-biased by ``estimators.estimate``
-* distributed  the exact sum (histogram counts; for the mean, values randomly rounded to multiples of 1/16 and
-               summed as integers in [0, 16]) plus the release noise of each mode, then ``estimate_distributed``:
-               gaussian, laplace (both aggregators' exact CKS samplers), coins (Binomial, numpy; coins per report
-               the smallest power of two whose subset fits in n, with honest fraction 1/2)
+* distributed  the exact sum (histogram counts; for the mean, values randomly rounded to multiples of 1/B,
+               B a power of two >= max(16, sqrt(n)/4), and summed as integers in [0, B]) plus the release noise of
+               each mode, then ``estimate_distributed``: gaussian, laplace (both aggregators' exact CKS samplers),
+               coins (Binomial, numpy; coins per report the smallest power of two whose subset fits in n, with
+               honest fraction 1/2)
 * central      a curator's analytic Gaussian (Balle & Wang 2018) on the exact count or mean
 
 "predicted" is the standard error each estimate states; RMSE is measured.
@@ -37,7 +38,12 @@ from estimators.distributed import CoinNoise, calibrate, estimate_distributed  #
 from estimators.planner import compare_mechanisms  # noqa: E402
 from estimators.simulate import simulate  # noqa: E402
 
-EPSILON, DELTA, BUCKETS, BOUND = 1.0, 1e-6, 16, 16
+EPSILON, DELTA, BUCKETS = 1.0, 1e-6, 16
+
+
+def bound_for(n: int) -> int:
+    "Grid of the mean: a power of two >= sqrt(n)/4, so the rounding's variance stays below a tenth of the noise's"
+    return max(16, 1 << math.ceil(math.log2(math.sqrt(n) / 4)))
 
 
 def coin_noise(n: int, sensitivity: int) -> CoinNoise | None:
@@ -94,14 +100,15 @@ def mean_rows(n: int, repetitions: int, generator: np.random.Generator) -> list[
     errors = [estimate(spec, simulate(spec, values, generator)).mean - true_mean for _ in range(local_reps)]
     rows.append((f"local ({best.mechanism})", rmse(errors), best.std_error))
     rng = DeterministicRandom(n + 1)
+    bound = bound_for(n)
     for mode in ("gaussian", "laplace", "coins"):
-        noise = (calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=BOUND) if mode != "coins"
-                 else coin_noise(n, BOUND))
+        noise = (calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=bound) if mode != "coins"
+                 else coin_noise(n, bound))
         if noise is None:
             continue
         errors, predicted = [], 0.0
         for _ in range(repetitions):
-            scaled = values * BOUND
+            scaled = values * bound
             encoded = np.floor(scaled) + (generator.random(n) < scaled - np.floor(scaled))  # randomized rounding
             exact = float(encoded.sum())
             if isinstance(noise, CoinNoise):
@@ -109,11 +116,11 @@ def mean_rows(n: int, repetitions: int, generator: np.random.Generator) -> list[
             else:
                 release = exact + noise.release_noise(1, rng)[0]
             result = estimate_distributed(release, kind="sum", n=n, noise=noise, epsilon=EPSILON, delta=DELTA,
-                                          value_range=(0.0, 1.0), bound=BOUND)
+                                          value_range=(0.0, 1.0), bound=bound)
             errors.append(float(result.estimates[0]) - true_mean)
             predicted = float(result.std_errors[0])
-        label = f"distributed, {mode}" + (f" (c={noise.coins_per_report}, m={noise.subset_size})"
-                                          if isinstance(noise, CoinNoise) else "")
+        label = f"distributed, {mode}, grid 1/{bound}" + (f" (c={noise.coins_per_report}, m={noise.subset_size})"
+                                                          if isinstance(noise, CoinNoise) else "")
         rows.append((label, rmse(errors), predicted))
     sigma = analytic_gaussian_sigma(1.0 / n, EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma) for _ in range(repetitions)]), sigma))

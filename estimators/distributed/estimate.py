@@ -8,9 +8,12 @@ integer and symmetric about its mean, and its pmf is known exactly, so:
                fraction, or mapped to the value range for a mean (a value v in [low, high] is sent as an integer in
                [0, bound] by randomized rounding of bound (v - low)/(high - low): unbiased)
 * std_error    sqrt(exact variance of the release's noise) on the estimate's scale: the error of the release as an
-               estimate of the sum over the reports (the population is the reporting devices)
+               estimate of the sum over the reports (the population is the reporting devices).  A mean adds the
+               randomized rounding's variance at its worst, (high - low)^2 / (4 bound^2 n): the aggregate carries
+               no sum of squares to estimate it from
 * interval     estimate +- q, q the smallest integer with P(|noise| <= q) >= confidence under the exact noise pmf
-               (the convolution of both aggregators' noises, or the binomial): coverage is at least nominal
+               (the convolution of both aggregators' noises, or the binomial): coverage is at least nominal.  A
+               mean widens it by z times the rounding's worst-case standard error
 
 ``trust_models`` puts, for the same question, n, epsilon and delta, the standard error under local DP (the best
 frequency oracle or mean mechanism of the registry, ``estimators.planner``), distributed DP (this noise), and
@@ -22,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -102,8 +106,13 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
         scale = 1.0 / n
         estimates = sums * scale
     offsets, pmf = noise.noise_pmf()
-    halfwidth = noise_halfwidth(offsets, pmf, confidence) * scale
-    std_error = math.sqrt(noise.variance()) * scale
+    rounding_variance = 0.0
+    if kind == "sum":
+        assert value_range is not None and bound is not None
+        rounding_variance = (value_range[1] - value_range[0]) ** 2 / (4 * bound * bound * n)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    halfwidth = noise_halfwidth(offsets, pmf, confidence) * scale + z * math.sqrt(rounding_variance)
+    std_error = math.sqrt(noise.variance() * scale * scale + rounding_variance)
     std_errors = np.full(sums.size, std_error)
     models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=std_error,
                           domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range)
