@@ -9,8 +9,10 @@ floating point at draw time.  Probabilities that come from ``exp(eps)`` are quan
 multiple of ``2**-32`` and always in the direction that keeps the privacy ratio at or below ``e**eps``
 (:func:`quantize_down`, :func:`quantize_up`); the estimators de-bias with the same quantized values.
 
-Discrete Laplace sampling follows Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy"
-(NeurIPS 2020), Algorithms 1 and 2: exact for a rational scale, using only integer arithmetic.
+Discrete Laplace and discrete Gaussian sampling follow Canonne, Kamath, Steinke, "The Discrete Gaussian for
+Differential Privacy" (NeurIPS 2020), Algorithms 1, 2 and 3: exact for a rational scale (or variance parameter),
+using only integer arithmetic.  The aggregators of distributed campaigns draw their noise with the same two
+samplers (``estimators.distributed``).
 """
 
 from __future__ import annotations
@@ -129,3 +131,19 @@ def discrete_laplace(rng: RandomSource, scale: Fraction) -> int:
         if negative and y == 0:
             continue
         return -y if negative else y
+
+
+def discrete_gaussian(rng: RandomSource, sigma2: Fraction) -> int:
+    """An integer Y with P(Y = y) proportional to exp(-y^2 / (2 sigma2)), exactly (CKS 2020, Algorithm 3).
+
+    Rejection from a discrete Laplace of scale t = floor(sigma) + 1: accept Y with probability
+    exp(-(|Y| - sigma2/t)^2 / (2 sigma2)), a Bernoulli(exp(-gamma)) with a rational gamma."""
+    if sigma2 <= 0:
+        raise ValueError("sigma2 must be positive")
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # floor(sigma) + 1 >= sigma
+    scale = Fraction(t)
+    while True:
+        y = discrete_laplace(rng, scale)
+        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
+        if bernoulli_exp(rng, gamma):
+            return y

@@ -6,6 +6,7 @@ pycryptodome >= 3.20 (``pip install 'ldp-telemetry-sdk[distributed]'``) and rais
 
 from __future__ import annotations
 
+from .coins import coin_mask_bits, masked_output_share
 from .field import Field, Field64, Field128
 from .prio3 import (
     InputShare,
@@ -15,6 +16,7 @@ from .prio3 import (
     VerifyState,
     prio3_count,
     prio3_histogram,
+    prio3_histogram_with_coins,
     prio3_multihot_count_vec,
     prio3_sum,
     prio3_sum_vec,
@@ -33,8 +35,11 @@ __all__ = [
     "VerifyState",
     "XofFixedKeyAes128",
     "XofTurboShake128",
+    "coin_mask_bits",
+    "masked_output_share",
     "prio3_count",
     "prio3_histogram",
+    "prio3_histogram_with_coins",
     "prio3_multihot_count_vec",
     "prio3_sum",
     "prio3_sum_vec",

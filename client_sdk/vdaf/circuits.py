@@ -1,4 +1,5 @@
-"""Validity circuits of draft-irtf-cfrg-vdaf-20 ("Variants"): Count, Sum, SumVec, Histogram, MultihotCountVec.
+"""Validity circuits of draft-irtf-cfrg-vdaf-20 ("Variants"): Count, Sum, SumVec, Histogram, MultihotCountVec;
+and HistogramWithCoins (ours, not in the draft) for distributed coin-flip noise.
 
 Constants added inside a circuit are scaled by 1/num_shares, so that the circuit can run on additive shares and the
 shares of its output add up to the output on the measurement.
@@ -6,6 +7,7 @@ shares of its output add up to the output on the measurement.
 
 from __future__ import annotations
 
+import secrets
 from operator import mul
 
 from .field import Field
@@ -251,6 +253,63 @@ class MultihotCountVec(Valid):
 
     def truncate(self, meas: list[int]) -> list[int]:
         return meas[:self.length]
+
+    def decode(self, output: list[int], num_measurements: int) -> list[int]:
+        return list(output)
+
+
+class HistogramWithCoins(Valid):
+    """A Histogram followed by ``coins`` coin bits per bucket, every entry proven to be 0/1 ("Our Data, Ourselves").
+
+    Encoding: the one-hot vector of ``length`` buckets, then the coins of bucket 0, of bucket 1, ...  The circuit
+    is Histogram's over the whole vector (ParallelSum(Mul) range check on every entry) with the sum check on the
+    buckets only.  Not a variant of draft-irtf-cfrg-vdaf-20: its output keeps every coin, because the aggregators
+    XOR each with a mask bit before summing (``client_sdk.vdaf.coins``)."""
+
+    EVAL_OUTPUT_LEN = 2
+
+    def __init__(self, field: type[Field], length: int, coins: int, chunk_length: int) -> None:
+        _check_positive("length", length)
+        _check_positive("coins", coins)
+        _check_chunk_length(chunk_length)
+        self.field = field
+        self.length = length
+        self.coins = coins
+        self.chunk_length = chunk_length
+        self.MEAS_LEN = length * (1 + coins)
+        self.GADGETS = [ParallelSum(Mul(), chunk_length)]
+        self.GADGET_CALLS = [(self.MEAS_LEN + chunk_length - 1) // chunk_length]
+        self.OUTPUT_LEN = self.MEAS_LEN
+        self.JOINT_RAND_LEN = self.GADGET_CALLS[0]
+
+    def encode(self, measurement: object) -> list[int]:
+        """A bucket index (the coins then come from the OS CSPRNG), or (bucket, coin bits) with length * coins
+        bits: the device's choice does not matter, the aggregators' masks make every coin fair"""
+        if isinstance(measurement, tuple) and len(measurement) == 2:
+            bucket, coin_bits = measurement
+            if not isinstance(coin_bits, (list, tuple)) or len(coin_bits) != self.length * self.coins:
+                raise ValueError(f"coin bits must be a list of {self.length * self.coins} bits")
+            if any(bit not in (0, 1) or isinstance(bit, float) for bit in coin_bits):
+                raise ValueError("coin bits must be 0 or 1")
+            coins = [int(bit) for bit in coin_bits]
+        else:
+            bucket = measurement
+            coins = [secrets.randbits(1) for _ in range(self.length * self.coins)]
+        if isinstance(bucket, bool) or not isinstance(bucket, int) or not 0 <= bucket < self.length:
+            raise ValueError(f"a histogram bucket is an index in [0, {self.length}), got {bucket!r}")
+        encoded = [0] * self.length
+        encoded[bucket] = 1
+        return encoded + coins
+
+    def eval(self, meas: list[int], joint_rand: list[int], num_shares: int) -> list[int]:
+        p = self.field.MODULUS
+        range_check = _range_check_chunks(self, self.GADGETS[0], self.GADGET_CALLS[0], self.chunk_length, meas,
+                                          joint_rand, num_shares)
+        sum_check = (sum(meas[:self.length]) - pow(num_shares, -1, p)) % p
+        return [range_check, sum_check]
+
+    def truncate(self, meas: list[int]) -> list[int]:
+        return meas
 
     def decode(self, output: list[int], num_measurements: int) -> list[int]:
         return list(output)

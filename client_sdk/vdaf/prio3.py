@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .circuits import Count, Histogram, MultihotCountVec, Sum, SumVec
+from .circuits import Count, Histogram, HistogramWithCoins, MultihotCountVec, Sum, SumVec
 from .field import Field, Field64, Field128
 from .flp import FlpBBCGGI19, Valid
 from .xof import Xof, XofTurboShake128
@@ -370,3 +370,8 @@ def prio3_histogram(length: int, chunk_length: int, shares: int = 2) -> Prio3:
 def prio3_multihot_count_vec(length: int, max_weight: int, chunk_length: int, shares: int = 2) -> Prio3:
     return Prio3(MultihotCountVec(Field128, length, max_weight, chunk_length), algorithm_id=0x00000005,
                  shares=shares)
+
+
+def prio3_histogram_with_coins(length: int, coins: int, chunk_length: int, shares: int = 2) -> Prio3:
+    "A Histogram with ``coins`` proven coin bits per bucket; 0xFFFF0004 is a private algorithm id (not in the draft)"
+    return Prio3(HistogramWithCoins(Field128, length, coins, chunk_length), algorithm_id=0xFFFF0004, shares=shares)

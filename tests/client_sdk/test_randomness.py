@@ -11,6 +11,7 @@ from client_sdk.randomness import (
     bernoulli,
     bernoulli_exp,
     bernoulli_many,
+    discrete_gaussian,
     discrete_laplace,
     quantize_down,
     quantize_up,
@@ -104,3 +105,33 @@ def test_secure_random_ignores_the_seed_of_random():
 
     first, second = draws(), draws()
     assert all(a != b for a, b in zip(first, second))  # each pair repeats with probability ~2**-64 at most
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 2), Fraction(9167, 512), Fraction(400)])
+def test_discrete_gaussian_distribution(sigma2):
+    "Chi-square of the sampler against P(y) ~ exp(-y^2 / (2 sigma2)) (CKS 2020), and its exact variance"
+    rng = DeterministicRandom(5)
+    n = 20_000
+    samples = np.array([discrete_gaussian(rng, sigma2) for _ in range(n)])
+    s2 = float(sigma2)
+    half = int(40 * math.sqrt(s2)) + 2
+    grid = np.arange(-half, half + 1)
+    pmf = np.exp(-grid.astype(float) ** 2 / (2 * s2))
+    pmf /= pmf.sum()
+    # bins: runs of consecutive integers holding about 1/12 of the mass each, tails merged
+    cumulative = np.cumsum(pmf)
+    bin_of = np.minimum((cumulative * 12).astype(int), 11)
+    expected = np.bincount(bin_of, weights=pmf * n, minlength=12)
+    observed = np.bincount(bin_of[np.clip(samples + half, 0, 2 * half)], minlength=12)
+    keep = expected > 0
+    assert stats.chisquare(observed[keep], expected[keep]).pvalue > 1e-4
+    variance = float((grid.astype(float) ** 2 * pmf).sum())
+    assert variance <= s2  # CKS 2020, Proposition 5
+    kurtosis = float((grid.astype(float) ** 4 * pmf).sum()) / variance**2
+    assert abs(samples.var() - variance) < k_sigma(3) * variance * math.sqrt((kurtosis - 1) / n)
+    assert abs(samples.mean()) < k_sigma(3) * math.sqrt(variance / n)
+
+
+def test_discrete_gaussian_rejects_a_non_positive_variance():
+    with pytest.raises(ValueError, match="sigma2"):
+        discrete_gaussian(DeterministicRandom(1), Fraction(0))

@@ -1,0 +1,142 @@
+"""Privacy accounting of the distributed noises: each calibration meets its target, checked independently."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from client_sdk.randomness import DeterministicRandom, discrete_gaussian
+from estimators.central import analytic_gaussian_sigma, normal_cdf
+from estimators.distributed import calibrate, coin_subset_size
+from estimators.distributed.accounting import (
+    binomial_delta,
+    calibrate_coins,
+    calibrate_discrete_gaussian,
+    calibrate_discrete_laplace,
+    discrete_gaussian_delta,
+    discrete_gaussian_pmf,
+    discrete_laplace_epsilon,
+    dwork_2006_coins,
+    gaussian_gap,
+)
+from tests.tolerances import k_sigma
+
+TARGETS = [(1.0, 1e-6, 1), (0.5, 1e-5, 1), (1.0, 1e-6, 16), (2.0, 1e-9, 3)]
+
+
+def hockey_stick(p: np.ndarray, q_shifted: np.ndarray, epsilon: float) -> float:
+    "sup over events of P(S) - e^eps Q(S), from two pmfs on one grid"
+    return float(np.clip(p - math.exp(epsilon) * q_shifted, 0, None).sum())
+
+
+@pytest.mark.parametrize("sigma2,epsilon,sensitivity", [(2.0, 0.5, 1), (17.9, 1.0, 1), (300.0, 1.0, 16)])
+def test_theorem_7_equals_the_hockey_stick_divergence(sigma2, epsilon, sensitivity):
+    "CKS 2020 Theorem 7's closed form against the divergence of N_Z(0, s2) and its shift, summed directly"
+    half = int(45 * math.sqrt(sigma2)) + sensitivity
+    grid = np.arange(-half, half + 1)
+    p = discrete_gaussian_pmf(sigma2, grid)
+    q = discrete_gaussian_pmf(sigma2, grid - sensitivity)
+    direct = hockey_stick(p, q, epsilon)
+    assert discrete_gaussian_delta(sigma2, epsilon, sensitivity) == pytest.approx(direct, rel=1e-9, abs=1e-15)
+
+
+def test_the_discrete_gaussian_approaches_the_continuous_one():
+    "At a large sigma the exact discrete delta is the continuous one (Balle & Wang 2018, Theorem 8)"
+    sigma, epsilon = 40.0, 0.2
+    a, b = 1 / (2 * sigma), epsilon * sigma
+    continuous = normal_cdf(a - b) - math.exp(epsilon) * normal_cdf(-a - b)
+    assert discrete_gaussian_delta(sigma * sigma, epsilon, 1) == pytest.approx(continuous, rel=1e-6)
+
+
+@pytest.mark.parametrize("epsilon,delta,sensitivity", TARGETS)
+def test_discrete_gaussian_calibration_meets_its_target_and_stays_near_the_continuous(epsilon, delta, sensitivity):
+    sigma2 = calibrate_discrete_gaussian(epsilon, delta, sensitivity)
+    assert discrete_gaussian_delta(float(sigma2), epsilon, sensitivity) <= delta
+    assert abs(gaussian_gap(epsilon, delta, sensitivity)) < 0.01
+    # not wasteful: 1% less variance breaks the target
+    assert discrete_gaussian_delta(float(sigma2) * 0.99, epsilon, sensitivity) > delta
+
+
+@pytest.mark.parametrize("epsilon,sensitivity", [(1.0, 1), (0.3, 1), (1.0, 16), (0.7, 5)])
+def test_discrete_laplace_is_pure_epsilon(epsilon, sensitivity):
+    scale = calibrate_discrete_laplace(epsilon, sensitivity)
+    assert discrete_laplace_epsilon(scale, sensitivity) <= epsilon
+    assert scale - Fraction(sensitivity) / Fraction(epsilon) < Fraction(1, 1024)
+    # the largest pmf ratio at a shift of the sensitivity, computed on the pmf itself
+    grid = np.arange(-200, 201)
+    log_pmf = -np.abs(grid) / float(scale)
+    assert np.max(log_pmf[sensitivity:] - log_pmf[:-sensitivity]) <= epsilon + 1e-12
+
+
+@pytest.mark.parametrize("coins,epsilon,sensitivity", [(40, 1.0, 1), (85, 1.0, 1), (200, 0.5, 3)])
+def test_binomial_delta_against_exact_binomial_coefficients(coins, epsilon, sensitivity):
+    k = np.arange(0, coins + sensitivity + 1)
+    p = np.array([math.comb(coins, int(i)) if i <= coins else 0 for i in k], dtype=float) / 2.0**coins
+    q = np.array([math.comb(coins, int(i - sensitivity)) if 0 <= i - sensitivity <= coins else 0 for i in k],
+                 dtype=float) / 2.0**coins
+    assert binomial_delta(coins, epsilon, sensitivity) == pytest.approx(hockey_stick(p, q, epsilon), rel=1e-9)
+    assert binomial_delta(coins, epsilon, sensitivity) == pytest.approx(hockey_stick(q, p, epsilon), rel=1e-9)
+
+
+@pytest.mark.parametrize("epsilon,delta,sensitivity", TARGETS)
+def test_coin_calibration_is_the_smallest_count_and_beats_the_2006_bound(epsilon, delta, sensitivity):
+    coins = calibrate_coins(epsilon, delta, sensitivity)
+    assert binomial_delta(coins, epsilon, sensitivity) <= delta < binomial_delta(coins - 1, epsilon, sensitivity)
+    if sensitivity == 1:
+        assert coins <= dwork_2006_coins(epsilon, delta)
+    # a binomial of the same privacy has about the analytic Gaussian's variance
+    sigma = analytic_gaussian_sigma(float(sensitivity), epsilon, delta)
+    assert 0.8 < coins / 4 / sigma**2 < 1.5
+
+
+@pytest.mark.parametrize("honest_fraction,needed,delta_select", [(0.5, 87, 5e-7), (0.9, 1000, 1e-6), (0.2, 30, 1e-3)])
+def test_the_coin_subset_holds_enough_honest_devices(honest_fraction, needed, delta_select):
+    "The hypergeometric tail of too few honest devices in the subset is below delta_select, for any batch size"
+    m = coin_subset_size(needed, honest_fraction, delta_select)
+    for population in (m, 2 * m, 100 * m):
+        honest = math.ceil(honest_fraction * population)
+        assert stats.hypergeom.cdf(needed - 1, population, honest, m) <= delta_select
+    assert honest_fraction * (m - 1) - math.sqrt((m - 1) * math.log(1 / delta_select) / 2) < needed
+
+
+@pytest.mark.parametrize("mode", ["gaussian", "laplace", "coins"])
+@pytest.mark.parametrize("epsilon,delta,sensitivity", TARGETS)
+def test_a_configured_campaign_meets_its_target(mode, epsilon, delta, sensitivity):
+    "(epsilon, delta) recomputed from each noise mode's parameters alone is within the campaign's target"
+    noise = calibrate(mode, epsilon=epsilon, delta=delta, sensitivity=sensitivity, coins_per_report=4,
+                      honest_fraction=0.5)
+    achieved_epsilon, achieved_delta = noise.privacy(epsilon)
+    assert achieved_epsilon <= epsilon and achieved_delta <= delta
+
+
+def test_calibration_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="sensitivity"):
+        calibrate("gaussian", epsilon=1, delta=1e-6, sensitivity=0)
+    with pytest.raises(ValueError, match="delta"):
+        calibrate("gaussian", epsilon=1, delta=0, sensitivity=1)
+    with pytest.raises(ValueError, match="mode"):
+        calibrate("uniform", epsilon=1, delta=1e-6, sensitivity=1)
+    with pytest.raises(ValueError, match="honest_fraction"):
+        calibrate("coins", epsilon=1, delta=1e-6, sensitivity=1, honest_fraction=0)
+
+
+def test_empirical_audit_of_the_aggregator_noise_on_neighbouring_sums():
+    """One aggregator's discrete Gaussian noise (the other may collude) on sums s and s + 1: for every event
+    {release >= t} and {release <= t}, P(M(s) in S) <= e^eps P(M(s+1) in S) + delta, within k standard errors of
+    the two empirical frequencies"""
+    epsilon, delta = 1.0, 1e-6
+    sigma2 = calibrate_discrete_gaussian(epsilon, delta, 1)
+    rng = DeterministicRandom(11)
+    draws = 20_000
+    low = np.array([discrete_gaussian(rng, sigma2) for _ in range(draws)]) + 100
+    high = np.array([discrete_gaussian(rng, sigma2) for _ in range(draws)]) + 101
+    thresholds = range(80, 123)
+    k = k_sigma(4 * len(thresholds))
+    for t in thresholds:
+        for first, second in ((low, high), (high, low)):
+            for event in (lambda x, t=t: x >= t, lambda x, t=t: x <= t):
+                p, q = event(first).mean(), event(second).mean()
+                tolerance = k * (math.sqrt(p * (1 - p) / draws) + math.exp(epsilon) * math.sqrt(q * (1 - q) / draws))
+                assert p <= math.exp(epsilon) * q + delta + tolerance + 1 / draws
