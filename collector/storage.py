@@ -256,15 +256,15 @@ class Storage:
         "Create the tables if they are missing and switch the file to WAL; idempotent"
         self.conn.execute("PRAGMA journal_mode = WAL")
         db = self.db
-        db["campaigns"].create({"name": str, "version": int, "fingerprint": str, "spec": str, "created_day": str},
-                               pk=("name", "version"), not_null=["fingerprint", "spec"], if_not_exists=True)
-        db["campaigns"].create_index(["name", "fingerprint"], unique=True, if_not_exists=True)
-        db["aggregates"].create({"campaign": str, "version": int, "day": str, "n": int, "counts": str},
-                                pk=("campaign", "version", "day"), not_null=["n", "counts"], if_not_exists=True)
-        db["api_keys"].create({"key_hash": str, "key_id": str, "role": str, "label": str, "created_day": str},
-                              pk="key_hash", not_null=["role"], if_not_exists=True)
-        db["rate_buckets"].create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
-                                  if_not_exists=True)
+        db.table("campaigns").create({"name": str, "version": int, "fingerprint": str, "spec": str, "created_day": str},
+                                     pk=("name", "version"), not_null=["fingerprint", "spec"], if_not_exists=True)
+        db.table("campaigns").create_index(["name", "fingerprint"], unique=True, if_not_exists=True)
+        db.table("aggregates").create({"campaign": str, "version": int, "day": str, "n": int, "counts": str},
+                                      pk=("campaign", "version", "day"), not_null=["n", "counts"], if_not_exists=True)
+        db.table("api_keys").create({"key_hash": str, "key_id": str, "role": str, "label": str, "created_day": str},
+                                    pk="key_hash", not_null=["role"], if_not_exists=True)
+        db.table("rate_buckets").create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
+                                        if_not_exists=True)
         self._migrate_reports()
 
     def _migrate_reports(self) -> None:
@@ -314,10 +314,9 @@ class Storage:
         few milliseconds hands over sooner.  Both waits end after the busy timeout (DatabaseLocked), so a lock
         held by a stuck process gives 503 instead of a worker blocked until it is killed."""
         try:
-            self._lock_writer(self.busy_timeout)
+            lock_fd = self._lock_writer(self.busy_timeout)
         except OSError as exc:  # the lock file cannot be created (disk full, read-only directory)
-            fault = storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")
-            raise fault from exc
+            raise (storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")) from exc
         try:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -335,10 +334,10 @@ class Storage:
                     raise
                 raise fault from exc
         finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
-    def _lock_writer(self, timeout: float) -> None:
-        "Take the writer flock, polling until ``timeout`` seconds have passed (then DatabaseLocked)"
+    def _lock_writer(self, timeout: float) -> int:
+        "Take the writer flock, polling until ``timeout`` seconds have passed (then DatabaseLocked); its fd"
         if self._lock_fd is None:
             self._lock_fd = os.open(f"{self.path}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
             self._lock_closer = weakref.finalize(self, os.close, self._lock_fd)
@@ -346,7 +345,7 @@ class Storage:
         while True:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                return self._lock_fd
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise DatabaseLocked(f"database writer lock busy for more than {timeout:g} s") from None
@@ -360,14 +359,14 @@ class Storage:
             tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
             for table in tables:  # reads the first page of each table: catches a damaged file cheaply
                 self.conn.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
-            self._lock_writer(lock_timeout)
+            lock_fd = self._lock_writer(lock_timeout)
             try:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
                 self.conn.execute("BEGIN IMMEDIATE")
                 self.conn.execute("ROLLBACK")
             finally:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
         except (sqlite3.DatabaseError, OSError) as exc:
             fault = storage_fault(exc)
             if fault is None:
@@ -465,8 +464,9 @@ class Storage:
         conn.execute("SAVEPOINT report_group")
         before = conn.total_changes
         # in key order: each B-tree page is visited once, in one pass, however the batch arrived
-        conn.executemany(insert, sorted([(day_number, _id_bytes(report_id), version_id, value)
-                                         for report_id, value in zip(ids, stored)], key=_row_key))
+        rows = sorted([(day_number, _id_bytes(report_id), version_id, value)
+                       for report_id, value in zip(ids, stored)], key=_row_key)
+        conn.executemany(insert, rows)
         if conn.total_changes - before != len(ids):
             conn.execute("ROLLBACK TO report_group")
             existing = self._existing_ids(day_number, ids)
