@@ -38,16 +38,19 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-import estimators
 from client_sdk.errors import LDPError, PrivacyWarning
 from client_sdk.spec import Spec, canonical_json, load_spec
 
 from .report_codec import decode_payload, encode_payloads
+
+if TYPE_CHECKING:  # imported where used: opening a database (`keys list`) loads neither, nor numpy
+    import sqlite_utils
+
+    import estimators
 
 ROLES = ("ingest", "admin")
 KEY_PREFIX = "ldp_"
@@ -68,6 +71,17 @@ REPORTS_TABLE = """CREATE TABLE IF NOT EXISTS reports (
     payload BLOB NOT NULL,
     PRIMARY KEY (day, report_id)
 ) WITHOUT ROWID"""
+# The other tables, as sqlite-utils first created them (plain SQL: opening a database imports no sqlite-utils)
+BASE_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS campaigns (name TEXT, version INTEGER, fingerprint TEXT NOT NULL, spec TEXT NOT NULL,
+    created_day TEXT, PRIMARY KEY (name, version))""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS idx_campaigns_name_fingerprint ON campaigns (name, fingerprint)",
+    """CREATE TABLE IF NOT EXISTS aggregates (campaign TEXT, version INTEGER, day TEXT, n INTEGER NOT NULL,
+    counts TEXT NOT NULL, PRIMARY KEY (campaign, version, day))""",
+    """CREATE TABLE IF NOT EXISTS api_keys (key_hash TEXT PRIMARY KEY, key_id TEXT, role TEXT NOT NULL, label TEXT,
+    created_day TEXT)""",
+    "CREATE TABLE IF NOT EXISTS rate_buckets (key_hash TEXT PRIMARY KEY, tokens REAL, updated REAL)",
+)
 VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS report_versions (
     id INTEGER PRIMARY KEY,
     campaign TEXT NOT NULL,
@@ -236,9 +250,15 @@ class Storage:
         self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         self.conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
-        self.db = sqlite_utils.Database(self.conn)
         self._lock_fd: int | None = None
         self._lock_closer: Any = None
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        "The connection as a sqlite-utils Database (tests and audits)"
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -255,16 +275,8 @@ class Storage:
     def migrate(self) -> None:
         "Create the tables if they are missing and switch the file to WAL; idempotent"
         self.conn.execute("PRAGMA journal_mode = WAL")
-        db = self.db
-        db.table("campaigns").create({"name": str, "version": int, "fingerprint": str, "spec": str, "created_day": str},
-                                     pk=("name", "version"), not_null=["fingerprint", "spec"], if_not_exists=True)
-        db.table("campaigns").create_index(["name", "fingerprint"], unique=True, if_not_exists=True)
-        db.table("aggregates").create({"campaign": str, "version": int, "day": str, "n": int, "counts": str},
-                                      pk=("campaign", "version", "day"), not_null=["n", "counts"], if_not_exists=True)
-        db.table("api_keys").create({"key_hash": str, "key_id": str, "role": str, "label": str, "created_day": str},
-                                    pk="key_hash", not_null=["role"], if_not_exists=True)
-        db.table("rate_buckets").create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
-                                        if_not_exists=True)
+        for statement in BASE_SCHEMA:
+            self.conn.execute(statement)
         self._migrate_reports()
 
     def _migrate_reports(self) -> None:
@@ -481,6 +493,8 @@ class Storage:
         conn.execute("RELEASE report_group")
         if ids:
             if aggregate is None:
+                import estimators
+
                 aggregate = estimators.aggregate(c.spec, payloads)
             self._add_to_aggregate(c, day, aggregate)
         return len(ids)
@@ -559,6 +573,8 @@ class Storage:
     def read_aggregate(self, campaign: CampaignVersion, since: str | None = None,
                        until: str | None = None) -> estimators.Aggregate:
         "The merged aggregate over [since, until] (empty if there are no reports)"
+        import estimators
+
         total = estimators.Aggregate.empty(campaign.spec)
         for _, aggregate in self.aggregates_by_day(campaign, since, until):
             total = total.merge(aggregate)
@@ -629,6 +645,8 @@ class Storage:
                 by_version.setdefault(version_id, []).append(stored)
             for version_id, values in by_version.items():
                 c = versions[version_id]
+                import estimators
+
                 part = estimators.aggregate(c.spec, [decode_payload(c.spec.mechanism, v) for v in values])
                 totals[version_id] = totals[version_id].merge(part) if version_id in totals else part
         return totals
@@ -739,6 +757,8 @@ def _day_text(day_number: int) -> str:
 
 
 def _aggregate(campaign: CampaignVersion, n: int, counts: str) -> estimators.Aggregate:
+    import estimators
+
     return estimators.Aggregate.from_dict({"mechanism": campaign.spec.mechanism, "fingerprint": campaign.fingerprint,
                                            "n": n, "counts": json.loads(counts)})
 
