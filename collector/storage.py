@@ -1,7 +1,7 @@
 """The one module that touches the collector's database: campaigns, reports, aggregates, API keys, rate buckets.
 
-Backend choice: one SQLite file through sqlite-utils (schema, simple reads) and the standard ``sqlite3`` driver
-(the hot insert path), opened with
+Backend choice: one SQLite file through the standard ``sqlite3`` driver (schema in plain SQL, the hot insert
+path; sqlite-utils only for ``Storage.db``, loaded on first use, for tests and audits), opened with
 
 * ``journal_mode=WAL``: readers (estimates, health checks) never block the writer and vice versa;
 * ``synchronous=FULL``: the WAL is fsynced at every commit, so a report acknowledged with 200 survives a crash
