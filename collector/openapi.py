@@ -79,8 +79,8 @@ INGEST_RESULT = {
             "field": {"type": "string"}, "reason": {"type": "string"}}}},
     },
 }
-ADMIN = [{"bearer": []}]
-ANY_KEY = [{"bearer": []}]
+ADMIN: list[dict[str, list[str]]] = [{"bearer": []}]
+ANY_KEY: list[dict[str, list[str]]] = [{"bearer": []}]
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",

@@ -57,8 +57,8 @@ def decode_payload(mechanism: str, stored: bytes | int | str) -> Any:
         return json.loads(stored)
     if type(stored) is int:
         return stored
-    if mechanism in UNARY:
+    if isinstance(stored, bytes) and mechanism in UNARY:
         return stored.hex()
-    if mechanism == "olh":
+    if isinstance(stored, bytes) and mechanism == "olh":
         return [stored[:OLH_SEED_BYTES].hex(), int.from_bytes(stored[OLH_SEED_BYTES:], "big")]
     raise ValueError(f"stored {mechanism!r} payload of type {type(stored).__name__} has no decoding")

@@ -1,7 +1,7 @@
 """The one module that touches the collector's database: campaigns, reports, aggregates, API keys, rate buckets.
 
-Backend choice: one SQLite file through sqlite-utils (schema, simple reads) and the standard ``sqlite3`` driver
-(the hot insert path), opened with
+Backend choice: one SQLite file through the standard ``sqlite3`` driver (schema in plain SQL, the hot insert
+path; sqlite-utils only for ``Storage.db``, loaded on first use, for tests and audits), opened with
 
 * ``journal_mode=WAL``: readers (estimates, health checks) never block the writer and vice versa;
 * ``synchronous=FULL``: the WAL is fsynced at every commit, so a report acknowledged with 200 survives a crash
@@ -38,16 +38,19 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-import estimators
 from client_sdk.errors import LDPError, PrivacyWarning
 from client_sdk.spec import Spec, canonical_json, load_spec
 
 from .report_codec import decode_payload, encode_payloads
+
+if TYPE_CHECKING:  # imported where used: opening a database (`keys list`) loads neither, nor numpy
+    import sqlite_utils
+
+    import estimators
 
 ROLES = ("ingest", "admin")
 KEY_PREFIX = "ldp_"
@@ -68,6 +71,17 @@ REPORTS_TABLE = """CREATE TABLE IF NOT EXISTS reports (
     payload BLOB NOT NULL,
     PRIMARY KEY (day, report_id)
 ) WITHOUT ROWID"""
+# The other tables, as sqlite-utils first created them (plain SQL: opening a database imports no sqlite-utils)
+BASE_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS campaigns (name TEXT, version INTEGER, fingerprint TEXT NOT NULL, spec TEXT NOT NULL,
+    created_day TEXT, PRIMARY KEY (name, version))""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS idx_campaigns_name_fingerprint ON campaigns (name, fingerprint)",
+    """CREATE TABLE IF NOT EXISTS aggregates (campaign TEXT, version INTEGER, day TEXT, n INTEGER NOT NULL,
+    counts TEXT NOT NULL, PRIMARY KEY (campaign, version, day))""",
+    """CREATE TABLE IF NOT EXISTS api_keys (key_hash TEXT PRIMARY KEY, key_id TEXT, role TEXT NOT NULL, label TEXT,
+    created_day TEXT)""",
+    "CREATE TABLE IF NOT EXISTS rate_buckets (key_hash TEXT PRIMARY KEY, tokens REAL, updated REAL)",
+)
 VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS report_versions (
     id INTEGER PRIMARY KEY,
     campaign TEXT NOT NULL,
@@ -236,9 +250,15 @@ class Storage:
         self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         self.conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
-        self.db = sqlite_utils.Database(self.conn)
         self._lock_fd: int | None = None
         self._lock_closer: Any = None
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        "The connection as a sqlite-utils Database (tests and audits)"
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -255,16 +275,8 @@ class Storage:
     def migrate(self) -> None:
         "Create the tables if they are missing and switch the file to WAL; idempotent"
         self.conn.execute("PRAGMA journal_mode = WAL")
-        db = self.db
-        db["campaigns"].create({"name": str, "version": int, "fingerprint": str, "spec": str, "created_day": str},
-                               pk=("name", "version"), not_null=["fingerprint", "spec"], if_not_exists=True)
-        db["campaigns"].create_index(["name", "fingerprint"], unique=True, if_not_exists=True)
-        db["aggregates"].create({"campaign": str, "version": int, "day": str, "n": int, "counts": str},
-                                pk=("campaign", "version", "day"), not_null=["n", "counts"], if_not_exists=True)
-        db["api_keys"].create({"key_hash": str, "key_id": str, "role": str, "label": str, "created_day": str},
-                              pk="key_hash", not_null=["role"], if_not_exists=True)
-        db["rate_buckets"].create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
-                                  if_not_exists=True)
+        for statement in BASE_SCHEMA:
+            self.conn.execute(statement)
         self._migrate_reports()
 
     def _migrate_reports(self) -> None:
@@ -314,10 +326,9 @@ class Storage:
         few milliseconds hands over sooner.  Both waits end after the busy timeout (DatabaseLocked), so a lock
         held by a stuck process gives 503 instead of a worker blocked until it is killed."""
         try:
-            self._lock_writer(self.busy_timeout)
+            lock_fd = self._lock_writer(self.busy_timeout)
         except OSError as exc:  # the lock file cannot be created (disk full, read-only directory)
-            fault = storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")
-            raise fault from exc
+            raise (storage_fault(exc) or StorageUnavailable(f"database writer lock: {exc.strerror}")) from exc
         try:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -335,10 +346,10 @@ class Storage:
                     raise
                 raise fault from exc
         finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
-    def _lock_writer(self, timeout: float) -> None:
-        "Take the writer flock, polling until ``timeout`` seconds have passed (then DatabaseLocked)"
+    def _lock_writer(self, timeout: float) -> int:
+        "Take the writer flock, polling until ``timeout`` seconds have passed (then DatabaseLocked); its fd"
         if self._lock_fd is None:
             self._lock_fd = os.open(f"{self.path}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
             self._lock_closer = weakref.finalize(self, os.close, self._lock_fd)
@@ -346,7 +357,7 @@ class Storage:
         while True:
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                return self._lock_fd
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise DatabaseLocked(f"database writer lock busy for more than {timeout:g} s") from None
@@ -360,14 +371,14 @@ class Storage:
             tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
             for table in tables:  # reads the first page of each table: catches a damaged file cheaply
                 self.conn.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
-            self._lock_writer(lock_timeout)
+            lock_fd = self._lock_writer(lock_timeout)
             try:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
                 self.conn.execute("BEGIN IMMEDIATE")
                 self.conn.execute("ROLLBACK")
             finally:
                 self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
         except (sqlite3.DatabaseError, OSError) as exc:
             fault = storage_fault(exc)
             if fault is None:
@@ -465,8 +476,9 @@ class Storage:
         conn.execute("SAVEPOINT report_group")
         before = conn.total_changes
         # in key order: each B-tree page is visited once, in one pass, however the batch arrived
-        conn.executemany(insert, sorted([(day_number, _id_bytes(report_id), version_id, value)
-                                         for report_id, value in zip(ids, stored)], key=_row_key))
+        rows = sorted([(day_number, _id_bytes(report_id), version_id, value)
+                       for report_id, value in zip(ids, stored)], key=_row_key)
+        conn.executemany(insert, rows)
         if conn.total_changes - before != len(ids):
             conn.execute("ROLLBACK TO report_group")
             existing = self._existing_ids(day_number, ids)
@@ -481,6 +493,8 @@ class Storage:
         conn.execute("RELEASE report_group")
         if ids:
             if aggregate is None:
+                import estimators
+
                 aggregate = estimators.aggregate(c.spec, payloads)
             self._add_to_aggregate(c, day, aggregate)
         return len(ids)
@@ -559,6 +573,8 @@ class Storage:
     def read_aggregate(self, campaign: CampaignVersion, since: str | None = None,
                        until: str | None = None) -> estimators.Aggregate:
         "The merged aggregate over [since, until] (empty if there are no reports)"
+        import estimators
+
         total = estimators.Aggregate.empty(campaign.spec)
         for _, aggregate in self.aggregates_by_day(campaign, since, until):
             total = total.merge(aggregate)
@@ -629,6 +645,8 @@ class Storage:
                 by_version.setdefault(version_id, []).append(stored)
             for version_id, values in by_version.items():
                 c = versions[version_id]
+                import estimators
+
                 part = estimators.aggregate(c.spec, [decode_payload(c.spec.mechanism, v) for v in values])
                 totals[version_id] = totals[version_id].merge(part) if version_id in totals else part
         return totals
@@ -739,6 +757,8 @@ def _day_text(day_number: int) -> str:
 
 
 def _aggregate(campaign: CampaignVersion, n: int, counts: str) -> estimators.Aggregate:
+    import estimators
+
     return estimators.Aggregate.from_dict({"mechanism": campaign.spec.mechanism, "fingerprint": campaign.fingerprint,
                                            "n": n, "counts": json.loads(counts)})
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ["client_sdk", "estimators"]
+PACKAGES = ["client_sdk", "estimators", "collector", "ldp_telemetry"]
 
 
 def test_mypy_finds_nothing():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -39,8 +40,8 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
         raise click.UsageError("categorical mechanisms need --domain-size (or give --range for numbers)")
     if numeric and mechanism in CATEGORICAL_MECHANISMS + ("auto",):
         raise click.UsageError(f"--mechanism {mechanism} is categorical: use --domain-size, not --range")
-    options = dict(domain_size=None if numeric else domain_size, value_range=value_range, confidence=confidence,
-                   target_halfwidth=target_halfwidth)
+    options: dict[str, Any] = dict(domain_size=None if numeric else domain_size, value_range=value_range,
+                                   confidence=confidence, target_halfwidth=target_halfwidth)
     try:
         plans = [plan_one(mechanism, epsilon, n, **options)] if mechanism else compare_mechanisms(epsilon, n, **options)
     except ValueError as exc:
@@ -48,7 +49,7 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
     if output_format == "json":
         click.echo(json.dumps([p.to_dict() for p in plans], indent=2))
         return
-    what = f"range {value_range[0]:g}..{value_range[1]:g}" if numeric else f"d = {domain_size}"
+    what = f"range {value_range[0]:g}..{value_range[1]:g}" if value_range is not None else f"d = {domain_size}"
     click.echo(f"epsilon = {epsilon:g}, n = {n:,}, {what}, {confidence:.0%} intervals")
     header = f"{'mechanism':<10} {'std error':>11} {'CI +-':>11} {'central SE':>11} {'LDP/central':>12}"
     if target_halfwidth is not None:

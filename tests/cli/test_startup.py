@@ -18,9 +18,10 @@ from ldp_telemetry.cli import COMMANDS, main
 HEAVY = ("scipy", "matplotlib")
 
 
-def modules_after(code: str) -> set[str]:
-    "The top-level modules loaded by ``code`` in a fresh interpreter"
-    listing = "import json, sys\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+def modules_after(code: str, *, top_level: bool = True) -> set[str]:
+    "The modules (by default only their top-level packages) loaded by ``code`` in a fresh interpreter"
+    name = "m.split('.')[0]" if top_level else "m"
+    listing = f"import json, sys\nprint(json.dumps(sorted({{{name} for m in sys.modules}})))"
     script = textwrap.dedent(code) + "\n" + listing
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     return set(json.loads(result.stdout.strip().splitlines()[-1]))
@@ -44,13 +45,32 @@ def test_importing_the_cli_imports_no_heavy_library():
 
 
 def test_help_imports_no_command_module():
-    loaded = modules_after(run_cli(["--help"]))
-    assert not loaded & {*HEAVY, "numpy", "estimators", "collector", "client_sdk", "flask", "requests"}
+    loaded = modules_after(run_cli(["--help"]), top_level=False)
+    assert not {m.split(".")[0] for m in loaded} & {*HEAVY, "numpy", "estimators", "collector", "client_sdk", "flask",
+                                                     "requests", "sqlite_utils"}
+    assert not {m for m in loaded if m.startswith("ldp_telemetry.cli.")}
 
 
-def test_keys_list_imports_neither_scipy_nor_matplotlib(tmp_path):
-    loaded = modules_after(run_cli(["keys", "list", "--db", str(tmp_path / "c.db")]))
-    assert "collector" in loaded and not loaded & set(HEAVY)
+def test_keys_list_imports_neither_flask_nor_numpy(tmp_path):
+    "Only the database: no Flask app (collector/__init__.py is lazy), no estimators, no sqlite-utils"
+    from collector.storage import Storage
+
+    database = tmp_path / "c.db"
+    with Storage(database) as storage:
+        storage.migrate()
+        storage.create_key("admin", "2025-03-01", "listed")
+    loaded = modules_after(run_cli(["keys", "list", "--db", str(database)]))
+    assert "collector" in loaded
+    assert not loaded & {*HEAVY, "numpy", "flask", "werkzeug", "estimators", "sqlite_utils"}, loaded
+
+
+def test_the_collector_package_still_offers_create_app():
+    import collector
+    from collector.app import create_app
+
+    assert collector.create_app is create_app and "create_app" in collector.__all__
+    with pytest.raises(AttributeError, match="no attribute 'create_ap'"):
+        collector.create_ap  # noqa: B018
 
 
 @pytest.mark.parametrize("output_format", ["table", "json"])

@@ -96,6 +96,13 @@ def test_payloads_come_back_exactly(storage, spec, payloads):
         assert decode_payload(campaign.spec.mechanism, stored) == payload
 
 
+@pytest.mark.parametrize("mechanism", ["oue", "olh", "grr"])
+def test_a_stored_value_of_no_known_form_is_named_not_misread(mechanism):
+    "A REAL (or any type the codec never writes) is a ValueError naming the mechanism, not an AttributeError"
+    with pytest.raises(ValueError, match=f"stored '{mechanism}' payload of type float"):
+        decode_payload(mechanism, 1.5)  # type: ignore[arg-type]
+
+
 def test_unary_payloads_are_stored_as_bytes(storage):
     campaign, _ = storage.create_campaign({**SPECS[1], "domain": list(range(1024))}, DAY)
     storage.insert_reports([group_of(campaign, [5] * 10, seed=2)], DAY)
