@@ -61,8 +61,8 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
     if daily:
         day_params = {**params, "granularity": "day", **({"top": daily_top} if daily_top else {})}
         days = _get_json(base + "/estimate", token, day_params, campaign).get("days", [])
-    daily = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
-    return ReportData(result, _spec_of(spec), since, until, daily)
+    per_day = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
+    return ReportData(result, _spec_of(spec), since, until, per_day)
 
 
 def _spec_of(campaign: Any) -> dict | None:
