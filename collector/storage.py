@@ -573,6 +573,10 @@ class StorageBase:
         self._run("INSERT INTO rate_buckets (key_hash, tokens, updated) VALUES (?, ?, ?) ON CONFLICT (key_hash) "
                   "DO UPDATE SET tokens = excluded.tokens, updated = excluded.updated", (key_hash, tokens - 1, window))
 
+    def row_count(self, table: str) -> int:
+        "Rows of a table (tests and audits)"
+        return int(self._one(f'SELECT count(*) FROM "{table}"')[0])
+
     def table_rows(self, table: str) -> list[dict]:
         "Every row of a table (tests and audits)"
         with self._connection() as conn:
