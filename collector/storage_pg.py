@@ -38,8 +38,8 @@ import psycopg_pool
 import estimators
 
 from .report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
+from . import storage as _storage
 from .storage import (
-    REBUILD_CHUNK,
     CampaignVersion,
     DatabaseCorrupt,
     DatabaseLocked,
@@ -173,7 +173,7 @@ class PostgresStorage(StorageBase):
         "Rows through a server-side cursor, so a rebuild or an export holds one chunk in memory"
         with self._connection() as conn, conn.cursor(name=f"ldp_chunks_{next(_cursor_names)}") as cursor:
             cursor.execute(self._sql(sql), params)
-            while rows := cursor.fetchmany(REBUILD_CHUNK):
+            while rows := cursor.fetchmany(_storage.REBUILD_CHUNK):
                 yield rows
 
     def _encode(self, mechanism: str, payloads: list[Any]) -> list[Any]:
