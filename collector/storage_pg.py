@@ -37,8 +37,8 @@ import psycopg_pool
 
 import estimators
 
-from .report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from . import storage as _storage
+from .report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from .storage import (
     CampaignVersion,
     DatabaseCorrupt,

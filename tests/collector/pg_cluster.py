@@ -22,8 +22,8 @@ import psycopg
 SERVER_USER = "postgres"
 # Test settings: no fsync (the tests kill collectors, never the server or the machine) and enough connections
 # for several collector processes with their pools.
-SERVER_OPTIONS = ("-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB "
-                  "-c listen_addresses=127.0.0.1")
+SERVER_OPTIONS = "-c max_connections=300 -c shared_buffers=64MB -c listen_addresses=127.0.0.1"
+NO_FSYNC = "-c fsync=off -c full_page_writes=off"
 
 
 class ServerNotFound(RuntimeError):
@@ -47,7 +47,8 @@ def find_bindir() -> Path:
 class PostgresCluster:
     "initdb + pg_ctl start in a temporary directory; ``url(dbname)`` connects as the superuser"
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        "``durable``: fsync as in production (benchmarks); the tests run without it"
         self.bindir = find_bindir()
         self.as_root = os.geteuid() == 0
         self.root = Path(tempfile.mkdtemp(prefix="ldp-pg-"))
@@ -62,7 +63,7 @@ class PostgresCluster:
                   "--no-sync")
         try:
             self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o",
-                      f"-p {self.port} -k {self.root} {SERVER_OPTIONS}", "start")
+                      f"-p {self.port} -k {self.root} {SERVER_OPTIONS} {'' if durable else NO_FSYNC}", "start")
         except subprocess.CalledProcessError as exc:
             log = self.log.read_text(errors="replace") if self.log.exists() else ""
             raise RuntimeError(f"PostgreSQL did not start: {exc.stderr}\n{log}") from exc
