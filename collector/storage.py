@@ -10,9 +10,13 @@ Backend choice: one SQLite file through sqlite-utils (schema, simple reads) and 
 * ``BEGIN IMMEDIATE`` for every write transaction, so the lock is taken up front and a transaction never has to
   be retried half-way through.
 
-Everything the API and the CLI need goes through :class:`Storage`; a server database backend (PostgreSQL) only
-has to provide the same methods.  Stored per report: its UTC day, its 16 random id bytes, a small version id
-(``report_versions``: campaign and version once per version, not per row) and the payload in a compact form
+Everything the API and the CLI need goes through a storage object (:func:`open_storage`): :class:`StorageBase`
+holds what every backend shares (campaigns, the insert flow, aggregates, keys, rate buckets, in SQL both accept),
+:class:`Storage` is SQLite's connection, transactions, schema and report insert, and ``collector.storage_pg``
+the same for PostgreSQL (a ``postgresql://`` URL).
+
+Stored per report: its UTC day, its 16 random id bytes, a small version id (``report_versions``: campaign and
+version once per version, not per row) and the payload in a compact form
 (``report_codec``).  Nothing else: no rowid, no time of day.  The table is ``WITHOUT ROWID`` and clustered on
 (day, report_id), so within a day rows sit in the order of their random ids and nothing orders them by arrival
 (a device's batch across campaigns does not land on consecutive rows), and an insert only touches the pages of
@@ -400,9 +404,12 @@ class StorageBase:
         "Ids of ``report_ids`` stored on one of the DEDUP_DAYS days before ``day_number``"
         if not report_ids:
             return set()
-        days = [day for day in range(day_number - DEDUP_DAYS, day_number)
-                if self._one("SELECT 1 FROM reports WHERE day = ? LIMIT 1", (day,))]
+        days = self._days_with_reports(range(day_number - DEDUP_DAYS, day_number))
         return self._find_ids(days, report_ids) if days else set()
+
+    def _days_with_reports(self, day_numbers: Sequence[int]) -> list[int]:
+        "Those of ``day_numbers`` on which reports are stored"
+        return [day for day in day_numbers if self._one("SELECT 1 FROM reports WHERE day = ? LIMIT 1", (day,))]
 
     def _find_ids(self, day_numbers: Sequence[int], report_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
