@@ -284,6 +284,9 @@ class StorageBase:
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         raise NotImplementedError
 
+    def _lock_aggregates(self) -> None:
+        "Keep writers from adding to the aggregates until this transaction ends (a rebuild); SQLite's write lock does"
+
     def _bucket(self, key_hash: str) -> Any:
         "The key's (tokens, updated) row inside a write transaction, locked against other writers if need be"
         return self._one("SELECT tokens, updated FROM rate_buckets WHERE key_hash = ?", (key_hash,))
@@ -503,6 +506,7 @@ class StorageBase:
         names = [name] if name is not None else [c.name for c in self.list_campaigns()]
         written = 0
         with self.transaction():
+            self._lock_aggregates()
             versions: dict[int, CampaignVersion] = {}
             for campaign_name in names:
                 self._run("DELETE FROM aggregates WHERE campaign = ?", (campaign_name,))

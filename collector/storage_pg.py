@@ -214,7 +214,7 @@ class PostgresStorage(StorageBase):
     def _insert_group(self, group: ReportGroup, version_id: int, day: str, day_number: int, earlier: set[str],
                       result: InsertResult) -> int:
         "One statement for the group; the ids it did not insert were stored already (duplicates)"
-        assert self._tx is not None
+        conn = self._transaction_connection()
         c = group.campaign
         ids, payloads, aggregate = group.report_ids, group.payloads, group.aggregate
         if earlier and not earlier.isdisjoint(ids):
@@ -222,7 +222,7 @@ class PostgresStorage(StorageBase):
         if not ids:
             return 0
         rows = sorted(zip((_id_bytes(report_id) for report_id in ids), self._encode(c.spec.mechanism, payloads)))
-        inserted = [row[0] for row in self._tx.execute(
+        inserted = [row[0] for row in conn.execute(
             "INSERT INTO reports (day, report_id, version_id, payload) "
             "SELECT %s, r, %s, p FROM unnest(%b::bytea[], %b::bytea[]) AS t(r, p) ORDER BY r "
             "ON CONFLICT DO NOTHING RETURNING report_id",
@@ -239,19 +239,32 @@ class PostgresStorage(StorageBase):
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         "Add to one shard row chosen at random: a new row, or the stored one locked, merged and updated"
-        assert self._tx is not None
+        conn = self._transaction_connection()
         key = (campaign.name, campaign.version, day, secrets.randbelow(AGGREGATE_SHARDS))
         data = aggregate.to_dict()
-        if self._tx.execute("INSERT INTO aggregates (campaign, version, day, shard, n, counts) "
+        while True:  # a second pass only if the row we collided with was deleted before we could lock it
+            if conn.execute("INSERT INTO aggregates (campaign, version, day, shard, n, counts) "
                             "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
                             (*key, data["n"], json.dumps(data["counts"]))).fetchone():
-            return
-        row = self._tx.execute("SELECT n, counts FROM aggregates WHERE campaign = %s AND version = %s AND day = %s "
+                return
+            row = conn.execute("SELECT n, counts FROM aggregates WHERE campaign = %s AND version = %s AND day = %s "
                                "AND shard = %s FOR UPDATE", key).fetchone()
-        assert row is not None  # shard rows are only deleted by a rebuild, which holds the campaign's rows
-        data = _aggregate(campaign, row[0], row[1]).merge(aggregate).to_dict()
-        self._tx.execute("UPDATE aggregates SET n = %s, counts = %s WHERE campaign = %s AND version = %s "
-                         "AND day = %s AND shard = %s", (data["n"], json.dumps(data["counts"]), *key))
+            if row is not None:
+                break
+        merged = _aggregate(campaign, row[0], row[1]).merge(aggregate).to_dict()
+        conn.execute("UPDATE aggregates SET n = %s, counts = %s WHERE campaign = %s AND version = %s "
+                     "AND day = %s AND shard = %s", (merged["n"], json.dumps(merged["counts"]), *key))
+
+    def _lock_aggregates(self) -> None:
+        """Writers wait (ROW EXCLUSIVE conflicts with EXCLUSIVE) until the rebuild commits; readers do not.  A writer
+        that inserted reports but has not reached the aggregates cannot commit before the rebuild does, so the
+        rebuild counts exactly the reports whose aggregates it replaces."""
+        self._run("LOCK TABLE aggregates IN EXCLUSIVE MODE")
+
+    def _transaction_connection(self) -> psycopg.Connection:
+        if self._tx is None:
+            raise RuntimeError("only inside a transaction")
+        return self._tx
 
     def _days_with_reports(self, day_numbers: Sequence[int]) -> list[int]:
         "One round trip instead of one per day"

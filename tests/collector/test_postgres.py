@@ -73,6 +73,28 @@ def test_concurrent_writers_share_the_day_over_shard_rows(url):
         assert storage.aggregates_by_day(campaign) == incremental
 
 
+def test_a_rebuild_during_ingestion_counts_every_report_once(url):
+    "Writers keep inserting while rebuilds run: the aggregates still equal a rebuild once they stop"
+    with open_storage(url) as storage:
+        campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    groups = [group_of(campaign, ["a", "b", "c"] * 10, seed=seed) for seed in range(40)]
+
+    def write(group):
+        with open_storage(url) as writer:
+            return writer.insert_reports([group], DAY).accepted
+
+    with ThreadPoolExecutor(4) as pool, open_storage(url) as rebuilder:
+        written = pool.map(write, groups)
+        for _ in range(5):
+            rebuilder.rebuild_aggregates(campaign.name)
+        assert sum(written) == 40 * 30
+    with open_storage(url) as storage:
+        incremental = storage.aggregates_by_day(campaign)
+        assert incremental[0][1].n == storage.row_count("reports") == 40 * 30
+        storage.rebuild_aggregates(campaign.name)
+        assert storage.aggregates_by_day(campaign) == incremental
+
+
 def test_the_same_reports_sent_twice_at_once_are_stored_once(url):
     "Two connections insert the same batch concurrently (a retry through another host): one of them stores it"
     with open_storage(url) as storage:
