@@ -20,6 +20,7 @@ from collector import create_app
 from collector.storage import RateLimited, RateRule, StorageUnavailable, open_storage
 from collector.storage_pg import AGGREGATE_SHARDS, SCHEMA_VERSION, PostgresStorage
 
+from . import pg_cluster
 from .helpers import CATEGORICAL, bearer, free_port, make_reports, running_server, stop
 from .test_no_loss import AckRecorder
 from .test_storage import SPECS, group_of
@@ -239,3 +240,21 @@ def test_spec_names_round_trip(url):
         created, _ = storage.create_campaign({**CATEGORICAL, "name": f"c{uuid.uuid4().hex[:8]}"}, DAY)
         assert storage.get_campaign(created.name) == created
         assert client_sdk.load_spec(created.spec.to_json()).fingerprint == created.fingerprint
+
+
+def test_missing_server_binaries_are_an_error_not_a_skip(monkeypatch):
+    monkeypatch.setenv("LDP_PG_BINDIR", "/nonexistent")
+    monkeypatch.setattr(pg_cluster.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(pg_cluster.shutil, "which", lambda name: None)
+    with pytest.raises(pg_cluster.ServerNotFound, match="apt|postgresql package"):
+        pg_cluster.find_bindir()
+
+
+def test_a_report_reads_a_postgresql_database(url):
+    from collector.reporting import report_data_from_db
+
+    with open_storage(url) as storage:
+        campaign, _ = storage.create_campaign(SPECS[0], DAY)
+        storage.insert_reports([group_of(campaign, ["a"] * 30 + ["b"] * 10, seed=4)], DAY)
+    data = report_data_from_db(url, campaign.name)
+    assert data.result["n"] == 40 and data.spec["name"] == campaign.name
