@@ -242,6 +242,10 @@ class StorageBase:
     payloads, the report insert of one group and the aggregate update (:meth:`_insert_group`,
     :meth:`_add_to_aggregate`).  An aggregate may be stored as several rows per day (shards): readers merge them."""
 
+    # Take the rate token at the end of the insert transaction rather than first: where the bucket is locked per
+    # key (PostgreSQL), requests of one key then hold that lock through their commit only, not through the insert.
+    charge_after_insert = False
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -382,12 +386,15 @@ class StorageBase:
         version_ids = [self._version_id(group.campaign) for group in groups]
         # Earlier days are not written any more, so they are searched before the write lock is taken.
         earlier = self._ids_stored_before(day_number, [r for group in groups for r in group.report_ids])
+        bucket = (key_hash, rate) if key_hash is not None and rate is not None else None
         with self.transaction():
-            if rate is not None and key_hash is not None:
-                self._take_token(key_hash, rate, now)
+            if bucket is not None and not self.charge_after_insert:
+                self._take_token(*bucket, now)
             for group, version_id in zip(groups, version_ids):
                 accepted = self._insert_group(group, version_id, day, day_number, earlier, result)
                 result.accepted += accepted
+            if bucket is not None and self.charge_after_insert:
+                self._take_token(*bucket, now)
         return result
 
     @staticmethod

@@ -13,7 +13,8 @@ handling live here; campaigns, the insert flow, keys and rate buckets are :class
 * Aggregates: ``AGGREGATE_SHARDS`` rows per (campaign, version, day); a transaction adds its counts to one of them
   chosen at random, so concurrent writers rarely wait for the same row lock; readers merge the shards.
 * Rate buckets: the read-modify-write of a key's bucket holds a transaction-level advisory lock on the key, so
-  every process sees and charges the same bucket.
+  every process sees and charges the same bucket; an insert takes its token last, so the lock lasts only until
+  its commit (an empty bucket still rolls the insert back).
 * Schema: versioned migrations (``schema_migrations``), applied under an advisory lock by whichever process starts
   first.
 * Faults: connection failures, a full disk (SQLSTATE 53100 gives 507), lock and serialization failures map to
@@ -106,6 +107,8 @@ def close_pools() -> None:
 
 class PostgresStorage(StorageBase):
     "A view of the collector database on a PostgreSQL server; cheap to open, one per request thread or command"
+
+    charge_after_insert = True
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 10_000, pooled: bool = False) -> None:
         self.url = url
