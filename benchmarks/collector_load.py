@@ -6,6 +6,11 @@ payloads), then lets several client processes post them as fast as the server an
 bodies are sent or after ``--max-seconds``; the server is stopped and the directory removed at the end.
 
     python benchmarks/collector_load.py --workers 2 --clients 4
+    python benchmarks/collector_load.py --backend postgresql --servers 2 --workers 1 --batches 1000
+
+With ``--backend postgresql`` the reports go to a PostgreSQL database (``--db-url``, or a throwaway cluster
+started from the server binaries with fsync on) and ``--servers N`` starts N ``serve`` processes on separate
+ports, the clients spread over them, as N hosts behind a load balancer would be.
 
 Validation (``check_payload`` per report), the insert with ``INSERT OR IGNORE`` and the aggregate update are all
 included: the server does exactly what it does in production.
@@ -89,12 +94,13 @@ def client_process(port: int, key: str, bodies: list[bytes], start: float, max_s
     out.put((accepted, failures, latencies, time.time()))
 
 
-def run_load(port: int, key: str, bodies: list[bytes], clients: int, max_seconds: float) -> dict:
+def run_load(ports: list[int], key: str, bodies: list[bytes], clients: int, max_seconds: float) -> dict:
     queue: multiprocessing.Queue = multiprocessing.Queue()
     start = time.time() + 0.5
     shares = [bodies[i::clients] for i in range(clients)]
-    processes = [multiprocessing.Process(target=client_process, args=(port, key, share, start, max_seconds, queue))
-                 for share in shares]
+    processes = [multiprocessing.Process(target=client_process,
+                                         args=(ports[i % len(ports)], key, share, start, max_seconds, queue))
+                 for i, share in enumerate(shares)]
     for process in processes:
         process.start()
     results = [queue.get(timeout=max_seconds + 120) for _ in processes]
@@ -118,16 +124,31 @@ def main() -> None:
     parser.add_argument("--domain-size", type=int, default=len(SPEC["domain"]), help="OUE domain size d")
     parser.add_argument("--batches", type=int, nargs="+", default=None, choices=[batch for batch, _ in RUNS],
                         help="only these batch sizes")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite", help="storage backend")
+    parser.add_argument("--db-url", default="", help="postgresql:// URL of an empty database (default: a "
+                        "throwaway cluster from the PostgreSQL server binaries)")
+    parser.add_argument("--servers", type=int, default=1, help="serve processes on separate ports (PostgreSQL)")
     args = parser.parse_args()
+    if args.servers > 1 and args.backend != "postgresql":
+        parser.error("--servers > 1 needs --backend postgresql (one SQLite file belongs to one host)")
 
     import client_sdk
-    from collector.storage import Storage
+    from collector.storage import open_storage
 
     bench_spec = {**SPEC, "domain": [f"v{i}" for i in range(args.domain_size)]}
     spec = client_sdk.load_spec(bench_spec)
     directory = Path(tempfile.mkdtemp(prefix="ldp-bench-"))
-    db_path = directory / "collector.db"
-    with Storage(db_path) as storage:
+    cluster = None
+    db_path: Path | str = directory / "collector.db"
+    if args.backend == "postgresql":
+        if args.db_url:
+            db_path = args.db_url
+        else:
+            from tests.collector.pg_cluster import PostgresCluster
+
+            cluster = PostgresCluster(durable=True)
+            db_path = cluster.create_database("bench")
+    with open_storage(db_path) as storage:
         storage.migrate()
         key, _ = storage.create_key("ingest", "2024-01-01")
         storage.create_campaign(bench_spec, "2024-01-01")
@@ -135,40 +156,45 @@ def main() -> None:
             if args.batches is None or batch in args.batches]
     prepared = {batch: prepare_bodies(spec, batch, total) for batch, total in runs}
 
-    port = free_port()
-    server = subprocess.Popen(
+    ports = [free_port() for _ in range(args.servers)]
+    servers = [subprocess.Popen(
         [sys.executable, "-c", "from ldp_telemetry.cli import main; main()", "serve", "--db", str(db_path),
          "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers), "--rate-limit", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=REPO)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=REPO) for port in ports]
     try:
         deadline = time.time() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1):
-                    break
-            except OSError:
-                if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit("the collector did not start") from None
-                time.sleep(0.1)
+        for port, server in zip(ports, servers):
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1):
+                        break
+                except OSError:
+                    if time.time() > deadline or server.poll() is not None:
+                        raise SystemExit("the collector did not start") from None
+                    time.sleep(0.1)
         rows = []
         for batch, _ in runs:
-            result = run_load(port, key, prepared[batch], args.clients, args.max_seconds)
+            result = run_load(ports, key, prepared[batch], args.clients, args.max_seconds)
             rows.append((batch, result))
-        with Storage(db_path) as storage:
+        with open_storage(db_path) as storage:
             stored = storage.count_reports()
+            rows_stored = storage.row_count("reports")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        for server in servers:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
+        if cluster is not None:
+            cluster.stop()
         shutil.rmtree(directory, ignore_errors=True)
 
-    print(f"collector load: {args.workers} gunicorn workers, {args.clients} client processes, "
-          f"{os.cpu_count()} CPUs, OUE d={args.domain_size}, loopback")
+    print(f"collector load: {args.backend}, {args.servers} serve process(es) x {args.workers} gunicorn workers, "
+          f"{args.clients} client processes, {os.cpu_count()} CPUs, OUE d={args.domain_size}, loopback")
     print(f"{'batch':>6} {'requests':>9} {'accepted':>9} {'failed':>7} {'seconds':>8} {'reports/s':>10} "
           f"{'p50 ms':>8} {'p99 ms':>8}")
     for batch, r in rows:
         print(f"{batch:>6} {r['requests']:>9} {r['accepted']:>9} {r['failures']:>7} {r['seconds']:>8.2f} "
               f"{r['reports_per_second']:>10,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}")
-    print(f"rows stored: {stored}")
+    print(f"reports counted by the aggregates: {stored}; rows stored: {rows_stored}")
 
 
 if __name__ == "__main__":

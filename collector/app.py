@@ -22,7 +22,7 @@ from .problems import Problem, problem_response, register_error_handlers
 from .storage import StorageUnavailable, storage_fault
 
 DEFAULTS: dict[str, Any] = {
-    "DATABASE": "",  # path of the SQLite file (required)
+    "DATABASE": "",  # path of the SQLite file or a postgresql:// URL (LDP_DATABASE_URL) (required)
     "MAX_BODY_BYTES": 8 * 1024 * 1024,  # request body limit, after gzip decompression
     "MAX_BATCH_REPORTS": 5000,  # reports per POST /v1/reports
     "RATE_LIMIT": 200.0,  # requests per second per key; 0 turns rate limiting off
@@ -50,7 +50,9 @@ def load_config(config: Mapping[str, Any] | None = None, environ: Mapping[str, s
     for key, value in (config or {}).items():
         out[key.upper()] = value
     if not out["DATABASE"]:
-        raise ValueError("DATABASE (LDP_DATABASE) must name the SQLite file")
+        out["DATABASE"] = environ.get("LDP_DATABASE_URL", "")
+    if not out["DATABASE"]:
+        raise ValueError("DATABASE (LDP_DATABASE or LDP_DATABASE_URL) must name the SQLite file or a postgresql:// URL")
     return out
 
 

@@ -13,23 +13,31 @@ import threading
 
 from flask import Flask, current_app
 
-from .storage import Storage
+from .storage import Storage, StorageBase, is_database_url, open_storage
 
 
-def get_storage() -> Storage:
+def get_storage() -> StorageBase:
     "This thread's Storage for the current app (re-opened after a fork)"
     local = current_app.extensions["ldp_storage_local"]
-    storage: Storage | None = getattr(local, "storage", None)
+    storage: StorageBase | None = getattr(local, "storage", None)
     if storage is None or getattr(local, "pid", None) != os.getpid():
-        storage = Storage(current_app.config["DATABASE"], busy_timeout_ms=int(current_app.config["BUSY_TIMEOUT_MS"]))
+        storage = _open(current_app.config["DATABASE"], int(current_app.config["BUSY_TIMEOUT_MS"]))
         local.storage, local.pid = storage, os.getpid()
-    if storage.conn.in_transaction:  # never carry a half-done transaction into the next request
-        storage.conn.execute("ROLLBACK")
+    storage.reset()  # never carry a half-done transaction into the next request
     return storage
+
+
+def _open(database: str, busy_timeout_ms: int) -> StorageBase:
+    "SQLite: a connection per thread; PostgreSQL: a view over the process's connection pool"
+    if is_database_url(database):
+        from .storage_pg import PostgresStorage
+
+        return PostgresStorage(database, busy_timeout_ms=busy_timeout_ms, pooled=True)
+    return Storage(database, busy_timeout_ms=busy_timeout_ms)
 
 
 def init_app(app: Flask) -> None:
     "Create the schema once at start-up"
-    with Storage(app.config["DATABASE"]) as storage:
+    with open_storage(app.config["DATABASE"]) as storage:
         storage.migrate()
     app.extensions["ldp_storage_local"] = threading.local()

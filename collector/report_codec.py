@@ -62,3 +62,29 @@ def decode_payload(mechanism: str, stored: bytes | int | str) -> Any:
     if isinstance(stored, bytes) and mechanism == "olh":
         return [stored[:OLH_SEED_BYTES].hex(), int.from_bytes(stored[OLH_SEED_BYTES:], "big")]
     raise ValueError(f"stored {mechanism!r} payload of type {type(stored).__name__} has no decoding")
+
+
+# A server database (PostgreSQL) keeps one column type for every row: the stored form goes into bytea with a tag
+# byte in front that says which of the three forms follows.
+_RAW, _INT, _TEXT = b"\x00", b"\x01", b"\x02"
+
+
+def tagged_bytes(stored: bytes | int | str) -> bytes:
+    "An ``encode_payload`` value as tagged bytes"
+    if type(stored) is bytes:
+        return _RAW + stored
+    if type(stored) is int:
+        return _INT + str(stored).encode("ascii")
+    return _TEXT + str(stored).encode("utf-8")
+
+
+def untagged(data: bytes) -> bytes | int | str:
+    "The ``encode_payload`` value back from ``tagged_bytes``"
+    tag, body = data[:1], bytes(data[1:])
+    if tag == _RAW:
+        return body
+    if tag == _INT:
+        return int(body.decode("ascii"))
+    if tag == _TEXT:
+        return body.decode("utf-8")
+    raise ValueError(f"stored payload has an unknown tag {tag!r}")

@@ -15,7 +15,7 @@ import estimators
 from estimators.report.model import DailyResult, ReportData
 from estimators.report.source import SourceError, daily_estimates, window_estimate
 
-from .storage import CampaignNotFound, Storage
+from .storage import CampaignNotFound, is_database_url, open_storage
 
 HTTP_TIMEOUT_SECONDS = 60
 
@@ -23,9 +23,9 @@ HTTP_TIMEOUT_SECONDS = 60
 def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = None, until: str | None = None,
                         confidence: float = 0.95, daily: bool = True) -> ReportData:
     "The estimate, spec and (if ``daily``) per-day estimates of ``campaign`` from a collector database"
-    if not Path(path).is_file():
+    if not is_database_url(path) and not Path(path).is_file():
         raise SourceError(f"no database at {path}")
-    with Storage(path) as storage:
+    with open_storage(path) as storage:
         try:
             version = storage.get_campaign(campaign)
         except CampaignNotFound:

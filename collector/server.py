@@ -38,7 +38,7 @@ from gunicorn.workers import gthread
 
 from .app import create_app
 from .metrics import process_directory
-from .storage import Storage
+from .storage import open_storage
 
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"\b(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}\b")
@@ -143,7 +143,7 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
     Metrics: an empty directory for prometheus_client's multiprocess mode (``<tmp>/ldp-metrics-<uid>-serve-<pid>``),
     exported as ``PROMETHEUS_MULTIPROC_DIR`` to the workers and removed when the master stops, or at the next start
     if the master was killed; an operator's own ``PROMETHEUS_MULTIPROC_DIR`` is used as it is and kept."""
-    with Storage(database) as storage:
+    with open_storage(database) as storage:
         storage.migrate()
     master = os.getpid()
     own_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")

@@ -30,7 +30,7 @@ def readyz() -> Response:
         raise Problem(503, fault.detail, field="database", headers={"Retry-After": str(fault.retry_after)},
                       retry_after=fault.retry_after) from None
     minimum = int(current_app.config["MIN_FREE_DISK_BYTES"])
-    if state["free_bytes"] < minimum:
+    if state["free_bytes"] is not None and state["free_bytes"] < minimum:  # None: a server database's disk
         raise Problem(503, f"free disk space below {minimum} bytes", field="disk",
                       headers={"Retry-After": str(DiskFull.retry_after)}, retry_after=DiskFull.retry_after)
     return jsonify({"status": "ok", "database": "ok", "free_bytes": state["free_bytes"]})

@@ -11,7 +11,9 @@ from typing import Any
 import click
 
 DB_OPTION = click.option("--db", "database", required=True, type=click.Path(dir_okay=False),
-                         envvar="LDP_DATABASE", help="SQLite database file of the collector (env LDP_DATABASE).")
+                         envvar=["LDP_DATABASE", "LDP_DATABASE_URL"],
+                         help="SQLite database file of the collector, or a postgresql:// URL "
+                              "(env LDP_DATABASE or LDP_DATABASE_URL).")
 
 
 def _today() -> str:
@@ -19,9 +21,9 @@ def _today() -> str:
 
 
 def _storage(database: str) -> Any:
-    from collector.storage import Storage
+    from collector.storage import open_storage
 
-    storage = Storage(database)
+    storage = open_storage(database)
     storage.migrate()
     return storage
 

@@ -1,4 +1,8 @@
-"""Fixtures: a fresh collector app over a temporary database per test, keys, and a campaign."""
+"""Fixtures: a fresh collector app over a temporary database per test, keys, and a campaign.
+
+The database is a SQLite file unless a test is parametrised with ``backend="postgresql"`` (``on_both_backends``
+in helpers): then it is the session's PostgreSQL database (one throwaway cluster per session), emptied first.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +13,52 @@ import pytest
 
 import client_sdk
 from collector import create_app
-from collector.storage import Storage
+from collector.storage import open_storage
 
 from .helpers import CATEGORICAL, bearer
+from .pg_cluster import PostgresCluster, ServerNotFound, empty_database
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Any:
+    "One PostgreSQL cluster for the whole session; a missing server fails the tests that need it"
+    try:
+        cluster = PostgresCluster()
+    except ServerNotFound as exc:
+        pytest.fail(str(exc))
+    yield cluster
+    from collector.storage_pg import close_pools
+
+    close_pools()
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres_cluster: PostgresCluster) -> str:
+    "The URL of a migrated database of the session's cluster"
+    url = postgres_cluster.create_database("tests")
+    with open_storage(url) as storage:
+        storage.migrate()
+    return url
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
+def backend(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def db_path(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    "A SQLite file (path) or an empty PostgreSQL database (URL)"
+    if backend == "postgresql":
+        url: str = request.getfixturevalue("postgres_database")
+        empty_database(url)
+        return url
     return tmp_path / "collector.db"
 
 
 @pytest.fixture
-def app(db_path: Path) -> Any:
+def app(db_path: Path | str) -> Any:
     return create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0, "MAX_BODY_BYTES": 1024 * 1024,
                        "MAX_BATCH_REPORTS": 2000})
 
@@ -31,8 +69,8 @@ def http(app: Any) -> Any:
 
 
 @pytest.fixture
-def keys(db_path: Path, app: Any) -> dict[str, str]:
-    with Storage(db_path) as storage:
+def keys(db_path: Path | str, app: Any) -> dict[str, str]:
+    with open_storage(db_path) as storage:
         admin, _ = storage.create_key("admin", "2024-01-01")
         ingest, _ = storage.create_key("ingest", "2024-01-01")
     return {"admin": admin, "ingest": ingest}

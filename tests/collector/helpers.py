@@ -15,8 +15,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import client_sdk
-from collector.storage import Storage
+from collector.storage import open_storage
+
+BACKENDS = ("sqlite", "postgresql")
+# Runs a test once per storage backend (the ``backend`` fixture of conftest.py chooses ``db_path``)
+on_both_backends = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 
 CATEGORICAL = {"name": "browser", "mechanism": "oue", "epsilon": 1.0, "domain": ["chrome", "firefox", "safari", "edge"]}
 NUMERIC = {"name": "load_ms", "mechanism": "piecewise", "epsilon": 2.0, "range": [0, 1000]}
@@ -32,10 +38,9 @@ def make_reports(spec: client_sdk.Spec, values: list[Any], seed: int = 1) -> lis
              "payload": mechanism.perturb(value)} for value in values]
 
 
-def table_counts(db_path: Path) -> dict[str, int]:
-    with Storage(db_path) as storage:
-        return {table: storage.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                for table in ("campaigns", "reports", "aggregates")}
+def table_counts(db_path: Path | str) -> dict[str, int]:
+    with open_storage(db_path) as storage:
+        return {table: storage.row_count(table) for table in ("campaigns", "reports", "aggregates")}
 
 
 # -- the real server ------------------------------------------------------------------------------------------

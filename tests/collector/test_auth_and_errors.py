@@ -7,9 +7,9 @@ import types
 import pytest
 
 from collector import create_app
-from collector.storage import Storage, hash_key
+from collector.storage import Storage, hash_key, open_storage
 
-from .helpers import bearer, make_reports, table_counts
+from .helpers import bearer, make_reports, on_both_backends, table_counts
 
 
 def test_missing_malformed_and_unknown_keys_are_401(http, keys, campaign):
@@ -23,8 +23,9 @@ def test_missing_malformed_and_unknown_keys_are_401(http, keys, campaign):
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+@on_both_backends
 def test_only_the_hash_of_a_key_is_stored(db_path, keys):
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         rows = storage.table_rows("api_keys")
     assert {row["key_hash"] for row in rows} == {hash_key(keys["admin"]), hash_key(keys["ingest"])}
     dump = repr(rows)
@@ -39,9 +40,10 @@ def frozen_clock(monkeypatch):
     monkeypatch.setattr("collector.api.reports.time", fake)
 
 
+@on_both_backends
 def test_rate_limit_answers_429_with_retry_after_and_stores_nothing(db_path, frozen_clock):
     app = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.5, "RATE_BURST": 2})
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         key, _ = storage.create_key("admin", "2024-01-01")
     http = app.test_client()
     assert http.get("/v1/campaigns", headers=bearer(key)).status_code == 200
@@ -56,11 +58,12 @@ def test_rate_limit_answers_429_with_retry_after_and_stores_nothing(db_path, fro
     assert table_counts(db_path) == before
 
 
+@on_both_backends
 def test_rate_limit_is_shared_by_app_instances_over_one_database(db_path, frozen_clock):
     "Two apps stand for two gunicorn workers: the bucket lives in the database"
     first = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.1, "RATE_BURST": 2})
     second = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0.1, "RATE_BURST": 2})
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         key, _ = storage.create_key("ingest", "2024-01-01")
     statuses = [app.test_client().get("/v1/campaigns", headers=bearer(key)).status_code
                 for app in (first, second, first, second)]

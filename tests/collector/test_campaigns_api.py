@@ -8,7 +8,9 @@ import pytest
 
 import client_sdk
 
-from .helpers import CATEGORICAL, NUMERIC, bearer, make_reports, table_counts
+from .helpers import CATEGORICAL, NUMERIC, bearer, make_reports, on_both_backends, table_counts
+
+pytestmark = on_both_backends
 
 
 def test_create_resolves_auto_and_returns_a_loadable_spec(http, keys):

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 import client_sdk
 from collector import create_app
 from collector.openapi import DOCUMENT
-from collector.storage import Storage
+from collector.storage import open_storage
 
-from .helpers import CATEGORICAL, NUMERIC, bearer, make_reports, table_counts
+from .helpers import BACKENDS, CATEGORICAL, NUMERIC, bearer, make_reports, table_counts
 
 OLH_SPEC = {"name": "apps", "mechanism": "olh", "epsilon": 2.0, "domain": [f"app{i}" for i in range(20)]}
 BLOOM_SPEC = {"name": "homepage", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4}}
@@ -140,12 +140,15 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict[str, Any]:
-    db_path = Path(tmp_path_factory.mktemp("fuzz")) / "collector.db"
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(tmp_path_factory, request) -> dict[str, Any]:
+    if request.param == "postgresql":
+        db_path: Path | str = request.getfixturevalue("postgres_cluster").create_database("fuzz")
+    else:
+        db_path = Path(tmp_path_factory.mktemp("fuzz")) / "collector.db"
     app = create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0, "MAX_BODY_BYTES": 64 * 1024,
                       "MAX_BATCH_REPORTS": 50})
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         admin, _ = storage.create_key("admin", "2024-01-01")
         ingest, _ = storage.create_key("ingest", "2024-01-01")
     http = app.test_client()

@@ -12,9 +12,9 @@ import time
 
 from client_sdk import Client, ReportPolicy
 from client_sdk.transport import Request, Response, UrllibTransport
-from collector.storage import Storage
+from collector.storage import open_storage
 
-from .helpers import CATEGORICAL, free_port, running_server, stop
+from .helpers import CATEGORICAL, free_port, on_both_backends, running_server, stop
 
 CLIENTS = 3
 REPORTS_PER_CLIENT = 250
@@ -36,9 +36,10 @@ class AckRecorder(UrllibTransport):
         return response
 
 
-def test_sigkill_loses_nothing_that_was_acknowledged(tmp_path):
-    db_path, port = tmp_path / "collector.db", free_port()
-    with Storage(db_path) as storage:
+@on_both_backends
+def test_sigkill_loses_nothing_that_was_acknowledged(tmp_path, db_path):
+    port = free_port()
+    with open_storage(db_path) as storage:
         storage.migrate()
         ingest, _ = storage.create_key("ingest", "2024-01-01")
         campaign, _ = storage.create_campaign(CATEGORICAL, "2024-01-01")
@@ -78,7 +79,7 @@ def test_sigkill_loses_nothing_that_was_acknowledged(tmp_path):
     all_recorded = {report_id for ids in recorded for report_id in ids}
     acknowledged = set().union(*(t.acknowledged for t in transports))
     assert len(all_recorded) == CLIENTS * REPORTS_PER_CLIENT
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         stored = [r["report_id"] for r in storage.iter_reports("browser")]
         assert len(stored) == len(set(stored))  # exactly once
         assert acknowledged <= set(stored)

@@ -15,8 +15,9 @@ import client_sdk
 import estimators
 from collector import storage as storage_module
 from collector.report_codec import decode_payload, encode_payload
-from collector.storage import DEDUP_DAYS, SCHEMA_VERSION, ReportGroup, Storage
+from collector.storage import DEDUP_DAYS, SCHEMA_VERSION, ReportGroup, Storage, open_storage
 
+from .helpers import on_both_backends
 from .test_storage import SPECS, group_of
 
 DAY = "2024-03-01"
@@ -24,8 +25,8 @@ RAPPOR = {"name": "rappor", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "
 
 
 @pytest.fixture
-def storage(tmp_path):
-    with Storage(tmp_path / "s.db") as opened:
+def storage(backend, db_path, tmp_path):
+    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
         opened.migrate()
         yield opened
 
@@ -83,6 +84,7 @@ def payload_cases():
 
 
 @pytest.mark.parametrize(("spec", "payloads"), payload_cases(), ids=[s["name"] for s, _ in payload_cases()])
+@on_both_backends
 def test_payloads_come_back_exactly(storage, spec, payloads):
     campaign, _ = storage.create_campaign(spec, DAY)
     ids = [str(uuid.uuid4()) for _ in payloads]
@@ -112,6 +114,7 @@ def test_unary_payloads_are_stored_as_bytes(storage):
     assert storage.conn.execute("SELECT count(*) FROM reports").fetchone()[0] == 10
 
 
+@on_both_backends
 def test_duplicates_are_found_across_the_dedup_window(storage):
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     group = group_of(campaign, ["a", "b"] * 10, seed=3)
@@ -165,6 +168,7 @@ def test_campaign_show_runs_no_statement_on_reports(storage, tmp_path, monkeypat
     assert not reads_reports(statements)
 
 
+@on_both_backends
 def test_rebuild_reads_in_bounded_chunks(storage, monkeypatch):
     campaign, _ = storage.create_campaign(SPECS[1], DAY)
     other, _ = storage.create_campaign(SPECS[0], DAY)
@@ -220,13 +224,14 @@ def test_a_version_1_database_is_migrated(tmp_path):
         assert storage.count_reports() == 50
 
 
+@on_both_backends
 def test_per_day_estimates_are_slim_on_request(http, keys, db_path):
     from .helpers import bearer
 
     spec = {"name": "wide", "mechanism": "oue", "epsilon": 2.0, "domain": list(range(64))}
     admin = bearer(keys["admin"])
     assert http.post("/v1/campaigns", json=spec, headers=admin).status_code == 201
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         campaign = storage.get_campaign("wide")
         for index, day in enumerate(["2024-03-01", "2024-03-02", "2024-03-03"]):
             storage.insert_reports([group_of(campaign, [1] * 300 + [7] * 200 + [20] * 100 + [index], seed=index)], day)
@@ -248,12 +253,13 @@ def test_per_day_estimates_are_slim_on_request(http, keys, db_path):
     assert http.get(url + "&top=0", headers=admin).json["field"] == "top"
 
 
+@on_both_backends
 def test_slim_per_day_means(http, keys, db_path):
     from .helpers import NUMERIC, bearer
 
     admin = bearer(keys["admin"])
     assert http.post("/v1/campaigns", json=NUMERIC, headers=admin).status_code == 201
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         campaign = storage.get_campaign(NUMERIC["name"])
         for index, day in enumerate(["2024-03-01", "2024-03-02"]):
             storage.insert_reports([group_of(campaign, [100.0 * (index + 1)] * 50, seed=index)], day)
@@ -264,6 +270,7 @@ def test_slim_per_day_means(http, keys, db_path):
     assert [day["mean"] for day in slim] == [day["mean"] for day in full]
 
 
+@on_both_backends
 def test_iter_reports_filters_by_campaign_and_version(storage):
     first, _ = storage.create_campaign(SPECS[0], DAY)
     second, _ = storage.create_campaign({**SPECS[0], "epsilon": 2.0}, DAY)

@@ -9,9 +9,11 @@ import uuid
 import pytest
 
 import estimators
-from collector.storage import Storage
+from collector.storage import open_storage
 
-from .helpers import bearer, make_reports, table_counts
+from .helpers import bearer, make_reports, on_both_backends, table_counts
+
+pytestmark = on_both_backends
 
 
 def post(http, key, body, **kwargs):
@@ -23,7 +25,7 @@ def test_valid_batch_is_stored_with_its_aggregate(http, keys, campaign, db_path)
     response = post(http, keys["ingest"], {"reports": reports})
     assert response.status_code == 200
     assert response.json == {"accepted": 100, "duplicate": 0, "rejected": 0, "errors": []}
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         stored = list(storage.iter_reports("browser"))
         assert sorted(r["report_id"] for r in stored) == sorted(r["report_id"] for r in reports)
         assert set(stored[0]) == {"report_id", "campaign", "version", "fingerprint", "payload", "day"}
@@ -37,7 +39,7 @@ def test_duplicates_are_counted_not_stored_twice(http, keys, campaign, db_path):
     again = post(http, keys["ingest"], {"reports": reports[:4] + make_reports(campaign, ["edge"]) + reports[:1]})
     assert again.json["accepted"] == 1 and again.json["duplicate"] == 5
     assert table_counts(db_path)["reports"] == 11
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         assert storage.read_aggregate(storage.get_campaign("browser")).n == 11
 
 
@@ -141,7 +143,7 @@ def test_reports_of_an_older_version_go_to_that_version(http, keys, campaign, db
     http.post("/v1/campaigns", json={**campaign.to_dict(derived=False), "version": 2, "epsilon": 2.0},
               headers=bearer(keys["admin"]))
     assert post(http, keys["ingest"], {"reports": old_reports}).json["accepted"] == 5
-    with Storage(db_path) as storage:
+    with open_storage(db_path) as storage:
         assert {r["version"] for r in storage.iter_reports("browser")} == {1}
         assert storage.read_aggregate(storage.get_campaign("browser", 1)).n == 5
         assert storage.read_aggregate(storage.get_campaign("browser", 2)).n == 0

@@ -9,7 +9,9 @@ import pytest
 
 import client_sdk
 import estimators
-from collector.storage import RateLimited, RateRule, ReportGroup, Storage, payload_text
+from collector.storage import RateLimited, RateRule, ReportGroup, open_storage, payload_text
+
+from .helpers import on_both_backends
 
 SPECS = [
     {"name": "grr", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b", "c"]},
@@ -24,8 +26,8 @@ SPECS = [
 
 
 @pytest.fixture
-def storage(tmp_path):
-    with Storage(tmp_path / "s.db") as opened:
+def storage(backend, db_path, tmp_path):
+    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
         opened.migrate()
         yield opened
 
@@ -43,6 +45,7 @@ def test_durability_pragmas(storage):
     assert storage.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
 
 
+@on_both_backends
 @pytest.mark.parametrize("spec", SPECS, ids=[s["name"] for s in SPECS])
 def test_rebuilt_aggregates_equal_incremental_ones(storage, spec):
     campaign, _ = storage.create_campaign(spec, "2024-01-01")
@@ -62,6 +65,7 @@ def test_rebuilt_aggregates_equal_incremental_ones(storage, spec):
     assert storage.read_aggregate(campaign).n == 600
 
 
+@on_both_backends
 def test_a_failed_transaction_leaves_nothing(storage):
     campaign, _ = storage.create_campaign(SPECS[0], "2024-01-01")
     group = group_of(campaign, ["a"] * 10, seed=1)
@@ -73,6 +77,7 @@ def test_a_failed_transaction_leaves_nothing(storage):
     assert storage.table_rows("aggregates") == []
 
 
+@on_both_backends
 def test_rate_token_is_taken_with_the_insert(storage):
     campaign, _ = storage.create_campaign(SPECS[0], "2024-01-01")
     rule = RateRule(rate=1.0, burst=1.0)
@@ -84,6 +89,7 @@ def test_rate_token_is_taken_with_the_insert(storage):
     assert storage.peek_tokens("k", rule, 110.0) == 0
 
 
+@on_both_backends
 def test_campaign_versions_are_immutable(storage):
     first, created = storage.create_campaign(SPECS[0], "2024-01-01")
     assert created and first.version == 1

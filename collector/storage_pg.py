@@ -1,0 +1,309 @@
+"""The PostgreSQL backend of the collector's storage: several collector processes (on several hosts) share one database.
+
+Selected by a ``postgresql://`` URL as ``--db`` (or ``LDP_DATABASE_URL``).  Only the SQL and the connection
+handling live here; campaigns, the insert flow, keys and rate buckets are :class:`collector.storage.StorageBase`.
+
+* Connections: psycopg 3.  The storage of a request thread (``collector.db``) borrows connections from one pool
+  per process and URL (re-created after a fork); a storage opened by a command or at start-up uses one connection
+  of its own, closed with it.
+* Reports: one ``INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING RETURNING report_id`` per group, in id
+  order, so that a report sent to two processes at once is stored once (the second insert waits for the first
+  transaction and then skips the row) and only the reports really inserted are aggregated.  Commits are durable
+  (``synchronous_commit`` as the server sets it, on by default) before the 200 is sent.
+* Aggregates: ``AGGREGATE_SHARDS`` rows per (campaign, version, day); a transaction adds its counts to one of them
+  chosen at random, so concurrent writers rarely wait for the same row lock; readers merge the shards.
+* Rate buckets: the read-modify-write of a key's bucket holds a transaction-level advisory lock on the key, so
+  every process sees and charges the same bucket; an insert takes its token last, so the lock lasts only until
+  its commit (an empty bucket still rolls the insert back).
+* Schema: versioned migrations (``schema_migrations``), applied under an advisory lock by whichever process starts
+  first.
+* Faults: connection failures, a full disk (SQLSTATE 53100 gives 507), lock and serialization failures map to
+  the same StorageUnavailable classes as SQLite's, so the API answers 503/507 the same way.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import secrets
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+import estimators
+
+from . import storage as _storage
+from .report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
+from .storage import (
+    CampaignVersion,
+    DatabaseCorrupt,
+    DatabaseLocked,
+    DiskFull,
+    InsertResult,
+    ReportGroup,
+    StorageBase,
+    StorageUnavailable,
+    _aggregate,
+    _id_bytes,
+)
+
+AGGREGATE_SHARDS = 8
+POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
+MIGRATION_LOCK = 0x6C6470  # pg_advisory_xact_lock key of the schema migration ("ldp")
+TABLES = ("campaigns", "report_versions", "reports", "aggregates", "api_keys", "rate_buckets")
+# Versioned migrations: (version, statements).  Never edit an applied one; append the next.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        "CREATE TABLE campaigns (name text NOT NULL, version integer NOT NULL, fingerprint text NOT NULL, "
+        "spec text NOT NULL, created_day text, PRIMARY KEY (name, version))",
+        "CREATE UNIQUE INDEX campaigns_name_fingerprint ON campaigns (name, fingerprint)",
+        "CREATE TABLE report_versions (id serial PRIMARY KEY, campaign text NOT NULL, version integer NOT NULL, "
+        "UNIQUE (campaign, version))",
+        # no time, no address: the day, a random id, the version and the payload's compact form
+        "CREATE TABLE reports (day integer NOT NULL, report_id bytea NOT NULL, version_id integer NOT NULL, "
+        "payload bytea NOT NULL, PRIMARY KEY (day, report_id))",
+        "CREATE TABLE aggregates (campaign text NOT NULL, version integer NOT NULL, day text NOT NULL, "
+        "shard smallint NOT NULL, n bigint NOT NULL, counts text NOT NULL, "
+        "PRIMARY KEY (campaign, version, day, shard))",
+        "CREATE TABLE api_keys (key_hash text PRIMARY KEY, key_id text, role text NOT NULL, label text, "
+        "created_day text)",
+        "CREATE TABLE rate_buckets (key_hash text PRIMARY KEY, tokens double precision, updated double precision)",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+_pools: dict[tuple[int, str], psycopg_pool.ConnectionPool] = {}
+_pools_lock = threading.Lock()
+_cursor_names = itertools.count()
+
+
+def shared_pool(url: str, timeout: float) -> psycopg_pool.ConnectionPool:
+    "This process's pool for ``url`` (a forked child opens its own; it never touches its parent's connections)"
+    key = (os.getpid(), url)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=POOL_MAX_CONNECTIONS, timeout=timeout,
+                                               open=True, name=f"ldp-{os.getpid()}")
+            _pools[key] = pool
+    return pool
+
+
+@atexit.register
+def close_pools() -> None:
+    "Close this process's pools"
+    with _pools_lock:
+        for (pid, url), pool in list(_pools.items()):
+            if pid == os.getpid():
+                pool.close()
+                del _pools[(pid, url)]
+
+
+class PostgresStorage(StorageBase):
+    "A view of the collector database on a PostgreSQL server; cheap to open, one per request thread or command"
+
+    charge_after_insert = True
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 10_000, pooled: bool = False) -> None:
+        self.url = url
+        self.busy_timeout = busy_timeout_ms / 1000
+        self._pool = shared_pool(url, self.busy_timeout) if pooled else None
+        self._conn: psycopg.Connection | None = None
+        self._tx: psycopg.Connection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- connections and transactions -------------------------------------------------------------------------
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    @contextmanager
+    def _checkout(self, timeout: float) -> Iterator[psycopg.Connection]:
+        "A connection, committed when the block ends and rolled back on an exception; faults mapped"
+        try:
+            if self._pool is not None:
+                with self._pool.connection(timeout=timeout) as conn:
+                    yield conn
+                return
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(self.url, connect_timeout=max(1, round(timeout)))
+            try:
+                yield self._conn
+            except BaseException:
+                if not self._conn.closed:
+                    self._conn.rollback()
+                raise
+            self._conn.commit()
+        except psycopg.Error as exc:
+            fault = postgres_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        if self._tx is not None:
+            yield self._tx
+        else:
+            with self._checkout(self.busy_timeout) as conn:
+                yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        "One transaction on one connection; every statement of this storage runs in it until it ends"
+        if self._tx is not None:
+            raise RuntimeError("transactions do not nest")
+        with self._checkout(self.busy_timeout) as conn:
+            # a row lock held by a stuck process gives 503 after the busy timeout, like SQLite's write lock
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(self.busy_timeout * 1000)}ms",))
+            self._tx = conn
+            try:
+                yield conn
+            finally:
+                self._tx = None
+
+    def _chunks(self, sql: str, params: Sequence[Any] = ()) -> Iterator[list[Any]]:
+        "Rows through a server-side cursor, so a rebuild or an export holds one chunk in memory"
+        with self._connection() as conn, conn.cursor(name=f"ldp_chunks_{next(_cursor_names)}") as cursor:
+            cursor.execute(self._sql(sql), params)
+            while rows := cursor.fetchmany(_storage.REBUILD_CHUNK):
+                yield rows
+
+    def _encode(self, mechanism: str, payloads: list[Any]) -> list[Any]:
+        return [tagged_bytes(value) for value in encode_payloads(mechanism, payloads)]
+
+    def _decode(self, mechanism: str, stored: Any) -> Any:
+        return decode_payload(mechanism, untagged(stored))
+
+    # -- schema and health ------------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        "Apply the migrations not yet applied, in order, in one transaction; idempotent, safe from several processes"
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY)")
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, statements in MIGRATIONS:
+                if version in applied:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+
+    def schema_version(self) -> int:
+        row = self._one("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        return int(row[0])
+
+    def check(self, *, lock_timeout: float = 1.0) -> dict:
+        """StorageUnavailable unless the server answers within ``lock_timeout`` seconds, every table can be read
+        and the server accepts writes (not a standby).  The server's free disk space is not visible from here
+        (``free_bytes`` is None); a full disk shows as 507 on the next write."""
+        with self._checkout(lock_timeout) as conn:
+            for table in TABLES:
+                conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+            if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:  # type: ignore[index]
+                raise StorageUnavailable("the PostgreSQL server is a read-only standby")
+        return {"free_bytes": None}
+
+    # -- reports and aggregates -------------------------------------------------------------------------------
+    def _insert_group(self, group: ReportGroup, version_id: int, day: str, day_number: int, earlier: set[str],
+                      result: InsertResult) -> int:
+        "One statement for the group; the ids it did not insert were stored already (duplicates)"
+        conn = self._transaction_connection()
+        c = group.campaign
+        ids, payloads, aggregate = group.report_ids, group.payloads, group.aggregate
+        if earlier and not earlier.isdisjoint(ids):
+            ids, payloads, aggregate = self._drop_duplicates(ids, payloads, earlier & set(ids), result)
+        if not ids:
+            return 0
+        rows = sorted(zip((_id_bytes(report_id) for report_id in ids), self._encode(c.spec.mechanism, payloads)))
+        inserted = [row[0] for row in conn.execute(
+            "INSERT INTO reports (day, report_id, version_id, payload) "
+            "SELECT %s, r, %s, p FROM unnest(%b::bytea[], %b::bytea[]) AS t(r, p) ORDER BY r "
+            "ON CONFLICT DO NOTHING RETURNING report_id",
+            (day_number, version_id, [r for r, _ in rows], [p for _, p in rows])).fetchall()]
+        if len(inserted) != len(ids):
+            new = set(inserted)
+            ids, payloads, aggregate = self._drop_duplicates(
+                ids, payloads, {report_id for report_id in ids if _id_bytes(report_id) not in new}, result)
+        if ids:
+            if aggregate is None:
+                aggregate = estimators.aggregate(c.spec, payloads)
+            self._add_to_aggregate(c, day, aggregate)
+        return len(ids)
+
+    def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
+        "Add to one shard row chosen at random: a new row, or the stored one locked, merged and updated"
+        conn = self._transaction_connection()
+        key = (campaign.name, campaign.version, day, secrets.randbelow(AGGREGATE_SHARDS))
+        data = aggregate.to_dict()
+        while True:  # a second pass only if the row we collided with was deleted before we could lock it
+            if conn.execute("INSERT INTO aggregates (campaign, version, day, shard, n, counts) "
+                            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
+                            (*key, data["n"], json.dumps(data["counts"]))).fetchone():
+                return
+            row = conn.execute("SELECT n, counts FROM aggregates WHERE campaign = %s AND version = %s AND day = %s "
+                               "AND shard = %s FOR UPDATE", key).fetchone()
+            if row is not None:
+                break
+        merged = _aggregate(campaign, row[0], row[1]).merge(aggregate).to_dict()
+        conn.execute("UPDATE aggregates SET n = %s, counts = %s WHERE campaign = %s AND version = %s "
+                     "AND day = %s AND shard = %s", (merged["n"], json.dumps(merged["counts"]), *key))
+
+    def _lock_aggregates(self) -> None:
+        """Writers wait (ROW EXCLUSIVE conflicts with EXCLUSIVE) until the rebuild commits; readers do not.  A writer
+        that inserted reports but has not reached the aggregates cannot commit before the rebuild does, so the
+        rebuild counts exactly the reports whose aggregates it replaces."""
+        self._run("LOCK TABLE aggregates IN EXCLUSIVE MODE")
+
+    def _transaction_connection(self) -> psycopg.Connection:
+        if self._tx is None:
+            raise RuntimeError("only inside a transaction")
+        return self._tx
+
+    def _days_with_reports(self, day_numbers: Sequence[int]) -> list[int]:
+        "One round trip instead of one per day"
+        return [row[0] for row in self._all(
+            "SELECT d FROM unnest(?::integer[]) AS t(d) WHERE EXISTS (SELECT 1 FROM reports WHERE day = d) ORDER BY d",
+            (list(day_numbers),))]
+
+    def _bucket(self, key_hash: str) -> Any:
+        "The key's bucket, read under a transaction-level lock on the key that every process takes"
+        self._run("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key_hash,))
+        return self._one("SELECT tokens, updated FROM rate_buckets WHERE key_hash = ?", (key_hash,))
+
+
+# SQLSTATE classes and codes (https://www.postgresql.org/docs/current/errcodes-appendix.html) that mean the
+# database, not the request, failed
+_FAULT_STATES: dict[str, type[StorageUnavailable]] = {
+    "53100": DiskFull,  # disk_full
+    "40001": DatabaseLocked, "40P01": DatabaseLocked,  # serialization_failure, deadlock_detected
+    "55P03": DatabaseLocked, "57014": DatabaseLocked,  # lock_not_available (lock_timeout), query_canceled
+    "XX001": DatabaseCorrupt, "XX002": DatabaseCorrupt,  # data_corrupted, index_corrupted
+    "25006": StorageUnavailable,  # read_only_sql_transaction (a standby)
+}
+_FAULT_CLASSES = ("08", "53", "57", "58")  # connection, insufficient resources, operator intervention, system
+
+
+def postgres_fault(exc: BaseException) -> StorageUnavailable | None:
+    "The StorageUnavailable that a psycopg or pool error stands for; None if the error is the request's own"
+    if isinstance(exc, StorageUnavailable):
+        return exc
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StorageUnavailable(f"PostgreSQL: no connection free or reachable ({exc})")
+    state = getattr(exc, "sqlstate", None)
+    if state in _FAULT_STATES:
+        return _FAULT_STATES[state](f"PostgreSQL: {exc}")
+    if state is not None and state[:2] in _FAULT_CLASSES:
+        return StorageUnavailable(f"PostgreSQL: {exc}")
+    if state is None and isinstance(exc, psycopg.OperationalError):  # the server is unreachable or went away
+        return StorageUnavailable(f"PostgreSQL: {exc}")
+    return None
