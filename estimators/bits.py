@@ -54,13 +54,17 @@ def bit_counts(packed: np.ndarray, width: int) -> np.ndarray:
     buffer_rows = min(BLOCK_ROWS, -(-max(n, 1) // LANE_ROWS) * LANE_ROWS)
     buffer = np.zeros((buffer_rows, words * 8), dtype=np.uint8)
     shifted = np.empty((buffer_rows, words), dtype=np.uint64)
+    direct = nbytes % 8 == 0 and packed.flags.c_contiguous  # whole words already: no copy
     for start in range(0, n, BLOCK_ROWS):
         block = packed[start:start + BLOCK_ROWS]
         rows = len(block)
         padded = -(-rows // LANE_ROWS) * LANE_ROWS
-        buffer[:rows, :nbytes] = block  # aligned, whole words, zero-padded
-        buffer[rows:padded] = 0
-        block_words = buffer[:padded].view(np.uint64)
+        if direct and rows == padded:
+            block_words = block.view(np.uint64)
+        else:
+            buffer[:rows, :nbytes] = block  # whole words, zero-padded
+            buffer[rows:padded] = 0
+            block_words = buffer[:padded].view(np.uint64)
         lane_bits = shifted[:padded]
         for bit in range(8):
             np.right_shift(block_words, np.uint64(bit), out=lane_bits)

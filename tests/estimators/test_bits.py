@@ -102,3 +102,13 @@ def test_valid_payloads_skip_the_per_payload_loop(monkeypatch):
     with pytest.raises(PayloadError):
         estimate(SPEC, payloads[:10] + ["a1b2c1"])
     assert len(calls) == 11  # the fallback checked each one up to the bad one
+
+
+def test_bit_counts_of_strided_and_unaligned_rows():
+    rng = np.random.default_rng(6)
+    wide = rng.integers(0, 256, size=(LANE_ROWS * 3, 17), dtype=np.uint8)
+    strided = wide[:, 1:9]  # whole words per row, not contiguous
+    raw = bytes(1) + rng.integers(0, 256, size=LANE_ROWS * 2 * 16, dtype=np.uint8).tobytes()
+    unaligned = np.frombuffer(raw, dtype=np.uint8, offset=1).reshape(-1, 16)  # contiguous, not 8-byte aligned
+    for packed in (strided, unaligned):
+        assert np.array_equal(bit_counts(packed, 8 * packed.shape[1]), unpacked_counts(packed, 8 * packed.shape[1]))
