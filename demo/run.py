@@ -77,10 +77,39 @@ class DemoResult:
 # -- 1. the collector ---------------------------------------------------------------------------------------------
 @contextmanager
 def running_collector(database: Path, config: dict | None = None) -> Iterator[str]:
-    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port); yields its base URL.
+    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port) in a child process;
+    yields its base URL.
 
-    ``ldp-telemetry serve`` runs the same app under gunicorn; in-process serving keeps the demo to one command.
-    Rate limiting is off: every simulated user shares one ingest key."""
+    ``ldp-telemetry serve`` runs the same app under gunicorn, in processes of its own: the devices and the
+    collector do not share an interpreter (or its lock), here either.  Rate limiting is off: every simulated user
+    shares one ingest key."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(str(database), dict(config or {}), theirs),
+                              name="ldp-demo-collector", daemon=True)
+    process.start()
+    theirs.close()
+    try:
+        if not ours.poll(120):
+            raise RuntimeError("the demo collector did not start")
+        port = ours.recv()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        try:
+            ours.send("stop")
+        except OSError:  # the child is gone already
+            pass
+        process.join(timeout=30)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=10)
+        ours.close()
+
+
+def _serve(database: str, config: dict, control: Any) -> None:
+    "The child process of :func:`running_collector`: serve until the parent says stop (or goes away)"
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     from collector import create_app
@@ -91,12 +120,15 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             return None
 
-    app = create_app({"DATABASE": str(database), "RATE_LIMIT": 0, **(config or {})})
+    app = create_app({"DATABASE": database, "RATE_LIMIT": 0, **config})
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="ldp-demo-collector", daemon=True)
     thread.start()
+    control.send(server.server_port)
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        control.recv()
+    except EOFError:
+        pass
     finally:
         server.shutdown()
         thread.join(timeout=10)
