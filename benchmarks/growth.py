@@ -15,8 +15,9 @@ Per-day estimates are measured on their own database: 1 day and 365 days of repo
 ``GET /v1/campaigns/<name>/estimate?granularity=day`` in full and with ``top=5`` (the slim form).
 
 The device queue: ``Client.record()`` (OUE d = 1024, a spec already fetched, no network) on a state file whose
-queue holds 100 and 10,000 reports (the default limit: every record then drops the oldest), median of
-``--records`` calls, and the SQL statements one call runs.
+queue holds 100 and 10,000 reports (with room for more: the depth is the only difference), median of
+``--records`` calls, and the SQL statements one call runs (a record that also drops the oldest report runs 5
+more, at any depth; ``tests/client_sdk/test_queue.py``).
 
 OUE from the wire: ``estimators.estimate(spec, payloads)`` on 1e5 and 1e6 hex payloads (d = 1024), microseconds
 per report, least CPU time of 3 runs.  (``--quick``: 2e4 and 2e5.)  CLI start-up is not a cost that grows
@@ -177,14 +178,18 @@ def per_day_estimates(days: int, workdir: Path) -> dict:
 
 def queue_record(depth: int, records: int, workdir: Path) -> tuple[float, int]:
     "Median seconds of Client.record() with ``depth`` reports queued, and the SQL statements of one call"
+    import logging
+
     import client_sdk
     from client_sdk.transport import MockTransport, Response
 
+    logging.getLogger("client_sdk").setLevel(logging.ERROR)
     spec = client_sdk.load_spec(SPEC)
     listing = {"campaigns": [{"name": spec.name, "fingerprint": spec.fingerprint, "spec": spec.to_dict()}]}
     transport = MockTransport(lambda request: Response.from_json(200, listing))
+    limits = client_sdk.QueueLimits(max_reports=2 * depth)  # depth is the only difference: nothing is dropped
     client = client_sdk.Client("http://127.0.0.1:9", "key", workdir / f"device-{depth}", campaigns=[spec.name],
-                               transport=transport, background=False)
+                               transport=transport, background=False, queue_limits=limits)
     try:
         pool = pool_of_payloads(spec, 64)
         now = time.time()
