@@ -81,35 +81,37 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
     yields its base URL.
 
     ``ldp-telemetry serve`` runs the same app under gunicorn, in processes of its own: the devices and the
-    collector do not share an interpreter (or its lock), here either.  Rate limiting is off: every simulated user
-    shares one ingest key."""
-    import multiprocessing
+    collector do not share an interpreter (or its lock) here either.  The child is a fresh interpreter
+    (``python -c``, the parent's ``sys.path``), so a caller's script is never re-imported; it serves until its
+    standard input closes.  Rate limiting is off: every simulated user shares one ingest key."""
+    import subprocess
+    import sys
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-    ours, theirs = context.Pipe()
-    process = context.Process(target=_serve, args=(str(database), dict(config or {}), theirs),
-                              name="ldp-demo-collector", daemon=True)
-    process.start()
-    theirs.close()
+    code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from demo.run import serve_until_stdin_closes; "
+            "serve_until_stdin_closes(sys.argv[1], json.loads(sys.argv[2]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
     try:
-        if not ours.poll(120):
+        port = process.stdout.readline().strip()
+        if not port.isdigit():
             raise RuntimeError("the demo collector did not start")
-        port = ours.recv()
         yield f"http://127.0.0.1:{port}"
     finally:
+        process.stdin.close()
         try:
-            ours.send("stop")
-        except OSError:  # the child is gone already
-            pass
-        process.join(timeout=30)
-        if process.is_alive():
-            process.terminate()
-            process.join(timeout=10)
-        ours.close()
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        process.stdout.close()
 
 
-def _serve(database: str, config: dict, control: Any) -> None:
-    "The child process of :func:`running_collector`: serve until the parent says stop (or goes away)"
+def serve_until_stdin_closes(database: str, config: dict) -> None:
+    "The child of :func:`running_collector`: print the port, serve until standard input closes"
+    import sys
+
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     from collector import create_app
@@ -124,11 +126,9 @@ def _serve(database: str, config: dict, control: Any) -> None:
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="ldp-demo-collector", daemon=True)
     thread.start()
-    control.send(server.server_port)
+    print(server.server_port, flush=True)
     try:
-        control.recv()
-    except EOFError:
-        pass
+        sys.stdin.read()  # returns when the parent closes the pipe (or exits)
     finally:
         server.shutdown()
         thread.join(timeout=10)
