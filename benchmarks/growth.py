@@ -14,6 +14,15 @@ on one day (the day before the measured one), prefilled through ``Storage.insert
 Per-day estimates are measured on their own database: 1 day and 365 days of reports (OUE d = 1024), answered by
 ``GET /v1/campaigns/<name>/estimate?granularity=day`` in full and with ``top=5`` (the slim form).
 
+The device queue: ``Client.record()`` (OUE d = 1024, a spec already fetched, no network) on a state file whose
+queue holds 100 and 10,000 reports (with room for more: the depth is the only difference), median of
+``--records`` calls, and the SQL statements one call runs (a record that also drops the oldest report runs 5
+more, at any depth; ``tests/client_sdk/test_queue.py``).
+
+OUE from the wire: ``estimators.estimate(spec, payloads)`` on 1e5 and 1e6 hex payloads (d = 1024), microseconds
+per report, least CPU time of 3 runs.  (``--quick``: 2e4 and 2e5.)  CLI start-up is not a cost that grows
+with anything: see ``benchmarks/cli_startup.py``.
+
     python benchmarks/growth.py --quick        # 2e4 vs 5e5 reports, about a minute
     python benchmarks/growth.py                # 1e5 vs 5e6 reports
     python benchmarks/growth.py --source DIR   # measure another checkout (e.g. the previous release)
@@ -167,6 +176,69 @@ def per_day_estimates(days: int, workdir: Path) -> dict:
     return out
 
 
+def queue_record(depth: int, records: int, workdir: Path) -> tuple[float, int]:
+    "Median seconds of Client.record() with ``depth`` reports queued, and the SQL statements of one call"
+    import logging
+
+    import client_sdk
+    from client_sdk.transport import MockTransport, Response
+
+    logging.getLogger("client_sdk").setLevel(logging.ERROR)
+    spec = client_sdk.load_spec(SPEC)
+    listing = {"campaigns": [{"name": spec.name, "fingerprint": spec.fingerprint, "spec": spec.to_dict()}]}
+    transport = MockTransport(lambda request: Response.from_json(200, listing))
+    limits = client_sdk.QueueLimits(max_reports=2 * depth)  # depth is the only difference: nothing is dropped
+    client = client_sdk.Client("http://127.0.0.1:9", "key", workdir / f"device-{depth}", campaigns=[spec.name],
+                               transport=transport, background=False, queue_limits=limits)
+    try:
+        pool = pool_of_payloads(spec, 64)
+        now = time.time()
+        rows = []
+        for i in range(depth):
+            text = json.dumps({"report_id": str(uuid.uuid4()), "campaign": spec.name,
+                               "fingerprint": spec.fingerprint, "payload": pool[i % len(pool)]},
+                              separators=(",", ":"))
+            rows.append((text[15:51], spec.name, text, len(text.encode()), now))
+        with client.state.transaction() as conn:  # prefill in one transaction: the triggers keep the totals
+            conn.executemany("INSERT INTO queue (report_id, campaign, body, size, created) VALUES (?, ?, ?, ?, ?)",
+                             rows)
+        statements: list[str] = []
+        client.state.conn.set_trace_callback(statements.append)
+        client.record(spec.name, spec.domain[0])
+        client.state.conn.set_trace_callback(None)
+        seconds = []
+        for i in range(records):
+            started = time.perf_counter()
+            client.record(spec.name, spec.domain[i % 50])
+            seconds.append(time.perf_counter() - started)
+        if client.pending() < min(depth, 10_000):
+            raise SystemExit("the queue did not hold its reports")
+    finally:
+        client.close(timeout=0)
+    return sorted(seconds)[len(seconds) // 2], len(statements)
+
+
+def oue_from_wire(n: int, repeat: int = 3) -> float:
+    """Least CPU seconds of estimators.estimate on n OUE wire payloads (d = 1024): single-threaded, and CPU time
+    stays meaningful on a shared machine"""
+    import numpy as np
+
+    import client_sdk
+    import estimators
+    from estimators.simulate import simulate
+
+    spec = client_sdk.load_spec({**SPEC, "domain": list(range(D))})
+    rng = np.random.default_rng(14)
+    payloads = simulate(spec, rng.integers(0, D, n), rng).to_payloads()
+    estimators.estimate(spec, payloads[:1000])
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        estimators.estimate(spec, payloads)
+        best = min(best, time.process_time() - started)
+    return best
+
+
 def ratio(small: float, large: float) -> str:
     return f"{large / small:.2f}" if small else "-"
 
@@ -178,6 +250,9 @@ def main() -> None:
                         help="stored reports of the two sizes")
     parser.add_argument("--batches", type=int, default=None, help="batches of 1000 per ingest measurement")
     parser.add_argument("--source", type=Path, default=REPO, help="checkout whose collector is measured")
+    parser.add_argument("--records", type=int, default=200, help="record() calls timed per queue depth")
+    parser.add_argument("--only", choices=("storage", "days", "queue", "wire"), nargs="*", default=None,
+                        help="measure only these items (default: all)")
     args = parser.parse_args()
     source = args.source.resolve()
     sys.path.insert(0, str(source))
@@ -186,15 +261,44 @@ def main() -> None:
     small, large = args.sizes or ((20_000, 500_000) if args.quick else (100_000, 5_000_000))
     batches = args.batches or (20 if args.quick else 50)
 
+    only = set(args.only or ("storage", "days", "queue", "wire"))
+    wire_sizes = (20_000, 200_000) if args.quick else (100_000, 1_000_000)
+
     workdir = Path(tempfile.mkdtemp(prefix="ldp-growth-"))
     try:
-        results = {size: measure_size(size, batches, source, workdir) for size in (small, large)}
-        days = {count: per_day_estimates(count, workdir) for count in (1, 365)}
+        results = {size: measure_size(size, batches, source, workdir) for size in (small, large)} \
+            if "storage" in only else {}
+        days = {count: per_day_estimates(count, workdir) for count in (1, 365)} if "days" in only else {}
+        queue = {depth: queue_record(depth, args.records, workdir) for depth in (100, 10_000)} \
+            if "queue" in only else {}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    wire = {n: oue_from_wire(n) for n in wire_sizes} if "wire" in only else {}
 
+    print(f"growth: OUE d={D}, {os.cpu_count()} CPUs, source {source}")
+    if results:
+        print_storage(results, small, large)
+    if days:
+        print_days(days)
+    if queue:
+        (q_small, n_small), (q_large, n_large) = queue[100], queue[10_000]
+        print(f"{'cost':<44} {'queue of 100':>16} {'queue of 10,000':>16} {'ratio':>7}")
+        print(f"{'device record(), ms (median)':<44} {1e3 * q_small:>16.3f} {1e3 * q_large:>16.3f} "
+              f"{ratio(q_small, q_large):>7}")
+        print(f"{'device record(), SQL statements':<44} {n_small:>16} {n_large:>16} {ratio(n_small, n_large):>7}")
+    if wire:
+        (n_small, w_small), (n_large, w_large) = wire.items()
+        per_small, per_large = 1e6 * w_small / n_small, 1e6 * w_large / n_large
+        print(f"{'cost':<44} {f'{n_small:,} reports':>16} {f'{n_large:,} reports':>16} {'ratio':>7}")
+        print(f"{'OUE estimate from the wire, CPU s':<44} {w_small:>16.3f} {w_large:>16.3f} "
+              f"{ratio(w_small, w_large):>7}")
+        print(f"{'OUE estimate from the wire, us per report':<44} {per_small:>16.2f} {per_large:>16.2f} "
+              f"{ratio(per_small, per_large):>7}")
+
+
+def print_storage(results: dict, small: int, large: int) -> None:
     a, b = results[small], results[large]
-    print(f"storage growth: OUE d={D}, batch {BATCH}, {os.cpu_count()} CPUs, source {source}")
+    print(f"storage: batch {BATCH}")
     print(f"prefill: {small:,} reports in {a['prefill_s']:.1f} s, {large:,} in {b['prefill_s']:.1f} s")
     print(f"{'cost':<44} {f'{small:,} stored':>16} {f'{large:,} stored':>16} {'ratio':>7}")
     rows = [
@@ -207,6 +311,9 @@ def main() -> None:
     ]
     for label, x, y, fmt in rows:
         print(f"{label:<44} {fmt.format(x):>16} {fmt.format(y):>16} {ratio(x, y):>7}")
+
+
+def print_days(days: dict) -> None:
     print(f"{'cost':<44} {'1 day':>16} {'365 days':>16} {'ratio':>7}")
     for name, label in (("full", "per-day estimate (full)"), ("top5", "per-day estimate (top=5)")):
         one, year = days[1][name], days[365][name]

@@ -11,8 +11,15 @@ The peers run in Python loops, so where they would take minutes they are timed o
 are marked ``~``.  Their MSE is measured on the users they actually processed, against the theory for that n.
 Finally the real SDK path (``client_sdk``, pure Python, OS CSPRNG) is timed per report at d = 1024.
 
+OUE from the wire (``--wire`` for this table alone): ``estimators.estimate(spec, payloads)`` on the hex strings
+devices send (every payload checked, then counted and de-biased) against multi-freq-ldpy's ``UE_Aggregator_MI``
+on its clients' in-memory vectors, at n = 1e5 and 1e6, d = 1024, epsilon 1; the least CPU time of ``--repeat``
+runs each (both are single-threaded).
+The peer's n vectors are references to a pool of ``--peer-cap`` distinct ones from its client (1e6 distinct
+float64 vectors of 1024 would be 8 GB); its aggregator sums them one by one, whatever they are.
+
     bash benchmarks/setup_peers.sh                 # once: peers in benchmarks/.venv-peers
-    benchmarks/.venv-peers/bin/python benchmarks/peers.py [--quick]
+    benchmarks/.venv-peers/bin/python benchmarks/peers.py [--quick] [--wire]
 """
 
 from __future__ import annotations
@@ -172,6 +179,8 @@ def main() -> None:
     parser.add_argument("--peer-cap", type=int, default=20_000, help="users the peers' clients perturb")
     parser.add_argument("--peer-olh-cap", type=int, default=5_000, help="reports the peers' OLH servers read")
     parser.add_argument("--no-peers", action="store_true", help="only ldp-telemetry")
+    parser.add_argument("--wire", action="store_true", help="only the table of OUE estimation from the wire")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per cell of the wire table (best is shown)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # pure-ldp warns about small n on every capped run
     epsilons = (1.0,) if args.quick else (1.0, 4.0)
@@ -187,6 +196,9 @@ def main() -> None:
             print("peers not installed (bash benchmarks/setup_peers.sh); timing ldp-telemetry alone\n")
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}, "
           f"numpy {np.__version__}")
+    if args.wire:
+        print_wire(sizes if args.quick else (100_000, 1_000_000), args.peer_cap, args.repeat, bool(peers))
+        return
     rows: list[Row] = []
     rng = np.random.default_rng(2026)
     for epsilon in epsilons:
@@ -204,6 +216,46 @@ def main() -> None:
     print("\nSDK perturb, pure Python on the OS CSPRNG, ms per report:")
     for name, ms in sdk_timings():
         print(f"  {name:<16} {ms:8.4f}")
+    print_wire(sizes, args.peer_cap, args.repeat, bool(peers))
+
+
+def best_of(function: Callable[[], object], repeat: int) -> float:
+    """Least CPU seconds (this process) over ``repeat`` runs: both sides are single-threaded, and CPU time stays
+    meaningful when other jobs share the machine"""
+    seconds = []
+    for _ in range(max(1, repeat)):
+        started = time.process_time()
+        function()
+        seconds.append(time.process_time() - started)
+    return min(seconds)
+
+
+def print_wire(sizes: tuple[int, ...], pool_size: int, repeat: int, with_peer: bool, d: int = 1024,
+               epsilon: float = 1.0) -> None:
+    "OUE: our estimate from wire payloads (hex) against multi-freq-ldpy's aggregator on in-memory vectors"
+    from estimators import estimate
+
+    spec = load_spec({"name": "wire", "mechanism": "oue", "epsilon": epsilon, "domain": list(range(d))})
+    rng = np.random.default_rng(14)
+    print(f"\nOUE from the wire, d = {d}, eps = {epsilon:g}: CPU seconds (best of {repeat}) and us per report")
+    print(f"{'n':>10} {'ours: estimate(hex payloads)':>29} {'multi-freq-ldpy: aggregator':>29} {'peer / ours':>11}")
+    pool = None
+    if with_peer:
+        from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Aggregator_MI, UE_Client
+
+        pool = [UE_Client(int(x), d, epsilon, True) for x in zipf_population(pool_size, d, rng)]
+    for n in sizes:
+        payloads = simulate(spec, zipf_population(n, d, rng), rng).to_payloads()
+        estimate(spec, payloads[:1000])  # warm-up
+        ours = best_of(lambda payloads=payloads: estimate(spec, payloads), repeat)
+        del payloads
+        peer_text, ratio_text = "-", "-"
+        if pool is not None:
+            reports = [pool[i % len(pool)] for i in range(n)]
+            peer = best_of(lambda reports=reports: UE_Aggregator_MI(reports, epsilon, True), repeat)
+            del reports
+            peer_text, ratio_text = f"{peer:.3f} s {1e6 * peer / n:6.2f} us", f"{peer / ours:.1f}"
+        print(f"{n:>10,} {f'{ours:.3f} s {1e6 * ours / n:6.2f} us':>29} {peer_text:>29} {ratio_text:>11}")
 
 
 def print_means(epsilons: tuple[float, ...], trials: int, n: int = 100_000) -> None:

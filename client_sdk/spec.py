@@ -27,6 +27,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .errors import PrivacyWarning, SpecError
@@ -244,7 +245,7 @@ class Spec:
             out["range"] = list(self.range)
         return out
 
-    @property
+    @cached_property  # memoized: the JSON of a large domain costs milliseconds (a frozen Spec never changes)
     def fingerprint(self) -> str:
         "SHA-256 (hex, first 32 characters) of the canonical JSON of :meth:`identity`"
         return hashlib.sha256(canonical_json(self.identity()).encode()).hexdigest()[:32]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import math
@@ -856,10 +857,15 @@ def _wait(tokens: float, window: float, rate: RateRule, now: float) -> float:
 
 def _campaign(row: Sequence[Any]) -> CampaignVersion:
     name, version, fingerprint, spec_json, day = row
+    return CampaignVersion(name, version, fingerprint, _stored_spec(spec_json), day)
+
+
+@functools.lru_cache(maxsize=1024)
+def _stored_spec(spec_json: str) -> Spec:
+    "A stored spec, parsed once per text: every request reads its campaign, and a Spec is immutable"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)  # warned once, when the campaign was created
-        spec = load_spec(spec_json)
-    return CampaignVersion(name, version, fingerprint, spec, day)
+        return load_spec(spec_json)
 
 
 def _id_bytes(report_id: str) -> bytes:

@@ -77,10 +77,41 @@ class DemoResult:
 # -- 1. the collector ---------------------------------------------------------------------------------------------
 @contextmanager
 def running_collector(database: Path, config: dict | None = None) -> Iterator[str]:
-    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port); yields its base URL.
+    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port) in a child process;
+    yields its base URL.
 
-    ``ldp-telemetry serve`` runs the same app under gunicorn; in-process serving keeps the demo to one command.
-    Rate limiting is off: every simulated user shares one ingest key."""
+    ``ldp-telemetry serve`` runs the same app under gunicorn, in processes of its own: the devices and the
+    collector do not share an interpreter (or its lock) here either.  The child is a fresh interpreter
+    (``python -c``, the parent's ``sys.path``), so a caller's script is never re-imported; it serves until its
+    standard input closes.  Rate limiting is off: every simulated user shares one ingest key."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from demo.run import serve_until_stdin_closes; "
+            "serve_until_stdin_closes(sys.argv[1], json.loads(sys.argv[2]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        port = process.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError("the demo collector did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        process.stdout.close()
+
+
+def serve_until_stdin_closes(database: str, config: dict) -> None:
+    "The child of :func:`running_collector`: print the port, serve until standard input closes"
+    import sys
+
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     from collector import create_app
@@ -91,12 +122,13 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             return None
 
-    app = create_app({"DATABASE": str(database), "RATE_LIMIT": 0, **(config or {})})
+    app = create_app({"DATABASE": database, "RATE_LIMIT": 0, **config})
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="ldp-demo-collector", daemon=True)
     thread.start()
+    print(server.server_port, flush=True)
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        sys.stdin.read()  # returns when the parent closes the pipe (or exits)
     finally:
         server.shutdown()
         thread.join(timeout=10)

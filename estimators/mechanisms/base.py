@@ -9,6 +9,8 @@ the server needs:
 ``check_payload``      the SDK's check: the one definition of a valid payload (collector and estimators)
 ``parse``              JSON payloads -> :class:`ReportBatch` (columns), checking every payload unless told
                        they were checked already
+``bulk_columns``       optional: the columns of payloads checked all at once (vectorised), exactly as
+                       ``check_payload`` would; ``parse`` falls back to the per-payload check to name a bad one
 ``payloads_of``        a batch -> the JSON payloads, as the SDK sends them
 ``zeros``              the aggregate of no reports
 ``statistic``          a batch -> its sufficient statistic (a vector of sums: mergeable by addition)
@@ -75,6 +77,9 @@ class ServerMechanism(ABC):
         """A batch from JSON payloads; every payload goes through ``check_payload`` unless ``checked`` says it
         did already (the collector checks each report to reject it by name).  PayloadError names the index."""
         if not checked:
+            columns = self.bulk_columns(payloads)
+            if columns is not None:
+                return ReportBatch(self.spec.mechanism, len(payloads), columns)
             for index, payload in enumerate(payloads):
                 try:
                     self.check_payload(payload)
@@ -85,6 +90,11 @@ class ServerMechanism(ABC):
     @abstractmethod
     def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
         "The columns of checked payloads"
+
+    def bulk_columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray] | None:
+        """The columns of ``payloads`` if every one passes ``check_payload``, checked in bulk; None if any fails
+        (or the mechanism has no bulk check): then ``parse`` checks them one by one and names the first bad one"""
+        return None
 
     @classmethod
     @abstractmethod

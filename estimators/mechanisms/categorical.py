@@ -23,7 +23,7 @@ import numpy as np
 
 from client_sdk.mechanisms import GRR, OLH, CategoricalMechanism, Hadamard, UnaryEncoding
 
-from ..bits import bit_counts, hex_rows
+from ..bits import bit_counts, hex_rows, strict_hex_rows
 from ..frequency import estimate_frequencies
 from ..hadamard import walsh_hadamard
 from .base import ReportBatch, ServerMechanism, pair_columns, pair_payloads
@@ -96,7 +96,15 @@ class UnaryServer(FrequencyOracle):
     device: UnaryEncoding
 
     def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
-        return {"bits": hex_rows(list(payloads), (self.d + 7) // 8)}
+        return {"bits": hex_rows(payloads, (self.d + 7) // 8)}
+
+    def bulk_columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray] | None:
+        "``require_packed_bits`` for all payloads at once: strict hex of the right length, padding bits 0"
+        rows = strict_hex_rows(payloads, (self.d + 7) // 8)
+        padding = 8 * ((self.d + 7) // 8) - self.d
+        if rows is None or (padding and len(rows) and np.any(rows[:, -1] & ((1 << padding) - 1))):
+            return None
+        return {"bits": rows}
 
     @classmethod
     def payloads_of(cls, batch: ReportBatch) -> list:
