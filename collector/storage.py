@@ -56,10 +56,13 @@ CACHE_KIB = 64 * 1024  # page cache per connection: keeps the report_id index ho
 # Fewer, larger checkpoints: index pages that several commits touch are copied to the database file once.
 WAL_AUTOCHECKPOINT_PAGES = 16384
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
+# 3 = campaigns.closed_day, api_keys.expires_day and api_keys.last_used_day (days only, never times)
+LIFETIMES_SCHEMA_VERSION = 3
 # A report id is a duplicate if stored on the same day or on one of the DEDUP_DAYS days before: the SDK queue
 # keeps a report at most 7 days (its max_age_seconds), so a retry cannot come later than that.
 DEDUP_DAYS = 8
+KEY_COLUMNS = "key_hash, key_id, role, label, created_day, expires_day, last_used_day"
 REBUILD_CHUNK = 20_000  # reports decoded and aggregated at a time by rebuild_aggregates
 REPORTS_TABLE = """CREATE TABLE IF NOT EXISTS reports (
     day INTEGER NOT NULL,
@@ -86,6 +89,10 @@ class CampaignNotFound(StorageError):
 
 class VersionConflict(StorageError):
     "A spec asked for a version other than the next free one"
+
+
+class CampaignClosed(StorageError):
+    "The campaign was closed: it takes no new versions"
 
 
 class RateLimited(StorageError):
@@ -178,6 +185,11 @@ class ApiKey:
     role: str
     label: str
     created_day: str
+    expires_day: str | None = None  # the last UTC day on which the key is accepted
+    last_used_day: str | None = None
+
+    def expired_on(self, day: str) -> bool:
+        return self.expires_day is not None and day > self.expires_day
 
 
 @dataclass
@@ -266,6 +278,7 @@ class Storage:
         db["rate_buckets"].create({"key_hash": str, "tokens": float, "updated": float}, pk="key_hash",
                                   if_not_exists=True)
         self._migrate_reports()
+        self._migrate_lifetimes()
 
     def _migrate_reports(self) -> None:
         """Bring the reports schema to SCHEMA_VERSION (PRAGMA user_version), in one transaction.
@@ -288,6 +301,19 @@ class Storage:
                 self._copy_legacy_reports()
                 conn.execute("DROP TABLE reports_v1")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _migrate_lifetimes(self) -> None:
+        "Version 3: the days a campaign was closed, a key expires and a key was last used (NULL: never)"
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
+            return
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
+                return
+            for table, column in (("campaigns", "closed_day"), ("api_keys", "expires_day"),
+                                  ("api_keys", "last_used_day")):
+                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+            conn.execute(f"PRAGMA user_version = {LIFETIMES_SCHEMA_VERSION}")
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}
@@ -387,7 +413,10 @@ class Storage:
             existing = self.find_version(spec.name, spec.fingerprint)
             if existing is not None:
                 return existing, False
-            row = conn.execute("SELECT max(version) FROM campaigns WHERE name = ?", (spec.name,)).fetchone()
+            row = conn.execute("SELECT max(version), max(closed_day) FROM campaigns WHERE name = ?",
+                               (spec.name,)).fetchone()
+            if row[1] is not None:
+                raise CampaignClosed(f"campaign {spec.name!r} was closed on {row[1]}; it takes no new versions")
             next_version = (row[0] or 0) + 1
             if requested is not None and requested != next_version:
                 raise VersionConflict(f"version must be {next_version}, the next free version of {spec.name!r}")
@@ -428,6 +457,19 @@ class Storage:
         row = self.conn.execute("SELECT name, version, fingerprint, spec, created_day FROM campaigns "
                                 "WHERE name = ? AND fingerprint = ?", (name, fingerprint)).fetchone()
         return _campaign(row) if row else None
+
+    def close_campaign(self, name: str, day: str) -> str:
+        "Close every version of a campaign from ``day`` on; the day it was closed (an earlier close stands)"
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM campaigns WHERE name = ?", (name,)).fetchone() is None:
+                raise CampaignNotFound(f"no campaign {name!r}")
+            conn.execute("UPDATE campaigns SET closed_day = ? WHERE name = ? AND closed_day IS NULL", (day, name))
+            return conn.execute("SELECT min(closed_day) FROM campaigns WHERE name = ?", (name,)).fetchone()[0]
+
+    def closed_campaigns(self) -> dict[str, str]:
+        "Closed campaigns and the day each was closed"
+        return dict(self.conn.execute("SELECT name, min(closed_day) FROM campaigns WHERE closed_day IS NOT NULL "
+                                      "GROUP BY name"))
 
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
@@ -634,25 +676,35 @@ class Storage:
         return totals
 
     # -- keys and rate limits ---------------------------------------------------------------------------------
-    def create_key(self, role: str, day: str, label: str = "") -> tuple[str, ApiKey]:
-        "A new random key (returned once, in clear) and its stored record"
+    def create_key(self, role: str, day: str, label: str = "", expires_day: str | None = None) -> tuple[str, ApiKey]:
+        "A new random key (returned once, in clear) and its stored record; ``expires_day``: last day it is valid"
         if role not in ROLES:
             raise ValueError(f"role must be one of {list(ROLES)}")
+        if expires_day is not None and expires_day < day:
+            raise ValueError(f"expiry day {expires_day} is before today ({day})")
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day)
+        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day, expires_day)
         with self.transaction() as conn:
-            conn.execute("INSERT INTO api_keys (key_hash, key_id, role, label, created_day) VALUES (?, ?, ?, ?, ?)",
-                         (record.key_hash, record.key_id, role, label, day))
+            conn.execute("INSERT INTO api_keys (key_hash, key_id, role, label, created_day, expires_day) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (record.key_hash, record.key_id, role, label, day, expires_day))
         return key, record
 
     def find_key(self, key: str) -> ApiKey | None:
-        row = self.conn.execute("SELECT key_hash, key_id, role, label, created_day FROM api_keys WHERE key_hash = ?",
+        row = self.conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?",
                                 (hash_key(key),)).fetchone()
         return ApiKey(*row) if row else None
 
     def list_keys(self) -> list[ApiKey]:
         return [ApiKey(*row) for row in self.conn.execute(
-            "SELECT key_hash, key_id, role, label, created_day FROM api_keys ORDER BY created_day, key_id")]
+            f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_day, key_id")]
+
+    def mark_key_used(self, key: ApiKey, day: str) -> None:
+        "Record ``day`` as the key's last-use day: one write per key per day at most (callers skip same-day keys)"
+        if key.last_used_day is not None and key.last_used_day >= day:
+            return
+        with self.transaction() as conn:
+            conn.execute("UPDATE api_keys SET last_used_day = ? WHERE key_hash = ? "
+                         "AND (last_used_day IS NULL OR last_used_day < ?)", (day, key.key_hash, day))
 
     def revoke_key(self, key_id: str) -> bool:
         with self.transaction() as conn:
