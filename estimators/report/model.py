@@ -98,7 +98,7 @@ def row_list_key(result: dict) -> str | None:
 
 def raw_value_rows(result: dict) -> list:
     "The list of per-value rows as the estimator wrote them (empty for means)"
-    key = row_list_key(result)
+    key = row_list_key(result) if result.get("kind") != "mean" else None
     return result[key] if key is not None else []
 
 
