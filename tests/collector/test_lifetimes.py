@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import random
 import sqlite3
+import subprocess
 
 import client_sdk
 from client_sdk import Client, RecordStatus, ReportPolicy
@@ -137,3 +140,62 @@ def test_a_version_2_database_gains_the_lifetime_columns(tmp_path):
         assert storage.close_campaign("browser", "2024-02-01") == "2024-02-01"
         assert storage.closed_campaigns() == {"browser": "2024-02-01"}
         assert [k.expires_day for k in storage.list_keys()] == [None]
+
+
+def test_cli_key_expiry_listing_and_local_close(tmp_path):
+    from click.testing import CliRunner
+
+    from ldp_telemetry.cli import main
+
+    db = str(tmp_path / "c.db")
+    runner = CliRunner()
+    made = runner.invoke(main, ["keys", "create", "--db", db, "--role", "ingest", "--expires", "2099-12-31"])
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(main, ["keys", "create", "--db", db, "--role", "ingest", "--expires", "2001-01-01"]
+                         ).exit_code == 1  # already past
+    assert runner.invoke(main, ["keys", "create", "--db", db, "--role", "ingest", "--expires", "soon"]).exit_code == 2
+    listed = json.loads(runner.invoke(main, ["keys", "list", "--db", db, "--json"]).output)
+    assert [(k["role"], k["expires_day"], k["last_used_day"]) for k in listed] == [("ingest", "2099-12-31", None)]
+    assert "expires 2099-12-31\tlast used never" in runner.invoke(main, ["keys", "list", "--db", db]).output
+    spec = json.dumps({**CATEGORICAL, "expires": "2099-12-31"})
+    assert runner.invoke(main, ["campaign", "create", "--db", db, "-"], input=spec).exit_code == 0
+    assert runner.invoke(main, ["campaign", "close", "--db", db, "browser"]).exit_code == 0
+    campaigns = json.loads(runner.invoke(main, ["campaign", "list", "--db", db, "--json"]).output)
+    assert [(c["name"], c["closed"], c["expires"]) for c in campaigns] == [("browser", True, "2099-12-31")]
+    assert runner.invoke(main, ["campaign", "list", "--db", db]).output.rstrip().endswith("\tclosed")
+    assert runner.invoke(main, ["campaign", "close", "--db", db, "nothing"]).exit_code == 1
+    both = runner.invoke(main, ["campaign", "list", "--db", db, "--url", "http://127.0.0.1:1", "--token", "x"])
+    assert both.exit_code == 2 and "either --db" in both.output
+    assert runner.invoke(main, ["campaign", "list", "--url", "http://127.0.0.1:1"], env={"LDP_TOKEN": ""}
+                         ).exit_code == 2
+
+
+def test_cli_manages_campaigns_through_a_running_collector(tmp_path):
+    from .helpers import create_key, ldp_command, running_server
+
+    db = tmp_path / "collector.db"
+    admin, ingest = create_key(db, "admin"), create_key(db, "ingest")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(CATEGORICAL))
+
+    def cli(*args: str, token: str = admin) -> subprocess.CompletedProcess:
+        return subprocess.run(ldp_command(*args), capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "LDP_URL": url, "LDP_TOKEN": token, "LDP_DATABASE": ""})
+
+    with running_server(db, tmp_path / "server.log") as (url, _):
+        created = cli("campaign", "create", str(spec))
+        assert created.returncode == 0, created.stderr
+        assert json.loads(created.stdout)["version"] == 1 and json.loads(created.stdout)["closed"] is False
+        assert "identical version" in cli("campaign", "create", str(spec)).stderr
+        assert cli("campaign", "list").stdout.startswith("browser\t1\toue\t")
+        assert json.loads(cli("campaign", "show", "browser").stdout)["fingerprint"]
+        refused = cli("campaign", "close", "browser", token=ingest)
+        assert refused.returncode == 1 and "HTTP 403" in refused.stderr
+        closed = cli("campaign", "close", "browser")
+        assert closed.returncode == 0 and "closed since" in closed.stdout
+        listed = json.loads(cli("campaign", "list", "--json").stdout)
+        assert [(c["name"], c["closed"]) for c in listed] == [("browser", True)]
+        missing = cli("campaign", "show", "nothing")
+        assert missing.returncode == 1 and "HTTP 404" in missing.stderr
+    unreachable = cli("campaign", "list")
+    assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
