@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one shape for every kind (report.schema.json)
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
 BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
 
