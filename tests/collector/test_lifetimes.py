@@ -199,3 +199,49 @@ def test_cli_manages_campaigns_through_a_running_collector(tmp_path):
         assert missing.returncode == 1 and "HTTP 404" in missing.stderr
     unreachable = cli("campaign", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def _json_schema(node):
+    "OpenAPI 3.0's nullable as JSON Schema's type list (the only 3.0 keyword the document uses that differs)"
+    if isinstance(node, dict):
+        out = {key: _json_schema(value) for key, value in node.items() if key != "nullable"}
+        if node.get("nullable") and "type" in out:
+            out["type"] = [out["type"], "null"]
+        return out
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    return node
+
+
+def test_openapi_names_its_schemas_and_real_answers_match_them(http, keys, campaign):
+    import jsonschema
+
+    from .helpers import NUMERIC
+
+    document = http.get("/openapi.json").json
+    schemas = document["components"]["schemas"]
+    assert {"Spec", "Campaign", "CampaignList", "ReportBatch", "IngestResult", "Estimate", "EstimateDays",
+            "Problem"} <= set(schemas)
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    inline = [op["operationId"] for op in operations for answer in op["responses"].values()
+              if "content" in answer and answer["content"].get("application/json", {}).get("schema", {}).get(
+                  "type") == "object" and op["operationId"] not in ("livez", "readyz", "openapi")]
+    assert inline == []
+
+    def check(name, body):
+        schema = {**_json_schema(document), "$ref": f"#/components/schemas/{name}"}
+        jsonschema.Draft202012Validator(schema).validate(body)
+
+    admin, ingest = bearer(keys["admin"]), bearer(keys["ingest"])
+    http.post("/v1/reports", json={"reports": make_reports(campaign, ["chrome"] * 50)}, headers=ingest)
+    numeric = client_sdk.load_spec(http.post("/v1/campaigns", json=NUMERIC, headers=admin).json["spec"])
+    http.post("/v1/reports", json={"reports": make_reports(numeric, [100.0] * 50)}, headers=ingest)
+    for name in ("browser", "load_ms"):
+        check("Estimate", http.get(f"/v1/campaigns/{name}/estimate", headers=admin).json)
+        check("EstimateDays", http.get(f"/v1/campaigns/{name}/estimate?granularity=day", headers=admin).json)
+    check("CampaignList", http.get("/v1/campaigns", headers=ingest).json)
+    check("Campaign", http.post("/v1/campaigns/browser/close", headers=admin).json)
+    check("Problem", http.get("/v1/campaigns/nothing", headers=ingest).json)
+    bad = {"kind": "frequency", "campaign": "browser", "n": 1, "confidence": 0.95}
+    assert not jsonschema.Draft202012Validator({**_json_schema(document), "$ref": "#/components/schemas/Estimate"}
+                                               ).is_valid(bad)  # values is required
