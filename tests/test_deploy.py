@@ -139,3 +139,41 @@ def test_the_readme_tour_waits_for_readyz(tmp_path):
         done = subprocess.run(["bash", "-c", wait.replace("8000", port) + "\ncurl -fs " + url + "/readyz"],
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and '"status"' in done.stdout, done.stderr
+
+
+def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
+    import ssl
+    import time
+    import urllib.request
+
+    from tests.collector.helpers import free_port
+
+    config = nginx_config(tmp_path)
+    http_port, https_port = free_port(), free_port()
+    with running_server(tmp_path / "collector.db", tmp_path / "server.log") as (url, _):
+        text = config.read_text().replace("127.0.0.1:8000", url.removeprefix("http://"))
+        text = text.replace("listen 80;", f"listen 127.0.0.1:{http_port};").replace("listen [::]:80;", "")
+        text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;")
+        config.write_text(text.replace("listen [::]:443 ssl http2;", ""))
+        nginx = subprocess.Popen([tool("nginx"), "-c", str(config), "-p", str(tmp_path), "-e",
+                                  str(tmp_path / "startup-error.log"), "-g", "daemon off;"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            context = ssl.create_default_context(cafile=str(tmp_path / "tls" / "fullchain.pem"))
+            context.check_hostname = False
+            answer = None
+            for _ in range(100):
+                try:
+                    with urllib.request.urlopen(f"https://127.0.0.1:{https_port}/readyz", context=context,
+                                                timeout=2) as response:
+                        answer = response.status
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            assert answer == 200
+        finally:
+            nginx.terminate()
+            nginx.wait(timeout=15)
+    log = (tmp_path / "ldp-telemetry-access.log").read_text()
+    assert re.fullmatch(r'\d{4}-\d{2}-\d{2} "GET /readyz" 200 \d+ \d+\n', log), log
+    assert "127.0.0.1" not in log
