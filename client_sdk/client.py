@@ -180,6 +180,8 @@ class Client:
             return Recorded(RecordStatus.STATE_ERROR)
         if not self._upload_enabled:
             return Recorded(RecordStatus.UPLOAD_DISABLED)
+        if spec.expired_on(time.strftime("%Y-%m-%d", time.gmtime(now))):  # the collector would reject it
+            return Recorded(RecordStatus.CAMPAIGN_CLOSED)
         policy = self.policies.get(campaign, self.policy)
         report = {"report_id": _uuid4(), "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:

@@ -23,7 +23,8 @@ Hierarchy (each class lives in the module named on the right)::
     │   ├── AggregateMismatch                 aggregates of different specs
     │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
     ├── ReportError                           ldp_telemetry.cli.report: a report cannot be built
-    ├── StorageError                          collector.storage: CampaignNotFound, VersionConflict, RateLimited
+    ├── StorageError                          collector.storage: CampaignNotFound, VersionConflict, RateLimited,
+    │                                         CampaignClosed (a closed campaign takes no new version)
     │   └── StorageUnavailable                a storage fault, retryable (503/507 with Retry-After):
     │       ├── DatabaseLocked                  locked by another process past the busy timeout (503)
     │       ├── DatabaseCorrupt                 the file is not a usable database (503)

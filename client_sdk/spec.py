@@ -15,11 +15,13 @@ The fingerprint is the SHA-256 of the canonical JSON of every field that changes
 mechanism, epsilon, domain, catch-all, range, RAPPOR parameters, and the candidates of basic RAPPOR, where they
 define the bits).  Every report carries it, so reports made under other parameters can never be mixed into an
 estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so a changed candidate list is a
-new version.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of it.
+new version.  ``expires`` (the last UTC day on which devices record) is part of it too.  Fields used only for
+analysis (``delta``, ``description``, ``version``) are not part of it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -83,7 +85,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 DomainValue = str | int
 _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-    "description", "version", "derived", "fingerprint",
+    "description", "version", "derived", "fingerprint", "expires",
 }
 
 
@@ -116,6 +118,7 @@ class Spec:
     delta: float | None = None
     description: str = ""
     version: int = 1
+    expires: str | None = None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
     _index: dict[tuple[type, DomainValue], int] = field(default_factory=dict, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------------------------------
@@ -145,7 +148,8 @@ class Spec:
             if not _is_number(delta) or not 0 < delta < 1:
                 raise SpecError("delta", "must be a number with 0 < delta < 1 (used for the central Gaussian baseline)")
             delta = float(delta)
-        common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta}
+        common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
+                                  "expires": _validate_day("expires", data.get("expires"))}
 
         if mechanism == "rappor":
             return cls._rappor_from_dict(data, common)
@@ -243,7 +247,13 @@ class Spec:
             out["catch_all"] = self.catch_all
         if self.range is not None:
             out["range"] = list(self.range)
+        if self.expires is not None:
+            out["expires"] = self.expires
         return out
+
+    def expired_on(self, day: str) -> bool:
+        "Whether the campaign no longer records on UTC ``day`` (YYYY-MM-DD): true on the days after ``expires``"
+        return self.expires is not None and day > self.expires
 
     @cached_property  # memoized: the JSON of a large domain costs milliseconds (a frozen Spec never changes)
     def fingerprint(self) -> str:
@@ -322,6 +332,18 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _validate_day(name: str, value: Any) -> str | None:
+    "None, or a UTC date written YYYY-MM-DD"
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str) and len(value) == 10 and dt.date.fromisoformat(value).isoformat() == value:
+            return value
+    except ValueError:
+        pass
+    raise SpecError(name, "must be a UTC date written YYYY-MM-DD")
 
 
 def _validate_epsilon(epsilon: Any) -> float:

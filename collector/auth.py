@@ -21,6 +21,7 @@ see ``storage.RateRule``.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import math
 import time
 from collections.abc import Callable
@@ -65,6 +66,13 @@ def identify() -> ApiKey:
     if key is None:
         raise Problem(401, "unknown API key", field="Authorization",
                       headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})
+    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    if key.expired_on(day):
+        raise Problem(401, f"API key expired on {key.expires_day}", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})
+    if key.last_used_day != day:  # the day only, written at most once per key per day
+        with contextlib.suppress(StorageUnavailable):  # best effort: a full disk must not refuse the request
+            get_storage().mark_key_used(key, day)
     g.api_key = key
     return key
 

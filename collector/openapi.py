@@ -25,6 +25,10 @@ def _problem_responses(*codes: int) -> dict[str, Any]:
     return {str(code): PROBLEM for code in (*codes, *STORAGE_FAULTS)}
 
 
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 def _json(schema: dict, description: str) -> dict:
     return {"description": description, "content": {JSON: {"schema": schema}}}
 
@@ -51,6 +55,8 @@ SPEC_SCHEMA = {
         "delta": {"type": "number"},
         "description": {"type": "string"},
         "version": {"type": "integer", "minimum": 1},
+        "expires": {"type": "string", "format": "date",
+                    "description": "last UTC day on which devices record; part of the fingerprint"},
     },
 }
 CAMPAIGN_SCHEMA = {
@@ -58,8 +64,49 @@ CAMPAIGN_SCHEMA = {
     "description": "A stored campaign version; 'spec' is the full spec (derived parameters included).",
     "properties": {"name": {"type": "string"}, "version": {"type": "integer"}, "fingerprint": {"type": "string"},
                    "mechanism": {"type": "string"}, "created_day": {"type": "string", "format": "date"},
-                   "spec": SPEC_SCHEMA, "versions": {"type": "array", "items": {"type": "integer"}},
+                   "spec": _ref("Spec"), "versions": {"type": "array", "items": {"type": "integer"}},
+                   "closed": {"type": "boolean", "description": "closed campaigns take no more reports"},
+                   "closed_day": {"type": "string", "format": "date"},
+                   "expires": {"type": "string", "format": "date", "nullable": True},
+                   "expired": {"type": "boolean", "description": "past the spec's expires day (UTC)"},
                    "warnings": {"type": "array", "items": {"type": "string"}}},
+}
+ESTIMATE_ROW = {
+    "type": "object", "required": ["value", "estimate", "std_error", "ci_low", "ci_high"],
+    "properties": {"value": {}, "estimate": {"type": "number", "nullable": True},
+                   "std_error": {"type": "number", "nullable": True},
+                   "ci_low": {"type": "number", "nullable": True}, "ci_high": {"type": "number", "nullable": True}},
+}
+ESTIMATE_SCHEMA = {
+    "type": "object", "required": ["kind", "campaign", "n", "confidence", "values"],
+    "description": "An estimate with standard errors and intervals; the same top-level shape for every kind "
+                   "(estimators/report/report.schema.json is the JSON report built on it).",
+    "properties": {
+        "kind": {"type": "string", "enum": ["frequency", "mean", "rappor"]}, "campaign": {"type": "string"},
+        "mechanism": {"type": "string"}, "fingerprint": {"type": "string"}, "n": {"type": "integer"},
+        "confidence": {"type": "number"}, "values": {"type": "array", "items": _ref("EstimateRow")},
+        "mean": {"type": "number", "nullable": True}, "std_error": {"type": "number", "nullable": True},
+        "ci_low": {"type": "number", "nullable": True}, "ci_high": {"type": "number", "nullable": True},
+        "window": {"type": "object", "properties": {"version": {"type": "integer"},
+                                                    "since": {"type": "string", "nullable": True},
+                                                    "until": {"type": "string", "nullable": True}}},
+    },
+}
+ESTIMATE_DAYS = {
+    "type": "object", "required": ["campaign", "version", "window", "days"],
+    "description": "granularity=day: one estimate per day with reports (slim with top=K)",
+    "properties": {"campaign": {"type": "string"}, "version": {"type": "integer"}, "window": {"type": "object"},
+                   "top": {"type": "integer"},
+                   "days": {"type": "array", "items": {"allOf": [_ref("Estimate"), {
+                       "type": "object", "required": ["day"],
+                       "properties": {"day": {"type": "string", "format": "date"}}}]}}},
+}
+PROBLEM_SCHEMA = {
+    "type": "object", "required": ["type", "title", "status", "detail"],
+    "description": "RFC 9457 problem details; 'field' names the offending input",
+    "properties": {"type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+                   "detail": {"type": "string"}, "field": {"type": "string"},
+                   "retry_after": {"type": "integer"}},
 }
 REPORT_SCHEMA = {
     "type": "object", "required": ["report_id", "campaign", "fingerprint", "payload"], "additionalProperties": False,
@@ -92,16 +139,15 @@ DOCUMENT: dict[str, Any] = {
             "post": {
                 "operationId": "createCampaign", "summary": "Create a campaign or its next version (admin key)",
                 "security": ADMIN,
-                "requestBody": {"required": True, "content": {JSON: {"schema": SPEC_SCHEMA}}},
-                "responses": {"201": _json(CAMPAIGN_SCHEMA, "created"),
-                              "200": _json(CAMPAIGN_SCHEMA, "an identical version already exists"),
+                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("Spec")}}},
+                "responses": {"201": _json(_ref("Campaign"), "created"),
+                              "200": _json(_ref("Campaign"), "an identical version already exists"),
                               **_problem_responses(400, 401, 403, 409, 413, 415, 429)},
             },
             "get": {
                 "operationId": "listCampaigns", "summary": "The latest version of every campaign (any key)",
                 "security": ANY_KEY,
-                "responses": {"200": _json({"type": "object", "properties": {
-                    "campaigns": {"type": "array", "items": CAMPAIGN_SCHEMA}}}, "campaigns"),
+                "responses": {"200": _json(_ref("CampaignList"), "campaigns"),
                     **_problem_responses(401, 403, 429)},
             },
         },
@@ -109,7 +155,17 @@ DOCUMENT: dict[str, Any] = {
             "get": {
                 "operationId": "getCampaign", "summary": "One campaign's spec; clients fetch configuration here",
                 "security": ANY_KEY, "parameters": [CAMPAIGN_NAME, VERSION],
-                "responses": {"200": _json(CAMPAIGN_SCHEMA, "the spec"), **_problem_responses(400, 401, 403, 404, 429)},
+                "responses": {"200": _json(_ref("Campaign"), "the spec"),
+                              **_problem_responses(400, 401, 403, 404, 429)},
+            },
+        },
+        "/v1/campaigns/{name}/close": {
+            "post": {
+                "operationId": "closeCampaign", "summary": "Close a campaign: its reports are rejected from now on "
+                                                           "(admin key)",
+                "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+                "responses": {"200": _json(_ref("Campaign"), "the closed campaign"),
+                              **_problem_responses(401, 403, 404, 429)},
             },
         },
         "/v1/campaigns/{name}/estimate": {
@@ -125,7 +181,8 @@ DOCUMENT: dict[str, Any] = {
                     {"name": "top", "in": "query", "schema": {"type": "integer", "minimum": 1},
                      "description": "with granularity=day: slim days with only the top values of the window"},
                 ],
-                "responses": {"200": _json({"type": "object"}, "the estimator result (to_dict) with its window"),
+                "responses": {"200": _json({"oneOf": [_ref("Estimate"), _ref("EstimateDays")]},
+                                           "the estimate with its window, or one per day"),
                               **_problem_responses(400, 401, 403, 404, 409, 429)},
             },
         },
@@ -135,10 +192,8 @@ DOCUMENT: dict[str, Any] = {
                 "security": ANY_KEY,
                 "parameters": [{"name": "Content-Encoding", "in": "header",
                                 "schema": {"type": "string", "enum": ["gzip", "identity"]}}],
-                "requestBody": {"required": True, "content": {JSON: {"schema": {
-                    "type": "object", "required": ["reports"], "additionalProperties": False,
-                    "properties": {"reports": {"type": "array", "minItems": 1, "items": REPORT_SCHEMA}}}}}},
-                "responses": {"200": _json(INGEST_RESULT, "accepted, duplicate and rejected counts"),
+                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("ReportBatch")}}},
+                "responses": {"200": _json(_ref("IngestResult"), "accepted, duplicate and rejected counts"),
                               **_problem_responses(400, 401, 403, 413, 415, 429)},
             },
         },
@@ -155,10 +210,18 @@ DOCUMENT: dict[str, Any] = {
     },
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {
+            "Spec": SPEC_SCHEMA, "Campaign": CAMPAIGN_SCHEMA,
+            "CampaignList": {"type": "object", "required": ["campaigns"],
+                             "properties": {"campaigns": {"type": "array", "items": _ref("Campaign")}}},
+            "Report": REPORT_SCHEMA,
+            "ReportBatch": {"type": "object", "required": ["reports"], "additionalProperties": False,
+                            "properties": {"reports": {"type": "array", "minItems": 1, "items": _ref("Report")}}},
+            "IngestResult": INGEST_RESULT, "EstimateRow": ESTIMATE_ROW, "Estimate": ESTIMATE_SCHEMA,
+            "EstimateDays": ESTIMATE_DAYS, "Problem": PROBLEM_SCHEMA,
+        },
         "responses": {"Problem": {"description": "RFC 9457 problem details", "content": {
-            "application/problem+json": {"schema": {"type": "object", "properties": {
-                "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
-                "detail": {"type": "string"}, "field": {"type": "string"}}}}}}},
+            "application/problem+json": {"schema": _ref("Problem")}}}},
     },
 }
 

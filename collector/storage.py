@@ -64,7 +64,10 @@ CACHE_KIB = 64 * 1024  # page cache per connection: keeps the report_id index ho
 # Fewer, larger checkpoints: index pages that several commits touch are copied to the database file once.
 WAL_AUTOCHECKPOINT_PAGES = 16384
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
+# 3 = campaigns.closed_day, api_keys.expires_day and api_keys.last_used_day (days only, never times)
+LIFETIMES_SCHEMA_VERSION = 3
+KEY_COLUMNS = "key_hash, key_id, role, label, created_day, expires_day, last_used_day"
 # A report id is a duplicate if stored on the same day or on one of the DEDUP_DAYS days before: the SDK queue
 # keeps a report at most 7 days (its max_age_seconds), so a retry cannot come later than that.
 DEDUP_DAYS = 8
@@ -105,6 +108,10 @@ class CampaignNotFound(StorageError):
 
 class VersionConflict(StorageError):
     "A spec asked for a version other than the next free one"
+
+
+class CampaignClosed(StorageError):
+    "The campaign was closed: it takes no new versions"
 
 
 class RateLimited(StorageError):
@@ -201,6 +208,11 @@ class ApiKey:
     role: str
     label: str
     created_day: str
+    expires_day: str | None = None  # the last UTC day on which the key is accepted
+    last_used_day: str | None = None
+
+    def expired_on(self, day: str) -> bool:
+        return self.expires_day is not None and day > self.expires_day
 
 
 @dataclass
@@ -346,7 +358,9 @@ class StorageBase:
             existing = self.find_version(spec.name, spec.fingerprint)
             if existing is not None:
                 return existing, False
-            row = self._one("SELECT max(version) FROM campaigns WHERE name = ?", (spec.name,))
+            row = self._one("SELECT max(version), max(closed_day) FROM campaigns WHERE name = ?", (spec.name,))
+            if row[1] is not None:
+                raise CampaignClosed(f"campaign {spec.name!r} was closed on {row[1]}; it takes no new versions")
             next_version = (row[0] or 0) + 1
             if requested is not None and requested != next_version:
                 raise VersionConflict(f"version must be {next_version}, the next free version of {spec.name!r}")
@@ -358,6 +372,19 @@ class StorageBase:
             self._run("INSERT INTO report_versions (campaign, version) VALUES (?, ?) ON CONFLICT DO NOTHING",
                       (spec.name, next_version))
         return CampaignVersion(spec.name, next_version, spec.fingerprint, spec, day), True
+
+    def close_campaign(self, name: str, day: str) -> str:
+        "Close every version of a campaign from ``day`` on; the day it was closed (an earlier close stands)"
+        with self.transaction():
+            if self._one("SELECT 1 FROM campaigns WHERE name = ?", (name,)) is None:
+                raise CampaignNotFound(f"no campaign {name!r}")
+            self._run("UPDATE campaigns SET closed_day = ? WHERE name = ? AND closed_day IS NULL", (day, name))
+            return self._one("SELECT min(closed_day) FROM campaigns WHERE name = ?", (name,))[0]
+
+    def closed_campaigns(self) -> dict[str, str]:
+        "Closed campaigns and the day each was closed"
+        return dict(self._all("SELECT name, min(closed_day) FROM campaigns WHERE closed_day IS NOT NULL "
+                              "GROUP BY name"))
 
     def list_campaigns(self) -> list[CampaignVersion]:
         "The latest version of every campaign, by name"
@@ -565,25 +592,33 @@ class StorageBase:
         return totals
 
     # -- keys and rate limits ---------------------------------------------------------------------------------
-    def create_key(self, role: str, day: str, label: str = "") -> tuple[str, ApiKey]:
-        "A new random key (returned once, in clear) and its stored record"
+    def create_key(self, role: str, day: str, label: str = "", expires_day: str | None = None) -> tuple[str, ApiKey]:
+        "A new random key (returned once, in clear) and its stored record; ``expires_day``: last day it is valid"
         if role not in ROLES:
             raise ValueError(f"role must be one of {list(ROLES)}")
+        if expires_day is not None and expires_day < day:
+            raise ValueError(f"expiry day {expires_day} is before today ({day})")
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day)
+        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day, expires_day)
         with self.transaction():
-            self._run("INSERT INTO api_keys (key_hash, key_id, role, label, created_day) VALUES (?, ?, ?, ?, ?)",
-                      (record.key_hash, record.key_id, role, label, day))
+            self._run("INSERT INTO api_keys (key_hash, key_id, role, label, created_day, expires_day) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", (record.key_hash, record.key_id, role, label, day, expires_day))
         return key, record
 
     def find_key(self, key: str) -> ApiKey | None:
-        row = self._one("SELECT key_hash, key_id, role, label, created_day FROM api_keys WHERE key_hash = ?",
-                        (hash_key(key),))
+        row = self._one(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", (hash_key(key),))
         return ApiKey(*row) if row else None
 
     def list_keys(self) -> list[ApiKey]:
-        return [ApiKey(*row) for row in self._all(
-            "SELECT key_hash, key_id, role, label, created_day FROM api_keys ORDER BY created_day, key_id")]
+        return [ApiKey(*row) for row in self._all(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_day, key_id")]
+
+    def mark_key_used(self, key: ApiKey, day: str) -> None:
+        "Record ``day`` as the key's last-use day: one write per key per day at most (callers skip same-day keys)"
+        if key.last_used_day is not None and key.last_used_day >= day:
+            return
+        with self.transaction():
+            self._run("UPDATE api_keys SET last_used_day = ? WHERE key_hash = ? "
+                      "AND (last_used_day IS NULL OR last_used_day < ?)", (day, key.key_hash, day))
 
     def revoke_key(self, key_id: str) -> bool:
         with self.transaction():
@@ -663,6 +698,7 @@ class Storage(StorageBase):
         for statement in BASE_SCHEMA:
             self.conn.execute(statement)
         self._migrate_reports()
+        self._migrate_lifetimes()
 
     def _migrate_reports(self) -> None:
         """Bring the reports schema to SCHEMA_VERSION (PRAGMA user_version), in one transaction.
@@ -685,6 +721,19 @@ class Storage(StorageBase):
                 self._copy_legacy_reports()
                 conn.execute("DROP TABLE reports_v1")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _migrate_lifetimes(self) -> None:
+        "Version 3: the days a campaign was closed, a key expires and a key was last used (NULL: never)"
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
+            return
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
+                return
+            for table, column in (("campaigns", "closed_day"), ("api_keys", "expires_day"),
+                                  ("api_keys", "last_used_day")):
+                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+            conn.execute(f"PRAGMA user_version = {LIFETIMES_SCHEMA_VERSION}")
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}

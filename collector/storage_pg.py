@@ -75,6 +75,12 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "created_day text)",
         "CREATE TABLE rate_buckets (key_hash text PRIMARY KEY, tokens double precision, updated double precision)",
     )),
+    # campaign and key lifetimes: days only, never times
+    (2, (
+        "ALTER TABLE campaigns ADD COLUMN closed_day text",
+        "ALTER TABLE api_keys ADD COLUMN expires_day text",
+        "ALTER TABLE api_keys ADD COLUMN last_used_day text",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

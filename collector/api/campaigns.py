@@ -21,7 +21,7 @@ from estimators.report.source import finite_json, window_estimate
 from ..auth import require
 from ..db import get_storage
 from ..problems import Problem, invalid
-from ..storage import CampaignNotFound, CampaignVersion, VersionConflict
+from ..storage import CampaignClosed, CampaignNotFound, CampaignVersion, VersionConflict
 from .body import read_json
 
 blueprint = Blueprint("campaigns", __name__)
@@ -47,7 +47,9 @@ def create_campaign() -> tuple[Response, int]:
             raise invalid(exc.field, exc.reason) from None
         except VersionConflict as exc:
             raise Problem(409, str(exc), field="version") from None
-    out = campaign.to_dict()
+        except CampaignClosed as exc:
+            raise Problem(409, str(exc), slug="campaign-closed", title="Campaign closed", field="name") from None
+    out = _with_lifetime(campaign, get_storage().closed_campaigns())
     out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
     response = jsonify(out)
     response.headers["Location"] = url_for("campaigns.get_campaign", name=campaign.name, version=campaign.version)
@@ -58,7 +60,9 @@ def create_campaign() -> tuple[Response, int]:
 @require("ingest", "admin")
 def list_campaigns() -> Response:
     "The latest version of every campaign"
-    return jsonify({"campaigns": [c.to_dict() for c in get_storage().list_campaigns()]})
+    storage = get_storage()
+    closed = storage.closed_campaigns()
+    return jsonify({"campaigns": [_with_lifetime(c, closed) for c in storage.list_campaigns()]})
 
 
 @blueprint.get("/v1/campaigns/<name>")
@@ -67,7 +71,28 @@ def get_campaign(name: str) -> Response:
     "One campaign's spec (latest version unless ?version=N), with the list of its versions"
     campaign = _find(name, _int_arg("version"))
     versions = [c.version for c in get_storage().campaign_versions(name)]
-    return jsonify({**campaign.to_dict(), "versions": versions})
+    return jsonify({**_with_lifetime(campaign, get_storage().closed_campaigns()), "versions": versions})
+
+
+@blueprint.post("/v1/campaigns/<name>/close")
+@require("admin")
+def close_campaign(name: str) -> Response:
+    "Close a campaign: devices stop recording it, its reports are rejected, its estimates stay available"
+    _find(name, None)
+    get_storage().close_campaign(name, today())
+    return jsonify({**_with_lifetime(_find(name, None), get_storage().closed_campaigns()),
+                    "versions": [c.version for c in get_storage().campaign_versions(name)]})
+
+
+def _with_lifetime(campaign: CampaignVersion, closed: dict[str, str]) -> dict:
+    """The campaign's API form with ``closed`` (and ``closed_day``) and ``expired``, which devices read"""
+    out = campaign.to_dict()
+    out["closed"] = campaign.name in closed
+    if out["closed"]:
+        out["closed_day"] = closed[campaign.name]
+    out["expires"] = campaign.spec.expires
+    out["expired"] = campaign.spec.expired_on(today())
+    return out
 
 
 @blueprint.get("/v1/campaigns/<name>/estimate")

@@ -48,6 +48,18 @@ class _Lookup:
         cache = current_app.extensions.setdefault("ldp_campaign_cache", {})
         self.cache: dict[tuple[str, str], tuple[CampaignVersion, ServerMechanism]] = cache
         self.missing: dict[tuple[str, str], tuple[str, str]] = {}
+        self.closed: dict[str, str] | None = None  # read once per request: closing is not cached
+        self.day = today()
+
+    def ended(self, campaign: CampaignVersion) -> str | None:
+        "Why the campaign takes no more reports (closed or past its spec's expiry day), or None"
+        if self.closed is None:
+            self.closed = get_storage().closed_campaigns()
+        if campaign.name in self.closed:
+            return f"campaign is closed (since {self.closed[campaign.name]}); it takes no more reports"
+        if campaign.spec.expired_on(self.day):
+            return f"campaign expired (its last day was {campaign.spec.expires}); it takes no more reports"
+        return None
 
     def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, ServerMechanism] | tuple[str, str]:
         "The version and its mechanism, or (field, reason) why there is none"
@@ -135,6 +147,10 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
             rejected.append(_reject(index, report_id, found[0], found[1]))  # type: ignore[arg-type]
             continue
         campaign, mechanism = found  # type: ignore[misc]
+        ended = lookup.ended(campaign)
+        if ended is not None:
+            rejected.append(_reject(index, report_id, "campaign", ended))
+            continue
         payload = report["payload"]
         try:
             mechanism.check_payload(payload)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .json_report import json_report, render_json
+from .json_report import json_report, render_json, report_schema
 from .model import SCHEMA_VERSION, DailyResult, ReportData, ValueRow, value_rows
 from .table import render_table
 
@@ -31,5 +31,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FORMATS", "SCHEMA_VERSION", "DailyResult", "MarkdownReport", "Plot", "ReportData", "ValueRow", "json_report",
-    "render_html", "render_json", "render_markdown", "render_table", "report_plots", "value_rows",
+    "render_html", "render_json", "render_markdown", "render_table", "report_plots", "report_schema",
+    "value_rows",
 ]

@@ -1,4 +1,7 @@
-"""The JSON report: the estimator's ``to_dict()`` plus the window, the spec and a ``schema_version``."""
+"""The JSON report: the estimate in its common shape plus the window, the spec and a ``schema_version``.
+
+Its JSON Schema is ``report.schema.json`` next to this module (:func:`report_schema`): ``kind``, ``campaign``,
+``n``, ``confidence`` and ``values`` for every kind of campaign, RAPPOR included."""
 
 from __future__ import annotations
 
@@ -6,22 +9,30 @@ import json
 from typing import Any
 
 from .model import SCHEMA_VERSION, ReportData, parse_row, row_list_key
-from .source import finite_json
+from .source import common_shape, finite_json
 
 
 def json_report(data: ReportData) -> dict[str, Any]:
     """The estimate with ``schema_version``, ``window`` ({since, until}), ``spec`` and, when given, ``daily``.
 
     Each value row also gets ``distinguishable_from_zero`` (its interval excludes 0)."""
-    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **data.result}
-    key = row_list_key(data.result)
+    result = common_shape(data.result, data.campaign)
+    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **result}
+    key = row_list_key(result)
     if key is not None:
-        report[key] = [_flagged(raw) for raw in data.result[key]]
+        report[key] = [_flagged(raw) for raw in result[key]]
     report["window"] = {"since": data.since, "until": data.until}
     report["spec"] = data.spec
     if data.daily:
-        report["daily"] = [{"day": entry.day, **entry.result} for entry in data.daily]
+        report["daily"] = [{"day": entry.day, **common_shape(entry.result, data.campaign)} for entry in data.daily]
     return report
+
+
+def report_schema() -> dict[str, Any]:
+    "The published JSON Schema of :func:`json_report` (``report.schema.json``, shipped in this package)"
+    from importlib.resources import files
+
+    return json.loads(files(__package__).joinpath("report.schema.json").read_text(encoding="utf-8"))
 
 
 def _flagged(raw: Any) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one shape for every kind (report.schema.json)
 DAILY_SERIES = 5  # the per-day figure draws this many values (the largest over the window)
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
 BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
@@ -99,7 +99,7 @@ def row_list_key(result: dict) -> str | None:
 
 def raw_value_rows(result: dict) -> list:
     "The list of per-value rows as the estimator wrote them (empty for means)"
-    key = row_list_key(result)
+    key = row_list_key(result) if result.get("kind") != "mean" else None
     return result[key] if key is not None else []
 
 

@@ -16,6 +16,67 @@ DB_OPTION = click.option("--db", "database", required=True, type=click.Path(dir_
                               "(env LDP_DATABASE or LDP_DATABASE_URL).")
 
 
+# campaign commands work on a local database (--db) or a running collector's admin API (--url and --token)
+TARGET_DB_OPTION = click.option("--db", "database", default=None, type=click.Path(dir_okay=False),
+                                envvar="LDP_DATABASE", help="SQLite database file of the collector (env LDP_DATABASE).")
+URL_OPTION = click.option("--url", default=None, envvar="LDP_URL",
+                          help="A running collector instead of --db, e.g. http://127.0.0.1:8000 (env LDP_URL).")
+TOKEN_OPTION = click.option("--token", default=None, envvar="LDP_TOKEN",
+                            help="Admin key for --url (env LDP_TOKEN).")
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of tab-separated lines.")
+HTTP_TIMEOUT_SECONDS = 30
+
+
+def _target(database: str | None, url: str | None, token: str | None) -> str:
+    "'db' or 'url': exactly one of --db and --url (with --token) must be given"
+    if (database is None) == (url is None):
+        raise click.UsageError("give either --db (a local database) or --url with --token (a running collector)")
+    if url is not None and not token:
+        raise click.UsageError("--url needs --token (an admin key; or the LDP_TOKEN environment variable)")
+    return "db" if database is not None else "url"
+
+
+def _api(method: str, url: str, token: str, path: str, body: Any = None) -> tuple[int, Any]:
+    "One request to the collector's admin API: (status, JSON body); exits with one line if it cannot be reached"
+    import urllib.error
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                                              "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:  # noqa: S310 (operator URL)
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        try:
+            problem = json.loads(error.read() or b"{}")
+        except ValueError:
+            problem = {}
+        detail = problem.get("detail", "") if isinstance(problem, dict) else ""
+        _fail(f"the collector answered HTTP {error.code}{': ' + detail if detail else ''}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        _fail(f"cannot reach the collector at {url} ({getattr(exc, 'reason', exc)})")
+    raise AssertionError("unreachable")
+
+
+def _campaign_path(name: str, suffix: str = "") -> str:
+    from urllib.parse import quote
+
+    return "/v1/campaigns/" + quote(name, safe="") + suffix
+
+
+def _campaign_json(storage: Any, item: Any) -> dict:
+    "A campaign as the API shows it, from a local database"
+    closed = storage.closed_campaigns()
+    out = {**item.to_dict(), "closed": item.name in closed}
+    if out["closed"]:
+        out["closed_day"] = closed[item.name]
+    out["expires"] = item.spec.expires
+    out["expired"] = item.spec.expired_on(_today())
+    return out
+
+
 def _today() -> str:
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
@@ -71,21 +132,36 @@ def keys() -> None:
 @click.option("--role", required=True, type=click.Choice(["ingest", "admin"]),
               help="ingest: send reports and read specs; admin: everything.")
 @click.option("--label", default="", help="A note to recognise the key by.")
-def keys_create(database: str, role: str, label: str) -> None:
+@click.option("--expires", "expires_day", default=None, type=click.DateTime(["%Y-%m-%d"]),
+              help="Last UTC day (YYYY-MM-DD) on which the key is accepted [default: never expires].")
+def keys_create(database: str, role: str, label: str, expires_day: Any) -> None:
     "Create a key and print it once; it cannot be shown again."
+    expires = expires_day.date().isoformat() if expires_day is not None else None
     with _storage(database) as storage:
-        key, record = storage.create_key(role, _today(), label)
+        try:
+            key, record = storage.create_key(role, _today(), label, expires)
+        except ValueError as exc:
+            _fail(str(exc))
     click.echo(key)
-    click.echo(f"key id {record.key_id}, role {role}: store the key now, it is not kept", err=True)
+    until = f", valid through {expires}" if expires else ""
+    click.echo(f"key id {record.key_id}, role {role}{until}: store the key now, it is not kept", err=True)
 
 
 @keys.command("list")
 @DB_OPTION
-def keys_list(database: str) -> None:
-    "List key ids, roles and labels (never the keys)."
+@JSON_OPTION
+def keys_list(database: str, as_json: bool) -> None:
+    "List key ids, roles, creation, expiry and last-use days, labels (never the keys)."
     with _storage(database) as storage:
-        for record in storage.list_keys():
-            click.echo(f"{record.key_id}\t{record.role}\t{record.created_day}\t{record.label}")
+        records = storage.list_keys()
+    if as_json:
+        click.echo(json.dumps([{"key_id": r.key_id, "role": r.role, "created_day": r.created_day,
+                                "expires_day": r.expires_day, "last_used_day": r.last_used_day, "label": r.label}
+                               for r in records], indent=2))
+        return
+    for r in records:
+        click.echo(f"{r.key_id}\t{r.role}\t{r.created_day}\texpires {r.expires_day or 'never'}\t"
+                   f"last used {r.last_used_day or 'never'}\t{r.label}")
 
 
 @keys.command("revoke")
@@ -101,55 +177,102 @@ def keys_revoke(database: str, key_id: str) -> None:
 
 @click.group()
 def campaign() -> None:
-    "Create, list and show campaigns."
+    "Create, list, show and close campaigns (local --db, or a running collector with --url and --token)."
 
 
 @campaign.command("create")
-@DB_OPTION
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
 @click.argument("spec_file", type=click.File("r"))
-def campaign_create(database: str, spec_file: Any) -> None:
+def campaign_create(database: str | None, url: str | None, token: str | None, spec_file: Any) -> None:
     "Create a campaign (or its next version) from SPEC_FILE, a JSON spec ('-' for stdin)."
     from client_sdk.errors import SpecError
-    from collector.storage import VersionConflict
+    from collector.storage import CampaignClosed, VersionConflict
 
+    target = _target(database, url, token)
     try:
         spec = json.load(spec_file)
     except json.JSONDecodeError as exc:
         _fail(f"spec is not valid JSON ({exc.msg})")
-    with _storage(database) as storage, warnings.catch_warnings():
-        warnings.simplefilter("default")
-        try:
-            created_campaign, created = storage.create_campaign(spec, _today())
-        except (SpecError, VersionConflict) as exc:
-            _fail(f"invalid spec: {exc}")
-    click.echo(json.dumps(created_campaign.to_dict(), indent=2))
+    if target == "url":
+        status, out = _api("POST", str(url), str(token), "/v1/campaigns", spec)
+        for warning in out.pop("warnings", []):
+            click.echo(f"warning: {warning}", err=True)
+        created = status == 201
+    else:
+        with _storage(str(database)) as storage, warnings.catch_warnings():
+            warnings.simplefilter("default")
+            try:
+                created_campaign, created = storage.create_campaign(spec, _today())
+            except (SpecError, VersionConflict, CampaignClosed) as exc:
+                _fail(f"invalid spec: {exc}")
+            out = _campaign_json(storage, created_campaign)
+    click.echo(json.dumps(out, indent=2))
     if not created:
         click.echo("an identical version already exists; nothing created", err=True)
 
 
 @campaign.command("list")
-@DB_OPTION
-def campaign_list(database: str) -> None:
-    "List campaigns: name, latest version, mechanism, fingerprint."
-    with _storage(database) as storage:
-        for item in storage.list_campaigns():
-            click.echo(f"{item.name}\t{item.version}\t{item.spec.mechanism}\t{item.fingerprint}")
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
+@JSON_OPTION
+def campaign_list(database: str | None, url: str | None, token: str | None, as_json: bool) -> None:
+    "List campaigns: name, latest version, mechanism, fingerprint, state (open, closed or expired)."
+    if _target(database, url, token) == "url":
+        items = _api("GET", str(url), str(token), "/v1/campaigns")[1]["campaigns"]
+    else:
+        with _storage(str(database)) as storage:
+            items = [_campaign_json(storage, item) for item in storage.list_campaigns()]
+    if as_json:
+        click.echo(json.dumps(items, indent=2))
+        return
+    for item in items:
+        state = "closed" if item.get("closed") else "expired" if item.get("expired") else "open"
+        click.echo(f"{item['name']}\t{item['version']}\t{item['mechanism']}\t{item['fingerprint']}\t{state}")
 
 
 @campaign.command("show")
-@DB_OPTION
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
 @click.argument("name")
 @click.option("--version", "version", type=click.IntRange(1), default=None, help="Version [default: latest].")
-def campaign_show(database: str, name: str, version: int | None) -> None:
-    "Print one campaign version as JSON."
+def campaign_show(database: str | None, url: str | None, token: str | None, name: str, version: int | None) -> None:
+    "Print one campaign version as JSON (with its report count when read from --db)."
     from collector.storage import CampaignNotFound
 
-    with _storage(database) as storage:
+    if _target(database, url, token) == "url":
+        query = f"?version={version}" if version else ""
+        click.echo(json.dumps(_api("GET", str(url), str(token), _campaign_path(name, query))[1], indent=2))
+        return
+    with _storage(str(database)) as storage:
         try:
             item = storage.get_campaign(name, version)
         except CampaignNotFound as exc:
             _fail(str(exc))
-        click.echo(json.dumps({**item.to_dict(), "reports": storage.count_reports(name)}, indent=2))
+        click.echo(json.dumps({**_campaign_json(storage, item), "reports": storage.count_reports(name)}, indent=2))
+
+
+@campaign.command("close")
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
+@click.argument("name")
+def campaign_close(database: str | None, url: str | None, token: str | None, name: str) -> None:
+    "Close campaign NAME: devices stop recording it and its reports are rejected; estimates keep working."
+    from collector.storage import CampaignNotFound
+
+    if _target(database, url, token) == "url":
+        day = _api("POST", str(url), str(token), _campaign_path(name, "/close"))[1]["closed_day"]
+    else:
+        with _storage(str(database)) as storage:
+            try:
+                day = storage.close_campaign(name, _today())
+            except CampaignNotFound as exc:
+                _fail(str(exc))
+    click.echo(f"campaign {name} closed since {day}")
 
 
 @click.group()

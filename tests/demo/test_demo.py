@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import math
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from demo.run import format_summary, run_demo
 from demo.scenario import CAMPAIGNS
+from estimators.report import report_schema
 from estimators.report.model import value_rows
 from ldp_telemetry.cli import main
 
@@ -33,7 +35,8 @@ def test_every_campaign_gets_html_markdown_json_and_pngs(demo_run):
             if line.startswith("!["):
                 assert (out / line[line.index("(") + 1:-1]).read_bytes().startswith(b"\x89PNG")
         report = json.loads((out / f"{campaign.name}.json").read_text())
-        assert report["schema_version"] == 1 and "truth" in report
+        assert report["schema_version"] == 2 and "truth" in report
+        jsonschema.validate(report, report_schema())  # every kind the demo has, RAPPOR included
     summary = json.loads((out / "summary.json").read_text())
     assert [entry["name"] for entry in summary] == [campaign.name for campaign in CAMPAIGNS]
 
