@@ -73,7 +73,7 @@ MUTATIONS = (
              "support = np.clip(r, min(p, q), max(p, q))", "support = r",
              ("tests/estimators/test_frequency.py", "-k", "zero_or_n or small_n")),
     Mutation("duchi-zero-variance", "estimators/means.py",
-             "variance = max(variance, mechanism.variance(min(max(mean_t, -1.0), 1.0)))", "pass",
+             "variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))", "pass",
              ("tests/estimators/test_means.py", "-k", "duchi")),
     # issue 8 item 14: one LDP/central ratio in header and caption
     Mutation("caption-ratio-of-halfwidths", "estimators/report/plots.py",
