@@ -448,6 +448,17 @@ class StorageBase:
         result.duplicate_ids |= duplicates
         return [ids[i] for i in keep], [payloads[i] for i in keep], None
 
+    def _aggregate_inserted(self, campaign: CampaignVersion, day: str, payloads: list[Any],
+                            aggregate: estimators.Aggregate | None) -> None:
+        "Add the inserted reports to the day's aggregate (recomputed when duplicates were dropped from the group)"
+        if not payloads:
+            return
+        if aggregate is None:
+            import estimators
+
+            aggregate = estimators.aggregate(campaign.spec, payloads)
+        self._add_to_aggregate(campaign, day, aggregate)
+
     def _existing_ids(self, day_number: int, report_ids: Sequence[str]) -> set[str]:
         "Ids of ``report_ids`` stored on that day"
         return self._find_ids([day_number], report_ids)
@@ -848,12 +859,7 @@ class Storage(StorageBase):
             if conn.total_changes - before != len(ids):
                 raise StorageError("report insert count mismatch; transaction rolled back")
         conn.execute("RELEASE report_group")
-        if ids:
-            if aggregate is None:
-                import estimators
-
-                aggregate = estimators.aggregate(c.spec, payloads)
-            self._add_to_aggregate(c, day, aggregate)
+        self._aggregate_inserted(c, day, payloads, aggregate)
         return len(ids)
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:

@@ -240,10 +240,7 @@ class PostgresStorage(StorageBase):
             new = set(inserted)
             ids, payloads, aggregate = self._drop_duplicates(
                 ids, payloads, {report_id for report_id in ids if _id_bytes(report_id) not in new}, result)
-        if ids:
-            if aggregate is None:
-                aggregate = estimators.aggregate(c.spec, payloads)
-            self._add_to_aggregate(c, day, aggregate)
+        self._aggregate_inserted(c, day, payloads, aggregate)
         return len(ids)
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
