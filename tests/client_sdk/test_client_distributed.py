@@ -220,3 +220,15 @@ def test_a_distributed_report_never_stores_the_value(tmp_path, fake):
     for spec_text in cached_specs:
         raw = raw.replace(spec_text.encode(), b"")
     assert b"maps" not in raw  # ...and nowhere else: the report carries only shares
+
+
+def test_without_the_distributed_extra_record_names_it(tmp_path, fake, monkeypatch):
+    import sys
+
+    client = make_client(tmp_path, fake)
+    monkeypatch.delitem(sys.modules, "client_sdk.vdaf.hpke")
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.hpke", None)  # as if not installed
+    with pytest.raises(UnsupportedSpec, match=r"ldp-telemetry-sdk\[distributed\]"):
+        client.record("apps", "mail")
+    assert client.pending() == 0 and client.spent("apps").reports == 0
+    client.close()
