@@ -103,3 +103,19 @@ def test_importing_the_sdk_loads_no_http_stack_and_no_runtime():
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                            text=True).stdout))
     assert "sqlite3" in loaded and not {"urllib.request", "http.client", "ssl"} & loaded  # only a request loads them
+
+
+
+def test_importing_the_sdk_or_perturbing_loads_no_threading():
+    "Spec parsing and perturbation (RAPPOR's PRR cache lock included) run without the threading module"
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, json, client_sdk; "
+            "client_sdk.mechanism_from_spec({'name': 'r', 'mechanism': 'rappor', "
+            "'rappor': {'k': 8, 'h': 2, 'm': 4, 'f': 0.5, 'p': 0.5, 'q': 0.75}}).perturb('x'); "
+            "print(json.dumps(sorted(sys.modules)))")
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    assert "client_sdk.mechanisms.rappor" in loaded and not {"threading", "client_sdk.client"} & loaded
