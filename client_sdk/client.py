@@ -304,7 +304,14 @@ class Client:
         if self._thread is not None:
             self._thread.join(timeout=self.timeout + 1)
         self.state.close()
+        self._close_transport()
         _delete_state_dir(self.state_dir)
+
+    def _close_transport(self) -> None:
+        "Close the transport's kept-alive connections (a transport without ``close`` keeps none)"
+        close = getattr(self.transport, "close", None)
+        if close is not None:
+            close()
 
     # -- specs ------------------------------------------------------------------------------------------------
     def prepare(self, campaigns: Iterable[str] = (), *, wait: bool = False) -> bool:
@@ -511,6 +518,7 @@ class Client:
             self._drop_held("the client closed before their spec arrived")
         finally:
             self.state.close()
+            self._close_transport()
         return result
 
     def _exit_flush(self) -> None:
