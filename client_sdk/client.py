@@ -42,7 +42,15 @@ from .spec import Spec, canonical_json, load_spec
 from .state_file import StateFile
 from .state_file import delete_local_data as _delete_state_dir
 from .status import ClientStatus, FlushResult, Recorded, RecordStatus
-from .transport import CampaignUnavailable, Request, Response, Transport, TransportError, UnknownCampaign
+from .transport import (
+    CampaignUnavailable,
+    Request,
+    Response,
+    Transport,
+    TransportError,
+    UnknownCampaign,
+    UrllibTransport,
+)
 
 __all__ = ["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", "delete_local_data"]
 
@@ -90,8 +98,6 @@ class Client:
         self.state_dir = Path(state_dir)
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
         if transport is None:
-            from .transport import UrllibTransport
-
             transport = UrllibTransport()
         self.transport: Transport = transport
         self.rng = rng
@@ -342,7 +348,13 @@ class Client:
         if self._thread is not None:
             self._thread.join(timeout=self.timeout + 1)
         self.state.close()
+        self._close_transport()
         _delete_state_dir(self.state_dir)
+
+    def _close_transport(self) -> None:
+        "Close the kept-alive connections of an SDK transport (only idle ones: safe even if clients share it)"
+        if isinstance(self.transport, UrllibTransport):
+            self.transport.close()
 
     # -- specs ------------------------------------------------------------------------------------------------
     def prepare(self, campaigns: Iterable[str] = (), *, wait: bool = False) -> bool:
@@ -553,6 +565,7 @@ class Client:
             self._drop_held("the client closed before their spec arrived")
         finally:
             self.state.close()
+            self._close_transport()
         return result
 
     def _exit_flush(self) -> None:

@@ -1,4 +1,4 @@
-"""How the SDK talks HTTP: a one-method interface, the urllib implementation and in-memory fakes for tests.
+"""How the SDK talks HTTP: a one-method interface, its http.client implementation and in-memory fakes for tests.
 
 Exceptions::
 
@@ -10,8 +10,8 @@ Exceptions::
     └── UnknownCampaign            permanent: the collector has no campaign of that name
 
 HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides what each
-answer means for the queue (see ``client_sdk.client``).  Standard library only; ``urllib.request`` (which
-pulls in ``http``, ``email`` and ``ssl``) is imported on the first request, so ``import client_sdk`` stays cheap.
+answer means for the queue (see ``client_sdk.client``).  Standard library only; ``http.client`` (which pulls in
+``email`` and ``ssl``) is imported on the first request, so ``import client_sdk`` stays cheap.
 """
 
 from __future__ import annotations
@@ -119,13 +119,114 @@ def _shared_opener(use_env_proxies: bool) -> Any:
 
 
 class UrllibTransport:
-    "The production transport: urllib, no proxies from the environment unless ``use_env_proxies``"
+    """The production transport, standard library only.
+
+    Direct connections (the default) go through ``http.client`` and are kept alive: a connection whose answer
+    allows it waits for the next request to the same origin (at most ``MAX_IDLE`` per origin, closed by
+    :meth:`close`), so a flush's requests share one TCP (and TLS) handshake.  A request that fails on a reused
+    connection before any answer arrived (the server had closed it while idle) is sent once more on a new one:
+    safe, since a GET changes nothing and the collector deduplicates reports by id.  Nagle's algorithm is off,
+    so a request's headers and body are not held back waiting for an acknowledgement.
+
+    ``use_env_proxies``: through ``urllib.request`` with the environment's proxies, one connection per request."""
+
+    MAX_IDLE = 2
 
     def __init__(self, *, use_env_proxies: bool = False) -> None:
+        import threading
+
         self._use_env_proxies = use_env_proxies
         self._opener: Any = None
+        self._idle: dict[tuple[str, str, int | None], list[Any]] = {}
+        self._idle_lock = threading.Lock()
 
     def send(self, request: Request, timeout: float) -> Response:
+        if self._use_env_proxies:
+            return self._send_urllib(request, timeout)
+        import http.client
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(request.url)
+            origin = (parts.scheme, parts.hostname or "", parts.port)
+        except ValueError as exc:
+            raise NetworkError(f"request to {request.url!r} failed: {exc}") from exc
+        if origin[0] not in ("http", "https") or not origin[1]:
+            raise NetworkError(f"cannot reach {request.url!r}: not an http(s) URL")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        while True:
+            connection, reused = self._checkout(origin, timeout)
+            try:
+                if connection.sock is None:
+                    self._connect(connection, request.url)
+                connection.request(request.method, target, request.body, request.headers)
+                answer = connection.getresponse()
+                body = answer.read()
+            except TimeoutError as exc:
+                connection.close()
+                raise RequestTimeout(f"no answer from {_origin(request.url)} within {timeout} s") from exc
+            except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                    http.client.RemoteDisconnected) as exc:
+                connection.close()
+                if reused:  # closed by the server while idle: once more on a new connection
+                    continue
+                raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # protocol errors, bad headers
+                connection.close()
+                raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
+            headers = {k.lower(): v for k, v in answer.getheaders()}
+            if answer.will_close:
+                connection.close()
+            else:
+                self._checkin(origin, connection)
+            return Response(answer.status, headers, body)
+
+    @staticmethod
+    def _connect(connection: Any, url: str) -> None:
+        "Open the connection's socket (TLS included) with Nagle's algorithm off"
+        import socket
+
+        try:
+            connection.connect()
+        except TimeoutError:
+            raise
+        except OSError as exc:  # refused, unreachable, DNS failure, certificate errors
+            connection.close()
+            raise NetworkError(f"cannot reach {_origin(url)}: {exc}") from exc
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _checkout(self, origin: tuple[str, str, int | None], timeout: float) -> tuple[Any, bool]:
+        "An idle connection to ``origin`` (reused) or a new, not yet connected one"
+        with self._idle_lock:
+            idle = self._idle.get(origin)
+            connection = idle.pop() if idle else None
+        if connection is not None:
+            connection.timeout = timeout
+            connection.sock.settimeout(timeout)
+            return connection, True
+        import http.client
+
+        scheme, host, port = origin
+        factory = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        return factory(host, port, timeout=timeout), False
+
+    def _checkin(self, origin: tuple[str, str, int | None], connection: Any) -> None:
+        with self._idle_lock:
+            idle = self._idle.setdefault(origin, [])
+            if len(idle) < self.MAX_IDLE:
+                idle.append(connection)
+                return
+        connection.close()
+
+    def close(self) -> None:
+        "Close the idle connections (a later request opens a new one)"
+        with self._idle_lock:
+            connections = [c for idle in self._idle.values() for c in idle]
+            self._idle.clear()
+        for connection in connections:
+            connection.close()
+
+    def _send_urllib(self, request: Request, timeout: float) -> Response:
         import socket
         import urllib.error
         import urllib.request

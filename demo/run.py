@@ -2,7 +2,8 @@
 
 Steps (each a function below, so the demo can be read top to bottom and reused piece by piece):
 
-1. :func:`running_collector` starts the real Flask collector on a free loopback port over a temporary SQLite file;
+1. :func:`running_collector` starts the real collector (gunicorn, as ``ldp-telemetry serve``) on a free loopback
+   port over a temporary SQLite file;
 2. :func:`create_keys` and :func:`create_campaigns` make an admin and an ingest key and POST the specs of
    ``demo.scenario.CAMPAIGNS``;
 3. :func:`report_through_sdk` has every simulated user record one value per campaign with ``client_sdk.Client``
@@ -77,26 +78,29 @@ class DemoResult:
 # -- 1. the collector ---------------------------------------------------------------------------------------------
 @contextmanager
 def running_collector(database: Path, config: dict | None = None) -> Iterator[str]:
-    """The collector app served by a threaded Werkzeug server on 127.0.0.1 (a free port) in a child process;
-    yields its base URL.
+    """The collector as ``ldp-telemetry serve`` runs it (gunicorn, one worker of threads, kept-alive connections)
+    on 127.0.0.1 (a free port) in a child process; yields its base URL.
 
-    ``ldp-telemetry serve`` runs the same app under gunicorn, in processes of its own: the devices and the
-    collector do not share an interpreter (or its lock) here either.  The child is a fresh interpreter
+    The devices and the collector do not share an interpreter (or its lock).  The child is a fresh interpreter
     (``python -c``, the parent's ``sys.path``), so a caller's script is never re-imported; it serves until its
-    standard input closes.  Rate limiting is off: every simulated user shares one ingest key."""
+    standard input closes.  Its log goes to ``collector.log`` beside the database.  Rate limiting is off: every
+    simulated user shares one ingest key."""
     import subprocess
     import sys
 
     code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from demo.run import serve_until_stdin_closes; "
             "serve_until_stdin_closes(sys.argv[1], json.loads(sys.argv[2]))")
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    log_path = database.parent / "collector.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
     assert process.stdin is not None and process.stdout is not None
     try:
         port = process.stdout.readline().strip()
         if not port.isdigit():
-            raise RuntimeError("the demo collector did not start")
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the demo collector did not start:\n{tail}")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.stdin.close()
@@ -109,30 +113,33 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
 
 
 def serve_until_stdin_closes(database: str, config: dict) -> None:
-    "The child of :func:`running_collector`: print the port, serve until standard input closes"
+    """The child of :func:`running_collector`: ``collector.server.serve`` (gunicorn) on a free port; prints the
+    port once the collector answers, stops gracefully (SIGTERM) when standard input closes"""
+    import os
+    import signal
+    import socket
     import sys
 
-    from werkzeug.serving import WSGIRequestHandler, make_server
+    from collector.server import serve
 
-    from collector import create_app
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
 
-    class QuietHandler(WSGIRequestHandler):
-        "No access log: it would print addresses and times"
-
-        def log_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    app = create_app({"DATABASE": database, "RATE_LIMIT": 0, **config})
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, name="ldp-demo-collector", daemon=True)
-    thread.start()
-    print(server.server_port, flush=True)
-    try:
+    def announce_then_wait() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        print(port, flush=True)
         sys.stdin.read()  # returns when the parent closes the pipe (or exits)
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        server.server_close()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=announce_then_wait, name="ldp-demo-stdin", daemon=True).start()
+    serve(database, port=port, workers=1, config={"RATE_LIMIT": 0, **config})
 
 
 # -- 2. keys and campaigns ----------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ in ``client_sdk.rappor``, which the server's decoder shares."""
 
 from __future__ import annotations
 
-import threading
+import _thread
 from typing import Any, ClassVar
 
 from ..errors import PayloadError, SpecError
@@ -61,7 +61,7 @@ class RapporMechanism(Mechanism):
         f_half, p, q = quantized_probabilities(params)
         self.prr_threshold, self.p_threshold, self.q_threshold = (probability_threshold(x) for x in (f_half, p, q))
         self._prr_cache: dict[bytes, bytearray] = {}
-        self._prr_lock = threading.Lock()
+        self._prr_lock = _thread.allocate_lock()  # threading.Lock itself, without importing threading
 
     @staticmethod
     def _check_secret(secret: Any) -> bytes:
