@@ -27,7 +27,7 @@ from client_sdk.spec import Spec
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
 from .aggregation import CampaignVdaf, b64d, b64e
-from .store import BatchKey, DistCampaign, DistStore
+from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 HELPER_ROLE = 0x03
 LEADER_ROLE = 0x02
@@ -210,6 +210,8 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         answer = {"reports": results}
         conn.execute("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, response) "
                      "VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+        failpoint("helper-job-before-commit")
+    failpoint("helper-job-committed")
     return answer
 
 

@@ -43,7 +43,7 @@ from . import hpke_keys
 from .aggregation import CampaignVdaf, Verified, b64d, b64e
 from .helper import LEADER_ROLE, checksum, selected_coins
 from .peer import Backoff, PeerClient, PeerRefused, PeerUnavailable
-from .store import BatchKey, DistCampaign, DistStore
+from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
@@ -277,6 +277,7 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
                              (str(exc)[:500], job_id))
             raise
     outputs = _finish(vdaf, sent, answers, outcome)
+    failpoint("leader-job-answered")
     with store.transaction() as conn:
         if conn.execute("SELECT state FROM dist_jobs WHERE job_id = ?", (job_id,)).fetchone()[0] == "done":
             return Counter()  # another process finished it meanwhile
