@@ -412,7 +412,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     _, vdaf = found
     if store.release(key) is not None:
         raise CollectError(409, "batch-collected", f"batch {batch} of {spec.name!r} was collected already")
-    min_batch = max(spec.prio3.min_batch, vdaf.coin_subset or 0)
+    min_batch = max(vdaf.params.min_batch, vdaf.coin_subset or 0)
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
         raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch, vdaf)
@@ -463,7 +463,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
         rejected = store.rejections(key)
         out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
-               "report_count": count, "rejected": rejected, "prio3": spec.prio3.type, "release": release,
+               "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
                "noise": vdaf.noise.describe(), "coin_subset": vdaf.coin_subset}
         with store.transaction() as conn:
             conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) VALUES "

@@ -309,5 +309,5 @@ class DistStore:
 
 
 
-def _blob(value: object) -> bytes | None:
-    return bytes(value) if value is not None else None  # type: ignore[arg-type]
+def _blob(value: bytes | None) -> bytes | None:
+    return bytes(value) if value is not None else None

@@ -298,3 +298,44 @@ def test_estimate_before_and_after_collection(pair):
     body = after.json
     assert body.get("release", release["release"]) == release["release"] or "values" in body
     assert len(DOMAIN) == len(release["release"])
+
+
+COINS = {"noise": "coins", "coins": 8, "epsilon": 2.0, "honest_fraction": 0.5, "min_batch": 10}
+
+
+def test_coin_flip_noise(pair):
+    from estimators.distributed import calibrate
+
+    spec, block = pair.create(spec_json("histogram", **COINS))
+    noise = calibrate("coins", epsilon=2.0, delta=1e-6, sensitivity=1, coins_per_report=8, honest_fraction=0.5)
+    values = values_for("histogram", noise.subset_size + 13)
+    bad_coin = [0, 1, 0, 0] + [0] * 32
+    bad_coin[4 + 5] = 2  # a coin "bit" equal to 2
+    assert pair.upload(honest_reports(spec, block, values) + [encoded_report(spec, block, bad_coin)])["accepted"] \
+        == len(values) + 1
+    summary = pair.aggregate()
+    assert (summary.aggregated, summary.rejected) == (len(values), 1)
+    leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert leader_count == helper_count == len(values) and exact == truth("histogram", values)
+    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
+        key = (spec.name, spec.fingerprint, today())
+        assert len(leader_store.coin_shares(key)) == len(helper_store.coin_shares(key)) == len(values)
+
+    release = pair.collect(spec.name, today()).json
+    assert release["coin_subset"] == noise.subset_size and release["noise"]["mode"] == "coins"
+    assert release["rejected"] == {"invalid-measurement": 1}
+    coins = [got - want for got, want in zip(release["release"], truth("histogram", values))]
+    total = noise.subset_size * 8
+    # each bucket holds the sum of `total` fair coins, never a field element out of range
+    assert all(0 <= c <= total for c in coins)
+    sd = math.sqrt(noise.variance())
+    assert all(abs(c - total / 2) <= K_SIGMAS * sd for c in coins)
+    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
+        assert leader_store.coin_shares(key) == {} and helper_store.coin_shares(key) == {}  # dropped once released
+
+
+def test_coin_batch_below_the_subset_size_is_refused(pair):
+    spec, block = pair.create(spec_json("histogram", **COINS))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
+    response = pair.collect(spec.name, today())
+    assert response.status_code == 409 and "coin noise" in response.json["detail"]
