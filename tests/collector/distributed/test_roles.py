@@ -131,6 +131,39 @@ def test_malicious_devices_are_rejected_with_reasons(pair):
     assert release["rejected"] == {"hpke-decrypt-error": 4, "invalid-measurement": 3}
 
 
+def test_garbage_shares_sealed_to_the_right_keys_are_rejected(pair):
+    "Random bytes of the right or a wrong length, properly sealed: rejected at upload or at verification"
+    import os
+
+    from client_sdk import distributed
+    from client_sdk.vdaf.hpke import b64url, seal
+    from collector.distributed.aggregation import b64d
+
+    from .kit import configs
+
+    spec, block = pair.create(spec_json("histogram"))
+    leader_config, helper_config = configs(block)
+    vdaf = distributed.vdaf_for(spec)
+    leader_size = vdaf.field.ENCODED_SIZE * (vdaf.flp.MEAS_LEN + vdaf.flp.PROOF_LEN) + vdaf.xof.SEED_SIZE
+    honest = honest_reports(spec, block, values_for("histogram", 10))
+    garbage = []
+    for sizes in ({"leader_share": leader_size, "helper_share": 2 * vdaf.xof.SEED_SIZE},
+                  {"leader_share": 5}, {"helper_share": 7}, {"helper_share": 2 * vdaf.xof.SEED_SIZE}):
+        report = honest_reports(spec, block, ["a"])[0]
+        public_share = b64d(report["payload"]["public_share"], "public_share")
+        for key, size in sizes.items():
+            role, config = (0x02, leader_config) if key == "leader_share" else (0x03, helper_config)
+            info = distributed.input_share_info(spec, report["report_id"], role, public_share)
+            report["payload"][key]["ciphertext"] = b64url(seal(config, os.urandom(size), info))
+        garbage.append(report)
+    answer = pair.upload(honest + garbage)
+    assert answer["accepted"] + answer["rejected"] == 14 and answer["rejected"] >= 1
+    summary = pair.aggregate()
+    assert (summary.aggregated, summary.rejected) == (10, answer["accepted"] - 10)
+    count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert count_l == count_h == 10 and exact == truth("histogram", values_for("histogram", 10))
+
+
 @pytest.mark.parametrize(("kind", "measurement"), [
     ("sum", [2, 1, 1, 1, 1, 1, 1]),  # 101 with max_measurement 100: a bit that is not a bit
     ("count", [2]),
