@@ -372,3 +372,16 @@ def test_coin_batch_below_the_subset_size_is_refused(pair):
     pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
     response = pair.collect(spec.name, today())
     assert response.status_code == 409 and "coin noise" in response.json["detail"]
+
+
+def test_collect_checks_its_body(pair):
+    spec, _ = pair.create(spec_json("histogram"))
+    for body, field in (({"batch": "30-11-2026"}, "batch"), ({"batch": today(), "extra": 1}, "body"),
+                        ({"batch": today(), "version": 0}, "version"), ([], "body")):
+        response = pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json=body, headers=pair.admin)
+        assert response.status_code == 400 and response.json["field"] == field, (body, response.json)
+    missing = pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json={"batch": today(), "version": 2},
+                               headers=pair.admin)
+    assert missing.status_code == 404 and missing.json["field"] == "version"
+    assert pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json={"batch": today()},
+                            headers=pair.ingest).status_code == 403
