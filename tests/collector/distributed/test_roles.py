@@ -52,6 +52,10 @@ def test_upload_aggregate_collect(pair, kind):
     leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert leader_count == helper_count == 24
     assert exact == truth(kind, values)
+    with opened(pair.leader_db) as store:  # the shares are not kept once aggregated; the ids are
+        rows = store.conn.execute("SELECT count(*), sum(length(leader_share) + length(public_share)) "
+                                  "FROM dist_reports").fetchone()
+        assert tuple(rows) == (24, 0)
 
     response = pair.collect(spec.name, today())
     assert response.status_code == 200, response.json
