@@ -9,7 +9,7 @@ The device runtime (``Client`` and its queue, ledger, state file and transport: 
 ``import client_sdk`` for spec parsing and perturbation (the collector, the estimators) stays cheap.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from .errors import (
     InvalidValue,
@@ -27,7 +27,10 @@ from .mechanisms import mechanism_from_spec
 from .randomness import DeterministicRandom, SecureRandom
 from .spec import Spec, load_spec
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .client import Client, delete_local_data
     from .ledger import ReportPolicy
     from .queue import QueueLimits

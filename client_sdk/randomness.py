@@ -21,7 +21,12 @@ import math
 import random
 import secrets
 from fractions import Fraction
-from typing import Protocol
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # at run time RandomSource is a plain class: nothing checks it but mypy
 
 PROB_BITS = 32
 PROB_DENOMINATOR = 1 << PROB_BITS

@@ -35,12 +35,15 @@ import hmac
 import math
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from .errors import SpecError, ValueNotInDomain
+from .frozen import Frozen
 from .randomness import PROB_DENOMINATOR, quantize_down, quantize_up
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
 
 MD5_DIGEST_BYTES = 16
 MAX_ONE_BYTE_BITS = 256
@@ -52,6 +55,9 @@ MAX_COHORT_BITS = 1 << 22
 MIN_SECRET_BYTES = 32
 ENCODINGS = ("bloom", "basic", "boolean")
 PRR_CACHE_SIZE = 4096
+# What a spec's "rappor" object means when it leaves a field out (and RapporParams' defaults)
+DEFAULT_K, DEFAULT_H, DEFAULT_M = 16, 2, 64
+DEFAULT_PROBABILITIES = {"f": 0.5, "p": 0.5, "q": 0.75}
 
 _PRR_TAG = b"ldp-telemetry/rappor/prr/v1\x00"
 _COHORT_TAG = b"ldp-telemetry/rappor/cohort/v1"
@@ -72,21 +78,23 @@ def max_hashes(k: int) -> int:
     return MD5_DIGEST_BYTES // hash_bytes(k)
 
 
-@dataclass(frozen=True)
-class RapporParams:
+class RapporParams(Frozen):
     "Bloom filter of ``k`` bits, ``h`` hashes, ``m`` cohorts; PRR ``f``; IRR ``p`` (bit 0) and ``q`` (bit 1)"
 
-    k: int = 16
-    h: int = 2
-    m: int = 64
-    f: float = 0.5
-    p: float = 0.5
-    q: float = 0.75
-    encoding: str = ""  # "" means default_encoding(k)
+    __slots__ = _fields = ("k", "h", "m", "f", "p", "q", "encoding")
+    k: int
+    h: int
+    m: int
+    f: float
+    p: float
+    q: float
+    encoding: str
 
-    def __post_init__(self) -> None:
-        if not self.encoding:
-            object.__setattr__(self, "encoding", default_encoding(self.k))
+    def __init__(self, k: int = DEFAULT_K, h: int = DEFAULT_H, m: int = DEFAULT_M,
+                 f: float = DEFAULT_PROBABILITIES["f"], p: float = DEFAULT_PROBABILITIES["p"],
+                 q: float = DEFAULT_PROBABILITIES["q"], encoding: str = "") -> None:
+        "``encoding`` \"\" means default_encoding(k)"
+        self._set(k=k, h=h, m=m, f=f, p=p, q=q, encoding=encoding or default_encoding(k))
 
     @classmethod
     def from_dict(cls, data: Any) -> RapporParams:
@@ -96,14 +104,14 @@ class RapporParams:
         unknown = sorted(set(data) - {"k", "h", "m", "f", "p", "q", "encoding"})
         if unknown:
             raise SpecError(f"rappor.{unknown[0]}", "unknown field; allowed: k, h, m, f, p, q, encoding")
-        k = _positive_int(data, "k", cls.k)
+        k = _positive_int(data, "k", DEFAULT_K)
         encoding = data.get("encoding", default_encoding(k))
         if encoding not in ENCODINGS:
             raise SpecError("rappor.encoding", f"must be one of {list(ENCODINGS)}")
-        h = _positive_int(data, "h", cls.h if encoding == "bloom" else 1)
-        m = _positive_int(data, "m", cls.m)
+        h = _positive_int(data, "h", DEFAULT_H if encoding == "bloom" else 1)
+        m = _positive_int(data, "m", DEFAULT_M)
         _check_shape(k, h, m, encoding)
-        probabilities = {name: _probability(data, name, getattr(cls, name)) for name in ("f", "p", "q")}
+        probabilities = {name: _probability(data, name, DEFAULT_PROBABILITIES[name]) for name in ("f", "p", "q")}
         if not 0 <= probabilities["f"] < 1:
             raise SpecError("rappor.f", "must satisfy 0 <= f < 1")
         if not 0 <= probabilities["p"] < probabilities["q"] <= 1:

@@ -32,20 +32,21 @@ change (``trust`` enters identity() only for distributed specs).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import math
 import re
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Any
 
 from .errors import PrivacyWarning, SpecError
+from .frozen import Frozen
 from .rappor import RapporParams
 from .wire import is_integer
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # The mechanism names a spec may use, by family.  The randomizers build on the spec, so this module imports none
 # of them: each class in client_sdk.mechanisms enters its names here as it is defined (``register_mechanism``),
@@ -117,24 +118,33 @@ MAX_COINS = 64
 MAX_MIN_BATCH = 1 << 31
 
 
-@dataclass(frozen=True)
-class Prio3Params:
+class Prio3Params(Frozen):
     """The Prio3 circuit and the release's DP parameters of a distributed campaign (validated by Spec.from_dict).
 
     ``chunk_length`` is derived: about the square root of the encoded measurement's length, the draft's
     recommendation for ParallelSum(Mul) circuits (draft-irtf-cfrg-vdaf, "Selection of ParallelSum chunk length");
     None for count and sum, whose circuits have no chunks."""
 
+    __slots__ = _fields = ("type", "length", "max_measurement", "max_weight", "chunk_length", "noise", "coins",
+                           "honest_fraction", "min_batch", "window")
     type: str
-    length: int | None = None  # buckets (histogram, multihot) or entries (sumvec)
-    max_measurement: int | None = None  # sum, sumvec
-    max_weight: int | None = None  # multihot
-    chunk_length: int | None = None
-    noise: str = "gaussian"
-    coins: int | None = None  # noise "coins" only
-    honest_fraction: float | None = None  # noise "coins" only
-    min_batch: int = 100
-    window: str = "day"
+    length: int | None  # buckets (histogram, multihot) or entries (sumvec)
+    max_measurement: int | None  # sum, sumvec
+    max_weight: int | None  # multihot
+    chunk_length: int | None
+    noise: str
+    coins: int | None  # noise "coins" only
+    honest_fraction: float | None  # noise "coins" only
+    min_batch: int
+    window: str
+
+    def __init__(self, type: str, length: int | None = None, max_measurement: int | None = None,
+                 max_weight: int | None = None, chunk_length: int | None = None, noise: str = "gaussian",
+                 coins: int | None = None, honest_fraction: float | None = None, min_batch: int = 100,
+                 window: str = "day") -> None:
+        self._set(type=type, length=length, max_measurement=max_measurement, max_weight=max_weight,
+                  chunk_length=chunk_length, noise=noise, coins=coins, honest_fraction=honest_fraction,
+                  min_batch=min_batch, window=window)
 
     @property
     def sensitivity(self) -> int:
@@ -185,25 +195,37 @@ def resolve_auto(domain_size: int, epsilon: float) -> str:
     return "olh"
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(Frozen):
     "A validated campaign spec; build it with :meth:`from_dict`"
 
+    _fields = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
+               "description", "version", "expires", "trust", "prio3")
+    __slots__ = (*_fields, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
     name: str
     mechanism: str
     epsilon: float
-    domain: tuple[DomainValue, ...] | None = None
-    catch_all: DomainValue | None = None
-    range: tuple[float, float] | None = None
-    rappor: RapporParams | None = None  # for mechanism "rappor"
-    candidates: tuple[str, ...] | None = None
-    delta: float | None = None
-    description: str = ""
-    version: int = 1
-    expires: str | None = None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
-    trust: str = "local"  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
-    prio3: Prio3Params | None = None
-    _index: dict[tuple[type, DomainValue], int] = field(default_factory=dict, repr=False, compare=False)
+    domain: tuple[DomainValue, ...] | None
+    catch_all: DomainValue | None
+    range: tuple[float, float] | None
+    rappor: RapporParams | None  # for mechanism "rappor"
+    candidates: tuple[str, ...] | None
+    delta: float | None
+    description: str
+    version: int
+    expires: str | None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
+    trust: str  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
+    prio3: Prio3Params | None
+    _index: dict[tuple[type, DomainValue], int]
+    _fingerprint: str | None
+
+    def __init__(self, name: str, mechanism: str, epsilon: float, domain: tuple[DomainValue, ...] | None = None,
+                 catch_all: DomainValue | None = None, range: tuple[float, float] | None = None,
+                 rappor: RapporParams | None = None, candidates: tuple[str, ...] | None = None,
+                 delta: float | None = None, description: str = "", version: int = 1, expires: str | None = None,
+                 trust: str = "local", prio3: Prio3Params | None = None) -> None:
+        self._set(name=name, mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, range=range,
+                  rappor=rappor, candidates=candidates, delta=delta, description=description, version=version,
+                  expires=expires, trust=trust, prio3=prio3, _index={}, _fingerprint=None)
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
@@ -338,7 +360,7 @@ class Spec:
             raise SpecError(field_name, f"the encoded measurement would have {params.encoded_length} field elements "
                                         f"(at most {MAX_PRIO3_ENCODED_LENGTH}: one report must fit a request)")
         if kind not in ("count", "sum"):
-            params = replace(params, chunk_length=max(1, math.isqrt(params.encoded_length)))
+            params = params._replace(chunk_length=max(1, math.isqrt(params.encoded_length)))
         return cls(mechanism="prio3", epsilon=epsilon, domain=domain, trust="distributed", prio3=params,
                    **common)._checked(data)
 
@@ -419,10 +441,13 @@ class Spec:
         "Whether the campaign no longer records on UTC ``day`` (YYYY-MM-DD): true on the days after ``expires``"
         return self.expires is not None and day > self.expires
 
-    @cached_property  # memoized: the JSON of a large domain costs milliseconds (a frozen Spec never changes)
+    @property
     def fingerprint(self) -> str:
         "SHA-256 (hex, first 32 characters) of the canonical JSON of :meth:`identity`"
-        return hashlib.sha256(canonical_json(self.identity()).encode()).hexdigest()[:32]
+        if self._fingerprint is None:  # memoized: the JSON of a large domain costs milliseconds (a Spec is frozen)
+            self._set(_fingerprint=hashlib.sha256(canonical_json(self.identity()).encode()).hexdigest()[:32])
+        assert self._fingerprint is not None
+        return self._fingerprint
 
     def to_dict(self, *, derived: bool = True) -> dict:
         "Plain JSON; ``derived`` adds the mechanism's derived probabilities and the fingerprint (informational)"
@@ -508,12 +533,25 @@ def _validate_day(name: str, value: Any) -> str | None:
     "None, or a UTC date written YYYY-MM-DD"
     if value is None:
         return None
-    try:
-        if isinstance(value, str) and len(value) == 10 and dt.date.fromisoformat(value).isoformat() == value:
-            return value
-    except ValueError:
-        pass
+    if isinstance(value, str) and is_day(value):
+        return value
     raise SpecError(name, "must be a UTC date written YYYY-MM-DD")
+
+
+def is_day(text: str) -> bool:
+    """Whether ``text`` is a date written YYYY-MM-DD (year 0001-9999), as ``datetime.date.isoformat`` writes it:
+    checked by hand, as ``import client_sdk`` does not import ``datetime``"""
+    if len(text) != 10 or not text.isascii() or text[4] != "-" or text[7] != "-":
+        return False
+    year, month, day = text[:4], text[5:7], text[8:]
+    if not (year.isdigit() and month.isdigit() and day.isdigit()):
+        return False
+    y, m, d = int(year), int(month), int(day)
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    return y >= 1 and 1 <= m <= 12 and 1 <= d <= _DAYS_IN_MONTH[m - 1] + (m == 2 and leap)
+
+
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _validate_int(name: str, value: Any, low: int, high: int) -> int:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any
 
 from .errors import PayloadError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
 
 _BITS_TO_ASCII = bytes.maketrans(b"\x00\x01", b"01")
 _HEX = re.compile(r"[0-9A-Fa-f]*")

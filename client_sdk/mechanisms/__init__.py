@@ -7,8 +7,7 @@ Every module of this package is imported here, and each class that declares ``na
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from typing import Any
+import os
 
 from ..errors import SpecError
 from ..randomness import RandomSource
@@ -18,8 +17,31 @@ from .categorical import GRR, OLH, OUE, SUE, Hadamard, UnaryEncoding
 from .numeric import Duchi, Hybrid, Laplace, NumericMechanism, Piecewise
 from .rappor import RapporMechanism
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _module_names(directory: str) -> list[str]:
+    "The modules in ``directory``, as pkgutil.iter_modules finds them, without importing pkgutil (importlib.util)"
+    names = set()
+    for entry in os.listdir(directory):
+        name, _, suffix = entry.partition(".")
+        if name.isidentifier() and name != "__init__" and (
+                suffix in ("py", "pyc") or os.path.isfile(os.path.join(directory, entry, "__init__.py"))):
+            names.add(name)
+    return sorted(names)
+
+
+for _directory in __path__:
+    if os.path.isdir(_directory):
+        _names = _module_names(_directory)
+    else:  # e.g. a zip archive: pkgutil knows every kind of importer
+        import pkgutil
+
+        _names = [_module.name for _module in pkgutil.iter_modules([_directory])]
+    for _name in _names:
+        importlib.import_module(f"{__name__}.{_name}")
 
 
 def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options: Any) -> Mechanism:

@@ -8,12 +8,15 @@ so a new mechanism is one new module (or one new class in a family's module) on 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
 
 from ..errors import ValueNotInDomain
 from ..randomness import SECURE_RANDOM, RandomSource
 from ..spec import Spec, register_mechanism
 from ..wire import require_hex, require_int, require_list, require_packed_bits
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 MECHANISM_CLASSES: dict[str, type[Mechanism]] = {}
 

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 from ..randomness import PROB_DENOMINATOR, RandomSource, bernoulli, bernoulli_many, quantize_down, quantize_up
 from ..spec import Spec
 from ..wire import bits_to_hex, require_hex, require_int, require_list, require_packed_bits
 from .base import CategoricalMechanism
 from .hashing import SEED_HEX_CHARS, olh_hash, olh_range, seed_to_hex
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def hadamard_size(d: int) -> int:

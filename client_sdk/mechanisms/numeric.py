@@ -24,13 +24,16 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any
 
 from ..errors import PayloadError
 from ..randomness import RandomSource, bernoulli, discrete_laplace, quantize_down, uniform_unit
 from ..spec import Spec
 from ..wire import is_integer, require_int, require_list
 from .base import Mechanism
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
 
 GRID_BITS = 12
 GRID = 1 << GRID_BITS

@@ -4,7 +4,6 @@ in ``client_sdk.rappor``, which the server's decoder shares."""
 from __future__ import annotations
 
 import _thread
-from typing import Any, ClassVar
 
 from ..errors import PayloadError, SpecError
 from ..randomness import PROB_DENOMINATOR, RandomSource
@@ -22,6 +21,10 @@ from ..rappor import (
 from ..spec import Spec
 from ..wire import bits_to_hex, require_int, require_packed_bits
 from .base import Mechanism
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 
 class RapporMechanism(Mechanism):
