@@ -43,6 +43,7 @@ def test_durability_pragmas(storage):
     assert storage.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert storage.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert storage.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] >= 1 << 30  # reads of old days' pages: no copy
 
 
 @on_both_backends
