@@ -831,6 +831,14 @@ class Storage(StorageBase):
         return {"free_bytes": shutil.disk_usage(self.path.resolve().parent).free}
 
     # -- reports and aggregates -------------------------------------------------------------------------------
+    def rebuild_aggregates(self, name: str | None = None) -> int:
+        "As StorageBase's, without the memory map: a scan of every report would map the whole file into the RSS"
+        self.conn.execute("PRAGMA mmap_size = 0")
+        try:
+            return super().rebuild_aggregates(name)
+        finally:
+            self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+
     def _insert_group(self, group: ReportGroup, version_id: int, day: str, day_number: int, earlier: set[str],
                       result: InsertResult) -> int:
         """Insert one group: INSERT OR IGNORE ... RETURNING in key order; the ids it did not return were stored

@@ -316,3 +316,17 @@ def test_same_day_duplicates_are_dropped_in_the_insert_itself(storage):
     assert not [s for s in statements if re.match(r"\s*SELECT report_id FROM reports WHERE day IN", s)]
     aggregate = storage.read_aggregate(campaign)
     assert aggregate.n == 605 and aggregate == estimators.aggregate(campaign.spec, group.payloads + fresh.payloads)
+
+
+def test_rebuild_reads_the_reports_without_the_memory_map(storage):
+    "A scan of every report through the map would count the whole file in the process's RSS"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 30, seed=1)], DAY)
+    statements = traced(storage)
+    storage.rebuild_aggregates()
+    storage.conn.set_trace_callback(None)
+    scans = [i for i, s in enumerate(statements) if re.search(r"\bFROM reports\b", s)]
+    maps = [(i, s) for i, s in enumerate(statements) if "mmap_size" in s]
+    assert scans and maps[0][1] == "PRAGMA mmap_size = 0" and maps[0][0] < scans[0]
+    assert maps[-1][0] > scans[-1] and maps[-1][1] != "PRAGMA mmap_size = 0"
+    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
