@@ -36,6 +36,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import threading
 import time
 import uuid
 import warnings
@@ -68,6 +69,13 @@ CACHE_KIB = 64 * 1024  # page cache per connection: keeps the report_id index ho
 MMAP_BYTES = 1 << 31
 # Fewer, larger checkpoints: index pages that several commits touch are copied to the database file once.
 WAL_AUTOCHECKPOINT_PAGES = 16384
+# A process checkpoints after inserting this many reports (each dirties about one page of its day's partition),
+# once its writer flock is released (Storage.insert_reports); SQLite's automatic checkpoint, which runs inside
+# COMMIT and so while the flock is held, is left as a backstop at a larger WAL.
+CHECKPOINT_REPORTS = WAL_AUTOCHECKPOINT_PAGES
+WAL_BACKSTOP_PAGES = 4 * WAL_AUTOCHECKPOINT_PAGES
+_inserted_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
+_checkpoint_count_lock = threading.Lock()
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
 # 3 = campaigns.closed_day, api_keys.expires_day and api_keys.last_used_day (days only, never times)
@@ -678,7 +686,7 @@ class Storage(StorageBase):
         self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA synchronous = FULL")
-        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BACKSTOP_PAGES}")
         self.conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
         self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         self._lock_fd: int | None = None
@@ -831,6 +839,23 @@ class Storage(StorageBase):
         return {"free_bytes": shutil.disk_usage(self.path.resolve().parent).free}
 
     # -- reports and aggregates -------------------------------------------------------------------------------
+    def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
+                       rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
+        """As StorageBase's; then, every CHECKPOINT_REPORTS reports this process inserted, a PASSIVE checkpoint
+        after the writer flock is released: the next writer commits meanwhile instead of waiting for the
+        checkpoint's writes and fsync.  A checkpoint that fails is simply tried again later: the WAL keeps every
+        committed transaction until it is copied."""
+        result = super().insert_reports(groups, day, key_hash=key_hash, rate=rate, now=now)
+        key = str(self.path)
+        with _checkpoint_count_lock:
+            count = _inserted_since_checkpoint.get(key, 0) + result.accepted
+            due = count >= CHECKPOINT_REPORTS
+            _inserted_since_checkpoint[key] = 0 if due else count
+        if due:
+            with suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return result
+
     def rebuild_aggregates(self, name: str | None = None) -> int:
         "As StorageBase's, without the memory map: a scan of every report would map the whole file into the RSS"
         self.conn.execute("PRAGMA mmap_size = 0")
