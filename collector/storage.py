@@ -887,6 +887,8 @@ class Storage(StorageBase):
         if len(inserted) != len(ids):
             ids, payloads, aggregate = self._drop_duplicates(
                 ids, payloads, {r for r, raw in zip(ids, _ids_bytes(ids)) if raw not in inserted}, result)
+            if len(ids) != len(inserted):  # an id repeated within the group: it would be aggregated twice
+                raise StorageError("report ids must be unique within an insert; transaction rolled back")
         self._aggregate_inserted(c, day, payloads, aggregate)
         return len(ids)
 

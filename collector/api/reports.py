@@ -160,7 +160,7 @@ def _validate(reports: list, *, check_payloads: bool = True) -> tuple[list[tuple
             continue
         payload = report["payload"]
         try:
-            if check_payloads:
+            if check_payloads or report_id in seen:  # a repeated id is a duplicate only if its payload is valid
                 mechanism.check_payload(payload)
         except PayloadError as exc:
             rejected.append(_reject(index, report_id, exc.field, exc.reason))

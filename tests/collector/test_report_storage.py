@@ -330,3 +330,12 @@ def test_rebuild_reads_the_reports_without_the_memory_map(storage):
     assert scans and maps[0][1] == "PRAGMA mmap_size = 0" and maps[0][0] < scans[0]
     assert maps[-1][0] > scans[-1] and maps[-1][1] != "PRAGMA mmap_size = 0"
     assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+
+
+def test_an_id_repeated_within_an_insert_is_refused_not_counted_twice(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    group = group_of(campaign, ["a"] * 5, seed=2)
+    repeated = ReportGroup(campaign, group.report_ids + group.report_ids[:1], group.payloads + group.payloads[:1])
+    with pytest.raises(storage_module.StorageError, match="unique"):
+        storage.insert_reports([repeated], DAY)
+    assert storage.count_reports() == 0 and storage.row_count("reports") == 0

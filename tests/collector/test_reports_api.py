@@ -164,6 +164,11 @@ def test_a_valid_batch_is_checked_in_bulk_and_a_bad_payload_still_named(http, ke
     reports = make_reports(campaign, ["chrome", "safari"] * 100)
     assert post(http, keys["ingest"], {"reports": reports}).json["accepted"] == 200
     assert calls == []
+    repeated = make_reports(campaign, ["edge"] * 20)
+    repeated.append(dict(repeated[3], payload=repeated[3]["payload"][:-1] + " "))  # a repeated id, a bad payload
+    response = post(http, keys["ingest"], {"reports": repeated})
+    assert (response.json["accepted"], response.json["rejected"], response.json["duplicate"]) == (20, 1, 0)
+    assert response.json["errors"][0]["field"] == "reports[20].payload" and len(calls) == 1
     bad = make_reports(campaign, ["edge"] * 50)
     bad[17]["payload"] = bad[17]["payload"][:-1] + " "
     bad.append(dict(bad[17], payload=bad[16]["payload"]))  # the bad report's id again, with a valid payload
@@ -171,4 +176,4 @@ def test_a_valid_batch_is_checked_in_bulk_and_a_bad_payload_still_named(http, ke
     assert (response.json["accepted"], response.json["rejected"], response.json["duplicate"]) == (50, 1, 0)
     assert response.json["errors"][0]["field"] == "reports[17].payload"
     assert calls[-len(bad):] == [r["payload"] for r in bad]  # one by one, as before, only because one failed
-    assert table_counts(db_path)["reports"] == 250
+    assert table_counts(db_path)["reports"] == 270
