@@ -26,6 +26,7 @@ with anything: see ``benchmarks/cli_startup.py``.
     python benchmarks/growth.py --quick        # 2e4 vs 5e5 reports, about a minute
     python benchmarks/growth.py                # 1e5 vs 5e6 reports
     python benchmarks/growth.py --source DIR   # measure another checkout (e.g. the previous release)
+    python benchmarks/growth.py --prefilled DIR   # prefill once, measure copies (same files for every checkout)
 
 Everything runs on loopback-free local files; the temporary directories are removed at the end.
 """
@@ -79,15 +80,17 @@ def prefill(storage, campaign, pool: list[str], total: int, day: str) -> float:
     return time.perf_counter() - started
 
 
-def ingest_rate(storage, campaign, pool: list[str], batches: int, day: str) -> float:
-    "Reports per second through insert_reports: 1000 over the median time of a batch (robust to other jobs)"
+def ingest_rate(storage, campaign, pool: list[str], batches: int, day: str) -> tuple[float, float]:
+    """Reports per second through insert_reports: 1000 over the median time of a batch (robust to other jobs),
+    and the median CPU time of a batch per report in microseconds (user and system: less sensitive to load)"""
     groups = [make_group(campaign, pool, BATCH, i * BATCH) for i in range(batches)]
-    seconds = []
+    seconds, cpu = [], []
     for group in groups:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         storage.insert_reports([group], day)
         seconds.append(time.perf_counter() - started)
-    return BATCH / sorted(seconds)[len(seconds) // 2]
+        cpu.append(time.process_time() - cpu_started)
+    return BATCH / sorted(seconds)[len(seconds) // 2], 1e6 * sorted(cpu)[len(cpu) // 2] / BATCH
 
 
 def campaign_show_seconds(db: Path) -> float:
@@ -106,20 +109,47 @@ def campaign_show_seconds(db: Path) -> float:
 
 
 def rebuild_in_child(db: Path, source: Path) -> tuple[float, float]:
-    "Peak RSS (MiB) and seconds of rebuild_aggregates in a fresh process"
+    """Peak RSS (MiB) and seconds of rebuild_aggregates in a fresh process.
+
+    The peak is the child's own VmHWM (Linux): ``wait4``'s ru_maxrss also counts the parent's resident pages at
+    the fork (Linux records the forked copy's high-water mark at exec), here the pages of the file the measuring
+    process read through its memory map."""
     code = ("import sys; sys.path.insert(0, sys.argv[2]); from collector.storage import Storage; "
-            "s = Storage(sys.argv[1]); s.rebuild_aggregates('bench'); s.close()")
+            "s = Storage(sys.argv[1]); s.rebuild_aggregates('bench'); s.close()\n"
+            "try:\n    print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
+            "except OSError:\n    pass")
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code, str(db), str(source)])
+    child = subprocess.Popen([sys.executable, "-c", code, str(db), str(source)], stdout=subprocess.PIPE, text=True)
+    out = child.stdout.read() if child.stdout else ""
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit("rebuild failed")
-    return usage.ru_maxrss / 1024, seconds
+    return (int(out.split()[-1]) / 1024 if out.strip() else usage.ru_maxrss / 1024), seconds
 
 
-def measure_size(total: int, batches: int, source: Path, workdir: Path) -> dict:
+def prefilled_copy(total: int, prefilled: Path, db: Path) -> float:
+    "Copy the database of ``total`` reports kept in ``prefilled`` to ``db``, building it first if missing"
+    import client_sdk
+    from collector.storage import Storage
+
+    kept = prefilled / f"growth-{total}.db"
+    seconds = 0.0
+    if not kept.exists():
+        building = kept.with_suffix(".building")
+        with Storage(building) as storage:
+            storage.migrate()
+            campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
+            seconds = prefill(storage, campaign, pool_of_payloads(client_sdk.load_spec(SPEC)), total, PREFILL_DAY)
+            storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        building.rename(kept)
+        Path(f"{building}.writer-lock").unlink(missing_ok=True)
+    shutil.copyfile(kept, db)
+    return seconds
+
+
+def measure_size(total: int, batches: int, source: Path, workdir: Path, prefilled: Path | None = None) -> dict:
     import client_sdk
     from collector.storage import Storage
 
@@ -127,12 +157,15 @@ def measure_size(total: int, batches: int, source: Path, workdir: Path) -> dict:
     spec = client_sdk.load_spec(SPEC)
     pool = pool_of_payloads(spec)
     out: dict = {}
+    if prefilled is not None:
+        out["prefill_s"] = prefilled_copy(total, prefilled, db)
     with Storage(db) as storage:
         storage.migrate()
         campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
-        out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
-        out["ingest_next"] = ingest_rate(storage, campaign, pool, batches, NEXT_DAY)
-        out["ingest_same"] = ingest_rate(storage, campaign, pool, batches, PREFILL_DAY)
+        if prefilled is None:
+            out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
+        out["ingest_next"], out["cpu_next"] = ingest_rate(storage, campaign, pool, batches, NEXT_DAY)
+        out["ingest_same"], out["cpu_same"] = ingest_rate(storage, campaign, pool, batches, PREFILL_DAY)
         storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         stored = storage.count_reports()
     out["bytes_per_report"] = db.stat().st_size / stored
@@ -250,6 +283,9 @@ def main() -> None:
                         help="stored reports of the two sizes")
     parser.add_argument("--batches", type=int, default=None, help="batches of 1000 per ingest measurement")
     parser.add_argument("--source", type=Path, default=REPO, help="checkout whose collector is measured")
+    parser.add_argument("--prefilled", type=Path, default=None,
+                        help="keep the prefilled databases in this directory and measure copies of them (built on "
+                             "first use), so runs of two checkouts measure the same files")
     parser.add_argument("--records", type=int, default=200, help="record() calls timed per queue depth")
     parser.add_argument("--only", choices=("storage", "days", "queue", "wire"), nargs="*", default=None,
                         help="measure only these items (default: all)")
@@ -266,7 +302,7 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="ldp-growth-"))
     try:
-        results = {size: measure_size(size, batches, source, workdir) for size in (small, large)} \
+        results = {size: measure_size(size, batches, source, workdir, args.prefilled) for size in (small, large)} \
             if "storage" in only else {}
         days = {count: per_day_estimates(count, workdir) for count in (1, 365)} if "days" in only else {}
         queue = {depth: queue_record(depth, args.records, workdir) for depth in (100, 10_000)} \
@@ -303,7 +339,9 @@ def print_storage(results: dict, small: int, large: int) -> None:
     print(f"{'cost':<44} {f'{small:,} stored':>16} {f'{large:,} stored':>16} {'ratio':>7}")
     rows = [
         ("ingest into the next day, reports/s", a["ingest_next"], b["ingest_next"], "{:,.0f}"),
+        ("ingest into the next day, CPU us/report", a["cpu_next"], b["cpu_next"], "{:.1f}"),
         ("ingest into the day holding them, reports/s", a["ingest_same"], b["ingest_same"], "{:,.0f}"),
+        ("ingest into the day holding them, CPU us/report", a["cpu_same"], b["cpu_same"], "{:.1f}"),
         ("campaign show, s", a["show_s"], b["show_s"], "{:.3f}"),
         ("aggregates rebuild, peak RSS MiB", a["rebuild_mib"], b["rebuild_mib"], "{:,.0f}"),
         ("aggregates rebuild, s", a["rebuild_s"], b["rebuild_s"], "{:.1f}"),

@@ -6,8 +6,10 @@ Valid reports are stored and added to their aggregates in one transaction; inval
 field and the reason; report ids already stored (or repeated in the batch) count as duplicates.  The answer is
 200 with the three counts whenever the batch itself was readable (partial success, as OTLP/HTTP does).
 
-Per report the Python work is one dict check, one regex match and ``check_payload``; the
-aggregate is computed once per campaign version with the vectorised ``estimators.aggregate``.
+Per report the Python work is one dict check and one regex match; the payloads of a campaign version are checked
+together (vectorised where the mechanism has ``bulk_columns``) and aggregated with ``estimators.aggregate``.  Only
+if one of them fails are the reports checked again one by one with ``check_payload``, to reject each bad one by
+name and keep the rest.
 """
 
 from __future__ import annotations
@@ -109,9 +111,12 @@ def ingest() -> Response:
     if len(reports) > limit:
         raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
 
-    indexed_groups, rejected, duplicates, distributed = _validate(reports)
-    for group, indices in indexed_groups:
-        _aggregate(group, indices, rejected)
+    indexed_groups, rejected, duplicates, distributed = _validate(reports, check_payloads=False)
+    if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
+        # a payload failed its group's check: check them one by one, to reject each bad report by name
+        indexed_groups, rejected, duplicates, distributed = _validate(reports)
+        for group, indices in indexed_groups:
+            _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
     try:
         result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
@@ -130,10 +135,11 @@ def ingest() -> Response:
                     "errors": rejected})
 
 
-def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int,
-                                     list[tuple[int, dict, CampaignVersion]]]:
+def _validate(reports: list, *, check_payloads: bool = True
+              ) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int, list[tuple[int, dict, CampaignVersion]]]:
     """Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count,
-    and the reports of distributed campaigns (checked by collector.distributed)"""
+    and the reports of distributed campaigns (checked by collector.distributed); without ``check_payloads`` the
+    local payloads are left to ``_check_and_aggregate``"""
     lookup = _Lookup()
     distributed: list[tuple[int, dict, CampaignVersion]] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
@@ -170,7 +176,8 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
             continue
         payload = report["payload"]
         try:
-            mechanism.check_payload(payload)
+            if check_payloads or report_id in seen:  # a repeated id is a duplicate only if its payload is valid
+                mechanism.check_payload(payload)
         except PayloadError as exc:
             rejected.append(_reject(index, report_id, exc.field, exc.reason))
             continue
@@ -189,6 +196,18 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
         entry[0].payloads.append(payload)
         entry[1].append(index)
     return list(groups.values()), rejected, duplicates, distributed
+
+
+def _check_and_aggregate(group: ReportGroup) -> bool:
+    """Check the group's payloads in one pass (vectorised where the mechanism has ``bulk_columns``, else
+    ``check_payload`` each) and compute its aggregate; False if any payload fails"""
+    spec = group.campaign.spec
+    try:
+        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads))
+    except Exception as exc:  # noqa: BLE001 (PayloadError, or a malformed payload: both are checked one by one)
+        logger.debug("checking a group of payloads raised %s", type(exc).__name__)
+        return False
+    return True
 
 
 def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> None:

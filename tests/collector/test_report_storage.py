@@ -281,3 +281,61 @@ def test_iter_reports_filters_by_campaign_and_version(storage):
     assert len(list(storage.iter_reports("grr"))) == 7
     assert {r["version"] for r in storage.iter_reports("grr", 2)} == {2}
     assert len(list(storage.iter_reports(version=1))) == 8
+
+
+def insert_statements(storage: Storage, campaign, count: int, seed: int) -> list[str]:
+    statements = traced(storage)
+    storage.insert_reports([group_of(campaign, ["a"] * count, seed=seed)], DAY)
+    storage.conn.set_trace_callback(None)
+    return statements
+
+
+def test_an_insert_runs_no_savepoint_and_a_fixed_number_of_statements(storage):
+    "A savepoint makes SQLite copy every page the insert touches to a statement journal; statements stay constant"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    storage.insert_reports([group_of(campaign, ["a"], seed=0)], DAY)  # the version id is looked up once
+    first = insert_statements(storage, campaign, 1000, seed=1)
+    for seed in range(2, 6):
+        storage.insert_reports([group_of(campaign, ["b"] * 1000, seed=seed)], DAY)
+    later = insert_statements(storage, campaign, 1000, seed=7)
+    assert not [s for s in first + later if re.match(r"\s*(SAVEPOINT|ROLLBACK TO|RELEASE)", s, re.IGNORECASE)]
+    assert len(later) == len(first)
+    assert storage.count_reports() == 6001
+
+
+def test_same_day_duplicates_are_dropped_in_the_insert_itself(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    group = group_of(campaign, ["a", "b"] * 300, seed=3)
+    storage.insert_reports([group], DAY)
+    fresh = group_of(campaign, ["c"] * 5, seed=4)
+    mixed = ReportGroup(campaign, group.report_ids[:250] + fresh.report_ids, group.payloads[:250] + fresh.payloads)
+    statements = traced(storage)
+    result = storage.insert_reports([mixed], DAY)
+    assert (result.accepted, result.duplicate) == (5, 250)
+    assert result.duplicate_ids == set(group.report_ids[:250])
+    assert not [s for s in statements if re.match(r"\s*SELECT report_id FROM reports WHERE day IN", s)]
+    aggregate = storage.read_aggregate(campaign)
+    assert aggregate.n == 605 and aggregate == estimators.aggregate(campaign.spec, group.payloads + fresh.payloads)
+
+
+def test_rebuild_reads_the_reports_without_the_memory_map(storage):
+    "A scan of every report through the map would count the whole file in the process's RSS"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 30, seed=1)], DAY)
+    statements = traced(storage)
+    storage.rebuild_aggregates()
+    storage.conn.set_trace_callback(None)
+    scans = [i for i, s in enumerate(statements) if re.search(r"\bFROM reports\b", s)]
+    maps = [(i, s) for i, s in enumerate(statements) if "mmap_size" in s]
+    assert scans and maps[0][1] == "PRAGMA mmap_size = 0" and maps[0][0] < scans[0]
+    assert maps[-1][0] > scans[-1] and maps[-1][1] != "PRAGMA mmap_size = 0"
+    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+
+
+def test_an_id_repeated_within_an_insert_is_refused_not_counted_twice(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    group = group_of(campaign, ["a"] * 5, seed=2)
+    repeated = ReportGroup(campaign, group.report_ids + group.report_ids[:1], group.payloads + group.payloads[:1])
+    with pytest.raises(storage_module.StorageError, match="unique"):
+        storage.insert_reports([repeated], DAY)
+    assert storage.count_reports() == 0 and storage.row_count("reports") == 0

@@ -147,3 +147,33 @@ def test_reports_of_an_older_version_go_to_that_version(http, keys, campaign, db
         assert {r["version"] for r in storage.iter_reports("browser")} == {1}
         assert storage.read_aggregate(storage.get_campaign("browser", 1)).n == 5
         assert storage.read_aggregate(storage.get_campaign("browser", 2)).n == 0
+
+
+def test_a_valid_batch_is_checked_in_bulk_and_a_bad_payload_still_named(http, keys, campaign, db_path, monkeypatch):
+    "No per-report check_payload for a valid OUE batch (one vectorised check); a bad payload is still named"
+    from client_sdk.mechanisms.categorical import UnaryEncoding
+
+    calls: list[object] = []
+    real_check = UnaryEncoding.check_payload
+
+    def counting(self, payload):
+        calls.append(payload)
+        return real_check(self, payload)
+
+    monkeypatch.setattr(UnaryEncoding, "check_payload", counting)
+    reports = make_reports(campaign, ["chrome", "safari"] * 100)
+    assert post(http, keys["ingest"], {"reports": reports}).json["accepted"] == 200
+    assert calls == []
+    repeated = make_reports(campaign, ["edge"] * 20)
+    repeated.append(dict(repeated[3], payload=repeated[3]["payload"][:-1] + " "))  # a repeated id, a bad payload
+    response = post(http, keys["ingest"], {"reports": repeated})
+    assert (response.json["accepted"], response.json["rejected"], response.json["duplicate"]) == (20, 1, 0)
+    assert response.json["errors"][0]["field"] == "reports[20].payload" and len(calls) == 1
+    bad = make_reports(campaign, ["edge"] * 50)
+    bad[17]["payload"] = bad[17]["payload"][:-1] + " "
+    bad.append(dict(bad[17], payload=bad[16]["payload"]))  # the bad report's id again, with a valid payload
+    response = post(http, keys["ingest"], {"reports": bad})
+    assert (response.json["accepted"], response.json["rejected"], response.json["duplicate"]) == (50, 1, 0)
+    assert response.json["errors"][0]["field"] == "reports[17].payload"
+    assert calls[-len(bad):] == [r["payload"] for r in bad]  # one by one, as before, only because one failed
+    assert table_counts(db_path)["reports"] == 270

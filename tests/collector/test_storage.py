@@ -43,6 +43,7 @@ def test_durability_pragmas(storage):
     assert storage.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert storage.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert storage.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] >= 1 << 30  # reads of old days' pages: no copy
 
 
 @on_both_backends
@@ -100,3 +101,39 @@ def test_campaign_versions_are_immutable(storage):
     assert storage.get_campaign("grr", 1).spec.epsilon == 1.0
     assert [c.version for c in storage.campaign_versions("grr")] == [1, 2]
     assert storage.find_version("grr", first.fingerprint) == first
+
+
+def test_the_wal_is_checkpointed_after_the_writer_lock_is_released(storage, monkeypatch):
+    "The checkpoint's writes and fsync do not hold up the next writer: it runs once the writer flock is free"
+    import fcntl
+    import os
+
+    from collector import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 300)
+    monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
+    campaign, _ = storage.create_campaign(SPECS[1], "2024-01-01")
+    other = os.open(f"{storage.path}.writer-lock", os.O_RDWR)
+    lock_free: list[bool] = []
+
+    def trace(statement: str) -> None:
+        if "wal_checkpoint" in statement:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock_free.append(False)
+            else:
+                fcntl.flock(other, fcntl.LOCK_UN)
+                lock_free.append(True)
+
+    storage.conn.set_trace_callback(trace)
+    try:
+        for seed in range(6):
+            storage.insert_reports([group_of(campaign, list(range(10)) * 20, seed)], "2024-01-01")
+    finally:
+        storage.conn.set_trace_callback(None)
+        os.close(other)
+    assert lock_free == [True, True, True]  # after 400, 800 and 1200 reports, each with the flock free
+    assert storage.count_reports() == 1200
+    busy, frames, copied = storage.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and copied == frames
