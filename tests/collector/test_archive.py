@@ -195,3 +195,16 @@ def test_report_reads_an_aggregate_file_as_it_reads_the_database(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     bad = runner.invoke(main, ["report", "oue", "--aggregate", str(tmp_path / "bad.json")])
     assert bad.exit_code == 1 and "not an aggregate file" in bad.output
+
+
+@pytest.mark.parametrize("command", [["export"], ["spark"], ["spark", "aggregate"]], ids=" ".join)
+def test_archive_commands_and_options_have_help(command):
+    import click
+
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output
+    cmd: click.Command = main
+    for name in command:
+        cmd = cmd.get_command(click.Context(main), name)  # type: ignore[attr-defined]
+    assert cmd.help
+    assert all(param.help for param in cmd.params if isinstance(param, click.Option))
