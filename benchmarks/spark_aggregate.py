@@ -14,8 +14,9 @@ descendants (the JVM and Spark's Python workers included) every 0.2 s, and the t
 4. spark: ``aggregate_archive`` with ``--master`` (default local[2]); the session's start-up is timed apart.  The
    result is checked against the collector's aggregates (the same integers, every day) before it is reported.
 
-    python benchmarks/spark_aggregate.py --reports 1000000
-    python benchmarks/spark_aggregate.py --reports 10000000 --days 10
+    python benchmarks/spark_aggregate.py --reports 1000000 --batch 20000
+    python benchmarks/spark_aggregate.py --reports 10000000 --batch 20000
+    python benchmarks/spark_aggregate.py --reports 1000000   # batches of 1000, as API requests (slower ingest)
 """
 
 from __future__ import annotations
