@@ -42,6 +42,27 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
     return ReportData(result, version.spec.to_dict(), since, until, per_day)
 
 
+def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: str | None = None,
+                                    until: str | None = None, confidence: float = 0.95,
+                                    daily: bool = True) -> ReportData:
+    "The same from an aggregate file (``collector.archive``, as ``ldp-telemetry spark aggregate`` writes it)"
+    from .archive import ArchiveError, read_aggregate_file
+
+    try:
+        loaded = read_aggregate_file(path)
+    except ArchiveError as exc:
+        raise SourceError(str(exc)) from None
+    if loaded.spec.name != campaign:
+        raise SourceError(f"{path} holds campaign {loaded.spec.name!r}, not {campaign!r}")
+    days = loaded.window(since, until)
+    try:
+        result = window_estimate(loaded.spec, loaded.total(since, until), confidence)
+    except estimators.NoReports:
+        raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
+    per_day = daily_estimates(loaded.spec, days, confidence) if daily else []
+    return ReportData(result, loaded.spec.to_dict(), since, until, per_day)
+
+
 def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,
                          until: str | None = None, confidence: float = 0.95, daily: bool = True,
                          daily_top: int | None = None) -> ReportData:

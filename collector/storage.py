@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from client_sdk.errors import LDPError, PrivacyWarning
 from client_sdk.spec import Spec, canonical_json, load_spec
 
-from .report_codec import decode_payload, encode_payloads
+from .report_codec import decode_payload, encode_payloads, tagged_bytes
 
 if TYPE_CHECKING:  # imported where used: opening a database (`keys list`) loads neither, nor numpy
     import sqlite_utils
@@ -562,6 +562,17 @@ class StorageBase:
                 day = days.get(day_number) or days.setdefault(day_number, _day_text(day_number))
                 yield {"report_id": _id_text(report_id), "campaign": c.name, "version": c.version,
                        "fingerprint": c.fingerprint, "payload": self._decode(c.spec.mechanism, stored), "day": day}
+
+    def tagged_payload_chunks(self, campaign: CampaignVersion, day: str) -> Iterator[list[bytes]]:
+        """The payloads of one version and day as ``report_codec.tagged_bytes`` (the same bytes from every backend),
+        REBUILD_CHUNK at a time, in report-id order: what ``collector.archive`` exports, without the ids"""
+        sql = "SELECT payload FROM reports WHERE day = ? AND version_id = ? ORDER BY report_id"
+        for rows in self._chunks(sql, (_day_number(day), self._version_id(campaign))):
+            yield [self._tagged(row[0]) for row in rows]
+
+    def _tagged(self, stored: Any) -> bytes:
+        "A stored payload as tagged bytes"
+        return tagged_bytes(stored)
 
     def count_reports(self, name: str | None = None) -> int:
         "Stored reports (of one campaign): a sum over the per-day aggregates, which count every stored report"

@@ -190,6 +190,9 @@ class PostgresStorage(StorageBase):
     def _decode(self, mechanism: str, stored: Any) -> Any:
         return decode_payload(mechanism, untagged(stored))
 
+    def _tagged(self, stored: Any) -> bytes:
+        return bytes(stored)  # stored tagged already
+
     # -- schema and health ------------------------------------------------------------------------------------
     def migrate(self) -> None:
         "Apply the migrations not yet applied, in order, in one transaction; idempotent, safe from several processes"

@@ -33,6 +33,11 @@ COMMANDS = {
                "Estimates of CAMPAIGN with standard errors, intervals and the price against central DP."),
     "demo": ("ldp_telemetry.cli.demo", "demo",
              "Start a collector on loopback, let simulated users report through the SDK, and write reports."),
+    "export": ("ldp_telemetry.cli.archive", "export",
+               "Export CAMPAIGN's raw perturbed reports as Parquet, one file per version and day; rerunning is "
+               "idempotent."),
+    "spark": ("ldp_telemetry.cli.archive", "spark",
+              "Re-aggregate archived reports on Apache Spark (needs the archive extra and Java 17)."),
     "vdaf": ("ldp_telemetry.cli.vdaf", "vdaf",
              "Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20)."),
 }

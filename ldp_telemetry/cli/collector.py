@@ -18,7 +18,9 @@ DB_OPTION = click.option("--db", "database", required=True, type=click.Path(dir_
 
 # campaign commands work on a local database (--db) or a running collector's admin API (--url and --token)
 TARGET_DB_OPTION = click.option("--db", "database", default=None, type=click.Path(dir_okay=False),
-                                envvar="LDP_DATABASE", help="SQLite database file of the collector (env LDP_DATABASE).")
+                                envvar=["LDP_DATABASE", "LDP_DATABASE_URL"],
+                                help="SQLite database file of the collector, or a postgresql:// URL "
+                                     "(env LDP_DATABASE or LDP_DATABASE_URL).")
 URL_OPTION = click.option("--url", default=None, envvar="LDP_URL",
                           help="A running collector instead of --db, e.g. http://127.0.0.1:8000 (env LDP_URL).")
 TOKEN_OPTION = click.option("--token", default=None, envvar="LDP_TOKEN",

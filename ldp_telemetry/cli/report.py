@@ -39,9 +39,11 @@ class DayType(click.ParamType):
 
 @click.command()
 @click.argument("campaign")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read the collector's SQLite database directly.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False),
+              help="Read the collector's database directly: a SQLite file or a postgresql:// URL.")
 @click.option("--url", help="Ask a running collector instead, e.g. http://127.0.0.1:8000.")
+@click.option("--aggregate", "aggregate_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read an aggregate file instead (as 'ldp-telemetry spark aggregate' writes).")
 @click.option("--token", envvar="LDP_TOKEN", help="Admin key for --url (or the LDP_TOKEN environment variable).")
 @click.option("--since", type=DayType(), help="First day of the window (UTC, inclusive).")
 @click.option("--until", type=DayType(), help="Last day of the window (UTC, inclusive).")
@@ -53,20 +55,22 @@ class DayType(click.ParamType):
               help="Write here instead of stdout (Markdown writes its PNG figures beside it).")
 @click.option("--daily", is_flag=True,
               help="JSON: include every value's per-day estimates (HTML and Markdown always draw the top values).")
-def report(campaign: str, db_path: Path | None, url: str | None, token: str | None, since: str | None,
-           until: str | None, confidence: float, output_format: str, out: Path | None, daily: bool) -> None:
+def report(campaign: str, db_path: str | None, url: str | None, aggregate_file: Path | None, token: str | None,
+           since: str | None, until: str | None, confidence: float, output_format: str, out: Path | None,
+           daily: bool) -> None:
     """Estimates of CAMPAIGN with standard errors, intervals and the price against central DP.
 
-    Examples: ldp-telemetry report browser --db collector.db;
+    Examples: ldp-telemetry report browser --db collector.db; ldp-telemetry report browser --aggregate
+    browser.aggregate.json;
     ldp-telemetry report browser --url http://127.0.0.1:8000 --token $ADMIN_KEY --format html --out browser.html
     """
-    if (db_path is None) == (url is None):
-        raise click.UsageError("give exactly one of --db PATH or --url URL")
+    if [db_path, url, aggregate_file].count(None) != 2:
+        raise click.UsageError("give exactly one of --db PATH, --url URL or --aggregate FILE")
     if url is not None and not token:
         raise click.UsageError("--url needs --token (an admin key) or LDP_TOKEN")
     if since and until and since > until:
         raise click.UsageError("--since must not be after --until")
-    from collector.reporting import report_data_from_db, report_data_from_url
+    from collector.reporting import report_data_from_aggregate_file, report_data_from_db, report_data_from_url
     from estimators.report.model import DAILY_SERIES
     from estimators.report.source import SourceError
 
@@ -76,7 +80,10 @@ def report(campaign: str, db_path: Path | None, url: str | None, token: str | No
     progress = _progress_printer()
     try:
         progress(f"reading {campaign!r}")
-        if db_path is not None:
+        if aggregate_file is not None:
+            data = report_data_from_aggregate_file(aggregate_file, campaign, since=since, until=until,
+                                                   confidence=confidence, daily=want_daily)
+        elif db_path is not None:
             data = report_data_from_db(db_path, campaign, since=since, until=until, confidence=confidence,
                                        daily=want_daily)
         else:  # the figure needs only the top values of each day: a slim per-day answer

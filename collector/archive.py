@@ -1,0 +1,251 @@
+"""The Parquet archive of raw perturbed reports, and the aggregate file that a re-aggregation writes.
+
+``export_campaign`` copies a campaign's stored reports out of either backend into Parquet files, one per
+campaign version and UTC day, hive-partitioned::
+
+    ARCHIVE/campaign=browser/version=1/day=2024-05-01/part-0.parquet
+
+Each file has one column, ``payload`` (binary): the report's payload in ``collector.report_codec``'s tagged form,
+exactly the bytes the PostgreSQL store keeps (``decode_payload(mechanism, untagged(b))`` gives back the wire
+payload).  Campaign, version and day are the partition columns (in the path).  What is left out: the report id
+(a random id that would join an archived row to the live database or to any other copy of the same report) and
+the store's internal version id; nothing else is stored per report.  Rows are in the order of their (random)
+report ids, so the file order says nothing about arrival.  The file's key-value metadata holds the spec
+(``ldp.spec``), its fingerprint, mechanism, campaign, version, day and row count (``ldp.*``).
+
+Reports are read in chunks and written a row group at a time, so memory stays bounded however large a day is.
+Each file is written under a temporary dot-name (which Spark and pyarrow skip) and renamed into place: a rerun
+replaces a day's file with the same rows, never adds to it, and leaves alone a file that already holds the day's
+count of reports under the same fingerprint (days are append-only: same count, same reports).
+
+The aggregate file (:func:`write_aggregate_file`, :func:`read_aggregate_file`) is JSON: the spec and one
+mergeable aggregate per day (``Aggregate.to_dict``).  ``ldp-telemetry report --aggregate FILE`` reads it, and
+``estimators.estimate_aggregate(spec, aggregate)`` takes what :func:`read_aggregate_file` returns.
+pyarrow is imported by the functions that need it (the ``archive`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from client_sdk.errors import LDPError
+from client_sdk.spec import Spec, load_spec
+
+from .storage import CampaignNotFound, CampaignVersion, StorageBase
+
+if TYPE_CHECKING:
+    import estimators
+
+ARCHIVE_FORMAT = "ldp-telemetry-archive/1"
+AGGREGATE_FORMAT = "ldp-telemetry-aggregate/1"
+PART_FILE = "part-0.parquet"
+ROW_GROUP_ROWS = 100_000  # rows buffered before a row group is written (about 13 MB for OUE over 1,024 values)
+META_PREFIX = "ldp."
+
+
+class ArchiveError(LDPError):
+    "The archive or an aggregate file cannot be written or read as asked"
+
+
+@dataclass
+class ExportResult:
+    "What an export did: files written, files left as they were (same reports), and the reports in both"
+
+    written: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+    reports: int = 0
+
+
+def partition_dir(root: str | Path, campaign: str, version: int, day: str) -> Path:
+    "The directory of one campaign version's day (campaign names need no escaping: letters, digits, _ . -)"
+    return Path(root) / f"campaign={campaign}" / f"version={version}" / f"day={day}"
+
+
+def export_campaign(storage: StorageBase, name: str, out: str | Path, *, since: str | None = None,
+                    until: str | None = None) -> ExportResult:
+    "Export every version of campaign ``name``, the days in [since, until] that have reports; idempotent"
+    versions = storage.campaign_versions(name)
+    if not versions:
+        raise CampaignNotFound(f"no campaign {name!r}")
+    result = ExportResult()
+    for campaign in versions:
+        _check_local(campaign.spec)
+        for day, aggregate in storage.aggregates_by_day(campaign, since, until):
+            if aggregate.n == 0:
+                continue
+            path = partition_dir(out, campaign.name, campaign.version, day) / PART_FILE
+            result.reports += aggregate.n
+            if _holds(path, campaign, aggregate.n):
+                result.unchanged.append(path)
+                continue
+            written = _write_day(path, campaign, day, storage.tagged_payload_chunks(campaign, day))
+            if written != aggregate.n:  # the aggregates count every stored report in the same transaction
+                raise ArchiveError(f"{campaign.name} v{campaign.version} {day}: {written} reports stored, "
+                                   f"{aggregate.n} counted by the aggregates")
+            result.written.append(path)
+    return result
+
+
+def file_metadata(campaign: CampaignVersion, day: str, rows: int) -> dict[bytes, bytes]:
+    "The key-value metadata of one day's file"
+    spec = campaign.spec
+    values = {"format": ARCHIVE_FORMAT, "campaign": campaign.name, "version": str(campaign.version), "day": day,
+              "fingerprint": campaign.fingerprint, "mechanism": spec.mechanism, "spec": spec.to_json(),
+              "reports": str(rows), "payload_encoding": "collector.report_codec.tagged_bytes"}
+    return {(META_PREFIX + key).encode(): value.encode() for key, value in values.items()}
+
+
+def read_file_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, str]:
+    "The ``ldp.*`` entries of a Parquet file's key-value metadata, as text"
+    return {key.decode()[len(META_PREFIX):]: value.decode() for key, value in (metadata or {}).items()
+            if key.startswith(META_PREFIX.encode())}
+
+
+def _check_local(spec: Spec) -> None:
+    if getattr(spec, "trust", "local") != "local":
+        raise ArchiveError(f"campaign {spec.name!r} is a distributed campaign: its reports are not archived here")
+
+
+def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
+    "True if ``path`` is an archive file of this version with ``rows`` reports"
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return False
+    try:
+        meta = pq.read_metadata(path)
+    except (OSError, ValueError):  # a damaged file is written again
+        return False
+    found = read_file_metadata(meta.metadata)
+    return (found.get("fingerprint") == campaign.fingerprint and meta.num_rows == rows
+            and found.get("reports") == str(rows))
+
+
+def _write_day(path: Path, campaign: CampaignVersion, day: str, chunks: Iterator[list[bytes]]) -> int:
+    "Write the day's rows to a temporary name, then rename it to ``path``; the number of rows"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{PART_FILE}.*.tmp"):  # left by an export that was killed
+        stale.unlink(missing_ok=True)
+    temporary = path.parent / f".{PART_FILE}.{secrets.token_hex(8)}.tmp"
+    schema = pa.schema([pa.field("payload", pa.binary(), nullable=False)])
+    rows = 0
+    try:
+        with pq.ParquetWriter(temporary, schema, compression="zstd", use_dictionary=False,
+                              write_statistics=False) as writer:
+            buffered: list[bytes] = []
+            for chunk in chunks:
+                buffered.extend(chunk)
+                if len(buffered) >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.table({"payload": pa.array(buffered, pa.binary())}, schema=schema))
+                    rows, buffered = rows + len(buffered), []
+            if buffered:
+                writer.write_table(pa.table({"payload": pa.array(buffered, pa.binary())}, schema=schema))
+                rows += len(buffered)
+            writer.add_key_value_metadata(file_metadata(campaign, day, rows))
+        _fsync(temporary)
+        os.replace(temporary, path)
+        _fsync(path.parent)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return rows
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- the aggregate file ---------------------------------------------------------------------------------------
+@dataclass
+class AggregateFile:
+    "A campaign version's per-day aggregates with its spec, as a re-aggregation writes them"
+
+    spec: Spec
+    days: list[tuple[str, estimators.Aggregate]]
+    source: str = ""
+
+    def total(self, since: str | None = None, until: str | None = None) -> estimators.Aggregate:
+        "The merged aggregate of the days in [since, until]"
+        import estimators
+
+        total = estimators.Aggregate.empty(self.spec)
+        for _, aggregate in self.window(since, until):
+            total = total.merge(aggregate)
+        return total
+
+    def window(self, since: str | None = None, until: str | None = None) -> list[tuple[str, estimators.Aggregate]]:
+        return [(day, a) for day, a in self.days if (since or "") <= day <= (until or "9999-12-31")]
+
+    def to_dict(self) -> dict:
+        return {"format": AGGREGATE_FORMAT, "campaign": self.spec.name, "version": self.spec.version,
+                "fingerprint": self.spec.fingerprint, "source": self.source, "spec": self.spec.to_dict(),
+                "days": [{"day": day, "n": a.n, "counts": a.to_dict()["counts"]} for day, a in self.days]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AggregateFile:
+        import estimators
+
+        if not isinstance(data, dict) or data.get("format") != AGGREGATE_FORMAT:
+            raise ArchiveError(f"not an aggregate file (format {AGGREGATE_FORMAT!r} expected)")
+        spec = load_spec(data["spec"])
+        if spec.fingerprint != data.get("fingerprint"):
+            raise ArchiveError("the aggregate file's spec does not have the fingerprint it names")
+        days = [(str(entry["day"]), estimators.Aggregate.from_dict(
+            {"mechanism": spec.mechanism, "fingerprint": spec.fingerprint, "n": entry["n"],
+             "counts": entry["counts"]})) for entry in data["days"]]
+        return cls(spec, days, str(data.get("source", "")))
+
+
+def write_aggregate_file(target: str | Path, data: AggregateFile) -> None:
+    """Write ``data`` as JSON to a local path or any URI pyarrow's filesystems take (s3://, hdfs://, gs://), through
+    a temporary name where the filesystem can rename"""
+    text = (json.dumps(data.to_dict(), separators=(",", ":")) + "\n").encode()
+    if "://" not in str(target):
+        path = Path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+        try:
+            temporary.write_bytes(text)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        return
+    import pyarrow.fs
+
+    filesystem, where = pyarrow.fs.FileSystem.from_uri(str(target))
+    with filesystem.open_output_stream(where) as stream:
+        stream.write(text)
+
+
+def read_aggregate_file(path: str | Path) -> AggregateFile:
+    "An aggregate file written by :func:`write_aggregate_file` (ArchiveError if it is not one)"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError:
+        raise ArchiveError(f"{path} is not JSON") from None
+    try:
+        return AggregateFile.from_dict(data)
+    except (KeyError, TypeError, ValueError, LDPError) as exc:
+        if isinstance(exc, ArchiveError):
+            raise
+        raise ArchiveError(f"{path} is not a valid aggregate file ({exc})") from None
+
+
+__all__: Sequence[str] = [
+    "AGGREGATE_FORMAT", "ARCHIVE_FORMAT", "AggregateFile", "ArchiveError", "ExportResult", "export_campaign",
+    "file_metadata", "partition_dir", "read_aggregate_file", "read_file_metadata", "write_aggregate_file",
+]
