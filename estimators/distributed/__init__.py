@@ -19,11 +19,11 @@ from .accounting import (
 )
 from .estimate import DistributedEstimate, estimate_distributed, trust_models
 from .noise import NOISE_MODES, AggregatorNoise, CoinNoise, NoiseMode, calibrate, coin_subset_size, select_coin_reports
-from .release import DistributedQuestion, ReleaseMismatch, estimate_release
+from .release import DistributedQuestion, ReleaseMismatch, estimate_release, estimate_releases
 
 __all__ = [
     "NOISE_MODES", "AggregatorNoise", "CoinNoise", "DistributedEstimate", "DistributedQuestion", "NoiseMode",
     "ReleaseMismatch", "binomial_delta", "calibrate", "calibrate_coins", "calibrate_discrete_gaussian",
     "calibrate_discrete_laplace", "coin_subset_size", "discrete_gaussian_delta", "estimate_distributed",
-    "estimate_release", "gaussian_gap", "select_coin_reports", "trust_models",
+    "estimate_release", "estimate_releases", "gaussian_gap", "select_coin_reports", "trust_models",
 ]

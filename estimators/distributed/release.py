@@ -122,15 +122,35 @@ def estimate_release(spec: Any, release_dict: Mapping[str, Any], confidence: flo
     ``spec`` is the campaign's Spec (or its JSON), ``release_dict`` the leader's release.  Raises
     :class:`ReleaseMismatch` when the release is not this spec's (fingerprint, Prio3 type, noise), ValueError for a
     malformed release and ``estimators.NoReports`` for a release of no reports."""
+    return estimate_releases(spec, [release_dict], confidence)
+
+
+def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict:
+    """The estimate over a window of batches: their releases added up.
+
+    Each batch's noise is independent of the others', so the noise of the sum is the sum of every batch's: the
+    aggregator noise of 2k aggregator shares (its exact pmf the convolution), or the coins of every batch's
+    subset.  One batch gives exactly :func:`estimate_release`'s answer."""
     question = DistributedQuestion.of(spec)
     if question.prio3 not in ESTIMATED_TYPES:
         raise ValueError(f"no estimate for Prio3 type {question.prio3!r} (estimated: {list(ESTIMATED_TYPES)})")
-    _check_matches(question, release_dict)
-    n = release_dict.get("report_count")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError("report_count must be a non-negative integer")
-    values = _release_values(release_dict.get("release"))
-    noise = _noise_of(question, release_dict)
+    if not releases:
+        raise ValueError("no release to estimate from")
+    noises, counts, sums = [], [], []
+    for release in releases:
+        _check_matches(question, release)
+        n = release.get("report_count")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError("report_count must be a non-negative integer")
+        values = _release_values(release.get("release"))
+        if sums and len(values) != len(sums[0]):
+            raise ValueError("the releases of one campaign must have the same length")
+        noises.append(_noise_of(question, release))
+        counts.append(n)
+        sums.append(values)
+    noise = _combined(noises)
+    n = sum(counts)
+    values = [sum(column) for column in zip(*sums)]
     kind, extra = _kind_arguments(question, len(values))
     result = estimate_distributed(values, kind=kind, n=n, noise=noise, epsilon=question.epsilon,
                                   delta=question.delta, confidence=confidence, **extra).to_dict()
@@ -140,25 +160,47 @@ def estimate_release(spec: Any, release_dict: Mapping[str, Any], confidence: flo
     elif question.prio3 == "count":
         row = result["values"][0]
         result.update(count=row["count"], count_std_error=row["count_std_error"], proportion=row["estimate"])
-    result["guarantee"] = guarantee(question, noise, result["guarantee"], n)
+    weakest = min(noises, key=lambda noise: getattr(noise, "subset_size", 0))  # coins: the smallest subset
+    result["guarantee"] = guarantee(question, weakest, result["guarantee"], n, batches=len(releases))
     result["trust_models"]["distributed"]["mode"] = noise.mode
-    return {"campaign": release_dict.get("campaign", question.name), "mechanism": "prio3",
-            "prio3": question.prio3, "fingerprint": release_dict.get("fingerprint", question.fingerprint),
-            "version": release_dict.get("version"), "batch": release_dict.get("batch"),
-            "rejected": dict(release_dict.get("rejected") or {}), "coin_subset": release_dict.get("coin_subset"),
-            **result}
+    result["noise"] = {**noises[0].describe(), "batches": len(releases), "variance": noise.variance()}
+    rejected: dict[str, int] = {}
+    for release in releases:
+        for reason, count in (release.get("rejected") or {}).items():
+            rejected[reason] = rejected.get(reason, 0) + int(count)
+    last = releases[-1]
+    batches = [release.get("batch") for release in releases]
+    subsets = [release.get("coin_subset") for release in releases]
+    return {"campaign": last.get("campaign", question.name), "mechanism": "prio3", "prio3": question.prio3,
+            "fingerprint": last.get("fingerprint", question.fingerprint), "version": last.get("version"),
+            "batch": batches[0] if len(batches) == 1 else None, "batches": batches, "rejected": rejected,
+            "coin_subset": sum(subsets) if all(isinstance(s, int) for s in subsets) else None, **result}
 
 
-def guarantee(question: DistributedQuestion, noise: NoiseMode, base: dict, n: int) -> dict:
-    "The guarantee block: the release's (epsilon, delta), and every property with the assumption it needs"
+def _combined(noises: Sequence[NoiseMode]) -> NoiseMode:
+    "The noise of a sum of releases: every aggregator share of every batch, or every batch's coin subset"
+    first = noises[0]
+    if len(noises) == 1:
+        return first
+    if isinstance(first, CoinNoise):
+        return dataclasses.replace(first, subset_size=sum(n.subset_size for n in noises if isinstance(n, CoinNoise)))
+    return dataclasses.replace(first, aggregators=sum(n.aggregators for n in noises if not isinstance(n, CoinNoise)))
+
+
+def guarantee(question: DistributedQuestion, noise: NoiseMode, base: dict, n: int, batches: int = 1) -> dict:
+    """The guarantee block: the release's (epsilon, delta), and every property with the assumption it needs.
+
+    ``noise`` is one batch's: each batch's release is (epsilon, delta)-DP for one report in it; a person with
+    reports in several batches composes them (the device's privacy ledger charges every report)."""
     epsilon, delta = base["epsilon"], base["delta"]
-    dp = (f"the release is ({epsilon:.4g}, {delta:.3g})-differentially private ({base['neighbouring']})",
+    each = "each batch's release is" if batches > 1 else "the release is"
+    dp = (f"{each} ({epsilon:.4g}, {delta:.3g})-differentially private ({base['neighbouring']})",
           base["assumption"])
     statements = [dict(zip(("holds", "assuming"), item)) for item in (INPUT_PRIVACY, dp, INTEGRITY)]
     if isinstance(noise, CoinNoise):
-        met = noise.subset_size >= noise_subset_needed(question)
-        statements.append({"holds": (f"the coins of {noise.subset_size} reports (at least {noise.n_min} from honest "
-                                     "devices) enter the release" + ("" if met else ": FEWER than calibrated")),
+        short = "" if noise.subset_size >= noise_subset_needed(question) else ": FEWER than calibrated"
+        statements.append({"holds": (f"the coins of {noise.subset_size} reports per batch (at least {noise.n_min} "
+                                     f"from honest devices) enter the release{short}"),
                            "assuming": "the subset is chosen by public randomness fixed after the batch closed"})
     replace_one = replace_one_privacy(question, noise, epsilon, delta)
     statements.append({"holds": (f"with the published report count (n = {n:,}) taken as public: "

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from client_sdk.randomness import DeterministicRandom
-from estimators.distributed import CoinNoise, ReleaseMismatch, calibrate, estimate_release
+from estimators.distributed import CoinNoise, ReleaseMismatch, calibrate, estimate_release, estimate_releases
 from estimators.errors import NoReports
 from tests.tolerances import k_sigma
 
@@ -161,3 +161,23 @@ def test_releases_that_are_not_the_specs_are_refused():
         estimate_release(spec, release_of(spec, TRUE_COUNTS * 0, 0, gaussian))
     with pytest.raises(ValueError, match="sumvec"):
         estimate_release({**spec, "prio3": "sumvec", "length": 4, "max_measurement": 3}, {})
+
+
+@pytest.mark.parametrize("mode", ["gaussian", "coins"])
+def test_a_window_of_batches_adds_the_releases_and_their_noises(mode):
+    "k batches: the counts and the noises add up, so the variance of the window's noise is k times one batch's"
+    spec = histogram_spec(mode)
+    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=1)
+    rng, generator = DeterministicRandom(5), np.random.default_rng(5)
+    batches = [release_of(spec, noisy(TRUE_COUNTS, noise, rng, generator), N, noise, batch=f"2026-11-{day}")
+               for day in (28, 29, 30)]
+    window = estimate_releases(spec, batches)
+    assert window["n"] == 3 * N and window["batches"] == ["2026-11-28", "2026-11-29", "2026-11-30"]
+    assert window["rejected"] == {"invalid-measurement": 9} and window["batch"] is None
+    assert window["values"][0]["count_std_error"] == pytest.approx(math.sqrt(3 * noise.variance()), rel=1e-9)
+    expected = sum(np.array(b["release"]) for b in batches) - 3 * noise.mean()
+    assert [row["count"] for row in window["values"]] == pytest.approx(list(expected))
+    assert window["noise"]["batches"] == 3 and "each batch's release" in window["guarantee"]["statements"][1]["holds"]
+    assert estimate_releases(spec, batches[:1]) == estimate_release(spec, batches[0])
+    with pytest.raises(ValueError, match="same length"):
+        estimate_releases(spec, [batches[0], {**batches[1], "release": [1, 2]}])
