@@ -118,7 +118,8 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     std_error = math.sqrt(noise.variance() * scale * scale + rounding_variance)
     std_errors = np.full(sums.size, std_error)
     models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=std_error,
-                          domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range)
+                          domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range,
+                          noise_mode=noise.mode)
     if kind == "sum":
         assert value_range is not None
         sensitivity, neighbouring = (value_range[1] - value_range[0]) / n, NEIGHBOURING_MEAN
@@ -138,8 +139,13 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
 
 
 def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, distributed_std_error: float,
-                 domain_size: int | None = None, value_range: tuple[float, float] | None = None) -> dict:
-    "Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP"
+                 domain_size: int | None = None, value_range: tuple[float, float] | None = None,
+                 noise_mode: str | None = None) -> dict:
+    """Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP.
+
+    Central DP uses the distributed noise's family at a trusted curator: Laplace for discrete Laplace noise (and
+    whenever there is no delta), the analytic Gaussian otherwise (Gaussian and coins, whose binomial is nearly
+    Gaussian); the other family's figure stands beside it."""
     if kind == "sum":
         if value_range is None:
             raise ValueError("a mean needs value_range")
@@ -149,11 +155,13 @@ def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, dist
         best = compare_mechanisms(epsilon, n, domain_size=domain_size or 2)[0]
         sensitivity = 1.0 / n
     laplace = math.sqrt(2) * sensitivity / epsilon
-    if delta:
-        central = {"std_error": analytic_gaussian_sigma(sensitivity, epsilon, delta),
-                   "mechanism": "Gaussian, analytic (Balle & Wang 2018)", "laplace_std_error": laplace}
-    else:  # pure epsilon: no delta to spend on a Gaussian
-        central = {"std_error": laplace, "mechanism": "Laplace", "laplace_std_error": laplace}
+    gaussian = analytic_gaussian_sigma(sensitivity, epsilon, delta) if delta else None
+    if gaussian is not None and noise_mode != "laplace":
+        central = {"std_error": gaussian, "mechanism": "Gaussian, analytic (Balle & Wang 2018)",
+                   "laplace_std_error": laplace}
+    else:
+        central = {"std_error": laplace, "mechanism": "Laplace", "laplace_std_error": laplace,
+                   "gaussian_std_error": gaussian}
     return {
         "scale": "mean" if kind == "sum" else "fraction (times n for a count)",
         "local": {"std_error": best.std_error, "mechanism": best.mechanism,

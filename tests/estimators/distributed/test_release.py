@@ -122,7 +122,12 @@ def test_coin_guarantee_names_the_honest_devices_and_laplace_replace_one_is_exac
     assert "FEWER" in " ".join(s["holds"] for s in short["guarantee"]["statements"])
     laplace_spec = histogram_spec("laplace")
     laplace = calibrate("laplace", epsilon=EPSILON, delta=DELTA, sensitivity=1)
-    replace = estimate_release(laplace_spec, release_of(laplace_spec, TRUE_COUNTS, N, laplace))["guarantee"]
+    laplace_result = estimate_release(laplace_spec, release_of(laplace_spec, TRUE_COUNTS, N, laplace))
+    # central DP is compared in the noise's own family: Laplace at a curator, even with a delta to spend
+    central = laplace_result["trust_models"]["central"]
+    assert central["mechanism"] == "Laplace" and central["gaussian_std_error"] > central["std_error"]
+    assert central["std_error"] < laplace_result["trust_models"]["distributed"]["std_error"] < 2 * central["std_error"]
+    replace = laplace_result["guarantee"]
     assert replace["replace_one"] == {"epsilon": 2 * EPSILON, "delta": 0.0, "method": replace["replace_one"]["method"]}
 
 
