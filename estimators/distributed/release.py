@@ -171,8 +171,9 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
     last = releases[-1]
     batches = [release.get("batch") for release in releases]
     subsets = [release.get("coin_subset") for release in releases]
+    known = {"fingerprint": last.get("fingerprint") or question.fingerprint, "version": last.get("version")}
     return {"campaign": last.get("campaign", question.name), "mechanism": "prio3", "prio3": question.prio3,
-            "fingerprint": last.get("fingerprint", question.fingerprint), "version": last.get("version"),
+            **{key: value for key, value in known.items() if value is not None},
             "batch": batches[0] if len(batches) == 1 else None, "batches": batches, "rejected": rejected,
             "coin_subset": sum(subsets) if all(isinstance(s, int) for s in subsets) else None, **result}
 

@@ -35,7 +35,7 @@ def test_every_campaign_gets_html_markdown_json_and_pngs(demo_run):
             if line.startswith("!["):
                 assert (out / line[line.index("(") + 1:-1]).read_bytes().startswith(b"\x89PNG")
         report = json.loads((out / f"{campaign.name}.json").read_text())
-        assert report["schema_version"] == 2 and "truth" in report
+        assert report["schema_version"] == 3 and "truth" in report
         jsonschema.validate(report, report_schema())  # every kind the demo has, RAPPOR included
     summary = json.loads((out / "summary.json").read_text())
     assert [entry["name"] for entry in summary] == [campaign.name for campaign in CAMPAIGNS]
