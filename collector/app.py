@@ -31,6 +31,11 @@ DEFAULTS: dict[str, Any] = {
     "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
     "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
+    "ROLE": "standalone",  # distributed campaigns: "leader" or "helper" (collector.distributed)
+    "HELPER_URL": "",  # the leader's helper, e.g. http://127.0.0.1:8001
+    "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
+    "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
+    "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
 }
 ENV_PREFIX = "LDP_"
 
@@ -76,6 +81,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(reports.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi_blueprint)
+    if settings["ROLE"] != "standalone":
+        register_distributed(app, settings)
 
     @app.before_request
     def _start_timer() -> None:
@@ -94,6 +101,31 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         return response
 
     return app
+
+
+def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
+    "The leader's or helper's blueprints, its distributed tables and (leader) the aggregation driver"
+    from .distributed import ROLES
+    from .distributed import api as distributed
+    from .distributed.store import DistStore
+    from .storage import open_storage
+
+    if settings["ROLE"] not in ROLES:
+        raise ValueError(f"ROLE must be one of {list(ROLES)}, got {settings['ROLE']!r}")
+    with open_storage(settings["DATABASE"]) as storage:
+        DistStore(storage).migrate()  # DistributedNeedsSqlite for a postgresql:// URL
+    app.register_blueprint(distributed.public)
+    if settings["ROLE"] == "helper":
+        app.register_blueprint(distributed.peer)
+        return
+    app.register_blueprint(distributed.leader_api)
+    if float(settings["AGGREGATE_INTERVAL"]) > 0 and settings["HELPER_URL"]:
+        from .distributed.leader import Driver
+
+        driver = Driver(str(settings["DATABASE"]), str(settings["HELPER_URL"]), str(settings["PEER_TOKEN"]),
+                        float(settings["AGGREGATE_INTERVAL"]))
+        app.extensions["ldp_aggregation_driver"] = driver
+        driver.start()
 
 
 def fault_problem(fault: StorageUnavailable) -> Problem:

@@ -42,7 +42,12 @@ def create_campaign() -> tuple[Response, int]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyWarning)
         try:
-            campaign, created = get_storage().create_campaign(body, today())
+            if body.get("trust") == "distributed":
+                from ..distributed import api as distributed_api
+
+                campaign, created = distributed_api.create_campaign(body, today())
+            else:
+                campaign, created = get_storage().create_campaign(body, today())
         except SpecError as exc:
             raise invalid(exc.field, exc.reason) from None
         except VersionConflict as exc:
@@ -92,6 +97,12 @@ def _with_lifetime(campaign: CampaignVersion, closed: dict[str, str]) -> dict:
         out["closed_day"] = closed[campaign.name]
     out["expires"] = campaign.spec.expires
     out["expired"] = campaign.spec.expired_on(today())
+    if getattr(campaign.spec, "trust", "local") == "distributed":
+        from ..distributed import api as distributed_api
+
+        block = distributed_api.aggregators_block(campaign)
+        if block is not None:
+            out["aggregators"] = block
     return out
 
 
@@ -100,6 +111,10 @@ def _with_lifetime(campaign: CampaignVersion, closed: dict[str, str]) -> dict:
 def estimate(name: str) -> Response:
     "De-biased estimate from the stored aggregates, over [since, until] or per day"
     campaign = _find(name, _int_arg("version"))
+    if getattr(campaign.spec, "trust", "local") == "distributed":
+        from ..distributed import api as distributed_api
+
+        return jsonify(finite_json(distributed_api.estimate(campaign, _confidence())))
     _require_estimable(campaign)
     confidence = _confidence()
     since, until = _day_arg("since"), _day_arg("until")

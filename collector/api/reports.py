@@ -46,7 +46,7 @@ class _Lookup:
 
     def __init__(self) -> None:
         cache = current_app.extensions.setdefault("ldp_campaign_cache", {})
-        self.cache: dict[tuple[str, str], tuple[CampaignVersion, ServerMechanism]] = cache
+        self.cache: dict[tuple[str, str], tuple[CampaignVersion, ServerMechanism | None]] = cache
         self.missing: dict[tuple[str, str], tuple[str, str]] = {}
         self.closed: dict[str, str] | None = None  # read once per request: closing is not cached
         self.day = today()
@@ -61,8 +61,8 @@ class _Lookup:
             return f"campaign expired (its last day was {campaign.spec.expires}); it takes no more reports"
         return None
 
-    def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, ServerMechanism] | tuple[str, str]:
-        "The version and its mechanism, or (field, reason) why there is none"
+    def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, ServerMechanism | None] | tuple[str, str]:
+        "The version and its mechanism (None for a distributed campaign), or (field, reason) why there is none"
         key = (name, fingerprint)
         found = self.cache.get(key) or self.missing.get(key)
         if found is not None:
@@ -77,7 +77,8 @@ class _Lookup:
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:
-            self.cache[key] = (campaign, mechanism_for(campaign.spec))
+            distributed = getattr(campaign.spec, "trust", "local") == "distributed"
+            self.cache[key] = (campaign, None if distributed else mechanism_for(campaign.spec))
             return self.cache[key]
         known = bool(storage.campaign_versions(name))
         reason = ("fingerprint", "matches no version of this campaign") if known else ("campaign", "unknown campaign")
@@ -108,7 +109,7 @@ def ingest() -> Response:
     if len(reports) > limit:
         raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
 
-    indexed_groups, rejected, duplicates = _validate(reports)
+    indexed_groups, rejected, duplicates, distributed = _validate(reports)
     for group, indices in indexed_groups:
         _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
@@ -117,15 +118,24 @@ def ingest() -> Response:
                                               now=time.time())
     except RateLimited as limited:
         raise too_many(limited.retry_after) from None
-    duplicate = duplicates + result.duplicate
-    current_app.extensions["ldp_metrics"].count_reports(result.accepted, duplicate, len(rejected))
-    return jsonify({"accepted": result.accepted, "duplicate": duplicate, "rejected": len(rejected),
+    accepted, duplicate = result.accepted, duplicates + result.duplicate
+    if distributed:  # after the local reports' transaction (which took the rate token): their own transaction
+        from ..distributed import api as distributed_api
+
+        outcome = distributed_api.ingest(distributed, today())
+        accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
+        rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
+    current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
+    return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected),
                     "errors": rejected})
 
 
-def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int]:
-    "Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count"
+def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int,
+                                     list[tuple[int, dict, CampaignVersion]]]:
+    """Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count,
+    and the reports of distributed campaigns (checked by collector.distributed)"""
     lookup = _Lookup()
+    distributed: list[tuple[int, dict, CampaignVersion]] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
     rejected: list[dict] = []
     seen: set[str] = set()
@@ -151,6 +161,13 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
         if ended is not None:
             rejected.append(_reject(index, report_id, "campaign", ended))
             continue
+        if report_id in seen and mechanism is None:
+            duplicates += 1
+            continue
+        if mechanism is None:
+            seen.add(report_id)
+            distributed.append((index, report, campaign))
+            continue
         payload = report["payload"]
         try:
             mechanism.check_payload(payload)
@@ -171,7 +188,7 @@ def _validate(reports: list) -> tuple[list[tuple[ReportGroup, list[int]]], list[
         entry[0].report_ids.append(report_id)
         entry[0].payloads.append(payload)
         entry[1].append(index)
-    return list(groups.values()), rejected, duplicates
+    return list(groups.values()), rejected, duplicates, distributed
 
 
 def _aggregate(group: ReportGroup, indices: list[int], rejected: list[dict]) -> None:

@@ -27,6 +27,8 @@ COMMANDS = {
     "campaign": ("ldp_telemetry.cli.collector", "campaign",
                  "Create, list, show and close campaigns (local --db, or a running collector with --url and --token)."),
     "aggregates": ("ldp_telemetry.cli.collector", "aggregates", "Maintain the per-day aggregates."),
+    "aggregate": ("ldp_telemetry.cli.collector", "aggregate",
+                  "Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."),
     "report": ("ldp_telemetry.cli.report", "report",
                "Estimates of CAMPAIGN with standard errors, intervals and the price against central DP."),
     "demo": ("ldp_telemetry.cli.demo", "demo",

@@ -106,15 +106,36 @@ def _fail(message: str) -> None:
 @click.option("--rate-burst", default=None, type=click.FloatRange(1), help="Token bucket size per key.")
 @click.option("--max-body-bytes", default=None, type=click.IntRange(1024), help="Body limit after decompression.")
 @click.option("--max-batch", default=None, type=click.IntRange(1), help="Most reports per POST /v1/reports.")
+@click.option("--role", default="standalone", show_default=True, envvar="LDP_ROLE",
+              type=click.Choice(["standalone", "leader", "helper"]),
+              help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
+@click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
+              help="The leader's helper, e.g. http://127.0.0.1:8001 (env LDP_HELPER_URL).")
+@click.option("--peer-token", default=None, envvar="LDP_PEER_TOKEN",
+              help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
+@click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
+              help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
-          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None) -> None:
+          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, role: str,
+          helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
     summed over every worker (prometheus_client multiprocess mode, in a fresh PROMETHEUS_MULTIPROC_DIR)."""
     from collector.server import serve as run
+    from collector.storage import is_database_url
 
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = {"ROLE": role}
+    if role != "standalone":
+        if is_database_url(database):
+            _fail(f"--role {role} keeps its state in SQLite only: give --db a file, not a postgresql:// URL")
+        if not peer_token:
+            _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
+        config["PEER_TOKEN"] = peer_token
+    if role == "leader":
+        if not helper_url:
+            _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
+        config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
     for key, value in (("RATE_LIMIT", rate_limit), ("RATE_BURST", rate_burst), ("MAX_BODY_BYTES", max_body_bytes),
                        ("MAX_BATCH_REPORTS", max_batch)):
         if value is not None:
@@ -184,8 +205,13 @@ def campaign() -> None:
 @TARGET_DB_OPTION
 @URL_OPTION
 @TOKEN_OPTION
+@click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
+              help="Distributed campaigns: the leader's helper (env LDP_HELPER_URL).")
+@click.option("--peer-token", default=None, envvar="LDP_PEER_TOKEN",
+              help="Distributed campaigns: the aggregator-to-aggregator token (env LDP_PEER_TOKEN).")
 @click.argument("spec_file", type=click.File("r"))
-def campaign_create(database: str | None, url: str | None, token: str | None, spec_file: Any) -> None:
+def campaign_create(database: str | None, url: str | None, token: str | None, helper_url: str | None,
+                    peer_token: str | None, spec_file: Any) -> None:
     "Create a campaign (or its next version) from SPEC_FILE, a JSON spec ('-' for stdin)."
     from client_sdk.errors import SpecError
     from collector.storage import CampaignClosed, VersionConflict
@@ -200,6 +226,8 @@ def campaign_create(database: str | None, url: str | None, token: str | None, sp
         for warning in out.pop("warnings", []):
             click.echo(f"warning: {warning}", err=True)
         created = status == 201
+    elif isinstance(spec, dict) and spec.get("trust") == "distributed":
+        created_campaign, created, out = _create_distributed(str(database), helper_url, peer_token, spec)
     else:
         with _storage(str(database)) as storage, warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -211,6 +239,26 @@ def campaign_create(database: str | None, url: str | None, token: str | None, sp
     click.echo(json.dumps(out, indent=2))
     if not created:
         click.echo("an identical version already exists; nothing created", err=True)
+
+
+def _create_distributed(database: str, helper_url: str | None, peer_token: str | None,
+                        spec: dict) -> tuple[Any, bool, dict]:
+    "A distributed campaign in a leader's database: provisions the helper first"
+    from client_sdk.errors import SpecError
+    from collector.distributed.leader import aggregators_block, provision_campaign
+    from collector.distributed.peer import PeerError
+    from collector.storage import CampaignClosed, VersionConflict
+
+    storage, store, peer = _leader(database, helper_url, peer_token)
+    with storage:
+        try:
+            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, _today())
+        except (SpecError, VersionConflict, CampaignClosed) as exc:
+            _fail(f"invalid spec: {exc}")
+        except PeerError as exc:
+            _fail(f"the helper could not be provisioned: {exc}")
+        out = {**_campaign_json(storage, created_campaign), "aggregators": aggregators_block(store, created_campaign)}
+    return created_campaign, created, out
 
 
 @campaign.command("list")
@@ -273,6 +321,78 @@ def campaign_close(database: str | None, url: str | None, token: str | None, nam
             except CampaignNotFound as exc:
                 _fail(str(exc))
     click.echo(f"campaign {name} closed since {day}")
+
+
+def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tuple[Any, Any, Any]:
+    "(storage, distributed store, peer client) of a leader database"
+    from collector.distributed.peer import PeerClient
+    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+
+    if not helper_url or not peer_token:
+        _fail("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and LDP_PEER_TOKEN)")
+    storage = _storage(database)
+    try:
+        store = DistStore(storage)
+    except DistributedNeedsSqlite as exc:
+        _fail(str(exc))
+    store.migrate()
+    return storage, store, PeerClient.for_url(str(helper_url), str(peer_token))
+
+
+HELPER_URL_OPTION = click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
+                                 help="Distributed campaigns: the leader's helper (env LDP_HELPER_URL).")
+PEER_TOKEN_OPTION = click.option("--peer-token", default=None, envvar="LDP_PEER_TOKEN",
+                                 help="Distributed campaigns: the aggregator-to-aggregator token (env LDP_PEER_TOKEN).")
+
+
+@campaign.command("collect")
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
+@HELPER_URL_OPTION
+@PEER_TOKEN_OPTION
+@click.argument("name")
+@click.option("--batch", required=True, type=click.DateTime(["%Y-%m-%d"]), help="The batch: a UTC day YYYY-MM-DD.")
+def campaign_collect(database: str | None, url: str | None, token: str | None, helper_url: str | None,
+                     peer_token: str | None, name: str, batch: Any) -> None:
+    "Collect one batch of distributed campaign NAME (once) and print its release as JSON."
+    day = batch.date().isoformat()
+    if _target(database, url, token) == "url":
+        click.echo(json.dumps(_api("POST", str(url), str(token), _campaign_path(name, "/collect"),
+                                   {"batch": day})[1], indent=2))
+        return
+    from collector.distributed.leader import CollectError, collect
+    from collector.storage import CampaignNotFound
+
+    storage, store, peer = _leader(str(database), helper_url, peer_token)
+    with storage:
+        try:
+            item = storage.get_campaign(name)
+            click.echo(json.dumps(collect(storage, store, peer, item, day), indent=2))
+        except CampaignNotFound as exc:
+            _fail(str(exc))
+        except CollectError as exc:
+            _fail(f"{exc.slug}: {exc.detail}")
+
+
+@click.command()
+@DB_OPTION
+@HELPER_URL_OPTION
+@PEER_TOKEN_OPTION
+def aggregate(database: str, helper_url: str | None, peer_token: str | None) -> None:
+    """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."""
+    from collector.distributed.leader import PendingWork, aggregator_lock, run_pending
+
+    storage, store, peer = _leader(database, helper_url, peer_token)
+    with storage, aggregator_lock(database, 60.0) as held:
+        if not held:
+            _fail("another process is running this leader's jobs")
+        try:
+            summary = run_pending(storage, store, peer)
+        except PendingWork as exc:
+            click.echo(json.dumps(exc.summary.to_dict(), indent=2))
+            _fail(f"the helper did not answer; {exc.summary.pending_jobs} jobs stay pending, retry later")
+    click.echo(json.dumps(summary.to_dict(), indent=2))
 
 
 @click.group()

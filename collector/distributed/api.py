@@ -1,0 +1,240 @@
+"""HTTP endpoints of the two aggregators, and the hooks the collector's own views call for distributed campaigns.
+
+Blueprints: ``public`` (both roles: ``GET /v1/hpke_config``, no key), ``peer`` (the helper: ``/v1/peer/...``, the
+aggregator-to-aggregator token ``PEER_TOKEN``), ``leader`` (``POST /v1/campaigns/<name>/collect`` and
+``GET /v1/campaigns/<name>/releases``, admin key).
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from ..auth import require
+from ..db import get_storage
+from ..problems import Problem, invalid
+from ..storage import CampaignNotFound, CampaignVersion
+from . import helper, hpke_keys, leader
+from .peer import FlaskTransport, PeerClient, PeerRefused, PeerUnavailable
+from .store import DistStore
+
+public = Blueprint("dist_public", __name__)
+peer = Blueprint("dist_peer", __name__)
+leader_api = Blueprint("dist_leader", __name__)
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def is_distributed(campaign: CampaignVersion) -> bool:
+    return getattr(campaign.spec, "trust", "local") == "distributed"
+
+
+def role() -> str:
+    return str(current_app.config.get("ROLE", "standalone"))
+
+
+def dist_store() -> DistStore:
+    return DistStore(get_storage())
+
+
+def peer_client() -> PeerClient:
+    "The leader's client to its helper (a test may put a transport in app.extensions['ldp_peer_transport'])"
+    transport = current_app.extensions.get("ldp_peer_transport")
+    token = str(current_app.config.get("PEER_TOKEN", ""))
+    if transport is not None:
+        return PeerClient(transport if not hasattr(transport, "open") else FlaskTransport(transport), token,
+                          retries=0)
+    url = str(current_app.config.get("HELPER_URL", ""))
+    if not url:
+        raise Problem(409, "this leader has no HELPER_URL configured", slug="helper-not-configured",
+                      field="HELPER_URL")
+    return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config.get("PEER_TIMEOUT", 30.0)))
+
+
+def _problem(exc: helper.PeerProblem) -> Problem:
+    return Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field)
+
+
+# -- hooks for the collector's views ----------------------------------------------------------------------------
+def create_campaign(body: dict, day: str) -> tuple[CampaignVersion, bool]:
+    "POST /v1/campaigns with a distributed spec"
+    from client_sdk.errors import SpecError
+
+    if role() != "leader":
+        raise Problem(409, f"a distributed campaign is created on its leader; this collector runs as {role()!r} "
+                           "(serve --role leader --helper-url ...)", slug="distributed-needs-leader",
+                      title="Distributed campaign needs a leader", field="trust")
+    client = peer_client()
+    store = dist_store()
+    try:
+        return leader.provision_campaign(get_storage(), store, client, str(current_app.config.get("HELPER_URL")),
+                                         body, day)
+    except SpecError as exc:
+        raise invalid(exc.field, exc.reason) from None
+    except PeerUnavailable as exc:
+        raise Problem(503, f"the helper could not be provisioned ({exc}); nothing was created here, retry",
+                      slug="helper-unavailable", headers={"Retry-After": "10"}, field="HELPER_URL") from None
+    except PeerRefused as exc:
+        raise Problem(502, f"the helper refused the campaign: {exc.detail}", slug="helper-refused",
+                      field="HELPER_URL") from None
+
+
+def aggregators_block(campaign: CampaignVersion) -> dict | None:
+    if role() != "leader":
+        return None
+    return leader.aggregators_block(dist_store(), campaign)
+
+
+def ingest(items: list[tuple[int, dict, CampaignVersion]], day: str) -> leader.UploadResult:
+    "Distributed reports of a POST /v1/reports (index in the batch, report, campaign version)"
+    if role() != "leader":
+        result = leader.UploadResult()
+        result.rejected = [(i, r["report_id"], "campaign", "a distributed campaign takes reports on its leader only")
+                           for i, r, _ in items]
+        return result
+    return leader.accept_reports(dist_store(), items, day)
+
+
+def estimate(campaign: CampaignVersion, confidence: float) -> dict:
+    "The estimate of the campaign's latest release (?batch=DAY for another)"
+    store = dist_store()
+    releases = [r for r in store.releases(campaign.name) if r["fingerprint"] == campaign.fingerprint]
+    batch = request.args.get("batch")
+    if batch is not None:
+        releases = [r for r in releases if r["batch"] == batch]
+    if not releases:
+        raise Problem(409, f"campaign {campaign.name!r} version {campaign.version} has no release yet: collect a "
+                           "batch first (POST /v1/campaigns/<name>/collect)", slug="no-release", title="No release",
+                      field="batch")
+    release = releases[-1]
+    try:
+        from estimators.distributed.release import estimate_release  # type: ignore[import-not-found]
+    except ImportError:  # the estimate module is not there yet: answer with the release itself
+        return release
+    return dict(estimate_release(campaign.spec, release, confidence=confidence))
+
+
+# -- public -----------------------------------------------------------------------------------------------------
+@public.get("/v1/hpke_config")
+def hpke_config() -> Response:
+    "This aggregator's HPKE configs (no key needed: devices and the leader read them)"
+    return jsonify({"configs": hpke_keys.configs(dist_store())})
+
+
+# -- peer (helper) ------------------------------------------------------------------------------------------------
+def _require_peer() -> None:
+    expected = str(current_app.config.get("PEER_TOKEN", ""))
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not expected:
+        raise Problem(401, "this helper has no PEER_TOKEN configured", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry-peer"'})
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected.encode()):
+        raise Problem(401, "missing or wrong peer token", field="Authorization",
+                      headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry-peer"'})
+
+
+def _peer_body() -> Any:
+    from ..api.body import read_json
+
+    return read_json(int(current_app.config["MAX_BODY_BYTES"]))
+
+
+@peer.before_request
+def _peer_checks() -> None:
+    if role() != "helper":
+        raise Problem(404, "no such resource")
+    _require_peer()
+
+
+@peer.put("/v1/peer/campaigns/<name>")
+def peer_campaign(name: str) -> tuple[Response, int]:
+    "Provision a campaign from the leader (idempotent)"
+    from .leader import _VDAF_CACHE
+
+    try:
+        campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(),
+                                             _today())
+    except helper.PeerProblem as exc:
+        raise _problem(exc) from None
+    _VDAF_CACHE.clear()
+    return jsonify({"name": campaign.name, "version": campaign.version, "fingerprint": campaign.fingerprint}), (
+        201 if created else 200)
+
+
+@peer.put("/v1/peer/aggregation_jobs/<job_id>")
+def peer_job(job_id: str) -> Response:
+    "Verify and aggregate one job of reports (the same job id again: the stored answer)"
+    try:
+        return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
+    except helper.PeerProblem as exc:
+        raise _problem(exc) from None
+
+
+@peer.post("/v1/peer/coin_seed")
+def peer_coin_seed() -> Response:
+    "Commit-and-reveal of the coin subset's seed: take the leader's commitment, answer the helper's value"
+    try:
+        return jsonify(helper.coin_seed(get_storage(), dist_store(), _peer_body()))
+    except helper.PeerProblem as exc:
+        raise _problem(exc) from None
+
+
+@peer.post("/v1/peer/aggregate_shares")
+def peer_aggregate_share() -> Response:
+    "The helper's noisy aggregate share of a batch (once)"
+    try:
+        return jsonify(helper.aggregate_share(get_storage(), dist_store(), _peer_body()))
+    except helper.PeerProblem as exc:
+        raise _problem(exc) from None
+
+
+# -- leader -------------------------------------------------------------------------------------------------------
+def _campaign(name: str) -> CampaignVersion:
+    from client_sdk.spec import NAME_PATTERN
+
+    if not NAME_PATTERN.fullmatch(name):
+        raise Problem(404, f"no campaign {name!r}", field="name")
+    try:
+        campaign = get_storage().get_campaign(name)
+    except CampaignNotFound as exc:
+        raise Problem(404, str(exc), field="name") from None
+    if not is_distributed(campaign):
+        raise Problem(409, f"campaign {name!r} is not distributed", slug="not-distributed", field="name")
+    return campaign
+
+
+@leader_api.post("/v1/campaigns/<name>/collect")
+@require("admin")
+def collect(name: str) -> Response:
+    "Collect one batch (a UTC day): both aggregate shares, each with its aggregator's noise, unsharded, stored"
+    from ..api.body import read_json
+
+    campaign = _campaign(name)
+    body = read_json(4096)
+    if not isinstance(body, dict) or set(body) - {"batch"}:
+        raise invalid("body", 'must be {"batch": "YYYY-MM-DD"}')
+    batch = body.get("batch")
+    if not isinstance(batch, str) or not DAY.fullmatch(batch):
+        raise invalid("batch", "must be a UTC day YYYY-MM-DD")
+    try:
+        return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch))
+    except leader.CollectError as exc:
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers) from None
+
+
+@leader_api.get("/v1/campaigns/<name>/releases")
+@require("admin")
+def releases(name: str) -> Response:
+    "Every release of the campaign, by batch"
+    campaign = _campaign(name)
+    return jsonify({"campaign": campaign.name, "releases": dist_store().releases(campaign.name)})
+
+
+def _today() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()

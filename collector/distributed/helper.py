@@ -1,0 +1,308 @@
+"""The helper's side: campaign provisioning, aggregation jobs, the coin seed and the aggregate share.
+
+Aggregation job (``PUT /v1/peer/aggregation_jobs/<job_id>``): the helper opens its input share of each report (HPKE,
+role 0x03), runs verify_init on the whole job at once (``collector.vdaf_batch``), combines each verifier share with
+the leader's into the verifier message, and for the reports that pass adds their output shares to the batch's
+aggregate share.  Then, in one transaction: the job's answer is stored under its id, every report id it carried is
+recorded as seen (with its outcome), and the aggregate share (and the coin shares) updated.  The same job id again
+returns the stored answer (a leader retrying after a lost answer counts nothing twice); a different body under the
+same id is refused; a report id seen in an earlier job is rejected ``report-replayed``.
+
+Aggregate share (``POST /v1/peer/aggregate_shares``): the helper checks that the leader's report count and checksum
+(SHA-256 of the sorted ids) are its own, that the batch reaches ``min_batch`` and has not been collected, adds its
+own noise and answers; the answer is stored and repeated unchanged for a retried request (fresh noise on a retry
+would let the analyst average it away).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from typing import Any
+
+from client_sdk.spec import Spec
+
+from ..storage import CampaignVersion, StorageBase
+from . import hpke_keys
+from .aggregation import CampaignVdaf, b64d, b64e
+from .store import BatchKey, DistCampaign, DistStore
+
+HELPER_ROLE = 0x03
+LEADER_ROLE = 0x02
+JOB_FIELDS = frozenset(("campaign", "fingerprint", "batch", "reports"))
+JOB_REPORT_FIELDS = frozenset(("report_id", "public_share", "helper_share", "leader_verifier_share"))
+
+
+class PeerProblem(Exception):
+    "A request the helper refuses: (status, slug, detail)"
+
+    def __init__(self, status: int, slug: str, detail: str, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.slug, self.detail, self.field = status, slug, detail, field
+
+
+def digest(body: Any) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def checksum(report_ids: list[bytes]) -> str:
+    "SHA-256 over the sorted 16-byte report ids, hex"
+    return hashlib.sha256(b"".join(sorted(report_ids))).hexdigest()
+
+
+# -- provisioning -----------------------------------------------------------------------------------------------
+def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day: str) -> tuple[CampaignVersion, bool]:
+    "Store the leader's campaign (same spec, same fingerprint) and its verify key; idempotent"
+    if not isinstance(body, dict) or set(body) != {"spec", "verify_key"}:
+        raise PeerProblem(400, "invalid-field", "body must be {\"spec\", \"verify_key\"}", "body")
+    spec_source = body["spec"]
+    if not isinstance(spec_source, dict) or spec_source.get("name") != name:
+        raise PeerProblem(400, "invalid-field", "spec must be an object whose name is the path's", "spec")
+    if spec_source.get("trust") != "distributed":
+        raise PeerProblem(400, "invalid-field", "spec must be a distributed campaign", "spec.trust")
+    try:
+        verify_key = b64d(body["verify_key"], "verify_key")
+    except ValueError as exc:
+        raise PeerProblem(400, "invalid-field", str(exc), "verify_key") from None
+    from client_sdk.errors import SpecError
+
+    source = {k: v for k, v in spec_source.items() if k not in ("version", "fingerprint", "derived")}
+    try:
+        from client_sdk.spec import load_spec
+
+        spec = load_spec(source)
+        vdaf = CampaignVdaf(spec, verify_key)
+    except SpecError as exc:
+        raise PeerProblem(400, "invalid-field", f"spec: {exc}", f"spec.{exc.field}") from None
+    if len(verify_key) != vdaf.vdaf.VERIFY_KEY_SIZE:
+        raise PeerProblem(400, "invalid-field", f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")
+    known = store.campaign(spec.name, spec.fingerprint)
+    if known is not None and known.verify_key != verify_key:
+        raise PeerProblem(409, "verify-key-mismatch", "this campaign was provisioned with another verify key",
+                          "verify_key")
+    campaign, created = storage.create_campaign(source, day)
+    if known is None:
+        with store.transaction() as conn:
+            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"),
+                               conn)
+    return campaign, created
+
+
+def _campaign(storage: StorageBase, store: DistStore, name: Any, fingerprint: Any) -> tuple[Spec, DistCampaign]:
+    if not isinstance(name, str) or not isinstance(fingerprint, str):
+        raise PeerProblem(400, "invalid-field", "campaign and fingerprint must be strings", "campaign")
+    known = store.campaign(name, fingerprint)
+    version = storage.find_version(name, fingerprint)
+    if known is None or version is None or known.role != "helper":
+        raise PeerProblem(404, "unknown-campaign", f"no distributed campaign {name!r} with this fingerprint here",
+                          "campaign")
+    return version.spec, known
+
+
+def _batch(value: Any) -> str:
+    import datetime as dt
+
+    try:
+        if isinstance(value, str) and len(value) == 10:
+            return dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        pass
+    raise PeerProblem(400, "invalid-field", "batch must be a UTC day YYYY-MM-DD", "batch")
+
+
+# -- aggregation jobs -------------------------------------------------------------------------------------------
+def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: Any) -> dict:
+    "Run (or replay the stored answer of) one aggregation job; see the module doc"
+    try:
+        uuid.UUID(job_id)
+    except ValueError:
+        raise PeerProblem(400, "invalid-field", "job id must be a UUID", "job_id") from None
+    if not isinstance(body, dict) or set(body) != JOB_FIELDS or not isinstance(body["reports"], list):
+        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, reports: [...]}", "body")
+    request_digest = digest(body)
+    stored = DistStore.helper_job(store.conn, job_id)
+    if stored is not None:
+        return _replayed(stored, request_digest)
+    spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
+    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
+    vdaf = CampaignVdaf(spec, campaign.verify_key)
+    from client_sdk import distributed
+
+    results: list[dict] = []
+    candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
+    ids: list[bytes] = []
+    for position, report in enumerate(body["reports"]):
+        if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
+            raise PeerProblem(400, "invalid-field", f"reports[{position}] must have {sorted(JOB_REPORT_FIELDS)}",
+                              f"reports[{position}]")
+        try:
+            report_uuid = uuid.UUID(report["report_id"])
+        except (ValueError, TypeError, AttributeError):
+            raise PeerProblem(400, "invalid-field", f"reports[{position}].report_id must be a UUID",
+                              f"reports[{position}].report_id") from None
+        ids.append(report_uuid.bytes)
+        results.append({"report_id": report["report_id"], "result": "reject", "error": "invalid-message"})
+        try:
+            public_share = b64d(report["public_share"], "public_share")
+            sealed = report["helper_share"]
+            if not isinstance(sealed, dict) or set(sealed) != {"config_id", "ciphertext"}:
+                raise ValueError("helper_share must be {config_id, ciphertext}")
+            ciphertext = b64d(sealed["ciphertext"], "helper_share.ciphertext")
+            leader_vs = vdaf.vdaf.decode_verifier_share(b64d(report["leader_verifier_share"], "leader_verifier_share"))
+        except ValueError:
+            continue  # VerifyError is a ValueError: a malformed leader message or share
+        pair = hpke_keys.key_pair(store, sealed["config_id"]) if type(sealed["config_id"]) is int else None
+        if pair is None:
+            results[-1]["error"] = "hpke-unknown-config-id"
+            continue
+        from client_sdk.vdaf.hpke import HpkeError, open_sealed
+
+        info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share)
+        try:
+            input_share = open_sealed(pair, ciphertext, info)
+        except HpkeError:
+            results[-1]["error"] = "hpke-decrypt-error"
+            continue
+        candidates.append((position, report_uuid.bytes, public_share, input_share, leader_vs))
+    if len(set(ids)) != len(ids):
+        raise PeerProblem(400, "invalid-field", "a report id appears twice in the job", "reports")
+
+    verified = vdaf.verify_init(1, [(c[1], c[2], c[3]) for c in candidates])
+    outputs: dict[int, tuple[list[int], list[int] | None]] = {}
+    for (position, report_id, _, _, leader_vs), mine in zip(candidates, verified):
+        if mine.error is not None:
+            results[position]["error"] = "invalid-message"  # a share that does not decode
+            continue
+        try:
+            message = vdaf.vdaf.verifier_shares_to_message(vdaf.ctx, [leader_vs, mine.verifier_share])
+            out_share = vdaf.vdaf.verify_next(vdaf.ctx, mine.state, message)
+        except ValueError:
+            results[position]["error"] = "invalid-measurement"
+            continue
+        outputs[position] = vdaf.contribution(out_share, report_id)
+        results[position] = {"report_id": results[position]["report_id"], "result": "continue",
+                             "verifier_message": b64e(vdaf.vdaf.encode_verifier_message(message))}
+
+    with store.transaction() as conn:
+        stored = DistStore.helper_job(conn, job_id)  # a concurrent retry of the same job committed first
+        if stored is not None:
+            return _replayed(stored, request_digest)
+        collected = store.batch_state(key, conn) != "open"
+        replayed = DistStore.seen_ids(conn, ids)
+        for position, report_id in enumerate(ids):
+            if report_id in replayed or collected:
+                outputs.pop(position, None)
+                results[position] = {"report_id": results[position]["report_id"], "result": "reject",
+                                     "error": "report-replayed" if report_id in replayed else "batch-collected"}
+        count, share = store.agg_share(key, conn)
+        valid = sorted(outputs)
+        if valid:
+            total = vdaf.add(vdaf.decode(share), [outputs[p][0] for p in valid])
+            DistStore.put_agg_share(conn, key, count + len(valid), vdaf.encode(total))
+            coins = [(ids[p], vdaf.encode(outputs[p][1])) for p in valid if outputs[p][1] is not None]
+            if coins:
+                DistStore.add_coin_shares(conn, key, coins)
+        fresh = [(ids[p], p in outputs) for p in range(len(ids)) if ids[p] not in replayed]
+        conn.executemany("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in fresh])
+        answer = {"reports": results}
+        conn.execute("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, response) "
+                     "VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+    return answer
+
+
+def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
+    if stored[0] != request_digest:
+        raise PeerProblem(409, "job-mismatch", "this job id was used with another request", "job_id")
+    return json.loads(stored[1])
+
+
+# -- collection -------------------------------------------------------------------------------------------------
+def coin_seed(storage: StorageBase, store: DistStore, body: Any) -> dict:
+    "Store the leader's commitment H(s_L) and answer this helper's own random s_H (the same for a retry)"
+    if not isinstance(body, dict) or set(body) != {"campaign", "fingerprint", "batch", "commitment"}:
+        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, commitment}", "body")
+    spec, _ = _campaign(storage, store, body["campaign"], body["fingerprint"])
+    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
+    try:
+        commitment = b64d(body["commitment"], "commitment")
+    except ValueError as exc:
+        raise PeerProblem(400, "invalid-field", str(exc), "commitment") from None
+    if len(commitment) != 32:
+        raise PeerProblem(400, "invalid-field", "commitment must be a SHA-256 digest", "commitment")
+    with store.transaction() as conn:
+        state, own, committed, _ = store.batch_row(key)
+        if state == "collected":
+            raise PeerProblem(409, "batch-collected", "this batch was collected already", "batch")
+        if committed is not None and committed != commitment:
+            raise PeerProblem(409, "seed-mismatch", "another commitment was made for this batch", "commitment")
+        if own is None:
+            own = secrets.token_bytes(32)
+        # the batch closes to new jobs here: the subset must be fixed after the last report is in
+        DistStore.set_batch(conn, key, "closed", seed_own=own, seed_commitment=commitment)
+    return {"seed": b64e(own)}
+
+
+def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
+    "This helper's noisy aggregate share of a batch, once (a retried request gets the same answer)"
+    fields = {"campaign", "fingerprint", "batch", "report_count", "checksum"}
+    if not isinstance(body, dict) or not fields <= set(body) or set(body) - fields - {"coin_seed"}:
+        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, report_count, checksum"
+                                                "[, coin_seed]}", "body")
+    spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
+    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
+    request_digest = digest(body)
+    state, own_seed, commitment, answer = store.batch_row(key)
+    if state == "collected":
+        assert answer is not None
+        stored = json.loads(answer)
+        if stored.pop("request_digest") != request_digest:
+            raise PeerProblem(409, "batch-collected", "this batch was collected already", "batch")
+        return stored
+    vdaf = CampaignVdaf(spec, campaign.verify_key)
+    valid_ids = store.helper_valid_ids(key)
+    count, share = store.agg_share(key)
+    if body["report_count"] != count or body["checksum"] != checksum(valid_ids):
+        raise PeerProblem(409, "batch-mismatch", f"the helper holds {count} valid reports with another checksum",
+                          "checksum")
+    if count < spec.prio3.min_batch:
+        raise PeerProblem(409, "batch-too-small", f"{count} valid reports; min_batch is {spec.prio3.min_batch}",
+                          "batch")
+    vector = vdaf.decode(share)
+    if vdaf.coins:
+        if own_seed is None or commitment is None or "coin_seed" not in body:
+            raise PeerProblem(409, "seed-missing", "a coin-flip batch needs the seed exchange first", "coin_seed")
+        try:
+            leader_seed = b64d(body["coin_seed"], "coin_seed")
+        except ValueError as exc:
+            raise PeerProblem(400, "invalid-field", str(exc), "coin_seed") from None
+        if hashlib.sha256(leader_seed).digest() != commitment:
+            raise PeerProblem(409, "seed-mismatch", "the leader's seed does not open its commitment", "coin_seed")
+        vector = vdaf.add(vector, selected_coins(vdaf, store.coin_shares(key), valid_ids, leader_seed + own_seed))
+    noisy = vdaf.add_noise(vector)
+    out = {"report_count": count, "aggregate_share": b64e(vdaf.encode(noisy))}
+    with store.transaction() as conn:
+        raced = store.batch_state(key, conn) == "collected"
+        if not raced:
+            DistStore.set_batch(conn, key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
+            conn.execute("DELETE FROM dist_coin_shares WHERE campaign = ? AND fingerprint = ? AND batch = ?", key)
+    if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
+        return aggregate_share(storage, store, body)
+    return out
+
+
+def selected_coins(vdaf: CampaignVdaf, coin_shares: dict[bytes, bytes], valid_ids: list[bytes],
+                   seed_material: bytes) -> list[list[int]]:
+    "The masked coin shares of the reports that public randomness selects (the same at both aggregators)"
+    from estimators.distributed import select_coin_reports
+
+    seed = hashlib.sha256(seed_material).digest()
+    subset = vdaf.coin_subset
+    assert subset is not None
+    if len(valid_ids) < subset:
+        raise PeerProblem(409, "batch-too-small", f"{len(valid_ids)} valid reports; the coin noise needs {subset}",
+                          "batch")
+    chosen = select_coin_reports(valid_ids, subset, seed)
+    return [vdaf.decode(coin_shares[valid_ids[i]]) for i in chosen]

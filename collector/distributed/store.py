@@ -1,0 +1,301 @@
+"""The SQLite tables of a distributed campaign's two aggregators, in the aggregator's own collector database.
+
+Both roles (``dist_meta`` holds the schema version of these tables, apart from the collector's ``user_version``):
+
+* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key)
+* ``dist_campaigns``     per campaign version (name, fingerprint): the role, the Prio3 verify key, and on the leader
+                         the helper's URL and HPKE config (the spec itself is in ``campaigns``, as for local ones)
+* ``dist_agg_shares``    per batch: the aggregator's aggregate share (encoded field vector) and its report count
+* ``dist_coin_shares``   coin-flip campaigns: per valid report, its masked coin share, until collection
+* ``dist_batches``       per batch: open / closed (collection started) / collected, and the coin-seed values
+
+Leader only: ``dist_reports`` (each accepted upload: its public share, the leader's opened input share, the helper's
+sealed share, its job and state), ``dist_jobs`` (aggregation jobs), ``dist_rejections`` (counts by reason) and
+``dist_releases``.  Helper only: ``dist_helper_jobs`` (each job's request digest and stored answer) and
+``dist_helper_seen`` (every report id the helper has processed, with its batch and outcome).
+
+No time of day is stored anywhere: a batch is a UTC day.  Every write is one ``BEGIN IMMEDIATE`` transaction of
+the collector's :class:`~collector.storage.Storage` (``synchronous=FULL``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..storage import Storage, StorageBase
+
+DIST_SCHEMA_VERSION = 1
+BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS dist_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS dist_hpke_keys (config_id INTEGER PRIMARY KEY, private_key BLOB NOT NULL,
+    created_day TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dist_campaigns (name TEXT NOT NULL, fingerprint TEXT NOT NULL, role TEXT NOT NULL,
+    verify_key BLOB NOT NULL, helper_url TEXT, helper_hpke_config TEXT, state TEXT NOT NULL,
+    PRIMARY KEY (name, fingerprint))""",
+    """CREATE TABLE IF NOT EXISTS dist_agg_shares (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, report_count INTEGER NOT NULL, share BLOB NOT NULL,
+    PRIMARY KEY (campaign, fingerprint, batch))""",
+    """CREATE TABLE IF NOT EXISTS dist_coin_shares (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, report_id BLOB NOT NULL, share BLOB NOT NULL,
+    PRIMARY KEY (campaign, fingerprint, batch, report_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS dist_batches (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, batch TEXT NOT NULL,
+    state TEXT NOT NULL, seed_own BLOB, seed_commitment BLOB, answer TEXT,
+    PRIMARY KEY (campaign, fingerprint, batch))""",
+    """CREATE TABLE IF NOT EXISTS dist_reports (report_id BLOB PRIMARY KEY, campaign TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, batch TEXT NOT NULL, public_share BLOB NOT NULL, leader_share BLOB NOT NULL,
+    helper_share TEXT NOT NULL, job_id TEXT, state TEXT NOT NULL, error TEXT) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS idx_dist_reports_batch ON dist_reports (campaign, fingerprint, batch, state)",
+    "CREATE INDEX IF NOT EXISTS idx_dist_reports_job ON dist_reports (job_id)",
+    """CREATE TABLE IF NOT EXISTS dist_jobs (job_id TEXT PRIMARY KEY, campaign TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, batch TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT)""",
+    """CREATE TABLE IF NOT EXISTS dist_rejections (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (campaign, fingerprint, batch, reason))""",
+    """CREATE TABLE IF NOT EXISTS dist_releases (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    version INTEGER NOT NULL, batch TEXT NOT NULL, release TEXT NOT NULL,
+    PRIMARY KEY (campaign, fingerprint, batch))""",
+    """CREATE TABLE IF NOT EXISTS dist_helper_jobs (job_id TEXT PRIMARY KEY, campaign TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, batch TEXT NOT NULL, request_digest TEXT NOT NULL, response TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dist_helper_seen (report_id BLOB PRIMARY KEY, campaign TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, batch TEXT NOT NULL, job_id TEXT NOT NULL, valid INTEGER NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS idx_dist_helper_seen_batch ON dist_helper_seen (campaign, fingerprint, batch, valid)",
+)
+
+
+class DistributedNeedsSqlite(Exception):
+    "Distributed campaigns keep their state in SQLite only (for now)"
+
+
+@dataclass(frozen=True)
+class DistCampaign:
+    "One distributed campaign version as this aggregator knows it"
+
+    name: str
+    fingerprint: str
+    role: str
+    verify_key: bytes
+    helper_url: str | None
+    helper_hpke_config: dict | None
+    state: str
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    "One accepted upload on the leader"
+
+    report_id: bytes
+    public_share: bytes
+    leader_share: bytes
+    helper_share: dict
+
+
+class DistStore:
+    "The distributed tables over a collector :class:`~collector.storage.Storage` (SQLite)"
+
+    def __init__(self, storage: StorageBase) -> None:
+        if not isinstance(storage, Storage):
+            raise DistributedNeedsSqlite("distributed campaigns need a SQLite database (not a postgresql:// URL)")
+        self.storage = storage
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.storage.conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.storage.transaction() as conn:
+            yield conn
+
+    def migrate(self) -> None:
+        "Create the tables (idempotent); refuses a database written by a newer schema"
+        row = self._version()
+        if row is not None and row >= DIST_SCHEMA_VERSION:
+            if row > DIST_SCHEMA_VERSION:
+                raise RuntimeError(f"distributed schema version {row} is newer than this code's {DIST_SCHEMA_VERSION}")
+            return
+        with self.transaction() as conn:
+            for statement in SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT INTO dist_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
+                         "DO UPDATE SET value = excluded.value", (str(DIST_SCHEMA_VERSION),))
+
+    def _version(self) -> int | None:
+        try:
+            row = self.conn.execute("SELECT value FROM dist_meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return int(row[0]) if row else None
+
+    # -- HPKE keys ----------------------------------------------------------------------------------------------
+    def hpke_keys(self) -> list[tuple[int, bytes]]:
+        return [(int(r[0]), bytes(r[1])) for r in
+                self.conn.execute("SELECT config_id, private_key FROM dist_hpke_keys ORDER BY config_id")]
+
+    def add_hpke_key(self, config_id: int, private_key: bytes, day: str) -> bool:
+        "Store a key pair unless one exists already (another worker won the race); True if stored"
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM dist_hpke_keys").fetchone() is not None:
+                return False
+            conn.execute("INSERT INTO dist_hpke_keys (config_id, private_key, created_day) VALUES (?, ?, ?)",
+                         (config_id, private_key, day))
+            return True
+
+    # -- campaigns ----------------------------------------------------------------------------------------------
+    def campaign(self, name: str, fingerprint: str) -> DistCampaign | None:
+        row = self.conn.execute("SELECT name, fingerprint, role, verify_key, helper_url, helper_hpke_config, state "
+                                "FROM dist_campaigns WHERE name = ? AND fingerprint = ?",
+                                (name, fingerprint)).fetchone()
+        if row is None:
+            return None
+        return DistCampaign(row[0], row[1], row[2], bytes(row[3]), row[4],
+                            json.loads(row[5]) if row[5] else None, row[6])
+
+    def put_campaign(self, campaign: DistCampaign, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO dist_campaigns (name, fingerprint, role, verify_key, helper_url, helper_hpke_config, "
+                     "state) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name, fingerprint) DO UPDATE SET "
+                     "helper_url = excluded.helper_url, helper_hpke_config = excluded.helper_hpke_config, "
+                     "state = excluded.state",
+                     (campaign.name, campaign.fingerprint, campaign.role, campaign.verify_key, campaign.helper_url,
+                      json.dumps(campaign.helper_hpke_config) if campaign.helper_hpke_config else None,
+                      campaign.state))
+
+    # -- batches ------------------------------------------------------------------------------------------------
+    def batch_state(self, key: BatchKey, conn: sqlite3.Connection | None = None) -> str:
+        row = (conn or self.conn).execute("SELECT state FROM dist_batches WHERE campaign = ? AND fingerprint = ? AND "
+                                          "batch = ?", key).fetchone()
+        return row[0] if row else "open"
+
+    def batch_row(self, key: BatchKey) -> tuple[str, bytes | None, bytes | None, str | None]:
+        row = self.conn.execute("SELECT state, seed_own, seed_commitment, answer FROM dist_batches WHERE campaign = ? "
+                                "AND fingerprint = ? AND batch = ?", key).fetchone()
+        if row is None:
+            return "open", None, None, None
+        return row[0], _blob(row[1]), _blob(row[2]), row[3]
+
+    @staticmethod
+    def set_batch(conn: sqlite3.Connection, key: BatchKey, state: str, **values: object) -> None:
+        conn.execute("INSERT INTO dist_batches (campaign, fingerprint, batch, state) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (campaign, fingerprint, batch) DO UPDATE SET state = excluded.state", (*key, state))
+        for column, value in values.items():
+            if column not in ("seed_own", "seed_commitment", "answer"):
+                raise ValueError(f"unknown batch column {column}")
+            conn.execute(f"UPDATE dist_batches SET {column} = ? WHERE campaign = ? AND fingerprint = ? AND batch = ?",
+                         (value, *key))
+
+    # -- aggregate shares ---------------------------------------------------------------------------------------
+    def agg_share(self, key: BatchKey, conn: sqlite3.Connection | None = None) -> tuple[int, bytes | None]:
+        row = (conn or self.conn).execute("SELECT report_count, share FROM dist_agg_shares WHERE campaign = ? AND "
+                                          "fingerprint = ? AND batch = ?", key).fetchone()
+        return (int(row[0]), bytes(row[1])) if row else (0, None)
+
+    @staticmethod
+    def put_agg_share(conn: sqlite3.Connection, key: BatchKey, report_count: int, share: bytes) -> None:
+        conn.execute("INSERT INTO dist_agg_shares (campaign, fingerprint, batch, report_count, share) "
+                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (campaign, fingerprint, batch) DO UPDATE SET "
+                     "report_count = excluded.report_count, share = excluded.share", (*key, report_count, share))
+
+    @staticmethod
+    def add_coin_shares(conn: sqlite3.Connection, key: BatchKey, shares: Sequence[tuple[bytes, bytes]]) -> None:
+        conn.executemany("INSERT INTO dist_coin_shares (campaign, fingerprint, batch, report_id, share) "
+                         "VALUES (?, ?, ?, ?, ?)", [(*key, report_id, share) for report_id, share in shares])
+
+    def coin_shares(self, key: BatchKey) -> dict[bytes, bytes]:
+        rows = self.conn.execute("SELECT report_id, share FROM dist_coin_shares WHERE campaign = ? AND "
+                                 "fingerprint = ? AND batch = ?", key)
+        return {bytes(r[0]): bytes(r[1]) for r in rows}
+
+    # -- leader: reports, jobs, rejections, releases ------------------------------------------------------------
+    @staticmethod
+    def count_rejections(conn: sqlite3.Connection, key: BatchKey, reasons: dict[str, int]) -> None:
+        conn.executemany("INSERT INTO dist_rejections (campaign, fingerprint, batch, reason, count) "
+                         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (campaign, fingerprint, batch, reason) DO UPDATE SET "
+                         "count = count + excluded.count", [(*key, r, c) for r, c in reasons.items() if c])
+
+    def rejections(self, key: BatchKey) -> dict[str, int]:
+        rows = self.conn.execute("SELECT reason, count FROM dist_rejections WHERE campaign = ? AND fingerprint = ? "
+                                 "AND batch = ? ORDER BY reason", key)
+        return {r[0]: int(r[1]) for r in rows}
+
+    def existing_report_ids(self, ids: Sequence[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            found |= {bytes(r[0]) for r in
+                      self.conn.execute(f"SELECT report_id FROM dist_reports WHERE report_id IN ({marks})", chunk)}
+        return found
+
+    def report_states(self, key: BatchKey) -> dict[str, int]:
+        rows = self.conn.execute("SELECT state, count(*) FROM dist_reports WHERE campaign = ? AND fingerprint = ? AND "
+                                 "batch = ? GROUP BY state", key)
+        return {r[0]: int(r[1]) for r in rows}
+
+    def aggregated_ids(self, key: BatchKey) -> list[bytes]:
+        rows = self.conn.execute("SELECT report_id FROM dist_reports WHERE campaign = ? AND fingerprint = ? AND "
+                                 "batch = ? AND state = 'aggregated' ORDER BY report_id", key)
+        return [bytes(r[0]) for r in rows]
+
+    def pending_batches(self) -> list[BatchKey]:
+        "Batches with reports that are not yet in a job, or with jobs not yet done"
+        rows = self.conn.execute(
+            "SELECT DISTINCT campaign, fingerprint, batch FROM dist_reports WHERE state = 'pending' AND job_id IS NULL "
+            "UNION SELECT DISTINCT campaign, fingerprint, batch FROM dist_jobs WHERE state = 'pending' ORDER BY 3, 1")
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def pending_jobs(self, key: BatchKey | None = None) -> list[tuple[str, BatchKey]]:
+        if key is None:
+            rows = self.conn.execute("SELECT job_id, campaign, fingerprint, batch FROM dist_jobs WHERE state = "
+                                     "'pending' ORDER BY batch, job_id")
+        else:
+            rows = self.conn.execute("SELECT job_id, campaign, fingerprint, batch FROM dist_jobs WHERE state = "
+                                     "'pending' AND campaign = ? AND fingerprint = ? AND batch = ? ORDER BY job_id",
+                                     key)
+        return [(r[0], (r[1], r[2], r[3])) for r in rows]
+
+    def job_reports(self, job_id: str) -> list[StoredReport]:
+        rows = self.conn.execute("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports "
+                                 "WHERE job_id = ? ORDER BY report_id", (job_id,))
+        return [StoredReport(bytes(r[0]), bytes(r[1]), bytes(r[2]), json.loads(r[3])) for r in rows]
+
+    def releases(self, name: str) -> list[dict]:
+        rows = self.conn.execute("SELECT release FROM dist_releases WHERE campaign = ? ORDER BY batch, version",
+                                 (name,))
+        return [json.loads(r[0]) for r in rows]
+
+    def release(self, key: BatchKey) -> dict | None:
+        row = self.conn.execute("SELECT release FROM dist_releases WHERE campaign = ? AND fingerprint = ? AND "
+                                "batch = ?", key).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # -- helper -------------------------------------------------------------------------------------------------
+    @staticmethod
+    def helper_job(conn: sqlite3.Connection, job_id: str) -> tuple[str, str] | None:
+        row = conn.execute("SELECT request_digest, response FROM dist_helper_jobs WHERE job_id = ?",
+                           (job_id,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    @staticmethod
+    def seen_ids(conn: sqlite3.Connection, ids: Sequence[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            found |= {bytes(r[0]) for r in
+                      conn.execute(f"SELECT report_id FROM dist_helper_seen WHERE report_id IN ({marks})", chunk)}
+        return found
+
+    def helper_valid_ids(self, key: BatchKey) -> list[bytes]:
+        rows = self.conn.execute("SELECT report_id FROM dist_helper_seen WHERE campaign = ? AND fingerprint = ? AND "
+                                 "batch = ? AND valid = 1 ORDER BY report_id", key)
+        return [bytes(r[0]) for r in rows]
+
+
+
+def _blob(value: object) -> bytes | None:
+    return bytes(value) if value is not None else None  # type: ignore[arg-type]
