@@ -17,6 +17,17 @@ define the bits).  Every report carries it, so reports made under other paramete
 estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so a changed candidate list is a
 new version.  ``expires`` (the last UTC day on which devices record) is part of it too.  Fields used only for
 analysis (``delta``, ``description``, ``version``) are not part of it.
+
+A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being
+perturbed on the device (``client_sdk.distributed``)::
+
+    {"name": "apps", "trust": "distributed", "prio3": "histogram", "domain": ["a", "b", "c"],
+     "epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "min_batch": 100}
+
+Its ``mechanism`` is ``"prio3"`` (no local randomizer has that name: code that perturbs or de-biases on its own
+checks ``spec.trust``) and its parameters are :class:`Prio3Params` at ``spec.prio3``.  Its fingerprint covers all
+of them with epsilon and delta (the noise is calibrated from both); a local spec's identity and fingerprint do not
+change (``trust`` enters identity() only for distributed specs).
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ import math
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -87,6 +98,74 @@ _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
     "description", "version", "derived", "fingerprint", "expires",
 }
+TRUST_MODELS = ("local", "distributed")
+# Distributed (Prio3) campaigns: the fields of Prio3Params, given flat in the JSON ("prio3" names the type).
+PRIO3_TYPES = ("count", "sum", "histogram", "sumvec", "multihot")
+NOISE_MODES = ("gaussian", "laplace", "coins")
+WINDOWS = ("day",)
+DISTRIBUTED_FIELDS = ("trust", "prio3", "max_measurement", "length", "max_weight", "noise", "coins",
+                      "honest_fraction", "min_batch", "window")
+_KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
+# A Histogram(4096) leader share is about 16 bytes * 4096 plus the proof: it still fits the SDK's 1 MiB request.
+MAX_PRIO3_LENGTH = 4096
+# sum: the Field64 aggregate must stay below p/2 (signed unsharding) for up to 2**31 reports.
+MAX_PRIO3_MEASUREMENT = (1 << 32) - 1
+MAX_COINS = 64
+MAX_MIN_BATCH = 1 << 31
+
+
+@dataclass(frozen=True)
+class Prio3Params:
+    """The Prio3 circuit and the release's DP parameters of a distributed campaign (validated by Spec.from_dict).
+
+    ``chunk_length`` is derived: about the square root of the encoded measurement's length, the draft's
+    recommendation for ParallelSum(Mul) circuits (draft-irtf-cfrg-vdaf, "Selection of ParallelSum chunk length");
+    None for count and sum, whose circuits have no chunks."""
+
+    type: str
+    length: int | None = None  # buckets (histogram, multihot) or entries (sumvec)
+    max_measurement: int | None = None  # sum, sumvec
+    max_weight: int | None = None  # multihot
+    chunk_length: int | None = None
+    noise: str = "gaussian"
+    coins: int | None = None  # noise "coins" only
+    honest_fraction: float | None = None  # noise "coins" only
+    min_batch: int = 100
+    window: str = "day"
+
+    @property
+    def sensitivity(self) -> int:
+        "L1 sensitivity of the sum to adding or removing one report: the noise is calibrated to it"
+        if self.type == "sum":
+            assert self.max_measurement is not None
+            return self.max_measurement
+        if self.type == "multihot":
+            assert self.max_weight is not None
+            return self.max_weight
+        if self.type == "sumvec":
+            assert self.length is not None and self.max_measurement is not None
+            return self.length * self.max_measurement
+        return 1  # count, histogram (one bucket per report)
+
+    @property
+    def encoded_length(self) -> int:
+        "The number of field elements of the encoded measurement (what the range checks run over)"
+        length, top, weight = self.length or 0, self.max_measurement or 0, self.max_weight or 0
+        sizes = {"count": 1, "sum": top.bit_length(), "histogram": length * (1 + (self.coins or 0)),
+                 "sumvec": length * top.bit_length(), "multihot": length + weight.bit_length()}
+        return sizes[self.type]
+
+    def identity(self) -> dict:
+        "Every field, for the spec's identity (None fields left out; a domain's length is the domain's)"
+        out: dict[str, Any] = {"prio3": self.type, "noise": self.noise, "min_batch": self.min_batch,
+                               "window": self.window}
+        if self.type == "sumvec":
+            out["length"] = self.length
+        for key in ( "max_measurement", "max_weight", "chunk_length", "coins", "honest_fraction"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
 
 def resolve_auto(domain_size: int, epsilon: float) -> str:
@@ -119,6 +198,8 @@ class Spec:
     description: str = ""
     version: int = 1
     expires: str | None = None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
+    trust: str = "local"  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
+    prio3: Prio3Params | None = None
     _index: dict[tuple[type, DomainValue], int] = field(default_factory=dict, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------------------------------
@@ -134,8 +215,11 @@ class Spec:
         name = data.get("name")
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise SpecError("name", "must be 1-64 characters from A-Z a-z 0-9 _ . - starting with a letter or digit")
+        trust = data.get("trust", "local")
+        if trust not in TRUST_MODELS:
+            raise SpecError("trust", f"must be one of {list(TRUST_MODELS)}")
         mechanism = data.get("mechanism")
-        if mechanism not in ALLOWED_MECHANISM_NAMES:
+        if mechanism not in ALLOWED_MECHANISM_NAMES and trust != "distributed":
             raise SpecError("mechanism", f"must be one of {list(ALLOWED_MECHANISM_NAMES)}")
         description = data.get("description", "")
         if not isinstance(description, str) or len(description) > 1000 or not _is_utf8(description):
@@ -151,6 +235,12 @@ class Spec:
         common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
                                   "expires": _validate_day("expires", data.get("expires"))}
 
+        if trust == "distributed":
+            return cls._distributed_from_dict(data, common)
+        for forbidden in DISTRIBUTED_FIELDS[1:]:
+            if forbidden in data:
+                raise SpecError(forbidden, "only allowed with trust 'distributed'")
+        assert isinstance(mechanism, str)  # one of ALLOWED_MECHANISM_NAMES (checked above)
         if mechanism == "rappor":
             return cls._rappor_from_dict(data, common)
         for forbidden in ("rappor", "candidates"):
@@ -181,6 +271,69 @@ class Spec:
         if claimed is not None and claimed != self.fingerprint:
             raise SpecError("fingerprint", "does not match the spec's parameters (the spec was altered)")
         return self
+
+    @classmethod
+    def _distributed_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
+        "A distributed (Prio3) campaign: the circuit's parameters, the noise and the release's batch rules"
+        if data.get("mechanism", "prio3") != "prio3":
+            raise SpecError("mechanism", "must be 'prio3' (or absent) with trust 'distributed'")
+        for forbidden in ("range", "catch_all", "rappor", "candidates"):
+            if forbidden in data:
+                raise SpecError(forbidden, "not allowed with trust 'distributed'")
+        kind = data.get("prio3")
+        if kind not in PRIO3_TYPES:
+            raise SpecError("prio3", f"must be one of {list(PRIO3_TYPES)}")
+        epsilon = _validate_epsilon(data.get("epsilon"))
+        noise = data.get("noise")
+        if noise not in NOISE_MODES:
+            raise SpecError("noise", f"must be one of {list(NOISE_MODES)}")
+        if noise == "coins" and kind != "histogram":
+            raise SpecError("noise", "'coins' is only available for prio3 'histogram'")
+        if noise in ("gaussian", "coins") and common["delta"] is None:
+            raise SpecError("delta", f"is required with noise {noise!r} (a number with 0 < delta < 1)")
+
+        def wanted(field_name: str, used: bool, why: str) -> bool:
+            if field_name in data and not used:
+                raise SpecError(field_name, f"only allowed {why}")
+            if used and field_name not in data and field_name in ("domain", "max_measurement", "length",
+                                                                  "max_weight"):
+                raise SpecError(field_name, f"is required for prio3 {kind!r}")
+            return used
+
+        domain = None
+        if wanted("domain", kind in ("histogram", "multihot"), "for prio3 'histogram' and 'multihot'"):
+            domain = _validate_domain(data["domain"])
+            if len(domain) > MAX_PRIO3_LENGTH:
+                raise SpecError("domain", f"has more than {MAX_PRIO3_LENGTH} entries (the Prio3 limit)")
+        max_measurement = length = max_weight = None
+        if wanted("max_measurement", kind in ("sum", "sumvec"), "for prio3 'sum' and 'sumvec'"):
+            max_measurement = _validate_int("max_measurement", data["max_measurement"], 1, MAX_PRIO3_MEASUREMENT)
+        if wanted("length", kind == "sumvec", "for prio3 'sumvec' (histogram and multihot take 'domain')"):
+            length = _validate_int("length", data["length"], 1, MAX_PRIO3_LENGTH)
+        if domain is not None:
+            length = len(domain)
+        if wanted("max_weight", kind == "multihot", "for prio3 'multihot'"):
+            max_weight = _validate_int("max_weight", data["max_weight"], 1, len(domain or ()))
+        coins = honest_fraction = None
+        if wanted("coins", noise == "coins", "with noise 'coins'"):
+            coins = _validate_int("coins", data.get("coins", 1), 1, MAX_COINS)
+            honest = data.get("honest_fraction", 0.5)
+            if not _is_finite_number(honest) or not 0 < honest <= 1:
+                raise SpecError("honest_fraction", "must be a number with 0 < honest_fraction <= 1")
+            honest_fraction = float(honest)
+        elif "honest_fraction" in data:
+            raise SpecError("honest_fraction", "only allowed with noise 'coins'")
+        min_batch = _validate_int("min_batch", data.get("min_batch", 100), 2, MAX_MIN_BATCH)
+        window = data.get("window", "day")
+        if window not in WINDOWS:
+            raise SpecError("window", f"must be one of {list(WINDOWS)}")
+        params = Prio3Params(type=kind, length=length, max_measurement=max_measurement, max_weight=max_weight,
+                             noise=noise, coins=coins, honest_fraction=honest_fraction, min_batch=min_batch,
+                             window=window)
+        if kind not in ("count", "sum"):
+            params = replace(params, chunk_length=max(1, math.isqrt(params.encoded_length)))
+        return cls(mechanism="prio3", epsilon=epsilon, domain=domain, trust="distributed", prio3=params,
+                   **common)._checked(data)
 
     @classmethod
     def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
@@ -233,7 +386,11 @@ class Spec:
     def identity(self) -> dict:
         "The fields that change what a report means: the input of the fingerprint"
         out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism}
-        if self.rappor is not None:
+        if self.prio3 is not None:  # distributed: every Prio3 parameter, with epsilon and delta (noise calibration)
+            out.update(self.prio3.identity(), trust=self.trust, epsilon=self.epsilon)
+            if self.delta is not None:
+                out["delta"] = self.delta
+        elif self.rappor is not None:
             out["rappor"] = self.rappor.to_dict()
             if self.rappor.encoding == "basic":  # one bit per candidate: the list defines what a bit means
                 out["candidates"] = list(self.candidates or ())
@@ -272,6 +429,12 @@ class Spec:
         if self.description:
             out["description"] = self.description
         out["version"] = self.version
+        if self.prio3 is not None:
+            out.pop("chunk_length", None)  # derived, not an input
+            if derived:
+                out["derived"] = {"chunk_length": self.prio3.chunk_length, "sensitivity": self.prio3.sensitivity}
+                out["fingerprint"] = self.fingerprint
+            return out
         if derived:
             if _derived_parameters is None:
                 raise RuntimeError("client_sdk.mechanisms is not imported")  # cannot happen: client_sdk imports it
@@ -344,6 +507,13 @@ def _validate_day(name: str, value: Any) -> str | None:
     except ValueError:
         pass
     raise SpecError(name, "must be a UTC date written YYYY-MM-DD")
+
+
+def _validate_int(name: str, value: Any, low: int, high: int) -> int:
+    "An integer (not a bool) in [low, high]"
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SpecError(name, f"must be an integer in [{low}, {high}]")
+    return value
 
 
 def _validate_epsilon(epsilon: Any) -> float:

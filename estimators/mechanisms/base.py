@@ -153,6 +153,9 @@ def registered(name: str) -> type[ServerMechanism]:
 def mechanism_for(spec: Any) -> ServerMechanism:
     "The server side of ``spec`` (a Spec, dict or JSON string); cached per spec"
     spec = load_spec(spec)
+    if spec.trust != "local":
+        raise ValueError(f"campaign {spec.name!r} is {spec.trust}: its reports are Prio3 shares with no local-DP "
+                         "estimator (estimates come from its releases)")
     cached = _CACHE.get(spec)
     if cached is None:
         cached = registered(spec.mechanism)(spec)

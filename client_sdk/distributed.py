@@ -1,0 +1,279 @@
+"""The device side of a distributed campaign: encode a value as a Prio3 measurement, shard it between the leader
+and the helper (with its proof of validity) and seal each input share to its aggregator with HPKE.
+
+A report's payload (inside the usual ``{"report_id", "campaign", "fingerprint", "payload"}`` envelope)::
+
+    {"public_share": "<b64url>",
+     "leader_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"},
+     "helper_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"}}
+
+The Prio3 nonce is the 16 bytes of the report id (a UUID); the Prio3 application context is
+``ctx_for(spec)`` (it names the campaign version); the HPKE ``info`` binds the campaign, its fingerprint, the report
+id and the public share to each sealed share (``input_share_info``), so a share cannot be replayed under other
+metadata.  ``open_input_share`` is the aggregators' inverse.
+
+The Prio3 and HPKE code (``client_sdk.vdaf``) needs the SDK's optional ``distributed`` extra (pycryptodome,
+cryptography); it is imported on first use, so this module and ``encode_value`` work without it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .spec import Prio3Params, Spec
+from .wire import is_integer
+
+if TYPE_CHECKING:
+    from .vdaf import InputShare, Prio3
+    from .vdaf.hpke import HpkeConfig, HpkeKeyPair
+
+__all__ = [
+    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "ReportPayload", "ShareRejected", "ctx_for", "encode_value",
+    "input_share_info", "open_input_share", "parse_payload", "report_nonce", "seal_report", "vdaf_for",
+]
+
+CTX_PREFIX = b"ldp-telemetry/v1 "
+INFO_PREFIX = b"ldp-telemetry input share"
+CLIENT = 0x01  # DAP's Role: the sender of an input share
+LEADER = 0x02
+HELPER = 0x03
+_ROLES = {"leader": LEADER, "helper": HELPER, LEADER: LEADER, HELPER: HELPER}
+_AGG_IDS = {LEADER: 0, HELPER: 1}
+
+
+class ShareRejected(ValueError):
+    """An input share (or a payload) cannot be used; ``reason`` is a short name for counting rejections
+    (``hpke-decrypt-error``, ``invalid-message``), ``field`` names the part of the payload"""
+
+    def __init__(self, reason: str, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.reason = reason
+        self.field = field
+
+
+# -- the Prio3 instance and the measurement --------------------------------------------------------------------------
+_VDAFS: dict[Prio3Params, Prio3] = {}
+_VDAFS_LOCK = threading.Lock()
+
+
+def vdaf_for(spec: Spec) -> Prio3:
+    "The campaign's Prio3 instance (two aggregators), memoized per Prio3 parameters"
+    params = _prio3(spec)
+    vdaf = _VDAFS.get(params)
+    if vdaf is None:
+        vdaf = _build_vdaf(params)
+        with _VDAFS_LOCK:
+            if len(_VDAFS) >= 64:
+                _VDAFS.pop(next(iter(_VDAFS)))
+            _VDAFS[params] = vdaf
+    return vdaf
+
+
+def _build_vdaf(params: Prio3Params) -> Prio3:
+    from . import vdaf
+
+    length, chunk = params.length or 0, params.chunk_length or 1
+    if params.type == "count":
+        return vdaf.prio3_count()
+    if params.type == "sum":
+        assert params.max_measurement is not None
+        return vdaf.prio3_sum(params.max_measurement)
+    if params.type == "histogram":
+        if params.noise == "coins":
+            assert params.coins is not None
+            return vdaf.prio3_histogram_with_coins(length, params.coins, chunk)
+        return vdaf.prio3_histogram(length, chunk)
+    if params.type == "sumvec":
+        assert params.max_measurement is not None
+        return vdaf.prio3_sum_vec(length, params.max_measurement, chunk)
+    assert params.max_weight is not None
+    return vdaf.prio3_multihot_count_vec(length, params.max_weight, chunk)
+
+
+def _prio3(spec: Spec) -> Prio3Params:
+    if spec.trust != "distributed" or spec.prio3 is None:
+        raise ValueError(f"campaign {spec.name!r} is not distributed (trust {spec.trust!r})")
+    return spec.prio3
+
+
+def encode_value(spec: Spec, value: Any) -> object:
+    """The Prio3 measurement of ``value``: count a bool, sum an int in [0, max_measurement], histogram a domain
+    value (its index; with coin-flip noise also ``coins`` fresh CSPRNG bits per bucket), sumvec a list of ``length``
+    ints in [0, max_measurement], multihot a collection of at most ``max_weight`` domain values.
+
+    TypeError for a value of the wrong type, ValueError (naming the bound) for one outside the spec."""
+    params = _prio3(spec)
+    if params.type == "count":
+        if isinstance(value, bool) or (is_integer(value) and value in (0, 1)):
+            return bool(value)
+        raise TypeError(f"campaign {spec.name!r} counts: a value is True or False, got {value!r}")
+    if params.type == "sum":
+        assert params.max_measurement is not None
+        return _bounded_int(spec.name, value, params.max_measurement, "value")
+    if params.type == "sumvec":
+        assert params.length is not None and params.max_measurement is not None
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise TypeError(f"campaign {spec.name!r} takes a list of {params.length} integers")
+        if len(value) != params.length:
+            raise ValueError(f"campaign {spec.name!r} takes a list of length {params.length}, got {len(value)}")
+        return [_bounded_int(spec.name, entry, params.max_measurement, f"value[{i}]")
+                for i, entry in enumerate(value)]
+    if params.type == "histogram":
+        index = _index(spec, value)
+        if params.noise == "coins":
+            assert params.coins is not None and params.length is not None
+            return index, [secrets.randbits(1) for _ in range(params.length * params.coins)]
+        return index
+    assert params.max_weight is not None and params.length is not None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"campaign {spec.name!r} takes a collection (list, set) of domain values")
+    indices = {_index(spec, entry) for entry in value}
+    if len(indices) > params.max_weight:
+        raise ValueError(f"campaign {spec.name!r} takes at most max_weight = {params.max_weight} distinct values, "
+                         f"got {len(indices)}")
+    return [i in indices for i in range(params.length)]
+
+
+def _bounded_int(name: str, value: Any, top: int, field: str) -> int:
+    if not is_integer(value):
+        raise TypeError(f"campaign {name!r}: {field} must be an integer, got {type(value).__name__}")
+    if not 0 <= value <= top:
+        raise ValueError(f"campaign {name!r}: {field} must be in [0, max_measurement = {top}], got {value}")
+    return int(value)
+
+
+def _index(spec: Spec, value: Any) -> int:
+    index = spec.index_of(value)
+    if index is None:
+        from .errors import ValueNotInDomain
+
+        raise ValueNotInDomain(f"campaign {spec.name!r}: {value!r} is not in the domain")
+    return index
+
+
+# -- binding: context, nonce, HPKE info ------------------------------------------------------------------------------
+def ctx_for(spec: Spec) -> bytes:
+    "The Prio3 application context: b'ldp-telemetry/v1 ' + the fingerprint (ASCII hex)"
+    return CTX_PREFIX + spec.fingerprint.encode("ascii")
+
+
+def report_nonce(report_id: str) -> bytes:
+    "The Prio3 nonce of a report: the 16 bytes of its id, a UUID in canonical (lower-case, hyphenated) text"
+    try:
+        parsed = uuid.UUID(report_id) if isinstance(report_id, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or str(parsed) != report_id:
+        raise ValueError(f"report_id: must be a UUID in canonical lower-case text, got {report_id!r}")
+    return parsed.bytes
+
+
+def _role(role: Any) -> int:
+    try:
+        return _ROLES[role]
+    except (KeyError, TypeError):
+        raise ValueError(f"role: must be 'leader' ({LEADER}) or 'helper' ({HELPER}), got {role!r}") from None
+
+
+def _length_prefixed(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: bytes) -> bytes:
+    """The HPKE info of one input share: ``INFO_PREFIX || 0x01 || role || canonical``, where canonical is the
+    length-prefixed campaign name, the 16 fingerprint bytes, the 16 report-id bytes and the length-prefixed
+    encoded public share (lengths 4-byte big-endian)"""
+    canonical = (_length_prefixed(spec.name.encode("utf-8")) + bytes.fromhex(spec.fingerprint)
+                 + report_nonce(report_id) + _length_prefixed(public_share))
+    return INFO_PREFIX + bytes([CLIENT, _role(role)]) + canonical
+
+
+# -- sealing and opening -----------------------------------------------------------------------------------------
+def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, *, report_id: str) -> dict:
+    "Shard ``value`` (validated by encode_value) and seal each input share: the report's payload"
+    from .vdaf.hpke import b64url, seal
+
+    vdaf = vdaf_for(spec)
+    measurement = encode_value(spec, value)
+    public, shares = vdaf.shard(ctx_for(spec), measurement, report_nonce(report_id), os.urandom(vdaf.RAND_SIZE))
+    public_share = vdaf.encode_public_share(public)
+    payload: dict[str, Any] = {"public_share": b64url(public_share)}
+    for key, role, config, share in (("leader_share", LEADER, leader, shares[0]),
+                                     ("helper_share", HELPER, helper, shares[1])):
+        info = input_share_info(spec, report_id, role, public_share)
+        payload[key] = {"config_id": config.id,
+                        "ciphertext": b64url(seal(config, vdaf.encode_input_share(share), info))}
+    return payload
+
+
+@dataclass(frozen=True)
+class ReportPayload:
+    "A distributed payload, decoded from base64url: the public share and each aggregator's (config id, ciphertext)"
+
+    public_share: bytes
+    leader_config_id: int
+    leader_ciphertext: bytes
+    helper_config_id: int
+    helper_ciphertext: bytes
+
+
+def parse_payload(payload: Any) -> ReportPayload:
+    "Check the shape of a distributed payload; ShareRejected (reason ``invalid-message``) names the field"
+    from .vdaf.hpke import from_b64url
+
+    def check(condition: bool, field: str, message: str) -> None:
+        if not condition:
+            raise ShareRejected("invalid-message", field, message)
+
+    check(isinstance(payload, dict), "payload", "must be a JSON object")
+    unknown = sorted(set(payload) - {"public_share", "leader_share", "helper_share"})
+    check(not unknown, f"payload.{unknown[0] if unknown else ''}", "unknown field")
+    values: list[Any] = []
+    for key in ("leader_share", "helper_share"):
+        share = payload.get(key)
+        check(isinstance(share, dict) and set(share) == {"config_id", "ciphertext"}, f"payload.{key}",
+              'must be {"config_id": <0..255>, "ciphertext": <base64url>}')
+        config_id = share["config_id"]
+        check(is_integer(config_id) and 0 <= config_id <= 255, f"payload.{key}.config_id",
+              "must be an integer in [0, 255]")
+        values += [int(config_id), _decoded(from_b64url, share["ciphertext"], f"payload.{key}.ciphertext")]
+    public_share = _decoded(from_b64url, payload.get("public_share"), "payload.public_share")
+    return ReportPayload(public_share, *values)
+
+
+def _decoded(from_b64url: Any, text: Any, field: str) -> bytes:
+    try:
+        return from_b64url(text, field)
+    except ValueError as exc:
+        raise ShareRejected("invalid-message", field, str(exc).split(": ", 1)[-1]) from None
+
+
+def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_id: str, public_share: bytes,
+                     sealed: bytes) -> InputShare:
+    """The aggregator's side of ``seal_report``: open ``sealed`` (enc || ct) with ``keypair`` and the report's
+    metadata and decode the input share of ``role``.  ShareRejected with reason ``hpke-decrypt-error`` (wrong key,
+    other metadata, tampered) or ``invalid-message`` (a malformed share or public share)"""
+    from .vdaf import VerifyError
+    from .vdaf.hpke import HpkeError, open_sealed
+
+    code = _role(role)
+    field = "payload.leader_share" if code == LEADER else "payload.helper_share"
+    vdaf = vdaf_for(spec)
+    try:
+        vdaf.decode_public_share(public_share)
+    except VerifyError as exc:
+        raise ShareRejected("invalid-message", "payload.public_share", str(exc)) from None
+    try:
+        plaintext = open_sealed(keypair, sealed, input_share_info(spec, report_id, code, public_share))
+    except HpkeError as exc:
+        raise ShareRejected("hpke-decrypt-error", field, str(exc)) from None
+    try:
+        return vdaf.decode_input_share(_AGG_IDS[code], plaintext)
+    except (VerifyError, ValueError) as exc:
+        raise ShareRejected("invalid-message", field, f"the input share does not decode: {exc}") from None
