@@ -76,10 +76,6 @@ class _Lookup:
             return self.missing[key]
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
-        if campaign is not None and campaign.spec.trust != "local":  # not a local-DP payload: no mechanism
-            self.missing[key] = ("campaign", f"is a {campaign.spec.trust} campaign; this collector's local ingest "
-                                             "does not take its reports")
-            return self.missing[key]
         if campaign is not None:
             distributed = getattr(campaign.spec, "trust", "local") == "distributed"
             self.cache[key] = (campaign, None if distributed else mechanism_for(campaign.spec))
