@@ -38,7 +38,7 @@ from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
 from .randomness import RandomSource
-from .spec import Spec, load_spec
+from .spec import Spec, canonical_json, load_spec
 from .state_file import StateFile
 from .state_file import delete_local_data as _delete_state_dir
 from .status import ClientStatus, FlushResult, Recorded, RecordStatus
@@ -76,7 +76,7 @@ class Client:
                  backoff_base: float = 0.5, backoff_cap: float = 300.0, close_timeout: float = 5.0,
                  max_held: int = 1000, flush_at_exit: float | None = None,
                  on_condition: Callable[[str | None, str | None], None] | None = None, background: bool = True,
-                 clock: Callable[[], float] = time.time,
+                 helper_hpke_config: Any = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, jitter: Jitter | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
@@ -113,6 +113,15 @@ class Client:
         self._upload_enabled = self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
         self._specs: dict[str, tuple[Spec, float]] = {}
+        # Distributed campaigns: the aggregators block listed with each spec (cached with it), and a helper HPKE
+        # config pinned by the app (a dict or client_sdk.vdaf.hpke.HpkeConfig) that the listed one must match.
+        self._aggregators: dict[str, Any] = {}
+        if helper_hpke_config is not None:
+            from .distributed import pinned_config
+
+            helper_hpke_config = pinned_config(helper_hpke_config)  # ValueError naming the field
+        self._helper_pin = helper_hpke_config
+        self._sealers: dict[str, tuple[Any, Any]] = {}
         with self.state.lock:
             self._cached_at: dict[str, float] = dict(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
         self._wanted: set[str] = set(campaigns)
@@ -172,8 +181,12 @@ class Client:
 
     def _queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
         "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
+        report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
         try:
-            payload = self._perturb(spec, value)  # validates the value before any quota or state check
+            if spec.trust == "distributed":
+                payload = self._seal(spec, campaign, value, report_id)
+            else:
+                payload = self._perturb(spec, value)  # validates the value before any quota or state check
         except RecordingError:
             raise
         except LDPError:  # the RAPPOR device secret could not be read
@@ -183,7 +196,7 @@ class Client:
         if spec.expired_on(time.strftime("%Y-%m-%d", time.gmtime(now))):  # the collector would reject it
             return Recorded(RecordStatus.CAMPAIGN_CLOSED)
         policy = self.policies.get(campaign, self.policy)
-        report = {"report_id": _uuid4(), "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
+        report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
                 if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
@@ -196,7 +209,7 @@ class Client:
             return Recorded(RecordStatus.STATE_ERROR)
         if pending >= self.batch_size:
             self._wake.set()
-        return Recorded(RecordStatus.QUEUED, report["report_id"])
+        return Recorded(RecordStatus.QUEUED, report_id)
 
     def _release_held(self) -> None:
         "Queue the values recorded before their spec was known, now that it is (or count why they are dropped)"
@@ -245,6 +258,31 @@ class Client:
         except TypeError as exc:
             raise InvalidValueType(str(exc)) from None
         except (ValueError, ArithmeticError) as exc:
+            raise InvalidValue(str(exc)) from None
+
+    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str) -> dict:
+        "A distributed report's payload: the value sharded and sealed to the leader and the helper"
+        if isinstance(value, float) and value != value:
+            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
+        try:
+            from . import distributed
+
+            aggregators = self._aggregators.get(campaign)
+            key = canonical_json([campaign, aggregators])
+            configs = self._sealers.get(key)
+            if configs is None:
+                configs = self._sealers[key] = distributed.aggregator_configs(aggregators, self._helper_pin)
+        except SpecError as exc:
+            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
+        except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
+            raise UnsupportedSpec(f"campaign {campaign!r} is distributed: {exc}") from None
+        try:
+            return distributed.seal_report(spec, value, *configs, report_id=report_id)
+        except distributed.SealError as exc:  # a listed public key HPKE cannot use
+            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
+        except TypeError as exc:
+            raise InvalidValueType(str(exc)) from None
+        except ValueError as exc:  # ValueNotInDomain too
             raise InvalidValue(str(exc)) from None
 
     def _count(self, name: str, amount: int = 1) -> None:
@@ -342,7 +380,8 @@ class Client:
             cached = self.state.cached_spec(campaign)
             if cached is not None:
                 try:
-                    held = self._specs[campaign] = (load_spec(cached[0]), cached[1])
+                    spec, self._aggregators[campaign] = _split_cached(cached[0])
+                    held = self._specs[campaign] = (spec, cached[1])
                 except SpecError as exc:
                     self._spec_errors[campaign] = exc
                     raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
@@ -410,11 +449,12 @@ class Client:
                                    campaign)
                     continue
                 self._spec_errors.pop(campaign, None)
-                fresh[campaign] = (spec, item["spec"])
+                fresh[campaign] = (spec, _with_aggregators(spec, item["spec"], item.get("aggregators")))
             with self.state.transaction():
                 for campaign, (spec, body) in fresh.items():
                     self.state.cache_spec(campaign, body, spec.fingerprint, now)
-            for campaign, (spec, _) in fresh.items():
+            for campaign, (spec, body) in fresh.items():
+                self._aggregators[campaign] = body.get("aggregators")
                 self._specs[campaign] = (spec, now)
                 self._cached_at[campaign] = now
             self._specs_checked = now
@@ -437,7 +477,9 @@ class Client:
         spec = load_spec(body["spec"])
         if spec.fingerprint != body.get("fingerprint") or spec.name != campaign:
             raise LDPError(f"campaign {campaign!r}: the spec does not match its fingerprint")
-        self.state.cache_spec(campaign, body["spec"], spec.fingerprint, now)
+        cached = _with_aggregators(spec, body["spec"], body.get("aggregators"))
+        self.state.cache_spec(campaign, cached, spec.fingerprint, now)
+        self._aggregators[campaign] = cached.get("aggregators")
         self._specs[campaign] = (spec, now)
         self._cached_at[campaign] = now
         return spec
@@ -642,6 +684,20 @@ class Client:
 
     def _send(self, request: Request, timeout: float | None = None) -> Response:
         return self.transport.send(request, self.timeout if timeout is None else timeout)
+
+
+def _with_aggregators(spec: Spec, body: dict, aggregators: Any) -> dict:
+    "What the state file caches: the spec as listed, with a distributed campaign's aggregators block"
+    return {**body, "aggregators": aggregators} if spec.trust == "distributed" else body
+
+
+def _split_cached(body: dict) -> tuple[Spec, Any]:
+    "The spec and the aggregators block (None for a local campaign) of a cached body"
+    if isinstance(body, dict) and "aggregators" in body:
+        spec_body = dict(body)
+        aggregators = spec_body.pop("aggregators")
+        return load_spec(spec_body), aggregators
+    return load_spec(body), None
 
 
 def _shuffled(items: list[str]) -> list[str]:

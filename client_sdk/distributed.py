@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from .vdaf.hpke import HpkeConfig, HpkeKeyPair
 
 __all__ = [
-    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "ReportPayload", "ShareRejected", "ctx_for", "encode_value",
-    "input_share_info", "open_input_share", "parse_payload", "report_nonce", "seal_report", "vdaf_for",
+    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "ReportPayload", "SealError", "ShareRejected",
+    "aggregator_configs", "ctx_for", "encode_value", "input_share_info", "open_input_share", "parse_payload",
+    "pinned_config", "report_nonce", "seal_report", "vdaf_for",
 ]
 
 CTX_PREFIX = b"ldp-telemetry/v1 "
@@ -45,6 +46,10 @@ LEADER = 0x02
 HELPER = 0x03
 _ROLES = {"leader": LEADER, "helper": HELPER, LEADER: LEADER, HELPER: HELPER}
 _AGG_IDS = {LEADER: 0, HELPER: 1}
+
+
+class SealError(ValueError):
+    "An input share cannot be sealed to a listed HPKE config (a public key HPKE refuses)"
 
 
 class ShareRejected(ValueError):
@@ -196,8 +201,9 @@ def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: 
 
 # -- sealing and opening -----------------------------------------------------------------------------------------
 def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, *, report_id: str) -> dict:
-    "Shard ``value`` (validated by encode_value) and seal each input share: the report's payload"
-    from .vdaf.hpke import b64url, seal
+    """Shard ``value`` (validated by encode_value: TypeError, ValueError) and seal each input share: the report's
+    payload; SealError if a config's public key cannot be used"""
+    from .vdaf.hpke import HpkeError, b64url, seal
 
     vdaf = vdaf_for(spec)
     measurement = encode_value(spec, value)
@@ -207,9 +213,47 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
     for key, role, config, share in (("leader_share", LEADER, leader, shares[0]),
                                      ("helper_share", HELPER, helper, shares[1])):
         info = input_share_info(spec, report_id, role, public_share)
-        payload[key] = {"config_id": config.id,
-                        "ciphertext": b64url(seal(config, vdaf.encode_input_share(share), info))}
+        try:
+            sealed = seal(config, vdaf.encode_input_share(share), info)
+        except HpkeError as exc:
+            raise SealError(f"{key}: {exc}") from None
+        payload[key] = {"config_id": config.id, "ciphertext": b64url(sealed)}
     return payload
+
+
+def aggregator_configs(aggregators: Any, helper_pin: Any = None) -> tuple[HpkeConfig, HpkeConfig]:
+    """The leader's and the helper's HPKE configs from the ``aggregators`` block the leader lists with a distributed
+    campaign; ``helper_pin`` (an HpkeConfig or its dict), if given, must equal the helper's.  SpecError naming the
+    field otherwise: a leader that listed its own key as the helper's would see both shares."""
+    from .errors import SpecError
+    from .vdaf.hpke import HpkeConfig
+
+    if not isinstance(aggregators, dict):
+        raise SpecError("aggregators", "the campaign listing carries no aggregators block (the leader's and the "
+                                       "helper's HPKE configs)")
+    configs = []
+    for role in ("leader", "helper"):
+        entry = aggregators.get(role)
+        if not isinstance(entry, dict) or "hpke_config" not in entry:
+            raise SpecError(f"aggregators.{role}.hpke_config", "is missing")
+        try:
+            configs.append(HpkeConfig.from_dict(entry["hpke_config"]))
+        except ValueError as exc:
+            raise SpecError(f"aggregators.{role}.hpke_config", str(exc)) from None
+    leader, helper = configs
+    if leader.public_key == helper.public_key:
+        raise SpecError("aggregators", "the leader and the helper list the same public key")
+    if helper_pin is not None and pinned_config(helper_pin) != helper:
+        raise SpecError("aggregators.helper.hpke_config", "does not match the helper HPKE config pinned on this "
+                                                          "device (helper_hpke_config)")
+    return leader, helper
+
+
+def pinned_config(config: Any) -> HpkeConfig:
+    "An HpkeConfig, or one from its dict (ValueError naming the field)"
+    from .vdaf.hpke import HpkeConfig
+
+    return config if isinstance(config, HpkeConfig) else HpkeConfig.from_dict(config)
 
 
 @dataclass(frozen=True)
