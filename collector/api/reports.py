@@ -76,8 +76,8 @@ class _Lookup:
             return self.missing[key]
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
-        if campaign is not None:
-            distributed = getattr(campaign.spec, "trust", "local") == "distributed"
+        if campaign is not None:  # a distributed campaign has no local mechanism: collector.distributed checks it
+            distributed = campaign.spec.trust == "distributed"
             self.cache[key] = (campaign, None if distributed else mechanism_for(campaign.spec))
             return self.cache[key]
         known = bool(storage.campaign_versions(name))

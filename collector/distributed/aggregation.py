@@ -67,16 +67,18 @@ class CampaignVdaf:
         self.ctx = distributed.ctx_for(spec)
         self.field = self.vdaf.field
         self.modulus = self.field.MODULUS
-        params = spec.prio3
-        self.coins = params.coins if params.noise == "coins" else 0
-        self.length = len(spec.domain) if self.coins else self.vdaf.flp.OUTPUT_LEN
+        if spec.prio3 is None:
+            raise ValueError(f"campaign {spec.name!r} is not distributed")
+        self.params = params = spec.prio3
+        self.coins = (params.coins or 1) if params.noise == "coins" else 0
+        self.length = (params.length or 0) if self.coins else self.vdaf.flp.OUTPUT_LEN
 
     @cached_property
     def noise(self) -> Any:
         "The campaign's NoiseMode (``estimators.distributed.calibrate``)"
         from estimators.distributed import calibrate
 
-        params = self.spec.prio3
+        params = self.params
         kwargs: dict[str, Any] = {}
         if params.noise == "coins":
             kwargs = {"coins_per_report": params.coins, "honest_fraction": params.honest_fraction}

@@ -91,8 +91,8 @@ def ingest(items: list[tuple[int, dict, CampaignVersion]], day: str) -> leader.U
     "Distributed reports of a POST /v1/reports (index in the batch, report, campaign version)"
     if role() != "leader":
         result = leader.UploadResult()
-        result.rejected = [(i, r["report_id"], "campaign", "a distributed campaign takes reports on its leader only")
-                           for i, r, _ in items]
+        reason = "is a distributed campaign: it takes reports on its leader only"
+        result.rejected = [(i, r["report_id"], "campaign", reason) for i, r, _ in items]
         return result
     return leader.accept_reports(dist_store(), items, day)
 

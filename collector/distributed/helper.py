@@ -27,7 +27,7 @@ from client_sdk.spec import Spec
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
 from .aggregation import CampaignVdaf, b64d, b64e
-from .store import BatchKey, DistCampaign, DistStore
+from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 HELPER_ROLE = 0x03
 LEADER_ROLE = 0x02
@@ -201,7 +201,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         if valid:
             total = vdaf.add(vdaf.decode(share), [outputs[p][0] for p in valid])
             DistStore.put_agg_share(conn, key, count + len(valid), vdaf.encode(total))
-            coins = [(ids[p], vdaf.encode(outputs[p][1])) for p in valid if outputs[p][1] is not None]
+            coins = [(ids[p], vdaf.encode(coin)) for p in valid if (coin := outputs[p][1]) is not None]
             if coins:
                 DistStore.add_coin_shares(conn, key, coins)
         fresh = [(ids[p], p in outputs) for p in range(len(ids)) if ids[p] not in replayed]
@@ -210,6 +210,8 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         answer = {"reports": results}
         conn.execute("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, response) "
                      "VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+        failpoint("helper-job-before-commit")
+    failpoint("helper-job-committed")
     return answer
 
 
@@ -267,8 +269,8 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
     if body["report_count"] != count or body["checksum"] != checksum(valid_ids):
         raise PeerProblem(409, "batch-mismatch", f"the helper holds {count} valid reports with another checksum",
                           "checksum")
-    if count < spec.prio3.min_batch:
-        raise PeerProblem(409, "batch-too-small", f"{count} valid reports; min_batch is {spec.prio3.min_batch}",
+    if count < vdaf.params.min_batch:
+        raise PeerProblem(409, "batch-too-small", f"{count} valid reports; min_batch is {vdaf.params.min_batch}",
                           "batch")
     vector = vdaf.decode(share)
     if vdaf.coins:

@@ -43,7 +43,7 @@ from . import hpke_keys
 from .aggregation import CampaignVdaf, Verified, b64d, b64e
 from .helper import LEADER_ROLE, checksum, selected_coins
 from .peer import Backoff, PeerClient, PeerRefused, PeerUnavailable
-from .store import BatchKey, DistCampaign, DistStore
+from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
@@ -277,6 +277,7 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
                              (str(exc)[:500], job_id))
             raise
     outputs = _finish(vdaf, sent, answers, outcome)
+    failpoint("leader-job-answered")
     with store.transaction() as conn:
         if conn.execute("SELECT state FROM dist_jobs WHERE job_id = ?", (job_id,)).fetchone()[0] == "done":
             return Counter()  # another process finished it meanwhile
@@ -411,7 +412,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     _, vdaf = found
     if store.release(key) is not None:
         raise CollectError(409, "batch-collected", f"batch {batch} of {spec.name!r} was collected already")
-    min_batch = max(spec.prio3.min_batch, vdaf.coin_subset or 0)
+    min_batch = max(vdaf.params.min_batch, vdaf.coin_subset or 0)
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
         raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch, vdaf)
@@ -462,7 +463,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
         rejected = store.rejections(key)
         out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
-               "report_count": count, "rejected": rejected, "prio3": spec.prio3.type, "release": release,
+               "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
                "noise": vdaf.noise.describe(), "coin_subset": vdaf.coin_subset}
         with store.transaction() as conn:
             conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) VALUES "

@@ -21,6 +21,8 @@ the collector's :class:`~collector.storage.Storage` (``synchronous=FULL``).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -66,6 +68,16 @@ SCHEMA = (
     fingerprint TEXT NOT NULL, batch TEXT NOT NULL, job_id TEXT NOT NULL, valid INTEGER NOT NULL) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS idx_dist_helper_seen_batch ON dist_helper_seen (campaign, fingerprint, batch, valid)",
 )
+
+
+FAILPOINT_ENV = "LDP_FAILPOINT"
+
+
+def failpoint(name: str) -> None:
+    """Crash tests: when ``LDP_FAILPOINT`` names this point, SIGKILL the aggregator's whole process group here (a
+    server started in its own session: the gunicorn master and its workers), as a power cut would"""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 class DistributedNeedsSqlite(Exception):
@@ -297,5 +309,5 @@ class DistStore:
 
 
 
-def _blob(value: object) -> bytes | None:
-    return bytes(value) if value is not None else None  # type: ignore[arg-type]
+def _blob(value: bytes | None) -> bytes | None:
+    return bytes(value) if value is not None else None

@@ -1,0 +1,341 @@
+"""Leader and helper in one process (two Flask apps over two database files): the whole protocol for every Prio3
+type, malicious devices, replays, retried jobs, a helper that is down, min_batch and collect-once."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+
+from collector import create_app
+from collector.distributed.aggregation import signed
+from collector.distributed.leader import PendingWork
+from collector.distributed.peer import PeerClient
+
+from ..helpers import bearer
+from .kit import (
+    DOMAIN,
+    PEER_TOKEN,
+    Pair,
+    encoded_report,
+    exact_sum,
+    honest_reports,
+    opened,
+    spec_json,
+    truth,
+    values_for,
+)
+
+K_SIGMAS = 5  # the release is within 5 standard errors of the noise of the truth (two-sided, p < 6e-7)
+
+
+def today() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return Pair(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["count", "sum", "histogram", "sumvec", "multihot"])
+def test_upload_aggregate_collect(pair, kind):
+    spec, block = pair.create(spec_json(kind))
+    values = values_for(kind, 24)
+    answer = pair.upload(honest_reports(spec, block, values))
+    assert answer == {"accepted": 24, "duplicate": 0, "rejected": 0, "errors": []}
+    summary = pair.aggregate()
+    assert summary.aggregated == 24 and summary.rejected == 0 and summary.pending_jobs == 0
+    leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert leader_count == helper_count == 24
+    assert exact == truth(kind, values)
+
+    response = pair.collect(spec.name, today())
+    assert response.status_code == 200, response.json
+    release = response.json
+    assert release["report_count"] == 24 and release["prio3"] == kind and release["coin_subset"] is None
+    assert release["fingerprint"] == spec.fingerprint and release["batch"] == today()
+    assert release["noise"]["mode"] == "gaussian" and release["rejected"] == {}
+    sd = math.sqrt(release["noise"]["variance"])
+    for got, want in zip(release["release"], truth(kind, values)):
+        assert abs(got - want) <= K_SIGMAS * sd
+    assert pair.leader.get(f"/v1/campaigns/{spec.name}/releases", headers=pair.admin).json["releases"] == [release]
+
+
+def test_the_same_spec_and_fingerprint_on_both_aggregators(pair):
+    spec, block = pair.create(spec_json("histogram"))
+    helper_listing = pair.helper_app.test_client()
+    with opened(pair.helper_db) as store:
+        known = store.campaign(spec.name, spec.fingerprint)
+        assert known is not None and known.role == "helper"
+    with opened(pair.leader_db) as store:
+        assert store.campaign(spec.name, spec.fingerprint).verify_key == known.verify_key  # type: ignore[union-attr]
+    configs = helper_listing.get("/v1/hpke_config").json["configs"]
+    assert block["helper"]["hpke_config"] == configs[0]
+    assert block["leader"]["hpke_config"] == pair.leader.get("/v1/hpke_config").json["configs"][0]
+    # creating it again is harmless: same version, same verify key
+    again = pair.leader.post("/v1/campaigns", json=spec_json("histogram"), headers=pair.admin)
+    assert again.status_code == 200 and again.json["fingerprint"] == spec.fingerprint
+
+
+def test_signed_mapping_is_exact():
+    p = 2**64 - 2**32 + 1
+    assert signed(0, p) == 0 and signed(p - 1, p) == -1 and signed((p - 1) // 2, p) == (p - 1) // 2
+    assert signed((p + 1) // 2, p) == -((p - 1) // 2)
+    assert [signed((v + n) % p, p) for v, n in ((3, -7), (0, -1), (10**12, 5))] == [-4, -1, 10**12 + 5]
+
+
+def malicious_histogram(spec, block):
+    return [encoded_report(spec, block, [1, 1, 0, 0]),   # two ones
+            encoded_report(spec, block, [2, 0, 0, 0]),   # a 2
+            encoded_report(spec, block, [0, 0, 0, 0])]   # no one at all
+
+
+def test_malicious_devices_are_rejected_with_reasons(pair):
+    from client_sdk.vdaf.hpke import HpkeKeyPair, b64url
+
+    spec, block = pair.create(spec_json("histogram"))
+    values = values_for("histogram", 12)
+    honest = honest_reports(spec, block, values)
+    bad = malicious_histogram(spec, block)
+    leader_id = block["leader"]["hpke_config"]["id"]
+    helper_id = block["helper"]["hpke_config"]["id"]
+    wrong_leader = encoded_report(spec, block, [0, 1, 0, 0],
+                                  leader_config=HpkeKeyPair.generate(leader_id).config)   # sealed to another key
+    wrong_helper = encoded_report(spec, block, [0, 1, 0, 0],
+                                  helper_config=HpkeKeyPair.generate(helper_id).config)
+    garbage = honest_reports(spec, block, ["a"])[0]
+    garbage["payload"]["leader_share"]["ciphertext"] = b64url(bytes(80))
+    moved = honest_reports(spec, block, ["a"])[0]
+    moved["report_id"] = str(uuid.uuid4())  # a share moved to another report id does not open
+    answer = pair.upload(honest + bad + [wrong_leader, wrong_helper, garbage, moved])
+    assert answer["accepted"] == 12 + 3 + 1 and answer["rejected"] == 3
+    fields = {e["report_id"]: (e["field"], e["reason"]) for e in answer["errors"]}
+    assert fields[wrong_leader["report_id"]][0].endswith("payload.leader_share.ciphertext")
+    assert "cannot be opened" in fields[wrong_leader["report_id"]][1]
+    assert fields[garbage["report_id"]][0].endswith("payload.leader_share.ciphertext")
+    assert moved["report_id"] in fields
+    with opened(pair.leader_db) as store:
+        assert store.existing_report_ids([uuid.UUID(r["report_id"]).bytes for r in (wrong_leader, garbage, moved)]) \
+            == set()  # nothing of a rejected upload is stored
+
+    summary = pair.aggregate()
+    assert summary.aggregated == 12 and summary.rejected == 4
+    count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert count_l == count_h == 12 and exact == truth("histogram", values)
+    release = pair.collect(spec.name, today()).json
+    assert release["report_count"] == 12
+    assert release["rejected"] == {"hpke-decrypt-error": 4, "invalid-measurement": 3}
+
+
+@pytest.mark.parametrize(("kind", "measurement"), [
+    ("sum", [2, 1, 1, 1, 1, 1, 1]),  # 101 with max_measurement 100: a bit that is not a bit
+    ("count", [2]),
+    ("multihot", [1, 1, 1, 0, 1, 1]),  # weight 3 > max_weight 2 (its weight bits say 2)
+    ("sumvec", [1, 0, 0, 2, 0, 0, 1, 1, 1]),
+])
+def test_out_of_range_measurements_are_rejected(pair, kind, measurement):
+    spec, block = pair.create(spec_json(kind))
+    values = values_for(kind, 10)
+    bad = encoded_report(spec, block, measurement)
+    assert pair.upload(honest_reports(spec, block, values) + [bad])["accepted"] == 11
+    summary = pair.aggregate()
+    assert (summary.aggregated, summary.rejected) == (10, 1)
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today())[2] == truth(kind, values)
+
+
+def test_replays_are_rejected(pair):
+    spec, block = pair.create(spec_json("histogram"))
+    reports = honest_reports(spec, block, values_for("histogram", 10))
+    assert pair.upload(reports)["accepted"] == 10
+    again = pair.upload(reports[:3] + reports[:1])
+    assert (again["accepted"], again["duplicate"]) == (0, 4)
+    pair.aggregate()
+    # a leader that sends a report again in a new job: the helper rejects it as a replay
+    job = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(),
+           "reports": [{"report_id": reports[0]["report_id"], "public_share": reports[0]["payload"]["public_share"],
+                        "helper_share": reports[0]["payload"]["helper_share"], "leader_verifier_share": ""}]}
+    answer = PeerClient(pair.transport, PEER_TOKEN).aggregation_job(str(uuid.uuid4()), job)
+    assert answer["reports"][0]["result"] == "reject" and answer["reports"][0]["error"] == "report-replayed"
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today())[:2] == (10, 10)
+
+
+def test_a_job_retried_after_the_helper_committed_counts_once(pair, monkeypatch):
+    from collector.distributed import leader
+
+    spec, block = pair.create(spec_json("histogram"))
+    values = values_for("histogram", 15)
+    pair.upload(honest_reports(spec, block, values))
+
+    def lost_answer(*args, **kwargs):  # the helper commits, then the answer is lost on the way back
+        raise leader.PeerUnavailable("connection reset after the helper committed")
+
+    real_finish = leader._finish
+    monkeypatch.setattr(leader, "_finish", lost_answer)
+    with pytest.raises(PendingWork):
+        pair.aggregate()
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today())[:2] == (0, 15)  # the helper has it, we do not
+    monkeypatch.setattr(leader, "_finish", real_finish)
+    job_paths = [p for p in pair.transport.calls if "aggregation_jobs" in p]
+    summary = pair.aggregate()
+    assert summary.aggregated == 15 and summary.jobs_done == 1
+    assert [p for p in pair.transport.calls if "aggregation_jobs" in p] == job_paths * 2  # the same job id again
+    count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert count_l == count_h == 15 and exact == truth("histogram", values)
+    # the same job id with another body is refused
+    with opened(pair.helper_db) as store:
+        assert store.conn.execute("SELECT count(*) FROM dist_helper_seen").fetchone()[0] == 15
+
+
+def test_helper_down_leaves_jobs_pending_and_nothing_is_lost(pair):
+    spec, block = pair.create(spec_json("histogram"))
+    values = values_for("histogram", 12)
+    pair.upload(honest_reports(spec, block, values))
+    pair.transport.down = True
+    with pytest.raises(PendingWork) as failed:
+        pair.aggregate()
+    assert failed.value.summary.pending_jobs == 1
+    response = pair.collect(spec.name, today())
+    assert response.status_code == 503 and response.json["type"].endswith("helper-unavailable")
+    assert "Retry-After" in response.headers
+    with opened(pair.leader_db) as store:
+        assert store.conn.execute("SELECT attempts FROM dist_jobs").fetchone()[0] >= 2
+    late = honest_reports(spec, block, ["a"])  # the batch is closed once collection started
+    answer = pair.upload(late)
+    assert answer["rejected"] == 1 and "collected" in answer["errors"][0]["reason"]
+    pair.transport.down = False
+    response = pair.collect(spec.name, today())
+    assert response.status_code == 200 and response.json["report_count"] == 12
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today())[2] == truth("histogram", values)
+
+
+def test_backoff_grows_and_is_capped():
+    from collector.distributed.peer import Backoff
+
+    backoff = Backoff(base=0.5, cap=8.0)
+    ceilings = [min(8.0, 0.5 * 2**k) for k in range(8)]
+    for attempt, ceiling in enumerate(ceilings):
+        delay = backoff.delay(attempt)
+        assert ceiling / 2 <= delay <= ceiling
+
+
+def test_peer_client_retries_with_backoff_then_gives_up(pair):
+    from collector.distributed.peer import PeerUnavailable
+
+    slept: list[float] = []
+    pair.transport.down = True
+    client = PeerClient(pair.transport, PEER_TOKEN, retries=3, sleep=slept.append)
+    with pytest.raises(PeerUnavailable):
+        client.hpke_configs()
+    assert len(slept) == 3 and len(pair.transport.calls) == 4
+
+
+def test_min_batch_and_collect_once(pair):
+    spec, block = pair.create(spec_json("histogram", min_batch=10))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 9)))
+    small = pair.collect(spec.name, today())
+    assert small.status_code == 409 and small.json["type"].endswith("batch-too-small")
+    pair.upload(honest_reports(spec, block, values_for("histogram", 1)))  # the batch still takes reports
+    first = pair.collect(spec.name, today())
+    assert first.status_code == 200 and first.json["report_count"] == 10
+    second = pair.collect(spec.name, today())
+    assert second.status_code == 409 and second.json["type"].endswith("batch-collected")
+    late = pair.upload(honest_reports(spec, block, ["a"]))
+    assert late["accepted"] == 0 and late["rejected"] == 1
+    # the helper will not release the batch twice either, even asked directly
+    body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(), "report_count": 10,
+            "checksum": "0" * 64}
+    from collector.distributed.peer import PeerRefused
+
+    with pytest.raises(PeerRefused) as refused:
+        PeerClient(pair.transport, PEER_TOKEN).aggregate_share(body)
+    assert refused.value.slug == "batch-collected"
+
+
+def test_helper_refuses_a_small_batch_or_a_wrong_checksum(pair):
+    from collector.distributed.peer import PeerRefused
+
+    spec, block = pair.create(spec_json("histogram", min_batch=10))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 10)))
+    pair.aggregate()
+    client = PeerClient(pair.transport, PEER_TOKEN)
+    body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(), "report_count": 10,
+            "checksum": "0" * 64}
+    with pytest.raises(PeerRefused) as refused:
+        client.aggregate_share(body)
+    assert refused.value.slug == "batch-mismatch"
+
+
+def test_peer_endpoints_need_the_peer_token(pair):
+    helper = pair.helper_app.test_client()
+    assert helper.put("/v1/peer/campaigns/x", json={}).status_code == 401
+    assert helper.put("/v1/peer/campaigns/x", json={}, headers=bearer("wrong")).status_code == 401
+    assert helper.get("/v1/hpke_config").status_code == 200
+    assert pair.leader.put("/v1/peer/campaigns/x", json={}, headers=bearer(PEER_TOKEN)).status_code in (404, 405)
+
+
+def test_standalone_refuses_a_distributed_campaign(tmp_path):
+    app = create_app({"DATABASE": str(tmp_path / "c.db"), "RATE_LIMIT": 0})
+    from collector.storage import open_storage
+
+    with open_storage(tmp_path / "c.db") as storage:
+        admin = bearer(storage.create_key("admin", "2024-01-01")[0])
+    response = app.test_client().post("/v1/campaigns", json=spec_json("histogram"), headers=admin)
+    assert response.status_code == 409 and response.json["type"].endswith("distributed-needs-leader")
+
+
+def test_estimate_before_and_after_collection(pair):
+    spec, block = pair.create(spec_json("histogram"))
+    before = pair.leader.get(f"/v1/campaigns/{spec.name}/estimate", headers=pair.admin)
+    assert before.status_code == 409 and before.json["type"].endswith("no-release")
+    pair.upload(honest_reports(spec, block, values_for("histogram", 12)))
+    release = pair.collect(spec.name, today()).json
+    after = pair.leader.get(f"/v1/campaigns/{spec.name}/estimate", headers=pair.admin)
+    assert after.status_code == 200
+    body = after.json
+    assert body.get("release", release["release"]) == release["release"] or "values" in body
+    assert len(DOMAIN) == len(release["release"])
+
+
+COINS = {"noise": "coins", "coins": 8, "epsilon": 2.0, "honest_fraction": 0.5, "min_batch": 10}
+
+
+def test_coin_flip_noise(pair):
+    from estimators.distributed import calibrate
+
+    spec, block = pair.create(spec_json("histogram", **COINS))
+    noise = calibrate("coins", epsilon=2.0, delta=1e-6, sensitivity=1, coins_per_report=8, honest_fraction=0.5)
+    values = values_for("histogram", noise.subset_size + 13)
+    bad_coin = [0, 1, 0, 0] + [0] * 32
+    bad_coin[4 + 5] = 2  # a coin "bit" equal to 2
+    assert pair.upload(honest_reports(spec, block, values) + [encoded_report(spec, block, bad_coin)])["accepted"] \
+        == len(values) + 1
+    summary = pair.aggregate()
+    assert (summary.aggregated, summary.rejected) == (len(values), 1)
+    leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert leader_count == helper_count == len(values) and exact == truth("histogram", values)
+    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
+        key = (spec.name, spec.fingerprint, today())
+        assert len(leader_store.coin_shares(key)) == len(helper_store.coin_shares(key)) == len(values)
+
+    release = pair.collect(spec.name, today()).json
+    assert release["coin_subset"] == noise.subset_size and release["noise"]["mode"] == "coins"
+    assert release["rejected"] == {"invalid-measurement": 1}
+    coins = [got - want for got, want in zip(release["release"], truth("histogram", values))]
+    total = noise.subset_size * 8
+    # each bucket holds the sum of `total` fair coins, never a field element out of range
+    assert all(0 <= c <= total for c in coins)
+    sd = math.sqrt(noise.variance())
+    assert all(abs(c - total / 2) <= K_SIGMAS * sd for c in coins)
+    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
+        assert leader_store.coin_shares(key) == {} and helper_store.coin_shares(key) == {}  # dropped once released
+
+
+def test_coin_batch_below_the_subset_size_is_refused(pair):
+    spec, block = pair.create(spec_json("histogram", **COINS))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
+    response = pair.collect(spec.name, today())
+    assert response.status_code == 409 and "coin noise" in response.json["detail"]
