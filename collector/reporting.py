@@ -96,7 +96,10 @@ def _distributed_data(spec: Any, spec_json: dict | None, releases: list[dict], s
     except estimators.NoReports:
         raise SourceError(f"campaign {(spec_json or {}).get('name', '')!r} has no release in this window: collect "
                           "a batch first (ldp-telemetry campaign collect)") from None
-    return ReportData(result, spec_json, since, until, daily_releases(spec, chosen, confidence) if daily else [])
+    except ValueError as exc:  # a release that is not the spec's (ReleaseMismatch) or malformed
+        raise SourceError(f"cannot estimate from the releases: {exc}") from None
+    per_batch = daily_releases(spec, chosen, confidence) if daily else []
+    return ReportData(result, spec_json, since, until, per_batch)
 
 
 def _spec_of(campaign: Any) -> dict | None:
