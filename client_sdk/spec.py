@@ -108,6 +108,9 @@ DISTRIBUTED_FIELDS = ("trust", "prio3", "max_measurement", "length", "max_weight
 _KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
 # A Histogram(4096) leader share is about 16 bytes * 4096 plus the proof: it still fits the SDK's 1 MiB request.
 MAX_PRIO3_LENGTH = 4096
+# Any circuit: at most this many encoded field elements (sumvec: length * bits, coins: buckets * (1 + coins)); a
+# leader share of 16,384 Field128 elements is 256 KiB, about 350 KB of base64url JSON: still a 1 MiB request.
+MAX_PRIO3_ENCODED_LENGTH = 16384
 # sum: the Field64 aggregate must stay below p/2 (signed unsharding) for up to 2**31 reports.
 MAX_PRIO3_MEASUREMENT = (1 << 32) - 1
 MAX_COINS = 64
@@ -161,7 +164,7 @@ class Prio3Params:
                                "window": self.window}
         if self.type == "sumvec":
             out["length"] = self.length
-        for key in ( "max_measurement", "max_weight", "chunk_length", "coins", "honest_fraction"):
+        for key in ("max_measurement", "max_weight", "chunk_length", "coins", "honest_fraction"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -330,6 +333,10 @@ class Spec:
         params = Prio3Params(type=kind, length=length, max_measurement=max_measurement, max_weight=max_weight,
                              noise=noise, coins=coins, honest_fraction=honest_fraction, min_batch=min_batch,
                              window=window)
+        if params.encoded_length > MAX_PRIO3_ENCODED_LENGTH:
+            field_name = "coins" if noise == "coins" else "length"
+            raise SpecError(field_name, f"the encoded measurement would have {params.encoded_length} field elements "
+                                        f"(at most {MAX_PRIO3_ENCODED_LENGTH}: one report must fit a request)")
         if kind not in ("count", "sum"):
             params = replace(params, chunk_length=max(1, math.isqrt(params.encoded_length)))
         return cls(mechanism="prio3", epsilon=epsilon, domain=domain, trust="distributed", prio3=params,

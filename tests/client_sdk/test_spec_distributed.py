@@ -136,6 +136,8 @@ def test_fingerprint_covers_type_specific_parameters():
     ({"honest_fraction": 0.5}, "honest_fraction"),
     ({"noise": "coins", "coins": 0}, "coins"),
     ({"noise": "coins", "coins": 65}, "coins"),
+    ({"noise": "coins", "coins": 4, "domain": [str(i) for i in range(4000)]}, "coins"),
+    ({"prio3": "sumvec", "domain": None, "length": 4096, "max_measurement": 255}, "length"),
     ({"noise": "coins", "honest_fraction": 0}, "honest_fraction"),
     ({"noise": "coins", "honest_fraction": 1.5}, "honest_fraction"),
     ({"noise": "coins", "honest_fraction": float("nan")}, "honest_fraction"),
