@@ -113,7 +113,16 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
         from estimators.distributed.release import estimate_release  # type: ignore[import-not-found]
     except ImportError:  # the estimate module is not there yet: answer with the release itself
         return release
-    return dict(estimate_release(campaign.spec, release, confidence=confidence))
+    from estimators import NoReports
+
+    try:
+        return dict(estimate_release(campaign.spec, release, confidence=confidence))
+    except NoReports:
+        raise Problem(404, f"the release of batch {release['batch']} holds no reports", slug="no-reports",
+                      field="batch") from None
+    except ValueError as exc:  # e.g. a Prio3 type without an estimator: the release itself stays available
+        raise Problem(409, f"no estimate for this release ({exc}); GET /v1/campaigns/{campaign.name}/releases "
+                           "has it", slug="no-estimator", field="prio3") from None
 
 
 # -- public -----------------------------------------------------------------------------------------------------
@@ -192,15 +201,15 @@ def peer_aggregate_share() -> Response:
 
 
 # -- leader -------------------------------------------------------------------------------------------------------
-def _campaign(name: str) -> CampaignVersion:
+def _campaign(name: str, version: int | None = None) -> CampaignVersion:
     from client_sdk.spec import NAME_PATTERN
 
     if not NAME_PATTERN.fullmatch(name):
         raise Problem(404, f"no campaign {name!r}", field="name")
     try:
-        campaign = get_storage().get_campaign(name)
+        campaign = get_storage().get_campaign(name, version)
     except CampaignNotFound as exc:
-        raise Problem(404, str(exc), field="name") from None
+        raise Problem(404, str(exc), field="version" if version else "name") from None
     if not is_distributed(campaign):
         raise Problem(409, f"campaign {name!r} is not distributed", slug="not-distributed", field="name")
     return campaign
@@ -209,16 +218,19 @@ def _campaign(name: str) -> CampaignVersion:
 @leader_api.post("/v1/campaigns/<name>/collect")
 @require("admin")
 def collect(name: str) -> Response:
-    "Collect one batch (a UTC day): both aggregate shares, each with its aggregator's noise, unsharded, stored"
+    "Collect one batch (a UTC day) of a version: both aggregate shares, each with its aggregator's noise, unsharded"
     from ..api.body import read_json
 
-    campaign = _campaign(name)
     body = read_json(4096)
-    if not isinstance(body, dict) or set(body) - {"batch"}:
-        raise invalid("body", 'must be {"batch": "YYYY-MM-DD"}')
+    if not isinstance(body, dict) or set(body) - {"batch", "version"}:
+        raise invalid("body", 'must be {"batch": "YYYY-MM-DD"} (and optionally "version", default the latest)')
     batch = body.get("batch")
     if not isinstance(batch, str) or not DAY.fullmatch(batch):
         raise invalid("batch", "must be a UTC day YYYY-MM-DD")
+    version = body.get("version")
+    if version is not None and (type(version) is not int or not 1 <= version <= 2**31):
+        raise invalid("version", "must be a positive integer")
+    campaign = _campaign(name, version)
     try:
         return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch))
     except leader.CollectError as exc:

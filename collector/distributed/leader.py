@@ -288,9 +288,10 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
             coins = [(rid, vdaf.encode(coin)) for rid, (_, coin) in outputs.items() if coin is not None]
             if coins:
                 DistStore.add_coin_shares(conn, key, coins)
-        conn.executemany("UPDATE dist_reports SET state = 'aggregated' WHERE report_id = ?",
+        done = "public_share = x'', leader_share = x'', helper_share = ''"  # kept no longer than needed
+        conn.executemany(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
                          [(rid,) for rid in outputs])
-        conn.executemany("UPDATE dist_reports SET state = 'rejected', error = ? WHERE report_id = ?",
+        conn.executemany(f"UPDATE dist_reports SET state = 'rejected', error = ?, {done} WHERE report_id = ?",
                          [(error, rid) for rid, error in outcome.items()])
         DistStore.count_rejections(conn, key, dict(Counter(outcome.values())))
         conn.execute("UPDATE dist_jobs SET state = 'done', attempts = attempts + 1, last_error = NULL "

@@ -10,7 +10,8 @@ Both roles (``dist_meta`` holds the schema version of these tables, apart from t
 * ``dist_batches``       per batch: open / closed (collection started) / collected, and the coin-seed values
 
 Leader only: ``dist_reports`` (each accepted upload: its public share, the leader's opened input share, the helper's
-sealed share, its job and state), ``dist_jobs`` (aggregation jobs), ``dist_rejections`` (counts by reason) and
+sealed share, its job and state; the shares are emptied once the report is aggregated or rejected, the id stays
+for replay checks and the batch checksum), ``dist_jobs`` (aggregation jobs), ``dist_rejections`` (counts by reason) and
 ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each job's request digest and stored answer) and
 ``dist_helper_seen`` (every report id the helper has processed, with its batch and outcome).
 
@@ -53,6 +54,7 @@ SCHEMA = (
     helper_share TEXT NOT NULL, job_id TEXT, state TEXT NOT NULL, error TEXT) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS idx_dist_reports_batch ON dist_reports (campaign, fingerprint, batch, state)",
     "CREATE INDEX IF NOT EXISTS idx_dist_reports_job ON dist_reports (job_id)",
+    "CREATE INDEX IF NOT EXISTS idx_dist_reports_pending ON dist_reports (state, job_id)",
     """CREATE TABLE IF NOT EXISTS dist_jobs (job_id TEXT PRIMARY KEY, campaign TEXT NOT NULL,
     fingerprint TEXT NOT NULL, batch TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     last_error TEXT)""",

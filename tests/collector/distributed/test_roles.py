@@ -52,6 +52,10 @@ def test_upload_aggregate_collect(pair, kind):
     leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert leader_count == helper_count == 24
     assert exact == truth(kind, values)
+    with opened(pair.leader_db) as store:  # the shares are not kept once aggregated; the ids are
+        rows = store.conn.execute("SELECT count(*), sum(length(leader_share) + length(public_share)) "
+                                  "FROM dist_reports").fetchone()
+        assert tuple(rows) == (24, 0)
 
     response = pair.collect(spec.name, today())
     assert response.status_code == 200, response.json
@@ -129,6 +133,39 @@ def test_malicious_devices_are_rejected_with_reasons(pair):
     release = pair.collect(spec.name, today()).json
     assert release["report_count"] == 12
     assert release["rejected"] == {"hpke-decrypt-error": 4, "invalid-measurement": 3}
+
+
+def test_garbage_shares_sealed_to_the_right_keys_are_rejected(pair):
+    "Random bytes of the right or a wrong length, properly sealed: rejected at upload or at verification"
+    import os
+
+    from client_sdk import distributed
+    from client_sdk.vdaf.hpke import b64url, seal
+    from collector.distributed.aggregation import b64d
+
+    from .kit import configs
+
+    spec, block = pair.create(spec_json("histogram"))
+    leader_config, helper_config = configs(block)
+    vdaf = distributed.vdaf_for(spec)
+    leader_size = vdaf.field.ENCODED_SIZE * (vdaf.flp.MEAS_LEN + vdaf.flp.PROOF_LEN) + vdaf.xof.SEED_SIZE
+    honest = honest_reports(spec, block, values_for("histogram", 10))
+    garbage = []
+    for sizes in ({"leader_share": leader_size, "helper_share": 2 * vdaf.xof.SEED_SIZE},
+                  {"leader_share": 5}, {"helper_share": 7}, {"helper_share": 2 * vdaf.xof.SEED_SIZE}):
+        report = honest_reports(spec, block, ["a"])[0]
+        public_share = b64d(report["payload"]["public_share"], "public_share")
+        for key, size in sizes.items():
+            role, config = (0x02, leader_config) if key == "leader_share" else (0x03, helper_config)
+            info = distributed.input_share_info(spec, report["report_id"], role, public_share)
+            report["payload"][key]["ciphertext"] = b64url(seal(config, os.urandom(size), info))
+        garbage.append(report)
+    answer = pair.upload(honest + garbage)
+    assert answer["accepted"] + answer["rejected"] == 14 and answer["rejected"] >= 1
+    summary = pair.aggregate()
+    assert (summary.aggregated, summary.rejected) == (10, answer["accepted"] - 10)
+    count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
+    assert count_l == count_h == 10 and exact == truth("histogram", values_for("histogram", 10))
 
 
 @pytest.mark.parametrize(("kind", "measurement"), [
@@ -339,3 +376,16 @@ def test_coin_batch_below_the_subset_size_is_refused(pair):
     pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
     response = pair.collect(spec.name, today())
     assert response.status_code == 409 and "coin noise" in response.json["detail"]
+
+
+def test_collect_checks_its_body(pair):
+    spec, _ = pair.create(spec_json("histogram"))
+    for body, field in (({"batch": "30-11-2026"}, "batch"), ({"batch": today(), "extra": 1}, "body"),
+                        ({"batch": today(), "version": 0}, "version"), ([], "body")):
+        response = pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json=body, headers=pair.admin)
+        assert response.status_code == 400 and response.json["field"] == field, (body, response.json)
+    missing = pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json={"batch": today(), "version": 2},
+                               headers=pair.admin)
+    assert missing.status_code == 404 and missing.json["field"] == "version"
+    assert pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json={"batch": today()},
+                            headers=pair.ingest).status_code == 403
