@@ -342,7 +342,7 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
             helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
             values = population[name]
             for start in range(0, len(values), 500):
-                batch = []
+                batch: list[dict[str, Any]] = []
                 for value in values[start:start + 500]:
                     report_id = str(uuid.uuid4())
                     batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,

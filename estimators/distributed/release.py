@@ -136,7 +136,9 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
         raise ValueError(f"no estimate for Prio3 type {question.prio3!r} (estimated: {list(ESTIMATED_TYPES)})")
     if not releases:
         raise ValueError("no release to estimate from")
-    noises, counts, sums = [], [], []
+    noises: list[NoiseMode] = []
+    counts: list[int] = []
+    sums: list[list[int]] = []
     for release in releases:
         _check_matches(question, release)
         n = release.get("report_count")

@@ -139,10 +139,13 @@ def trust_model_errors(result: dict) -> dict[str, float] | None:
     models = result.get("trust_models")
     if not isinstance(models, dict):
         return None
-    errors = {name: (models.get(name) or {}).get("std_error") for name in TRUST_MODELS}
-    if not all(_is_number(error) for error in errors.values()):
-        return None
-    return {name: float(error) for name, error in errors.items()}
+    errors: dict[str, float] = {}
+    for name in TRUST_MODELS:
+        error = (models.get(name) or {}).get("std_error")
+        if not _is_number(error):
+            return None
+        errors[name] = float(error)
+    return errors
 
 
 def trust_models_text(result: dict) -> str | None:
