@@ -122,7 +122,6 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
 
     Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
     summed over every worker (prometheus_client multiprocess mode, in a fresh PROMETHEUS_MULTIPROC_DIR)."""
-    from collector.server import serve as run
     from collector.storage import is_database_url
 
     config: dict[str, Any] = {"ROLE": role}
@@ -136,6 +135,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
+    from collector.server import serve as run  # imports gunicorn: only once the options are known to be complete
+
     for key, value in (("RATE_LIMIT", rate_limit), ("RATE_BURST", rate_burst), ("MAX_BODY_BYTES", max_body_bytes),
                        ("MAX_BATCH_REPORTS", max_batch)):
         if value is not None:

@@ -31,6 +31,9 @@ def test_every_option_has_help(command):
 
 
 def test_serve_refuses_an_incomplete_role(tmp_path):
+    import sys
+
+    loaded_before = "gunicorn.arbiter" in sys.modules
     db = str(tmp_path / "c.db")
     no_token = run("serve", "--db", db, "--role", "helper")
     assert no_token.exit_code == 1 and "--peer-token" in no_token.output
@@ -38,6 +41,9 @@ def test_serve_refuses_an_incomplete_role(tmp_path):
     assert no_helper.exit_code == 1 and "--helper-url" in no_helper.output
     postgres = run("serve", "--db", "postgresql://localhost/x", "--role", "helper", "--peer-token", "t")
     assert postgres.exit_code == 1 and "SQLite" in postgres.output
+    # refused before gunicorn is imported: in this process it would switch later apps' metrics to gunicorn's
+    # shared directory (collector.metrics.default_directory)
+    assert loaded_before or "gunicorn.arbiter" not in sys.modules
 
 
 def test_leader_commands_on_a_database(tmp_path, monkeypatch):
