@@ -61,22 +61,23 @@ class Aggregators:
             yield process
 
     @contextmanager
-    def leader(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None,
-               interval: float = 0.2) -> Iterator[subprocess.Popen]:
+    def leader(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None, interval: float = 0.2,
+               workers: int = 1) -> Iterator[subprocess.Popen]:
         extra = ("--helper-url", self.helper_url, "--aggregate-interval", str(interval))
-        with self._server(monkeypatch, failpoint, self.leader_db, self.leader_port, "leader", extra) as process:
+        with self._server(monkeypatch, failpoint, self.leader_db, self.leader_port, "leader", extra,
+                          workers) as process:
             yield process
 
     @contextmanager
     def _server(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None, db: Path, port: int, role: str,
-                extra: tuple[str, ...] = ()) -> Iterator[subprocess.Popen]:
+                extra: tuple[str, ...] = (), workers: int = 1) -> Iterator[subprocess.Popen]:
         with monkeypatch.context() as env:  # the server copies the environment when it starts
             if failpoint:
                 env.setenv("LDP_FAILPOINT", failpoint)
             else:
                 env.delenv("LDP_FAILPOINT", raising=False)
             args = ("--rate-limit", "0", "--role", role, "--peer-token", PEER_TOKEN, *extra)
-            server = running_server(db, self.tmp / f"{role}.log", port=port, workers=1, extra=args)
+            server = running_server(db, self.tmp / f"{role}.log", port=port, workers=workers, extra=args)
             _, process = server.__enter__()
         try:
             yield process
@@ -133,7 +134,8 @@ def test_helper_down_then_back_the_driver_retries(tmp_path, monkeypatch):
         with servers.leader(monkeypatch, interval=0.2):
             spec, block = servers.create(spec_json("histogram"))
     values = values_for("histogram", 20)
-    with servers.leader(monkeypatch, interval=0.2):  # the helper is down: uploads are still acknowledged
+    # two workers, so two drivers: the aggregator lock lets one work at a time, and nothing is counted twice
+    with servers.leader(monkeypatch, interval=0.2, workers=2):  # the helper is down: uploads still acknowledged
         assert servers.upload(honest_reports(spec, block, values))["accepted"] == 20
         status, problem = servers.collect(spec.name)
         assert status == 503 and problem["type"].endswith("helper-unavailable")
