@@ -14,7 +14,8 @@ protocol:
                each mode, then ``estimate_distributed``: gaussian, laplace (both aggregators' exact CKS samplers),
                coins (Binomial, numpy; coins per report the smallest power of two whose subset fits in n, with
                honest fraction 1/2)
-* central      a curator's analytic Gaussian (Balle & Wang 2018) on the exact count or mean
+* central      a curator's analytic Gaussian (Balle & Wang 2018) on the exact count or mean, and Laplace (the
+               family to compare distributed Laplace noise with)
 
 "predicted" is the standard error each estimate states; RMSE is measured.
 """
@@ -87,6 +88,9 @@ def histogram_rows(n: int, repetitions: int, generator: np.random.Generator) -> 
         rows.append((label, rmse(errors), predicted))
     sigma = analytic_gaussian_sigma(1.0, EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma, BUCKETS) for _ in range(repetitions)]), sigma))
+    scale = 1.0 / EPSILON
+    rows.append(("central, Laplace", rmse([generator.laplace(0, scale, BUCKETS) for _ in range(repetitions)]),
+                 math.sqrt(2) * scale))
     return rows
 
 
@@ -124,6 +128,9 @@ def mean_rows(n: int, repetitions: int, generator: np.random.Generator) -> list[
         rows.append((label, rmse(errors), predicted))
     sigma = analytic_gaussian_sigma(1.0 / n, EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma) for _ in range(repetitions)]), sigma))
+    scale = 1.0 / (n * EPSILON)
+    rows.append(("central, Laplace", rmse([generator.laplace(0, scale) for _ in range(repetitions)]),
+                 math.sqrt(2) * scale))
     return rows
 
 

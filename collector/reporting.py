@@ -13,7 +13,15 @@ from typing import Any
 
 import estimators
 from estimators.report.model import DailyResult, ReportData
-from estimators.report.source import SourceError, daily_estimates, window_estimate
+from estimators.report.source import (
+    SourceError,
+    daily_estimates,
+    daily_releases,
+    in_window,
+    is_distributed_spec,
+    releases_estimate,
+    window_estimate,
+)
 
 from .storage import CampaignNotFound, is_database_url, open_storage
 
@@ -30,6 +38,12 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
             version = storage.get_campaign(campaign)
         except CampaignNotFound:
             raise SourceError(f"unknown campaign {campaign!r}") from None
+        if is_distributed_spec(version.spec):
+            from .distributed.store import DistStore
+
+            releases = [r for r in DistStore(storage).releases(campaign) if r.get("fingerprint") ==
+                        version.spec.fingerprint]
+            return _distributed_data(version.spec, version.spec.to_dict(), releases, since, until, confidence, daily)
         days = storage.aggregates_by_day(version, since, until)
     total = estimators.Aggregate.empty(version.spec)
     for _, aggregate in days:
@@ -76,6 +90,14 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
     params: dict[str, Any] = {key: value for key, value in (("since", since), ("until", until)) if value}
     params["confidence"] = confidence
     spec = _get_json(base, token, {}, campaign)
+    spec_json = _spec_of(spec)
+    if is_distributed_spec(spec_json):  # the leader's releases, estimated here as from a database
+        answer = _get_json(base + "/releases", token, {}, campaign)
+        releases = answer.get("releases", []) if isinstance(answer, dict) else answer
+        fingerprint = (spec_json or {}).get("fingerprint") or (spec if isinstance(spec, dict) else {}).get(
+            "fingerprint")
+        releases = [r for r in releases if not fingerprint or r.get("fingerprint") == fingerprint]
+        return _distributed_data(spec_json, spec_json, releases, since, until, confidence, daily)
     result = _get_json(base + "/estimate", token, params, campaign)
     result.pop("window", None)
     days: list = []
@@ -84,6 +106,21 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
         days = _get_json(base + "/estimate", token, day_params, campaign).get("days", [])
     per_day = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
     return ReportData(result, _spec_of(spec), since, until, per_day)
+
+
+def _distributed_data(spec: Any, spec_json: dict | None, releases: list[dict], since: str | None,
+                      until: str | None, confidence: float, daily: bool) -> ReportData:
+    "A distributed campaign's report data: the releases of the window added up, one estimate per batch"
+    chosen = in_window(releases, since, until)
+    try:
+        result = releases_estimate(spec, chosen, confidence)
+    except estimators.NoReports:
+        raise SourceError(f"campaign {(spec_json or {}).get('name', '')!r} has no release in this window: collect "
+                          "a batch first (ldp-telemetry campaign collect)") from None
+    except ValueError as exc:  # a release that is not the spec's (ReleaseMismatch) or malformed
+        raise SourceError(f"cannot estimate from the releases: {exc}") from None
+    per_batch = daily_releases(spec, chosen, confidence) if daily else []
+    return ReportData(result, spec_json, since, until, per_batch)
 
 
 def _spec_of(campaign: Any) -> dict | None:

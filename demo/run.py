@@ -10,7 +10,10 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
    (its own state directory, so RAPPOR gets a per-device secret and cohort) and flush over HTTP; or, for large
    populations, :func:`report_in_bulk` draws the reports with the vectorised simulator and posts them in batches;
 4. :func:`write_reports` fetches every estimate over HTTP and writes HTML, Markdown (with PNGs) and JSON reports,
-   each with the ground truth beside the estimates, plus ``summary.json``.
+   each with the ground truth beside the estimates, plus ``summary.json``;
+5. :func:`run_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
+   collector children, each with its own database), has every user seal a report with the SDK's distributed module,
+   collects today's batch and writes its reports, whose summary shows the three error bars side by side.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .scenario import CAMPAIGNS, DemoCampaign
+from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 
 DEFAULT_USERS = 2000
 DEFAULT_OUT = Path("ldp-demo-output")
@@ -61,6 +64,8 @@ class CampaignSummary:
     values: list[ValueSummary] = field(default_factory=list)
     note: str = ""
     files: list[str] = field(default_factory=list)
+    error_bars: dict[str, float] | None = None  # distributed: CI half-width under local, distributed, central DP
+    error_bar_labels: dict[str, str] | None = None
 
 
 @dataclass
@@ -244,7 +249,7 @@ def report_in_bulk(url: str, ingest_key: str, campaigns: Sequence[DemoCampaign],
 
 # -- 4. reports -----------------------------------------------------------------------------------------------------
 def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], population: dict[str, list],
-                  out_dir: Path) -> list[CampaignSummary]:
+                  out_dir: Path, *, earlier: Sequence[CampaignSummary] = ()) -> list[CampaignSummary]:
     "HTML, Markdown (+ PNGs) and JSON per campaign, with the truth beside the estimates; and summary.json"
     from dataclasses import replace
 
@@ -253,14 +258,14 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
     from estimators.report.source import SourceError
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    summaries = []
+    summaries = list(earlier)
     for campaign in campaigns:
         truth = campaign.truth(population[campaign.name])
         try:
             data = replace(report_data_from_url(url, admin_key, campaign.name), truth=truth)
         except SourceError as exc:
-            summaries.append(CampaignSummary(campaign.name, str(campaign.spec["mechanism"]), None, None, None,
-                                             note=str(exc)))
+            summaries.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
+                                             None, note=str(exc)))
             continue
         plots = report_plots(data)
         files = {f"{campaign.name}.html": render_html(data, plots=plots)}
@@ -279,13 +284,17 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
     "The estimate against the truth, value by value (or for the mean)"
-    from estimators.report.model import epsilon_text, ldp_to_central_ratio, value_rows
+    from estimators.report.model import epsilon_text, is_distributed, ldp_to_central_ratio, value_rows
 
     result = data.result
     epsilon = epsilon_text(result)
     summary = CampaignSummary(data.campaign, str(result.get("mechanism", "")),
                               float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(result),
                               files=files)
+    if is_distributed(result):
+        summary.mechanism = f"distributed: Prio3 {result.get('prio3')}, {result['noise']['mode']} noise"
+        summary.ldp_to_central_ratio = None
+        summary.error_bars, summary.error_bar_labels = error_bars(result)
     if isinstance(truth, float):
         summary.values.append(ValueSummary("mean", result["mean"], result["ci_low"], result["ci_high"], truth))
         return summary
@@ -301,17 +310,117 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
     return summary
 
 
+# -- 5. a distributed campaign: leader and helper ----------------------------------------------------------------
+PEER_TOKEN = "demo-peer-token"  # aggregator-to-aggregator key of the demo's two children
+
+
+@contextmanager
+def running_aggregators(folder: Path) -> Iterator[tuple[str, str, str]]:
+    """A helper and a leader, each a collector child of :func:`running_collector` with its own database;
+    yields (leader URL, leader admin key, leader ingest key).  The leader runs no aggregation driver: collection
+    runs the pending aggregation jobs itself."""
+    with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url:
+        leader_db = folder / "leader.db"
+        admin_key, ingest_key = create_keys(leader_db)
+        config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
+        with running_collector(leader_db, config) as leader_url:
+            yield leader_url, admin_key, ingest_key
+
+
+def report_distributed(url: str, ingest_key: str, created: dict[str, dict], population: dict[str, list],
+                       progress: Progress | None = None) -> None:
+    """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
+    shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
+    the reports go to the leader in batches"""
+    import uuid
+
+    import requests
+
+    from client_sdk import load_spec
+    from client_sdk.distributed import seal_report
+    from client_sdk.vdaf.hpke import HpkeConfig
+
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"Bearer {ingest_key}"
+        for name, campaign in created.items():
+            spec = load_spec(campaign["spec"])
+            listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
+            leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
+            helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
+            values = population[name]
+            for start in range(0, len(values), 500):
+                batch: list[dict[str, Any]] = []
+                for value in values[start:start + 500]:
+                    report_id = str(uuid.uuid4())
+                    batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
+                                  "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
+                response = session.post(f"{url}/v1/reports", json={"reports": batch}, timeout=120)
+                response.raise_for_status()
+                if response.json().get("accepted") != len(batch):
+                    raise RuntimeError(f"campaign {name}: the leader did not take every report")
+                if progress is not None:
+                    progress(len(batch))
+
+
+def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:
+    "Collect today's batch of each campaign (the aggregators add their noise); a note for each that could not be"
+    import requests
+
+    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    notes = {}
+    for name in names:
+        response = requests.post(f"{url}/v1/campaigns/{name}/collect", json={"batch": day}, timeout=300,
+                                 headers={"Authorization": f"Bearer {admin_key}"})
+        if not response.ok:
+            notes[name] = f"no release: {response.json().get('detail', response.status_code)}"
+    return notes
+
+
+def run_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list], out_dir: Path,
+                    earlier: Sequence[CampaignSummary], progress: Callable[[int, str], Any] | None = None,
+                    ) -> list[CampaignSummary]:
+    "Leader and helper on loopback, users' sealed reports, one collection, the reports; every summary so far"
+    with running_aggregators(folder) as (url, admin_key, ingest_key):
+        created = create_campaigns(url, admin_key, campaigns)
+        users = len(next(iter(population.values())))
+        with _progress(progress, users * len(campaigns), "distributed reports") as update:
+            report_distributed(url, ingest_key, created, population, update)
+        notes = collect_today(url, admin_key, list(created))
+        summaries = write_reports(url, admin_key, campaigns, population, out_dir, earlier=earlier)
+    for summary in summaries:
+        if summary.name in notes and not summary.note:
+            summary.note = notes[summary.name]
+    return summaries
+
+
+def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
+    "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
+    models = result["trust_models"]
+    bars = {name: z * float(models[name]["std_error"]) for name in ("local", "distributed", "central")}
+    labels = {"local": f"best local oracle, {models['local'].get('mechanism')}",
+              "distributed": f"this campaign, {result['noise']['mode']} noise",
+              "central": str(models["central"].get("mechanism", ""))}
+    return bars, labels
+
+
 # -- the whole run -------------------------------------------------------------------------------------------------
 def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: bool = False, seed: int | None = None,
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
+             distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
              progress: Callable[[int, str], Any] | None = None) -> DemoResult:
-    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``.
+    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; then the same
+    for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are sealed on
+    the devices, one by one).
 
     ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
     (``click.progressbar`` fits); None runs silently."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    population = draw_population(campaigns, users, rng)
+    distributed = () if bulk else distributed
+    population = draw_population([*campaigns, *distributed], users, rng)
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
         database = Path(temp) / "collector.db"
@@ -323,8 +432,11 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                 if bulk:
                     report_in_bulk(url, ingest_key, campaigns, population, rng, update)
                 else:
-                    report_through_sdk(url, ingest_key, population, Path(temp) / "devices", update)
+                    local = {campaign.name: population[campaign.name] for campaign in campaigns}
+                    report_through_sdk(url, ingest_key, local, Path(temp) / "devices", update)
             summaries = write_reports(url, admin_key, campaigns, population, out_dir)
+        if distributed:
+            summaries = run_distributed(Path(temp), distributed, population, out_dir, summaries, progress)
     return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, time.perf_counter() - started, summaries)
 
 
@@ -351,6 +463,11 @@ def format_summary(result: DemoResult, top: int = 4) -> str:
         lines.append(f"{campaign.name} ({campaign.mechanism}, epsilon {epsilon}, n {n}{ratio})")
         if campaign.note:
             lines.append(f"  note: {campaign.note}")
+        if campaign.error_bars and campaign.error_bar_labels:
+            lines.append("  error bar of one value's fraction (95% CI half-width), same question, n, epsilon, delta:")
+            for model in ("local", "distributed", "central"):
+                lines.append(f"    {model:<12} ±{campaign.error_bars[model]:.4f}  "
+                             f"({campaign.error_bar_labels[model]})")
         for value in campaign.values[:top]:
             interval = (f"[{_number(value.ci_low)}, {_number(value.ci_high)}]"
                         if value.ci_low is not None and value.ci_high is not None else "(not detected)")

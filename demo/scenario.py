@@ -7,6 +7,10 @@ Four campaigns that look like real telemetry, one per kind of question:
 * ``page_load_ms``: page-load time in milliseconds over [0, 10000], mean by the Hybrid mechanism;
 * ``analytics_opt_in``: a yes/no answer with randomized response (``grr``).
 
+And one distributed campaign (``DISTRIBUTED_CAMPAIGNS``), served by a leader and a helper: ``browser_distributed``
+asks the browser question again, with Prio3 and discrete Gaussian noise from each aggregator, so its error bar sits
+beside the local and central ones for the same question.
+
 Edit the specs or the population to try other settings; ``demo/run.py`` reads everything from here.
 """
 
@@ -86,4 +90,12 @@ CAMPAIGNS: tuple[DemoCampaign, ...] = (
         {"name": "analytics_opt_in", "mechanism": "grr", "epsilon": 1.0, "domain": list(OPT_IN_SHARES),
          "description": "Did the user opt in to analytics?"},
         OPT_IN_SHARES),
+)
+
+DISTRIBUTED_CAMPAIGNS: tuple[DemoCampaign, ...] = (
+    DemoCampaign(
+        {"name": "browser_distributed", "trust": "distributed", "prio3": "histogram", "domain": list(BROWSER_SHARES),
+         "epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "min_batch": 20,
+         "description": "Which browser the user runs, aggregated by two servers (Prio3) with noise on the sum"},
+        BROWSER_SHARES),
 )

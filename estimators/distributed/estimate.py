@@ -45,7 +45,7 @@ class DistributedEstimate:
     kind: str
     n: int
     epsilon: float
-    delta: float
+    delta: float | None
     confidence: float
     values: list[Any]
     estimates: np.ndarray
@@ -78,11 +78,14 @@ class DistributedEstimate:
 
 
 def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int, noise: NoiseMode, epsilon: float,
-                         delta: float, confidence: float = 0.95, domain: Sequence[Any] | None = None,
+                         delta: float | None, confidence: float = 0.95, domain: Sequence[Any] | None = None,
                          value_range: tuple[float, float] | None = None, bound: int | None = None,
-                         ) -> DistributedEstimate:
+                         rounded: bool = True) -> DistributedEstimate:
     """De-noise a release: ``release`` is the sum the aggregators published (counts per bucket, a count, or a sum
-    of integers in [0, bound]) with the noise in it, its known mean included"""
+    of integers in [0, bound]) with the noise in it, its known mean included.
+
+    ``rounded=False`` for a sum of measurements that are integers already (Prio3 Sum): no rounding variance.
+    ``delta`` may be None for pure-epsilon (Laplace) noise: central DP is then the Laplace mechanism."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}")
     if not 0 < confidence < 1:
@@ -107,7 +110,7 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
         estimates = sums * scale
     offsets, pmf = noise.noise_pmf()
     rounding_variance = 0.0
-    if kind == "sum":
+    if kind == "sum" and rounded:
         assert value_range is not None and bound is not None
         rounding_variance = (value_range[1] - value_range[0]) ** 2 / (4 * bound * bound * n)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -115,7 +118,8 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     std_error = math.sqrt(noise.variance() * scale * scale + rounding_variance)
     std_errors = np.full(sums.size, std_error)
     models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=std_error,
-                          domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range)
+                          domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range,
+                          noise_mode=noise.mode)
     if kind == "sum":
         assert value_range is not None
         sensitivity, neighbouring = (value_range[1] - value_range[0]) / n, NEIGHBOURING_MEAN
@@ -134,9 +138,14 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     )
 
 
-def trust_models(kind: str, *, n: int, epsilon: float, delta: float, distributed_std_error: float,
-                 domain_size: int | None = None, value_range: tuple[float, float] | None = None) -> dict:
-    "Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP"
+def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, distributed_std_error: float,
+                 domain_size: int | None = None, value_range: tuple[float, float] | None = None,
+                 noise_mode: str | None = None) -> dict:
+    """Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP.
+
+    Central DP uses the distributed noise's family at a trusted curator: Laplace for discrete Laplace noise (and
+    whenever there is no delta), the analytic Gaussian otherwise (Gaussian and coins, whose binomial is nearly
+    Gaussian); the other family's figure stands beside it."""
     if kind == "sum":
         if value_range is None:
             raise ValueError("a mean needs value_range")
@@ -145,7 +154,14 @@ def trust_models(kind: str, *, n: int, epsilon: float, delta: float, distributed
     else:
         best = compare_mechanisms(epsilon, n, domain_size=domain_size or 2)[0]
         sensitivity = 1.0 / n
-    gaussian = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    laplace = math.sqrt(2) * sensitivity / epsilon
+    gaussian = analytic_gaussian_sigma(sensitivity, epsilon, delta) if delta else None
+    if gaussian is not None and noise_mode != "laplace":
+        central = {"std_error": gaussian, "mechanism": "Gaussian, analytic (Balle & Wang 2018)",
+                   "laplace_std_error": laplace}
+    else:
+        central = {"std_error": laplace, "mechanism": "Laplace", "laplace_std_error": laplace,
+                   "gaussian_std_error": gaussian}
     return {
         "scale": "mean" if kind == "sum" else "fraction (times n for a count)",
         "local": {"std_error": best.std_error, "mechanism": best.mechanism,
@@ -153,7 +169,5 @@ def trust_models(kind: str, *, n: int, epsilon: float, delta: float, distributed
         "distributed": {"std_error": distributed_std_error,
                         "assumption": "the noise mode's (see noise.assumption); Prio3: the aggregators do not both "
                                       "collude"},
-        "central": {"std_error": gaussian, "mechanism": "Gaussian, analytic (Balle & Wang 2018)",
-                    "laplace_std_error": math.sqrt(2) * sensitivity / epsilon,
-                    "assumption": "a trusted curator sees every raw value"},
+        "central": {**central, "assumption": "a trusted curator sees every raw value"},
     }

@@ -1,7 +1,8 @@
 """The JSON report: the estimate in its common shape plus the window, the spec and a ``schema_version``.
 
 Its JSON Schema is ``report.schema.json`` next to this module (:func:`report_schema`): ``kind``, ``campaign``,
-``n``, ``confidence`` and ``values`` for every kind of campaign, RAPPOR included."""
+``n``, ``confidence``, ``values`` and ``trust`` (local or distributed) for every kind of campaign, RAPPOR
+included."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from .source import common_shape, finite_json
 
 
 def json_report(data: ReportData) -> dict[str, Any]:
-    """The estimate with ``schema_version``, ``window`` ({since, until}), ``spec`` and, when given, ``daily``.
+    """The estimate with ``schema_version``, ``trust``, ``window`` ({since, until}), ``spec`` and ``daily`` if given.
+
+    A distributed campaign's estimate keeps its ``trust_models``, ``guarantee``, ``noise`` and ``batches``.
 
     Each value row also gets ``distinguishable_from_zero`` (its interval excludes 0)."""
     result = common_shape(data.result, data.campaign)
-    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **result}
+    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "trust": result.get("trust", "local"), **result}
     key = row_list_key(result)
     if key is not None:
         report[key] = [_flagged(raw) for raw in result[key]]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-SCHEMA_VERSION = 2  # 2: one shape for every kind (report.schema.json)
+SCHEMA_VERSION = 3  # 2: one shape for every kind; 3: ``trust`` (local | distributed) and the distributed blocks
 DAILY_SERIES = 5  # the per-day figure draws this many values (the largest over the window)
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
 BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
@@ -124,6 +124,51 @@ def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
         ci_high=_first_number(raw, _CI_HIGH_FIELDS),
         norm_sub=_first_number(raw, ("norm_sub",)),
     )
+
+
+def is_distributed(result: dict) -> bool:
+    "An estimate of a distributed campaign's release (Prio3 and aggregator or coin noise)"
+    return result.get("trust") == "distributed"
+
+
+TRUST_MODELS = ("local", "distributed", "central")
+
+
+def trust_model_errors(result: dict) -> dict[str, float] | None:
+    "The standard error of one value's fraction (or of the mean) under each trust model, or None"
+    models = result.get("trust_models")
+    if not isinstance(models, dict):
+        return None
+    errors: dict[str, float] = {}
+    for name in TRUST_MODELS:
+        error = (models.get(name) or {}).get("std_error")
+        if not _is_number(error):
+            return None
+        errors[name] = float(error)
+    return errors
+
+
+def trust_models_text(result: dict) -> str | None:
+    "The three standard errors side by side, as every format prints them"
+    errors = trust_model_errors(result)
+    if errors is None:
+        return None
+    models = result["trust_models"]
+    local = f"local {format_number(errors['local'])} ({models['local'].get('mechanism', '?')})"
+    mode = models["distributed"].get("mode") or (result.get("noise") or {}).get("mode", "?")
+    distributed = f"distributed {format_number(errors['distributed'])} ({mode})"
+    central = f"central {format_number(errors['central'])} ({models['central'].get('mechanism', '?')})"
+    quantity = "the mean" if is_mean(result) else "one value's fraction"
+    return f"standard error of {quantity}: {local}, {distributed}, {central}"
+
+
+def guarantee_lines(result: dict) -> list[str]:
+    "Each property of a distributed release with the assumption it rests on"
+    guarantee = result.get("guarantee")
+    if not isinstance(guarantee, dict):
+        return []
+    return [f"{item.get('holds', '')}, assuming {item.get('assuming', '')}"
+            for item in guarantee.get("statements") or [] if isinstance(item, dict)]
 
 
 def is_mean(result: dict) -> bool:

@@ -10,6 +10,7 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -26,19 +27,21 @@ from .model import (
     confidence_percent,
     epsilon_text,
     format_number,
+    is_distributed,
     is_mean,
     ldp_to_central_ratio,
     ratio_text,
     report_count,
     value_rows,
 )
-from .scaling import ScalingCurves, scaling_curves
+from .scaling import ScalingCurves, TrustModelCurves, scaling_curves, trust_model_curves
 
 MAX_BARS = 20
 MAX_SERIES = DAILY_SERIES
 LDP_COLOUR = "#1f77b4"
 FAINT_COLOUR = "#a6c8e6"
 CENTRAL_COLOUR = "#d62728"
+DISTRIBUTED_COLOUR = "#9467bd"
 TRUTH_COLOUR = "#2ca02c"
 
 
@@ -82,11 +85,13 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
              label="estimate (unbiased)" if unbiased else "estimate")
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
+    model = "distributed DP" if is_distributed(result) else "local DP"
     axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
-                  label=f"local DP {confidence_percent(result)} CI")
+                  label=f"{model} {confidence_percent(result)} CI")
     if central is not None:
+        central_label = "central DP CI, same ε" + ("" if is_distributed(result) else " (too small to see)")
         axes.errorbar(x + offset, estimates, yerr=central, fmt="_", color=CENTRAL_COLOUR, ecolor=CENTRAL_COLOUR,
-                      capsize=4, markersize=9, linewidth=1.2, label="central DP CI, same ε (too small to see)")
+                      capsize=4, markersize=9, linewidth=1.2, label=central_label)
     if truth:
         axes.scatter(x - offset, [truth.get(row.value, np.nan) for row in rows], marker="D", color=TRUTH_COLOUR,
                      zorder=3, s=22, label="ground truth")
@@ -96,7 +101,8 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
                     ha="right" if tilted else "center")
     axes.set_ylabel("fraction of reports")
     name = campaign or result.get("campaign") or ""
-    axes.set_title(f"{name}: {result.get('mechanism', '')}, ε = {epsilon_text(result)}, n = {_count(result)}")
+    mechanism = _mechanism_text(result)
+    axes.set_title(f"{name}: {mechanism}, ε = {epsilon_text(result)}, n = {_count(result)}")
     handles, _ = axes.get_legend_handles_labels()
     if any(row.includes_zero for row in rows):
         handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
@@ -104,8 +110,16 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
     return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows)))
 
 
+def _mechanism_text(result: dict) -> str:
+    if is_distributed(result):
+        return f"Prio3 {result.get('prio3', '')}, {(result.get('noise') or {}).get('mode', '')} noise"
+    return str(result.get("mechanism", ""))
+
+
 def _frequency_caption(result: dict, shown: int) -> str:
     rows = value_rows(result)
+    if is_distributed(result):
+        return _distributed_frequency_caption(result, rows, shown)
     widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
     central = central_halfwidth(result)
     kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
@@ -120,6 +134,21 @@ def _frequency_caption(result: dict, shown: int) -> str:
             f"against ±{format_number(ldp)} locally, so it is usually invisible at this scale")
         if ratio is not None:
             parts.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+    if any(r.includes_zero for r in rows):
+        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
+    return ". ".join(parts) + "."
+
+
+def _distributed_frequency_caption(result: dict, rows: list, shown: int) -> str:
+    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
+    parts = [f"Bars: unbiased estimates from the noisy release with their {confidence_percent(result)} intervals "
+             "(the exact quantile of the release's noise)"]
+    if len(rows) > shown:
+        parts[0] += f" (the {shown} largest of {len(rows)} values)"
+    central = central_halfwidth(result)
+    if widths and central is not None:
+        parts.append(f"Beside each bar, in red, the interval a trusted curator adding Laplace noise would give: "
+                     f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here")
     if any(r.includes_zero for r in rows):
         parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
     return ". ".join(parts) + "."
@@ -157,12 +186,54 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     return Plot("sqrt_n", "The √n price of local DP", figure, caption)
 
 
+def trust_models_figure(curves: TrustModelCurves) -> Plot:
+    "Standard error against n, log-log, for the three trust models: local above, distributed near central"
+    figure = new_figure(8.0, 4.8)
+    axes = figure.add_subplot()
+    axes.loglog(curves.n, curves.local, color=LDP_COLOUR, label=f"local DP ({curves.local_mechanism}), slope −1/2")
+    shown = curves.n >= curves.distributed_from
+    axes.loglog(curves.n[shown], curves.distributed[shown], color=DISTRIBUTED_COLOUR,
+                label=f"distributed DP (Prio3, {curves.noise_mode} noise), slope −1")
+    axes.loglog(curves.n, curves.central, color=CENTRAL_COLOUR, linestyle="--",
+                label=f"central DP ({curves.central_mechanism}), slope −1")
+    axes.axvline(curves.current_n, color="grey", linestyle="--", linewidth=1)
+    for name, colour in (("local", LDP_COLOUR), ("distributed", DISTRIBUTED_COLOUR), ("central", CENTRAL_COLOUR)):
+        axes.plot([curves.current_n], [curves.current[name]], marker="*", markersize=14, color=colour,
+                  markeredgecolor="black", zorder=4)
+    axes.annotate(f"this campaign\nn = {curves.current_n:,}", (curves.current_n, curves.current["local"]),
+                  textcoords="offset points", xytext=(8, 8), fontsize=8)
+    axes.set_xlabel("number of reports n")
+    axes.set_ylabel(f"standard error of {curves.quantity}")
+    axes.set_title(f"Three trust models at ε = {curves.epsilon:.4g}")
+    axes.grid(True, which="major", linewidth=0.5, alpha=0.5)
+    axes.legend(fontsize=8, loc="lower left")
+    now = curves.current
+    caption = (
+        f"Standard error of {curves.quantity} against the number of reports, same ε and δ. Local DP (every device "
+        f"randomizes its own report) shrinks as 1/√n; distributed DP (two aggregators, noise added once to the "
+        f"secret-shared sum) and central DP (a trusted curator) shrink as 1/n. At this campaign's "
+        f"n = {curves.current_n:,}: local {format_number(now['local'])}, distributed "
+        f"{format_number(now['distributed'])}, central {format_number(now['central'])} (distributed is "
+        f"{now['distributed'] / now['central']:.2g}× central, local {now['local'] / now['distributed']:,.0f}× "
+        f"distributed). Lines: formulas")
+    if curves.distributed_from > 1:
+        caption += f"; the coin noise needs at least {curves.distributed_from:,} reports per batch"
+    return Plot("sqrt_n", "Local, distributed and central DP against n", figure, caption + ".")
+
+
 def mean_figure(result: dict, truth: float | None = None) -> Plot:
     "The mean with its local-DP interval against the interval central DP (Laplace, Gaussian) would give"
     mean = float(result["mean"])
     central = result.get("central_dp") or {}
-    rows = [(f"local DP\n{result.get('mechanism', '')}", mean - result["ci_low"], result["ci_high"] - mean,
-             LDP_COLOUR)]
+    distributed = is_distributed(result)
+    model = "distributed DP" if distributed else "local DP"
+    rows = [(f"{model}\n{_mechanism_text(result)}", mean - result["ci_low"], result["ci_high"] - mean,
+             DISTRIBUTED_COLOUR if distributed else LDP_COLOUR)]
+    local = (result.get("trust_models") or {}).get("local") or {}
+    if distributed and isinstance(local.get("std_error"), (int, float)):
+        z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
+        width = z * float(local["std_error"])
+        rows.append((f"local DP\n{local.get('mechanism', '')} (formula)", width, width, LDP_COLOUR))
     if central.get("laplace"):
         width = central["laplace"]["ci_halfwidth"]
         rows.append(("central DP\nLaplace", width, width, CENTRAL_COLOUR))
@@ -184,7 +255,9 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, "
                    f"ε = {epsilon_text(result)}")
     ldp_width = (result["ci_high"] - result["ci_low"]) / 2
-    caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under local DP")
+    caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under {model}")
+    if distributed and len(rows) > 1 and rows[1][0].startswith("local"):
+        caption += f"; local DP's best mechanism would give ± {format_number(rows[1][1])} at the same ε"
     if central.get("laplace"):
         caption += (f"; a trusted curator adding Laplace noise at the same ε would report "
                     f"± {format_number(central['laplace']['ci_halfwidth'])}")
@@ -262,12 +335,17 @@ def report_plots(data: ReportData, *, simulate_points: bool = True,
         plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
     elif value_rows(result):
         plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
-    try:
-        curves = scaling_curves(result, data.spec, rng=rng, simulate_points=simulate_points)
-    except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
-        curves = None
-    if curves is not None:
-        plots.append(scaling_figure(curves))
+    if is_distributed(result):
+        models = trust_model_curves(result)
+        if models is not None:
+            plots.append(trust_models_figure(models))
+    else:
+        try:
+            curves = scaling_curves(result, data.spec, rng=rng, simulate_points=simulate_points)
+        except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
+            curves = None
+        if curves is not None:
+            plots.append(scaling_figure(curves))
     daily = daily_figure(data.daily)
     if daily is not None:
         plots.append(daily)

@@ -196,3 +196,47 @@ def _estimated_distribution(result: dict, d: int) -> np.ndarray:
     if len(values) != d or values.sum() <= 0:
         return np.full(d, 1 / d)
     return values / values.sum()
+
+
+@dataclass(frozen=True)
+class TrustModelCurves:
+    "Standard error against n under local, distributed and central DP, from a distributed campaign's estimate"
+
+    quantity: str
+    epsilon: float
+    noise_mode: str
+    local_mechanism: str
+    central_mechanism: str
+    n: np.ndarray
+    local: np.ndarray
+    distributed: np.ndarray
+    central: np.ndarray
+    current_n: int
+    current: dict[str, float]
+    distributed_from: int  # coins: no release below one batch's coin subset
+
+
+def trust_model_curves(result: dict) -> TrustModelCurves | None:
+    """The three lines of a distributed estimate's sqrt(n) figure, None without its ``trust_models`` block.
+
+    For the same question, epsilon and delta: local DP's standard error falls as 1/sqrt(n) (the best oracle's
+    variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
+    to one report, so it does not grow with n: the coin subset is sized from epsilon, delta and the honest
+    fraction)."""
+    from .model import trust_model_errors
+
+    errors = trust_model_errors(result)
+    n_now = report_count(result) or 0
+    if errors is None or n_now <= 0:
+        return None
+    models, noise = result["trust_models"], result.get("noise") or {}
+    n = _grid(n_now)
+    subset = noise.get("subset_size") if noise.get("mode") == "coins" else None
+    return TrustModelCurves(
+        quantity="the mean" if is_mean(result) else "one value's fraction", epsilon=float(result["epsilon"]),
+        noise_mode=str(noise.get("mode", "?")), local_mechanism=str(models["local"].get("mechanism", "?")),
+        central_mechanism=str(models["central"].get("mechanism", "?")), n=n,
+        local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
+        central=errors["central"] * n_now / n, current_n=n_now, current=errors,
+        distributed_from=int(subset) if isinstance(subset, int) else 1,
+    )

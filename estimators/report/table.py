@@ -14,9 +14,12 @@ from .model import (
     describe_window,
     epsilon_text,
     format_number,
+    guarantee_lines,
+    is_distributed,
     is_mean,
     ldp_to_central_ratio,
     ratio_text,
+    trust_models_text,
     value_rows,
 )
 
@@ -27,6 +30,8 @@ BELOW_ZERO_MARK = "<0"
 def header_lines(data: ReportData) -> list[str]:
     "The facts every format states first"
     result = data.result
+    if is_distributed(result):
+        return distributed_header_lines(data)
     ratio = ldp_to_central_ratio(result)
     n = data.n
     count = f"n = {n:,} reports, " if n is not None else ""
@@ -41,6 +46,30 @@ def header_lines(data: ReportData) -> list[str]:
         lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
     if ratio is not None:
         lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+    return lines
+
+
+def distributed_header_lines(data: ReportData) -> list[str]:
+    "A distributed campaign's facts: its Prio3 type and noise, the batches, rejections, the three trust models"
+    result = data.result
+    noise = result.get("noise") or {}
+    delta = result.get("delta")
+    n = data.n
+    batches = [batch for batch in result.get("batches") or [result.get("batch")] if batch]
+    lines = [
+        (f"campaign {data.campaign}: {data.kind} estimate, distributed (Prio3 {result.get('prio3', '?')}, "
+         f"{noise.get('mode', '?')} noise), epsilon {epsilon_text(result)}"
+         + (f", delta {delta:.3g}" if isinstance(delta, (int, float)) and delta else "")),
+        (f"{f'n = {n:,} reports, ' if n is not None else ''}batches: {', '.join(batches) or '-'} "
+         f"(window: {describe_window(data.since, data.until)}), confidence {confidence_percent(result)}"),
+    ]
+    rejected = result.get("rejected") or {}
+    if rejected:
+        lines.append("rejected reports: " + ", ".join(f"{reason} {count:,}" for reason, count in
+                                                      sorted(rejected.items())))
+    models = trust_models_text(result)
+    if models is not None:
+        lines.append(models)
     return lines
 
 
@@ -80,6 +109,7 @@ def footnotes(data: ReportData) -> list[str]:
                      f"{format_number(data.result['allocated_mass'])} of the reports")
     if is_mean(data.result):
         notes.append("central DP CI +-: what a trusted curator adding Laplace noise would report at the same epsilon")
+    notes += [f"guarantee: {line}" for line in guarantee_lines(data.result)]
     return notes
 
 

@@ -60,6 +60,9 @@ def report(campaign: str, db_path: str | None, url: str | None, aggregate_file: 
            daily: bool) -> None:
     """Estimates of CAMPAIGN with standard errors, intervals and the price against central DP.
 
+    A distributed campaign (its leader's --db or --url) is estimated from its releases, the window's batches
+    added up, with the standard errors under local, distributed and central DP and the guarantees it rests on.
+
     Examples: ldp-telemetry report browser --db collector.db; ldp-telemetry report browser --aggregate
     browser.aggregate.json;
     ldp-telemetry report browser --url http://127.0.0.1:8000 --token $ADMIN_KEY --format html --out browser.html

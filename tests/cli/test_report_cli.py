@@ -64,7 +64,7 @@ def test_json_has_schema_version_window_spec_and_days(db_path):
     result = run("browser", "--db", str(db_path), "--format", "json", "--confidence", "0.9", "--daily")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["schema_version"] == 2 and report["confidence"] == 0.9
+    assert report["schema_version"] == 3 and report["confidence"] == 0.9
     assert report["window"] == {"since": None, "until": None}
     assert report["spec"]["name"] == "browser" and report["spec"]["version"] == 1
     assert [day["day"] for day in report["daily"]] == list(DAYS)

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from demo.run import format_summary, run_demo
-from demo.scenario import CAMPAIGNS
+from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
 from estimators.report import report_schema
 from estimators.report.model import value_rows
 from ldp_telemetry.cli import main
@@ -35,10 +35,30 @@ def test_every_campaign_gets_html_markdown_json_and_pngs(demo_run):
             if line.startswith("!["):
                 assert (out / line[line.index("(") + 1:-1]).read_bytes().startswith(b"\x89PNG")
         report = json.loads((out / f"{campaign.name}.json").read_text())
-        assert report["schema_version"] == 2 and "truth" in report
+        assert report["schema_version"] == 3 and "truth" in report
         jsonschema.validate(report, report_schema())  # every kind the demo has, RAPPOR included
     summary = json.loads((out / "summary.json").read_text())
-    assert [entry["name"] for entry in summary] == [campaign.name for campaign in CAMPAIGNS]
+    assert [entry["name"] for entry in summary] == [c.name for c in (*CAMPAIGNS, *DISTRIBUTED_CAMPAIGNS)]
+
+
+def test_the_distributed_campaign_is_served_by_a_leader_and_a_helper(demo_run):
+    "Its release is within its interval of the truth, and the summary prints the three error bars side by side"
+    for campaign in DISTRIBUTED_CAMPAIGNS:
+        report = json.loads((demo_run.out_dir / f"{campaign.name}.json").read_text())
+        jsonschema.validate(report, report_schema())
+        assert report["trust"] == "distributed" and report["n"] == USERS
+        rows = {row.value: row for row in value_rows(report)}
+        for value, share in report["truth"].items():
+            halfwidth = (rows[value].ci_high - rows[value].ci_low) / 2
+            assert abs(rows[value].estimate - share) <= CI_MULTIPLE * halfwidth, value
+        html = (demo_run.out_dir / f"{campaign.name}.html").read_text()
+        assert "Local, distributed and central DP against n" in html
+        summary = next(c for c in demo_run.campaigns if c.name == campaign.name)
+        bars = summary.error_bars
+        assert bars is not None and bars["central"] < bars["distributed"] < bars["local"]
+    text = format_summary(demo_run)
+    for model in ("local", "distributed", "central"):
+        assert f"    {model}" in text
 
 
 def test_every_truth_is_within_a_generous_multiple_of_its_interval(demo_run):

@@ -57,3 +57,40 @@ def rappor_result() -> dict:
              "prop_low_95": 0.0, "prop_high_95": 1.0, "detected": False},
         ],
     }
+
+
+APPS = ["mail", "maps", "music", "news", "photos", "video", "weather", "other"]
+APP_COUNTS = [700, 500, 300, 250, 150, 60, 40, 0]
+
+
+def distributed_spec(mode: str = "gaussian") -> dict:
+    return {"name": "apps", "version": 1, "trust": "distributed", "prio3": "histogram", "domain": APPS,
+            "epsilon": 1.0, "delta": 1e-6, "noise": mode, "min_batch": 100}
+
+
+def distributed_result(mode: str = "gaussian", days: tuple[str, ...] = ("2026-11-30",), seed: int = 4) -> dict:
+    "The estimate of simulated releases of a distributed histogram campaign (one per day in ``days``)"
+    from client_sdk.randomness import DeterministicRandom
+    from estimators.distributed import CoinNoise, calibrate, estimate_releases
+
+    noise = calibrate(mode, epsilon=1.0, delta=1e-6, sensitivity=1)
+    rng, generator = DeterministicRandom(seed), np.random.default_rng(seed)
+    releases = []
+    for day in days:
+        drawn = (noise.release_noise(len(APPS), generator) if isinstance(noise, CoinNoise)
+                 else noise.release_noise(len(APPS), rng))
+        releases.append({"campaign": "apps", "fingerprint": "0" * 32, "version": 1, "batch": day,
+                         "report_count": sum(APP_COUNTS), "rejected": {"invalid-measurement": 2}, "prio3": "histogram",
+                         "release": [int(c + d) for c, d in zip(APP_COUNTS, drawn)], "noise": noise.describe(),
+                         "coin_subset": noise.subset_size if isinstance(noise, CoinNoise) else None})
+    return estimate_releases(distributed_spec(mode), releases)
+
+
+def distributed_sum_result() -> dict:
+    from estimators.distributed import calibrate, estimate_release
+
+    noise = calibrate("laplace", epsilon=1.0, delta=1e-6, sensitivity=100)
+    spec = {"name": "battery", "trust": "distributed", "prio3": "sum", "max_measurement": 100, "epsilon": 1.0,
+            "delta": 1e-6, "noise": "laplace"}
+    return estimate_release(spec, {"campaign": "battery", "batch": "2026-11-30", "report_count": 2000,
+                                   "prio3": "sum", "release": [123_456], "noise": noise.describe()})

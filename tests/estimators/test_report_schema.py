@@ -14,7 +14,15 @@ from estimators.report import SCHEMA_VERSION, DailyResult, ReportData, render_js
 from estimators.report.source import window_estimate
 from estimators.simulate import simulate
 
-from .report_fixtures import browser_data, daily_browser, load_time_result, rappor_result
+from .report_fixtures import (
+    browser_data,
+    daily_browser,
+    distributed_result,
+    distributed_spec,
+    distributed_sum_result,
+    load_time_result,
+    rappor_result,
+)
 
 RAPPOR_SPEC = {"name": "homepage", "mechanism": "rappor", "rappor": {"k": 32, "h": 1, "m": 4, "f": 0.0, "p": 0.25,
                                                                        "q": 0.75}, "candidates": ["a", "b", "c"]}
@@ -49,6 +57,9 @@ CASES = {
                                 DailyResult("2025-01-02", load_time_result(seed=4))]),
     "rappor-decoder-rows": lambda: ReportData({**rappor_result(), "confidence": 0.95}, RAPPOR_SPEC),  # as decoded
     "rappor-collector": lambda: ReportData(decoded_rappor(), load_spec(RAPPOR_SPEC).to_dict()),
+    "distributed-histogram-window": lambda: ReportData(distributed_result("coins", days=("2026-11-29", "2026-11-30")),
+                                                       distributed_spec("coins")),
+    "distributed-sum": lambda: ReportData(distributed_sum_result(), None),
 }
 
 
@@ -82,3 +93,14 @@ def test_the_schema_ships_in_the_package():
 
     assert files("estimators.report").joinpath("report.schema.json").is_file()
     assert estimate  # the estimators' entry point the fixtures use
+
+
+def test_a_distributed_report_must_carry_its_trust_models_and_guarantee():
+    report = json.loads(render_json(ReportData(distributed_result(), distributed_spec())))
+    check = validator()
+    assert report["trust"] == "distributed" and check.is_valid(report)
+    assert json.loads(render_json(browser_data()))["trust"] == "local"
+    for member in ("trust_models", "guarantee", "noise", "prio3"):
+        assert not check.is_valid({k: v for k, v in report.items() if k != member}), member
+    broken = {**report, "trust_models": {k: v for k, v in report["trust_models"].items() if k != "central"}}
+    assert not check.is_valid(broken)
