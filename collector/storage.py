@@ -909,13 +909,15 @@ class Storage(StorageBase):
                     batch, queue.pending = queue.pending, []
                 queue.transactions += 1
                 self._run_batch(batch)
-        except _RetryOthers as retry:  # one request failed on its own (answered): the others run again
-            for waiter in retry.others:
-                waiter.result, waiter.error = InsertResult(), None
-            with queue.lock:
-                queue.pending[:0] = retry.others
-            return
-        except BaseException as exc:  # the shared transaction failed: every request in it fails, none stored
+        except BaseException as exc:
+            others = [waiter for waiter in batch if not waiter.done.is_set()]
+            if len(others) < len(batch):  # one request failed on its own (answered): the others run again
+                for waiter in others:
+                    waiter.result, waiter.error = InsertResult(), None
+                with queue.lock:
+                    queue.pending[:0] = others
+                return
+            # the shared transaction failed: every request in it fails, none stored
             if not batch:  # the lock or BEGIN failed: the requests queued now were the transaction's
                 with queue.lock:
                     batch, queue.pending = queue.pending, []
@@ -930,7 +932,7 @@ class Storage(StorageBase):
     def _run_batch(self, batch: list[_PendingInsert]) -> None:
         """Run each request of ``batch`` in the open transaction.  RateLimited is that request's answer (raised
         before it wrote anything); a storage fault fails the transaction; any other error of one request fails
-        that request and raises _RetryOthers with the others (rolled back, to run again)."""
+        that request alone (answered at once) and is raised: the transaction rolls back and the others run again."""
         for waiter in batch:
             result = InsertResult()
             try:
@@ -947,7 +949,7 @@ class Storage(StorageBase):
             except Exception as exc:
                 waiter.result, waiter.error = InsertResult(), exc
                 waiter.done.set()
-                raise _RetryOthers([w for w in batch if w is not waiter]) from exc
+                raise
             waiter.result = result
 
     def rebuild_aggregates(self, name: str | None = None) -> int:
@@ -1023,14 +1025,6 @@ class _GroupCommitQueue:
     leading: bool = False
     transactions: int = 0  # shared transactions begun
     committed_requests: int = 0  # requests answered by a committed shared transaction
-
-
-class _RetryOthers(Exception):
-    "One request of a shared transaction failed on its own: roll back, and run these requests again"
-
-    def __init__(self, others: list[_PendingInsert]) -> None:
-        super().__init__("one request of a shared transaction failed")
-        self.others = others
 
 
 _group_commit_queues: dict[tuple[int, str], _GroupCommitQueue] = {}
