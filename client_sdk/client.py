@@ -462,7 +462,7 @@ class Client:
                     continue
                 self._spec_errors.pop(campaign, None)
                 fresh[campaign] = (spec, _with_aggregators(spec, item["spec"], item.get("aggregators")))
-            with self.state.transaction():
+            with self.state.without_fsync(), self.state.transaction():  # a cache: lost in a power cut, fetched again
                 for campaign, (spec, body) in fresh.items():
                     self.state.cache_spec(campaign, body, spec.fingerprint, now)
             for campaign, (spec, body) in fresh.items():

@@ -120,9 +120,10 @@ class ReportQueue:
             return [r[0] for r in self.state.conn.execute("SELECT DISTINCT campaign FROM queue")]
 
     def remove(self, report_ids: list[str]) -> None:
-        "Delete acknowledged reports: one statement per 500 ids (a single statement is its own transaction)"
+        """Delete acknowledged reports: one statement per 500 ids (a single statement is its own transaction),
+        committed without an fsync (a removal lost in a power cut resends reports the collector already has)"""
         chunks = [report_ids[start:start + 500] for start in range(0, len(report_ids), 500)]
-        with self.state.lock if len(chunks) == 1 else self.state.transaction():
+        with self.state.without_fsync(), self.state.lock if len(chunks) == 1 else self.state.transaction():
             for chunk in chunks:
                 self.state.conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})",
                                         chunk)

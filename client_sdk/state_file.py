@@ -7,8 +7,9 @@ report recorded before a power cut is still there.
 
 The directory is made 0700 and the database files 0600 (POSIX): perturbed reports and the ledger are the
 device's own business.  A file that is not a usable SQLite database raises :class:`StateFileError`, never a raw
-``sqlite3.DatabaseError``.  The schema is created in one transaction and versioned with ``user_version``, so an
-up-to-date file costs one statement to check.
+``sqlite3.DatabaseError``.  Only the removal of acknowledged reports and the spec cache commit without an fsync
+(:meth:`StateFile.without_fsync`): losing them in a power cut loses no report.  The schema is created in one
+transaction and versioned with ``user_version``, so an up-to-date file costs one statement to check.
 """
 
 from __future__ import annotations
@@ -101,6 +102,22 @@ class StateFile:
             finally:
                 self._depth = 0
             self.conn.execute("COMMIT")
+
+    @contextmanager
+    def without_fsync(self) -> Iterator[sqlite3.Connection]:
+        """Writes whose loss in a power cut is harmless, committed without an fsync of the WAL (``synchronous =
+        NORMAL``; still atomic): removing acknowledged reports (one that comes back is sent again, and the
+        collector counts it as a duplicate of the stored one) and caching specs (fetched again).  The next
+        ``synchronous = FULL`` commit (a record) fsyncs the WAL with them.  Inside a transaction: that one's."""
+        with self.lock:
+            if self._depth:
+                yield self.conn
+                return
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("PRAGMA synchronous = FULL")
 
     def close(self) -> None:
         with self.lock:

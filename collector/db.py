@@ -2,8 +2,9 @@
 
 Flask's tutorial opens a connection per request; with WAL that is expensive, because closing the last connection
 to a database checkpoints the WAL into the main file (an extra fsync of the database, about 15 ms here).  So each
-worker process (and thread) keeps its connection; every write is still its own ``BEGIN IMMEDIATE`` transaction,
-committed or rolled back before the response is sent.
+worker process (and thread) keeps its connection; every write is a ``BEGIN IMMEDIATE`` transaction, committed or
+rolled back before the response is sent (report inserts of concurrent requests may share one: group commit,
+``Storage._insert_grouped``).
 """
 
 from __future__ import annotations

@@ -856,7 +856,7 @@ class Storage(StorageBase):
         after the writer flock is released: the next writer commits meanwhile instead of waiting for the
         checkpoint's writes and fsync.  A checkpoint that fails is simply tried again later: the WAL keeps every
         committed transaction until it is copied."""
-        result = super().insert_reports(groups, day, key_hash=key_hash, rate=rate, now=now)
+        result = self._insert_grouped(groups, day, key_hash=key_hash, rate=rate, now=now)
         key = str(self.path)
         with _checkpoint_count_lock:
             count = _inserted_since_checkpoint.get(key, 0) + result.accepted
@@ -866,6 +866,102 @@ class Storage(StorageBase):
             with suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         return result
+
+    def _insert_grouped(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None,
+                        rate: RateRule | None, now: float) -> InsertResult:
+        """StorageBase.insert_reports, its transaction shared with the inserts of this process's other threads
+        (group commit): the reads before the lock are this request's own; then it joins the queue of its
+        database file.  If no thread is committing, it becomes the leader: it takes the writer lock, and once it
+        holds it (while it waited, and while the previous commit was fsynced, more requests queued), it runs
+        every queued request in one BEGIN IMMEDIATE ... COMMIT on its connection, one fsync for them all, then
+        answers each.  Each request keeps its own result (accepted, duplicates) and its own rate-limit decision
+        (the token is taken first, before anything of the request is written, so RateLimited leaves the others'
+        rows alone).  A storage fault (lock timeout, full disk, damaged file, a failed COMMIT) rolls back the
+        whole transaction and fails every request in it; nothing of theirs is stored, none was answered.  Any
+        other error of one request rolls back, fails that request only, and the others run again in a new
+        transaction.  A request is answered only after the COMMIT that holds its reports."""
+        bucket = (key_hash, rate) if key_hash is not None and rate is not None else None
+        item = _PendingInsert(groups=groups, day=day, day_number=_day_number(day),
+                              version_ids=[self._version_id(group.campaign) for group in groups], bucket=bucket,
+                              now=now)
+        # Earlier days are not written any more, so they are searched before the write lock is taken.
+        item.earlier = self._ids_stored_before(item.day_number, [r for group in groups for r in group.report_ids])
+        queue = _group_commit_queue(self.path)
+        with queue.lock:
+            queue.pending.append(item)
+            lead = item.lead = not queue.leading
+            queue.leading = True
+        if not lead:
+            item.done.wait()  # set once the request is answered, or to make it the leader
+        while item.lead:  # this thread leads: commit what is queued, then hand over to the next waiting request
+            item.lead = False
+            item.done.clear()
+            try:
+                self._commit_queued(queue)
+            finally:
+                with queue.lock:
+                    if queue.pending:
+                        successor = queue.pending[0]
+                        successor.lead = True
+                        successor.done.set()
+                    else:
+                        queue.leading = False
+            item.done.wait()  # already set unless this request was queued again (another one failed)
+        if item.error is not None:
+            raise item.error
+        return item.result
+
+    def _commit_queued(self, queue: _GroupCommitQueue) -> None:
+        "One shared transaction over the requests queued once the writer lock is held; each one is answered"
+        batch: list[_PendingInsert] = []
+        try:
+            with self.transaction():
+                with queue.lock:
+                    batch, queue.pending = queue.pending, []
+                queue.transactions += 1
+                self._run_batch(batch)
+        except BaseException as exc:
+            others = [waiter for waiter in batch if not waiter.done.is_set()]
+            if len(others) < len(batch):  # one request failed on its own (answered): the others run again
+                for waiter in others:
+                    waiter.result, waiter.error = InsertResult(), None
+                with queue.lock:
+                    queue.pending[:0] = others
+                return
+            # the shared transaction failed: every request in it fails, none stored
+            if not batch:  # the lock or BEGIN failed: the requests queued now were the transaction's
+                with queue.lock:
+                    batch, queue.pending = queue.pending, []
+            for waiter in batch:
+                waiter.result, waiter.error = InsertResult(), exc
+                waiter.done.set()
+            return
+        queue.committed_requests += len(batch)
+        for waiter in batch:
+            waiter.done.set()
+
+    def _run_batch(self, batch: list[_PendingInsert]) -> None:
+        """Run each request of ``batch`` in the open transaction.  RateLimited is that request's answer (raised
+        before it wrote anything); a storage fault fails the transaction; any other error of one request fails
+        that request alone (answered at once) and is raised: the transaction rolls back and the others run again."""
+        for waiter in batch:
+            result = InsertResult()
+            try:
+                if waiter.bucket is not None:
+                    self._take_token(*waiter.bucket, waiter.now)
+                for group, version_id in zip(waiter.groups, waiter.version_ids):
+                    result.accepted += self._insert_group(group, version_id, waiter.day, waiter.day_number,
+                                                          waiter.earlier, result)
+            except RateLimited as exc:
+                waiter.error = exc
+                continue
+            except (sqlite3.DatabaseError, OSError):
+                raise
+            except Exception as exc:
+                waiter.result, waiter.error = InsertResult(), exc
+                waiter.done.set()
+                raise
+            waiter.result = result
 
     def rebuild_aggregates(self, name: str | None = None) -> int:
         "As StorageBase's, without the memory map: a scan of every report would map the whole file into the RSS"
@@ -912,6 +1008,45 @@ class Storage(StorageBase):
         self.conn.execute("INSERT OR REPLACE INTO aggregates (campaign, version, day, n, counts) "
                           "VALUES (?, ?, ?, ?, ?)",
                           (campaign.name, campaign.version, day, data["n"], json.dumps(data["counts"])))
+
+
+@dataclass(eq=False)
+class _PendingInsert:
+    "One request's insert, queued for a shared transaction (Storage._insert_grouped)"
+
+    groups: Sequence[ReportGroup]
+    day: str
+    day_number: int
+    version_ids: list[int]
+    bucket: tuple[str, RateRule] | None
+    now: float
+    earlier: set[str] = field(default_factory=set)
+    result: InsertResult = field(default_factory=InsertResult)
+    error: BaseException | None = None
+    lead: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(eq=False)
+class _GroupCommitQueue:
+    "The inserts of one process waiting for a shared transaction on one database file; counters for tests"
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: list[_PendingInsert] = field(default_factory=list)
+    leading: bool = False
+    transactions: int = 0  # shared transactions begun
+    committed_requests: int = 0  # requests answered by a committed shared transaction
+
+
+_group_commit_queues: dict[tuple[int, str], _GroupCommitQueue] = {}
+_group_commit_queues_lock = threading.Lock()
+
+
+def _group_commit_queue(path: Path) -> _GroupCommitQueue:
+    "This process's queue for the database file at ``path`` (a forked worker starts with its own)"
+    key = (os.getpid(), str(path.resolve()))
+    with _group_commit_queues_lock:
+        return _group_commit_queues.setdefault(key, _GroupCommitQueue())
 
 
 def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:

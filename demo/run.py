@@ -37,7 +37,7 @@ from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 DEFAULT_USERS = 2000
 DEFAULT_OUT = Path("ldp-demo-output")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
-SDK_WORKERS = 4  # users reporting at the same time
+SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
 Progress = Callable[[int], None]
 
 

@@ -1,0 +1,73 @@
+"""Which state-file commits are fsynced: every record (ledger charge and queued report) is; only the removal of
+acknowledged reports and the spec cache are not (their loss in a power cut loses no report)."""
+
+from __future__ import annotations
+
+import uuid
+
+from client_sdk.queue import ReportQueue
+from client_sdk.state_file import StateFile
+
+
+def report() -> dict:
+    return {"report_id": str(uuid.uuid4()), "campaign": "c", "fingerprint": "f" * 32, "payload": "00"}
+
+
+def synchronous(state: StateFile) -> int:
+    return state.conn.execute("PRAGMA synchronous").fetchone()[0]
+
+
+def traced(state: StateFile, action) -> list[tuple[str, int]]:
+    "The statements ``action`` ran, each with the synchronous level in force (2 FULL, 1 NORMAL)"
+    statements: list[str] = []
+    state.conn.set_trace_callback(statements.append)
+    level = [2]
+    out = []
+    try:
+        action()
+    finally:
+        state.conn.set_trace_callback(None)
+    for statement in statements:
+        if statement.startswith("PRAGMA synchronous = "):
+            level[0] = {"NORMAL": 1, "FULL": 2}[statement.rsplit(" ", 1)[1]]
+        else:
+            out.append((statement.split(" ", 1)[0], level[0]))
+    return out
+
+
+def test_records_are_fsynced_and_removals_are_not(tmp_path):
+    state = StateFile(tmp_path)
+    queue = ReportQueue(state)
+    item = report()
+    put = traced(state, lambda: queue.put(item, now=1.0))
+    assert ("COMMIT", 2) in put and all(level == 2 for _, level in put)
+    removed = traced(state, lambda: queue.remove([item["report_id"]]))
+    assert removed and all(statement == ("DELETE", 1) for statement in removed)  # the trigger's too
+    assert synchronous(state) == 2  # back to FULL for the next record
+    assert len(queue) == 0
+    state.close()
+    assert len(ReportQueue(StateFile(tmp_path))) == 0  # committed (atomic), though not fsynced
+
+
+def test_a_removal_inside_a_transaction_keeps_that_transactions_level(tmp_path):
+    state = StateFile(tmp_path)
+    queue = ReportQueue(state)
+    item = report()
+    queue.put(item, now=1.0)
+
+    def remove_in_transaction():
+        with state.transaction():
+            queue.remove([item["report_id"]])
+
+    assert all(level == 2 for _, level in traced(state, remove_in_transaction))
+    state.close()
+
+
+def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
+    state = StateFile(tmp_path)
+    with state.without_fsync(), state.transaction():
+        assert synchronous(state) == 1
+        state.cache_spec("c", {"name": "c"}, "f" * 32, 1.0)
+    assert synchronous(state) == 2
+    assert state.cached_spec("c") == ({"name": "c"}, 1.0)
+    state.close()
