@@ -7,6 +7,10 @@ environment are converted to the type of the default.
 
 from __future__ import annotations
 
+# Loaded before any request thread runs: werkzeug encodes the Host with the "idna" codec on every request, and a
+# codec found lazily by several threads at once can fail with "LookupError: unknown encoding: idna" (a 500 on a
+# worker's first concurrent requests, seen with the demo's leader).
+import encodings.idna  # noqa: F401
 import logging
 import os
 import sqlite3

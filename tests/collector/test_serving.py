@@ -161,3 +161,14 @@ def test_workers_die_with_a_killed_master_and_the_port_is_free(tmp_path):
 
 def _serve_metrics_dir(master: int) -> Path:
     return Path(tempfile.gettempdir()) / f"ldp-metrics-{os.getuid()}-serve-{master}"
+
+
+def test_the_idna_codec_is_loaded_before_any_request_thread():
+    """werkzeug encodes the Host header with the "idna" codec on every request; found lazily by several threads
+    at once it failed with LookupError (a 500 from the demo leader's first requests), so the app loads it first"""
+    import subprocess
+    import sys
+
+    code = "import sys, collector.app; print('encodings.idna' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
