@@ -239,12 +239,17 @@ def report_in_bulk(url: str, ingest_key: str, campaigns: Sequence[DemoCampaign],
             for start in range(0, len(payloads), BULK_BATCH):
                 batch = [{"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": spec.fingerprint,
                           "payload": payload} for payload in payloads[start:start + BULK_BATCH]]
-                response = session.post(f"{url}/v1/reports", json={"reports": batch}, timeout=120)
-                response.raise_for_status()
-                if response.json().get("accepted") != len(batch):
-                    raise RuntimeError(f"campaign {spec.name}: the collector did not take every report")
-                if progress is not None:
-                    progress(len(batch))
+                post_batch(session, url, spec.name, batch, progress)
+
+
+def post_batch(session: Any, url: str, campaign: str, batch: list[dict], progress: Progress | None) -> None:
+    "POST one batch of reports; every one must be accepted"
+    response = session.post(f"{url}/v1/reports", json={"reports": batch}, timeout=120)
+    response.raise_for_status()
+    if response.json().get("accepted") != len(batch):
+        raise RuntimeError(f"campaign {campaign}: the collector did not take every report")
+    if progress is not None:
+        progress(len(batch))
 
 
 # -- 4. reports -----------------------------------------------------------------------------------------------------
@@ -354,12 +359,7 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
                     report_id = str(uuid.uuid4())
                     batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
                                   "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
-                response = session.post(f"{url}/v1/reports", json={"reports": batch}, timeout=120)
-                response.raise_for_status()
-                if response.json().get("accepted") != len(batch):
-                    raise RuntimeError(f"campaign {name}: the leader did not take every report")
-                if progress is not None:
-                    progress(len(batch))
+                post_batch(session, url, name, batch, progress)
 
 
 def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:

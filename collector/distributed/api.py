@@ -15,7 +15,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from ..auth import require
 from ..db import get_storage
-from ..problems import Problem, invalid
+from ..problems import Problem, invalid, problem_response
 from ..storage import CampaignNotFound, CampaignVersion
 from . import helper, hpke_keys, leader
 from .peer import FlaskTransport, PeerClient, PeerRefused, PeerUnavailable
@@ -53,8 +53,10 @@ def peer_client() -> PeerClient:
     return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config.get("PEER_TIMEOUT", 30.0)))
 
 
-def _problem(exc: helper.PeerProblem) -> Problem:
-    return Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field)
+@peer.errorhandler(helper.PeerProblem)
+def _peer_problem(exc: helper.PeerProblem) -> Response:
+    "A refusal of the helper's protocol code, as problem+json (every peer view raises these)"
+    return problem_response(Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field))
 
 
 # -- hooks for the collector's views ----------------------------------------------------------------------------
@@ -163,11 +165,7 @@ def peer_campaign(name: str) -> tuple[Response, int]:
     "Provision a campaign from the leader (idempotent)"
     from .leader import _VDAF_CACHE
 
-    try:
-        campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(),
-                                             _today())
-    except helper.PeerProblem as exc:
-        raise _problem(exc) from None
+    campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), _today())
     _VDAF_CACHE.clear()
     return jsonify({"name": campaign.name, "version": campaign.version, "fingerprint": campaign.fingerprint}), (
         201 if created else 200)
@@ -176,28 +174,19 @@ def peer_campaign(name: str) -> tuple[Response, int]:
 @peer.put("/v1/peer/aggregation_jobs/<job_id>")
 def peer_job(job_id: str) -> Response:
     "Verify and aggregate one job of reports (the same job id again: the stored answer)"
-    try:
-        return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
-    except helper.PeerProblem as exc:
-        raise _problem(exc) from None
+    return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
 
 
 @peer.post("/v1/peer/coin_seed")
 def peer_coin_seed() -> Response:
     "Commit-and-reveal of the coin subset's seed: take the leader's commitment, answer the helper's value"
-    try:
-        return jsonify(helper.coin_seed(get_storage(), dist_store(), _peer_body()))
-    except helper.PeerProblem as exc:
-        raise _problem(exc) from None
+    return jsonify(helper.coin_seed(get_storage(), dist_store(), _peer_body()))
 
 
 @peer.post("/v1/peer/aggregate_shares")
 def peer_aggregate_share() -> Response:
     "The helper's noisy aggregate share of a batch (once)"
-    try:
-        return jsonify(helper.aggregate_share(get_storage(), dist_store(), _peer_body()))
-    except helper.PeerProblem as exc:
-        raise _problem(exc) from None
+    return jsonify(helper.aggregate_share(get_storage(), dist_store(), _peer_body()))
 
 
 # -- leader -------------------------------------------------------------------------------------------------------
