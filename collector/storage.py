@@ -31,6 +31,7 @@ import fcntl
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import secrets
@@ -74,12 +75,22 @@ WAL_AUTOCHECKPOINT_PAGES = 16384
 # COMMIT and so while the flock is held, is left as a backstop at a larger WAL.
 CHECKPOINT_REPORTS = WAL_AUTOCHECKPOINT_PAGES
 WAL_BACKSTOP_PAGES = 4 * WAL_AUTOCHECKPOINT_PAGES
+# per database file: day -> (token, DayFilter); a random token per build, so a cached filter is never stale
+_day_filter_cache: dict[str, dict[int, tuple[bytes, Any]]] = {}
 _inserted_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
 _checkpoint_count_lock = threading.Lock()
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
 # 3 = campaigns.closed_day, api_keys.expires_day and api_keys.last_used_day (days only, never times)
 LIFETIMES_SCHEMA_VERSION = 3
+# 4 = day_filters: a Bloom filter over the report ids of each closed day (collector.day_filter)
+FILTERS_SCHEMA_VERSION = 4
+DAY_FILTERS_TABLE = """CREATE TABLE IF NOT EXISTS day_filters (
+    day INTEGER PRIMARY KEY,
+    reports INTEGER NOT NULL,
+    token BLOB NOT NULL,
+    bits BLOB
+)"""
 KEY_COLUMNS = "key_hash, key_id, role, label, created_day, expires_day, last_used_day"
 # A report id is a duplicate if stored on the same day or on one of the DEDUP_DAYS days before: the SDK queue
 # keeps a report at most 7 days (its max_age_seconds), so a retry cannot come later than that.
@@ -731,6 +742,7 @@ class Storage(StorageBase):
             self.conn.execute(statement)
         self._migrate_reports()
         self._migrate_lifetimes()
+        self._migrate_day_filters()
 
     def _migrate_reports(self) -> None:
         """Bring the reports schema to SCHEMA_VERSION (PRAGMA user_version), in one transaction.
@@ -766,6 +778,16 @@ class Storage(StorageBase):
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
             conn.execute(f"PRAGMA user_version = {LIFETIMES_SCHEMA_VERSION}")
+
+    def _migrate_day_filters(self) -> None:
+        "Version 4: the day_filters table (empty: a day's filter is built once the day is closed)"
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= FILTERS_SCHEMA_VERSION:
+            return
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= FILTERS_SCHEMA_VERSION:
+                return
+            conn.execute(DAY_FILTERS_TABLE)
+            conn.execute(f"PRAGMA user_version = {FILTERS_SCHEMA_VERSION}")
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}
@@ -865,6 +887,12 @@ class Storage(StorageBase):
         if due:
             with suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        wanted = self.__dict__.pop("_filters_wanted", None)
+        if wanted:  # the reports are committed: a filter that cannot be built now is tried again later
+            try:
+                self._build_day_filters(wanted)
+            except (sqlite3.Error, OSError, StorageError) as exc:
+                logging.getLogger("collector").warning("building day filters failed: %s", exc)
         return result
 
     def _insert_grouped(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None,
@@ -971,6 +999,101 @@ class Storage(StorageBase):
         finally:
             self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
+    # -- day filters: the duplicate check against closed days (collector.day_filter) --------------------------
+    def _ids_stored_before(self, day_number: int, report_ids: Sequence[str]) -> set[str]:
+        """As StorageBase's, but a day of the window whose filter is built is searched only for the ids its filter
+        calls "maybe" (nearly none for fresh ids) instead of one B-tree seek per id.  The days of the window
+        without a filter are searched as before and remembered, to be built after the insert."""
+        if not report_ids:
+            return set()
+        window = range(day_number - DEDUP_DAYS, day_number)
+        filters = self._day_filters(window)
+        unfiltered = [day for day in window if day not in filters]
+        self._filters_wanted = unfiltered
+        days = self._days_with_reports(unfiltered) if unfiltered else []
+        maybe_days, maybe = [], None
+        raw = b""
+        for day, day_filter in filters.items():
+            if not len(day_filter.bits):
+                continue  # no reports on that day
+            raw = raw or b"".join(_ids_bytes(report_ids))
+            present = day_filter.maybe_present(raw)
+            if present.any():
+                maybe_days.append(day)
+                maybe = present if maybe is None else maybe | present
+        if days:  # every id is searched on the unfiltered days anyway: one query for all
+            return self._find_ids(days + maybe_days, report_ids)
+        if maybe_days:  # one query for the few ids some filter did not rule out
+            return self._find_ids(maybe_days, [report_ids[i] for i in maybe.nonzero()[0]])
+        return set()
+
+    def _day_filters(self, window: range) -> dict[int, Any]:
+        "The built filters of the days in ``window`` (one statement; a filter's bits are read once per process)"
+        from .day_filter import DayFilter
+
+        cache = _day_filter_cache.setdefault(str(self.path), {})
+        out = {}
+        for day, token in self.conn.execute("SELECT day, token FROM day_filters WHERE day >= ? AND day < ? "
+                                            "AND reports >= 0", (window.start, window.stop)).fetchall():
+            cached = cache.get(day)
+            if cached is None or cached[0] != token:
+                row = self.conn.execute("SELECT bits FROM day_filters WHERE day = ? AND token = ? AND reports >= 0",
+                                        (day, token)).fetchone()
+                if row is None:  # replaced meanwhile: searched exactly this time
+                    continue
+                cached = cache[day] = (token, DayFilter(row[0]))
+            out[day] = cached[1]
+        for day in list(cache):
+            if day < window.start:
+                cache.pop(day, None)  # out of every later window (days only grow)
+        return out
+
+    def _build_day_filters(self, days: Sequence[int]) -> None:
+        """Build and store the filters of ``days`` (all before today), unless another process is building.
+
+        A late insert into one of them (a request that took its day just before midnight) deletes that day's
+        filter row in its own transaction (``_insert_group``).  The filter is read from a snapshot taken after a
+        claim row (a random token) is committed, and stored only if that claim row is still there: an insert
+        before the claim is in the snapshot, one after it has deleted the claim, so a stored filter never misses
+        an id of its day."""
+        from .day_filter import DayFilter
+
+        lock_fd = os.open(f"{self.path}.filter-lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another process builds them
+            token = secrets.token_bytes(16)
+            with self.transaction() as conn:
+                ready = {row[0] for row in conn.execute("SELECT day FROM day_filters WHERE day >= ? AND day <= ? "
+                                                        "AND reports >= 0", (min(days), max(days)))}
+                days = [day for day in days if day not in ready]
+                conn.executemany("INSERT OR REPLACE INTO day_filters (day, reports, token, bits) "
+                                 "VALUES (?, -1, ?, NULL)", [(day, token) for day in days])
+            built = {}
+            self.conn.execute("PRAGMA mmap_size = 0")  # a scan through the map would count the day in the RSS
+            try:
+                for day in days:
+                    ids = bytearray()
+                    cursor = self.conn.execute("SELECT report_id FROM reports WHERE day = ?", (day,))
+                    while rows := cursor.fetchmany(REBUILD_CHUNK):
+                        ids += b"".join(row[0] for row in rows)
+                    built[day] = (len(ids) // 16, DayFilter.build(bytes(ids)))
+            finally:
+                self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            stored = []
+            with self.transaction() as conn:
+                for day, (reports, day_filter) in built.items():
+                    if conn.execute("UPDATE day_filters SET reports = ?, bits = ? WHERE day = ? AND reports = -1 "
+                                    "AND token = ?", (reports, day_filter.to_bytes(), day, token)).rowcount:
+                        stored.append(day)
+            cache = _day_filter_cache.setdefault(str(self.path), {})
+            for day in stored:
+                cache[day] = (token, built[day][1])
+        finally:
+            os.close(lock_fd)
+
     def _insert_group(self, group: ReportGroup, version_id: int, day: str, day_number: int, earlier: set[str],
                       result: InsertResult) -> int:
         """Insert one group: INSERT OR IGNORE ... RETURNING in key order; the ids it did not return were stored
@@ -986,6 +1109,7 @@ class Storage(StorageBase):
             return 0
         # in key order: each B-tree page is visited once, in one pass, however the batch arrived
         rows = sorted(zip(_ids_bytes(ids), encode_payloads(c.spec.mechanism, payloads)))
+        conn.execute("DELETE FROM day_filters WHERE day = ?", (day_number,))  # a filter covers a closed day only
         inserted: set[bytes] = set()
         for start in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
             chunk = rows[start:start + INSERT_ROWS_PER_STATEMENT]

@@ -1,0 +1,185 @@
+"""Day filters: the duplicate check against closed days skips the B-tree seeks, never a stored id."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import re
+import uuid
+
+import pytest
+
+from collector import day_filter as day_filter_module
+from collector import storage as storage_module
+from collector.day_filter import BITS_PER_ID, MIN_LOG2_BITS, PROBES, DayFilter
+from collector.storage import DEDUP_DAYS, FILTERS_SCHEMA_VERSION, ReportGroup, Storage
+
+from .test_storage import SPECS, group_of
+
+DAY = "2024-03-01"
+EXACT_LOOKUP = re.compile(r"\s*SELECT report_id FROM reports WHERE day IN")
+
+
+def day_after(day: str, days: int = 1) -> str:
+    return (dt.date.fromisoformat(day) + dt.timedelta(days=days)).isoformat()
+
+
+def uuid4_bytes(rng: random.Random, count: int) -> bytes:
+    "UUIDv4 ids (version and variant bits fixed, as the API accepts them) from a seeded generator"
+    return b"".join(uuid.UUID(bytes=rng.randbytes(16), version=4).bytes for _ in range(count))
+
+
+@pytest.fixture
+def storage(tmp_path):
+    storage_module._day_filter_cache.clear()
+    with Storage(tmp_path / "f.db") as opened:
+        opened.migrate()
+        yield opened
+
+
+def traced(storage: Storage) -> list[str]:
+    statements: list[str] = []
+    storage.conn.set_trace_callback(statements.append)
+    return statements
+
+
+def resent(group: ReportGroup, count: int | None = None) -> ReportGroup:
+    return ReportGroup(group.campaign, group.report_ids[:count], group.payloads[:count])
+
+
+def test_a_filter_has_no_false_negatives_and_its_false_positive_rate_is_the_formula():
+    rng = random.Random(11)
+    members, count = uuid4_bytes(rng, 20_000), 20_000
+    built = DayFilter.build(members)
+    assert built.maybe_present(members).all()
+    bits = len(built.bits) * 8
+    assert bits == 1 << max(MIN_LOG2_BITS, (BITS_PER_ID * count - 1).bit_length())
+    fresh = 100_000
+    rate = (1 - math.exp(-PROBES * count / bits)) ** PROBES  # Bloom's false positive rate
+    expected = fresh * rate
+    positives = int(built.maybe_present(uuid4_bytes(rng, fresh)).sum())
+    assert positives <= expected + 5 * math.sqrt(expected * (1 - rate))
+    restored = DayFilter(built.to_bytes())
+    assert restored.maybe_present(members).all()
+
+
+def test_an_empty_filter_calls_every_id_absent_and_a_window_build_matches_a_whole_one(monkeypatch):
+    rng = random.Random(3)
+    assert not DayFilter.build(b"").maybe_present(uuid4_bytes(rng, 10)).any()
+    members = uuid4_bytes(rng, 3_000)
+    whole = DayFilter.build(members)
+    monkeypatch.setattr(day_filter_module, "_WINDOW_BITS", 1 << 12)  # build 2^16 bits 4,096 at a time
+    assert DayFilter.build(members).to_bytes() == whole.to_bytes()
+
+
+def test_closed_days_get_a_filter_and_fresh_ids_are_not_looked_up(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    first = group_of(campaign, ["a", "b"] * 50, seed=1)
+    storage.insert_reports([first], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=2)], day_after(DAY))
+    window = range(dt.date.fromisoformat(DAY).toordinal() - DEDUP_DAYS + 1, dt.date.fromisoformat(DAY).toordinal() + 1)
+    rows = dict(storage.conn.execute("SELECT day, reports FROM day_filters").fetchall())
+    assert {day: rows.get(day) for day in window} == {day: 100 if day == window[-1] else 0 for day in window}
+    statements = traced(storage)
+    result = storage.insert_reports([group_of(campaign, ["c"] * 300, seed=3)], day_after(DAY))
+    assert result.accepted == 300
+    assert not [s for s in statements if EXACT_LOOKUP.match(s)]  # the filter said "absent" for every id
+    # ... and every id stored on the filtered day is still a duplicate, alone or mixed with fresh ones
+    statements.clear()
+    again = storage.insert_reports([resent(first)], day_after(DAY))
+    assert (again.accepted, again.duplicate) == (0, 100)
+    assert [s for s in statements if EXACT_LOOKUP.match(s)]
+    fresh = group_of(campaign, ["a"] * 3, seed=4)
+    mixed = ReportGroup(campaign, first.report_ids[:7] + fresh.report_ids, first.payloads[:7] + fresh.payloads)
+    outcome = storage.insert_reports([mixed], day_after(DAY))
+    assert (outcome.accepted, outcome.duplicate) == (3, 7)
+    assert outcome.duplicate_ids == set(first.report_ids[:7])
+    assert storage.read_aggregate(campaign).n == 100 + 10 + 300 + 3
+
+
+def test_a_late_insert_into_a_filtered_day_drops_its_filter(storage):
+    "A request that took its day just before midnight can still write to a day whose filter is built"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))  # builds DAY's filter
+    late = group_of(campaign, ["b"] * 8, seed=3)
+    storage.insert_reports([late], DAY)
+    result = storage.insert_reports([resent(late)], day_after(DAY))
+    assert (result.accepted, result.duplicate) == (0, 8)
+    assert storage.read_aggregate(campaign).n == 33
+
+
+def test_an_insert_during_a_build_keeps_the_filter_from_being_stored(storage, tmp_path, monkeypatch):
+    "The filter is read after its claim is committed; an insert after the claim deletes it, so none is stored"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    late = group_of(campaign, ["b"] * 6, seed=2)
+    build = DayFilter.build
+
+    def build_while_another_writes(ids: bytes) -> DayFilter:
+        if len(ids) == 16 * 20:  # DAY's snapshot is read: another process writes to DAY now
+            with Storage(tmp_path / "f.db") as other:
+                other.insert_reports([late], DAY)
+        return build(ids)
+
+    monkeypatch.setattr(DayFilter, "build", staticmethod(build_while_another_writes))
+    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=3)], day_after(DAY))
+    monkeypatch.undo()
+    day_number = dt.date.fromisoformat(DAY).toordinal()
+    assert storage.conn.execute("SELECT count(*) FROM day_filters WHERE day = ?", (day_number,)).fetchone()[0] == 0
+    result = storage.insert_reports([resent(late)], day_after(DAY))
+    assert (result.accepted, result.duplicate) == (0, 6)
+
+
+def test_filters_are_kept_in_the_database_across_restarts(storage, tmp_path):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    first = group_of(campaign, ["a"] * 40, seed=1)
+    storage.insert_reports([first], DAY)
+    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
+    storage_module._day_filter_cache.clear()  # a new process
+    with Storage(tmp_path / "f.db") as reopened:
+        reopened.migrate()
+        statements = traced(reopened)
+        result = reopened.insert_reports([group_of(campaign, ["b"] * 50, seed=3)], day_after(DAY))
+        assert result.accepted == 50
+        assert not [s for s in statements if EXACT_LOOKUP.match(s)]
+        assert not [s for s in statements if "INSERT OR REPLACE INTO day_filters" in s]  # nothing rebuilt
+        assert reopened.insert_reports([resent(first, 12)], day_after(DAY)).duplicate == 12
+
+
+def test_statements_per_batch_do_not_grow_with_the_days_holding_reports(storage):
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    today = day_after(DAY, DEDUP_DAYS)
+    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=1)], day_after(DAY, DEDUP_DAYS - 1))
+    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=2)], today)
+    statements = traced(storage)
+    storage.insert_reports([group_of(campaign, ["a"] * 1000, seed=3)], today)
+    one_day = len(statements)
+    for offset in range(DEDUP_DAYS - 1):  # now every day of the window holds reports (late inserts)
+        storage.insert_reports([group_of(campaign, ["a"] * 10, seed=10 + offset)], day_after(DAY, offset))
+    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=4)], today)  # rebuilds the dropped filters
+    statements.clear()
+    storage.insert_reports([group_of(campaign, ["a"] * 1000, seed=5)], today)
+    assert len(statements) == one_day
+    assert not [s for s in statements if EXACT_LOOKUP.match(s)]
+
+
+def test_a_version_3_database_gains_the_day_filters(tmp_path):
+    path = tmp_path / "v3.db"
+    with Storage(path) as storage:
+        storage.migrate()
+        campaign, _ = storage.create_campaign(SPECS[0], DAY)
+        first = group_of(campaign, ["a"] * 15, seed=1)
+        storage.insert_reports([first], DAY)
+        storage.conn.executescript("DROP TABLE day_filters; PRAGMA user_version = 3;")  # as version 3 left it
+    storage_module._day_filter_cache.clear()
+    with Storage(path) as storage:
+        storage.migrate()
+        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == FILTERS_SCHEMA_VERSION
+        assert storage.row_count("day_filters") == 0
+        result = storage.insert_reports([resent(first)], day_after(DAY))
+        assert (result.accepted, result.duplicate) == (0, 15)
+        assert storage.insert_reports([resent(first, 4)], day_after(DAY)).duplicate == 4  # now through the filter
+        assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
+                                    (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 15
