@@ -37,8 +37,11 @@ def encode_payload(mechanism: str, payload: Any) -> bytes | int | str:
 
 
 def encode_payloads(mechanism: str, payloads: list[Any]) -> list[bytes | int | str]:
-    "``encode_payload`` of each; the usual unary case in one pass"
+    "``encode_payload`` of each; the usual unary case (lower-case hex strings of one length) in one conversion"
     if mechanism in UNARY:
+        whole = _unary_in_one_pass(payloads)
+        if whole is not None:
+            return whole
         out: list[bytes | int | str] = []
         for payload in payloads:
             if type(payload) is str:
@@ -49,6 +52,29 @@ def encode_payloads(mechanism: str, payloads: list[Any]) -> list[bytes | int | s
             out.append(canonical_json(payload))
         return out
     return [encode_payload(mechanism, payload) for payload in payloads]
+
+
+def _unary_in_one_pass(payloads: list[Any]) -> list[bytes | int | str] | None:
+    """The bytes of each payload if all are hex strings of one even length whose bytes give back the very same
+    text (lower case, no spaces), converted together; None otherwise (then they are encoded one by one)"""
+    try:
+        joined = "".join(payloads)
+    except TypeError:  # not all strings
+        return None
+    lengths = set(map(len, payloads))
+    if len(lengths) != 1:
+        return None
+    length = lengths.pop()
+    if length % 2:
+        return None
+    try:
+        raw = bytes.fromhex(joined)
+    except ValueError:
+        return None
+    if raw.hex() != joined:  # upper case or whitespace somewhere: stored as text, one by one
+        return None
+    size = length // 2
+    return [raw[start:start + size] for start in range(0, len(raw), size)] if size else None
 
 
 def decode_payload(mechanism: str, stored: bytes | int | str) -> Any:

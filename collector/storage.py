@@ -1016,7 +1016,7 @@ class Storage(StorageBase):
         for day, day_filter in filters.items():
             if not len(day_filter.bits):
                 continue  # no reports on that day
-            raw = raw or b"".join(_ids_bytes(report_ids))
+            raw = raw or _ids_joined(report_ids)
             present = day_filter.maybe_present(raw)
             if present.any():
                 maybe_days.append(day)
@@ -1108,16 +1108,18 @@ class Storage(StorageBase):
         if not ids:
             return 0
         # in key order: each B-tree page is visited once, in one pass, however the batch arrived
-        rows = sorted(zip(_ids_bytes(ids), encode_payloads(c.spec.mechanism, payloads)))
+        raw_ids = _ids_bytes(ids)
+        rows = sorted(zip(raw_ids, encode_payloads(c.spec.mechanism, payloads)))
         conn.execute("DELETE FROM day_filters WHERE day = ?", (day_number,))  # a filter covers a closed day only
-        inserted: set[bytes] = set()
+        returned: list[tuple[bytes]] = []
         for start in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
             chunk = rows[start:start + INSERT_ROWS_PER_STATEMENT]
             values = [value for report_id, stored in chunk for value in (day_number, report_id, version_id, stored)]
-            inserted.update(row[0] for row in conn.execute(_insert_returning(len(chunk)), values))
-        if len(inserted) != len(ids):
+            returned += conn.execute(_insert_returning(len(chunk)), values).fetchall()
+        if len(returned) != len(ids):
+            inserted = {row[0] for row in returned}
             ids, payloads, aggregate = self._drop_duplicates(
-                ids, payloads, {r for r, raw in zip(ids, _ids_bytes(ids)) if raw not in inserted}, result)
+                ids, payloads, {r for r, raw in zip(ids, raw_ids) if raw not in inserted}, result)
             if len(ids) != len(inserted):  # an id repeated within the group: it would be aggregated twice
                 raise StorageError("report ids must be unique within an insert; transaction rolled back")
         self._aggregate_inserted(c, day, payloads, aggregate)
@@ -1230,10 +1232,16 @@ def _id_bytes(report_id: str) -> bytes:
 
 def _ids_bytes(report_ids: Sequence[str]) -> list[bytes]:
     "``_id_bytes`` of each id, with one hex conversion for the whole list"
+    raw = _ids_joined(report_ids)
+    return [raw[i:i + 16] for i in range(0, len(raw), 16)]
+
+
+def _ids_joined(report_ids: Sequence[str]) -> bytes:
+    "The 16 bytes of each id, concatenated (one hex conversion)"
     raw = bytes.fromhex("".join(report_ids).replace("-", ""))
     if len(raw) != 16 * len(report_ids):
         raise ValueError("report ids must be UUID strings")
-    return [raw[i:i + 16] for i in range(0, len(raw), 16)]
+    return raw
 
 
 @functools.lru_cache(maxsize=64)

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 
 import client_sdk
 import estimators
+from collector import report_codec
 from collector import storage as storage_module
-from collector.report_codec import decode_payload, encode_payload
+from collector.report_codec import decode_payload, encode_payload, encode_payloads
 from collector.storage import DEDUP_DAYS, FILTERS_SCHEMA_VERSION, ReportGroup, Storage, open_storage
 
 from .helpers import on_both_backends
@@ -339,3 +340,18 @@ def test_an_id_repeated_within_an_insert_is_refused_not_counted_twice(storage):
     with pytest.raises(storage_module.StorageError, match="unique"):
         storage.insert_reports([repeated], DAY)
     assert storage.count_reports() == 0 and storage.row_count("reports") == 0
+
+
+@pytest.mark.parametrize("payloads", [
+    ["0a1b", "ffee", "0000"],  # the usual case: converted together
+    ["0a1b", "FFEE"],  # upper case: stored as text
+    ["0a", "1b2c"],  # lengths differ (joined, the bytes would split wrongly)
+    ["0a 1b ", "b2c3d4"],  # fromhex skips spaces
+    ["0a1b", 5],  # not all strings
+    ["", ""],
+], ids=["lower", "upper", "lengths", "space", "int", "empty"])
+def test_unary_payloads_encoded_together_are_encoded_as_one_by_one(payloads, monkeypatch):
+    together = encode_payloads("oue", payloads)
+    monkeypatch.setattr(report_codec, "_unary_in_one_pass", lambda payloads: None)
+    assert together == encode_payloads("oue", payloads)
+    assert [type(v) for v in together] == [type(v) for v in encode_payloads("oue", payloads)]
