@@ -143,59 +143,75 @@ def _validate(reports: list, *, check_payloads: bool = True
     lookup = _Lookup()
     distributed: list[tuple[int, dict, CampaignVersion]] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
+    # per (campaign, fingerprint) of this batch: the version, its mechanism, why it takes no reports (or None)
+    # and its group, looked up once per batch instead of once per report
+    resolved: dict[tuple[str, str], tuple] = {}
     rejected: list[dict] = []
     seen: set[str] = set()
     duplicates = 0
+    uuid4 = UUID4.fullmatch
     for index, report in enumerate(reports):
         if type(report) is not dict or report.keys() != REPORT_FIELDS:
             rejected.append(_shape_error(index, report))
             continue
         report_id, name, fingerprint = report["report_id"], report["campaign"], report["fingerprint"]
-        if type(report_id) is not str or not UUID4.fullmatch(report_id):
+        if type(report_id) is not str or not uuid4(report_id):
             rejected.append(_reject(index, None, "report_id", "must be a lower-case UUID version 4 string"))
             continue
         if type(name) is not str or type(fingerprint) is not str:
             field = "campaign" if type(name) is not str else "fingerprint"
             rejected.append(_reject(index, report_id, field, "must be a string"))
             continue
-        found = lookup.find(name, fingerprint)
-        if isinstance(found[0], str):
-            rejected.append(_reject(index, report_id, found[0], found[1]))  # type: ignore[arg-type]
-            continue
-        campaign, mechanism = found  # type: ignore[misc]
-        ended = lookup.ended(campaign)
-        if ended is not None:
-            rejected.append(_reject(index, report_id, "campaign", ended))
-            continue
-        if report_id in seen and mechanism is None:
-            duplicates += 1
+        target = resolved.get((name, fingerprint))
+        if target is None:
+            target = resolved[(name, fingerprint)] = _resolve(lookup, name, fingerprint, groups)
+        campaign, mechanism, refusal, entry = target
+        if refusal is not None:
+            rejected.append(_reject(index, report_id, *refusal))
             continue
         if mechanism is None:
+            if report_id in seen:
+                duplicates += 1
+                continue
             seen.add(report_id)
             distributed.append((index, report, campaign))
             continue
         payload = report["payload"]
-        try:
-            if check_payloads or report_id in seen:  # a repeated id is a duplicate only if its payload is valid
+        if check_payloads or report_id in seen:  # a repeated id is a duplicate only if its payload is valid
+            try:
                 mechanism.check_payload(payload)
-        except PayloadError as exc:
-            rejected.append(_reject(index, report_id, exc.field, exc.reason))
-            continue
-        except Exception as exc:  # noqa: BLE001 (a malformed payload must never become a 500)
-            logger.debug("check_payload raised %s", type(exc).__name__)
-            rejected.append(_reject(index, report_id, "payload", "has the wrong shape for this campaign"))
-            continue
-        if report_id in seen:
-            duplicates += 1
-            continue
+            except PayloadError as exc:
+                rejected.append(_reject(index, report_id, exc.field, exc.reason))
+                continue
+            except Exception as exc:  # noqa: BLE001 (a malformed payload must never become a 500)
+                logger.debug("check_payload raised %s", type(exc).__name__)
+                rejected.append(_reject(index, report_id, "payload", "has the wrong shape for this campaign"))
+                continue
+            if report_id in seen:
+                duplicates += 1
+                continue
         seen.add(report_id)
-        entry = groups.get((campaign.name, campaign.fingerprint))
-        if entry is None:
-            entry = groups[(campaign.name, campaign.fingerprint)] = (ReportGroup(campaign, [], [], []), [])
         entry[0].report_ids.append(report_id)
         entry[0].payloads.append(payload)
         entry[1].append(index)
-    return list(groups.values()), rejected, duplicates, distributed
+    return [entry for entry in groups.values() if entry[1]], rejected, duplicates, distributed
+
+
+def _resolve(lookup: _Lookup, name: str, fingerprint: str,
+             groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]]) -> tuple:
+    """(version, mechanism, refusal, group) for a campaign and fingerprint: refusal is (field, reason) when the
+    reports cannot be taken (unknown, closed, expired); group is where its valid local reports go"""
+    found = lookup.find(name, fingerprint)
+    if isinstance(found[0], str):
+        return None, None, found, None
+    campaign, mechanism = found
+    ended = lookup.ended(campaign)
+    if ended is not None:
+        return campaign, mechanism, ("campaign", ended), None
+    entry = groups.get((campaign.name, campaign.fingerprint))
+    if entry is None and mechanism is not None:
+        entry = groups[(campaign.name, campaign.fingerprint)] = (ReportGroup(campaign, [], [], []), [])
+    return campaign, mechanism, None, entry
 
 
 def _check_and_aggregate(group: ReportGroup) -> bool:

@@ -177,3 +177,19 @@ def test_a_valid_batch_is_checked_in_bulk_and_a_bad_payload_still_named(http, ke
     assert response.json["errors"][0]["field"] == "reports[17].payload"
     assert calls[-len(bad):] == [r["payload"] for r in bad]  # one by one, as before, only because one failed
     assert table_counts(db_path)["reports"] == 270
+
+
+def test_a_batch_looks_its_campaign_up_once_not_once_per_report(http, keys, campaign, monkeypatch):
+    "The version, its mechanism and whether it still takes reports are resolved once per (campaign, fingerprint)"
+    from collector.api import reports as reports_api
+
+    calls: list[str] = []
+    real_find, real_ended = reports_api._Lookup.find, reports_api._Lookup.ended
+    monkeypatch.setattr(reports_api._Lookup, "find", lambda self, *a: calls.append("find") or real_find(self, *a))
+    monkeypatch.setattr(reports_api._Lookup, "ended", lambda self, c: calls.append("ended") or real_ended(self, c))
+    reports = make_reports(campaign, ["chrome", "safari"] * 50)
+    reports.insert(7, dict(reports[7], campaign="nonexistent"))
+    response = post(http, keys["ingest"], {"reports": reports})
+    assert (response.json["accepted"], response.json["rejected"]) == (100, 1)
+    assert response.json["errors"][0]["field"] == "reports[7].campaign"
+    assert sorted(calls) == ["ended", "find", "find"]
