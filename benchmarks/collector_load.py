@@ -7,13 +7,15 @@ bodies are sent or after ``--max-seconds``; the server is stopped and the direct
 
     python benchmarks/collector_load.py --workers 2 --clients 4
     python benchmarks/collector_load.py --backend postgresql --servers 2 --workers 1 --batches 1000
+    python benchmarks/collector_load.py --domain-size 1024 --batches 1000 --source OTHER   # another checkout serves
 
 With ``--backend postgresql`` the reports go to a PostgreSQL database (``--db-url``, or a throwaway cluster
 started from the server binaries with fsync on) and ``--servers N`` starts N ``serve`` processes on separate
 ports, the clients spread over them, as N hosts behind a load balancer would be.
 
 Validation (``check_payload`` per report), the insert with ``INSERT OR IGNORE`` and the aggregate update are all
-included: the server does exactly what it does in production.
+included: the server does exactly what it does in production.  Besides the rate, each run prints the CPU time
+(user + system) the server's processes spent per accepted report: the steadier figure on a shared machine.
 """
 
 from __future__ import annotations
@@ -94,6 +96,19 @@ def client_process(port: int, key: str, bodies: list[bytes], start: float, max_s
     out.put((accepted, failures, latencies, time.time()))
 
 
+def session_cpu_seconds(session: int) -> float:
+    "User + system CPU seconds of the live processes of a process group (the server and its workers; Linux)"
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == session:  # pgrp; then utime and stime are fields 14 and 15 of stat(5)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def run_load(ports: list[int], key: str, bodies: list[bytes], clients: int, max_seconds: float) -> dict:
     queue: multiprocessing.Queue = multiprocessing.Queue()
     start = time.time() + 0.5
@@ -128,6 +143,8 @@ def main() -> None:
     parser.add_argument("--db-url", default="", help="postgresql:// URL of an empty database (default: a "
                         "throwaway cluster from the PostgreSQL server binaries)")
     parser.add_argument("--servers", type=int, default=1, help="serve processes on separate ports (PostgreSQL)")
+    parser.add_argument("--source", type=Path, default=REPO,
+                        help="checkout whose collector serves (e.g. the previous release, for before/after)")
     args = parser.parse_args()
     if args.servers > 1 and args.backend != "postgresql":
         parser.error("--servers > 1 needs --backend postgresql (one SQLite file belongs to one host)")
@@ -160,7 +177,8 @@ def main() -> None:
     servers = [subprocess.Popen(
         [sys.executable, "-c", "from ldp_telemetry.cli import main; main()", "serve", "--db", str(db_path),
          "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers), "--rate-limit", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=REPO) for port in ports]
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=args.source.resolve())
+        for port in ports]
     try:
         deadline = time.time() + 30
         for port, server in zip(ports, servers):
@@ -174,7 +192,9 @@ def main() -> None:
                     time.sleep(0.1)
         rows = []
         for batch, _ in runs:
+            cpu = sum(session_cpu_seconds(server.pid) for server in servers)
             result = run_load(ports, key, prepared[batch], args.clients, args.max_seconds)
+            result["server_cpu_s"] = sum(session_cpu_seconds(server.pid) for server in servers) - cpu
             rows.append((batch, result))
         with open_storage(db_path) as storage:
             stored = storage.count_reports()
@@ -190,10 +210,11 @@ def main() -> None:
     print(f"collector load: {args.backend}, {args.servers} serve process(es) x {args.workers} gunicorn workers, "
           f"{args.clients} client processes, {os.cpu_count()} CPUs, OUE d={args.domain_size}, loopback")
     print(f"{'batch':>6} {'requests':>9} {'accepted':>9} {'failed':>7} {'seconds':>8} {'reports/s':>10} "
-          f"{'p50 ms':>8} {'p99 ms':>8}")
+          f"{'p50 ms':>8} {'p99 ms':>8} {'server CPU us/report':>21}")
     for batch, r in rows:
         print(f"{batch:>6} {r['requests']:>9} {r['accepted']:>9} {r['failures']:>7} {r['seconds']:>8.2f} "
-              f"{r['reports_per_second']:>10,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}")
+              f"{r['reports_per_second']:>10,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} "
+              f"{1e6 * r['server_cpu_s'] / max(1, r['accepted']):>21.1f}")
     print(f"reports counted by the aggregates: {stored}; rows stored: {rows_stored}")
 
 
