@@ -1072,16 +1072,19 @@ class Storage(StorageBase):
                 conn.executemany("INSERT OR REPLACE INTO day_filters (day, reports, token, bits) "
                                  "VALUES (?, -1, ?, NULL)", [(day, token) for day in days])
             built = {}
-            self.conn.execute("PRAGMA mmap_size = 0")  # a scan through the map would count the day in the RSS
+            # Read on a connection of its own, with a small cache and no memory map: the scan leaves neither the
+            # writer's page cache full of the closed day's pages nor the day mapped into the process's RSS.
+            reader = sqlite3.connect(str(self.path), isolation_level=None, timeout=self.busy_timeout)
             try:
+                reader.execute("PRAGMA cache_size = -2048")
                 for day in days:
                     ids = bytearray()
-                    cursor = self.conn.execute("SELECT report_id FROM reports WHERE day = ?", (day,))
+                    cursor = reader.execute("SELECT report_id FROM reports WHERE day = ?", (day,))
                     while rows := cursor.fetchmany(REBUILD_CHUNK):
                         ids += b"".join(row[0] for row in rows)
                     built[day] = (len(ids) // 16, DayFilter.build(bytes(ids)))
             finally:
-                self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+                reader.close()
             stored = []
             with self.transaction() as conn:
                 for day, (reports, day_filter) in built.items():
