@@ -189,9 +189,10 @@ def test_a_filter_is_read_on_a_connection_of_its_own(storage):
     "The scan of a closed day must not fill the writer's page cache (nor map the day into its RSS)"
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     storage.insert_reports([group_of(campaign, ["a"] * 30, seed=1)], DAY)
+    mapped = storage.conn.execute("PRAGMA mmap_size").fetchone()[0]
     statements = traced(storage)
     storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
     assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
                                 (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 30
     assert not [s for s in statements if re.match(r"\s*SELECT report_id FROM reports WHERE day = ", s)]
-    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] == storage_module.MMAP_BYTES
+    assert mapped > 0 and storage.conn.execute("PRAGMA mmap_size").fetchone()[0] == mapped
