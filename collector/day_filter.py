@@ -36,7 +36,7 @@ class DayFilter:
         self.log2_bits = int(len(bits) * 8).bit_length() - 1 if bits else 0
 
     @classmethod
-    def build(cls, ids: bytes) -> DayFilter:
+    def build(cls, ids: bytes | bytearray) -> DayFilter:
         "The filter of the ids concatenated in ``ids`` (16 bytes each); empty for no ids"
         count = len(ids) // 16
         if count == 0:
@@ -71,7 +71,7 @@ class DayFilter:
         return self.bits.tobytes()
 
 
-def _hashes(ids: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _hashes(ids: bytes | bytearray) -> tuple[np.ndarray, np.ndarray]:
     "Two 64-bit hashes per id (the second odd), mixing both halves (a UUIDv4 has fixed version and variant bits)"
     halves = np.frombuffer(ids, dtype="<u8").reshape(-1, 2)
     low, high = halves[:, 0], halves[:, 1]

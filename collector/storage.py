@@ -1082,7 +1082,7 @@ class Storage(StorageBase):
                     cursor = reader.execute("SELECT report_id FROM reports WHERE day = ?", (day,))
                     while rows := cursor.fetchmany(REBUILD_CHUNK):
                         ids += b"".join(row[0] for row in rows)
-                    built[day] = (len(ids) // 16, DayFilter.build(bytes(ids)))
+                    built[day] = (len(ids) // 16, DayFilter.build(ids))  # no copy of the ids
             finally:
                 reader.close()
             stored = []
