@@ -24,6 +24,7 @@ MIN_LOG2_BITS = 16  # 8 KiB at least: a day of few reports gets next to no false
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _WINDOW_BITS = 1 << 27  # bits set at a time while building: bounds the temporary array (128 MiB of bool)
+_HASH_CHUNK = 1 << 19  # ids hashed at a time while building (8 MiB per hash array)
 
 
 class DayFilter:
@@ -42,17 +43,18 @@ class DayFilter:
         if count == 0:
             return cls(b"")
         log2_bits = max(MIN_LOG2_BITS, (BITS_PER_ID * count - 1).bit_length())
-        first, step = _hashes(ids)
         shift = np.uint64(64 - log2_bits)
         packed = []
         for start in range(0, 1 << log2_bits, _WINDOW_BITS):
             size = min(_WINDOW_BITS, 1 << log2_bits)
             window = np.zeros(size, dtype=np.bool_)
-            for probe in range(PROBES):
-                positions = (first + np.uint64(probe) * step) >> shift
-                if size < 1 << log2_bits:
-                    positions = positions[(positions >= start) & (positions < start + size)] - np.uint64(start)
-                window[positions] = True
+            for chunk in range(0, count, _HASH_CHUNK):  # hashes of a chunk of ids at a time: bounded memory
+                first, step = _hashes(memoryview(ids)[16 * chunk:16 * (chunk + _HASH_CHUNK)])
+                for probe in range(PROBES):
+                    positions = (first + np.uint64(probe) * step) >> shift
+                    if size < 1 << log2_bits:
+                        positions = positions[(positions >= start) & (positions < start + size)] - np.uint64(start)
+                    window[positions] = True
             packed.append(np.packbits(window, bitorder="little"))
         return cls(np.concatenate(packed).tobytes())
 
@@ -71,7 +73,7 @@ class DayFilter:
         return self.bits.tobytes()
 
 
-def _hashes(ids: bytes | bytearray) -> tuple[np.ndarray, np.ndarray]:
+def _hashes(ids: bytes | bytearray | memoryview) -> tuple[np.ndarray, np.ndarray]:
     "Two 64-bit hashes per id (the second odd), mixing both halves (a UUIDv4 has fixed version and variant bits)"
     halves = np.frombuffer(ids, dtype="<u8").reshape(-1, 2)
     low, high = halves[:, 0], halves[:, 1]

@@ -64,13 +64,15 @@ def test_a_filter_has_no_false_negatives_and_its_false_positive_rate_is_the_form
     assert restored.maybe_present(members).all()
 
 
-def test_an_empty_filter_calls_every_id_absent_and_a_window_build_matches_a_whole_one(monkeypatch):
+def test_an_empty_filter_calls_every_id_absent_and_a_build_in_parts_matches_a_whole_one(monkeypatch):
     rng = random.Random(3)
     assert not DayFilter.build(b"").maybe_present(uuid4_bytes(rng, 10)).any()
     members = uuid4_bytes(rng, 3_000)
     whole = DayFilter.build(members)
     monkeypatch.setattr(day_filter_module, "_WINDOW_BITS", 1 << 12)  # build 2^16 bits 4,096 at a time
     assert DayFilter.build(members).to_bytes() == whole.to_bytes()
+    monkeypatch.setattr(day_filter_module, "_HASH_CHUNK", 7)  # and hash the ids 7 at a time
+    assert DayFilter.build(bytearray(members)).to_bytes() == whole.to_bytes()
 
 
 def test_closed_days_get_a_filter_and_fresh_ids_are_not_looked_up(storage):
