@@ -170,9 +170,13 @@ def measure_size(total: int, batches: int, source: Path, workdir: Path, prefille
         campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
         if prefilled is None:
             out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
-        # the first insert of the next day (the collector builds the closed day's filter after it, once)
+        # the first insert of the next day; the collector then builds the closed day's filter in a thread, once
+        # (waited for here, where the checkout has it, and timed with that batch)
         started = time.perf_counter()
         storage.insert_reports([make_group(campaign, pool, BATCH, 0)], NEXT_DAY)
+        import collector.storage as storage_module
+
+        getattr(storage_module, "wait_for_filter_builds", lambda: None)()
         out["first_next_s"] = time.perf_counter() - started
         out["ingest_next"], out["cpu_next"] = ingest_rate(storage, campaign, pool, batches, NEXT_DAY)
         if ingest_only:
@@ -354,7 +358,7 @@ def print_storage(results: dict, small: int, large: int) -> None:
     print(f"prefill: {small:,} reports in {a['prefill_s']:.1f} s, {large:,} in {b['prefill_s']:.1f} s")
     print(f"{'cost':<44} {f'{small:,} stored':>16} {f'{large:,} stored':>16} {'ratio':>7}")
     rows = [
-        ("first batch into the next day, s", a["first_next_s"], b["first_next_s"], "{:.2f}"),
+        ("first batch of the next day + filter, s", a["first_next_s"], b["first_next_s"], "{:.2f}"),
         ("ingest into the next day, reports/s", a["ingest_next"], b["ingest_next"], "{:,.0f}"),
         ("ingest into the next day, CPU us/report", a["cpu_next"], b["cpu_next"], "{:.1f}"),
     ]

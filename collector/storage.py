@@ -887,12 +887,14 @@ class Storage(StorageBase):
         if due:
             with suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        wanted = self.__dict__.pop("_filters_wanted", None)
-        if wanted:  # the reports are committed: a filter that cannot be built now is tried again later
+        empty, holding = self.__dict__.pop("_filters_wanted", ((), ()))
+        if empty:  # days without reports: their (empty) filters cost two small transactions, written now
             try:
-                self._build_day_filters(wanted)
-            except (sqlite3.Error, OSError, StorageError) as exc:
-                logging.getLogger("collector").warning("building day filters failed: %s", exc)
+                self._build_day_filters(empty)
+            except (sqlite3.Error, OSError, StorageError) as exc:  # the reports are committed: tried again later
+                logging.getLogger("collector").warning("building day filters failed: %s", type(exc).__name__)
+        if holding:
+            _start_filter_build(self.path, holding, self.busy_timeout)
         return result
 
     def _insert_grouped(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None,
@@ -1009,8 +1011,8 @@ class Storage(StorageBase):
         window = range(day_number - DEDUP_DAYS, day_number)
         filters = self._day_filters(window)
         unfiltered = [day for day in window if day not in filters]
-        self._filters_wanted = unfiltered
         days = self._days_with_reports(unfiltered) if unfiltered else []
+        self._filters_wanted = ([day for day in unfiltered if day not in days], days)
         maybe_days, maybe = [], None
         raw = b""
         for day, day_filter in filters.items():
@@ -1048,14 +1050,15 @@ class Storage(StorageBase):
                 cache.pop(day, None)  # out of every later window (days only grow)
         return out
 
-    def _build_day_filters(self, days: Sequence[int]) -> None:
-        """Build and store the filters of ``days`` (all before today), unless another process is building.
+    def _build_day_filters(self, days: Sequence[int]) -> bool:
+        """Build and store the filters of ``days`` (all before today), unless another process is building (run in
+        a thread of its own, ``_start_filter_build``).
 
         A late insert into one of them (a request that took its day just before midnight) deletes that day's
         filter row in its own transaction (``_insert_group``).  The filter is read from a snapshot taken after a
         claim row (a random token) is committed, and stored only if that claim row is still there: an insert
         before the claim is in the snapshot, one after it has deleted the claim, so a stored filter never misses
-        an id of its day."""
+        an id of its day.  False if another process holds the build lock."""
         from .day_filter import DayFilter
 
         lock_fd = os.open(f"{self.path}.filter-lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -1063,7 +1066,7 @@ class Storage(StorageBase):
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                return  # another process builds them
+                return False  # another process builds them
             token = secrets.token_bytes(16)
             with self.transaction() as conn:
                 ready = {row[0] for row in conn.execute("SELECT day FROM day_filters WHERE day >= ? AND day <= ? "
@@ -1094,6 +1097,7 @@ class Storage(StorageBase):
             cache = _day_filter_cache.setdefault(str(self.path), {})
             for day in stored:
                 cache[day] = (token, built[day][1])
+            return True
         finally:
             os.close(lock_fd)
 
@@ -1176,6 +1180,47 @@ def _group_commit_queue(path: Path) -> _GroupCommitQueue:
     key = (os.getpid(), str(path.resolve()))
     with _group_commit_queues_lock:
         return _group_commit_queues.setdefault(key, _GroupCommitQueue())
+
+
+_filter_builders: dict[str, threading.Thread] = {}
+_filter_lock_busy_since: dict[str, float] = {}  # when a build last found another process building
+_filter_builders_lock = threading.Lock()
+
+
+def _start_filter_build(path: Path, days: Sequence[int], busy_timeout: float) -> None:
+    """Build the missing filters of days holding reports in a thread of this process (one per database file at a
+    time; at most once a second while another process builds), on a connection of its own: the request that
+    found them missing is answered without waiting for the build (a day of millions of reports takes seconds to
+    read).  A build that fails or is cut short (the process exits) leaves no filter; a later insert starts it
+    again."""
+    key = str(path)
+    with _filter_builders_lock:
+        running = _filter_builders.get(key)
+        if running is not None and running.is_alive():
+            return
+        if time.monotonic() - _filter_lock_busy_since.get(key, -math.inf) < 1.0:
+            return  # not again at every batch while another process builds
+        thread = threading.Thread(target=_build_filters, args=(path, list(days), busy_timeout),
+                                  name="ldp-day-filters", daemon=True)
+        _filter_builders[key] = thread
+        thread.start()
+
+
+def _build_filters(path: Path, days: list[int], busy_timeout: float) -> None:
+    try:
+        with Storage(path, busy_timeout_ms=int(busy_timeout * 1000)) as storage:
+            if not storage._build_day_filters(days):
+                _filter_lock_busy_since[str(path)] = time.monotonic()
+    except (sqlite3.Error, OSError, StorageError) as exc:  # tried again after a later insert
+        logging.getLogger("collector").warning("building day filters failed: %s", type(exc).__name__)
+
+
+def wait_for_filter_builds(timeout: float | None = None) -> None:
+    "Wait until this process's day filter builds have finished (tests, benchmarks)"
+    with _filter_builders_lock:
+        threads = list(_filter_builders.values())
+    for thread in threads:
+        thread.join(timeout)
 
 
 def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:

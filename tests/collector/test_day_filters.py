@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import random
 import re
+import threading
 import uuid
 
 import pytest
@@ -44,6 +45,13 @@ def traced(storage: Storage) -> list[str]:
     return statements
 
 
+def insert(storage: Storage, groups: list[ReportGroup], day: str):
+    "insert_reports, then wait for the filters it started building in the background"
+    result = storage.insert_reports(groups, day)
+    storage_module.wait_for_filter_builds()
+    return result
+
+
 def resent(group: ReportGroup, count: int | None = None) -> ReportGroup:
     return ReportGroup(group.campaign, group.report_ids[:count], group.payloads[:count])
 
@@ -78,23 +86,23 @@ def test_an_empty_filter_calls_every_id_absent_and_a_build_in_parts_matches_a_wh
 def test_closed_days_get_a_filter_and_fresh_ids_are_not_looked_up(storage):
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     first = group_of(campaign, ["a", "b"] * 50, seed=1)
-    storage.insert_reports([first], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=2)], day_after(DAY))
+    insert(storage, [first], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 10, seed=2)], day_after(DAY))
     window = range(dt.date.fromisoformat(DAY).toordinal() - DEDUP_DAYS + 1, dt.date.fromisoformat(DAY).toordinal() + 1)
     rows = dict(storage.conn.execute("SELECT day, reports FROM day_filters").fetchall())
     assert {day: rows.get(day) for day in window} == {day: 100 if day == window[-1] else 0 for day in window}
     statements = traced(storage)
-    result = storage.insert_reports([group_of(campaign, ["c"] * 300, seed=3)], day_after(DAY))
+    result = insert(storage, [group_of(campaign, ["c"] * 300, seed=3)], day_after(DAY))
     assert result.accepted == 300
     assert not [s for s in statements if EXACT_LOOKUP.match(s)]  # the filter said "absent" for every id
     # ... and every id stored on the filtered day is still a duplicate, alone or mixed with fresh ones
     statements.clear()
-    again = storage.insert_reports([resent(first)], day_after(DAY))
+    again = insert(storage, [resent(first)], day_after(DAY))
     assert (again.accepted, again.duplicate) == (0, 100)
     assert [s for s in statements if EXACT_LOOKUP.match(s)]
     fresh = group_of(campaign, ["a"] * 3, seed=4)
     mixed = ReportGroup(campaign, first.report_ids[:7] + fresh.report_ids, first.payloads[:7] + fresh.payloads)
-    outcome = storage.insert_reports([mixed], day_after(DAY))
+    outcome = insert(storage, [mixed], day_after(DAY))
     assert (outcome.accepted, outcome.duplicate) == (3, 7)
     assert outcome.duplicate_ids == set(first.report_ids[:7])
     assert storage.read_aggregate(campaign).n == 100 + 10 + 300 + 3
@@ -103,11 +111,11 @@ def test_closed_days_get_a_filter_and_fresh_ids_are_not_looked_up(storage):
 def test_a_late_insert_into_a_filtered_day_drops_its_filter(storage):
     "A request that took its day just before midnight can still write to a day whose filter is built"
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 20, seed=1)], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))  # builds DAY's filter
+    insert(storage, [group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))  # builds DAY's filter
     late = group_of(campaign, ["b"] * 8, seed=3)
-    storage.insert_reports([late], DAY)
-    result = storage.insert_reports([resent(late)], day_after(DAY))
+    insert(storage, [late], DAY)
+    result = insert(storage, [resent(late)], day_after(DAY))
     assert (result.accepted, result.duplicate) == (0, 8)
     assert storage.read_aggregate(campaign).n == 33
 
@@ -115,7 +123,7 @@ def test_a_late_insert_into_a_filtered_day_drops_its_filter(storage):
 def test_an_insert_during_a_build_keeps_the_filter_from_being_stored(storage, tmp_path, monkeypatch):
     "The filter is read after its claim is committed; an insert after the claim deletes it, so none is stored"
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 20, seed=1)], DAY)
     late = group_of(campaign, ["b"] * 6, seed=2)
     build = DayFilter.build
 
@@ -126,43 +134,43 @@ def test_an_insert_during_a_build_keeps_the_filter_from_being_stored(storage, tm
         return build(ids)
 
     monkeypatch.setattr(DayFilter, "build", staticmethod(build_while_another_writes))
-    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=3)], day_after(DAY))
+    insert(storage, [group_of(campaign, ["a"] * 5, seed=3)], day_after(DAY))
     monkeypatch.undo()
     day_number = dt.date.fromisoformat(DAY).toordinal()
     assert storage.conn.execute("SELECT count(*) FROM day_filters WHERE day = ?", (day_number,)).fetchone()[0] == 0
-    result = storage.insert_reports([resent(late)], day_after(DAY))
+    result = insert(storage, [resent(late)], day_after(DAY))
     assert (result.accepted, result.duplicate) == (0, 6)
 
 
 def test_filters_are_kept_in_the_database_across_restarts(storage, tmp_path):
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     first = group_of(campaign, ["a"] * 40, seed=1)
-    storage.insert_reports([first], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
+    insert(storage, [first], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
     storage_module._day_filter_cache.clear()  # a new process
     with Storage(tmp_path / "f.db") as reopened:
         reopened.migrate()
         statements = traced(reopened)
-        result = reopened.insert_reports([group_of(campaign, ["b"] * 50, seed=3)], day_after(DAY))
+        result = insert(reopened, [group_of(campaign, ["b"] * 50, seed=3)], day_after(DAY))
         assert result.accepted == 50
         assert not [s for s in statements if EXACT_LOOKUP.match(s)]
         assert not [s for s in statements if "INSERT OR REPLACE INTO day_filters" in s]  # nothing rebuilt
-        assert reopened.insert_reports([resent(first, 12)], day_after(DAY)).duplicate == 12
+        assert insert(reopened, [resent(first, 12)], day_after(DAY)).duplicate == 12
 
 
 def test_statements_per_batch_do_not_grow_with_the_days_holding_reports(storage):
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     today = day_after(DAY, DEDUP_DAYS)
-    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=1)], day_after(DAY, DEDUP_DAYS - 1))
-    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=2)], today)
+    insert(storage, [group_of(campaign, ["a"] * 10, seed=1)], day_after(DAY, DEDUP_DAYS - 1))
+    insert(storage, [group_of(campaign, ["a"] * 10, seed=2)], today)
     statements = traced(storage)
-    storage.insert_reports([group_of(campaign, ["a"] * 1000, seed=3)], today)
+    insert(storage, [group_of(campaign, ["a"] * 1000, seed=3)], today)
     one_day = len(statements)
     for offset in range(DEDUP_DAYS - 1):  # now every day of the window holds reports (late inserts)
-        storage.insert_reports([group_of(campaign, ["a"] * 10, seed=10 + offset)], day_after(DAY, offset))
-    storage.insert_reports([group_of(campaign, ["a"] * 10, seed=4)], today)  # rebuilds the dropped filters
+        insert(storage, [group_of(campaign, ["a"] * 10, seed=10 + offset)], day_after(DAY, offset))
+    insert(storage, [group_of(campaign, ["a"] * 10, seed=4)], today)  # rebuilds the dropped filters
     statements.clear()
-    storage.insert_reports([group_of(campaign, ["a"] * 1000, seed=5)], today)
+    insert(storage, [group_of(campaign, ["a"] * 1000, seed=5)], today)
     assert len(statements) == one_day
     assert not [s for s in statements if EXACT_LOOKUP.match(s)]
 
@@ -173,16 +181,16 @@ def test_a_version_3_database_gains_the_day_filters(tmp_path):
         storage.migrate()
         campaign, _ = storage.create_campaign(SPECS[0], DAY)
         first = group_of(campaign, ["a"] * 15, seed=1)
-        storage.insert_reports([first], DAY)
+        insert(storage, [first], DAY)
         storage.conn.executescript("DROP TABLE day_filters; PRAGMA user_version = 3;")  # as version 3 left it
     storage_module._day_filter_cache.clear()
     with Storage(path) as storage:
         storage.migrate()
         assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == FILTERS_SCHEMA_VERSION
         assert storage.row_count("day_filters") == 0
-        result = storage.insert_reports([resent(first)], day_after(DAY))
+        result = insert(storage, [resent(first)], day_after(DAY))
         assert (result.accepted, result.duplicate) == (0, 15)
-        assert storage.insert_reports([resent(first, 4)], day_after(DAY)).duplicate == 4  # now through the filter
+        assert insert(storage, [resent(first, 4)], day_after(DAY)).duplicate == 4  # now through the filter
         assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
                                     (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 15
 
@@ -190,11 +198,34 @@ def test_a_version_3_database_gains_the_day_filters(tmp_path):
 def test_a_filter_is_read_on_a_connection_of_its_own(storage):
     "The scan of a closed day must not fill the writer's page cache (nor map the day into its RSS)"
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 30, seed=1)], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 30, seed=1)], DAY)
     mapped = storage.conn.execute("PRAGMA mmap_size").fetchone()[0]
     statements = traced(storage)
-    storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
+    insert(storage, [group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY))
     assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
                                 (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 30
     assert not [s for s in statements if re.match(r"\s*SELECT report_id FROM reports WHERE day = ", s)]
     assert mapped > 0 and storage.conn.execute("PRAGMA mmap_size").fetchone()[0] == mapped
+
+
+def test_a_day_holding_reports_gets_its_filter_after_the_request_is_answered(storage, monkeypatch):
+    "Reading a day of millions of reports takes seconds: the insert that starts the build does not wait for it"
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    release, order = threading.Event(), []
+    build = DayFilter.build
+
+    def slow_build(ids: bytes) -> DayFilter:
+        if len(ids):
+            release.wait(5)
+            order.append("built")
+        return build(ids)
+
+    monkeypatch.setattr(DayFilter, "build", staticmethod(slow_build))
+    assert storage.insert_reports([group_of(campaign, ["a"] * 5, seed=2)], day_after(DAY)).accepted == 5
+    order.append("answered")
+    release.set()
+    storage_module.wait_for_filter_builds()
+    assert order == ["answered", "built"]
+    assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
+                                (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 20
