@@ -15,6 +15,11 @@ vectorised simulator (the SDK's distribution); every report id is fresh, so ever
 
     python benchmarks/collector_requests.py                       # this checkout
     python benchmarks/collector_requests.py --root /tmp/before --root .   # another checkout, alternating
+    python benchmarks/collector_requests.py --distributed 2000 --root /tmp/before --root .
+
+``--distributed N`` measures instead the demo's distributed phase (``demo.run.running_aggregators``,
+``report_distributed``, ``collect_today`` with N users): the wall time and the aggregators' CPU of their start
+(until the leader answers the first campaign), of the sealed reports' upload and of the collection.
 """
 
 from __future__ import annotations
@@ -145,6 +150,54 @@ with tempfile.TemporaryDirectory() as temp:
 print(json.dumps(results))
 """
 
+DISTRIBUTED = r"""
+import json, os, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+from demo.run import collect_today, create_campaigns, draw_population, report_distributed, running_aggregators
+from demo.scenario import DISTRIBUTED_CAMPAIGNS
+
+users = int(sys.argv[1])
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu():
+    "CPU seconds of every process below this one (the aggregators' masters and workers)"
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, cpu) in stats.items():
+            if ppid == parent:
+                total += cpu
+                todo.append(pid)
+    return total
+
+
+population = draw_population(DISTRIBUTED_CAMPAIGNS, users, np.random.default_rng(1))
+out = {}
+with tempfile.TemporaryDirectory() as temp:
+    with running_aggregators(Path(temp)) as (url, admin, ingest):
+        started, cpu = time.perf_counter(), tree_cpu()
+        created = create_campaigns(url, admin, DISTRIBUTED_CAMPAIGNS)  # waits for the leader's worker
+        out["start"] = {"wall": time.perf_counter() - started, "cpu": tree_cpu() - cpu}
+        for phase, run in (("upload", lambda: report_distributed(url, ingest, created, population)),
+                           ("collect", lambda: collect_today(url, admin, list(created)))):
+            started, cpu = time.perf_counter(), tree_cpu()
+            notes = run()
+            out[phase] = {"wall": time.perf_counter() - started, "cpu": tree_cpu() - cpu}
+            if notes:
+                raise SystemExit(f"collection failed: {notes}")
+print(json.dumps(out))
+"""
+
 
 def measure(root: Path, count: int, threads: int) -> dict:
     "CPU and wall seconds of the collector per kind of request, for one checkout"
@@ -162,8 +215,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800, help="requests (users for 'user') per kind")
     parser.add_argument("--threads", type=int, default=8, help="client threads (the demo's SDK_WORKERS)")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--distributed", type=int, default=0, metavar="N",
+                        help="instead: the demo's distributed phase for N users (aggregators' start, upload, "
+                             "collection)")
     args = parser.parse_args()
     roots = [r.resolve() for r in (args.root or [REPO])]
+    if args.distributed:
+        distributed(roots, args.distributed, args.rounds)
+        return
     print(f"collector CPU per request, {args.requests} requests per kind, {args.threads} client threads, "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'round':<6} {'checkout':<30} {'kind':<14} {'CPU ms each':>12} {'wall ms each':>13}")
@@ -174,6 +233,21 @@ def main() -> None:
                 r = results[kind]
                 print(f"{round_:<6} {str(root)[-30:]:<30} {kind:<14} {1e3 * r['cpu'] / r['requests']:>12.2f} "
                       f"{1e3 * r['wall'] / r['requests']:>13.2f}", flush=True)
+
+
+def distributed(roots: list[Path], users: int, rounds: int) -> None:
+    "The demo's distributed phase per checkout: wall and the aggregators' CPU (masters and workers)"
+    print(f"distributed phase, {users:,} users, load {os.getloadavg()[0]:.1f}; the aggregators' CPU in s")
+    print(f"{'round':<6} {'checkout':<30} {'phase':<9} {'wall s':>7} {'CPU s':>7}")
+    for round_ in range(rounds):
+        for root in roots:
+            done = subprocess.run([sys.executable, "-c", DISTRIBUTED, str(users)], capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(root)}, cwd=tempfile.gettempdir())
+            if done.returncode != 0:
+                raise SystemExit(f"measuring {root} failed:\n{done.stderr[-3000:]}")
+            for phase, figures in json.loads(done.stdout.splitlines()[-1]).items():
+                print(f"{round_:<6} {str(root)[-30:]:<30} {phase:<9} {figures['wall']:>7.2f} {figures['cpu']:>7.2f}",
+                      flush=True)
 
 
 if __name__ == "__main__":
