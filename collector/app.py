@@ -118,6 +118,10 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
         raise ValueError(f"ROLE must be one of {list(ROLES)}, got {settings['ROLE']!r}")
     with open_storage(settings["DATABASE"]) as storage:
         DistStore(storage).migrate()  # DistributedNeedsSqlite for a postgresql:// URL
+    # Collections calibrate their noise with estimators.distributed, whose scipy imports cost about a second of
+    # CPU: paid here, as the worker starts, not inside the first collection (on the helper, while the leader
+    # waits for its answer), and in this thread, before any request thread could import it concurrently.
+    import estimators.distributed  # noqa: F401
     app.register_blueprint(distributed.public)
     if settings["ROLE"] == "helper":
         app.register_blueprint(distributed.peer)

@@ -90,23 +90,21 @@ class Metrics:
                                 ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("ldp_http_request_duration_seconds", "Request latency.", ["endpoint"],
                                  buckets=LATENCY_BUCKETS, registry=self.registry)
-        for outcome in REPORT_OUTCOMES:  # every series exists from the start, at 0
-            self.reports.labels(outcome)
-        for endpoint in ENDPOINTS:
-            self.latency.labels(endpoint)
-            for status in STATUS_CLASSES:
-                self.requests.labels(endpoint, status)
+        # Every series exists from the start, at 0, and is looked up by its labels here once, not on every request
+        self._reports = {outcome: self.reports.labels(outcome) for outcome in REPORT_OUTCOMES}
+        self._requests = {(e, s): self.requests.labels(e, s) for e in ENDPOINTS for s in STATUS_CLASSES}
+        self._latency = {endpoint: self.latency.labels(endpoint) for endpoint in ENDPOINTS}
 
     def count_reports(self, accepted: int, duplicate: int, rejected: int) -> None:
         for outcome, amount in zip(REPORT_OUTCOMES, (accepted, duplicate, rejected)):
             if amount:
-                self.reports.labels(outcome).inc(amount)
+                self._reports[outcome].inc(amount)
 
     def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
         endpoint = endpoint if endpoint in ENDPOINTS else "other"
         status_class = STATUS_CLASSES[min(max(status // 100 - 3, 0), 2)] if status >= 400 else "2xx"
-        self.requests.labels(endpoint, status_class).inc()
-        self.latency.labels(endpoint).observe(seconds)
+        self._requests[(endpoint, status_class)].inc()
+        self._latency[endpoint].observe(seconds)
 
     def exposition(self) -> str:
         "Prometheus text format 0.0.4 of every process's counters (or of this process's without a directory)"

@@ -916,7 +916,11 @@ class Storage(StorageBase):
                               now=now)
         # Earlier days are not written any more, so they are searched before the write lock is taken.
         item.earlier = self._ids_stored_before(item.day_number, [r for group in groups for r in group.report_ids])
-        queue = _group_commit_queue(self.path)
+        self.__dict__.setdefault("_days_known", {})[item.day_number] = True  # (_days_with_reports)
+        pid, queue = self.__dict__.get("_commit_queue", (None, None))
+        if pid != os.getpid():  # found once per connection and process: resolving the path costs system calls
+            queue = _group_commit_queue(self.path)
+            self.__dict__["_commit_queue"] = (os.getpid(), queue)
         with queue.lock:
             queue.pending.append(item)
             lead = item.lead = not queue.leading
@@ -992,6 +996,26 @@ class Storage(StorageBase):
                 waiter.done.set()
                 raise
             waiter.result = result
+
+    def _days_with_reports(self, day_numbers: Sequence[int]) -> list[int]:
+        """As StorageBase's, in one statement for the days not known yet.  Remembered by this connection: a day
+        with reports (they are never deleted, and this connection's own inserts mark their day), and a day
+        without any once it is before the latest of ``day_numbers`` (the day before the request's: the API
+        stamps a request with its day when it starts, so only that latest day may still receive reports, from a
+        request that started before midnight)."""
+        known: dict[int, bool] = self.__dict__.setdefault("_days_known", {})
+        unknown = [day for day in day_numbers if day not in known]
+        found: set[int] = set()
+        if unknown:
+            values = ",".join(["(?)"] * len(unknown))
+            found = {row[0] for row in self.conn.execute(
+                f"WITH d(day) AS (VALUES {values}) SELECT day FROM d "
+                "WHERE EXISTS (SELECT 1 FROM reports r WHERE r.day = d.day)", unknown)}
+            latest = max(day_numbers)
+            for day in unknown:
+                if day in found or day < latest:
+                    known[day] = day in found
+        return [day for day in day_numbers if day in found or known.get(day, False)]
 
     def rebuild_aggregates(self, name: str | None = None) -> int:
         "As StorageBase's, without the memory map: a scan of every report would map the whole file into the RSS"

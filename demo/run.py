@@ -37,6 +37,7 @@ from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 DEFAULT_USERS = 2000
 DEFAULT_OUT = Path("ldp-demo-output")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
+DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
 SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
 Progress = Callable[[int], None]
 
@@ -336,8 +337,10 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
                        progress: Progress | None = None) -> None:
     """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
     shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
-    the reports go to the leader in batches"""
+    the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
+    leader opens its shares meanwhile)"""
     import uuid
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     import requests
 
@@ -345,21 +348,27 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     from client_sdk.distributed import seal_report
     from client_sdk.vdaf.hpke import HpkeConfig
 
-    with requests.Session() as session:
-        session.headers["Authorization"] = f"Bearer {ingest_key}"
+    posted: list[Future] = []
+    with requests.Session() as session, requests.Session() as uploads, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-demo-upload") as poster:
+        session.headers["Authorization"] = uploads.headers["Authorization"] = f"Bearer {ingest_key}"
         for name, campaign in created.items():
             spec = load_spec(campaign["spec"])
             listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
             leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
             helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
             values = population[name]
-            for start in range(0, len(values), 500):
+            for start in range(0, len(values), DISTRIBUTED_BATCH):
                 batch: list[dict[str, Any]] = []
-                for value in values[start:start + 500]:
+                for value in values[start:start + DISTRIBUTED_BATCH]:
                     report_id = str(uuid.uuid4())
                     batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
                                   "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
-                post_batch(session, url, name, batch, progress)
+                for done in [f for f in posted if f.done()]:
+                    done.result()  # a failed upload stops the sealing at once
+                posted.append(poster.submit(post_batch, uploads, url, name, batch, progress))
+        for future in posted:
+            future.result()
 
 
 def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:

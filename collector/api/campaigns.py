@@ -61,13 +61,33 @@ def create_campaign() -> tuple[Response, int]:
     return response, 201 if created else 200
 
 
+LISTING_CACHE_SIZE = 8  # listings kept per process (a few KB each): the current one and a few earlier ones
+
+
 @blueprint.get("/v1/campaigns")
 @require("ingest", "admin")
 def list_campaigns() -> Response:
-    "The latest version of every campaign"
+    """The latest version of every campaign.
+
+    Every device asks for it, so the answer's body is kept per process, keyed by everything it is made of: the
+    day, each listed version (its name, number, fingerprint and creation day: the spec is immutable) and the
+    closed campaigns, all read from the database on every request, so a new version or a closing shows at once.
+    A listing with a distributed campaign is not kept (its aggregators' block comes from their own tables)."""
     storage = get_storage()
     closed = storage.closed_campaigns()
-    return jsonify({"campaigns": [_with_lifetime(c, closed) for c in storage.list_campaigns()]})
+    campaigns = storage.list_campaigns()
+    key = (today(), tuple((c.name, c.version, c.fingerprint, c.created_day) for c in campaigns),
+           tuple(sorted(closed.items())))
+    cache: dict[tuple, bytes] = current_app.extensions.setdefault("ldp_listing_cache", {})
+    body = cache.get(key)
+    if body is not None:
+        return current_app.response_class(body, mimetype="application/json")
+    response = jsonify({"campaigns": [_with_lifetime(c, closed) for c in campaigns]})
+    if all(getattr(c.spec, "trust", "local") != "distributed" for c in campaigns):
+        if len(cache) >= LISTING_CACHE_SIZE:
+            cache.clear()  # atomic, unlike evicting one entry while other threads may add theirs
+        cache[key] = response.get_data()
+    return response
 
 
 @blueprint.get("/v1/campaigns/<name>")

@@ -132,6 +132,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
+    pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per job, not per report
     ids: list[bytes] = []
     for position, report in enumerate(body["reports"]):
         if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
@@ -153,7 +154,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             leader_vs = vdaf.vdaf.decode_verifier_share(b64d(report["leader_verifier_share"], "leader_verifier_share"))
         except ValueError:
             continue  # VerifyError is a ValueError: a malformed leader message or share
-        pair = hpke_keys.key_pair(store, sealed["config_id"]) if type(sealed["config_id"]) is int else None
+        pair = pairs.get(sealed["config_id"]) if type(sealed["config_id"]) is int else None
         if pair is None:
             results[-1]["error"] = "hpke-unknown-config-id"
             continue

@@ -43,10 +43,3 @@ def key_pairs(store: DistStore) -> list[Any]:
 def configs(store: DistStore) -> list[dict]:
     "The published configs (``GET /v1/hpke_config``)"
     return [pair.config.to_dict() for pair in key_pairs(store)]
-
-
-def key_pair(store: DistStore, config_id: int) -> Any | None:
-    for pair in key_pairs(store):
-        if pair.config.id == config_id:
-            return pair
-    return None

@@ -128,6 +128,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
     result = UploadResult()
+    pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per upload, not per report
     rows: dict[BatchKey, list[tuple]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
@@ -146,7 +147,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             result.rejected.append((index, report_id, reject.field, reject.reason))
             reasons.setdefault(key, Counter())[reject.slug] += 1
             continue
-        pair = hpke_keys.key_pair(store, leader_id)
+        pair = pairs.get(leader_id)
         if pair is None:
             result.rejected.append((index, report_id, "payload.leader_share.config_id",
                                     "is not this leader's HPKE config id (sealed to another key?)"))

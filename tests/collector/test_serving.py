@@ -172,3 +172,35 @@ def test_the_idna_codec_is_loaded_before_any_request_thread():
     code = "import sys, collector.app; print('encodings.idna' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_a_connection_sending_request_after_request_does_not_keep_the_only_thread(tmp_path):
+    """A thread answers a kept-alive connection's next request itself only while no other connection waits: with
+    one thread, a client that never pauses does not hold back another client's request until it stops"""
+    import http.client
+
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1,
+                        extra=("--rate-limit", "0", "--threads", "1")) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        busy = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        answered: list[int] = []  # how many requests the busy client had sent when the other one was answered
+        sent = [0]
+        stop_busy = threading.Event()
+
+        def keep_asking() -> None:
+            while not stop_busy.is_set() and sent[0] < 2000:
+                busy.request("GET", "/livez")
+                busy.getresponse().read()
+                sent[0] += 1
+
+        runner = threading.Thread(target=keep_asking)
+        runner.start()
+        while sent[0] < 20:  # the busy client is under way
+            time.sleep(0.01)
+        with urllib.request.urlopen(url + "/livez", timeout=30) as response:
+            assert response.status == 200
+            answered.append(sent[0])
+        stop_busy.set()
+        runner.join(timeout=60)
+        busy.close()
+        assert answered[0] < 2000, "the other client was answered only once the busy one had stopped"
