@@ -175,6 +175,13 @@ class StateFile:
             conn.execute("INSERT OR REPLACE INTO specs (campaign, body, fingerprint, fetched) VALUES (?, ?, ?, ?)",
                          (campaign, json.dumps(spec), fingerprint, now))
 
+    def cache_spec_texts(self, rows: list[tuple[str, str, str, float]]) -> None:
+        "Cache several specs at once: (campaign, spec JSON, fingerprint, fetched) each, in one transaction"
+        if rows:
+            with self.transaction() as conn:
+                conn.executemany("INSERT OR REPLACE INTO specs (campaign, body, fingerprint, fetched) "
+                                 "VALUES (?, ?, ?, ?)", rows)
+
     # -- settings and counters --------------------------------------------------------------------------------
     def setting(self, name: str, default: str) -> str:
         with self.lock:

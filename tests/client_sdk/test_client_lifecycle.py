@@ -66,3 +66,55 @@ def test_clients_share_one_urllib_opener(monkeypatch):
     assert _shared_opener(True) is first
     monkeypatch.setenv("http_proxy", "http://proxy-two.test:3128")
     assert _shared_opener(True) is not first  # the environment changed: a new opener sees it
+
+
+def test_devices_of_one_process_parse_the_same_listing_once(tmp_path, monkeypatch):
+    "Specs are immutable: the same listing bytes are parsed (and checked against their fingerprints) once"
+    import client_sdk.client as client_module
+
+    parsed: list[str] = []
+    original = client_module.load_spec
+
+    def counting(body):
+        parsed.append(body["name"])
+        return original(body)
+
+    monkeypatch.setattr(client_module, "load_spec", counting)
+    monkeypatch.setattr(client_module, "_LAST_LISTING", [])
+    fake = FakeCollector()
+    for device in range(3):
+        client = Client("http://collector.test", "key", tmp_path / f"d{device}", transport=MockTransport(fake),
+                        background=False, campaigns=["browser"])
+        assert client.record("browser", "chrome")
+        assert client.flush(timeout=5).remaining == 0
+        client.close(timeout=0)
+    assert fake.spec_fetches == 3 and parsed == ["browser"]
+    fake.extra_campaigns = [{"name": "c1", "version": 1, "fingerprint": "0" * 32,
+                             "spec": {"name": "c1", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b"]}}]
+    client = Client("http://collector.test", "key", tmp_path / "d3", transport=MockTransport(fake),
+                    background=False, campaigns=["browser", "c1"])
+    assert sorted(parsed) == ["browser", "browser", "c1"]  # another answer: parsed again
+    assert client.record("c1", "a").status.value == "held"  # its fingerprint does not match: no spec
+    client.close(timeout=0)
+
+
+def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
+    "OS-CSPRNG randomizers are built once per process; RAPPOR's (memoized responses, device secret) per device"
+    rappor = client_sdk.load_spec({"name": "r", "mechanism": "rappor", "candidates": ["x", "y"],
+                                   "rappor": {"k": 8, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}})
+    fake = FakeCollector()
+    fake.extra_campaigns = [{"name": "r", "version": 1, "fingerprint": rappor.fingerprint, "spec": rappor.to_dict()}]
+    clients = [Client("http://collector.test", "key", tmp_path / f"d{i}", transport=MockTransport(fake),
+                      background=False, campaigns=["browser", "r"]) for i in range(2)]
+    for client in clients:
+        assert client.record("browser", "chrome") and client.record("r", "x")
+    first, second = (c._mechanisms for c in clients)
+    assert first[SPEC.fingerprint] is second[SPEC.fingerprint]
+    assert first[rappor.fingerprint] is not second[rappor.fingerprint]
+    assert first[rappor.fingerprint].secret != second[rappor.fingerprint].secret
+    seeded = Client("http://collector.test", "key", tmp_path / "seeded", transport=MockTransport(fake),
+                    background=False, campaigns=["browser"], rng=client_sdk.DeterministicRandom(1))
+    assert seeded.record("browser", "chrome")
+    assert seeded._mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
+    for client in (*clients, seeded):
+        client.close(timeout=0)
