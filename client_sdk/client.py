@@ -537,22 +537,35 @@ class Client:
         return result
 
     def _deliver(self, result: FlushResult, deadline: float, retry: bool) -> None:
-        "One campaign per request, campaigns in a random order, until the queue is empty or the deadline"
+        """One campaign per request, campaigns in a random order, until the queue is empty or the deadline; the
+        reports acknowledged in a round leave the queue together at its end (or before a backoff wait)"""
         while self._upload_enabled:
             campaigns = _shuffled(self.queue.campaigns())
             if not campaigns:
                 return
-            for campaign in campaigns:
-                wait = self._next_attempt - self.clock()
-                if wait > 0 and retry:
-                    if time.monotonic() + wait > deadline:
+            acknowledged: list[str] = []
+            try:
+                for campaign in campaigns:
+                    wait = self._next_attempt - self.clock()
+                    if wait > 0 and retry:
+                        if time.monotonic() + wait > deadline:
+                            return
+                        self._remove(acknowledged)
+                        self.sleep(wait)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._upload_enabled:
                         return
-                    self.sleep(wait)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._upload_enabled:
-                    return
-                if not self._send_batch(campaign, result, min(self.timeout, remaining)) and not retry:
-                    return
+                    if not self._send_batch(campaign, result, min(self.timeout, remaining), acknowledged) \
+                            and not retry:
+                        return
+            finally:
+                self._remove(acknowledged)
+
+    def _remove(self, acknowledged: list[str]) -> None:
+        "Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove)"
+        if acknowledged:
+            self.queue.remove(acknowledged)
+            acknowledged.clear()
 
     def close(self, timeout: float | None = None) -> FlushResult:
         """Stop the sender and deliver for at most ``timeout`` (default ``close_timeout``) seconds, trying at once
@@ -618,14 +631,22 @@ class Client:
                 campaigns = _shuffled(self.queue.campaigns())
                 if not campaigns:
                     return
-                for campaign in campaigns:
-                    if self._closed or not self._upload_enabled or self.clock() < self._next_attempt:
-                        return
-                    if not self._send_batch(campaign, result, self.timeout):
-                        return
+                acknowledged: list[str] = []
+                try:
+                    for campaign in campaigns:
+                        if self._closed or not self._upload_enabled or self.clock() < self._next_attempt:
+                            return
+                        if not self._send_batch(campaign, result, self.timeout, acknowledged):
+                            return
+                finally:
+                    self._remove(acknowledged)
 
-    def _send_batch(self, campaign: str, result: FlushResult, timeout: float) -> bool:
-        "Send the oldest batch of ``campaign``; False if the attempt failed (the batch stays, a backoff is set)"
+    def _send_batch(self, campaign: str, result: FlushResult, timeout: float,
+                    acknowledged: list[str] | None = None) -> bool:
+        """Send the oldest batch of ``campaign``; False if the attempt failed (the batch stays, a backoff is set).
+        The reports the answer acknowledges leave the queue now, or are added to ``acknowledged`` for the caller
+        to remove (they are then sent again only if the device dies first: the collector counts them as
+        duplicates)"""
         batch = self.queue.peek(self._batch_limit, self.max_request_bytes, campaign)
         if not batch:
             return True
@@ -648,7 +669,10 @@ class Client:
                 return False
             for report_id, reason in list(verdict.items())[:20]:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
-            self.queue.remove(ids)
+            if acknowledged is None:
+                self.queue.remove(ids)
+            else:
+                acknowledged.extend(ids)
             result.sent += len(ids) - len(verdict)
             result.rejected += len(verdict)
             self._sent += len(ids) - len(verdict)
