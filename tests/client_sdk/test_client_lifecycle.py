@@ -118,3 +118,54 @@ def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
     assert seeded._mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
     for client in (*clients, seeded):
         client.close(timeout=0)
+
+
+def traced_lifecycle(tmp_path, k: int) -> list[tuple[str, int]]:
+    "Each state-file statement of one lifecycle with the synchronous level in force (2 FULL, 1 NORMAL)"
+    fake = FakeCollector()
+    specs = campaigns(k)
+    fake.extra_campaigns = [{"name": s.name, "version": 1, "fingerprint": s.fingerprint, "spec": s.to_dict()}
+                            for s in specs[1:]]
+    statements: list[str] = []
+    original = client_sdk.state_file.sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = original(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    client_sdk.state_file.sqlite3.connect = traced
+    try:
+        client = Client("http://collector.test", "key", tmp_path / f"traced-{k}", transport=MockTransport(fake),
+                        background=False, campaigns=[s.name for s in specs])
+        for spec in specs:
+            assert client.record(spec.name, spec.domain[0])
+        assert client.flush(timeout=5).remaining == 0
+        client.close(timeout=0)
+    finally:
+        client_sdk.state_file.sqlite3.connect = original
+    level, out = 2, []  # SQLite's default level, FULL
+    for statement in (s.rstrip(";") for s in statements):
+        if statement.startswith("PRAGMA synchronous = "):
+            level = {"NORMAL": 1, "FULL": 2}[statement.rsplit(" ", 1)[1]]
+        out.append((statement, level))
+    return out
+
+
+def test_a_lifecycle_fsyncs_each_record_and_nothing_else(tmp_path):
+    """Write transactions of a fresh device with k campaigns: the schema, the spec cache, one per record, and one
+    removal of everything the flush got acknowledged; only the records' commits are fsynced"""
+    for k in (1, 4):
+        statements = traced_lifecycle(tmp_path, k)
+        commits = [level for statement, level in statements if statement == "COMMIT"]
+        executed = [item for i, item in enumerate(statements) if i == 0 or item != statements[i - 1]]
+        removals = [level for statement, level in executed if statement.startswith("DELETE FROM queue WHERE "
+                                                                                    "report_id IN")]
+        assert commits.count(2) == k and len(commits) == k + 2  # the records; the schema and spec cache at NORMAL
+        assert removals == [1]  # one statement (SQLite traces it again for each row its trigger fires on)
+        assert sum(s.startswith("PRAGMA synchronous") for s, _ in statements) <= 4  # set only when it changes
+
+
+def test_a_lifecycle_of_four_campaigns_runs_at_most_93_statements(tmp_path):
+    "The statements SQLite traces (triggers' included) of one fresh device with 4 campaigns: 103 before this bound"
+    assert lifecycle(tmp_path, 4)[1] <= 93
