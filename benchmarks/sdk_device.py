@@ -1,12 +1,20 @@
 """The SDK's costs on a device: import time, one device's lifecycle, and record() against the queue's depth.
 
     python benchmarks/sdk_device.py [--runs 15]
+    python benchmarks/sdk_device.py --cpu 300 [--rounds 3] [--root /tmp/before --root .]
 
 Prints three tables.  Import time is the minimum and median of ``python -X importtime -c 'import client_sdk'``
 (cumulative microseconds of the ``client_sdk`` line) over fresh interpreters.  The lifecycle is the demo's: a
 fresh state directory, ``Client``, 4 records (one per campaign), flush, close, against the real collector app
 in-process (WSGI, no sockets), counting HTTP requests and SQLite statements.  ``record()`` cost is measured with
 a queue pre-filled to 100 and to 10,000 reports.
+
+``--cpu N`` measures instead the device's CPU (user + system time of the measuring process) per lifecycle over
+real HTTP: the demo's four campaigns (``demo.scenario``) on the real collector (gunicorn in a child process,
+``demo.run.running_collector``), N lifecycles one after another after 20 to warm up, each exactly the demo's
+(``Client`` with its own fresh state directory and ``background=False``, one record per campaign, ``flush``,
+``close``).  Each checkout (``--root``, repeatable; default this one) runs in a fresh interpreter with
+``PYTHONPATH`` at it, checkouts interleaved for ``--rounds`` rounds so that each sees about the same load.
 """
 
 from __future__ import annotations
@@ -126,10 +134,85 @@ def record_cost(root: Path, depth: int, samples: int = 200) -> tuple[float, int]
     return statistics.median(times), round(len(executed) / samples)
 
 
+CPU_RUN = """
+import json, logging, resource, sys, tempfile
+from pathlib import Path
+import numpy as np
+from client_sdk import Client
+from demo.run import create_campaigns, create_keys, draw_population, running_collector
+from demo.scenario import CAMPAIGNS
+
+lifecycles, warm = int(sys.argv[1]), 20
+logging.getLogger("client_sdk").setLevel(logging.ERROR)
+population = draw_population(CAMPAIGNS, lifecycles + warm, np.random.default_rng(1))
+names = list(population)
+
+def lifecycle(url, key, user, state_dir):
+    client = Client(url, key, state_dir, background=False, campaigns=names)
+    try:
+        for name in names:
+            client.record(name, population[name][user])
+        result = client.flush(timeout=30)
+    finally:
+        client.close(timeout=0)
+    assert result.remaining == 0 and not result.rejected, result
+
+with tempfile.TemporaryDirectory() as temp:
+    database = Path(temp) / "collector.db"
+    admin, ingest = create_keys(database)
+    with running_collector(database) as url:
+        create_campaigns(url, admin)
+        for user in range(warm):
+            lifecycle(url, ingest, user, Path(temp) / f"warm-{user}")
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        for user in range(warm, warm + lifecycles):
+            lifecycle(url, ingest, user, Path(temp) / f"device-{user}")
+        after = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
+                  "sys": (after.ru_stime - before.ru_stime) / lifecycles}))
+"""
+
+
+def lifecycle_cpu(root: Path, lifecycles: int) -> dict[str, float]:
+    "User and system CPU seconds per lifecycle of the checkout at ``root`` (see the module docstring)"
+    import json
+    import os
+
+    done = subprocess.run([sys.executable, "-c", CPU_RUN, str(lifecycles)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, cwd=tempfile.gettempdir())
+    if done.returncode != 0:
+        raise SystemExit(f"lifecycle run failed in {root}:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def cpu_table(roots: list[Path], lifecycles: int, rounds: int) -> None:
+    import os
+
+    print(f"device CPU per lifecycle over HTTP ({lifecycles} lifecycles, the demo's 4 campaigns), ms")
+    print(f"{'round':<6} {'checkout':<34} {'load':>5} {'user':>7} {'sys':>7} {'CPU':>7}")
+    totals: dict[Path, list[float]] = {root: [] for root in roots}
+    for round_ in range(rounds):
+        for root in roots:
+            load = os.getloadavg()[0]
+            out = lifecycle_cpu(root, lifecycles)
+            totals[root].append(out["user"] + out["sys"])
+            print(f"{round_:<6} {str(root)[-34:]:<34} {load:>5.1f} {1e3 * out['user']:>7.2f} {1e3 * out['sys']:>7.2f} "
+                  f"{1e3 * (out['user'] + out['sys']):>7.2f}", flush=True)
+    for root, values in totals.items():
+        print(f"{'median':<6} {str(root)[-34:]:<34} {'':>5} {'':>7} {'':>7} {1e3 * statistics.median(values):>7.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="fresh interpreters for the import time")
+    parser.add_argument("--cpu", type=int, default=0, metavar="N",
+                        help="only the device's CPU per lifecycle over HTTP, N lifecycles per run")
+    parser.add_argument("--root", type=Path, action="append", help="checkout to measure with --cpu (repeatable)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --cpu runs, checkouts interleaved")
     args = parser.parse_args()
+    if args.cpu:
+        cpu_table([r.resolve() for r in (args.root or [Path(__file__).resolve().parents[1]])], args.cpu, args.rounds)
+        return
     low, mid = import_time(args.runs)
     print(f"import client_sdk ({args.runs} runs): min {low:.1f} ms, median {mid:.1f} ms")
     with tempfile.TemporaryDirectory() as tmp:

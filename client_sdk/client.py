@@ -23,6 +23,7 @@ draw), so the collector's duplicate detection makes retries safe.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import sqlite3
@@ -433,13 +434,13 @@ class Client:
                 self._fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
                            retry_after(response, now))
                 return False
-            listed = campaign_list(response)
-            if listed is None:
+            listing = _parsed_listing(response.body)
+            if listing is None:
                 self._fail("unexpected_answer", "GET /v1/campaigns did not answer a list of campaigns", None)
                 return False
-            fresh: dict[str, tuple[Spec, dict]] = {}
+            fresh: dict[str, tuple[Spec, dict, str]] = {}
             for campaign in list(self._wanted):
-                item = listed.get(campaign)
+                item = listing.items.get(campaign)
                 if item is None:
                     if campaign not in self._unknown:
                         self._log_once(("unknown", campaign), "campaign %s: the collector has no such campaign",
@@ -451,21 +452,20 @@ class Client:
                     self._closed_campaigns.add(campaign)
                     continue
                 self._closed_campaigns.discard(campaign)
-                try:
-                    spec = load_spec(item["spec"])
-                except SpecError as exc:
-                    self._spec_errors[campaign] = exc
+                parsed = listing.parsed(campaign)
+                if isinstance(parsed, SpecError):
+                    self._spec_errors[campaign] = parsed
                     continue
-                if spec.fingerprint != item.get("fingerprint") or spec.name != campaign:
+                if parsed is None:
                     self._log_once(("fingerprint", campaign), "campaign %s: the spec does not match its fingerprint",
                                    campaign)
                     continue
                 self._spec_errors.pop(campaign, None)
-                fresh[campaign] = (spec, _with_aggregators(spec, item["spec"], item.get("aggregators")))
-            with self.state.without_fsync(), self.state.transaction():  # a cache: lost in a power cut, fetched again
-                for campaign, (spec, body) in fresh.items():
-                    self.state.cache_spec(campaign, body, spec.fingerprint, now)
-            for campaign, (spec, body) in fresh.items():
+                fresh[campaign] = parsed
+            with self.state.without_fsync():  # a cache: lost in a power cut, fetched again
+                self.state.cache_spec_texts([(campaign, text, spec.fingerprint, now)
+                                             for campaign, (spec, _, text) in fresh.items()])
+            for campaign, (spec, body, _) in fresh.items():
                 self._aggregators[campaign] = body.get("aggregators")
                 self._specs[campaign] = (spec, now)
                 self._cached_at[campaign] = now
@@ -499,8 +499,13 @@ class Client:
     def _mechanism(self, spec: Spec) -> Mechanism:
         mechanism = self._mechanisms.get(spec.fingerprint)
         if mechanism is None:
-            options = self._rappor_options(spec) if spec.mechanism == "rappor" else {}
-            mechanism = self._mechanisms[spec.fingerprint] = mechanism_from_spec(spec, rng=self.rng, **options)
+            if spec.mechanism == "rappor":  # its memoized responses belong to this device's secret
+                mechanism = mechanism_from_spec(spec, rng=self.rng, **self._rappor_options(spec))
+            elif self.rng is None:
+                mechanism = _shared_mechanism(spec)
+            else:
+                mechanism = mechanism_from_spec(spec, rng=self.rng)
+            self._mechanisms[spec.fingerprint] = mechanism
         return mechanism
 
     def _rappor_options(self, spec: Spec) -> dict[str, Any]:
@@ -532,22 +537,35 @@ class Client:
         return result
 
     def _deliver(self, result: FlushResult, deadline: float, retry: bool) -> None:
-        "One campaign per request, campaigns in a random order, until the queue is empty or the deadline"
+        """One campaign per request, campaigns in a random order, until the queue is empty or the deadline; the
+        reports acknowledged in a round leave the queue together at its end (or before a backoff wait)"""
         while self._upload_enabled:
             campaigns = _shuffled(self.queue.campaigns())
             if not campaigns:
                 return
-            for campaign in campaigns:
-                wait = self._next_attempt - self.clock()
-                if wait > 0 and retry:
-                    if time.monotonic() + wait > deadline:
+            acknowledged: list[str] = []
+            try:
+                for campaign in campaigns:
+                    wait = self._next_attempt - self.clock()
+                    if wait > 0 and retry:
+                        if time.monotonic() + wait > deadline:
+                            return
+                        self._remove(acknowledged)
+                        self.sleep(wait)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._upload_enabled:
                         return
-                    self.sleep(wait)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._upload_enabled:
-                    return
-                if not self._send_batch(campaign, result, min(self.timeout, remaining)) and not retry:
-                    return
+                    if not self._send_batch(campaign, result, min(self.timeout, remaining), acknowledged) \
+                            and not retry:
+                        return
+            finally:
+                self._remove(acknowledged)
+
+    def _remove(self, acknowledged: list[str]) -> None:
+        "Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove)"
+        if acknowledged:
+            self.queue.remove(acknowledged)
+            acknowledged.clear()
 
     def close(self, timeout: float | None = None) -> FlushResult:
         """Stop the sender and deliver for at most ``timeout`` (default ``close_timeout``) seconds, trying at once
@@ -613,14 +631,22 @@ class Client:
                 campaigns = _shuffled(self.queue.campaigns())
                 if not campaigns:
                     return
-                for campaign in campaigns:
-                    if self._closed or not self._upload_enabled or self.clock() < self._next_attempt:
-                        return
-                    if not self._send_batch(campaign, result, self.timeout):
-                        return
+                acknowledged: list[str] = []
+                try:
+                    for campaign in campaigns:
+                        if self._closed or not self._upload_enabled or self.clock() < self._next_attempt:
+                            return
+                        if not self._send_batch(campaign, result, self.timeout, acknowledged):
+                            return
+                finally:
+                    self._remove(acknowledged)
 
-    def _send_batch(self, campaign: str, result: FlushResult, timeout: float) -> bool:
-        "Send the oldest batch of ``campaign``; False if the attempt failed (the batch stays, a backoff is set)"
+    def _send_batch(self, campaign: str, result: FlushResult, timeout: float,
+                    acknowledged: list[str] | None = None) -> bool:
+        """Send the oldest batch of ``campaign``; False if the attempt failed (the batch stays, a backoff is set).
+        The reports the answer acknowledges leave the queue now, or are added to ``acknowledged`` for the caller
+        to remove (they are then sent again only if the device dies first: the collector counts them as
+        duplicates)"""
         batch = self.queue.peek(self._batch_limit, self.max_request_bytes, campaign)
         if not batch:
             return True
@@ -643,7 +669,10 @@ class Client:
                 return False
             for report_id, reason in list(verdict.items())[:20]:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
-            self.queue.remove(ids)
+            if acknowledged is None:
+                self.queue.remove(ids)
+            else:
+                acknowledged.extend(ids)
             result.sent += len(ids) - len(verdict)
             result.rejected += len(verdict)
             self._sent += len(ids) - len(verdict)
@@ -697,6 +726,65 @@ class Client:
 
     def _send(self, request: Request, timeout: float | None = None) -> Response:
         return self.transport.send(request, self.timeout if timeout is None else timeout)
+
+
+class _Listing:
+    """A ``GET /v1/campaigns`` answer, parsed: its items by name, and each item's spec parsed and checked against its
+    fingerprint on first use (the Spec, the body the state file caches and that body's JSON; a SpecError; or None
+    when the fingerprint does not match)"""
+
+    def __init__(self, body: bytes, items: dict[str, dict]) -> None:
+        self.body, self.items = body, items
+        self._parsed: dict[str, tuple[Spec, dict, str] | SpecError | None] = {}
+
+    def parsed(self, campaign: str) -> tuple[Spec, dict, str] | SpecError | None:
+        if campaign in self._parsed:
+            return self._parsed[campaign]
+        item = self.items[campaign]
+        result: tuple[Spec, dict, str] | SpecError | None
+        try:
+            spec = load_spec(item["spec"])
+        except SpecError as exc:
+            result = exc
+        else:
+            if spec.fingerprint != item.get("fingerprint") or spec.name != campaign:
+                result = None
+            else:
+                body = _with_aggregators(spec, item["spec"], item.get("aggregators"))
+                result = (spec, body, json.dumps(body))
+        self._parsed[campaign] = result
+        return result
+
+
+_LAST_LISTING: list[_Listing] = []
+
+
+def _parsed_listing(body: bytes) -> _Listing | None:
+    """The parsed listing, from the process's last one when the collector answered the same bytes (every device of
+    a process, as in the demo, gets the same listing: Specs are immutable, so they can share its parse)"""
+    last = _LAST_LISTING[:1]
+    if last and last[0].body == body:
+        return last[0]
+    items = campaign_list(Response(200, {}, body))
+    if items is None:
+        return None
+    listing = _Listing(body, items)
+    _LAST_LISTING[:] = [listing]
+    return listing
+
+
+_SHARED_MECHANISMS: dict[str, Mechanism] = {}
+
+
+def _shared_mechanism(spec: Spec) -> Mechanism:
+    """The process's randomizer for ``spec`` drawing from the OS CSPRNG (built once per spec: it keeps no state
+    between reports); never a RAPPOR one, whose memoized responses belong to one device"""
+    mechanism = _SHARED_MECHANISMS.get(spec.fingerprint)
+    if mechanism is None:
+        if len(_SHARED_MECHANISMS) >= 256:
+            _SHARED_MECHANISMS.clear()
+        mechanism = _SHARED_MECHANISMS[spec.fingerprint] = mechanism_from_spec(spec)
+    return mechanism
 
 
 def _with_aggregators(spec: Spec, body: dict, aggregators: Any) -> dict:

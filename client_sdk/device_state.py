@@ -70,11 +70,13 @@ def load_or_create_device_state(
 ) -> DeviceState:
     "The state stored under ``state_dir``, created with a fresh secret from ``rng`` (the CSPRNG) if absent"
     directory = Path(state_dir)
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / file_name
-    if not path.exists():
-        fresh = DeviceState((rng or SECURE_RANDOM).token_bytes(SECRET_BYTES))
-        _create_exclusively(path, json.dumps(fresh.to_dict()).encode())
+    if os.path.exists(path):
+        return _load(path)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fresh = DeviceState((rng or SECURE_RANDOM).token_bytes(SECRET_BYTES))
+    if _create_exclusively(path, json.dumps(fresh.to_dict()).encode()):
+        return fresh  # what this call wrote (0600, fsynced): no need to read it back
     return _load(path)
 
 
@@ -91,10 +93,15 @@ def _load(path: Path) -> DeviceState:
     return DeviceState.from_dict(data)
 
 
-def _create_exclusively(path: Path, content: bytes) -> None:
-    "Write ``content`` to ``path`` with mode 0600 unless another process created it first"
+def _create_exclusively(path: Path, content: bytes) -> bool:
+    "Write ``content`` to ``path`` with mode 0600 unless another process created it first; True if this call did"
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL  # a new file, so its mode is 0600 (or tighter, by the umask)
+    try:
+        descriptor = os.open(temporary, flags, 0o600)
+    except FileExistsError:  # left by a crashed process that had this pid
+        temporary.unlink()
+        descriptor = os.open(temporary, flags, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(content)
@@ -103,7 +110,8 @@ def _create_exclusively(path: Path, content: bytes) -> None:
         try:
             os.link(temporary, path)  # fails if the file appeared meanwhile: keep the first secret
         except FileExistsError:
-            pass
+            return False
+        return True
     finally:
         temporary.unlink(missing_ok=True)
 

@@ -131,8 +131,8 @@ class ReportQueue:
     def drop_expired(self, now: float) -> int:
         "Drop reports older than the age limit (one indexed statement unless something expired)"
         with self.state.lock:
-            dropped = self.state.conn.execute("DELETE FROM queue WHERE created < ?",
-                                              (now - self.limits.max_age_seconds,)).rowcount
+            dropped = self.state.fsync_commits().execute("DELETE FROM queue WHERE created < ?",
+                                                         (now - self.limits.max_age_seconds,)).rowcount
             if dropped:
                 self.state.add_to_counter("dropped_age_limit", dropped)
                 logger.warning("report queue limits dropped %d old reports (dropped_age_limit=%d)", dropped, dropped)

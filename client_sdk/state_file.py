@@ -9,7 +9,12 @@ The directory is made 0700 and the database files 0600 (POSIX): perturbed report
 device's own business.  A file that is not a usable SQLite database raises :class:`StateFileError`, never a raw
 ``sqlite3.DatabaseError``.  Only the removal of acknowledged reports and the spec cache commit without an fsync
 (:meth:`StateFile.without_fsync`): losing them in a power cut loses no report.  The schema is created in one
-transaction and versioned with ``user_version``, so an up-to-date file costs one statement to check.
+transaction and versioned with ``user_version``, so an up-to-date file costs one statement to check; a file
+this open creates gets it in one script (``executescript``), its version not read.
+
+Why WAL: a record's commit is one append to the WAL and one fsync (a rollback journal needs two fsyncs and a
+journal file created and deleted per commit), and only in WAL mode does ``synchronous=NORMAL`` still give an
+atomic commit without an fsync, which the removals and the spec cache use.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from .errors import StateFileError
 
 STATE_FILE_NAME = "ldp-telemetry.sqlite3"
 SCHEMA_VERSION = 2
+PAGE_SIZE = 1024  # of new files: a device's state is small, and each commit writes whole pages to the WAL
 
 # Running totals of the queue are kept by triggers, so its length and size cost one indexed read.
 SCHEMA = (
@@ -60,26 +66,57 @@ class StateFile:
         self.path = directory / STATE_FILE_NAME
         try:
             _private_directory(directory)
-            _private_file(self.path)
+            self.fresh = _private_file(self.path)
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise StateFileError(f"cannot open the SDK state file {self.path}: {exc}") from exc
         self.lock = threading.RLock()
         self._depth = 0
+        self._synchronous = ""  # the level last set on the connection (set again only when it changes)
+        self._no_fsync = False
         try:
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = FULL")
-            if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                with self.transaction() as conn:
-                    for statement in SCHEMA:  # not executescript: it would commit the transaction
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if self.fresh:  # this call created the file: no version to check, one script makes it
+                self._create()
+            else:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    with self.transaction() as conn:
+                        for statement in SCHEMA:  # not executescript: it would commit the transaction
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise StateFileError(f"the SDK state file {self.path} is damaged or not an SDK state file ({exc}); "
                                  "move it away or call client_sdk.delete_local_data(state_dir)") from exc
-        for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; tighten files from older versions
-            _restrict(self.path.with_name(self.path.name + suffix))
+        if not self.fresh:  # SQLite gives them the database's mode; tighten files from older versions
+            for suffix in ("-wal", "-shm"):
+                _restrict(self.path.with_name(self.path.name + suffix))
+
+    def _create(self) -> None:
+        """A new file: small pages (a device's file is small, and a commit writes whole pages to the WAL), WAL, the
+        schema in one transaction, committed without an fsync (a power cut loses only the empty tables, made
+        again on the next open; the first record's fsync makes them durable with it)"""
+        script = ";".join((f"PRAGMA page_size = {PAGE_SIZE}", "PRAGMA journal_mode = WAL",
+                           "PRAGMA synchronous = NORMAL", "BEGIN IMMEDIATE", *SCHEMA,
+                           f"PRAGMA user_version = {SCHEMA_VERSION}", "COMMIT"))
+        try:
+            self.conn.executescript(script)
+        except sqlite3.Error:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self._synchronous = "NORMAL"
+
+    def _sync(self, level: str) -> None:
+        if self._synchronous != level:
+            self.conn.execute(f"PRAGMA synchronous = {level}")
+            self._synchronous = level
+
+    def fsync_commits(self) -> sqlite3.Connection:
+        """The connection, set so that its next commit is fsynced unless inside :meth:`without_fsync` (for a write
+        autocommitted outside :meth:`transaction`; hold ``lock``)"""
+        self._sync("NORMAL" if self._no_fsync else "FULL")
+        return self.conn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -92,6 +129,7 @@ class StateFile:
                 finally:
                     self._depth -= 1
                 return
+            self.fsync_commits()
             self.conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
@@ -108,16 +146,18 @@ class StateFile:
         """Writes whose loss in a power cut is harmless, committed without an fsync of the WAL (``synchronous =
         NORMAL``; still atomic): removing acknowledged reports (one that comes back is sent again, and the
         collector counts it as a duplicate of the stored one) and caching specs (fetched again).  The next
-        ``synchronous = FULL`` commit (a record) fsyncs the WAL with them.  Inside a transaction: that one's."""
+        ``synchronous = FULL`` commit (a record) fsyncs the WAL with them.  Inside a transaction: that one's.
+        The level is set again only when it changes (every other commit sets FULL first)."""
         with self.lock:
             if self._depth:
                 yield self.conn
                 return
-            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._sync("NORMAL")
+            previous, self._no_fsync = self._no_fsync, True
             try:
                 yield self.conn
             finally:
-                self.conn.execute("PRAGMA synchronous = FULL")
+                self._no_fsync = previous
 
     def close(self) -> None:
         with self.lock:
@@ -134,6 +174,13 @@ class StateFile:
         with self.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO specs (campaign, body, fingerprint, fetched) VALUES (?, ?, ?, ?)",
                          (campaign, json.dumps(spec), fingerprint, now))
+
+    def cache_spec_texts(self, rows: list[tuple[str, str, str, float]]) -> None:
+        "Cache several specs at once: (campaign, spec JSON, fingerprint, fetched) each, in one transaction"
+        if rows:
+            with self.transaction() as conn:
+                conn.executemany("INSERT OR REPLACE INTO specs (campaign, body, fingerprint, fetched) "
+                                 "VALUES (?, ?, ?, ?)", rows)
 
     # -- settings and counters --------------------------------------------------------------------------------
     def setting(self, name: str, default: str) -> str:
@@ -166,15 +213,28 @@ def delete_local_data(state_dir: str | Path) -> None:
 
 
 def _private_directory(directory: Path) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    "Make the directory 0700 (a new one is made so: the umask can only take bits away), or tighten it"
+    try:
+        os.mkdir(directory, 0o700)
+        return
+    except FileNotFoundError:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(directory, 0o700)
+        return
+    except FileExistsError:
+        pass
     _restrict(directory, 0o700)
 
 
-def _private_file(path: Path) -> None:
-    "Create the database file with mode 0600 before SQLite opens it (SQLite would use the umask)"
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(descriptor)
-    _restrict(path)
+def _private_file(path: Path) -> bool:
+    """Create the database file with mode 0600 before SQLite opens it (SQLite would use the umask), or tighten the
+    one there; True if this call created it"""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        return True
+    except FileExistsError:
+        _restrict(path)
+        return False
 
 
 def _restrict(path: Path, mode: int = 0o600) -> None:

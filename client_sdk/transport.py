@@ -10,8 +10,8 @@ Exceptions::
     └── UnknownCampaign            permanent: the collector has no campaign of that name
 
 HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides what each
-answer means for the queue (see ``client_sdk.client``).  Standard library only; ``http.client`` (which pulls in
-``email`` and ``ssl``) is imported on the first request, so ``import client_sdk`` stays cheap.
+answer means for the queue (see ``client_sdk.client``).  Standard library only; ``socket`` (and ``ssl`` for
+https, ``urllib`` with proxies) is imported on the first request, so ``import client_sdk`` stays cheap.
 """
 
 from __future__ import annotations
@@ -121,12 +121,13 @@ def _shared_opener(use_env_proxies: bool) -> Any:
 class UrllibTransport:
     """The production transport, standard library only.
 
-    Direct connections (the default) go through ``http.client`` and are kept alive: a connection whose answer
-    allows it waits for the next request to the same origin (at most ``MAX_IDLE`` per origin, closed by
-    :meth:`close`), so a flush's requests share one TCP (and TLS) handshake.  A request that fails on a reused
-    connection before any answer arrived (the server had closed it while idle) is sent once more on a new one:
-    safe, since a GET changes nothing and the collector deduplicates reports by id.  Nagle's algorithm is off,
-    so a request's headers and body are not held back waiting for an acknowledgement.
+    Direct connections (the default) speak HTTP/1.1 themselves (:class:`_Connection`: ``socket``, and ``ssl``
+    for https, with the system's certificate checks) and are kept alive: a connection whose answer allows it
+    waits for the next request to the same origin (at most ``MAX_IDLE`` per origin, closed by :meth:`close`), so
+    a flush's requests share one TCP (and TLS) handshake.  A request that fails on a reused connection before any
+    answer arrived (the server had closed it while idle) is sent once more on a new one: safe, since a GET
+    changes nothing and the collector deduplicates reports by id.  Nagle's algorithm is off, and a request goes
+    out in one write.
 
     ``use_env_proxies``: through ``urllib.request`` with the environment's proxies, one connection per request."""
 
@@ -137,80 +138,59 @@ class UrllibTransport:
 
         self._use_env_proxies = use_env_proxies
         self._opener: Any = None
-        self._idle: dict[tuple[str, str, int | None], list[Any]] = {}
+        self._idle: dict[tuple[str, str, int | None], list[_Connection]] = {}
         self._idle_lock = threading.Lock()
 
     def send(self, request: Request, timeout: float) -> Response:
         if self._use_env_proxies:
             return self._send_urllib(request, timeout)
-        import http.client
-        from urllib.parse import urlsplit
-
-        try:
-            parts = urlsplit(request.url)
-            origin = (parts.scheme, parts.hostname or "", parts.port)
-        except ValueError as exc:
-            raise NetworkError(f"request to {request.url!r} failed: {exc}") from exc
-        if origin[0] not in ("http", "https") or not origin[1]:
-            raise NetworkError(f"cannot reach {request.url!r}: not an http(s) URL")
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        origin, target = _split_url(request.url)
         while True:
             connection, reused = self._checkout(origin, timeout)
             try:
                 if connection.sock is None:
                     self._connect(connection, request.url)
-                connection.request(request.method, target, request.body, request.headers)
-                answer = connection.getresponse()
-                body = answer.read()
+                status, headers, body, will_close = connection.exchange(request.method, target, request.headers,
+                                                                        request.body)
             except TimeoutError as exc:
                 connection.close()
                 raise RequestTimeout(f"no answer from {_origin(request.url)} within {timeout} s") from exc
-            except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
-                    http.client.RemoteDisconnected) as exc:
+            except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as exc:
                 connection.close()
                 if reused:  # closed by the server while idle: once more on a new connection
                     continue
                 raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
-            except (OSError, ValueError, http.client.HTTPException) as exc:  # protocol errors, bad headers
+            except (OSError, ValueError) as exc:  # protocol errors (ProtocolError), bad headers
                 connection.close()
                 raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
-            headers = {k.lower(): v for k, v in answer.getheaders()}
-            if answer.will_close:
+            if will_close:
                 connection.close()
             else:
                 self._checkin(origin, connection)
-            return Response(answer.status, headers, body)
+            return Response(status, headers, body)
 
     @staticmethod
-    def _connect(connection: Any, url: str) -> None:
+    def _connect(connection: _Connection, url: str) -> None:
         "Open the connection's socket (TLS included) with Nagle's algorithm off"
-        import socket
-
         try:
             connection.connect()
         except TimeoutError:
             raise
-        except OSError as exc:  # refused, unreachable, DNS failure, certificate errors
+        except (OSError, ValueError) as exc:  # refused, unreachable, DNS failure, certificate errors
             connection.close()
             raise NetworkError(f"cannot reach {_origin(url)}: {exc}") from exc
-        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def _checkout(self, origin: tuple[str, str, int | None], timeout: float) -> tuple[Any, bool]:
+    def _checkout(self, origin: tuple[str, str, int | None], timeout: float) -> tuple[_Connection, bool]:
         "An idle connection to ``origin`` (reused) or a new, not yet connected one"
         with self._idle_lock:
             idle = self._idle.get(origin)
             connection = idle.pop() if idle else None
-        if connection is not None:
-            connection.timeout = timeout
+        if connection is not None and connection.sock is not None:
             connection.sock.settimeout(timeout)
             return connection, True
-        import http.client
+        return _Connection(*origin, timeout), False
 
-        scheme, host, port = origin
-        factory = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        return factory(host, port, timeout=timeout), False
-
-    def _checkin(self, origin: tuple[str, str, int | None], connection: Any) -> None:
+    def _checkin(self, origin: tuple[str, str, int | None], connection: _Connection) -> None:
         with self._idle_lock:
             idle = self._idle.setdefault(origin, [])
             if len(idle) < self.MAX_IDLE:
@@ -302,6 +282,171 @@ class WSGITransport:
             if close is not None:
                 close()
         return Response(captured["status"], {k.lower(): v for k, v in captured["headers"]}, data)
+
+
+class ProtocolError(ValueError):
+    "The answer is not HTTP/1.x as RFC 9112 frames it (status line, header fields, body length)"
+
+
+MAX_LINE = 65536  # the limits of http.client: a header line, and the number of header fields
+MAX_HEADERS = 100
+_TLS: list[Any] = []  # the process's TLS context, made on the first https connection (loading CAs is slow)
+
+
+class _Connection:
+    """One HTTP/1.1 connection: the request written in one ``sendall``, the answer read by RFC 9112's framing.
+
+    Only what a collector's answer needs, and cheaper than ``http.client``, which parses every answer's header
+    with the ``email`` package: the status line (``1xx`` interim answers skipped), header fields (names lower
+    case; a repeated field keeps its last value), and a body framed by ``Transfer-Encoding: chunked``,
+    ``Content-Length`` or the end of the connection (none after 1xx, 204 and 304).  Malformed answers raise
+    :class:`ProtocolError`, timeouts ``TimeoutError``, a connection the server closed before answering
+    ``ConnectionResetError``."""
+
+    def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
+        self.scheme, self.host, self.timeout = scheme, host, timeout
+        self.port = port or (443 if scheme == "https" else 80)
+        default = port is None or port == (443 if scheme == "https" else 80)
+        name = f"[{host}]" if ":" in host else host  # an IPv6 literal
+        self.host_header = name if default else f"{name}:{self.port}"
+        self.sock: Any = None
+        self._reader: Any = None
+
+    def connect(self) -> None:
+        import socket
+
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.scheme == "https":
+                sock = _tls_context().wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock, self._reader = sock, sock.makefile("rb")
+
+    def close(self) -> None:
+        sock, reader, self.sock, self._reader = self.sock, self._reader, None, None
+        if reader is not None:
+            reader.close()
+        if sock is not None:
+            sock.close()
+
+    def exchange(self, method: str, target: str, headers: dict[str, str], body: bytes | None
+                 ) -> tuple[int, dict[str, str], bytes, bool]:
+        "Send one request, read its answer: status, headers, body and whether the connection must close"
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity"]
+        for name, value in headers.items():
+            lines.append(f"{name}: {value}")
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body or b'')}")
+        joined = "".join(lines)
+        if "\n" in joined or "\r" in joined or not target.isascii() or " " in target:
+            raise ValueError("a header or the URL holds a line break, a space or non-ASCII text")
+        self.sock.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + (body or b""))
+        reader = self._reader
+        while True:
+            line = reader.readline(MAX_LINE + 1)
+            if not line:
+                raise ConnectionResetError("the server closed the connection without answering")
+            version, status = _status_line(line)
+            fields = _header_fields(reader)
+            if not 100 <= status < 200 or status == 101:
+                break
+        connection = fields.get("connection", "").lower()
+        will_close = "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection)
+        if 100 <= status < 200 or status in (204, 304) or method == "HEAD":
+            return status, fields, b"", will_close
+        coding = fields.get("transfer-encoding")
+        if coding is not None:
+            if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
+                return status, fields, _chunked_body(reader), will_close
+            return status, fields, reader.read(), True  # another coding: the body ends with the connection
+        length = fields.get("content-length")
+        if length is None:
+            return status, fields, reader.read(), True
+        if not length.strip().isdigit():
+            raise ProtocolError(f"Content-Length {length!r}")
+        size = int(length)
+        data = reader.read(size)
+        if len(data) != size:
+            raise ProtocolError(f"the body ended after {len(data)} of {size} bytes")
+        return status, fields, data, will_close
+
+
+def _status_line(line: bytes) -> tuple[str, int]:
+    if len(line) > MAX_LINE:
+        raise ProtocolError("status line too long")
+    parts = line.split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not (len(parts[1]) == 3 and parts[1].isdigit()):
+        raise ProtocolError(f"bad status line {line[:80]!r}")
+    return parts[0].decode("ascii"), int(parts[1])
+
+
+def _header_fields(reader: Any) -> dict[str, str]:
+    "Header fields up to the empty line (names lower case, values decoded as ISO-8859-1 as http.client does)"
+    fields: dict[str, str] = {}
+    last = None
+    for _ in range(MAX_HEADERS + 1):
+        line = reader.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise ProtocolError("header line too long")
+        if line in (b"\r\n", b"\n", b""):
+            return fields
+        text = line.decode("latin-1")
+        if text[0] in " \t" and last is not None:  # obsolete line folding
+            fields[last] += " " + text.strip()
+            continue
+        name, colon, value = text.partition(":")
+        if not colon or not name or name != name.strip():
+            raise ProtocolError(f"bad header line {text[:80]!r}")
+        last = name.lower()
+        fields[last] = value.strip()
+    raise ProtocolError(f"more than {MAX_HEADERS} header fields")
+
+
+def _chunked_body(reader: Any) -> bytes:
+    parts = []
+    while True:
+        line = reader.readline(MAX_LINE + 1)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ProtocolError(f"bad chunk size {line[:40]!r}") from None
+        if size < 0:
+            raise ProtocolError("negative chunk size")
+        if size == 0:
+            _header_fields(reader)  # trailer fields, up to the empty line
+            return b"".join(parts)
+        data = reader.read(size)
+        if len(data) != size or reader.readline(MAX_LINE + 1) not in (b"\r\n", b"\n"):
+            raise ProtocolError("a chunk ended early")
+        parts.append(data)
+
+
+def _tls_context() -> Any:
+    "The system's default TLS context (certificate and host name checks on), one for the process"
+    if not _TLS:
+        import ssl
+
+        context = ssl.create_default_context()
+        context.set_alpn_protocols(["http/1.1"])
+        _TLS.append(context)
+    return _TLS[0]
+
+
+def _split_url(url: str) -> tuple[tuple[str, str, int | None], str]:
+    "The origin (scheme, host, port) and the request target of an http(s) URL; NetworkError if it is not one"
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        origin = (parts.scheme, parts.hostname or "", parts.port)
+    except ValueError as exc:
+        raise NetworkError(f"request to {url!r} failed: {exc}") from exc
+    if origin[0] not in ("http", "https") or not origin[1]:
+        raise NetworkError(f"cannot reach {url!r}: not an http(s) URL")
+    return origin, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _origin(url: str) -> str:

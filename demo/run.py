@@ -182,17 +182,33 @@ def draw_population(campaigns: Sequence[DemoCampaign], users: int, rng: np.rando
 
 
 def report_through_sdk(url: str, ingest_key: str, population: dict[str, list], state_root: Path,
-                       progress: Progress | None = None, workers: int = SDK_WORKERS) -> None:
+                       progress: Progress | None = None, workers: int = SDK_WORKERS,
+                       processes: int | None = None) -> None:
     """Each user is a device: its own Client and state directory; it records one value per campaign and flushes.
 
-    A few users report at the same time (threads), as devices do; most of a user's time is spent waiting for
-    the network and for fsync, so this is what keeps the default run under a minute."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    A few users report at the same time (``workers`` threads in all), as devices do.  The devices run in
+    ``processes`` worker processes (default: one per CPU, at most 2; each a fresh interpreter, ``python -c``)
+    so that their CPU work is not held to one core by one interpreter lock; user ``i`` goes to process
+    ``i % processes``.  Each worker reports every finished user to this process, which advances ``progress``;
+    the first user that fails stops the others and raises its message.  ``processes=1`` runs the threads here."""
+    import os
 
     users = len(next(iter(population.values())))
+    processes = max(1, min(processes or min(2, os.cpu_count() or 1), users or 1))
+    if processes == 1:
+        _report_users(url, ingest_key, population, list(range(users)), state_root, workers, progress)
+        return
+    _report_in_processes(url, ingest_key, population, users, state_root, progress, workers, processes)
+
+
+def _report_users(url: str, ingest_key: str, population: dict[str, list], users: list[int], state_root: Path,
+                  workers: int, progress: Progress | None) -> None:
+    "``users`` report from ``workers`` threads of this process; the first failure cancels the rest and raises"
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldp-demo-user") as pool:
         futures = [pool.submit(_one_user, url, ingest_key, population, user, state_root / f"device-{user}")
-                   for user in range(users)]
+                   for user in users]
         try:
             for future in as_completed(futures):
                 future.result()
@@ -202,6 +218,98 @@ def report_through_sdk(url: str, ingest_key: str, population: dict[str, list], s
             for future in futures:
                 future.cancel()
             raise
+
+
+def _report_in_processes(url: str, ingest_key: str, population: dict[str, list], users: int, state_root: Path,
+                         progress: Progress | None, workers: int, processes: int) -> None:
+    """The worker processes of :func:`report_through_sdk`: each gets its share of users (and the whole
+    population, pickled on its standard input) and writes a line per finished user, or the failure's message"""
+    import pickle
+    import queue
+    import subprocess
+    import sys
+
+    state_root.mkdir(parents=True, exist_ok=True)
+    level = logging.getLogger("client_sdk").level
+    code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); from demo.run import _sdk_worker; "
+            "_sdk_worker()")
+    events: queue.Queue[tuple[int, str]] = queue.Queue()
+    children: list[subprocess.Popen] = []
+
+    def relay(index: int, stream: Any) -> None:
+        with stream:
+            for line in stream:
+                events.put((index, line.rstrip("\n")))
+        events.put((index, ""))  # the worker has exited (or closed its output)
+
+    try:
+        for index in range(processes):
+            with open(state_root / f"worker-{index}.log", "ab") as log:
+                child = subprocess.Popen([sys.executable, "-c", code, json.dumps(sys.path)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log)
+            children.append(child)
+            assert child.stdin is not None and child.stdout is not None
+            share = list(range(index, users, processes))
+            threads = max(1, workers // processes + (index < workers % processes))
+            try:
+                pickle.dump((url, ingest_key, population, share, state_root, threads, level), child.stdin)
+                child.stdin.close()
+            except BrokenPipeError:  # it died at once: its exit status and log say why (below)
+                pass
+            reader = threading.Thread(target=relay, args=(index, _text(child.stdout)), daemon=True,
+                                      name=f"ldp-demo-worker-{index}")
+            reader.start()
+        running = processes
+        while running:
+            index, line = events.get()
+            if line == "1":
+                if progress is not None:
+                    progress(1)
+            elif line.startswith("error "):
+                raise RuntimeError(json.loads(line[len("error "):]))
+            elif line == "":
+                if children[index].wait() != 0:
+                    tail = (state_root / f"worker-{index}.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"a demo device process failed (exit {children[index].returncode}):\n{tail}")
+                running -= 1
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
+
+
+def _text(stream: Any) -> Any:
+    import io
+
+    return io.TextIOWrapper(stream, encoding="utf-8")
+
+
+def _sdk_worker() -> None:
+    """A worker process of :func:`report_through_sdk`: reads its share from standard input, runs it on threads,
+    writes ``1`` per finished user, or ``error <JSON message>`` for the first failure and exits 1"""
+    import pickle
+    import sys
+
+    url, ingest_key, population, users, state_root, workers, level = pickle.load(sys.stdin.buffer)
+    logging.getLogger("client_sdk").setLevel(level)
+    lock = threading.Lock()
+
+    def finished(count: int) -> None:
+        with lock:
+            sys.stdout.write("1\n" * count)
+            sys.stdout.flush()
+
+    try:
+        _report_users(url, ingest_key, population, users, state_root, workers, finished)
+    except Exception as exc:  # noqa: BLE001 (the message goes to the parent, which raises it)
+        message = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
+        with lock:
+            sys.stdout.write("error " + json.dumps(message) + "\n")
+            sys.stdout.flush()
+        sys.exit(1)
 
 
 def _one_user(url: str, ingest_key: str, population: dict[str, list], user: int, state_dir: Path) -> None:

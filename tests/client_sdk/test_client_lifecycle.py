@@ -66,3 +66,106 @@ def test_clients_share_one_urllib_opener(monkeypatch):
     assert _shared_opener(True) is first
     monkeypatch.setenv("http_proxy", "http://proxy-two.test:3128")
     assert _shared_opener(True) is not first  # the environment changed: a new opener sees it
+
+
+def test_devices_of_one_process_parse_the_same_listing_once(tmp_path, monkeypatch):
+    "Specs are immutable: the same listing bytes are parsed (and checked against their fingerprints) once"
+    import client_sdk.client as client_module
+
+    parsed: list[str] = []
+    original = client_module.load_spec
+
+    def counting(body):
+        parsed.append(body["name"])
+        return original(body)
+
+    monkeypatch.setattr(client_module, "load_spec", counting)
+    monkeypatch.setattr(client_module, "_LAST_LISTING", [])
+    fake = FakeCollector()
+    for device in range(3):
+        client = Client("http://collector.test", "key", tmp_path / f"d{device}", transport=MockTransport(fake),
+                        background=False, campaigns=["browser"])
+        assert client.record("browser", "chrome")
+        assert client.flush(timeout=5).remaining == 0
+        client.close(timeout=0)
+    assert fake.spec_fetches == 3 and parsed == ["browser"]
+    fake.extra_campaigns = [{"name": "c1", "version": 1, "fingerprint": "0" * 32,
+                             "spec": {"name": "c1", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b"]}}]
+    client = Client("http://collector.test", "key", tmp_path / "d3", transport=MockTransport(fake),
+                    background=False, campaigns=["browser", "c1"])
+    assert sorted(parsed) == ["browser", "browser", "c1"]  # another answer: parsed again
+    assert client.record("c1", "a").status.value == "held"  # its fingerprint does not match: no spec
+    client.close(timeout=0)
+
+
+def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
+    "OS-CSPRNG randomizers are built once per process; RAPPOR's (memoized responses, device secret) per device"
+    rappor = client_sdk.load_spec({"name": "r", "mechanism": "rappor", "candidates": ["x", "y"],
+                                   "rappor": {"k": 8, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}})
+    fake = FakeCollector()
+    fake.extra_campaigns = [{"name": "r", "version": 1, "fingerprint": rappor.fingerprint, "spec": rappor.to_dict()}]
+    clients = [Client("http://collector.test", "key", tmp_path / f"d{i}", transport=MockTransport(fake),
+                      background=False, campaigns=["browser", "r"]) for i in range(2)]
+    for client in clients:
+        assert client.record("browser", "chrome") and client.record("r", "x")
+    first, second = (c._mechanisms for c in clients)
+    assert first[SPEC.fingerprint] is second[SPEC.fingerprint]
+    assert first[rappor.fingerprint] is not second[rappor.fingerprint]
+    assert first[rappor.fingerprint].secret != second[rappor.fingerprint].secret
+    seeded = Client("http://collector.test", "key", tmp_path / "seeded", transport=MockTransport(fake),
+                    background=False, campaigns=["browser"], rng=client_sdk.DeterministicRandom(1))
+    assert seeded.record("browser", "chrome")
+    assert seeded._mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
+    for client in (*clients, seeded):
+        client.close(timeout=0)
+
+
+def traced_lifecycle(tmp_path, k: int) -> list[tuple[str, int]]:
+    "Each state-file statement of one lifecycle with the synchronous level in force (2 FULL, 1 NORMAL)"
+    fake = FakeCollector()
+    specs = campaigns(k)
+    fake.extra_campaigns = [{"name": s.name, "version": 1, "fingerprint": s.fingerprint, "spec": s.to_dict()}
+                            for s in specs[1:]]
+    statements: list[str] = []
+    original = client_sdk.state_file.sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = original(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    client_sdk.state_file.sqlite3.connect = traced
+    try:
+        client = Client("http://collector.test", "key", tmp_path / f"traced-{k}", transport=MockTransport(fake),
+                        background=False, campaigns=[s.name for s in specs])
+        for spec in specs:
+            assert client.record(spec.name, spec.domain[0])
+        assert client.flush(timeout=5).remaining == 0
+        client.close(timeout=0)
+    finally:
+        client_sdk.state_file.sqlite3.connect = original
+    level, out = 2, []  # SQLite's default level, FULL
+    for statement in (s.rstrip(";") for s in statements):
+        if statement.startswith("PRAGMA synchronous = "):
+            level = {"NORMAL": 1, "FULL": 2}[statement.rsplit(" ", 1)[1]]
+        out.append((statement, level))
+    return out
+
+
+def test_a_lifecycle_fsyncs_each_record_and_nothing_else(tmp_path):
+    """Write transactions of a fresh device with k campaigns: the schema, the spec cache, one per record, and one
+    removal of everything the flush got acknowledged; only the records' commits are fsynced"""
+    for k in (1, 4):
+        statements = traced_lifecycle(tmp_path, k)
+        commits = [level for statement, level in statements if statement == "COMMIT"]
+        executed = [item for i, item in enumerate(statements) if i == 0 or item != statements[i - 1]]
+        removals = [level for statement, level in executed if statement.startswith("DELETE FROM queue WHERE "
+                                                                                    "report_id IN")]
+        assert commits.count(2) == k and len(commits) == k + 2  # the records; the schema and spec cache at NORMAL
+        assert removals == [1]  # one statement (SQLite traces it again for each row its trigger fires on)
+        assert sum(s.startswith("PRAGMA synchronous") for s, _ in statements) <= 4  # set only when it changes
+
+
+def test_a_lifecycle_of_four_campaigns_runs_at_most_93_statements(tmp_path):
+    "The statements SQLite traces (triggers' included) of one fresh device with 4 campaigns: 103 before this bound"
+    assert lifecycle(tmp_path, 4)[1] <= 93

@@ -190,3 +190,168 @@ def test_closing_a_client_closes_its_transports_connections(keep_alive_server, t
     client = Client(url, "key", tmp_path / "device", transport=transport, background=False)
     client.close(timeout=0)
     assert httpd.closed.wait(5) and not transport._idle
+
+
+class CannedServer:
+    "A loopback server that answers each connection's requests with canned bytes, one answer per request read"
+
+    def __init__(self, answers: list[bytes], close_after: bool = False) -> None:
+        self.answers, self.close_after = list(answers), close_after
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while self.answers:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                while self.answers:
+                    request = self._read_request(conn)
+                    if request is None:
+                        break
+                    self.requests.append(request)
+                    conn.sendall(self.answers.pop(0))
+                    if self.close_after:
+                        break
+
+    @staticmethod
+    def _read_request(conn: socket.socket) -> bytes | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(body) < length:
+            body += conn.recv(65536)
+        return data
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.mark.parametrize("answer, body", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", b"hello"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nhel\r\n2\r\nlo\r\n0\r\nT: 1\r\n\r\n", b"hello"),
+    (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", b"ok"),
+    (b"HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n", b""),
+])
+def test_bodies_framed_by_length_chunks_or_nothing_keep_the_connection(answer, body):
+    server = CannedServer([answer, b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"])
+    transport = UrllibTransport()
+    first = transport.send(Request("POST", server.url + "/v1/reports?x=1", {"Authorization": "Bearer k"}, b"{}"), 5)
+    assert (first.status, first.body) == (200 if body else 204, body)
+    assert transport.send(Request("GET", server.url + "/v1/campaigns"), 5).body == b"next"
+    assert server.connections == 1  # kept alive across both
+    head = server.requests[0].split(b"\r\n\r\n")[0].split(b"\r\n")
+    assert head[0] == b"POST /v1/reports?x=1 HTTP/1.1" and b"Authorization: Bearer k" in head
+    assert f"Host: {server.url[7:]}".encode() in head and b"Content-Length: 2" in head
+    transport.close()
+    server.close()
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\n\r\nok",  # no length: the body ends with the connection
+])
+def test_answers_that_end_the_connection_are_read_and_not_kept(answer):
+    server = CannedServer([answer, b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"], close_after=True)
+    transport = UrllibTransport()
+    response = transport.send(Request("GET", server.url + "/"), 5)
+    assert response.status == 200 and response.body == b"ok"
+    assert response.headers.get("x-folded", "a b") == "a b"
+    assert not transport._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+    assert transport.send(Request("GET", server.url + "/"), 5).body == b"next"
+    assert server.connections == 2
+    transport.close()
+    server.close()
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",  # the connection ends inside the body
+    b"SMTP ready\r\n\r\n",
+    b"HTTP/1.1 2000 OK\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 101 + b"\r\n",
+])
+def test_malformed_answers_are_network_errors(answer):
+    server = CannedServer([answer], close_after=True)
+    with pytest.raises(NetworkError):
+        UrllibTransport().send(Request("GET", server.url + "/"), 5)
+    server.close()
+
+
+def test_headers_with_line_breaks_are_refused_before_sending():
+    server = CannedServer([b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"])
+    with pytest.raises(NetworkError):
+        UrllibTransport().send(Request("GET", server.url + "/", {"Authorization": "Bearer k\r\nX-Evil: 1"}), 5)
+    assert not server.requests
+    server.close()
+
+
+def test_a_request_loads_neither_http_client_nor_email():
+    "The answer is parsed by the transport itself: http.client would parse every header with the email package"
+    import json
+    import subprocess
+    import sys
+
+    server = CannedServer([b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"])
+    code = ("import sys, json; from client_sdk.transport import UrllibTransport, Request; "
+            f"r = UrllibTransport().send(Request('GET', {server.url + '/'!r}), 5); assert r.json() == {{}}; "
+            "print(json.dumps(sorted(sys.modules)))")
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                           text=True).stdout))
+    assert not {"http.client", "email", "email.parser", "ssl"} & loaded
+    server.close()
+
+
+def test_https_checks_the_certificate_and_speaks_tls(tmp_path, monkeypatch):
+    "A self-signed server: refused by the default context, answered once the test trusts its certificate"
+    import shutil
+    import ssl
+    import subprocess
+
+    from client_sdk import transport as module
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            try:
+                with server_context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(65536)
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecret")
+            except (ssl.SSLError, OSError):
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"https://localhost:{port}/"
+    monkeypatch.setattr(module, "_TLS", [])
+    with pytest.raises(NetworkError, match="certificate"):
+        UrllibTransport().send(Request("GET", url), 5)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr(module, "_TLS", [trusting])
+    assert UrllibTransport().send(Request("GET", url), 5).body == b"secret"
+    listener.close()

@@ -333,6 +333,16 @@ def test_device_state_is_created_once_with_private_permissions(tmp_path):
     assert sorted(os.listdir(state_dir)) == ["rappor_device.json"]
 
 
+def test_a_leftover_temporary_file_cannot_loosen_a_new_secret(tmp_path):
+    "A crashed process's temporary file (same pid, loose mode) is replaced, never reused with its mode"
+    temporary = tmp_path / f".rappor_device.json.{os.getpid()}.tmp"
+    temporary.write_text("stale")
+    os.chmod(temporary, 0o644)
+    state = load_or_create_device_state(tmp_path)
+    assert stat.S_IMODE(os.stat(tmp_path / "rappor_device.json").st_mode) == 0o600
+    assert load_or_create_device_state(tmp_path) == state and not temporary.exists()
+
+
 def test_device_state_tightens_loose_permissions(tmp_path):
     state = load_or_create_device_state(tmp_path)
     path = tmp_path / "rappor_device.json"
