@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+from concurrent.futures import Executor, Future
+from dataclasses import replace
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from demo.run import format_summary, run_demo
+from demo.run import CampaignSummary, format_summary, render_report, render_reports, run_demo
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
-from estimators.report import report_schema
+from estimators.report import ReportData, report_schema
 from estimators.report.model import value_rows
 from ldp_telemetry.cli import main
+from tests.estimators.report_fixtures import BROWSERS, browser_data, daily_browser, load_time_result
 
 USERS = 300
 CI_MULTIPLE = 3  # truth within 3 CI half-widths (about 6 standard errors) of every estimate
@@ -105,6 +109,54 @@ def test_demo_command_prints_the_summary_and_the_folder(tmp_path):
     assert "simulated users reported" in result.stdout
     assert str((tmp_path / "reports").resolve()) in result.stderr
     assert (tmp_path / "reports" / "browser.html").exists()
+
+
+class InlinePool(Executor):
+    "An executor that runs each task when it is submitted (render_reports' sharing, without a process)"
+
+    def __init__(self):
+        self.ran = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.ran.append(args[0].campaign)
+        future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def report_items():
+    "Report data as fetch_reports returns it: two campaigns, one without data (its summary), one more"
+    data = browser_data(truth={value: 0.2 for value in BROWSERS}, daily=daily_browser())
+    mean = ReportData(load_time_result(), truth=800.0)
+    missing = CampaignSummary("missing", "grr", None, None, None, note="no reports")
+    return [data, missing, replace(mean, result={**mean.result, "campaign": "load_ms"})]
+
+
+def test_each_campaign_report_draws_each_figure_once(tmp_path, monkeypatch):
+    "Issue 14 item 5: the HTML and the Markdown of a campaign share one drawing of each figure (it was four)"
+    from tests.estimators.test_report_formats import count_figure_draws
+
+    data = report_items()[0]
+    drawn = count_figure_draws(monkeypatch)
+    summary = render_report(data, tmp_path)
+    pngs = sorted(path.name for path in tmp_path.glob("*.png"))
+    assert pngs == ["browser-daily.png", "browser-frequencies.png", "browser-sqrt_n.png"]
+    assert len(drawn) == len(set(map(id, drawn))) == len(pngs)
+    assert summary.files == sorted([*pngs, "browser.html", "browser.json", "browser.md"])
+    html = (tmp_path / "browser.html").read_text()
+    for name in pngs:
+        assert base64.b64encode((tmp_path / name).read_bytes()).decode() in html
+
+
+def test_reports_are_shared_between_the_pool_and_this_process_in_order(tmp_path):
+    items = report_items()
+    pool = InlinePool()
+    summaries = render_reports(items, tmp_path, pool)
+    assert [summary.name for summary in summaries] == ["browser", "missing", "load_ms"]
+    assert pool.ran == ["browser"]  # the pool takes from the front, this process from the back
+    assert summaries[1] is items[1]
+    assert {path.name for path in tmp_path.glob("*.html")} == {"browser.html", "load_ms.html"}
+    assert render_reports(items, tmp_path / "alone") == summaries
 
 
 def test_demo_help_documents_its_options():
