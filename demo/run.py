@@ -332,14 +332,23 @@ def render_reports(fetched: Sequence[Any], out_dir: Path, workers: Executor | No
 
 @contextmanager
 def report_workers() -> Iterator[Executor]:
-    """A pool of one worker process that draws reports beside this one.
+    """A pool of one worker process that draws reports beside this one, started now.
 
-    Spawned, not forked: the demo's process has run device threads and holds their sockets.  The worker starts
-    on its first report and imports matplotlib then (about half a second of its own CPU)."""
+    Forked when this process runs no other thread, after importing the renderers: the worker starts at once
+    with matplotlib loaded, and run early (before the devices' threads) it is a copy of a quiet process.  With
+    other threads running it is spawned instead (a fork of a threaded process can deadlock), and imports
+    matplotlib itself on its first report (about half a second of its own CPU)."""
     import multiprocessing
+    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    import estimators.report.html
+    import estimators.report.markdown  # noqa: F401  (the forked worker inherits both)
+
+    quiet = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if quiet else "spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        pool.submit(int)  # the worker starts now (a fork: before this process runs any thread)
         yield pool
 
 
