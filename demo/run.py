@@ -332,24 +332,38 @@ def render_reports(fetched: Sequence[Any], out_dir: Path, workers: Executor | No
 
 @contextmanager
 def report_workers() -> Iterator[Executor]:
-    """A pool of one worker process that draws reports beside this one, started now.
+    """A pool of one worker process that draws reports beside this one, started now with the renderers imported.
 
-    Forked when this process runs no other thread, after importing the renderers: the worker starts at once
-    with matplotlib loaded, and run early (before the devices' threads) it is a copy of a quiet process.  With
-    other threads running it is spawned instead (a fork of a threaded process can deadlock), and imports
-    matplotlib itself on its first report (about half a second of its own CPU)."""
+    The worker is a fork of this process (:func:`worker_start_method`): it starts at once with matplotlib
+    loaded, and run early (before the devices' threads) it is a copy of a quiet process.  Spawned, it imports
+    them itself (about a second of its own CPU, while the devices report)."""
     import multiprocessing
-    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    import estimators.report.html
-    import estimators.report.markdown  # noqa: F401  (the forked worker inherits both)
-
-    quiet = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if quiet else "spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        pool.submit(int)  # the worker starts now (a fork: before this process runs any thread)
+    import_renderers()
+    context = multiprocessing.get_context(worker_start_method())
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=import_renderers) as pool:
+        pool.submit(int)  # the worker starts now
         yield pool
+
+
+def worker_start_method() -> str:
+    """``fork`` where it is safe and quiet: Python before 3.12 (which warns of any fork from a process with
+    threads, numpy's own included) and no other thread of ours running; else ``spawn``"""
+    import multiprocessing
+    import sys
+    import threading
+
+    if sys.version_info < (3, 12) and threading.active_count() == 1 and "fork" in \
+            multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def import_renderers() -> None:
+    "Load the HTML and Markdown renderers and matplotlib (a report worker's initializer)"
+    import estimators.report.html
+    import estimators.report.markdown  # noqa: F401
 
 
 def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
@@ -494,7 +508,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     distributed = () if bulk else distributed
     population = draw_population([*campaigns, *distributed], users, rng)
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp, report_workers() as workers:
+    with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
         database = Path(temp) / "collector.db"
         admin_key, ingest_key = create_keys(database)
         with running_collector(database) as url:

@@ -5,14 +5,26 @@ from __future__ import annotations
 import base64
 import json
 import math
+import subprocess
+import sys
+import threading
 from concurrent.futures import Executor, Future
 from dataclasses import replace
+from pathlib import Path
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from demo.run import CampaignSummary, format_summary, render_report, render_reports, run_demo
+from demo.run import (
+    CampaignSummary,
+    format_summary,
+    render_report,
+    render_reports,
+    report_workers,
+    run_demo,
+    worker_start_method,
+)
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
 from estimators.report import ReportData, report_schema
 from estimators.report.model import value_rows
@@ -157,6 +169,24 @@ def test_reports_are_shared_between_the_pool_and_this_process_in_order(tmp_path)
     assert summaries[1] is items[1]
     assert {path.name for path in tmp_path.glob("*.html")} == {"browser.html", "load_ms.html"}
     assert render_reports(items, tmp_path / "alone") == summaries
+
+
+def test_report_worker_is_forked_from_a_quiet_process_and_spawned_beside_threads(tmp_path):
+    "A fork of a process whose threads may hold locks can deadlock: the worker is spawned then, and still draws"
+    quiet = subprocess.run([sys.executable, "-c", "from demo.run import worker_start_method as m; print(m())"],
+                           capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert quiet.stdout.strip() == ("fork" if sys.version_info < (3, 12) and sys.platform == "linux" else "spawn")
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert worker_start_method() == "spawn"
+        with report_workers() as workers:
+            summary = workers.submit(render_report, report_items()[0], tmp_path).result(timeout=300)
+    finally:
+        stop.set()
+        thread.join()
+    assert summary.files == sorted(path.name for path in tmp_path.iterdir()) and len(summary.files) == 6
 
 
 def test_demo_help_documents_its_options():
