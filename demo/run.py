@@ -330,6 +330,20 @@ def render_reports(fetched: Sequence[Any], out_dir: Path, workers: Executor | No
     return [summaries[index] for index in range(len(fetched))]
 
 
+def finish_reports(fetched: Sequence[Any], drawing: Sequence[Future | None], out_dir: Path) -> list[CampaignSummary]:
+    """The summaries of reports handed to a pool (``drawing``: the futures, None where ``fetched`` holds a summary
+    already): this process draws those the pool has not started yet, from the back, and waits for the others"""
+    summaries = list(fetched)
+    for index in reversed(range(len(fetched))):
+        future = drawing[index]
+        if future is not None and future.cancel():
+            summaries[index] = render_report(fetched[index], out_dir)
+    for index, future in enumerate(drawing):
+        if future is not None and not future.cancelled():
+            summaries[index] = future.result()
+    return summaries
+
+
 @contextmanager
 def report_workers() -> Iterator[Executor]:
     """A pool of one worker process that draws reports beside this one, started now with the renderers imported.
@@ -525,8 +539,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
             drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
                        else None for item in fetched]
             later = run_distributed(Path(temp), distributed, population, out_dir, (), progress)
-            summaries = [future.result() if future is not None else item
-                         for future, item in zip(drawing, fetched)] + later
+            summaries = finish_reports(fetched, drawing, out_dir) + later
         else:
             summaries = render_reports(fetched, out_dir, workers)
         write_summary(summaries, out_dir)

@@ -8,7 +8,7 @@ import math
 import subprocess
 import sys
 import threading
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from demo.run import (
     CampaignSummary,
+    finish_reports,
     format_summary,
     render_report,
     render_reports,
@@ -169,6 +170,23 @@ def test_reports_are_shared_between_the_pool_and_this_process_in_order(tmp_path)
     assert summaries[1] is items[1]
     assert {path.name for path in tmp_path.glob("*.html")} == {"browser.html", "load_ms.html"}
     assert render_reports(items, tmp_path / "alone") == summaries
+
+
+def test_reports_the_pool_has_not_started_are_drawn_here(tmp_path):
+    "run_demo hands the local reports to its worker; at the end it draws what the worker has not started"
+    items = report_items()
+    gate = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(gate.wait)  # the pool is busy: every report stays queued
+        drawing = [None if isinstance(item, CampaignSummary) else pool.submit(render_report, item, tmp_path / "a")
+                   for item in items]
+        summaries = finish_reports(items, drawing, tmp_path / "a")
+        gate.set()
+    assert all(future is None or future.cancelled() for future in drawing)
+    assert summaries == render_reports(items, tmp_path / "b")
+    done = [None if isinstance(item, CampaignSummary) else InlinePool().submit(render_report, item, tmp_path / "c")
+            for item in items]
+    assert finish_reports(items, done, tmp_path / "c") == summaries
 
 
 def test_report_worker_is_forked_from_a_quiet_process_and_spawned_beside_threads(tmp_path):
