@@ -356,7 +356,7 @@ def report_workers() -> Iterator[Executor]:
 
     import_renderers()
     context = multiprocessing.get_context(worker_start_method())
-    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=import_renderers) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=start_report_worker) as pool:
         pool.submit(int)  # the worker starts now
         yield pool
 
@@ -375,9 +375,17 @@ def worker_start_method() -> str:
 
 
 def import_renderers() -> None:
-    "Load the HTML and Markdown renderers and matplotlib (a report worker's initializer)"
+    "Load the HTML and Markdown renderers and matplotlib"
     import estimators.report.html
     import estimators.report.markdown  # noqa: F401
+
+
+def start_report_worker() -> None:
+    "A report worker's initializer: the renderers loaded; Ctrl-C is left to the demo's process, which ends the pool"
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import_renderers()
 
 
 def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
