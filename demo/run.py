@@ -10,7 +10,8 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
    (its own state directory, so RAPPOR gets a per-device secret and cohort) and flush over HTTP; or, for large
    populations, :func:`report_in_bulk` draws the reports with the vectorised simulator and posts them in batches;
 4. :func:`write_reports` fetches every estimate over HTTP and writes HTML, Markdown (with PNGs) and JSON reports,
-   each with the ground truth beside the estimates, plus ``summary.json``;
+   each with the ground truth beside the estimates, plus ``summary.json``; :func:`run_demo` draws the local
+   campaigns' reports in a worker process (:func:`report_workers`) while step 5 runs;
 5. :func:`run_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
    collector children, each with its own database), has every user seal a report with the SDK's distributed module,
    collects today's batch and writes its reports, whose summary shows the three error bars side by side.
@@ -25,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -363,37 +365,143 @@ def post_batch(session: Any, url: str, campaign: str, batch: list[dict], progres
 
 # -- 4. reports -----------------------------------------------------------------------------------------------------
 def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], population: dict[str, list],
-                  out_dir: Path, *, earlier: Sequence[CampaignSummary] = ()) -> list[CampaignSummary]:
-    "HTML, Markdown (+ PNGs) and JSON per campaign, with the truth beside the estimates; and summary.json"
+                  out_dir: Path, *, earlier: Sequence[CampaignSummary] = (),
+                  workers: Executor | None = None) -> list[CampaignSummary]:
+    """HTML, Markdown (+ PNGs) and JSON per campaign, with the truth beside the estimates; and summary.json.
+
+    With ``workers`` (a pool of processes, see :func:`report_workers`) the pool draws some campaigns while this
+    process draws the others."""
+    fetched = fetch_reports(url, admin_key, campaigns, population)
+    summaries = [*earlier, *render_reports(fetched, out_dir, workers)]
+    write_summary(summaries, out_dir)
+    return summaries
+
+
+def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
+                  population: dict[str, list]) -> list[Any]:
+    """Each campaign's report data over HTTP with its truth (a ``ReportData``), in order, while the collector
+    runs; for a campaign without one, its summary with the reason as a note"""
     from dataclasses import replace
 
     from collector.reporting import report_data_from_url
-    from estimators.report import json_report, render_html, render_markdown, report_plots
     from estimators.report.source import SourceError
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    summaries = list(earlier)
+    fetched: list[Any] = []
     for campaign in campaigns:
         truth = campaign.truth(population[campaign.name])
         try:
-            data = replace(report_data_from_url(url, admin_key, campaign.name), truth=truth)
+            fetched.append(replace(report_data_from_url(url, admin_key, campaign.name), truth=truth))
         except SourceError as exc:
-            summaries.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
-                                             None, note=str(exc)))
-            continue
-        plots = report_plots(data)
-        files = {f"{campaign.name}.html": render_html(data, plots=plots)}
-        markdown = render_markdown(data, image_prefix=campaign.name, plots=plots)
-        files[f"{campaign.name}.md"] = markdown.text
-        files[f"{campaign.name}.json"] = json.dumps({**json_report(data), "truth": truth}, indent=2) + "\n"
-        for name, text in files.items():
-            (out_dir / name).write_text(text, encoding="utf-8")
-        for name, png in markdown.images.items():
-            (out_dir / name).write_bytes(png)
-        summaries.append(summarize(data, truth, sorted([*files, *markdown.images])))
+            fetched.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
+                                           None, note=str(exc)))
+    return fetched
+
+
+def render_report(data: Any, out_dir: Path) -> CampaignSummary:
+    """One campaign's HTML, Markdown (+ PNGs) and JSON files, each figure drawn once for both; its summary.
+
+    It needs no collector, so a worker process can run it (``data`` is a ``ReportData`` with its truth)."""
+    from estimators.report import json_report, render_html, render_markdown, report_plots
+
+    name = data.campaign
+    plots = report_plots(data)
+    files = {f"{name}.html": render_html(data, plots=plots)}
+    markdown = render_markdown(data, image_prefix=name, plots=plots)
+    files[f"{name}.md"] = markdown.text
+    files[f"{name}.json"] = json.dumps({**json_report(data), "truth": data.truth}, indent=2) + "\n"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for file_name, text in files.items():
+        (out_dir / file_name).write_text(text, encoding="utf-8")
+    for file_name, png in markdown.images.items():
+        (out_dir / file_name).write_bytes(png)
+    return summarize(data, data.truth, sorted([*files, *markdown.images]))
+
+
+def render_reports(fetched: Sequence[Any], out_dir: Path, workers: Executor | None = None) -> list[CampaignSummary]:
+    """Every campaign's files (:func:`render_report`) and summaries, in order.
+
+    With ``workers`` the pool takes campaigns from the front, one at a time, while this process takes them from
+    the back: the two share the work whatever each campaign costs."""
+    summaries: dict[int, CampaignSummary] = {}
+    todo = [index for index, item in enumerate(fetched) if not isinstance(item, CampaignSummary)]
+    summaries.update({index: item for index, item in enumerate(fetched) if isinstance(item, CampaignSummary)})
+    running: tuple[int, Future] | None = None
+    while todo or running is not None:
+        if running is not None and (running[1].done() or not todo):
+            summaries[running[0]] = running[1].result()
+            running = None
+        if workers is not None and running is None and len(todo) > 1:
+            running = (todo[0], workers.submit(render_report, fetched[todo[0]], out_dir))
+            del todo[0]
+        elif todo:
+            index = todo.pop()
+            summaries[index] = render_report(fetched[index], out_dir)
+    return [summaries[index] for index in range(len(fetched))]
+
+
+def finish_reports(fetched: Sequence[Any], drawing: Sequence[Future | None], out_dir: Path) -> list[CampaignSummary]:
+    """The summaries of reports handed to a pool (``drawing``: the futures, None where ``fetched`` holds a summary
+    already): this process draws those the pool has not started yet, from the back, and waits for the others"""
+    summaries = list(fetched)
+    for index in reversed(range(len(fetched))):
+        future = drawing[index]
+        if future is not None and future.cancel():
+            summaries[index] = render_report(fetched[index], out_dir)
+    for index, future in enumerate(drawing):
+        if future is not None and not future.cancelled():
+            summaries[index] = future.result()
+    return summaries
+
+
+@contextmanager
+def report_workers() -> Iterator[Executor]:
+    """A pool of one worker process that draws reports beside this one, started now with the renderers imported.
+
+    The worker is a fork of this process (:func:`worker_start_method`): it starts at once with matplotlib
+    loaded, and run early (before the devices' threads) it is a copy of a quiet process.  Spawned, it imports
+    them itself (about a second of its own CPU, while the devices report)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import_renderers()
+    context = multiprocessing.get_context(worker_start_method())
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=start_report_worker) as pool:
+        pool.submit(int)  # the worker starts now
+        yield pool
+
+
+def worker_start_method() -> str:
+    """``fork`` where it is safe and quiet: Python before 3.12 (which warns of any fork from a process with
+    threads, numpy's own included) and no other thread of ours running; else ``spawn``"""
+    import multiprocessing
+    import sys
+    import threading
+
+    if sys.version_info < (3, 12) and threading.active_count() == 1 and "fork" in \
+            multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def import_renderers() -> None:
+    "Load the HTML and Markdown renderers and matplotlib"
+    import estimators.report.html
+    import estimators.report.markdown  # noqa: F401
+
+
+def start_report_worker() -> None:
+    "A report worker's initializer: the renderers loaded; Ctrl-C is left to the demo's process, which ends the pool"
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import_renderers()
+
+
+def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
+    "summary.json: every campaign's summary, in order"
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
                                           encoding="utf-8")
-    return summaries
 
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
@@ -539,7 +647,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     distributed = () if bulk else distributed
     population = draw_population([*campaigns, *distributed], users, rng)
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
+    with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
         database = Path(temp) / "collector.db"
         admin_key, ingest_key = create_keys(database)
         with running_collector(database) as url:
@@ -551,9 +659,15 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                 else:
                     local = {campaign.name: population[campaign.name] for campaign in campaigns}
                     report_through_sdk(url, ingest_key, local, Path(temp) / "devices", update)
-            summaries = write_reports(url, admin_key, campaigns, population, out_dir)
-        if distributed:
-            summaries = run_distributed(Path(temp), distributed, population, out_dir, summaries, progress)
+            fetched = fetch_reports(url, admin_key, campaigns, population)
+        if distributed:  # the worker draws the local reports while the leader and helper run
+            drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
+                       else None for item in fetched]
+            later = run_distributed(Path(temp), distributed, population, out_dir, (), progress)
+            summaries = finish_reports(fetched, drawing, out_dir) + later
+        else:
+            summaries = render_reports(fetched, out_dir, workers)
+        write_summary(summaries, out_dir)
     return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, time.perf_counter() - started, summaries)
 
 

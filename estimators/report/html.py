@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, value_rows
-from .plots import Plot, png_bytes, report_plots
+from .plots import Plot, report_plots
 from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table
 
 MARK_TITLES = {ZERO_MARK: f"interval includes 0: {NOT_DISTINGUISHABLE}", BELOW_ZERO_MARK: f"interval {BELOW_ZERO}"}
@@ -38,7 +38,7 @@ def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequen
     ]
     parts += [f'<p class="note">{escape(note)}</p>' for note in footnotes(data)]
     for plot in plots if plots is not None else report_plots(data, simulate_points=simulate_points):
-        encoded = base64.b64encode(png_bytes(plot.figure)).decode("ascii")
+        encoded = base64.b64encode(plot.png).decode("ascii")
         parts.append(
             f'<figure id="{plot.name}"><h2>{escape(plot.title)}</h2>'
             f'<img alt="{escape(plot.title)}" src="data:image/png;base64,{encoded}">'

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .model import ReportData
-from .plots import Plot, png_bytes, report_plots
+from .plots import Plot, report_plots
 from .table import footnotes, header_lines, value_table
 
 
@@ -33,7 +33,7 @@ def render_markdown(data: ReportData, *, image_prefix: str | None = "report", si
     if image_prefix is not None:
         for plot in plots if plots is not None else report_plots(data, simulate_points=simulate_points):
             name = f"{image_prefix}-{plot.name}.png"
-            images[name] = png_bytes(plot.figure)
+            images[name] = plot.png
             lines += [f"## {plot.title}", "", f"![{plot.title}]({name})", "", _escape(plot.caption), ""]
     return MarkdownReport("\n".join(lines).rstrip() + "\n", images)
 

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import subprocess
+import sys
+import threading
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from demo.run import format_summary, run_demo
+from demo.run import (
+    CampaignSummary,
+    finish_reports,
+    format_summary,
+    render_report,
+    render_reports,
+    report_workers,
+    run_demo,
+    worker_start_method,
+)
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
-from estimators.report import report_schema
+from estimators.report import ReportData, report_schema
 from estimators.report.model import value_rows
 from ldp_telemetry.cli import main
+from tests.estimators.report_fixtures import BROWSERS, browser_data, daily_browser, load_time_result
 
 USERS = 300
 CI_MULTIPLE = 3  # truth within 3 CI half-widths (about 6 standard errors) of every estimate
@@ -105,6 +122,89 @@ def test_demo_command_prints_the_summary_and_the_folder(tmp_path):
     assert "simulated users reported" in result.stdout
     assert str((tmp_path / "reports").resolve()) in result.stderr
     assert (tmp_path / "reports" / "browser.html").exists()
+
+
+class InlinePool(Executor):
+    "An executor that runs each task when it is submitted (render_reports' sharing, without a process)"
+
+    def __init__(self):
+        self.ran = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.ran.append(args[0].campaign)
+        future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def report_items():
+    "Report data as fetch_reports returns it: two campaigns, one without data (its summary), one more"
+    data = browser_data(truth={value: 0.2 for value in BROWSERS}, daily=daily_browser())
+    mean = ReportData(load_time_result(), truth=800.0)
+    missing = CampaignSummary("missing", "grr", None, None, None, note="no reports")
+    return [data, missing, replace(mean, result={**mean.result, "campaign": "load_ms"})]
+
+
+def test_each_campaign_report_draws_each_figure_once(tmp_path, monkeypatch):
+    "Issue 14 item 5: the HTML and the Markdown of a campaign share one drawing of each figure (it was four)"
+    from tests.estimators.test_report_formats import count_figure_draws
+
+    data = report_items()[0]
+    drawn = count_figure_draws(monkeypatch)
+    summary = render_report(data, tmp_path)
+    pngs = sorted(path.name for path in tmp_path.glob("*.png"))
+    assert pngs == ["browser-daily.png", "browser-frequencies.png", "browser-sqrt_n.png"]
+    assert len(drawn) == len(set(map(id, drawn))) == len(pngs)
+    assert summary.files == sorted([*pngs, "browser.html", "browser.json", "browser.md"])
+    html = (tmp_path / "browser.html").read_text()
+    for name in pngs:
+        assert base64.b64encode((tmp_path / name).read_bytes()).decode() in html
+
+
+def test_reports_are_shared_between_the_pool_and_this_process_in_order(tmp_path):
+    items = report_items()
+    pool = InlinePool()
+    summaries = render_reports(items, tmp_path, pool)
+    assert [summary.name for summary in summaries] == ["browser", "missing", "load_ms"]
+    assert pool.ran == ["browser"]  # the pool takes from the front, this process from the back
+    assert summaries[1] is items[1]
+    assert {path.name for path in tmp_path.glob("*.html")} == {"browser.html", "load_ms.html"}
+    assert render_reports(items, tmp_path / "alone") == summaries
+
+
+def test_reports_the_pool_has_not_started_are_drawn_here(tmp_path):
+    "run_demo hands the local reports to its worker; at the end it draws what the worker has not started"
+    items = report_items()
+    gate = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(gate.wait)  # the pool is busy: every report stays queued
+        drawing = [None if isinstance(item, CampaignSummary) else pool.submit(render_report, item, tmp_path / "a")
+                   for item in items]
+        summaries = finish_reports(items, drawing, tmp_path / "a")
+        gate.set()
+    assert all(future is None or future.cancelled() for future in drawing)
+    assert summaries == render_reports(items, tmp_path / "b")
+    done = [None if isinstance(item, CampaignSummary) else InlinePool().submit(render_report, item, tmp_path / "c")
+            for item in items]
+    assert finish_reports(items, done, tmp_path / "c") == summaries
+
+
+def test_report_worker_is_forked_from_a_quiet_process_and_spawned_beside_threads(tmp_path):
+    "A fork of a process whose threads may hold locks can deadlock: the worker is spawned then, and still draws"
+    quiet = subprocess.run([sys.executable, "-c", "from demo.run import worker_start_method as m; print(m())"],
+                           capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert quiet.stdout.strip() == ("fork" if sys.version_info < (3, 12) and sys.platform == "linux" else "spawn")
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert worker_start_method() == "spawn"
+        with report_workers() as workers:
+            summary = workers.submit(render_report, report_items()[0], tmp_path).result(timeout=300)
+    finally:
+        stop.set()
+        thread.join()
+    assert summary.files == sorted(path.name for path in tmp_path.iterdir()) and len(summary.files) == 6
 
 
 def test_demo_help_documents_its_options():

@@ -101,3 +101,43 @@ def test_rappor_like_result_renders_in_every_format():
     html = render_html(data)
     assert "5.2.0" in html and 'id="frequencies"' in html
     assert json.loads(render_json(data))["allocated_mass"] == 0.43
+
+
+def count_figure_draws(monkeypatch) -> list:
+    "Patch matplotlib's Figure.draw to record each figure it draws (one entry per draw)"
+    from matplotlib.figure import Figure
+
+    drawn: list = []
+    original = Figure.draw
+
+    def counting(figure, renderer):
+        drawn.append(figure)
+        return original(figure, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counting)
+    return drawn
+
+
+def test_html_and_markdown_of_one_report_draw_each_figure_once(monkeypatch):
+    "Issue 14 item 5: savefig drew each figure twice per format (a layout pass, then the PNG): four draws"
+    from estimators.report import report_plots
+
+    data = browser_data(daily=daily_browser())
+    drawn = count_figure_draws(monkeypatch)
+    plots = report_plots(data, simulate_points=False)
+    html = render_html(data, plots=plots)
+    markdown = render_markdown(data, image_prefix="browser", plots=plots)
+    assert len(plots) == 3 and sorted(map(id, drawn)) == sorted(id(plot.figure) for plot in plots)
+    for plot in plots:  # the same bytes in both reports
+        assert base64.b64encode(plot.png).decode() in html
+        assert markdown.images[f"browser-{plot.name}.png"] == plot.png
+
+
+def test_each_format_alone_draws_each_figure_once(monkeypatch):
+    "What ``ldp-telemetry report --format html|markdown`` does: one draw per figure"
+    drawn = count_figure_draws(monkeypatch)
+    html = render_html(browser_data(), simulate_points=False)
+    assert len(drawn) == html.count("data:image/png;base64,") == 2
+    drawn.clear()
+    images = render_markdown(browser_data(), simulate_points=False).images
+    assert len(drawn) == len(images) == 2
