@@ -1049,7 +1049,7 @@ class Storage(StorageBase):
                 maybe = present if maybe is None else maybe | present
         if days:  # every id is searched on the unfiltered days anyway: one query for all
             return self._find_ids(days + maybe_days, report_ids)
-        if maybe_days:  # one query for the few ids some filter did not rule out
+        if maybe is not None:  # one query for the few ids some filter did not rule out
             return self._find_ids(maybe_days, [report_ids[i] for i in maybe.nonzero()[0]])
         return set()
 
@@ -1232,9 +1232,12 @@ def _start_filter_build(path: Path, days: Sequence[int], busy_timeout: float) ->
 
 def _build_filters(path: Path, days: list[int], busy_timeout: float) -> None:
     try:
-        with Storage(path, busy_timeout_ms=int(busy_timeout * 1000)) as storage:
+        storage = Storage(path, busy_timeout_ms=int(busy_timeout * 1000))
+        try:
             if not storage._build_day_filters(days):
                 _filter_lock_busy_since[str(path)] = time.monotonic()
+        finally:
+            storage.close()
     except (sqlite3.Error, OSError, StorageError) as exc:  # tried again after a later insert
         logging.getLogger("collector").warning("building day filters failed: %s", type(exc).__name__)
 
