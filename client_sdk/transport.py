@@ -406,7 +406,7 @@ def _header_fields(reader: Any) -> dict[str, str]:
 
 
 def _chunked_body(reader: Any) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         line = reader.readline(MAX_LINE + 1)
         try:
