@@ -63,9 +63,10 @@ with tempfile.TemporaryDirectory() as temp:
             if count:
                 report_through_sdk(url, ingest, {k: v[:count] for k, v in population.items()}, Path(temp) / "dev",
                                    **options)
-            out[name] = {"devices": cpu(resource.RUSAGE_SELF) - own + cpu(resource.RUSAGE_CHILDREN) - workers,
+            workers = cpu(resource.RUSAGE_CHILDREN) - workers  # the device worker processes, if any
+            out[name] = {"devices": cpu(resource.RUSAGE_SELF) - own + workers, "workers": workers,
                          "wall": time.perf_counter() - started}
-        out[name]["collector"] = cpu(resource.RUSAGE_CHILDREN) - children
+        out[name]["collector"] = cpu(resource.RUSAGE_CHILDREN) - children - out[name]["workers"]
 print(json.dumps(out))
 """
 
