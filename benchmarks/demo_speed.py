@@ -4,6 +4,7 @@ interleaved so that each round sees about the same load.
     python benchmarks/demo_speed.py                                 # this checkout, 2,000 users, 2 rounds
     python benchmarks/demo_speed.py --root /tmp/before --root .     # another checkout against this one
     python benchmarks/demo_speed.py --rounds 1 --users 10 --split 400   # mostly the per-side split
+    python benchmarks/demo_speed.py --rounds 1 --users 10 --split 400 --processes 1 --processes 2
 
 Each run is a fresh interpreter (``PYTHONPATH`` at the checkout, so its ``client_sdk``, ``collector`` and ``demo``
 are the ones measured) running ``ldp-telemetry demo --users N --seed 1`` into a temporary directory.  CPU is user
@@ -14,8 +15,10 @@ and the load average at the start of each run are printed beside it.
 ``--split N`` then measures each side apart, in a fresh interpreter per checkout: ``demo.run.report_through_sdk``
 for N users against ``demo.run.running_collector``; the devices' CPU is the measuring process's own (user + sys)
 during the reports plus that of the device worker processes it waited for meanwhile (the collector's child is
-still running then, so it is not among them), the collector's is its processes' CPU (collected when they exit) less that of a collector
-started and stopped with no users (imports, start-up).
+still running then, so it is not among them), the collector's is its processes' CPU (collected when they exit)
+less that of a collector started and stopped with no users (imports, start-up).  ``--processes P``
+(repeatable) runs the devices in P worker processes where the checkout's ``report_through_sdk`` takes that
+parameter (``-``: its default); the workers' start (an interpreter importing ``demo.run``) is part of the devices' CPU.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RUN = "from ldp_telemetry.cli import main; main()"
 SPLIT = """
-import json, logging, resource, sys, tempfile, time
+import inspect, json, logging, resource, sys, tempfile, time
 from pathlib import Path
 import numpy as np
 from demo.run import create_campaigns, create_keys, draw_population, report_through_sdk, running_collector
@@ -42,7 +45,9 @@ def cpu(who):
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
-users = int(sys.argv[1])
+users, processes = int(sys.argv[1]), int(sys.argv[2])
+takes = "processes" in inspect.signature(report_through_sdk).parameters
+options = {"processes": processes} if processes and takes else {}
 logging.getLogger("client_sdk").setLevel(logging.ERROR)
 population = draw_population(CAMPAIGNS, users, np.random.default_rng(1))
 out = {}
@@ -56,10 +61,12 @@ with tempfile.TemporaryDirectory() as temp:
             create_campaigns(url, admin)
             own, workers, started = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
             if count:
-                report_through_sdk(url, ingest, {k: v[:count] for k, v in population.items()}, Path(temp) / "dev")
-            out[name] = {"devices": cpu(resource.RUSAGE_SELF) - own + cpu(resource.RUSAGE_CHILDREN) - workers,
+                report_through_sdk(url, ingest, {k: v[:count] for k, v in population.items()}, Path(temp) / "dev",
+                                   **options)
+            workers = cpu(resource.RUSAGE_CHILDREN) - workers  # the device worker processes, if any
+            out[name] = {"devices": cpu(resource.RUSAGE_SELF) - own + workers, "workers": workers,
                          "wall": time.perf_counter() - started}
-        out[name]["collector"] = cpu(resource.RUSAGE_CHILDREN) - children
+        out[name]["collector"] = cpu(resource.RUSAGE_CHILDREN) - children - out[name]["workers"]
 print(json.dumps(out))
 """
 
@@ -80,12 +87,13 @@ def run_once(root: Path, users: int, out: Path) -> tuple[float, float, str]:
     return wall, cpu, line
 
 
-def split_once(root: Path, users: int) -> dict:
+def split_once(root: Path, users: int, processes: int = 0) -> dict:
     "Devices' and collector's CPU seconds for ``users`` users (see the module docstring)"
     import json
 
-    done = subprocess.run([sys.executable, "-c", SPLIT, str(users)], env={**os.environ, "PYTHONPATH": str(root)},
-                          capture_output=True, text=True, cwd=tempfile.gettempdir())
+    done = subprocess.run([sys.executable, "-c", SPLIT, str(users), str(processes)],
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+                          cwd=tempfile.gettempdir())
     if done.returncode != 0:
         raise SystemExit(f"split run failed in {root}:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -98,6 +106,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--split", type=int, default=0, metavar="N",
                         help="then measure devices and collector apart on N users (0: skip)")
+    parser.add_argument("--processes", type=int, action="append", metavar="P",
+                        help="with --split: device processes of report_through_sdk (repeatable; default its own)")
     args = parser.parse_args()
     roots = [r.resolve() for r in (args.root or [REPO])]
     print(f"demo, {args.users:,} users through the SDK; {os.cpu_count()} CPUs")
@@ -112,15 +122,16 @@ def main() -> None:
     if not args.split:
         return
     print(f"each side apart, {args.split:,} users, CPU ms per user")
-    print(f"{'round':<6} {'checkout':<34} {'load':>5} {'wall s':>8} {'devices':>8} {'collector':>10}")
+    print(f"{'round':<6} {'checkout':<34} {'procs':>5} {'load':>5} {'wall s':>8} {'devices':>8} {'collector':>10}")
     for round_ in range(args.rounds):
         for root in roots:
-            load = os.getloadavg()[0]
-            out = split_once(root, args.split)
-            collector = out["users"]["collector"] - out["idle"]["collector"]
-            print(f"{round_:<6} {str(root)[-34:]:<34} {load:>5.1f} {out['users']['wall']:>8.1f} "
-                  f"{1e3 * out['users']['devices'] / args.split:>8.1f} {1e3 * collector / args.split:>10.1f}",
-                  flush=True)
+            for processes in args.processes or [0]:
+                load = os.getloadavg()[0]
+                out = split_once(root, args.split, processes)
+                collector = out["users"]["collector"] - out["idle"]["collector"]
+                print(f"{round_:<6} {str(root)[-34:]:<34} {processes or '-':>5} {load:>5.1f} "
+                      f"{out['users']['wall']:>8.1f} {1e3 * out['users']['devices'] / args.split:>8.1f} "
+                      f"{1e3 * collector / args.split:>10.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ class UrllibTransport:
                 if reused:  # closed by the server while idle: once more on a new connection
                     continue
                 raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
-            except (OSError, ValueError) as exc:  # protocol errors (ProtocolError), bad headers
+            except (OSError, ValueError) as exc:  # malformed answers (ValueError), bad headers
                 connection.close()
                 raise NetworkError(f"request to {_origin(request.url)} failed: {type(exc).__name__}") from exc
             if will_close:
@@ -284,10 +284,6 @@ class WSGITransport:
         return Response(captured["status"], {k.lower(): v for k, v in captured["headers"]}, data)
 
 
-class ProtocolError(ValueError):
-    "The answer is not HTTP/1.x as RFC 9112 frames it (status line, header fields, body length)"
-
-
 MAX_LINE = 65536  # the limits of http.client: a header line, and the number of header fields
 MAX_HEADERS = 100
 _TLS: list[Any] = []  # the process's TLS context, made on the first https connection (loading CAs is slow)
@@ -299,9 +295,9 @@ class _Connection:
     Only what a collector's answer needs, and cheaper than ``http.client``, which parses every answer's header
     with the ``email`` package: the status line (``1xx`` interim answers skipped), header fields (names lower
     case; a repeated field keeps its last value), and a body framed by ``Transfer-Encoding: chunked``,
-    ``Content-Length`` or the end of the connection (none after 1xx, 204 and 304).  Malformed answers raise
-    :class:`ProtocolError`, timeouts ``TimeoutError``, a connection the server closed before answering
-    ``ConnectionResetError``."""
+    ``Content-Length`` or the end of the connection (none after 1xx, 204 and 304).  Malformed answers (not
+    HTTP/1.x as RFC 9112 frames it) raise ``ValueError``, timeouts ``TimeoutError``, a connection the server
+    closed before answering ``ConnectionResetError``."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
         self.scheme, self.host, self.timeout = scheme, host, timeout
@@ -366,20 +362,20 @@ class _Connection:
         if length is None:
             return status, fields, reader.read(), True
         if not length.strip().isdigit():
-            raise ProtocolError(f"Content-Length {length!r}")
+            raise ValueError(f"Content-Length {length!r}")
         size = int(length)
         data = reader.read(size)
         if len(data) != size:
-            raise ProtocolError(f"the body ended after {len(data)} of {size} bytes")
+            raise ValueError(f"the body ended after {len(data)} of {size} bytes")
         return status, fields, data, will_close
 
 
 def _status_line(line: bytes) -> tuple[str, int]:
     if len(line) > MAX_LINE:
-        raise ProtocolError("status line too long")
+        raise ValueError("status line too long")
     parts = line.split(None, 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not (len(parts[1]) == 3 and parts[1].isdigit()):
-        raise ProtocolError(f"bad status line {line[:80]!r}")
+        raise ValueError(f"bad status line {line[:80]!r}")
     return parts[0].decode("ascii"), int(parts[1])
 
 
@@ -390,7 +386,7 @@ def _header_fields(reader: Any) -> dict[str, str]:
     for _ in range(MAX_HEADERS + 1):
         line = reader.readline(MAX_LINE + 1)
         if len(line) > MAX_LINE:
-            raise ProtocolError("header line too long")
+            raise ValueError("header line too long")
         if line in (b"\r\n", b"\n", b""):
             return fields
         text = line.decode("latin-1")
@@ -399,28 +395,28 @@ def _header_fields(reader: Any) -> dict[str, str]:
             continue
         name, colon, value = text.partition(":")
         if not colon or not name or name != name.strip():
-            raise ProtocolError(f"bad header line {text[:80]!r}")
+            raise ValueError(f"bad header line {text[:80]!r}")
         last = name.lower()
         fields[last] = value.strip()
-    raise ProtocolError(f"more than {MAX_HEADERS} header fields")
+    raise ValueError(f"more than {MAX_HEADERS} header fields")
 
 
 def _chunked_body(reader: Any) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         line = reader.readline(MAX_LINE + 1)
         try:
             size = int(line.split(b";", 1)[0].strip(), 16)
         except ValueError:
-            raise ProtocolError(f"bad chunk size {line[:40]!r}") from None
+            raise ValueError(f"bad chunk size {line[:40]!r}") from None
         if size < 0:
-            raise ProtocolError("negative chunk size")
+            raise ValueError("negative chunk size")
         if size == 0:
             _header_fields(reader)  # trailer fields, up to the empty line
             return b"".join(parts)
         data = reader.read(size)
         if len(data) != size or reader.readline(MAX_LINE + 1) not in (b"\r\n", b"\n"):
-            raise ProtocolError("a chunk ended early")
+            raise ValueError("a chunk ended early")
         parts.append(data)
 
 
