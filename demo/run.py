@@ -556,7 +556,7 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
     leader opens its shares meanwhile)"""
     import uuid
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
     import requests
 
