@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
-from .errors import InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec
+from .errors import (
+    InvalidValue,
+    InvalidValueType,
+    LDPError,
+    RecordingError,
+    SpecError,
+    StateFileError,
+    UnsupportedSpec,
+)
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
@@ -129,6 +137,10 @@ class Client:
             helper_hpke_config = pinned_config(helper_hpke_config)  # ValueError naming the field
         self._helper_pin = helper_hpke_config
         self._sealers: dict[str, tuple[Any, Any]] = {}
+        # The RAPPOR device secret: read from the state file on first use, or drawn and stored (pending) in the
+        # transaction of the first report made with it
+        self._secret: bytes | None = None
+        self._secret_pending = False
         with self.state.lock:
             self._cached_at: dict[str, float] = dict(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
         self._wanted: set[str] = set(campaigns)
@@ -189,11 +201,13 @@ class Client:
     def _queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
         "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
+        mechanism = None
         try:
             if spec.trust == "distributed":
                 payload = self._seal(spec, campaign, value, report_id)
             else:
-                payload = self._perturb(spec, value)  # validates the value before any quota or state check
+                mechanism = self._checked_mechanism(spec)
+                payload = self._perturb(spec, value, mechanism)  # validates the value before any quota/state check
         except RecordingError:
             raise
         except LDPError:  # the RAPPOR device secret could not be read
@@ -208,6 +222,8 @@ class Client:
             with self.state.transaction():
                 if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
+                if spec.mechanism == "rappor" and mechanism is not None:
+                    report["payload"] = self._with_stored_secret(spec, value, mechanism, payload)
                 self.ledger.charge(campaign, spec.epsilon, policy, now)
                 self.queue.put(report, now)
                 pending = self.queue.last_count
@@ -247,15 +263,33 @@ class Client:
             self._count("held_dropped", dropped)
             logger.warning("%d values recorded before their spec arrived were dropped (%s)", dropped, reason)
 
-    def _perturb(self, spec: Spec, value: Any) -> Any:
+    def _checked_mechanism(self, spec: Spec) -> Mechanism:
+        try:
+            return self._mechanism(spec)
+        except (SpecError, TypeError) as exc:
+            raise UnsupportedSpec(f"campaign {spec.name!r}: {exc}") from None
+
+    def _with_stored_secret(self, spec: Spec, value: Any, mechanism: Mechanism, payload: Any) -> Any:
+        """The payload of a RAPPOR report, drawn with the secret the state file holds (call inside the record's
+        transaction).  A secret drawn by this client is stored now, with the first report made with it; if another
+        client on this directory stored one first, the mechanisms are rebuilt with that one and the value perturbed
+        again, so a value never gets two permanent responses."""
+        if self._secret_pending:
+            assert self._secret is not None
+            stored = self.state.store_device_secret(self._secret)
+            self._secret_pending = False
+            if stored != self._secret:
+                self._secret = stored
+                self._mechanisms = {k: m for k, m in self._mechanisms.items() if m.spec.mechanism != "rappor"}
+        if getattr(mechanism, "secret", None) == self._secret:
+            return payload
+        return self._perturb(spec, value, self._checked_mechanism(spec))
+
+    def _perturb(self, spec: Spec, value: Any, mechanism: Mechanism) -> Any:
         from .errors import ValueNotInDomain
 
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
-        try:
-            mechanism = self._mechanism(spec)
-        except (SpecError, TypeError) as exc:
-            raise UnsupportedSpec(f"campaign {spec.name!r}: {exc}") from None
         try:
             return mechanism.perturb(value)
         except (ValueNotInDomain, SpecError) as exc:
@@ -509,12 +543,33 @@ class Client:
         return mechanism
 
     def _rappor_options(self, spec: Spec) -> dict[str, Any]:
-        "The device secret (and its cohort) from client_sdk.device_state, kept in the state directory"
-        from .device_state import load_or_create_device_state
+        "The device secret and its cohort (see :meth:`_device_secret`)"
+        from .rappor import cohort_from_secret
 
-        state = load_or_create_device_state(self.state_dir)
+        secret = self._device_secret()
         assert spec.rappor is not None  # only RAPPOR specs come here
-        return {"secret": state.secret, "cohort": state.cohort_for(spec.rappor.m)}
+        return {"secret": secret, "cohort": cohort_from_secret(secret, spec.rappor.m)}
+
+    def _device_secret(self) -> bytes:
+        """The RAPPOR device secret: the state file's; else an older SDK's secret file, imported (committed, then the
+        file removed); else a fresh one from the OS CSPRNG, stored with the first report made with it"""
+        with self.state.lock:
+            if self._secret is None:
+                from . import device_state
+
+                try:
+                    stored = None if self.state.fresh else self.state.device_secret()
+                    if stored is not None:
+                        device_state.remove_legacy_file(self.state_dir)  # if a crash left it after its import
+                    else:
+                        stored = device_state.import_legacy_secret(self.state_dir, self.state.store_device_secret)
+                except (sqlite3.Error, OSError) as exc:  # a STATE_ERROR for record(), like a damaged secret file
+                    raise StateFileError(f"the RAPPOR device secret cannot be read or stored: {exc}") from None
+                if stored is None:
+                    self._secret, self._secret_pending = secrets.token_bytes(device_state.SECRET_BYTES), True
+                else:
+                    self._secret = stored
+            return self._secret
 
     # -- delivery ---------------------------------------------------------------------------------------------
     def flush(self, timeout: float | None = None, *, retry: bool = True) -> FlushResult:

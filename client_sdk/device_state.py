@@ -1,4 +1,10 @@
-"""The device's RAPPOR state: a random secret (and the cohort derived from it), kept in a small JSON file.
+"""The device's RAPPOR state: a random secret (and the cohort derived from it).
+
+Since state file version 3 the :class:`~client_sdk.Client` keeps the secret in its state database (table
+``device``, see ``client.py``), written in the transaction of the first report drawn with it; a secret file left by
+an older SDK is imported once by :func:`import_legacy_secret` and removed only after the import committed.  This
+module still reads and writes the file format for that import (and for apps that call
+:func:`load_or_create_device_state` themselves).
 
 The file lives under the SDK's ``state_dir`` (created with mode 0700) and is written once, atomically, with mode
 0600: a temporary file is written and fsynced, then hard-linked into place, so two processes starting at once
@@ -14,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +85,23 @@ def load_or_create_device_state(
     if _create_exclusively(path, json.dumps(fresh.to_dict()).encode()):
         return fresh  # what this call wrote (0600, fsynced): no need to read it back
     return _load(path)
+
+
+def import_legacy_secret(state_dir: str | os.PathLike, store: Callable[[bytes], bytes]) -> bytes | None:
+    """The secret of an older SDK's file under ``state_dir``, handed to ``store`` (which commits it durably and
+    returns the secret stored), then the file removed; None if there is no file.  A crash between the commit and
+    the removal leaves the file, which :func:`remove_legacy_file` takes away later: the stored secret rules."""
+    path = Path(state_dir) / STATE_FILE_NAME
+    if not os.path.exists(path):
+        return None
+    stored = store(_load(path).secret)  # a damaged file is a DeviceStateError, never a new secret
+    path.unlink(missing_ok=True)
+    return stored
+
+
+def remove_legacy_file(state_dir: str | os.PathLike) -> None:
+    "Remove an older SDK's secret file whose import committed (left by a crash just after the import)"
+    (Path(state_dir) / STATE_FILE_NAME).unlink(missing_ok=True)
 
 
 def _load(path: Path) -> DeviceState:

@@ -32,7 +32,7 @@ from typing import Any
 from .errors import StateFileError
 
 STATE_FILE_NAME = "ldp-telemetry.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the RAPPOR device secret moved into the database (table device)
 PAGE_SIZE = 1024  # of new files: a device's state is small, and each commit writes whole pages to the WAL
 
 # Running totals of the queue are kept by triggers, so its length and size cost one indexed read.
@@ -55,6 +55,7 @@ SCHEMA = (
     "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period))",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS device (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL)",
 )
 
 
@@ -181,6 +182,22 @@ class StateFile:
             with self.transaction() as conn:
                 conn.executemany("INSERT OR REPLACE INTO specs (campaign, body, fingerprint, fetched) "
                                  "VALUES (?, ?, ?, ?)", rows)
+
+    # -- the RAPPOR device secret --------------------------------------------------------------------------------
+    def device_secret(self) -> bytes | None:
+        "The device's RAPPOR secret, if one was stored"
+        with self.lock:
+            row = self.conn.execute("SELECT secret FROM device WHERE id = 1").fetchone()
+        return bytes(row[0]) if row else None
+
+    def store_device_secret(self, secret: bytes) -> bytes:
+        """Store ``secret`` unless the device has one already (another client on this directory stored it first);
+        the secret stored.  Call inside the transaction that queues the first report made with it, so the secret is
+        durable exactly when a report drawn with it is."""
+        with self.transaction() as conn:
+            if conn.execute("INSERT OR IGNORE INTO device (id, secret) VALUES (1, ?)", (secret,)).rowcount:
+                return secret
+            return bytes(conn.execute("SELECT secret FROM device WHERE id = 1").fetchone()[0])
 
     # -- settings and counters --------------------------------------------------------------------------------
     def setting(self, name: str, default: str) -> str:
