@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from client_sdk.queue import ReportQueue
-from client_sdk.state_file import StateFile
+from client_sdk.state_file import STATE_FILE_NAME, StateFile
 
 
 def report() -> dict:
@@ -72,4 +72,28 @@ def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
     with state.transaction():
         assert synchronous(state) == 2  # the next transaction is fsynced again
     assert state.cached_spec("c") == ({"name": "c"}, 1.0)
+    state.close()
+
+
+
+def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, monkeypatch):
+    """From SQLite's default mode the switch to WAL creates, fsyncs twice and deletes a rollback journal and fsyncs
+    the directory (strace; docs/benchmarks.md): a new file goes through journal mode OFF first (a check of the
+    statements, as the syscalls are not observable from Python)"""
+    import sqlite3
+
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    state = StateFile(tmp_path)
+    modes = [s.rstrip(";") for s in statements if s.startswith("PRAGMA journal_mode")]
+    assert state.fresh and modes == ["PRAGMA journal_mode = OFF", "PRAGMA journal_mode = WAL"]
+    assert state.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert not (tmp_path / (STATE_FILE_NAME + "-journal")).exists()
     state.close()
