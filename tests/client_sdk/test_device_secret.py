@@ -177,3 +177,11 @@ def test_a_file_left_after_a_committed_import_is_removed(tmp_path):
     assert again.record("r", "x") and again._secret == legacy.secret  # the database's secret rules
     assert not (tmp_path / "rappor_device.json").exists()
     again.close(timeout=0)
+
+
+def test_a_damaged_secret_file_is_a_state_error_not_a_new_secret(tmp_path):
+    (tmp_path / "rappor_device.json").write_text('{"version": 1, "secret": "abcd"}')  # too short
+    device = client(tmp_path)
+    assert device.record("r", "x").status.value == "state_error"
+    device.close(timeout=0)
+    assert (tmp_path / "rappor_device.json").exists() and stored_secret(tmp_path) is None
