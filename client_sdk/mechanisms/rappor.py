@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 class RapporMechanism(Mechanism):
     """RAPPOR for one campaign on one device: ``perturb(value)`` gives ``{"cohort", "bits"}``.
 
-    ``secret`` (at least 32 bytes) and ``cohort`` come from the device state
-    (:func:`client_sdk.device_state.load_or_create_device_state`); without a secret a fresh one is drawn from
-    ``rng``, which protects nothing across processes.  The cohort defaults to the one derived from the secret."""
+    ``secret`` (at least 32 bytes) and ``cohort`` come from the device state (the :class:`~client_sdk.Client`
+    keeps the secret in its state database); without a secret a fresh one is drawn from ``rng``, which protects
+    nothing across processes.  The cohort defaults to the one derived from the secret."""
 
     names: ClassVar[tuple[str, ...]] = ("rappor",)
     family = "set"
