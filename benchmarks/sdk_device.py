@@ -1,7 +1,7 @@
 """The SDK's costs on a device: import time, one device's lifecycle, and record() against the queue's depth.
 
     python benchmarks/sdk_device.py [--runs 15]
-    python benchmarks/sdk_device.py --cpu 300 [--rounds 3] [--root /tmp/before --root .]
+    python benchmarks/sdk_device.py --cpu 300 [--rounds 3] [--local] [--root /tmp/before --root .]
 
 Prints three tables.  Import time is the minimum and median of ``python -X importtime -c 'import client_sdk'``
 (cumulative microseconds of the ``client_sdk`` line) over fresh interpreters.  The lifecycle is the demo's: a
@@ -15,6 +15,7 @@ real HTTP: the demo's four campaigns (``demo.scenario``) on the real collector (
 (``Client`` with its own fresh state directory and ``background=False``, one record per campaign, ``flush``,
 ``close``).  Each checkout (``--root``, repeatable; default this one) runs in a fresh interpreter with
 ``PYTHONPATH`` at it, checkouts interleaved for ``--rounds`` rounds so that each sees about the same load.
+``--local`` runs the same lifecycles against an in-memory collector (``MockTransport``): no HTTP, no server.
 """
 
 from __future__ import annotations
@@ -172,29 +173,78 @@ print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
                   "sys": (after.ru_stime - before.ru_stime) / lifecycles}))
 """
 
+# --local: the same lifecycles against an in-memory collector (no HTTP, no server process): the SDK's own costs
+LOCAL_RUN = """
+import json, logging, resource, sys, tempfile
+from pathlib import Path
+import numpy as np
+import client_sdk
+from client_sdk import Client
+from client_sdk.transport import MockTransport, Response
+from demo.run import draw_population
+from demo.scenario import CAMPAIGNS
 
-def lifecycle_cpu(root: Path, lifecycles: int) -> dict[str, float]:
+lifecycles, warm = int(sys.argv[1]), 20
+logging.getLogger("client_sdk").setLevel(logging.ERROR)
+population = draw_population(CAMPAIGNS, lifecycles + warm, np.random.default_rng(1))
+names = list(population)
+specs = [client_sdk.load_spec(c.spec) for c in CAMPAIGNS]
+listing = json.dumps({"campaigns": [{"name": s.name, "version": 1, "fingerprint": s.fingerprint,
+                                     "spec": s.to_dict()} for s in specs]}).encode()
+
+def collector(request):
+    if request.method == "GET":
+        return Response(200, {"content-type": "application/json"}, listing)
+    count = len(request.json()["reports"])
+    return Response.from_json(200, {"accepted": count, "duplicate": 0, "rejected": 0, "errors": []})
+
+def lifecycle(user, state_dir):
+    client = Client("http://collector.test", "key", state_dir, background=False, campaigns=names,
+                    transport=MockTransport(collector))
+    try:
+        for name in names:
+            client.record(name, population[name][user])
+        result = client.flush(timeout=30)
+    finally:
+        client.close(timeout=0)
+    assert result.remaining == 0 and not result.rejected, result
+
+with tempfile.TemporaryDirectory() as temp:
+    for user in range(warm):
+        lifecycle(user, Path(temp) / f"warm-{user}")
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for user in range(warm, warm + lifecycles):
+        lifecycle(user, Path(temp) / f"device-{user}")
+    after = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
+                  "sys": (after.ru_stime - before.ru_stime) / lifecycles}))
+"""
+
+
+def lifecycle_cpu(root: Path, lifecycles: int, local: bool = False) -> dict[str, float]:
     "User and system CPU seconds per lifecycle of the checkout at ``root`` (see the module docstring)"
     import json
     import os
 
-    done = subprocess.run([sys.executable, "-c", CPU_RUN, str(lifecycles)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", LOCAL_RUN if local else CPU_RUN, str(lifecycles)],
+                          capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root)}, cwd=tempfile.gettempdir())
     if done.returncode != 0:
         raise SystemExit(f"lifecycle run failed in {root}:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def cpu_table(roots: list[Path], lifecycles: int, rounds: int) -> None:
+def cpu_table(roots: list[Path], lifecycles: int, rounds: int, local: bool = False) -> None:
     import os
 
-    print(f"device CPU per lifecycle over HTTP ({lifecycles} lifecycles, the demo's 4 campaigns), ms")
+    where = "against an in-memory collector" if local else "over HTTP"
+    print(f"device CPU per lifecycle {where} ({lifecycles} lifecycles, the demo's 4 campaigns), ms")
     print(f"{'round':<6} {'checkout':<34} {'load':>5} {'user':>7} {'sys':>7} {'CPU':>7}")
     totals: dict[Path, list[float]] = {root: [] for root in roots}
     for round_ in range(rounds):
         for root in roots:
             load = os.getloadavg()[0]
-            out = lifecycle_cpu(root, lifecycles)
+            out = lifecycle_cpu(root, lifecycles, local)
             totals[root].append(out["user"] + out["sys"])
             print(f"{round_:<6} {str(root)[-34:]:<34} {load:>5.1f} {1e3 * out['user']:>7.2f} {1e3 * out['sys']:>7.2f} "
                   f"{1e3 * (out['user'] + out['sys']):>7.2f}", flush=True)
@@ -209,9 +259,12 @@ def main() -> None:
                         help="only the device's CPU per lifecycle over HTTP, N lifecycles per run")
     parser.add_argument("--root", type=Path, action="append", help="checkout to measure with --cpu (repeatable)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --cpu runs, checkouts interleaved")
+    parser.add_argument("--local", action="store_true",
+                        help="with --cpu: against an in-memory collector (the SDK's own CPU, no HTTP)")
     args = parser.parse_args()
     if args.cpu:
-        cpu_table([r.resolve() for r in (args.root or [Path(__file__).resolve().parents[1]])], args.cpu, args.rounds)
+        cpu_table([r.resolve() for r in (args.root or [Path(__file__).resolve().parents[1]])], args.cpu, args.rounds,
+                  args.local)
         return
     low, mid = import_time(args.runs)
     print(f"import client_sdk ({args.runs} runs): min {low:.1f} ms, median {mid:.1f} ms")
