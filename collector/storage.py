@@ -1353,7 +1353,9 @@ def merged_counts(campaign: CampaignVersion, row: tuple[int, str] | None,
     if (aggregate.mechanism, aggregate.fingerprint) != (campaign.spec.mechanism, campaign.fingerprint):
         raise estimators.AggregateMismatch(f"cannot merge aggregates of {campaign.fingerprint} and "
                                            f"{aggregate.fingerprint}")
-    counts = _plain_counts(aggregate.counts.tolist())
+    counts = aggregate.counts.tolist()  # int64: Python ints already
+    if aggregate.counts.dtype == object:
+        counts = _plain_counts(counts)
     if row is None:
         return int(aggregate.n), json.dumps(counts)
     return int(row[0]) + int(aggregate.n), json.dumps(_add_counts(json.loads(row[1]), counts))

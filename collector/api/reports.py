@@ -14,12 +14,13 @@ name and keep the rest.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, jsonify
+from flask import Blueprint, Response, current_app, g
 
 import estimators
 from client_sdk.errors import PayloadError
@@ -131,8 +132,10 @@ def ingest() -> Response:
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
-    return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected),
-                    "errors": rejected})
+    # the bytes jsonify would send (compact, ASCII, a final newline) without its per-call machinery
+    body = json.dumps({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected},
+                      separators=(",", ":"))
+    return current_app.response_class(body + "\n", mimetype="application/json")
 
 
 def _validate(reports: list, *, check_payloads: bool = True
