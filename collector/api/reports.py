@@ -222,7 +222,7 @@ def _check_and_aggregate(group: ReportGroup) -> bool:
     ``check_payload`` each) and compute its aggregate; False if any payload fails"""
     spec = group.campaign.spec
     try:
-        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads))
+        group.aggregate = estimators.aggregate(spec, group.payloads)  # checks each payload (small: in Python)
     except Exception as exc:  # noqa: BLE001 (PayloadError, or a malformed payload: both are checked one by one)
         logger.debug("checking a group of payloads raised %s", type(exc).__name__)
         return False

@@ -110,6 +110,12 @@ class ServerMechanism(ABC):
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         "The sufficient statistic of a batch: a vector (or matrix) of sums over its reports"
 
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        """``statistic`` of a few checked JSON payloads (at most ``SMALL_BATCH``), summed in Python: the same
+        values, dtype and shape.  A device's POST holds one report per campaign, for which numpy's per-call cost
+        was most of the work.  None where a mechanism has no such path (then ``parse`` and ``statistic``)."""
+        return None
+
     @classmethod
     def counts_from_json(cls, counts: Any) -> np.ndarray:
         "A statistic read back from ``Aggregate.to_dict``"
@@ -178,6 +184,7 @@ def mechanism_for(spec: Any) -> ServerMechanism:
 
 
 _CACHE: dict[Spec, ServerMechanism] = {}
+SMALL_BATCH = 16  # batches up to this size are aggregated by small_statistic where a mechanism has it
 _BY_ID: dict[int, tuple[Spec, ServerMechanism]] = {}  # id(spec) -> (spec, its mechanism): no hashing
 _CACHE_SIZE = 256
 _CACHE_LOCK = threading.Lock()
