@@ -1370,7 +1370,9 @@ def _add_counts(stored: list, added: list) -> list:
     "Element-wise sum of two equally shaped nested lists of ints; a stored aggregate of another shape is an error"
     if len(stored) != len(added):
         raise StorageError(f"stored aggregate has {len(stored)} counts, the reports' has {len(added)}")
-    return [_add_counts(a, b) if type(b) is list else int(a) + b for a, b in zip(stored, added)]
+    if added and type(added[0]) is list:
+        return [_add_counts(a, b) for a, b in zip(stored, added)]
+    return [int(a) + b for a, b in zip(stored, added)]
 
 
 def payload_text(payload: Any) -> str:
