@@ -14,6 +14,7 @@ name and keep the rest.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -80,8 +81,10 @@ class _Lookup:
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:  # a distributed campaign has no local mechanism: collector.distributed checks it
-            distributed = campaign.spec.trust == "distributed"
-            self.cache[key] = (campaign, None if distributed else mechanism_for(campaign.spec))
+            mechanism = None if campaign.spec.trust == "distributed" else mechanism_for(campaign.spec)
+            if mechanism is not None:  # the mechanism's own (equal) spec object: mechanism_for finds it by identity
+                campaign = dataclasses.replace(campaign, spec=mechanism.spec)
+            self.cache[key] = (campaign, mechanism)
             return self.cache[key]
         known = bool(storage.campaign_versions(name))
         reason = ("fingerprint", "matches no version of this campaign") if known else ("campaign", "unknown campaign")

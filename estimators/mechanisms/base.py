@@ -159,9 +159,9 @@ def registered(name: str) -> type[ServerMechanism]:
 def mechanism_for(spec: Any) -> ServerMechanism:
     """The server side of ``spec`` (a Spec, dict or JSON string); cached per spec.
 
-    A Spec object seen before is found by identity first: hashing a spec hashes every field (its whole domain),
-    which cost the collector about a tenth of a one-report POST's CPU.  The entry holds the object, so its id
-    cannot be reused by another one while it is cached."""
+    The spec object a cached mechanism holds is found by identity first: hashing a spec hashes every field (its
+    whole domain), which cost the collector about a tenth of a one-report POST's CPU.  Only that object is
+    recorded (no equal copy is kept alive), and the entry holds it, so its id cannot be reused meanwhile."""
     hit = _BY_ID.get(id(spec))
     if hit is not None and hit[0] is spec:
         return hit[1]
@@ -176,10 +176,11 @@ def mechanism_for(spec: Any) -> ServerMechanism:
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))
             _CACHE[spec] = cached
-    with _CACHE_LOCK:
-        if len(_BY_ID) >= _CACHE_SIZE:
-            _BY_ID.pop(next(iter(_BY_ID)))
-        _BY_ID[id(spec)] = (spec, cached)
+    if cached.spec is spec:
+        with _CACHE_LOCK:
+            if len(_BY_ID) >= _CACHE_SIZE:
+                _BY_ID.pop(next(iter(_BY_ID)))
+            _BY_ID[id(spec)] = (spec, cached)
     return cached
 
 

@@ -12,6 +12,7 @@ from client_sdk.mechanisms.hashing import OLH_MAX_RANGE, olh_hash
 from client_sdk.spec import MAX_EPSILON, MECHANISMS
 from estimators import aggregate, estimate, estimate_aggregate, parse_payloads
 from estimators.mechanisms import REGISTRY, mechanism_for
+from estimators.mechanisms.base import _BY_ID
 from estimators.mechanisms.categorical import olh_hash_many, olh_support_counts
 from estimators.simulate import simulate
 from tests.tolerances import k_sigma
@@ -132,3 +133,4 @@ def test_mechanism_for_finds_a_spec_seen_before_without_hashing_it(monkeypatch):
     assert calls == []
     equal = load_spec({**GRR, "name": "identity_cache"})  # an equal spec, another object: the same mechanism
     assert equal is not spec and mechanism_for(equal) is first
+    assert all(held is mechanism.spec for held, mechanism in _BY_ID.values())  # no equal copy kept alive
