@@ -72,7 +72,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_BYTES"])
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions["ldp_metrics"] = Metrics(settings["METRICS_DIR"] or default_directory())
+    metrics = app.extensions["ldp_metrics"] = Metrics(settings["METRICS_DIR"] or default_directory())
 
     db.init_app(app)
     register_error_handlers(app)
@@ -96,11 +96,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     def _observe(response: Response) -> Response:
         started = g.get("started")
         if started is not None:
-            endpoint = (request.blueprint or "other") if request.url_rule is not None else "other"
-            if request.endpoint == "campaigns.estimate":
-                endpoint = "estimate"
-            app.extensions["ldp_metrics"].observe_request(endpoint, response.status_code,
-                                                          time.perf_counter() - started)
+            name = request.endpoint  # None without a matched rule; else "<blueprint>.<view>"
+            endpoint = "other" if name is None else "estimate" if name == "campaigns.estimate" else \
+                name.rpartition(".")[0] or "other"
+            metrics.observe_request(endpoint, response.status_code, time.perf_counter() - started)
         response.headers.setdefault("Cache-Control", "no-store")
         return response
 

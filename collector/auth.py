@@ -37,6 +37,20 @@ from .storage import ApiKey, DiskFull, RateLimited, RateRule, StorageUnavailable
 Role = str
 
 
+_today: tuple[int, str] = (-1, "")
+
+
+def utc_today() -> str:
+    """The UTC day, YYYY-MM-DD (as ``datetime.now(timezone.utc).date().isoformat()``: POSIX days are 86,400 s);
+    the text is made once per day instead of per call (several calls per request)"""
+    global _today
+    number = int(time.time() // 86400)
+    cached = _today
+    if cached[0] != number:
+        cached = _today = (number, (dt.date(1970, 1, 1) + dt.timedelta(days=number)).isoformat())
+    return cached[1]
+
+
 def rate_rule() -> RateRule | None:
     "The configured per-key token bucket, or None when rate limiting is off"
     rate = float(current_app.config["RATE_LIMIT"])
@@ -66,7 +80,7 @@ def identify() -> ApiKey:
     if key is None:
         raise Problem(401, "unknown API key", field="Authorization",
                       headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})
-    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    day = utc_today()
     if key.expired_on(day):
         raise Problem(401, f"API key expired on {key.expires_day}", field="Authorization",
                       headers={"WWW-Authenticate": 'Bearer realm="ldp-telemetry", error="invalid_token"'})

@@ -1159,12 +1159,9 @@ class Storage(StorageBase):
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         row = self.conn.execute("SELECT n, counts FROM aggregates WHERE campaign = ? AND version = ? AND day = ?",
                                 (campaign.name, campaign.version, day)).fetchone()
-        if row is not None:
-            aggregate = _aggregate(campaign, row[0], row[1]).merge(aggregate)
-        data = aggregate.to_dict()
+        n, counts = merged_counts(campaign, row, aggregate)
         self.conn.execute("INSERT OR REPLACE INTO aggregates (campaign, version, day, n, counts) "
-                          "VALUES (?, ?, ?, ?, ?)",
-                          (campaign.name, campaign.version, day, data["n"], json.dumps(data["counts"])))
+                          "VALUES (?, ?, ?, ?, ?)", (campaign.name, campaign.version, day, n, counts))
 
 
 @dataclass(eq=False)
@@ -1344,6 +1341,38 @@ def _aggregate(campaign: CampaignVersion, n: int, counts: str) -> estimators.Agg
 
     return estimators.Aggregate.from_dict({"mechanism": campaign.spec.mechanism, "fingerprint": campaign.fingerprint,
                                            "n": n, "counts": json.loads(counts)})
+
+
+def merged_counts(campaign: CampaignVersion, row: tuple[int, str] | None,
+                  aggregate: estimators.Aggregate) -> tuple[int, str]:
+    """(n, counts as stored) of the stored aggregate ``row`` (n, counts JSON; None: none yet) plus ``aggregate``:
+    what ``Aggregate.from_dict(row).merge(aggregate).to_dict()`` stores, added in Python lists instead of numpy
+    arrays (a request's aggregate is a few hundred counts at most; the arrays' per-call cost was most of it)"""
+    import estimators
+
+    if (aggregate.mechanism, aggregate.fingerprint) != (campaign.spec.mechanism, campaign.fingerprint):
+        raise estimators.AggregateMismatch(f"cannot merge aggregates of {campaign.fingerprint} and "
+                                           f"{aggregate.fingerprint}")
+    counts = aggregate.counts.tolist()  # int64: Python ints already
+    if aggregate.counts.dtype == object:
+        counts = _plain_counts(counts)
+    if row is None:
+        return int(aggregate.n), json.dumps(counts)
+    return int(row[0]) + int(aggregate.n), json.dumps(_add_counts(json.loads(row[1]), counts))
+
+
+def _plain_counts(counts: list) -> list:
+    "Nested lists of Python ints (an object array's tolist() may hold numpy integers)"
+    return [_plain_counts(c) if type(c) is list else int(c) for c in counts]
+
+
+def _add_counts(stored: list, added: list) -> list:
+    "Element-wise sum of two equally shaped nested lists of ints; a stored aggregate of another shape is an error"
+    if len(stored) != len(added):
+        raise StorageError(f"stored aggregate has {len(stored)} counts, the reports' has {len(added)}")
+    if added and type(added[0]) is list:
+        return [_add_counts(a, b) for a, b in zip(stored, added)]
+    return [int(a) + b for a, b in zip(stored, added)]
 
 
 def payload_text(payload: Any) -> str:

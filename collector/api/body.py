@@ -44,10 +44,19 @@ def read_stream_bounded(max_bytes: int) -> bytes:
     is read from ``wsgi.input`` itself (Werkzeug's wrapper would stop quietly at the configured maximum, so an
     oversized body would look like a complete shorter one)."""
     environ = request.environ
-    if request.content_length is None and environ.get("wsgi.input_terminated"):
+    length = request.content_length
+    if length is None and environ.get("wsgi.input_terminated"):
         stream = environ["wsgi.input"]
     else:
         stream = request.stream
+        if length is not None and length <= max_bytes:  # the whole body in one read (no extra empty read)
+            first = stream.read(length)
+            if len(first) == length:
+                return first
+            out = bytearray(first)
+            while chunk := stream.read(length - len(out)):
+                out += chunk
+            return bytes(out)
     out = bytearray()
     while True:
         chunk = stream.read(min(READ_CHUNK, max_bytes + 1 - len(out)))

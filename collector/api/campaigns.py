@@ -18,7 +18,7 @@ from client_sdk.errors import PrivacyWarning, SpecError
 from client_sdk.spec import NAME_PATTERN
 from estimators.report.source import finite_json, window_estimate
 
-from ..auth import require
+from ..auth import require, utc_today
 from ..db import get_storage
 from ..problems import Problem, invalid
 from ..storage import CampaignClosed, CampaignNotFound, CampaignVersion, VersionConflict
@@ -29,7 +29,8 @@ MAX_SPEC_BYTES = 64 * 1024 * 1024  # a domain may have up to 2**20 entries
 
 
 def today() -> str:
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+    "The UTC day, YYYY-MM-DD"
+    return utc_today()
 
 
 @blueprint.post("/v1/campaigns")

@@ -14,12 +14,14 @@ name and keep the rest.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import re
 import time
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, jsonify
+from flask import Blueprint, Response, current_app, g
 
 import estimators
 from client_sdk.errors import PayloadError
@@ -79,8 +81,10 @@ class _Lookup:
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
         if campaign is not None:  # a distributed campaign has no local mechanism: collector.distributed checks it
-            distributed = campaign.spec.trust == "distributed"
-            self.cache[key] = (campaign, None if distributed else mechanism_for(campaign.spec))
+            mechanism = None if campaign.spec.trust == "distributed" else mechanism_for(campaign.spec)
+            if mechanism is not None:  # the mechanism's own (equal) spec object: mechanism_for finds it by identity
+                campaign = dataclasses.replace(campaign, spec=mechanism.spec)
+            self.cache[key] = (campaign, mechanism)
             return self.cache[key]
         known = bool(storage.campaign_versions(name))
         reason = ("fingerprint", "matches no version of this campaign") if known else ("campaign", "unknown campaign")
@@ -131,8 +135,10 @@ def ingest() -> Response:
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
-    return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected),
-                    "errors": rejected})
+    # the bytes jsonify would send (compact, ASCII, a final newline) without its per-call machinery
+    body = json.dumps({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected},
+                      separators=(",", ":"))
+    return current_app.response_class(body + "\n", mimetype="application/json")
 
 
 def _validate(reports: list, *, check_payloads: bool = True
@@ -219,7 +225,7 @@ def _check_and_aggregate(group: ReportGroup) -> bool:
     ``check_payload`` each) and compute its aggregate; False if any payload fails"""
     spec = group.campaign.spec
     try:
-        group.aggregate = estimators.aggregate(spec, estimators.parse_payloads(spec, group.payloads))
+        group.aggregate = estimators.aggregate(spec, group.payloads)  # checks each payload (small: in Python)
     except Exception as exc:  # noqa: BLE001 (PayloadError, or a malformed payload: both are checked one by one)
         logger.debug("checking a group of payloads raised %s", type(exc).__name__)
         return False

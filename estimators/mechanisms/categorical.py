@@ -87,6 +87,12 @@ class GRRServer(FrequencyOracle):
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         return np.bincount(batch["index"], minlength=self.d).astype(np.int64)
 
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        counts = [0] * self.d
+        for index in payloads:
+            counts[index] += 1
+        return np.array(counts, dtype=np.int64)
+
     def simulate_indices(self, index: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"index": randomized_response(index, float(self.device.keep), self.d, rng)}
 
@@ -112,6 +118,9 @@ class UnaryServer(FrequencyOracle):
 
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         return bit_counts(batch["bits"], self.d)
+
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        return np.array(small_bit_counts(payloads, self.d), dtype=np.int64)
 
     def simulate_indices(self, index: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Every bit Bernoulli(q*) by comparing a uniform 32-bit integer with q* 2^32, then the true bit redrawn.
@@ -236,3 +245,15 @@ class HadamardServer(FrequencyOracle):
         column = rng.integers(0, self.device.size, size=n, dtype=np.int64)
         flip = rng.random(n) >= float(self.device.keep)
         return {"column": column, "bit": parity(index & column) ^ flip.astype(np.int64)}
+
+
+def small_bit_counts(payloads: Sequence[str], width: int) -> list[int]:
+    "Ones per bit position of a few checked hex payloads (``width`` bits, most significant first), in Python"
+    counts = [0] * width
+    for payload in payloads:
+        bits = format(int(payload, 16), f"0{4 * len(payload)}b")
+        position = bits.find("1")
+        while 0 <= position < width:
+            counts[position] += 1
+            position = bits.find("1", position + 1)
+    return counts

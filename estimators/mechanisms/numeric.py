@@ -50,6 +50,9 @@ class MeanMechanism(ServerMechanism):
         code = batch["code"]
         return np.array([exact_sum(code), exact_sum_of_squares(code)], dtype=object)
 
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        return np.array([sum(payloads), sum(c * c for c in payloads)], dtype=object)
+
     def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
         low, high = self.device.low, self.device.high
         clamped = np.clip(np.asarray(true_values, dtype=np.float64).reshape(-1), low, high)
@@ -108,6 +111,9 @@ class DuchiServer(MeanMechanism):
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         return np.array([exact_sum(batch["code"])], dtype=object)
 
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        return np.array([sum(payloads)], dtype=object)
+
     def simulate_unit(self, t: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"code": duchi_codes(self.device, t, rng)}
 
@@ -162,6 +168,11 @@ class HybridServer(MeanMechanism):
         duchi, pm = code[branch == 0], code[branch == 1]
         return np.array([len(duchi), exact_sum(duchi), len(pm), exact_sum(pm), exact_sum_of_squares(pm)],
                         dtype=object)
+
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        duchi = [code for branch, code in payloads if branch == 0]
+        pm = [code for branch, code in payloads if branch == 1]
+        return np.array([len(duchi), sum(duchi), len(pm), sum(pm), sum(c * c for c in pm)], dtype=object)
 
     def simulate_unit(self, t: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         branch = (rng.random(len(t)) < float(self.device.alpha)).astype(np.int64)

@@ -19,6 +19,7 @@ from ..rappor.counts import rappor_counts
 from ..rappor.decode import estimate_rappor
 from ..rappor.simulate import simulate_rappor
 from .base import ReportBatch, ServerMechanism
+from .categorical import small_bit_counts
 
 
 class RapporServer(ServerMechanism):
@@ -42,6 +43,16 @@ class RapporServer(ServerMechanism):
 
     def statistic(self, batch: ReportBatch) -> np.ndarray:
         return rappor_counts(self.spec, batch)
+
+    def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
+        params = self.device.params
+        counts = [[0] * (params.k + 1) for _ in range(params.m)]
+        for payload in payloads:
+            row = counts[payload["cohort"]]
+            row[0] += 1
+            for position, ones in enumerate(small_bit_counts([payload["bits"]], params.k), start=1):
+                row[position] += ones
+        return np.array(counts, dtype=np.int64)
 
     def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
         return simulate_rappor(self.spec, true_values, rng)

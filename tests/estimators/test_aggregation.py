@@ -3,9 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from client_sdk import load_spec
+from client_sdk import PayloadError, load_spec
 from estimators import Aggregate, AggregateMismatch, aggregate, estimate, estimate_aggregate, merge, parse_payloads
 from estimators.bits import bit_counts
+from estimators.mechanisms import REGISTRY, mechanism_for
 from estimators.mechanisms.categorical import olh_support_counts
 from estimators.simulate import simulate
 
@@ -81,3 +82,46 @@ def test_grouped_bit_counts_match_unpacking_per_group():
     bits = np.unpackbits(packed, axis=1)[:, :21]
     expected = np.stack([bits[groups == g].sum(axis=0) for g in range(4)])
     assert np.array_equal(grouped_bit_counts(groups, packed, 4, 21), expected)
+
+
+def small_spec_for(mechanism):
+    if mechanism == "rappor":
+        return load_spec({"name": "t", "mechanism": "rappor",
+                          "rappor": {"k": 13, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}})
+    return spec_for(mechanism)
+
+
+@pytest.mark.parametrize("mechanism", sorted(REGISTRY))
+def test_the_python_statistic_of_small_batches_equals_numpy_s(mechanism):
+    "Batches of 1..64: small_statistic (where a mechanism has one) gives statistic's values, dtype and shape"
+    spec = small_spec_for(mechanism)
+    server = mechanism_for(spec)
+    rng = np.random.default_rng(16)
+    compared = 0
+    for size in range(1, 65):
+        if mechanism == "rappor":
+            values = [f"/page/{i}" for i in rng.integers(0, 8, size)]
+        else:
+            values = values_for(spec, size, rng)
+        payloads = simulate(spec, values, rng).to_payloads()
+        expected = server.statistic(parse_payloads(spec, payloads))
+        small = server.small_statistic(payloads)
+        if small is not None:
+            compared += 1
+            assert small.dtype == expected.dtype and small.shape == expected.shape
+            assert [int(c) for c in small.reshape(-1)] == [int(c) for c in expected.reshape(-1)]
+        through = aggregate(spec, payloads)  # the small path up to SMALL_BATCH reports, numpy's after
+        assert through.n == size and through.counts.dtype == expected.dtype and np.array_equal(through.counts,
+                                                                                             expected)
+    assert compared in (0, 64)
+    assert compared == 64 or mechanism in ("olh", "hadamard")
+
+
+def test_a_bad_payload_in_a_small_batch_is_named_as_parse_names_it():
+    spec = spec_for("oue")
+    good = simulate(spec, np.array([1, 2]), np.random.default_rng(1)).to_payloads()
+    with pytest.raises(PayloadError) as small:
+        aggregate(spec, [good[0], "zz", good[1]])
+    with pytest.raises(PayloadError) as parsed:
+        parse_payloads(spec, [good[0], "zz", good[1]])
+    assert small.value.field == parsed.value.field == "payloads[1]" and small.value.reason == parsed.value.reason

@@ -12,6 +12,7 @@ from client_sdk.mechanisms.hashing import OLH_MAX_RANGE, olh_hash
 from client_sdk.spec import MAX_EPSILON, MECHANISMS
 from estimators import aggregate, estimate, estimate_aggregate, parse_payloads
 from estimators.mechanisms import REGISTRY, mechanism_for
+from estimators.mechanisms.base import _BY_ID
 from estimators.mechanisms.categorical import olh_hash_many, olh_support_counts
 from estimators.simulate import simulate
 from tests.tolerances import k_sigma
@@ -119,3 +120,17 @@ def test_parse_without_checking_is_for_checked_payloads_only():
 def test_a_served_basic_rappor_spec_needs_no_candidates_or_secret():
     spec = load_spec({"name": "b", "mechanism": "rappor", "rappor": {"k": 4, "h": 1, "m": 1, "encoding": "basic"}})
     assert set(spec.to_dict()["derived"]) == {"p11", "p01", "epsilon_one", "epsilon_inf"}
+
+
+def test_mechanism_for_finds_a_spec_seen_before_without_hashing_it(monkeypatch):
+    "A spec's hash covers its whole domain: the collector's per-report lookup must not pay it each time"
+    spec = load_spec({**GRR, "name": "identity_cache"})
+    first = mechanism_for(spec)
+    calls = []
+    original = type(spec).__hash__
+    monkeypatch.setattr(type(spec), "__hash__", lambda self: calls.append(1) or original(self))
+    assert mechanism_for(spec) is first
+    assert calls == []
+    equal = load_spec({**GRR, "name": "identity_cache"})  # an equal spec, another object: the same mechanism
+    assert equal is not spec and mechanism_for(equal) is first
+    assert all(held is mechanism.spec for held, mechanism in _BY_ID.values())  # no equal copy kept alive
