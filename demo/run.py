@@ -81,6 +81,7 @@ class DemoResult:
     out_dir: Path
     seconds: float
     campaigns: list[CampaignSummary]
+    phases: dict[str, float] = field(default_factory=dict)  # seconds from the start to the end of each step
 
 
 # -- 1. the collector ---------------------------------------------------------------------------------------------
@@ -554,7 +555,8 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
     shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
     the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
-    leader opens its shares meanwhile)"""
+    leader opens its shares meanwhile).  ``progress`` is called before each batch is sealed (with 0) and after
+    each is posted: an exception it raises stops the sealing and the uploads."""
     import uuid
     from concurrent.futures import ThreadPoolExecutor
 
@@ -564,27 +566,34 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     from client_sdk.distributed import seal_report
     from client_sdk.vdaf.hpke import HpkeConfig
 
+    update = progress or (lambda count: None)
     posted: list[Future] = []
     with requests.Session() as session, requests.Session() as uploads, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-demo-upload") as poster:
         session.headers["Authorization"] = uploads.headers["Authorization"] = f"Bearer {ingest_key}"
-        for name, campaign in created.items():
-            spec = load_spec(campaign["spec"])
-            listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
-            leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
-            helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
-            values = population[name]
-            for start in range(0, len(values), DISTRIBUTED_BATCH):
-                batch: list[dict[str, Any]] = []
-                for value in values[start:start + DISTRIBUTED_BATCH]:
-                    report_id = str(uuid.uuid4())
-                    batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
-                                  "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
-                for done in [f for f in posted if f.done()]:
-                    done.result()  # a failed upload stops the sealing at once
-                posted.append(poster.submit(post_batch, uploads, url, name, batch, progress))
-        for future in posted:
-            future.result()
+        try:
+            for name, campaign in created.items():
+                spec = load_spec(campaign["spec"])
+                listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
+                leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
+                helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
+                values = population[name]
+                for start in range(0, len(values), DISTRIBUTED_BATCH):
+                    update(0)  # a stop asked for meanwhile ends the sealing here
+                    batch: list[dict[str, Any]] = []
+                    for value in values[start:start + DISTRIBUTED_BATCH]:
+                        report_id = str(uuid.uuid4())
+                        batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
+                                      "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
+                    for done in [f for f in posted if f.done()]:
+                        done.result()  # a failed upload stops the sealing at once
+                    posted.append(poster.submit(post_batch, uploads, url, name, batch, update))
+            for future in posted:
+                future.result()
+        except BaseException:
+            for future in posted:
+                future.cancel()
+            raise
 
 
 def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:
@@ -601,21 +610,89 @@ def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, s
     return notes
 
 
-def run_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list], out_dir: Path,
-                    earlier: Sequence[CampaignSummary], progress: Callable[[int, str], Any] | None = None,
-                    ) -> list[CampaignSummary]:
-    "Leader and helper on loopback, users' sealed reports, one collection, the reports; every summary so far"
+class DemoStopped(RuntimeError):
+    "A phase of the demo stops where it is: the other phase failed, or the user pressed Ctrl-C"
+
+
+def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list],
+                      update: Progress, *, stop: threading.Event | None = None,
+                      uploaded: Callable[[], None] | None = None) -> tuple[list[Any], dict[str, str]]:
+    """Leader and helper on loopback, the users' sealed reports, one collection; each campaign's report data
+    (as :func:`fetch_reports` returns it) and the notes of those that could not be collected.
+
+    ``update(count)`` counts the uploaded reports; ``uploaded()`` is called once every report is in.  Once
+    ``stop`` is set the phase ends at its next step (a batch, a request) with :class:`DemoStopped`, and the leader
+    and helper are stopped on the way out, as on any failure."""
+    def check() -> None:
+        if stop is not None and stop.is_set():
+            raise DemoStopped("the distributed phase was stopped")
+
+    def counted(count: int) -> None:
+        check()
+        update(count)
+
     with running_aggregators(folder) as (url, admin_key, ingest_key):
+        check()
         created = create_campaigns(url, admin_key, campaigns)
-        users = len(next(iter(population.values())))
-        with _progress(progress, users * len(campaigns), "distributed reports") as update:
-            report_distributed(url, ingest_key, created, population, update)
+        report_distributed(url, ingest_key, created, population, counted)
+        if uploaded is not None:
+            uploaded()
+        check()
         notes = collect_today(url, admin_key, list(created))
-        summaries = write_reports(url, admin_key, campaigns, population, out_dir, earlier=earlier)
+        check()
+        return fetch_reports(url, admin_key, campaigns, population), notes
+
+
+def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> list[CampaignSummary]:
+    "Each summary with the note of its campaign's collection, where it has none of its own"
     for summary in summaries:
         if summary.name in notes and not summary.note:
             summary.note = notes[summary.name]
+    return list(summaries)
+
+
+def run_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list], out_dir: Path,
+                    earlier: Sequence[CampaignSummary], progress: Callable[[int, str], Any] | None = None,
+                    ) -> list[CampaignSummary]:
+    """Leader and helper on loopback, users' sealed reports, one collection, the reports and summary.json; every
+    summary so far (the demo itself runs :func:`serve_distributed` beside its local devices)"""
+    users = len(next(iter(population.values())))
+    with _progress(progress, users * len(campaigns), "distributed reports") as update:
+        fetched, notes = serve_distributed(folder, campaigns, population, update)
+    summaries = [*earlier, *with_notes(render_reports(fetched, out_dir), notes)]
+    write_summary(summaries, out_dir)
     return summaries
+
+
+class Background:
+    """A function run in a daemon thread of this process; its result or exception.  A failure sets ``stop``
+    (so that the phase beside it ends too); ``done`` is set once it has returned or raised."""
+
+    def __init__(self, target: Callable[[], Any], stop: threading.Event, name: str) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._target, self._stop = target, stop
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self._target()
+        except BaseException as exc:  # noqa: BLE001 (handed to the demo's thread, which raises it)
+            self.error = exc
+            self._stop.set()
+        finally:
+            self.done.set()
+
+    def wait(self, until: threading.Event | None = None) -> None:
+        "Until it has ended (or ``until`` is set); in short waits, so that Ctrl-C is not held up"
+        while not self.done.is_set() and not (until is not None and until.is_set()):
+            self.done.wait(0.1)
+
+    def failure(self) -> BaseException | None:
+        "Its exception, unless it only stopped because it was asked to"
+        return None if isinstance(self.error, DemoStopped) else self.error
 
 
 def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
@@ -636,39 +713,102 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
              distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
              progress: Callable[[int, str], Any] | None = None) -> DemoResult:
-    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; then the same
-    for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are sealed on
-    the devices, one by one).
+    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; meanwhile the
+    same for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are
+    sealed on the devices, one by one).
+
+    The distributed phase (:func:`serve_distributed`) runs in a thread of this process from the start, beside
+    the local collector's start and its devices (which run in worker processes): its leader and helper start
+    while the local collector does, its reports are sealed and uploaded while the devices report, and its
+    report is drawn as soon as it is collected.  A failure of either phase (or Ctrl-C) stops the other and
+    every collector child, and the demo raises that phase's error.
 
     ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
-    (``click.progressbar`` fits); None runs silently."""
+    (``click.progressbar`` fits); one bar counts the users' local reports (a user each) and their sealed ones
+    (a report each); None runs silently."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     distributed = () if bulk else distributed
     population = draw_population([*campaigns, *distributed], users, rng)
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
+    phases: dict[str, float] = {}
+    stop = threading.Event()
     with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
-        database = Path(temp) / "collector.db"
-        admin_key, ingest_key = create_keys(database)
-        with running_collector(database) as url:
-            create_campaigns(url, admin_key, campaigns)
-            total, label = (users * len(campaigns), "reports (bulk)") if bulk else (users, "users reporting")
-            with _progress(progress, total, label) as update:
-                if bulk:
-                    report_in_bulk(url, ingest_key, campaigns, population, rng, update)
-                else:
-                    local = {campaign.name: population[campaign.name] for campaign in campaigns}
-                    report_through_sdk(url, ingest_key, local, Path(temp) / "devices", update)
-            fetched = fetch_reports(url, admin_key, campaigns, population)
-        if distributed:  # the worker draws the local reports while the leader and helper run
-            drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
-                       else None for item in fetched]
-            later = run_distributed(Path(temp), distributed, population, out_dir, (), progress)
-            summaries = finish_reports(fetched, drawing, out_dir) + later
-        else:
-            summaries = render_reports(fetched, out_dir, workers)
+        lock = threading.Lock()
+        bar_updates: list[Progress] = []
+
+        def update(count: int) -> None:  # both phases count on the one bar, from their own threads
+            with lock:
+                if count and bar_updates:
+                    bar_updates[0](count)
+
+        uploaded = threading.Event()
+        beside: Background | None = None
+        if distributed:  # first, so that the helper starts while the local collector does
+            def distributed_phase() -> tuple[list[Any], list[Future | None], dict[str, str]]:
+                try:
+                    fetched, notes = serve_distributed(Path(temp), distributed, population, update, stop=stop,
+                                                       uploaded=uploaded.set)
+                finally:
+                    uploaded.set()
+                phases["distributed collected"] = time.perf_counter() - started
+                drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
+                           else None for item in fetched]
+                return fetched, drawing, notes
+
+            beside = Background(distributed_phase, stop, "ldp-demo-distributed")
+        try:
+            database = Path(temp) / "collector.db"
+            admin_key, ingest_key = create_keys(database)
+            with running_collector(database) as url:
+                create_campaigns(url, admin_key, campaigns)
+                phases["local collector ready"] = time.perf_counter() - started
+
+                def local_update(count: int) -> None:
+                    if stop.is_set():
+                        raise DemoStopped("the local devices were stopped")
+                    update(count)
+
+                total = users * (len(campaigns) if bulk else 1 + len(distributed))
+                label = ("reports (bulk)" if bulk else
+                         "users reporting (local + distributed)" if distributed else "users reporting")
+                with _progress(progress, total, label) as bar:
+                    bar_updates.append(bar)
+                    if bulk:
+                        report_in_bulk(url, ingest_key, campaigns, population, rng, local_update)
+                    else:
+                        local = {campaign.name: population[campaign.name] for campaign in campaigns}
+                        report_through_sdk(url, ingest_key, local, Path(temp) / "devices", local_update)
+                    phases["local devices reported"] = time.perf_counter() - started
+                    fetched = fetch_reports(url, admin_key, campaigns, population)
+                    if beside is not None:  # the bar ends once the sealed reports are in too
+                        beside.wait(until=uploaded)
+                    with lock:
+                        bar_updates.clear()
+            phases["local fetched"] = time.perf_counter() - started
+            if beside is None:
+                summaries = render_reports(fetched, out_dir, workers)
+            else:
+                drawing = [workers.submit(render_report, item, out_dir)
+                           if not isinstance(item, CampaignSummary) else None for item in fetched]
+                beside.wait()
+                if beside.error is not None:
+                    raise beside.error
+                later, later_drawing, notes = beside.result
+                summaries = finish_reports([*fetched, *later], [*drawing, *later_drawing], out_dir)
+                summaries[len(fetched):] = with_notes(summaries[len(fetched):], notes)
+        except BaseException as exc:
+            stop.set()  # the other phase ends at its next step and stops its collectors
+            if beside is not None:
+                beside.wait()
+                failure = beside.failure()
+                if isinstance(exc, DemoStopped) and failure is not None:
+                    raise failure from None  # the distributed phase failed first: its message
+            raise
         write_summary(summaries, out_dir)
-    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, time.perf_counter() - started, summaries)
+    seconds = time.perf_counter() - started
+    phases["total"] = seconds
+    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, seconds, summaries, phases)
 
 
 @contextmanager
