@@ -622,7 +622,7 @@ def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], populatio
 
     ``update(count)`` counts the uploaded reports; ``uploaded()`` is called once every report is in.  Once
     ``stop`` is set the phase ends at its next step (a batch, a request) with :class:`DemoStopped`, and the leader
-    and helper are stopped on the way out, as on any failure."""
+    and helper are stopped on the way out, as on any failure (which sets ``stop`` first)."""
     def check() -> None:
         if stop is not None and stop.is_set():
             raise DemoStopped("the distributed phase was stopped")
@@ -632,15 +632,20 @@ def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], populatio
         update(count)
 
     with running_aggregators(folder) as (url, admin_key, ingest_key):
-        check()
-        created = create_campaigns(url, admin_key, campaigns)
-        report_distributed(url, ingest_key, created, population, counted)
-        if uploaded is not None:
-            uploaded()
-        check()
-        notes = collect_today(url, admin_key, list(created))
-        check()
-        return fetch_reports(url, admin_key, campaigns, population), notes
+        try:
+            check()
+            created = create_campaigns(url, admin_key, campaigns)
+            report_distributed(url, ingest_key, created, population, counted)
+            if uploaded is not None:
+                uploaded()
+            check()
+            notes = collect_today(url, admin_key, list(created))
+            check()
+            return fetch_reports(url, admin_key, campaigns, population), notes
+        except BaseException:
+            if stop is not None:
+                stop.set()  # the phase beside this one stops now, not once the leader and helper have
+            raise
 
 
 def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> list[CampaignSummary]:
