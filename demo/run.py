@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -616,11 +616,14 @@ class DemoStopped(RuntimeError):
 
 def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list],
                       update: Progress, *, stop: threading.Event | None = None,
-                      uploaded: Callable[[], None] | None = None) -> tuple[list[Any], dict[str, str]]:
+                      uploaded: Callable[[], None] | None = None,
+                      on_data: Callable[[list[Any], dict[str, str]], None] | None = None,
+                      ) -> tuple[list[Any], dict[str, str]]:
     """Leader and helper on loopback, the users' sealed reports, one collection; each campaign's report data
     (as :func:`fetch_reports` returns it) and the notes of those that could not be collected.
 
-    ``update(count)`` counts the uploaded reports; ``uploaded()`` is called once every report is in.  Once
+    ``update(count)`` counts the uploaded reports; ``uploaded()`` is called once every report is in, and
+    ``on_data(fetched, notes)`` with the result before the leader and helper stop (they take a second).  Once
     ``stop`` is set the phase ends at its next step (a batch, a request) with :class:`DemoStopped`, and the leader
     and helper are stopped on the way out, as on any failure (which sets ``stop`` first)."""
     def check() -> None:
@@ -641,7 +644,10 @@ def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], populatio
             check()
             notes = collect_today(url, admin_key, list(created))
             check()
-            return fetch_reports(url, admin_key, campaigns, population), notes
+            fetched = fetch_reports(url, admin_key, campaigns, population)
+            if on_data is not None:
+                on_data(fetched, notes)
+            return fetched, notes
         except BaseException:
             if stop is not None:
                 stop.set()  # the phase beside this one stops now, not once the leader and helper have
@@ -747,25 +753,31 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                 if count and bar_updates:
                     bar_updates[0](count)
 
-        uploaded = threading.Event()
+        uploaded, data_in = threading.Event(), threading.Event()
+        published: dict[str, Any] = {}
         beside: Background | None = None
+        closing: Background | None = None
         if distributed:  # first, so that the helper starts while the local collector does
-            def distributed_phase() -> tuple[list[Any], list[Future | None], dict[str, str]]:
+            def drawn(fetched: list[Any], notes: dict[str, str]) -> None:  # the pool draws it at once
+                phases["distributed collected"] = time.perf_counter() - started
+                published.update(fetched=fetched, notes=notes, drawing=[
+                    workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary) else None
+                    for item in fetched])
+                data_in.set()
+
+            def distributed_phase() -> None:
                 try:
-                    fetched, notes = serve_distributed(Path(temp), distributed, population, update, stop=stop,
-                                                       uploaded=uploaded.set)
+                    serve_distributed(Path(temp), distributed, population, update, stop=stop, uploaded=uploaded.set,
+                                      on_data=drawn)
                 finally:
                     uploaded.set()
-                phases["distributed collected"] = time.perf_counter() - started
-                drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
-                           else None for item in fetched]
-                return fetched, drawing, notes
 
             beside = Background(distributed_phase, stop, "ldp-demo-distributed")
         try:
             database = Path(temp) / "collector.db"
             admin_key, ingest_key = create_keys(database)
-            with running_collector(database) as url:
+            with ExitStack() as collector:  # stopped here on a failure, else in a thread once its data is in
+                url = collector.enter_context(running_collector(database))
                 create_campaigns(url, admin_key, campaigns)
                 phases["local collector ready"] = time.perf_counter() - started
 
@@ -786,29 +798,38 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                         report_through_sdk(url, ingest_key, local, Path(temp) / "devices", local_update)
                     phases["local devices reported"] = time.perf_counter() - started
                     fetched = fetch_reports(url, admin_key, campaigns, population)
+                    phases["local fetched"] = time.perf_counter() - started
+                    drawing = [workers.submit(render_report, item, out_dir)
+                               if beside is not None and not isinstance(item, CampaignSummary) else None
+                               for item in fetched]
+                    closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
                     if beside is not None:  # the bar ends once the sealed reports are in too
                         beside.wait(until=uploaded)
                     with lock:
                         bar_updates.clear()
-            phases["local fetched"] = time.perf_counter() - started
             if beside is None:
                 summaries = render_reports(fetched, out_dir, workers)
             else:
-                drawing = [workers.submit(render_report, item, out_dir)
-                           if not isinstance(item, CampaignSummary) else None for item in fetched]
-                beside.wait()
-                if beside.error is not None:
-                    raise beside.error
-                later, later_drawing, notes = beside.result
-                summaries = finish_reports([*fetched, *later], [*drawing, *later_drawing], out_dir)
-                summaries[len(fetched):] = with_notes(summaries[len(fetched):], notes)
+                beside.wait(until=data_in)
+                if not data_in.is_set():
+                    raise beside.error or RuntimeError("the distributed phase ended without its reports")
+                summaries = finish_reports([*fetched, *published["fetched"]], [*drawing, *published["drawing"]],
+                                           out_dir)
+                summaries[len(fetched):] = with_notes(summaries[len(fetched):], published["notes"])
+            for background in (closing, beside):  # the collectors have stopped
+                if background is not None:
+                    background.wait()
+                    if background.error is not None:
+                        raise background.error
+            phases["reports written"] = time.perf_counter() - started
         except BaseException as exc:
             stop.set()  # the other phase ends at its next step and stops its collectors
-            if beside is not None:
-                beside.wait()
-                failure = beside.failure()
-                if isinstance(exc, DemoStopped) and failure is not None:
-                    raise failure from None  # the distributed phase failed first: its message
+            for background in (closing, beside):
+                if background is not None:
+                    background.wait()
+            failure = beside.failure() if beside is not None else None
+            if isinstance(exc, DemoStopped) and failure is not None:
+                raise failure from None  # the distributed phase failed first: its message
             raise
         write_summary(summaries, out_dir)
     seconds = time.perf_counter() - started
