@@ -10,11 +10,12 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
    (its own state directory, so RAPPOR gets a per-device secret and cohort) and flush over HTTP; or, for large
    populations, :func:`report_in_bulk` draws the reports with the vectorised simulator and posts them in batches;
 4. :func:`write_reports` fetches every estimate over HTTP and writes HTML, Markdown (with PNGs) and JSON reports,
-   each with the ground truth beside the estimates, plus ``summary.json``; :func:`run_demo` draws the local
-   campaigns' reports in a worker process (:func:`report_workers`) while step 5 runs;
-5. :func:`run_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
-   collector children, each with its own database), has every user seal a report with the SDK's distributed module,
-   collects today's batch and writes its reports, whose summary shows the three error bars side by side.
+   each with the ground truth beside the estimates, plus ``summary.json``; :func:`run_demo` shares the drawing
+   between this process and a worker process (:func:`report_workers`);
+5. :func:`serve_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
+   collector children, each with its own database), has every user seal a report with the SDK's distributed module
+   and collects today's batch; its reports' summary shows the three error bars side by side.  :func:`run_demo`
+   runs it in a thread from the start, beside steps 1 to 3 (:func:`run_distributed` runs it alone).
 """
 
 from __future__ import annotations
