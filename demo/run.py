@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import shutil
 import tempfile
 import threading
 import time
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -758,6 +760,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
         published: dict[str, Any] = {}
         beside: Background | None = None
         closing: Background | None = None
+        removing: Background | None = None
         if distributed:  # first, so that the helper starts while the local collector does
             def drawn(fetched: list[Any], notes: dict[str, str]) -> None:  # the pool draws it at once
                 phases["distributed collected"] = time.perf_counter() - started
@@ -797,6 +800,8 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                     else:
                         local = {campaign.name: population[campaign.name] for campaign in campaigns}
                         report_through_sdk(url, ingest_key, local, Path(temp) / "devices", local_update)
+                        removing = Background(partial(shutil.rmtree, Path(temp) / "devices", ignore_errors=True),
+                                              stop, "ldp-demo-remove-devices")  # 2,000 folders take seconds
                     phases["local devices reported"] = time.perf_counter() - started
                     fetched = fetch_reports(url, admin_key, campaigns, population)
                     phases["local fetched"] = time.perf_counter() - started
@@ -817,7 +822,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                 summaries = finish_reports([*fetched, *published["fetched"]], [*drawing, *published["drawing"]],
                                            out_dir)
                 summaries[len(fetched):] = with_notes(summaries[len(fetched):], published["notes"])
-            for background in (closing, beside):  # the collectors have stopped
+            for background in (closing, beside, removing):  # the collectors have stopped, the devices' state is gone
                 if background is not None:
                     background.wait()
                     if background.error is not None:
@@ -825,7 +830,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
             phases["reports written"] = time.perf_counter() - started
         except BaseException as exc:
             stop.set()  # the other phase ends at its next step and stops its collectors
-            for background in (closing, beside):
+            for background in (closing, beside, removing):
                 if background is not None:
                     background.wait()
             failure = beside.failure() if beside is not None else None
