@@ -10,11 +10,12 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
    (its own state directory, so RAPPOR gets a per-device secret and cohort) and flush over HTTP; or, for large
    populations, :func:`report_in_bulk` draws the reports with the vectorised simulator and posts them in batches;
 4. :func:`write_reports` fetches every estimate over HTTP and writes HTML, Markdown (with PNGs) and JSON reports,
-   each with the ground truth beside the estimates, plus ``summary.json``; :func:`run_demo` draws the local
-   campaigns' reports in a worker process (:func:`report_workers`) while step 5 runs;
-5. :func:`run_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
-   collector children, each with its own database), has every user seal a report with the SDK's distributed module,
-   collects today's batch and writes its reports, whose summary shows the three error bars side by side.
+   each with the ground truth beside the estimates, plus ``summary.json``; :func:`run_demo` shares the drawing
+   between this process and a worker process (:func:`report_workers`);
+5. :func:`serve_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
+   collector children, each with its own database), has every user seal a report with the SDK's distributed module
+   and collects today's batch; its reports' summary shows the three error bars side by side.  :func:`run_demo`
+   runs it in a thread from the start, beside steps 1 to 3 (:func:`run_distributed` runs it alone).
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +84,7 @@ class DemoResult:
     out_dir: Path
     seconds: float
     campaigns: list[CampaignSummary]
+    phases: dict[str, float] = field(default_factory=dict)  # seconds from the start to the end of each step
 
 
 # -- 1. the collector ---------------------------------------------------------------------------------------------
@@ -554,7 +558,8 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
     shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
     the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
-    leader opens its shares meanwhile)"""
+    leader opens its shares meanwhile).  ``progress`` is called before each batch is sealed (with 0) and after
+    each is posted: an exception it raises stops the sealing and the uploads."""
     import uuid
     from concurrent.futures import ThreadPoolExecutor
 
@@ -564,27 +569,34 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     from client_sdk.distributed import seal_report
     from client_sdk.vdaf.hpke import HpkeConfig
 
+    update = progress or (lambda count: None)
     posted: list[Future] = []
     with requests.Session() as session, requests.Session() as uploads, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-demo-upload") as poster:
         session.headers["Authorization"] = uploads.headers["Authorization"] = f"Bearer {ingest_key}"
-        for name, campaign in created.items():
-            spec = load_spec(campaign["spec"])
-            listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
-            leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
-            helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
-            values = population[name]
-            for start in range(0, len(values), DISTRIBUTED_BATCH):
-                batch: list[dict[str, Any]] = []
-                for value in values[start:start + DISTRIBUTED_BATCH]:
-                    report_id = str(uuid.uuid4())
-                    batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
-                                  "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
-                for done in [f for f in posted if f.done()]:
-                    done.result()  # a failed upload stops the sealing at once
-                posted.append(poster.submit(post_batch, uploads, url, name, batch, progress))
-        for future in posted:
-            future.result()
+        try:
+            for name, campaign in created.items():
+                spec = load_spec(campaign["spec"])
+                listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
+                leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
+                helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
+                values = population[name]
+                for start in range(0, len(values), DISTRIBUTED_BATCH):
+                    update(0)  # a stop asked for meanwhile ends the sealing here
+                    batch: list[dict[str, Any]] = []
+                    for value in values[start:start + DISTRIBUTED_BATCH]:
+                        report_id = str(uuid.uuid4())
+                        batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
+                                      "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
+                    for done in [f for f in posted if f.done()]:
+                        done.result()  # a failed upload stops the sealing at once
+                    posted.append(poster.submit(post_batch, uploads, url, name, batch, update))
+            for future in posted:
+                future.result()
+        except BaseException:
+            for future in posted:
+                future.cancel()
+            raise
 
 
 def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:
@@ -601,21 +613,100 @@ def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, s
     return notes
 
 
-def run_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list], out_dir: Path,
-                    earlier: Sequence[CampaignSummary], progress: Callable[[int, str], Any] | None = None,
-                    ) -> list[CampaignSummary]:
-    "Leader and helper on loopback, users' sealed reports, one collection, the reports; every summary so far"
+class DemoStopped(RuntimeError):
+    "A phase of the demo stops where it is: the other phase failed, or the user pressed Ctrl-C"
+
+
+def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list],
+                      update: Progress, *, stop: threading.Event | None = None,
+                      uploaded: Callable[[], None] | None = None,
+                      on_data: Callable[[list[Any], dict[str, str]], None] | None = None,
+                      ) -> tuple[list[Any], dict[str, str]]:
+    """Leader and helper on loopback, the users' sealed reports, one collection; each campaign's report data
+    (as :func:`fetch_reports` returns it) and the notes of those that could not be collected.
+
+    ``update(count)`` counts the uploaded reports; ``uploaded()`` is called once every report is in, and
+    ``on_data(fetched, notes)`` with the result before the leader and helper stop (they take a second).  Once
+    ``stop`` is set the phase ends at its next step (a batch, a request) with :class:`DemoStopped`, and the leader
+    and helper are stopped on the way out, as on any failure (which sets ``stop`` first)."""
+    def check() -> None:
+        if stop is not None and stop.is_set():
+            raise DemoStopped("the distributed phase was stopped")
+
+    def counted(count: int) -> None:
+        check()
+        update(count)
+
     with running_aggregators(folder) as (url, admin_key, ingest_key):
-        created = create_campaigns(url, admin_key, campaigns)
-        users = len(next(iter(population.values())))
-        with _progress(progress, users * len(campaigns), "distributed reports") as update:
-            report_distributed(url, ingest_key, created, population, update)
-        notes = collect_today(url, admin_key, list(created))
-        summaries = write_reports(url, admin_key, campaigns, population, out_dir, earlier=earlier)
+        try:
+            check()
+            created = create_campaigns(url, admin_key, campaigns)
+            report_distributed(url, ingest_key, created, population, counted)
+            if uploaded is not None:
+                uploaded()
+            check()
+            notes = collect_today(url, admin_key, list(created))
+            check()
+            fetched = fetch_reports(url, admin_key, campaigns, population)
+            if on_data is not None:
+                on_data(fetched, notes)
+            return fetched, notes
+        except BaseException:
+            if stop is not None:
+                stop.set()  # the phase beside this one stops now, not once the leader and helper have
+            raise
+
+
+def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> list[CampaignSummary]:
+    "Each summary with the note of its campaign's collection, where it has none of its own"
     for summary in summaries:
         if summary.name in notes and not summary.note:
             summary.note = notes[summary.name]
+    return list(summaries)
+
+
+def run_distributed(folder: Path, campaigns: Sequence[DemoCampaign], population: dict[str, list], out_dir: Path,
+                    earlier: Sequence[CampaignSummary], progress: Callable[[int, str], Any] | None = None,
+                    ) -> list[CampaignSummary]:
+    """Leader and helper on loopback, users' sealed reports, one collection, the reports and summary.json; every
+    summary so far (the demo itself runs :func:`serve_distributed` beside its local devices)"""
+    users = len(next(iter(population.values())))
+    with _progress(progress, users * len(campaigns), "distributed reports") as update:
+        fetched, notes = serve_distributed(folder, campaigns, population, update)
+    summaries = [*earlier, *with_notes(render_reports(fetched, out_dir), notes)]
+    write_summary(summaries, out_dir)
     return summaries
+
+
+class Background:
+    """A function run in a daemon thread of this process; its result or exception.  A failure sets ``stop``
+    (so that the phase beside it ends too); ``done`` is set once it has returned or raised."""
+
+    def __init__(self, target: Callable[[], Any], stop: threading.Event, name: str) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._target, self._stop = target, stop
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self._target()
+        except BaseException as exc:  # noqa: BLE001 (handed to the demo's thread, which raises it)
+            self.error = exc
+            self._stop.set()
+        finally:
+            self.done.set()
+
+    def wait(self, until: threading.Event | None = None) -> None:
+        "Until it has ended (or ``until`` is set); in short waits, so that Ctrl-C is not held up"
+        while not self.done.is_set() and not (until is not None and until.is_set()):
+            self.done.wait(0.1)
+
+    def failure(self) -> BaseException | None:
+        "Its exception, unless it only stopped because it was asked to"
+        return None if isinstance(self.error, DemoStopped) else self.error
 
 
 def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
@@ -636,39 +727,120 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
              distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
              progress: Callable[[int, str], Any] | None = None) -> DemoResult:
-    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; then the same
-    for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are sealed on
-    the devices, one by one).
+    """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; meanwhile the
+    same for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are
+    sealed on the devices, one by one).
+
+    The distributed phase (:func:`serve_distributed`) runs in a thread of this process from the start, beside
+    the local collector's start and its devices (which run in worker processes): its leader and helper start
+    while the local collector does, its reports are sealed and uploaded while the devices report, and its
+    report is drawn as soon as it is collected.  A failure of either phase (or Ctrl-C) stops the other and
+    every collector child, and the demo raises that phase's error.
 
     ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
-    (``click.progressbar`` fits); None runs silently."""
+    (``click.progressbar`` fits); one bar counts the users' local reports (a user each) and their sealed ones
+    (a report each); None runs silently."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     distributed = () if bulk else distributed
     population = draw_population([*campaigns, *distributed], users, rng)
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
+    phases: dict[str, float] = {}
+    stop = threading.Event()
     with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
-        database = Path(temp) / "collector.db"
-        admin_key, ingest_key = create_keys(database)
-        with running_collector(database) as url:
-            create_campaigns(url, admin_key, campaigns)
-            total, label = (users * len(campaigns), "reports (bulk)") if bulk else (users, "users reporting")
-            with _progress(progress, total, label) as update:
-                if bulk:
-                    report_in_bulk(url, ingest_key, campaigns, population, rng, update)
-                else:
-                    local = {campaign.name: population[campaign.name] for campaign in campaigns}
-                    report_through_sdk(url, ingest_key, local, Path(temp) / "devices", update)
-            fetched = fetch_reports(url, admin_key, campaigns, population)
-        if distributed:  # the worker draws the local reports while the leader and helper run
-            drawing = [workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary)
-                       else None for item in fetched]
-            later = run_distributed(Path(temp), distributed, population, out_dir, (), progress)
-            summaries = finish_reports(fetched, drawing, out_dir) + later
-        else:
-            summaries = render_reports(fetched, out_dir, workers)
+        lock = threading.Lock()
+        bar_updates: list[Progress] = []
+
+        def update(count: int) -> None:  # both phases count on the one bar, from their own threads
+            with lock:
+                if count and bar_updates:
+                    bar_updates[0](count)
+
+        uploaded, data_in = threading.Event(), threading.Event()
+        published: dict[str, Any] = {}
+        beside: Background | None = None
+        closing: Background | None = None
+        removing: Background | None = None
+        if distributed:  # first, so that the helper starts while the local collector does
+            def drawn(fetched: list[Any], notes: dict[str, str]) -> None:  # the pool draws it at once
+                phases["distributed collected"] = time.perf_counter() - started
+                published.update(fetched=fetched, notes=notes, drawing=[
+                    workers.submit(render_report, item, out_dir) if not isinstance(item, CampaignSummary) else None
+                    for item in fetched])
+                data_in.set()
+
+            def distributed_phase() -> None:
+                try:
+                    serve_distributed(Path(temp), distributed, population, update, stop=stop, uploaded=uploaded.set,
+                                      on_data=drawn)
+                finally:
+                    uploaded.set()
+
+            beside = Background(distributed_phase, stop, "ldp-demo-distributed")
+        try:
+            database = Path(temp) / "collector.db"
+            admin_key, ingest_key = create_keys(database)
+            with ExitStack() as collector:  # stopped here on a failure, else in a thread once its data is in
+                url = collector.enter_context(running_collector(database))
+                create_campaigns(url, admin_key, campaigns)
+                phases["local collector ready"] = time.perf_counter() - started
+
+                def local_update(count: int) -> None:
+                    if stop.is_set():
+                        raise DemoStopped("the local devices were stopped")
+                    update(count)
+
+                total = users * (len(campaigns) if bulk else 1 + len(distributed))
+                label = ("reports (bulk)" if bulk else
+                         "users reporting (local + distributed)" if distributed else "users reporting")
+                with _progress(progress, total, label) as bar:
+                    bar_updates.append(bar)
+                    if bulk:
+                        report_in_bulk(url, ingest_key, campaigns, population, rng, local_update)
+                    else:
+                        local = {campaign.name: population[campaign.name] for campaign in campaigns}
+                        report_through_sdk(url, ingest_key, local, Path(temp) / "devices", local_update)
+                        removing = Background(partial(shutil.rmtree, Path(temp) / "devices", ignore_errors=True),
+                                              stop, "ldp-demo-remove-devices")  # 2,000 folders take seconds
+                    phases["local devices reported"] = time.perf_counter() - started
+                    fetched = fetch_reports(url, admin_key, campaigns, population)
+                    phases["local fetched"] = time.perf_counter() - started
+                    drawing = [workers.submit(render_report, item, out_dir)
+                               if beside is not None and not isinstance(item, CampaignSummary) else None
+                               for item in fetched]
+                    closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
+                    if beside is not None:  # the bar ends once the sealed reports are in too
+                        beside.wait(until=uploaded)
+                    with lock:
+                        bar_updates.clear()
+            if beside is None:
+                summaries = render_reports(fetched, out_dir, workers)
+            else:
+                beside.wait(until=data_in)
+                if not data_in.is_set():
+                    raise beside.error or RuntimeError("the distributed phase ended without its reports")
+                summaries = finish_reports([*fetched, *published["fetched"]], [*drawing, *published["drawing"]],
+                                           out_dir)
+                summaries[len(fetched):] = with_notes(summaries[len(fetched):], published["notes"])
+            for background in (closing, beside, removing):  # the collectors have stopped, the devices' state is gone
+                if background is not None:
+                    background.wait()
+                    if background.error is not None:
+                        raise background.error
+            phases["reports written"] = time.perf_counter() - started
+        except BaseException as exc:
+            stop.set()  # the other phase ends at its next step and stops its collectors
+            for background in (closing, beside, removing):
+                if background is not None:
+                    background.wait()
+            failure = beside.failure() if beside is not None else None
+            if isinstance(exc, DemoStopped) and failure is not None:
+                raise failure from None  # the distributed phase failed first: its message
+            raise
         write_summary(summaries, out_dir)
-    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, time.perf_counter() - started, summaries)
+    seconds = time.perf_counter() - started
+    phases["total"] = seconds
+    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, seconds, summaries, phases)
 
 
 @contextmanager
