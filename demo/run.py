@@ -459,18 +459,20 @@ def finish_reports(fetched: Sequence[Any], drawing: Sequence[Future | None], out
 
 @contextmanager
 def report_workers() -> Iterator[Executor]:
-    """A pool of one worker process that draws reports beside this one, started now with the renderers imported.
+    """A pool of one worker process that draws reports beside this one, started now; it imports the renderers
+    itself (:func:`start_report_worker`), and this process imports them in a thread meanwhile (it draws the
+    reports the worker has not started at the end: :func:`finish_reports`), so neither waits for matplotlib.
 
-    The worker is a fork of this process (:func:`worker_start_method`): it starts at once with matplotlib
-    loaded, and run early (before the devices' threads) it is a copy of a quiet process.  Spawned, it imports
-    them itself (about a second of its own CPU, while the devices report)."""
+    The worker is a fork of this process (:func:`worker_start_method`) where that is safe: run early (before the
+    devices' threads) it is a copy of a quiet process.  Else it is spawned (about a second more of its own CPU,
+    while the devices report)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    import_renderers()
     context = multiprocessing.get_context(worker_start_method())
     with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=start_report_worker) as pool:
         pool.submit(int)  # the worker starts now
+        threading.Thread(target=import_renderers, name="ldp-demo-import-renderers", daemon=True).start()
         yield pool
 
 
