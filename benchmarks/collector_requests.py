@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from checkouts import run_json
+
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("livez", "spec GET", "1-report POST", "user")
 MEASURE = r"""
@@ -201,12 +203,7 @@ print(json.dumps(out))
 
 def measure(root: Path, count: int, threads: int) -> dict:
     "CPU and wall seconds of the collector per kind of request, for one checkout"
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(count), str(threads)],
-                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-    if done.returncode != 0:
-        raise SystemExit(f"measuring {root} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(root, MEASURE, count, threads, what="measuring")
 
 
 def main() -> None:

@@ -27,12 +27,10 @@ machine it is the figure to compare, since the wall time follows the load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from checkouts import run_json
 
 REPO = Path(__file__).resolve().parents[1]
 CHILD = r"""
@@ -129,12 +127,7 @@ print(json.dumps(out))
 
 
 def run_once(root: Path, users: int, profile: bool, mode: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(users), "1" if profile else "0", mode],
-                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-    if done.returncode != 0:
-        raise SystemExit(f"run failed in {root}:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(root, CHILD, users, "1" if profile else "0", mode)
 
 
 def main() -> None:

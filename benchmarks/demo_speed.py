@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from checkouts import run_json
+
 REPO = Path(__file__).resolve().parents[1]
 RUN = "from ldp_telemetry.cli import main; main()"
 SPLIT = """
@@ -89,14 +91,7 @@ def run_once(root: Path, users: int, out: Path) -> tuple[float, float, str]:
 
 def split_once(root: Path, users: int, processes: int = 0) -> dict:
     "Devices' and collector's CPU seconds for ``users`` users (see the module docstring)"
-    import json
-
-    done = subprocess.run([sys.executable, "-c", SPLIT, str(users), str(processes)],
-                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
-    if done.returncode != 0:
-        raise SystemExit(f"split run failed in {root}:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(root, SPLIT, users, processes, what="split run")
 
 
 def main() -> None:
