@@ -15,8 +15,9 @@ def campaigns(k: int) -> list[client_sdk.Spec]:
                                            "domain": ["a", "b"]}) for i in range(k - 1)]
 
 
-def lifecycle(tmp_path, k: int) -> tuple[list[str], int]:
-    "Requests (method and path) and state-file statements of one lifecycle with k campaigns"
+def run_lifecycle(state_dir, k: int, rng=None) -> tuple[list, list[str]]:
+    """One lifecycle with k campaigns (Client, a record each, flush, close): the requests sent and every statement
+    SQLite traced on the state file"""
     fake = FakeCollector()
     specs = campaigns(k)
     fake.extra_campaigns = [{"name": s.name, "version": 1, "fingerprint": s.fingerprint, "spec": s.to_dict()}
@@ -32,8 +33,8 @@ def lifecycle(tmp_path, k: int) -> tuple[list[str], int]:
 
     client_sdk.state_file.sqlite3.connect = traced
     try:
-        client = Client("http://collector.test", "key", tmp_path / f"device-{k}", transport=transport,
-                        background=False, campaigns=[s.name for s in specs], rng=client_sdk.DeterministicRandom(3))
+        client = Client("http://collector.test", "key", state_dir, transport=transport, background=False,
+                        campaigns=[s.name for s in specs], rng=rng)
         for spec in specs:
             assert client.record(spec.name, spec.domain[0])
         result = client.flush(timeout=5)
@@ -41,7 +42,13 @@ def lifecycle(tmp_path, k: int) -> tuple[list[str], int]:
     finally:
         client_sdk.state_file.sqlite3.connect = original
     assert result.remaining == 0 and len(fake.stored) == k
-    return [f"{r.method} {r.url.split('collector.test')[1]}" for r in transport.requests], len(statements)
+    return transport.requests, statements
+
+
+def lifecycle(tmp_path, k: int) -> tuple[list[str], int]:
+    "Requests (method and path) and state-file statements of one lifecycle with k campaigns"
+    requests, statements = run_lifecycle(tmp_path / f"device-{k}", k, rng=client_sdk.DeterministicRandom(3))
+    return [f"{r.method} {r.url.split('collector.test')[1]}" for r in requests], len(statements)
 
 
 def test_a_lifecycle_is_one_spec_request_and_one_post_per_campaign(tmp_path):
@@ -122,28 +129,7 @@ def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
 
 def traced_lifecycle(tmp_path, k: int) -> list[tuple[str, int]]:
     "Each state-file statement of one lifecycle with the synchronous level in force (2 FULL, 1 NORMAL)"
-    fake = FakeCollector()
-    specs = campaigns(k)
-    fake.extra_campaigns = [{"name": s.name, "version": 1, "fingerprint": s.fingerprint, "spec": s.to_dict()}
-                            for s in specs[1:]]
-    statements: list[str] = []
-    original = client_sdk.state_file.sqlite3.connect
-
-    def traced(*args, **kwargs):
-        connection = original(*args, **kwargs)
-        connection.set_trace_callback(statements.append)
-        return connection
-
-    client_sdk.state_file.sqlite3.connect = traced
-    try:
-        client = Client("http://collector.test", "key", tmp_path / f"traced-{k}", transport=MockTransport(fake),
-                        background=False, campaigns=[s.name for s in specs])
-        for spec in specs:
-            assert client.record(spec.name, spec.domain[0])
-        assert client.flush(timeout=5).remaining == 0
-        client.close(timeout=0)
-    finally:
-        client_sdk.state_file.sqlite3.connect = original
+    _, statements = run_lifecycle(tmp_path / f"traced-{k}", k)
     level, out = 2, []  # SQLite's default level, FULL
     for statement in (s.rstrip(";") for s in statements):
         if statement.startswith("PRAGMA synchronous = "):
