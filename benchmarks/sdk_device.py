@@ -30,6 +30,8 @@ import time
 import uuid
 from pathlib import Path
 
+from checkouts import run_json
+
 CAMPAIGNS = [
     {"name": "browser", "mechanism": "oue", "epsilon": 1.0, "domain": ["chrome", "firefox", "safari", "edge"]},
     {"name": "theme", "mechanism": "grr", "epsilon": 1.0, "domain": ["light", "dark"]},
@@ -135,56 +137,20 @@ def record_cost(root: Path, depth: int, samples: int = 200) -> tuple[float, int]
     return statistics.median(times), round(len(executed) / samples)
 
 
+# The demo's lifecycles (Client, a record per campaign, flush, close) against the real collector over HTTP, or with
+# "local" against an in-memory collector (no HTTP, no server process): the SDK's own costs
 CPU_RUN = """
 import json, logging, resource, sys, tempfile
-from pathlib import Path
-import numpy as np
-from client_sdk import Client
-from demo.run import create_campaigns, create_keys, draw_population, running_collector
-from demo.scenario import CAMPAIGNS
-
-lifecycles, warm = int(sys.argv[1]), 20
-logging.getLogger("client_sdk").setLevel(logging.ERROR)
-population = draw_population(CAMPAIGNS, lifecycles + warm, np.random.default_rng(1))
-names = list(population)
-
-def lifecycle(url, key, user, state_dir):
-    client = Client(url, key, state_dir, background=False, campaigns=names)
-    try:
-        for name in names:
-            client.record(name, population[name][user])
-        result = client.flush(timeout=30)
-    finally:
-        client.close(timeout=0)
-    assert result.remaining == 0 and not result.rejected, result
-
-with tempfile.TemporaryDirectory() as temp:
-    database = Path(temp) / "collector.db"
-    admin, ingest = create_keys(database)
-    with running_collector(database) as url:
-        create_campaigns(url, admin)
-        for user in range(warm):
-            lifecycle(url, ingest, user, Path(temp) / f"warm-{user}")
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        for user in range(warm, warm + lifecycles):
-            lifecycle(url, ingest, user, Path(temp) / f"device-{user}")
-        after = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
-                  "sys": (after.ru_stime - before.ru_stime) / lifecycles}))
-"""
-
-# --local: the same lifecycles against an in-memory collector (no HTTP, no server process): the SDK's own costs
-LOCAL_RUN = """
-import json, logging, resource, sys, tempfile
+from contextlib import nullcontext
 from pathlib import Path
 import numpy as np
 import client_sdk
 from client_sdk import Client
 from client_sdk.transport import MockTransport, Response
-from demo.run import draw_population
+from demo.run import create_campaigns, create_keys, draw_population, running_collector
 from demo.scenario import CAMPAIGNS
 
-lifecycles, warm = int(sys.argv[1]), 20
+lifecycles, local, warm = int(sys.argv[1]), sys.argv[2] == "local", 20
 logging.getLogger("client_sdk").setLevel(logging.ERROR)
 population = draw_population(CAMPAIGNS, lifecycles + warm, np.random.default_rng(1))
 names = list(population)
@@ -198,9 +164,9 @@ def collector(request):
     count = len(request.json()["reports"])
     return Response.from_json(200, {"accepted": count, "duplicate": 0, "rejected": 0, "errors": []})
 
-def lifecycle(user, state_dir):
-    client = Client("http://collector.test", "key", state_dir, background=False, campaigns=names,
-                    transport=MockTransport(collector))
+def lifecycle(url, key, user, state_dir):
+    transport = {"transport": MockTransport(collector)} if local else {}
+    client = Client(url, key, state_dir, background=False, campaigns=names, **transport)
     try:
         for name in names:
             client.record(name, population[name][user])
@@ -210,12 +176,21 @@ def lifecycle(user, state_dir):
     assert result.remaining == 0 and not result.rejected, result
 
 with tempfile.TemporaryDirectory() as temp:
-    for user in range(warm):
-        lifecycle(user, Path(temp) / f"warm-{user}")
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    for user in range(warm, warm + lifecycles):
-        lifecycle(user, Path(temp) / f"device-{user}")
-    after = resource.getrusage(resource.RUSAGE_SELF)
+    if local:
+        serving, ingest = nullcontext("http://collector.test"), "key"
+    else:
+        database = Path(temp) / "collector.db"
+        admin, ingest = create_keys(database)
+        serving = running_collector(database)
+    with serving as url:
+        if not local:
+            create_campaigns(url, admin)
+        for user in range(warm):
+            lifecycle(url, ingest, user, Path(temp) / f"warm-{user}")
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        for user in range(warm, warm + lifecycles):
+            lifecycle(url, ingest, user, Path(temp) / f"device-{user}")
+        after = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
                   "sys": (after.ru_stime - before.ru_stime) / lifecycles}))
 """
@@ -223,15 +198,7 @@ print(json.dumps({"user": (after.ru_utime - before.ru_utime) / lifecycles,
 
 def lifecycle_cpu(root: Path, lifecycles: int, local: bool = False) -> dict[str, float]:
     "User and system CPU seconds per lifecycle of the checkout at ``root`` (see the module docstring)"
-    import json
-    import os
-
-    done = subprocess.run([sys.executable, "-c", LOCAL_RUN if local else CPU_RUN, str(lifecycles)],
-                          capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(root)}, cwd=tempfile.gettempdir())
-    if done.returncode != 0:
-        raise SystemExit(f"lifecycle run failed in {root}:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(root, CPU_RUN, lifecycles, "local" if local else "http", what="lifecycle run")
 
 
 def cpu_table(roots: list[Path], lifecycles: int, rounds: int, local: bool = False) -> None:
