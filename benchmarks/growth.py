@@ -6,6 +6,7 @@ on one day (the day before the measured one), prefilled through ``Storage.insert
 
 * ingest today: ``insert_reports`` of batches of 1000 reports (aggregate computed before, as the API does),
   1000 over the median time of ``--batches`` batches, into the next day (the database already holds N reports);
+  the two sizes take turns batch by batch, so both are measured under the same load;
 * ingest same day: the same, into the day that already holds the N reports (how a busy day grows);
 * campaign show: wall time of ``ldp-telemetry campaign show`` (in process, best of 3);
 * rebuild: peak RSS and time of ``Storage.rebuild_aggregates`` in a child process;
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,17 +82,23 @@ def prefill(storage, campaign, pool: list[str], total: int, day: str) -> float:
     return time.perf_counter() - started
 
 
-def ingest_rate(storage, campaign, pool: list[str], batches: int, day: str) -> tuple[float, float]:
-    """Reports per second through insert_reports: 1000 over the median time of a batch (robust to other jobs),
-    and the median CPU time of a batch per report in microseconds (user and system: less sensitive to load)"""
-    groups = [make_group(campaign, pool, BATCH, i * BATCH) for i in range(batches)]
-    seconds, cpu = [], []
-    for group in groups:
-        started, cpu_started = time.perf_counter(), time.process_time()
-        storage.insert_reports([group], day)
-        seconds.append(time.perf_counter() - started)
-        cpu.append(time.process_time() - cpu_started)
-    return BATCH / sorted(seconds)[len(seconds) // 2], 1e6 * sorted(cpu)[len(cpu) // 2] / BATCH
+def ingest_rates(targets: list[tuple], batches: int, day: str) -> list[tuple[float, float]]:
+    """Reports per second through insert_reports into each ``(storage, campaign, pool)`` of ``targets``: 1000 over
+    the median time of a batch, and the median CPU time of a batch per report in microseconds (user and system).
+
+    The targets take turns batch by batch, so that every size is measured under the same machine load (a load
+    that changes between two back-to-back measurements showed up as a ratio of 0.79 in one quiet run)."""
+    groups = [[make_group(campaign, pool, BATCH, i * BATCH) for i in range(batches)]
+              for _storage, campaign, pool in targets]
+    seconds: list[list[float]] = [[] for _ in targets]
+    cpu: list[list[float]] = [[] for _ in targets]
+    for i in range(batches):
+        for k, (storage, _campaign, _pool) in enumerate(targets):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            storage.insert_reports([groups[k][i]], day)
+            seconds[k].append(time.perf_counter() - started)
+            cpu[k].append(time.process_time() - cpu_started)
+    return [(BATCH / sorted(s)[len(s) // 2], 1e6 * sorted(c)[len(c) // 2] / BATCH) for s, c in zip(seconds, cpu)]
 
 
 def campaign_show_seconds(db: Path) -> float:
@@ -154,42 +162,57 @@ def prefilled_copy(total: int, prefilled: Path, db: Path) -> float:
     return seconds
 
 
-def measure_size(total: int, batches: int, source: Path, workdir: Path, prefilled: Path | None = None,
-                 ingest_only: bool = False) -> dict:
+def open_size(total: int, workdir: Path, prefilled: Path | None, stack: ExitStack) -> tuple[dict, tuple]:
+    """A database of ``total`` reports on PREFILL_DAY, open (closed by ``stack``), with the first batch of the next
+    day inserted and the filter of the closed day built (where the checkout has filters); its figures so far and
+    its ``(storage, campaign, pool)``"""
     import client_sdk
     from collector.storage import Storage
 
     db = workdir / f"growth-{total}.db"
-    spec = client_sdk.load_spec(SPEC)
-    pool = pool_of_payloads(spec)
-    out: dict = {}
+    pool = pool_of_payloads(client_sdk.load_spec(SPEC))
+    out: dict = {"db": db}
     if prefilled is not None:
         out["prefill_s"] = prefilled_copy(total, prefilled, db)
-    with Storage(db) as storage:
-        storage.migrate()
-        campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
-        if prefilled is None:
-            out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
-        # the first insert of the next day; the collector then builds the closed day's filter in a thread, once
-        # (waited for here, where the checkout has it, and timed with that batch)
-        started = time.perf_counter()
-        storage.insert_reports([make_group(campaign, pool, BATCH, 0)], NEXT_DAY)
-        import collector.storage as storage_module
+    storage = stack.enter_context(Storage(db))
+    storage.migrate()
+    campaign, _ = storage.create_campaign(SPEC, PREFILL_DAY)
+    if prefilled is None:
+        out["prefill_s"] = prefill(storage, campaign, pool, total, PREFILL_DAY)
+    # the first insert of the next day; the collector then builds the closed day's filter in a thread, once
+    # (waited for here, where the checkout has it, and timed with that batch)
+    started = time.perf_counter()
+    storage.insert_reports([make_group(campaign, pool, BATCH, 0)], NEXT_DAY)
+    import collector.storage as storage_module
 
-        getattr(storage_module, "wait_for_filter_builds", lambda: None)()
-        out["first_next_s"] = time.perf_counter() - started
-        out["ingest_next"], out["cpu_next"] = ingest_rate(storage, campaign, pool, batches, NEXT_DAY)
-        if ingest_only:
-            db.unlink()
-            return out
-        out["ingest_same"], out["cpu_same"] = ingest_rate(storage, campaign, pool, batches, PREFILL_DAY)
-        storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        stored = storage.count_reports()
-    out["bytes_per_report"] = db.stat().st_size / stored
-    out["show_s"] = campaign_show_seconds(db)
-    out["rebuild_mib"], out["rebuild_s"] = rebuild_in_child(db, source)
-    db.unlink()
-    return out
+    getattr(storage_module, "wait_for_filter_builds", lambda: None)()
+    out["first_next_s"] = time.perf_counter() - started
+    return out, (storage, campaign, pool)
+
+
+def measure_sizes(sizes: tuple[int, int], batches: int, source: Path, workdir: Path, prefilled: Path | None = None,
+                  ingest_only: bool = False) -> dict[int, dict]:
+    "The storage figures of both sizes; the ingest rates measured batch by batch in turn (``ingest_rates``)"
+    with ExitStack() as stack:
+        opened = {size: open_size(size, workdir, prefilled, stack) for size in sizes}
+        results = {size: out for size, (out, _target) in opened.items()}
+        targets = [target for _out, target in opened.values()]
+        for size, (rate, cpu) in zip(sizes, ingest_rates(targets, batches, NEXT_DAY)):
+            results[size]["ingest_next"], results[size]["cpu_next"] = rate, cpu
+        if not ingest_only:
+            for size, (rate, cpu) in zip(sizes, ingest_rates(targets, batches, PREFILL_DAY)):
+                results[size]["ingest_same"], results[size]["cpu_same"] = rate, cpu
+            for size, (storage, _campaign, _pool) in zip(sizes, targets):
+                storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                results[size]["stored"] = storage.count_reports()
+    for out in results.values():
+        db = out.pop("db")
+        if not ingest_only:
+            out["bytes_per_report"] = db.stat().st_size / out.pop("stored")
+            out["show_s"] = campaign_show_seconds(db)
+            out["rebuild_mib"], out["rebuild_s"] = rebuild_in_child(db, source)
+        db.unlink()
+    return results
 
 
 def per_day_estimates(days: int, workdir: Path) -> dict:
@@ -321,8 +344,7 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="ldp-growth-"))
     try:
-        results = {size: measure_size(size, batches, source, workdir, args.prefilled, args.ingest_only)
-                   for size in (small, large)} \
+        results = measure_sizes((small, large), batches, source, workdir, args.prefilled, args.ingest_only) \
             if "storage" in only else {}
         days = {count: per_day_estimates(count, workdir) for count in (1, 365)} if "days" in only else {}
         queue = {depth: queue_record(depth, args.records, workdir) for depth in (100, 10_000)} \
