@@ -12,6 +12,10 @@ on one day (the day before the measured one), prefilled through ``Storage.insert
 * rebuild: peak RSS and time of ``Storage.rebuild_aggregates`` in a child process;
 * bytes per report: the database file (after a checkpoint) over N.
 
+The yardstick (``sqlite``): the same rows inserted by plain ``sqlite3`` into a fresh file, 1000 per transaction,
+in the collector's layout (clustered on the day and the random id: nothing orders rows by arrival) and in an
+append layout (rowid in arrival order with a unique index on the id), taking turns batch by batch.
+
 Per-day estimates are measured on their own database: 1 day and 365 days of reports (OUE d = 1024), answered by
 ``GET /v1/campaigns/<name>/estimate?granularity=day`` in full and with ``top=5`` (the slim form).
 
@@ -99,6 +103,53 @@ def ingest_rates(targets: list[tuple], batches: int, day: str) -> list[tuple[flo
             seconds[k].append(time.perf_counter() - started)
             cpu[k].append(time.process_time() - cpu_started)
     return [(BATCH / sorted(s)[len(s) // 2], 1e6 * sorted(c)[len(c) // 2] / BATCH) for s, c in zip(seconds, cpu)]
+
+
+PLAIN_LAYOUTS = {
+    # the collector's layout: nothing orders a day's rows by arrival (a batch dirties about a page per report)
+    "clustered on (day, random id)": "CREATE TABLE r (day INTEGER NOT NULL, report_id BLOB NOT NULL, version_id "
+                                     "INTEGER NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (day, report_id)) "
+                                     "WITHOUT ROWID",
+    # rows appended in arrival order, a unique index for the duplicate check (what the collector must not store)
+    "rowid (arrival order) + id index": "CREATE TABLE r (day INTEGER NOT NULL, report_id BLOB NOT NULL, version_id "
+                                        "INTEGER NOT NULL, payload BLOB NOT NULL); "
+                                        "CREATE UNIQUE INDEX r_id ON r (day, report_id)",
+}
+
+
+def plain_sqlite_rates(batches: int, workdir: Path) -> dict[str, tuple[float, float]]:
+    """The yardstick: the same rows (a day, 16 random id bytes, a version id, the 128 payload bytes of OUE
+    d = 1024) inserted by plain ``sqlite3`` into a fresh file, 1000 per transaction (sorted by id, as the
+    collector inserts them), WAL with synchronous=FULL and the collector's page cache: reports/s (1000 over the
+    median batch time) and the median CPU us per report, per layout; the layouts take turns batch by batch"""
+    import sqlite3
+
+    import client_sdk
+    from collector.report_codec import encode_payloads
+
+    payloads = encode_payloads("oue", pool_of_payloads(client_sdk.load_spec(SPEC), 256))
+    connections = []
+    for i, schema in enumerate(PLAIN_LAYOUTS.values()):
+        conn = sqlite3.connect(str(workdir / f"plain-{i}.db"), isolation_level=None)
+        for pragma in ("journal_mode = WAL", "synchronous = FULL", "cache_size = -65536"):
+            conn.execute(f"PRAGMA {pragma}")
+        conn.executescript(schema)
+        connections.append(conn)
+    seconds: list[list[float]] = [[] for _ in connections]
+    cpu: list[list[float]] = [[] for _ in connections]
+    for b in range(batches):
+        for k, conn in enumerate(connections):
+            rows = sorted((19876, uuid.uuid4().bytes, 1, payloads[(b + j) % len(payloads)]) for j in range(BATCH))
+            started, cpu_started = time.perf_counter(), time.process_time()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT INTO r VALUES (?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+            seconds[k].append(time.perf_counter() - started)
+            cpu[k].append(time.process_time() - cpu_started)
+    for conn in connections:
+        conn.close()
+    return {name: (BATCH / sorted(s)[len(s) // 2], 1e6 * sorted(c)[len(c) // 2] / BATCH)
+            for name, s, c in zip(PLAIN_LAYOUTS, seconds, cpu)}
 
 
 def campaign_show_seconds(db: Path) -> float:
@@ -329,7 +380,7 @@ def main() -> None:
     parser.add_argument("--ingest-only", action="store_true",
                         help="storage: only the ingest into the next day (no same-day ingest, show, rebuild)")
     parser.add_argument("--records", type=int, default=200, help="record() calls timed per queue depth")
-    parser.add_argument("--only", choices=("storage", "days", "queue", "wire"), nargs="*", default=None,
+    parser.add_argument("--only", choices=("storage", "sqlite", "days", "queue", "wire"), nargs="*", default=None,
                         help="measure only these items (default: all)")
     args = parser.parse_args()
     source = args.source.resolve()
@@ -339,7 +390,7 @@ def main() -> None:
     small, large = args.sizes or ((20_000, 500_000) if args.quick else (100_000, 5_000_000))
     batches = args.batches or (20 if args.quick else 50)
 
-    only = set(args.only or ("storage", "days", "queue", "wire"))
+    only = set(args.only or ("storage", "sqlite", "days", "queue", "wire"))
     wire_sizes = (20_000, 200_000) if args.quick else (100_000, 1_000_000)
 
     workdir = Path(tempfile.mkdtemp(prefix="ldp-growth-"))
@@ -349,6 +400,7 @@ def main() -> None:
         days = {count: per_day_estimates(count, workdir) for count in (1, 365)} if "days" in only else {}
         queue = {depth: queue_record(depth, args.records, workdir) for depth in (100, 10_000)} \
             if "queue" in only else {}
+        plain = plain_sqlite_rates(batches, workdir) if "sqlite" in only else {}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     wire = {n: oue_from_wire(n) for n in wire_sizes} if "wire" in only else {}
@@ -356,6 +408,10 @@ def main() -> None:
     print(f"growth: OUE d={D}, {os.cpu_count()} CPUs, source {source}")
     if results:
         print_storage(results, small, large)
+    if plain:
+        print(f"{'plain SQLite, fresh file, batch 1000 (yardstick)':<44} {'reports/s':>16} {'CPU us/report':>16}")
+        for name, (rate, cpu_us) in plain.items():
+            print(f"{name:<44} {rate:>16,.0f} {cpu_us:>16.1f}")
     if days:
         print_days(days)
     if queue:
