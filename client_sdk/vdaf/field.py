@@ -150,11 +150,25 @@ def _bit_reversal(n: int) -> list[int]:
 def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> list[int]:
     "Iterative radix-2 Cooley-Tukey NTT over the n-th roots of unity (unscaled when inverse); natural order out"
     n = len(a)
-    assert_power_of_2(n)
+    rev, butterflies = _ntt_plan(field.MODULUS, field.GENERATOR, field.GEN_ORDER, n, inverse)
     p = field.MODULUS
-    rev = _bit_reversal(n)
     a = [a[r] for r in rev]
-    powers = _root_powers(field, n)
+    for i, k, twiddle in butterflies:
+        u = a[i]
+        v = a[k] * twiddle % p
+        a[i] = (u + v) % p
+        a[k] = (u - v) % p
+    return a
+
+
+@lru_cache(maxsize=256)
+def _ntt_plan(p: int, generator: int, gen_order: int, n: int,
+              inverse: bool) -> tuple[list[int], tuple[tuple[int, int, int], ...]]:
+    """The bit-reversal permutation and every butterfly (i, k, twiddle), stage after stage, of an n-point NTT:
+    computed once per size, so a small NTT (Prio3's are 8 points) costs its arithmetic and no loop set-up"""
+    assert_power_of_2(n)
+    powers = _root_powers_cached(p, generator, gen_order, n)
+    butterflies = []
     length = 2
     while length <= n:
         half = length >> 1
@@ -165,14 +179,9 @@ def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> li
             twiddles = [powers[j * step] for j in range(half)]
         for start in range(0, n, length):
             for j in range(half):
-                i = start + j
-                k = i + half
-                u = a[i]
-                v = a[k] * twiddles[j] % p
-                a[i] = (u + v) % p
-                a[k] = (u - v) % p
+                butterflies.append((start + j, start + j + half, twiddles[j]))
         length <<= 1
-    return a
+    return _bit_reversal(n), tuple(butterflies)
 
 
 @lru_cache(maxsize=256)
