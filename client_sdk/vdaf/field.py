@@ -199,13 +199,35 @@ def double_evaluations(field: type[Field], values: list[int]) -> list[int]:
     "2n evaluations (on the 2n-th roots, natural order) of the polynomial given by n evaluations"
     n = len(values)
     p = field.MODULUS
-    multipliers = _doubling_multipliers(p, field.GENERATOR, field.GEN_ORDER, n)
-    coeffs = _ntt_in_place(field, list(values), inverse=True)
-    odd = _ntt_in_place(field, [c * m % p for c, m in zip(coeffs, multipliers)])
+    if n <= DIRECT_DOUBLING:
+        rows = _doubling_rows(field, n)
+        odd = [sum(map(mul, row, values)) % p for row in rows]
+    else:
+        odd = _odd_evaluations(field, values)
     out = [0] * (2 * n)
     out[0::2] = values
     out[1::2] = odd
     return out
+
+
+DIRECT_DOUBLING = 16  # up to this size the odd evaluations are one n x n product (its sums run in C), not 2 NTTs
+
+
+@lru_cache(maxsize=64)
+def _doubling_rows(field: type[Field], n: int) -> tuple[tuple[int, ...], ...]:
+    """The linear map from a polynomial's values on the n-th roots to its values on the odd 2n-th roots, as rows:
+    column j is _odd_evaluations of the j-th unit vector (the same map, so the same field elements)"""
+    columns = [_odd_evaluations(field, [int(i == j) for i in range(n)]) for j in range(n)]
+    return tuple(zip(*columns))
+
+
+def _odd_evaluations(field: type[Field], values: list[int]) -> list[int]:
+    "Values on s * Wn**i (s the principal 2n-th root) of the polynomial given by its values on the n-th roots"
+    n = len(values)
+    p = field.MODULUS
+    multipliers = _doubling_multipliers(p, field.GENERATOR, field.GEN_ORDER, n)
+    coeffs = _ntt_in_place(field, list(values), inverse=True)
+    return _ntt_in_place(field, [c * m % p for c, m in zip(coeffs, multipliers)])
 
 
 def eval_weights(field: type[Field], n: int, x: int) -> list[int]:
