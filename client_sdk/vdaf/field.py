@@ -213,12 +213,19 @@ def double_evaluations(field: type[Field], values: list[int]) -> list[int]:
 DIRECT_DOUBLING = 16  # up to this size the odd evaluations are one n x n product (its sums run in C), not 2 NTTs
 
 
-@lru_cache(maxsize=64)
+_DOUBLING_ROWS: dict[tuple[int, int], tuple[tuple[int, ...], ...]] = {}
+
+
 def _doubling_rows(field: type[Field], n: int) -> tuple[tuple[int, ...], ...]:
     """The linear map from a polynomial's values on the n-th roots to its values on the odd 2n-th roots, as rows:
-    column j is _odd_evaluations of the j-th unit vector (the same map, so the same field elements)"""
-    columns = [_odd_evaluations(field, [int(i == j) for i in range(n)]) for j in range(n)]
-    return tuple(zip(*columns))
+    column j is _odd_evaluations of the j-th unit vector (the same map, so the same field elements); cached per
+    field and size (at most two fields x 5 sizes)"""
+    key = (field.MODULUS, n)
+    rows = _DOUBLING_ROWS.get(key)
+    if rows is None:
+        columns = [_odd_evaluations(field, [int(i == j) for i in range(n)]) for j in range(n)]
+        rows = _DOUBLING_ROWS[key] = tuple(zip(*columns))
+    return rows
 
 
 def _odd_evaluations(field: type[Field], values: list[int]) -> list[int]:
