@@ -194,9 +194,14 @@ def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: 
     """The HPKE info of one input share: ``INFO_PREFIX || 0x01 || role || canonical``, where canonical is the
     length-prefixed campaign name, the 16 fingerprint bytes, the 16 report-id bytes and the length-prefixed
     encoded public share (lengths 4-byte big-endian)"""
-    canonical = (_length_prefixed(spec.name.encode("utf-8")) + bytes.fromhex(spec.fingerprint)
-                 + report_nonce(report_id) + _length_prefixed(public_share))
-    return INFO_PREFIX + bytes([CLIENT, _role(role)]) + canonical
+    return _info(spec, report_nonce(report_id), _role(role), public_share)
+
+
+def _info(spec: Spec, nonce: bytes, role: int, public_share: bytes) -> bytes:
+    "input_share_info from the report's nonce (its id's 16 bytes) and a checked role"
+    canonical = (_length_prefixed(spec.name.encode("utf-8")) + bytes.fromhex(spec.fingerprint) + nonce
+                 + _length_prefixed(public_share))
+    return INFO_PREFIX + bytes([CLIENT, role]) + canonical
 
 
 # -- sealing and opening -----------------------------------------------------------------------------------------
@@ -207,12 +212,13 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
 
     vdaf = vdaf_for(spec)
     measurement = encode_value(spec, value)
-    public, shares = vdaf.shard(ctx_for(spec), measurement, report_nonce(report_id), os.urandom(vdaf.RAND_SIZE))
+    nonce = report_nonce(report_id)
+    public, shares = vdaf.shard(ctx_for(spec), measurement, nonce, os.urandom(vdaf.RAND_SIZE))
     public_share = vdaf.encode_public_share(public)
     payload: dict[str, Any] = {"public_share": b64url(public_share)}
     for key, role, config, share in (("leader_share", LEADER, leader, shares[0]),
                                      ("helper_share", HELPER, helper, shares[1])):
-        info = input_share_info(spec, report_id, role, public_share)
+        info = _info(spec, nonce, role, public_share)
         try:
             sealed = seal(config, vdaf.encode_input_share(share), info)
         except HpkeError as exc:

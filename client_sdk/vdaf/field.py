@@ -150,11 +150,25 @@ def _bit_reversal(n: int) -> list[int]:
 def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> list[int]:
     "Iterative radix-2 Cooley-Tukey NTT over the n-th roots of unity (unscaled when inverse); natural order out"
     n = len(a)
-    assert_power_of_2(n)
+    rev, butterflies = _ntt_plan(field.MODULUS, field.GENERATOR, field.GEN_ORDER, n, inverse)
     p = field.MODULUS
-    rev = _bit_reversal(n)
     a = [a[r] for r in rev]
-    powers = _root_powers(field, n)
+    for i, k, twiddle in butterflies:
+        u = a[i]
+        v = a[k] * twiddle % p
+        a[i] = (u + v) % p
+        a[k] = (u - v) % p
+    return a
+
+
+@lru_cache(maxsize=256)
+def _ntt_plan(p: int, generator: int, gen_order: int, n: int,
+              inverse: bool) -> tuple[list[int], tuple[tuple[int, int, int], ...]]:
+    """The bit-reversal permutation and every butterfly (i, k, twiddle), stage after stage, of an n-point NTT:
+    computed once per size, so a small NTT (Prio3's are 8 points) costs its arithmetic and no loop set-up"""
+    assert_power_of_2(n)
+    powers = _root_powers_cached(p, generator, gen_order, n)
+    butterflies = []
     length = 2
     while length <= n:
         half = length >> 1
@@ -165,14 +179,9 @@ def _ntt_in_place(field: type[Field], a: list[int], inverse: bool = False) -> li
             twiddles = [powers[j * step] for j in range(half)]
         for start in range(0, n, length):
             for j in range(half):
-                i = start + j
-                k = i + half
-                u = a[i]
-                v = a[k] * twiddles[j] % p
-                a[i] = (u + v) % p
-                a[k] = (u - v) % p
+                butterflies.append((start + j, start + j + half, twiddles[j]))
         length <<= 1
-    return a
+    return _bit_reversal(n), tuple(butterflies)
 
 
 @lru_cache(maxsize=256)
@@ -190,13 +199,42 @@ def double_evaluations(field: type[Field], values: list[int]) -> list[int]:
     "2n evaluations (on the 2n-th roots, natural order) of the polynomial given by n evaluations"
     n = len(values)
     p = field.MODULUS
-    multipliers = _doubling_multipliers(p, field.GENERATOR, field.GEN_ORDER, n)
-    coeffs = _ntt_in_place(field, list(values), inverse=True)
-    odd = _ntt_in_place(field, [c * m % p for c, m in zip(coeffs, multipliers)])
+    if n <= DIRECT_DOUBLING:
+        rows = _doubling_rows(field, n)
+        odd = [sum(map(mul, row, values)) % p for row in rows]
+    else:
+        odd = _odd_evaluations(field, values)
     out = [0] * (2 * n)
     out[0::2] = values
     out[1::2] = odd
     return out
+
+
+DIRECT_DOUBLING = 16  # up to this size the odd evaluations are one n x n product (its sums run in C), not 2 NTTs
+
+
+_DOUBLING_ROWS: dict[tuple[int, int], tuple[tuple[int, ...], ...]] = {}
+
+
+def _doubling_rows(field: type[Field], n: int) -> tuple[tuple[int, ...], ...]:
+    """The linear map from a polynomial's values on the n-th roots to its values on the odd 2n-th roots, as rows:
+    column j is _odd_evaluations of the j-th unit vector (the same map, so the same field elements); cached per
+    field and size (at most two fields x 5 sizes)"""
+    key = (field.MODULUS, n)
+    rows = _DOUBLING_ROWS.get(key)
+    if rows is None:
+        columns = [_odd_evaluations(field, [int(i == j) for i in range(n)]) for j in range(n)]
+        rows = _DOUBLING_ROWS[key] = tuple(zip(*columns))
+    return rows
+
+
+def _odd_evaluations(field: type[Field], values: list[int]) -> list[int]:
+    "Values on s * Wn**i (s the principal 2n-th root) of the polynomial given by its values on the n-th roots"
+    n = len(values)
+    p = field.MODULUS
+    multipliers = _doubling_multipliers(p, field.GENERATOR, field.GEN_ORDER, n)
+    coeffs = _ntt_in_place(field, list(values), inverse=True)
+    return _ntt_in_place(field, [c * m % p for c, m in zip(coeffs, multipliers)])
 
 
 def eval_weights(field: type[Field], n: int, x: int) -> list[int]:

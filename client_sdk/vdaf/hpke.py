@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .xof import INSTALL_HINT, MissingDependency
@@ -130,10 +131,16 @@ class HpkeKeyPair:
         return self.private_key.private_bytes_raw()
 
 
+@lru_cache(maxsize=64)
+def _public_key(raw: bytes) -> X25519PublicKey:
+    "An aggregator's public key, parsed once per key (a device seals every report to the same two)"
+    return X25519PublicKey.from_public_bytes(raw)
+
+
 def seal(config: HpkeConfig, plaintext: bytes, info: bytes) -> bytes:
     "enc || ciphertext of ``plaintext`` to the config's public key, with ``info`` bound"
     try:
-        return _SUITE.encrypt(plaintext, X25519PublicKey.from_public_bytes(config.public_key), info)
+        return _SUITE.encrypt(plaintext, _public_key(config.public_key), info)
     except ValueError as exc:  # a low-order public key (an all-zero shared secret)
         raise HpkeError(f"cannot seal to HPKE config {config.id}: {exc}") from exc
 

@@ -34,7 +34,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats
 
 from ..central import analytic_gaussian_sigma
 
@@ -129,6 +128,8 @@ def binomial_delta(coins: int, epsilon: float, sensitivity: int) -> float:
     "The exact delta of Bin(coins, 1/2) noise at ``epsilon`` for an integer sensitivity (hockey-stick divergence)"
     if coins < 1:
         return 1.0
+    from scipy import stats  # here, not at import: only coin noise needs it, and scipy.stats costs a second of CPU
+
     reach = 60 * math.isqrt(coins) + 60  # beyond 60 sd of the mean the pmf is below exp(-7200)
     k = np.arange(max(0, coins // 2 - reach), min(coins, coins // 2 + reach) + sensitivity + 1)
     log_p = stats.binom.logpmf(k, coins, 0.5)

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy import signal, stats
 
 from client_sdk.randomness import SECURE_RANDOM, RandomSource, discrete_gaussian, discrete_laplace
 
@@ -51,6 +50,20 @@ from .accounting import (
 AGGREGATORS = 2
 NOISE_MODES = ("gaussian", "laplace", "coins")
 LAPLACE_TAIL = 60  # scales: the discrete Laplace beyond 60 t holds exp(-60) ~ 1e-26 of its mass
+
+
+DIRECT_CONVOLUTION = 1 << 12  # shorter pmfs are convolved directly (exact sums), longer ones through the FFT
+
+
+def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The pmf of the sum of two independent noises from theirs (on consecutive integer grids): direct for short
+    ones, through numpy's real FFT for long ones (O(n log n); its rounding can leave tiny negatives, clipped to 0)"""
+    if min(len(a), len(b)) <= DIRECT_CONVOLUTION:
+        return np.convolve(a, b)
+    size = len(a) + len(b) - 1
+    padded = 1 << (size - 1).bit_length()
+    product = np.fft.irfft(np.fft.rfft(a, padded) * np.fft.rfft(b, padded), padded)[:size]
+    return np.clip(product, 0.0, None)
 
 
 def noise_halfwidth(offsets: np.ndarray, pmf: np.ndarray, confidence: float) -> float:
@@ -117,7 +130,7 @@ class AggregatorNoise:
             pmf = (1 - a) / (1 + a) * np.exp(-np.abs(grid) / parameter)
         total = pmf
         for _ in range(self.aggregators - 1):
-            total = np.clip(signal.fftconvolve(total, pmf), 0.0, None)
+            total = convolve(total, pmf)
         offsets = np.arange(len(total)) - (len(total) - 1) // 2
         return offsets, total / total.sum()
 
@@ -174,6 +187,8 @@ class CoinNoise:
         "(offsets from the mean, probabilities) of the coins' sum"
         reach = 60 * math.isqrt(self.total_coins) + 60
         k = np.arange(max(0, self.total_coins // 2 - reach), min(self.total_coins, self.total_coins // 2 + reach) + 1)
+        from scipy import stats  # here, not at import: scipy.stats costs a second of CPU (aggregator noise needs none)
+
         return k - self.mean(), stats.binom.pmf(k, self.total_coins, 0.5)
 
     def describe(self) -> dict:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from client_sdk.vdaf.field import (
+    DIRECT_DOUBLING,
     Field64,
     Field128,
     _extend_values_generic,
@@ -105,3 +106,12 @@ def test_one_shot_expansion_equals_the_streaming_xof_even_with_rejections():
         assert xof.expand_into_vec(_Lossy, seed, b"dst", b"binder", 50) == streamed
         assert all(x < _Lossy.MODULUS for x in streamed)
         assert xof.derive_seed(seed, b"dst", b"binder") == xof(seed, b"dst", b"binder").next(xof.SEED_SIZE)
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("n", [1, 2, 8, DIRECT_DOUBLING, 2 * DIRECT_DOUBLING])
+def test_double_evaluations_match_the_ntt_on_both_sides_of_the_direct_size(field, n):
+    "Small sizes take a cached n x n product, larger ones two NTTs: both are the polynomial's 2n evaluations"
+    rng = random.Random(n)
+    coeffs = [rng.randrange(field.MODULUS) for _ in range(n)]
+    assert double_evaluations(field, field.ntt(coeffs, n)) == field.ntt(coeffs, 2 * n)

@@ -36,10 +36,10 @@ def test_the_hpke_keys_are_read_once_per_upload_and_per_job_whatever_the_reports
 
 
 @pytest.mark.parametrize("role", ["leader", "helper"])
-def test_an_aggregator_app_imports_the_noise_calibration_when_it_is_created(tmp_path, role):
+def test_an_aggregator_app_imports_the_noise_calibration_but_not_scipy_when_it_is_created(tmp_path, role):
     code = ("import sys; from collector import create_app; "
             f"create_app({{'DATABASE': {str(tmp_path / 'x.db')!r}, 'ROLE': {role!r}, 'PEER_TOKEN': 't'}}); "
             "print('estimators.distributed' in sys.modules, 'scipy.stats' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "True"]
+    assert done.stdout.split() == ["True", "False"]  # scipy.stats (a second of CPU) only for coin noise

@@ -1,6 +1,8 @@
 """Privacy accounting of the distributed noises: each calibration meets its target, checked independently."""
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +23,7 @@ from estimators.distributed.accounting import (
     dwork_2006_coins,
     gaussian_gap,
 )
+from estimators.distributed.noise import DIRECT_CONVOLUTION, convolve
 from tests.tolerances import k_sigma
 
 TARGETS = [(1.0, 1e-6, 1), (0.5, 1e-5, 1), (1.0, 1e-6, 16), (2.0, 1e-9, 3)]
@@ -140,3 +143,25 @@ def test_empirical_audit_of_the_aggregator_noise_on_neighbouring_sums():
                 p, q = event(first).mean(), event(second).mean()
                 tolerance = k * (math.sqrt(p * (1 - p) / draws) + math.exp(epsilon) * math.sqrt(q * (1 - q) / draws))
                 assert p <= math.exp(epsilon) * q + delta + tolerance + 1 / draws
+
+
+def test_aggregator_noise_is_calibrated_and_its_interval_computed_without_scipy():
+    "scipy.stats costs a second of CPU per process: the leader, the helper and the report path pay it only for coins"
+    code = ("import sys; from estimators.distributed import calibrate; "
+            "from estimators.distributed.noise import noise_halfwidth; "
+            "noise = calibrate('gaussian', epsilon=1.0, delta=1e-6, sensitivity=1); "
+            "assert noise_halfwidth(*noise.noise_pmf(), 0.95) > 0; "
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'scipy'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("lengths", [(7, 3), (DIRECT_CONVOLUTION + 5, DIRECT_CONVOLUTION + 900)])
+def test_the_noise_convolution_matches_the_direct_sum(lengths):
+    rng = np.random.default_rng(3)
+    a, b = (rng.random(n) for n in lengths)
+    a, b = a / a.sum(), b / b.sum()
+    got = convolve(a, b)
+    assert got.shape == (sum(lengths) - 1,) and (got >= 0).all()
+    np.testing.assert_allclose(got, np.convolve(a, b), rtol=0, atol=1e-15)
