@@ -44,6 +44,8 @@ DEFAULT_OUT = Path("ldp-demo-output")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
 DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
 SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
+RAM_FOLDER = Path("/dev/shm")  # where the demo's throwaway workspace goes by default (RAM-backed on Linux)
+RAM_FOLDER_MIN_FREE = 512 * 1024 * 1024  # bytes free needed there (the demo peaks at ~130 MB with 2,000 users)
 Progress = Callable[[int], None]
 
 
@@ -152,6 +154,33 @@ def serve_until_stdin_closes(database: str, config: dict) -> None:
 
     threading.Thread(target=announce_then_wait, name="ldp-demo-stdin", daemon=True).start()
     serve(database, port=port, workers=1, config={"RATE_LIMIT": 0, **config})
+
+
+def default_workdir(ram_folder: Path = RAM_FOLDER, min_free: int = RAM_FOLDER_MIN_FREE) -> Path | None:
+    """Where the demo's throwaway workspace goes unless ``--workdir`` says: ``ram_folder`` (``/dev/shm``) when it is
+    a writable folder with at least ``min_free`` bytes free, else None (the system's temporary folder).
+
+    The workspace holds the collectors' databases and the simulated devices' state folders, every one deleted at
+    the end of the run; in RAM their per-commit fsyncs cost nothing (on disk they cost a few seconds of CPU)."""
+    import os
+
+    try:
+        if not ram_folder.is_dir() or not os.access(ram_folder, os.W_OK | os.X_OK):
+            return None
+        if shutil.disk_usage(ram_folder).free < min_free:
+            return None
+    except OSError:
+        return None
+    return ram_folder
+
+
+def demo_workspace(workdir: Path | None = None) -> tempfile.TemporaryDirectory:
+    """The demo's own temporary folder (``ldp-demo-*``), removed with everything in it at the end of the run: inside
+    ``workdir`` when given (created if missing, and left in place), else inside :func:`default_workdir`'s choice"""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+    parent = workdir if workdir is not None else default_workdir()
+    return tempfile.TemporaryDirectory(prefix="ldp-demo-", dir=parent)
 
 
 # -- 2. keys and campaigns ----------------------------------------------------------------------------------------
@@ -728,7 +757,7 @@ def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
 def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: bool = False, seed: int | None = None,
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
              distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
-             progress: Callable[[int, str], Any] | None = None) -> DemoResult:
+             progress: Callable[[int, str], Any] | None = None, workdir: Path | None = None) -> DemoResult:
     """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; meanwhile the
     same for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are
     sealed on the devices, one by one).
@@ -741,7 +770,10 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
 
     ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
     (``click.progressbar`` fits); one bar counts the users' local reports (a user each) and their sealed ones
-    (a report each); None runs silently."""
+    (a report each); None runs silently.
+
+    The collectors' databases and the devices' state live in a temporary folder (:func:`demo_workspace`: inside
+    ``workdir``, else in RAM where there is room, else in the system's temporary folder), deleted at the end."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     distributed = () if bulk else distributed
@@ -749,7 +781,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
     phases: dict[str, float] = {}
     stop = threading.Event()
-    with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
+    with report_workers() as workers, demo_workspace(workdir) as temp:
         lock = threading.Lock()
         bar_updates: list[Progress] = []
 

@@ -116,14 +116,6 @@ def test_bulk_path_through_the_simulator_and_batch_api(tmp_path):
     assert math.isclose(sum(v.truth for v in opt_in.values), 1.0)
 
 
-def test_demo_command_prints_the_summary_and_the_folder(tmp_path):
-    result = CliRunner().invoke(main, ["demo", "--users", "40", "--out", str(tmp_path / "reports"), "--seed", "1"])
-    assert result.exit_code == 0, result.output
-    assert "simulated users reported" in result.stdout
-    assert str((tmp_path / "reports").resolve()) in result.stderr
-    assert (tmp_path / "reports" / "browser.html").exists()
-
-
 class InlinePool(Executor):
     "An executor that runs each task when it is submitted (render_reports' sharing, without a process)"
 
