@@ -411,9 +411,10 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
 
 
 def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
-                  population: dict[str, list]) -> list[Any]:
+                  population: dict[str, list], each: Callable[[Any], None] | None = None) -> list[Any]:
     """Each campaign's report data over HTTP with its truth (a ``ReportData``), in order, while the collector
-    runs; for a campaign without one, its summary with the reason as a note"""
+    runs; for a campaign without one, its summary with the reason as a note.  ``each(item)`` is called with each
+    as soon as it is in (so that its drawing can start while the next is fetched)."""
     from dataclasses import replace
 
     from collector.reporting import report_data_from_url
@@ -427,6 +428,8 @@ def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
         except SourceError as exc:
             fetched.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
                                            None, note=str(exc)))
+        if each is not None:
+            each(fetched[-1])
     return fetched
 
 
@@ -837,11 +840,14 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                         removing = Background(partial(shutil.rmtree, Path(temp) / "devices", ignore_errors=True),
                                               stop, "ldp-demo-remove-devices")  # 2,000 folders take seconds
                     phases["local devices reported"] = time.perf_counter() - started
-                    fetched = fetch_reports(url, admin_key, campaigns, population)
+                    drawing: list[Future | None] = []
+
+                    def hand_over(item: Any) -> None:  # the worker starts on the first while the next is fetched
+                        drawing.append(workers.submit(render_report, item, out_dir)
+                                       if beside is not None and not isinstance(item, CampaignSummary) else None)
+
+                    fetched = fetch_reports(url, admin_key, campaigns, population, hand_over)
                     phases["local fetched"] = time.perf_counter() - started
-                    drawing = [workers.submit(render_report, item, out_dir)
-                               if beside is not None and not isinstance(item, CampaignSummary) else None
-                               for item in fetched]
                     closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
                     if beside is not None:  # the bar ends once the sealed reports are in too
                         beside.wait(until=uploaded)
