@@ -99,3 +99,23 @@ def test_demo_help_says_where_its_throwaway_files_go():
     result = CliRunner().invoke(main, ["demo", "--help"])
     assert "--workdir" in result.stdout and "/dev/shm" in result.stdout
     assert "outlives the run" in " ".join(result.stdout.split())
+
+
+def test_a_demo_collector_stops_at_once_and_keeps_what_it_acknowledged(tmp_path):
+    """The demo's collectors take gunicorn's quick shutdown (SIGQUIT), not the graceful one that waited for idle
+    kept-alive connections; what they answered is committed"""
+    import requests
+
+    from collector.storage import Storage
+    from demo.run import create_campaigns, create_keys, running_collector
+    from demo.scenario import CAMPAIGNS
+
+    database = tmp_path / "collector.db"
+    admin, _ = create_keys(database)
+    with running_collector(database) as url, requests.Session() as kept_alive:
+        create_campaigns(url, admin, CAMPAIGNS[:1])
+        kept_alive.get(f"{url}/v1/campaigns", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+    log = (tmp_path / "collector.log").read_text()
+    assert "Handling signal: quit" in log and "Handling signal: term" not in log
+    with Storage(database) as storage:
+        assert CAMPAIGNS[0].name in {row["name"] for row in storage.db["campaigns"].rows}
