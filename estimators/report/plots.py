@@ -18,6 +18,7 @@ from weakref import WeakSet
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -117,7 +118,7 @@ def fit_layout(figure: Figure, pad: float = MARGIN_PAD) -> None:
             return
 
 
-def _wrap_title(axes: Axes, renderer: object, pad: float) -> bool:
+def _wrap_title(axes: Axes, renderer: RendererBase, pad: float) -> bool:
     "Break the axes' title into lines that fit the figure on both sides of its centre; whether it changed"
     title = axes.title
     text = title.get_text()
