@@ -12,7 +12,8 @@ vectorised simulator (``report_in_bulk``, seed 1: the data every checkout sees i
 helper with N sealed reports of the distributed campaign, collects today's batch, then times
 ``write_reports`` for each phase, the collectors still running: the local campaigns in this process alone, then
 (where the checkout has ``report_workers``) shared with a worker process started for the call, then the
-distributed campaign.
+distributed campaign; "render CPU" is the 4 local reports drawn and written again from data fetched beforehand
+(``render_reports`` in this process alone: no collector, no HTTP), the figure that the plotting changes move.
 
 ``--demo`` runs ``run_demo`` itself instead (seed 1), with the users' reports drawn by the simulator rather than
 sent through the SDK (``report_through_sdk`` replaced by ``report_in_bulk``: the devices are not what is measured
@@ -109,6 +110,9 @@ with tempfile.TemporaryDirectory() as temp:
         run.create_campaigns(url, admin, CAMPAIGNS)
         run.report_in_bulk(url, ingest, CAMPAIGNS, population, rng)
         earlier = measure("local", lambda: run.write_reports(url, admin, CAMPAIGNS, population, reports))
+        if hasattr(run, "render_reports"):  # the drawing alone: the 4 local reports, fetched once more, here
+            fetched = run.fetch_reports(url, admin, CAMPAIGNS, population)
+            measure("render", lambda: run.render_reports(fetched, Path(temp) / "render"))
         if hasattr(run, "report_workers"):  # the same, shared with a worker process (spawned here: counted)
             def shared():
                 with run.report_workers() as workers:
@@ -146,17 +150,19 @@ def main() -> None:
         return
     print(f"write_reports of the demo's campaigns, {args.users:,} users; {os.cpu_count()} CPUs")
     print(f"{'round':<6} {'checkout':<24} {'load':>5} {'local wall':>11} {'local CPU':>10} "
-          f"{'shared wall':>12} {'shared CPU':>11} {'dist. wall':>11} {'dist. CPU':>10} {'files':>6}")
+          f"{'shared wall':>12} {'shared CPU':>11} {'dist. wall':>11} {'dist. CPU':>10} {'render CPU':>11} "
+          f"{'files':>6}")
     for round_ in range(args.rounds):
         for root in roots:
             load = os.getloadavg()[0]
             out = run_once(root, args.users, args.profile, "calls")
             local, distributed = out["local"], out["distributed"]
             shared = out.get("shared", {"wall": float("nan"), "cpu": float("nan")})
+            render = out.get("render", {"wall": float("nan"), "cpu": float("nan")})
             print(f"{round_:<6} {str(root)[-24:]:<24} {load:>5.1f} {local['wall']:>11.2f} {local['cpu']:>10.2f} "
                   f"{shared['wall']:>12.2f} {shared['cpu']:>11.2f} {distributed['wall']:>11.2f} "
-                  f"{distributed['cpu']:>10.2f} {out['files']:>6}", flush=True)
-            for phase in ("local", "shared", "distributed"):
+                  f"{distributed['cpu']:>10.2f} {render['cpu']:>11.2f} {out['files']:>6}", flush=True)
+            for phase in ("local", "shared", "distributed", "render"):
                 if "profile" in out.get(phase, {}):
                     print(f"--- {phase}\n{out[phase]['profile']}")
 

@@ -44,6 +44,8 @@ DEFAULT_OUT = Path("ldp-demo-output")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
 DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
 SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
+RAM_FOLDER = Path("/dev/shm")  # where the demo's throwaway workspace goes by default (RAM-backed on Linux)
+RAM_FOLDER_MIN_FREE = 512 * 1024 * 1024  # bytes free needed there (the demo peaks at ~130 MB with 2,000 users)
 Progress = Callable[[int], None]
 
 
@@ -126,7 +128,11 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
 
 def serve_until_stdin_closes(database: str, config: dict) -> None:
     """The child of :func:`running_collector`: ``collector.server.serve`` (gunicorn) on a free port; prints the
-    port once the collector answers, stops gracefully (SIGTERM) when standard input closes"""
+    port once the collector answers, stops when standard input closes.
+
+    It stops at once (gunicorn's quick shutdown, SIGQUIT): by then the demo has its answers and every report the
+    collector acknowledged is committed, and the database is thrown away.  A graceful stop (SIGTERM) waited for
+    the worker's idle kept-alive connections: 1 to 2.5 s at the end of every run, on its critical path."""
     import os
     import signal
     import socket
@@ -148,10 +154,37 @@ def serve_until_stdin_closes(database: str, config: dict) -> None:
                 time.sleep(0.02)
         print(port, flush=True)
         sys.stdin.read()  # returns when the parent closes the pipe (or exits)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGQUIT)
 
     threading.Thread(target=announce_then_wait, name="ldp-demo-stdin", daemon=True).start()
     serve(database, port=port, workers=1, config={"RATE_LIMIT": 0, **config})
+
+
+def default_workdir(ram_folder: Path = RAM_FOLDER, min_free: int = RAM_FOLDER_MIN_FREE) -> Path | None:
+    """Where the demo's throwaway workspace goes unless ``--workdir`` says: ``ram_folder`` (``/dev/shm``) when it is
+    a writable folder with at least ``min_free`` bytes free, else None (the system's temporary folder).
+
+    The workspace holds the collectors' databases and the simulated devices' state folders, every one deleted at
+    the end of the run; in RAM their per-commit fsyncs cost nothing (on disk they cost a few seconds of CPU)."""
+    import os
+
+    try:
+        if not ram_folder.is_dir() or not os.access(ram_folder, os.W_OK | os.X_OK):
+            return None
+        if shutil.disk_usage(ram_folder).free < min_free:
+            return None
+    except OSError:
+        return None
+    return ram_folder
+
+
+def demo_workspace(workdir: Path | None = None) -> tempfile.TemporaryDirectory:
+    """The demo's own temporary folder (``ldp-demo-*``), removed with everything in it at the end of the run: inside
+    ``workdir`` when given (created if missing, and left in place), else inside :func:`default_workdir`'s choice"""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+    parent = workdir if workdir is not None else default_workdir()
+    return tempfile.TemporaryDirectory(prefix="ldp-demo-", dir=parent)
 
 
 # -- 2. keys and campaigns ----------------------------------------------------------------------------------------
@@ -382,9 +415,10 @@ def write_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign], p
 
 
 def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
-                  population: dict[str, list]) -> list[Any]:
+                  population: dict[str, list], each: Callable[[Any], None] | None = None) -> list[Any]:
     """Each campaign's report data over HTTP with its truth (a ``ReportData``), in order, while the collector
-    runs; for a campaign without one, its summary with the reason as a note"""
+    runs; for a campaign without one, its summary with the reason as a note.  ``each(item)`` is called with each
+    as soon as it is in (so that its drawing can start while the next is fetched)."""
     from dataclasses import replace
 
     from collector.reporting import report_data_from_url
@@ -398,6 +432,8 @@ def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
         except SourceError as exc:
             fetched.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
                                            None, note=str(exc)))
+        if each is not None:
+            each(fetched[-1])
     return fetched
 
 
@@ -728,7 +764,7 @@ def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
 def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: bool = False, seed: int | None = None,
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
              distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
-             progress: Callable[[int, str], Any] | None = None) -> DemoResult:
+             progress: Callable[[int, str], Any] | None = None, workdir: Path | None = None) -> DemoResult:
     """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; meanwhile the
     same for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are
     sealed on the devices, one by one).
@@ -741,7 +777,10 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
 
     ``progress(total, label)`` is entered as a context manager that returns an ``update(count)`` callable
     (``click.progressbar`` fits); one bar counts the users' local reports (a user each) and their sealed ones
-    (a report each); None runs silently."""
+    (a report each); None runs silently.
+
+    The collectors' databases and the devices' state live in a temporary folder (:func:`demo_workspace`: inside
+    ``workdir``, else in RAM where there is room, else in the system's temporary folder), deleted at the end."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     distributed = () if bulk else distributed
@@ -749,7 +788,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
     phases: dict[str, float] = {}
     stop = threading.Event()
-    with report_workers() as workers, tempfile.TemporaryDirectory(prefix="ldp-demo-") as temp:
+    with report_workers() as workers, demo_workspace(workdir) as temp:
         lock = threading.Lock()
         bar_updates: list[Progress] = []
 
@@ -805,11 +844,14 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                         removing = Background(partial(shutil.rmtree, Path(temp) / "devices", ignore_errors=True),
                                               stop, "ldp-demo-remove-devices")  # 2,000 folders take seconds
                     phases["local devices reported"] = time.perf_counter() - started
-                    fetched = fetch_reports(url, admin_key, campaigns, population)
+                    drawing: list[Future | None] = []
+
+                    def hand_over(item: Any) -> None:  # the worker starts on the first while the next is fetched
+                        drawing.append(workers.submit(render_report, item, out_dir)
+                                       if beside is not None and not isinstance(item, CampaignSummary) else None)
+
+                    fetched = fetch_reports(url, admin_key, campaigns, population, hand_over)
                     phases["local fetched"] = time.perf_counter() - started
-                    drawing = [workers.submit(render_report, item, out_dir)
-                               if beside is not None and not isinstance(item, CampaignSummary) else None
-                               for item in fetched]
                     closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
                     if beside is not None:  # the bar ends once the sealed reports are in too
                         beside.wait(until=uploaded)

@@ -18,16 +18,22 @@ import click
               help="Draw the reports with the vectorised simulator and send them through the batch API "
                    "instead of one SDK client per user (for large --users, e.g. 1000000).")
 @click.option("--seed", type=int, default=None, help="Seed of the simulated population (default: random).")
-def demo(users: int, out_dir: Path, bulk: bool, seed: int | None) -> None:
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the run's throwaway files (collector databases, the simulated devices' state); "
+                   "the demo works in a subfolder of it and deletes that at the end.  "
+                   "[default: /dev/shm (in RAM) where it has 512 MiB free, else the system's temporary folder]")
+def demo(users: int, out_dir: Path, bulk: bool, seed: int | None, workdir: Path | None) -> None:
     """Start a collector on loopback, let simulated users report through the SDK, and write reports.
 
-    Everything runs on this machine with a temporary database; only the reports in --out remain.
+    Everything runs on this machine. The collector databases and the simulated devices' state go to a temporary
+    folder, in RAM (/dev/shm) where there is room, else the system's temporary folder (--workdir puts it
+    elsewhere); nothing of it outlives the run. Only the reports in --out remain.
     """
     from demo.run import format_summary, run_demo
 
     click.echo(f"Writing reports to {out_dir.resolve()}", err=True)
     try:
-        result = run_demo(users, out_dir, bulk=bulk, seed=seed, progress=_progressbar)
+        result = run_demo(users, out_dir, bulk=bulk, seed=seed, progress=_progressbar, workdir=workdir)
     except (OSError, RuntimeError) as exc:  # includes requests' errors; one line, exit 1
         raise click.ClickException(f"the demo failed: {exc}") from None
     click.echo(format_summary(result))

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -114,14 +115,6 @@ def test_bulk_path_through_the_simulator_and_batch_api(tmp_path):
     assert opt_in.n == 3000
     assert abs(yes.estimate - yes.truth) <= CI_MULTIPLE * (yes.ci_high - yes.ci_low) / 2
     assert math.isclose(sum(v.truth for v in opt_in.values), 1.0)
-
-
-def test_demo_command_prints_the_summary_and_the_folder(tmp_path):
-    result = CliRunner().invoke(main, ["demo", "--users", "40", "--out", str(tmp_path / "reports"), "--seed", "1"])
-    assert result.exit_code == 0, result.output
-    assert "simulated users reported" in result.stdout
-    assert str((tmp_path / "reports").resolve()) in result.stderr
-    assert (tmp_path / "reports" / "browser.html").exists()
 
 
 class InlinePool(Executor):
@@ -228,3 +221,27 @@ def test_libraries_do_not_import_the_cli():
                 offenders += [f"{path.relative_to(root)}: {name}" for name in names
                               if name.split(".")[0] == "ldp_telemetry"]
     assert offenders == []
+
+
+def test_each_fetched_report_is_handed_over_before_the_next_is_fetched(monkeypatch):
+    "run_demo's worker starts drawing the first local report while this process fetches the others"
+    import collector.reporting
+    from demo.run import fetch_reports
+    from estimators.report.source import SourceError
+
+    events = []
+
+    def fetch(url, key, name):
+        events.append(("fetch", name))
+        if name == CAMPAIGNS[1].name:
+            raise SourceError("no reports yet")
+        return browser_data()
+
+    monkeypatch.setattr(collector.reporting, "report_data_from_url", fetch)
+    population = {campaign.name: campaign.draw(np.random.default_rng(1), 30) for campaign in CAMPAIGNS}
+    fetched = fetch_reports("http://unused", "key", CAMPAIGNS, population, lambda item: events.append(item))
+    assert len(fetched) == len(CAMPAIGNS) and len(events) == 2 * len(CAMPAIGNS)
+    for index, campaign in enumerate(CAMPAIGNS):  # fetched, then handed over at once
+        assert events[2 * index] == ("fetch", campaign.name) and events[2 * index + 1] is fetched[index]
+    assert isinstance(fetched[1], CampaignSummary) and fetched[1].note == "no reports yet"
+    assert fetched[0].truth == CAMPAIGNS[0].truth(population[CAMPAIGNS[0].name])

@@ -128,3 +128,82 @@ def test_simulated_points_for_means_follow_the_mechanism_variance():
         expected = 1.959964 * per_report_sd / math.sqrt(n)
         assert abs((ldp / expected) ** 2 - 1) < k * math.sqrt(2 / trials)
         assert ldp <= np.interp(n, curves.n, curves.ldp_halfwidth) * (1 + k * math.sqrt(2 / trials))
+
+
+def drawn_texts(monkeypatch, plot):
+    "Every non-empty text the PNG of ``plot`` draws, with its extent in pixels (the canvas' own renderer)"
+    from matplotlib.text import Text
+
+    drawn = []
+    original = Text.draw
+
+    def recording(text, renderer):
+        original(text, renderer)
+        if text.get_visible() and text.get_text().strip():
+            drawn.append((text.get_text(), text.get_window_extent(renderer)))
+
+    monkeypatch.setattr(Text, "draw", recording)
+    assert plot.png.startswith(b"\x89PNG")
+    monkeypatch.setattr(Text, "draw", original)
+    return drawn
+
+
+def every_plot_kind():
+    "A figure of each kind, with rotated tick labels (8 values, 9 days), a long campaign name, an outside legend"
+    from dataclasses import replace
+
+    from estimators.report import DailyResult, ReportData
+
+    from .report_fixtures import APPS, distributed_result, distributed_spec, distributed_sum_result
+
+    long_name = "a_campaign_with_a_very_long_name_that_is_wider_than_the_figure_itself_" * 2
+    browsers = browser_data(daily=daily_browser())
+    many_days = [DailyResult(f"2025-03-{day:02d}", browser_result(n=800, seed=20 + day)) for day in range(1, 10)]
+    plots = {
+        "browser": report_plots(browsers, simulate_points=False),
+        "long name": report_plots(replace(browsers, result={**browsers.result, "campaign": long_name},
+                                          daily=many_days), simulate_points=False),
+        "mean": report_plots(ReportData(load_time_result(), truth=800.0), simulate_points=False),
+        "distributed": report_plots(ReportData(distributed_result(), distributed_spec())),
+        "distributed mean": report_plots(ReportData(distributed_sum_result(), None)),
+    }
+    assert len(APPS) > 6  # the distributed frequencies have tilted tick labels
+    return [(f"{case} {plot.name}", plot) for case, found in plots.items() for plot in found]
+
+
+def test_no_text_of_any_figure_is_clipped(monkeypatch):
+    """Issue 14 item 5: the figures are laid out once from measured text (no layout engine); every text drawn
+    (tick labels, rotated ones too, axis labels, titles, long campaign names, legends, annotations) lies inside
+    the figure"""
+    kinds = every_plot_kind()
+    assert {plot.name for _, plot in kinds} == {"frequencies", "sqrt_n", "mean", "daily"}
+    for case, plot in kinds:
+        bounds = plot.figure.bbox
+        texts = drawn_texts(monkeypatch, plot)
+        assert len(texts) >= 5, case
+        for text, extent in texts:
+            inside = (extent.x0 >= bounds.x0 - 0.5 and extent.x1 <= bounds.x1 + 0.5
+                      and extent.y0 >= bounds.y0 - 0.5 and extent.y1 <= bounds.y1 + 0.5)
+            assert inside, f"{case}: {text!r} at {extent.bounds} outside {bounds.bounds}"
+
+
+def test_a_title_wider_than_the_figure_is_wrapped_and_kept_whole(monkeypatch):
+    from dataclasses import replace
+
+    name = "a_campaign_with_a_very_long_name " * 4
+    data = browser_data()
+    plot = report_plots(replace(data, result={**data.result, "campaign": name}), simulate_points=False)[0]
+    drawn_texts(monkeypatch, plot)
+    title = plot.figure.axes[0].get_title()
+    assert "\n" in title and title.split() == f"{name}: oue, ε = 1, n = 4,000".split()
+
+
+def test_log_axes_are_labelled_in_plain_text_at_each_power_of_ten(monkeypatch):
+    "The √n figure's log axes: labels 10², 10⁻³ (no mathtext to parse), at least two per axis"
+    from estimators.report.plots import power_of_ten
+
+    assert [power_of_ten(v) for v in (1.0, 10.0, 1e3, 1e-6, 2e3, 0.0)] == ["10⁰", "10¹", "10³", "10⁻⁶", "", ""]
+    plot = next(p for p in report_plots(browser_data(), simulate_points=False) if p.name == "sqrt_n")
+    texts = [text for text, _ in drawn_texts(monkeypatch, plot)]
+    assert sum(text.startswith("10") and "$" not in text for text in texts) >= 4
+    assert not any("$" in text for text in texts)
