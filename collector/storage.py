@@ -74,10 +74,16 @@ WAL_AUTOCHECKPOINT_PAGES = 16384
 # once its writer flock is released (Storage.insert_reports); SQLite's automatic checkpoint, which runs inside
 # COMMIT and so while the flock is held, is left as a backstop at a larger WAL.
 CHECKPOINT_REPORTS = WAL_AUTOCHECKPOINT_PAGES
+# ... or after this many insert requests, whatever their size: a request of one report still commits about three
+# pages (mostly the same hot pages again), so counting reports alone let small commits grow the WAL to ~85 MB
+# (8,000 one-report requests), and a growing WAL file makes every fsync commit its new size too.  512 one-report
+# requests write at most a few MB of WAL; 512 requests of 1,000 reports reach CHECKPOINT_REPORTS long before.
+CHECKPOINT_REQUESTS = 512
 WAL_BACKSTOP_PAGES = 4 * WAL_AUTOCHECKPOINT_PAGES
 # per database file: day -> (token, DayFilter); a random token per build, so a cached filter is never stale
 _day_filter_cache: dict[str, dict[int, tuple[bytes, Any]]] = {}
 _inserted_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
+_requests_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
 _checkpoint_count_lock = threading.Lock()
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
@@ -874,16 +880,18 @@ class Storage(StorageBase):
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
                        rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
-        """As StorageBase's; then, every CHECKPOINT_REPORTS reports this process inserted, a PASSIVE checkpoint
-        after the writer flock is released: the next writer commits meanwhile instead of waiting for the
-        checkpoint's writes and fsync.  A checkpoint that fails is simply tried again later: the WAL keeps every
-        committed transaction until it is copied."""
+        """As StorageBase's; then, every CHECKPOINT_REPORTS reports (or CHECKPOINT_REQUESTS insert requests) this
+        process inserted, a PASSIVE checkpoint after the writer flock is released: the next writer commits
+        meanwhile instead of waiting for the checkpoint's writes and fsync.  A checkpoint that fails is simply tried
+        again later: the WAL keeps every committed transaction until it is copied."""
         result = self._insert_grouped(groups, day, key_hash=key_hash, rate=rate, now=now)
         key = str(self.path)
         with _checkpoint_count_lock:
             count = _inserted_since_checkpoint.get(key, 0) + result.accepted
-            due = count >= CHECKPOINT_REPORTS
+            requests = _requests_since_checkpoint.get(key, 0) + 1
+            due = count >= CHECKPOINT_REPORTS or requests >= CHECKPOINT_REQUESTS
             _inserted_since_checkpoint[key] = 0 if due else count
+            _requests_since_checkpoint[key] = 0 if due else requests
         if due:
             with suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
