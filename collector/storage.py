@@ -33,6 +33,7 @@ import hashlib
 import json
 import logging
 import math
+import operator
 import os
 import secrets
 import shutil
@@ -84,6 +85,7 @@ WAL_BACKSTOP_PAGES = 4 * WAL_AUTOCHECKPOINT_PAGES
 _day_filter_cache: dict[str, dict[int, tuple[bytes, Any]]] = {}
 _inserted_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
 _requests_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
+_last_counts: dict[str, tuple[str, list]] = {}  # per campaign fingerprint: the counts text last stored, parsed
 _checkpoint_count_lock = threading.Lock()
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
@@ -1364,9 +1366,15 @@ def merged_counts(campaign: CampaignVersion, row: tuple[int, str] | None,
     counts = aggregate.counts.tolist()  # int64: Python ints already
     if aggregate.counts.dtype == object:
         counts = _plain_counts(counts)
-    if row is None:
-        return int(aggregate.n), json.dumps(counts)
-    return int(row[0]) + int(aggregate.n), json.dumps(_add_counts(json.loads(row[1]), counts))
+    if row is not None:
+        # The stored text is most often what this process wrote last for the campaign: parsed then, not again.
+        # Parsing the same text gives the same lists (never changed in place), so the cache cannot hide a change.
+        last = _last_counts.get(campaign.fingerprint)
+        stored = last[1] if last is not None and last[0] == row[1] else json.loads(row[1])
+        counts = _add_counts(stored, counts)
+    text = json.dumps(counts)
+    _last_counts[campaign.fingerprint] = (text, counts)
+    return (int(aggregate.n) if row is None else int(row[0]) + int(aggregate.n)), text
 
 
 def _plain_counts(counts: list) -> list:
@@ -1380,7 +1388,7 @@ def _add_counts(stored: list, added: list) -> list:
         raise StorageError(f"stored aggregate has {len(stored)} counts, the reports' has {len(added)}")
     if added and type(added[0]) is list:
         return [_add_counts(a, b) for a, b in zip(stored, added)]
-    return [int(a) + b for a, b in zip(stored, added)]
+    return list(map(operator.add, map(int, stored), added))
 
 
 def payload_text(payload: Any) -> str:
