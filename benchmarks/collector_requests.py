@@ -10,11 +10,12 @@ kept-alive connections, each kind of request the demo's devices send, one kind a
 * ``user``: a device's whole exchange on one new connection: the spec GET and four 1-report POSTs.
 
 For each it prints the collector's CPU time (user + sys of its master and worker, read from ``/proc`` before and
-after) per request and the wall time.  CPU is the figure to compare on a shared machine.  Payloads come from the
-vectorised simulator (the SDK's distribution); every report id is fresh, so every POST stores its report.
+after, and each part) per request and the wall time.  CPU is the figure to compare on a shared machine.  Payloads
+come from the vectorised simulator (the SDK's distribution); every report id is fresh, so every POST stores its report.
 
     python benchmarks/collector_requests.py                       # this checkout
     python benchmarks/collector_requests.py --root /tmp/before --root .   # another checkout, alternating
+    python benchmarks/collector_requests.py --kind user --requests 2000 --rounds 3 --root /tmp/before --root .
     python benchmarks/collector_requests.py --distributed 2000 --root /tmp/before --root .
 
 ``--distributed N`` measures instead the demo's distributed phase (``demo.run.running_aggregators``,
@@ -45,7 +46,7 @@ from demo.scenario import CAMPAIGNS
 from client_sdk import load_spec
 from estimators.simulate import simulate
 
-count, threads = int(sys.argv[1]), int(sys.argv[2])
+count, threads, kinds = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -68,11 +69,12 @@ def descendants(root):
 
 
 def cpu(pids):
-    total = 0
+    "(user, sys) CPU seconds of ``pids``"
+    user = system = 0
     for pid in pids:
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
+        user, system = user + int(fields[11]), system + int(fields[12])
+    return user / TICK, system / TICK
 
 
 def payloads(users):
@@ -140,14 +142,15 @@ with tempfile.TemporaryDirectory() as temp:
         create_campaigns(url, admin)
         collector = descendants(os.getpid())
         results = {}
-        for kind in ("livez", "spec GET", "1-report POST", "user"):
+        for kind in kinds:
             workers, requests = run(kind, port, ingest, campaigns)
             before, started = cpu(collector), time.perf_counter()
             for w in workers:
                 w.start()
             for w in workers:
                 w.join()
-            results[kind] = {"requests": requests, "cpu": cpu(collector) - before,
+            after = cpu(collector)
+            results[kind] = {"requests": requests, "user": after[0] - before[0], "sys": after[1] - before[1],
                              "wall": time.perf_counter() - started}
 print(json.dumps(results))
 """
@@ -201,9 +204,9 @@ print(json.dumps(out))
 """
 
 
-def measure(root: Path, count: int, threads: int) -> dict:
-    "CPU and wall seconds of the collector per kind of request, for one checkout"
-    return run_json(root, MEASURE, count, threads, what="measuring")
+def measure(root: Path, count: int, threads: int, kinds: list[str]) -> dict:
+    "User and system CPU and wall seconds of the collector per kind of request, for one checkout"
+    return run_json(root, MEASURE, count, threads, json.dumps(kinds), what="measuring")
 
 
 def main() -> None:
@@ -212,6 +215,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800, help="requests (users for 'user') per kind")
     parser.add_argument("--threads", type=int, default=8, help="client threads (the demo's SDK_WORKERS)")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--kind", choices=KINDS, action="append", help="kinds of request to measure (repeatable; "
+                        "default: all)")
     parser.add_argument("--distributed", type=int, default=0, metavar="N",
                         help="instead: the demo's distributed phase for N users (aggregators' start, upload, "
                              "collection)")
@@ -222,14 +227,16 @@ def main() -> None:
         return
     print(f"collector CPU per request, {args.requests} requests per kind, {args.threads} client threads, "
           f"load {os.getloadavg()[0]:.1f}")
-    print(f"{'round':<6} {'checkout':<30} {'kind':<14} {'CPU ms each':>12} {'wall ms each':>13}")
+    kinds = [kind for kind in KINDS if kind in (args.kind or KINDS)]
+    print(f"{'round':<6} {'checkout':<30} {'kind':<14} {'CPU ms each':>12} {'user':>6} {'sys':>6} {'wall ms each':>13}")
     for round_ in range(args.rounds):
         for root in roots:
-            results = measure(root, args.requests, args.threads)
-            for kind in KINDS:
+            results = measure(root, args.requests, args.threads, kinds)
+            for kind in kinds:
                 r = results[kind]
-                print(f"{round_:<6} {str(root)[-30:]:<30} {kind:<14} {1e3 * r['cpu'] / r['requests']:>12.2f} "
-                      f"{1e3 * r['wall'] / r['requests']:>13.2f}", flush=True)
+                each = {part: 1e3 * r[part] / r["requests"] for part in ("user", "sys", "wall")}
+                print(f"{round_:<6} {str(root)[-30:]:<30} {kind:<14} {each['user'] + each['sys']:>12.2f} "
+                      f"{each['user']:>6.2f} {each['sys']:>6.2f} {each['wall']:>13.2f}", flush=True)
 
 
 def distributed(roots: list[Path], users: int, rounds: int) -> None:

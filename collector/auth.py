@@ -67,7 +67,7 @@ def too_many(retry_after: float) -> Problem:
 
 def identify() -> ApiKey:
     "The request's key; raises 401 if it is missing, malformed or unknown"
-    header = request.headers.get("Authorization", "")
+    header = request.environ.get("HTTP_AUTHORIZATION", "")  # request.headers["Authorization"], without its lookup
     scheme, _, token = header.partition(" ")
     if not header:
         raise Problem(401, "missing API key: send 'Authorization: Bearer <key>'", field="Authorization",

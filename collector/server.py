@@ -32,9 +32,11 @@ import select
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 from gunicorn.workers import gthread
@@ -82,6 +84,23 @@ KEEPALIVE = 5  # seconds an idle kept-alive connection stays open
 PR_SET_PDEATHSIG = 1
 
 
+_format_http_date = gunicorn_util.http_date
+_date: tuple[int, str] = (-1, "")
+
+
+def http_date(timestamp: float | None = None) -> str:
+    """``gunicorn.util.http_date``, the Date header of every response, formatted once per second instead of once
+    per request (an HTTP date has a resolution of one second)"""
+    global _date
+    if timestamp is not None:
+        return _format_http_date(timestamp)
+    second = int(time.time())
+    cached = _date
+    if cached[0] != second:
+        cached = _date = (second, _format_http_date(second))
+    return cached[1]
+
+
 class _TimedConn(gthread.TConn):
     "A gthread connection whose blocking socket operations time out"
 
@@ -97,6 +116,10 @@ class CollectorWorker(gthread.ThreadWorker):
     then occupy every thread.  Here the wait is ``IDLE_WAIT``, after which the connection waits in the poller.
     A kept-alive connection whose next request follows within ``NEXT_REQUEST_WAIT`` is answered on the same
     thread, unless another connection is waiting for one."""
+
+    def init_process(self) -> None:
+        gunicorn_util.http_date = http_date  # in this worker process only (gunicorn.http.wsgi calls util.http_date)
+        super().init_process()
 
     def accept(self, listener: Any) -> None:
         try:

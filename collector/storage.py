@@ -33,6 +33,7 @@ import hashlib
 import json
 import logging
 import math
+import operator
 import os
 import secrets
 import shutil
@@ -74,10 +75,17 @@ WAL_AUTOCHECKPOINT_PAGES = 16384
 # once its writer flock is released (Storage.insert_reports); SQLite's automatic checkpoint, which runs inside
 # COMMIT and so while the flock is held, is left as a backstop at a larger WAL.
 CHECKPOINT_REPORTS = WAL_AUTOCHECKPOINT_PAGES
+# ... or after this many insert requests, whatever their size: a request of one report still commits about three
+# pages (mostly the same hot pages again), so counting reports alone let small commits grow the WAL to ~85 MB
+# (8,000 one-report requests), and a growing WAL file makes every fsync commit its new size too.  512 one-report
+# requests write at most a few MB of WAL; 512 requests of 1,000 reports reach CHECKPOINT_REPORTS long before.
+CHECKPOINT_REQUESTS = 512
 WAL_BACKSTOP_PAGES = 4 * WAL_AUTOCHECKPOINT_PAGES
 # per database file: day -> (token, DayFilter); a random token per build, so a cached filter is never stale
 _day_filter_cache: dict[str, dict[int, tuple[bytes, Any]]] = {}
 _inserted_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
+_requests_since_checkpoint: dict[str, int] = {}  # per database file, over the process's connections
+_last_counts: dict[str, tuple[str, list]] = {}  # per campaign fingerprint: the counts text last stored, parsed
 _checkpoint_count_lock = threading.Lock()
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
@@ -874,16 +882,18 @@ class Storage(StorageBase):
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
                        rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
-        """As StorageBase's; then, every CHECKPOINT_REPORTS reports this process inserted, a PASSIVE checkpoint
-        after the writer flock is released: the next writer commits meanwhile instead of waiting for the
-        checkpoint's writes and fsync.  A checkpoint that fails is simply tried again later: the WAL keeps every
-        committed transaction until it is copied."""
+        """As StorageBase's; then, every CHECKPOINT_REPORTS reports (or CHECKPOINT_REQUESTS insert requests) this
+        process inserted, a PASSIVE checkpoint after the writer flock is released: the next writer commits
+        meanwhile instead of waiting for the checkpoint's writes and fsync.  A checkpoint that fails is simply tried
+        again later: the WAL keeps every committed transaction until it is copied."""
         result = self._insert_grouped(groups, day, key_hash=key_hash, rate=rate, now=now)
         key = str(self.path)
         with _checkpoint_count_lock:
             count = _inserted_since_checkpoint.get(key, 0) + result.accepted
-            due = count >= CHECKPOINT_REPORTS
+            requests = _requests_since_checkpoint.get(key, 0) + 1
+            due = count >= CHECKPOINT_REPORTS or requests >= CHECKPOINT_REQUESTS
             _inserted_since_checkpoint[key] = 0 if due else count
+            _requests_since_checkpoint[key] = 0 if due else requests
         if due:
             with suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
@@ -1356,9 +1366,15 @@ def merged_counts(campaign: CampaignVersion, row: tuple[int, str] | None,
     counts = aggregate.counts.tolist()  # int64: Python ints already
     if aggregate.counts.dtype == object:
         counts = _plain_counts(counts)
-    if row is None:
-        return int(aggregate.n), json.dumps(counts)
-    return int(row[0]) + int(aggregate.n), json.dumps(_add_counts(json.loads(row[1]), counts))
+    if row is not None:
+        # The stored text is most often what this process wrote last for the campaign: parsed then, not again.
+        # Parsing the same text gives the same lists (never changed in place), so the cache cannot hide a change.
+        last = _last_counts.get(campaign.fingerprint)
+        stored = last[1] if last is not None and last[0] == row[1] else json.loads(row[1])
+        counts = _add_counts(stored, counts)
+    text = json.dumps(counts)
+    _last_counts[campaign.fingerprint] = (text, counts)
+    return (int(aggregate.n) if row is None else int(row[0]) + int(aggregate.n)), text
 
 
 def _plain_counts(counts: list) -> list:
@@ -1372,7 +1388,7 @@ def _add_counts(stored: list, added: list) -> list:
         raise StorageError(f"stored aggregate has {len(stored)} counts, the reports' has {len(added)}")
     if added and type(added[0]) is list:
         return [_add_counts(a, b) for a, b in zip(stored, added)]
-    return [int(a) + b for a, b in zip(stored, added)]
+    return list(map(operator.add, map(int, stored), added))
 
 
 def payload_text(payload: Any) -> str:

@@ -135,10 +135,14 @@ def ingest() -> Response:
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
-    # the bytes jsonify would send (compact, ASCII, a final newline) without its per-call machinery
-    body = json.dumps({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected},
-                      separators=(",", ":"))
-    return current_app.response_class(body + "\n", mimetype="application/json")
+    # the bytes jsonify would send (compact, ASCII, a final newline) without its per-call machinery; a batch without
+    # errors (the usual answer) has two integers only
+    if rejected:
+        body = json.dumps({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected),
+                           "errors": rejected}, separators=(",", ":")) + "\n"
+    else:
+        body = f'{{"accepted":{int(accepted)},"duplicate":{int(duplicate)},"rejected":0,"errors":[]}}\n'
+    return current_app.response_class(body, content_type="application/json")
 
 
 def _validate(reports: list, *, check_payloads: bool = True

@@ -63,3 +63,18 @@ def test_merged_counts_refuse_another_spec_or_shape():
         merged_counts(campaign, None, aggregate(other, [1]))
     with pytest.raises(StorageError):
         merged_counts(campaign, (1, json.dumps([0, 1])), aggregate(spec, [1]))
+
+
+@pytest.mark.parametrize("mechanism", ["oue", "rappor", "hybrid"])
+def test_a_stored_aggregate_another_worker_wrote_is_parsed_not_taken_from_the_last_write(mechanism):
+    "merged_counts keeps the counts it stored last, parsed; a row holding anything else is read from its text"
+    spec = spec_for(mechanism)
+    campaign = CampaignVersion(spec.name, 1, spec.fingerprint, spec, "2024-05-01")
+    rng = np.random.default_rng(7)
+    batches = [aggregate(spec, simulate(spec, values_for(spec, 3, rng), rng).to_payloads()) for _ in range(3)]
+    mine = merged_counts(campaign, None, batches[0])  # this process's last write
+    elsewhere = numpy_path(campaign, mine, batches[1])  # another worker added its reports meanwhile
+    assert merged_counts(campaign, elsewhere, batches[2]) == numpy_path(campaign, elsewhere, batches[2])
+    # and a row equal to this process's last write gives the same as parsing it
+    last = merged_counts(campaign, elsewhere, batches[2])
+    assert merged_counts(campaign, last, batches[0]) == numpy_path(campaign, last, batches[0])

@@ -103,6 +103,51 @@ def test_campaign_versions_are_immutable(storage):
     assert storage.find_version("grr", first.fingerprint) == first
 
 
+def test_small_commits_checkpoint_by_request_count_so_the_wal_stays_bounded(storage, monkeypatch):
+    """One-report requests checkpoint every CHECKPOINT_REQUESTS requests (not only every CHECKPOINT_REPORTS
+    reports): the WAL file stops growing at about CHECKPOINT_REQUESTS commits' pages, and stays readable"""
+    from collector import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "CHECKPOINT_REQUESTS", 16)
+    monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
+    monkeypatch.setattr(storage_module, "_requests_since_checkpoint", {})
+    campaign, _ = storage.create_campaign(SPECS[1], "2024-01-01")
+    checkpoints: list[str] = []
+    storage.conn.set_trace_callback(lambda statement: checkpoints.append(statement) if "wal_checkpoint" in
+                                    statement else None)
+    try:
+        for seed in range(160):
+            storage.insert_reports([group_of(campaign, [seed % 20], seed)], "2024-01-01")
+    finally:
+        storage.conn.set_trace_callback(None)
+    assert len(checkpoints) == 10  # after every 16th request, whatever its size
+    page_size = storage.conn.execute("PRAGMA page_size").fetchone()[0]
+    wal_bytes = (storage.path.parent / (storage.path.name + "-wal")).stat().st_size
+    # 16 one-report commits write about 50 frames; the 160 without a checkpoint wrote about 480
+    assert wal_bytes <= 16 * 6 * (page_size + 24) + 32, wal_bytes
+    assert storage.count_reports() == 160
+
+
+def test_large_batches_still_checkpoint_by_reports_not_by_requests(storage, monkeypatch):
+    "A batch of many reports counts as one request: CHECKPOINT_REPORTS, not the request count, decides"
+    from collector import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "CHECKPOINT_REQUESTS", 16)
+    monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 1000)
+    monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
+    monkeypatch.setattr(storage_module, "_requests_since_checkpoint", {})
+    campaign, _ = storage.create_campaign(SPECS[1], "2024-01-01")
+    checkpoints: list[str] = []
+    storage.conn.set_trace_callback(lambda statement: checkpoints.append(statement) if "wal_checkpoint" in
+                                    statement else None)
+    try:
+        for seed in range(4):
+            storage.insert_reports([group_of(campaign, list(range(20)) * 15, seed)], "2024-01-01")  # 300 each
+    finally:
+        storage.conn.set_trace_callback(None)
+    assert len(checkpoints) == 1  # at 1,200 reports; 4 requests are far from 16
+
+
 def test_the_wal_is_checkpointed_after_the_writer_lock_is_released(storage, monkeypatch):
     "The checkpoint's writes and fsync do not hold up the next writer: it runs once the writer flock is free"
     import fcntl
@@ -112,6 +157,7 @@ def test_the_wal_is_checkpointed_after_the_writer_lock_is_released(storage, monk
 
     monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 300)
     monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
+    monkeypatch.setattr(storage_module, "_requests_since_checkpoint", {})
     campaign, _ = storage.create_campaign(SPECS[1], "2024-01-01")
     other = os.open(f"{storage.path}.writer-lock", os.O_RDWR)
     lock_free: list[bool] = []
