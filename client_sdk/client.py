@@ -125,7 +125,8 @@ class Client:
         self.state = StateFile(self.state_dir)
         self.queue = ReportQueue(self.state, queue_limits)
         self.ledger = PrivacyLedger(self.state)
-        self._upload_enabled = self.state.setting(UPLOAD_SETTING, "1") == "1"
+        # a file this open created holds no setting and no cached spec: two reads fewer per new device
+        self._upload_enabled = self.state.fresh or self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
         self._specs: dict[str, tuple[Spec, float]] = {}
         # Distributed campaigns: the aggregators block listed with each spec (cached with it), and a helper HPKE
@@ -141,8 +142,10 @@ class Client:
         # transaction of the first report made with it
         self._secret: bytes | None = None
         self._secret_pending = False
-        with self.state.lock:
-            self._cached_at: dict[str, float] = dict(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
+        self._cached_at: dict[str, float] = {}
+        if not self.state.fresh:
+            with self.state.lock:
+                self._cached_at.update(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
         self._wanted: set[str] = set(campaigns)
         self._unknown: set[str] = set()
         self._closed_campaigns: set[str] = set()
