@@ -580,17 +580,21 @@ class Client:
         with ``retry=False``, trying at once and stopping at the first failure)"""
         deadline = time.monotonic() + (timeout if timeout is not None else max(self.close_timeout, 30.0))
         result = FlushResult()
+        remaining = None
         if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
                 if self._held:  # values recorded before their spec: fetch it now (flush is the caller's I/O)
                     if self._specs_needed() and self.clock() >= self._next_attempt:
                         self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
                     self._release_held()
-                result.dropped = self.queue.drop_expired(self.clock())
-                self._deliver(result, deadline, retry)
+                remaining = len(self.queue)
+                if remaining:  # an empty queue (close after a flush): nothing to expire or send
+                    result.dropped = self.queue.drop_expired(self.clock())
+                    self._deliver(result, deadline, retry)
+                    remaining = None
             finally:
                 self._send_lock.release()
-        result.remaining = len(self.queue)
+        result.remaining = len(self.queue) if remaining is None else remaining
         result.condition = self._condition
         return result
 
