@@ -35,11 +35,16 @@ STATE_FILE_NAME = "ldp-telemetry.sqlite3"
 SCHEMA_VERSION = 3  # 3: the RAPPOR device secret moved into the database (table device)
 PAGE_SIZE = 1024  # of new files: a device's state is small, and each commit writes whole pages to the WAL
 
-# Running totals of the queue are kept by triggers, so its length and size cost one indexed read.
+# Running totals of the queue are kept by triggers, so its length and size cost one indexed read.  Pages written per
+# record: the ledger's tables are WITHOUT ROWID (one B-tree, not a table and its key's index; their rows are small,
+# unlike a spec's, which would spill into overflow pages of an index-shaped tree) and the queue's
+# seq is a plain rowid (the largest + 1: insertion order among queued reports) rather than AUTOINCREMENT (which
+# writes sqlite_sequence on every insert): 7 pages a record instead of 10.  Files made before keep their tables;
+# every statement works on both.
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS specs (campaign TEXT PRIMARY KEY, body TEXT NOT NULL, fingerprint TEXT NOT NULL, "
     "fetched REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, report_id TEXT NOT NULL UNIQUE, "
+    "CREATE TABLE IF NOT EXISTS queue (seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL UNIQUE, "
     "campaign TEXT NOT NULL, body TEXT NOT NULL, size INTEGER NOT NULL, created REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS queue_created ON queue (created)",
     "CREATE INDEX IF NOT EXISTS queue_campaign ON queue (campaign, seq)",
@@ -50,9 +55,10 @@ SCHEMA = (
     "UPDATE queue_totals SET reports = reports + 1, bytes = bytes + NEW.size WHERE id = 1; END",
     "CREATE TRIGGER IF NOT EXISTS queue_removed AFTER DELETE ON queue BEGIN "
     "UPDATE queue_totals SET reports = reports - 1, bytes = bytes - OLD.size WHERE id = 1; END",
-    "CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, reports INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, reports INTEGER NOT NULL) "
+    "WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ledger_periods (campaign TEXT NOT NULL, period INTEGER NOT NULL, "
-    "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period))",
+    "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS device (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL)",

@@ -477,8 +477,9 @@ def _header_fields(reader: Any) -> dict[str, str]:
     "Header fields up to the empty line (names lower case, values decoded as ISO-8859-1 as http.client does)"
     fields: dict[str, str] = {}
     last = None
+    readline = reader.readline
     for _ in range(MAX_HEADERS + 1):
-        line = reader.readline(MAX_LINE + 1)
+        line = readline(MAX_LINE + 1)
         if len(line) > MAX_LINE:
             raise ValueError("header line too long")
         if line in (b"\r\n", b"\n", b""):
@@ -525,8 +526,22 @@ def _tls_context() -> Any:
     return _TLS[0]
 
 
+_SPLIT: dict[str, tuple[tuple[str, str, int | None], str]] = {}
+
+
 def _split_url(url: str) -> tuple[tuple[str, str, int | None], str]:
-    "The origin (scheme, host, port) and the request target of an http(s) URL; NetworkError if it is not one"
+    """The origin (scheme, host, port) and the request target of an http(s) URL; NetworkError if it is not one.
+    Remembered for the process (at most 64 URLs): a device sends the same two or three URLs every time."""
+    split = _SPLIT.get(url)
+    if split is None:
+        split = _split_new_url(url)
+        if len(_SPLIT) >= 64:
+            _SPLIT.clear()
+        _SPLIT[url] = split
+    return split
+
+
+def _split_new_url(url: str) -> tuple[tuple[str, str, int | None], str]:
     from urllib.parse import urlsplit
 
     try:

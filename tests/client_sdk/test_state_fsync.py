@@ -180,3 +180,20 @@ def test_the_first_fsynced_commit_after_the_template_syncs_again(tmp_path):
         assert synchronous(state) == 1
     state.close()
     assert len(ReportQueue(StateFile(tmp_path))) == 1
+
+
+def test_a_record_writes_at_most_seven_pages_to_the_wal(tmp_path):
+    """Pages per record commit (WAL frames): the queue, its three indexes, its totals, the ledger and its period; 10
+    with AUTOINCREMENT (sqlite_sequence) and rowid ledger tables (a table and its key's index each)"""
+    from .test_client import FakeCollector, make_client
+
+    client = make_client(tmp_path, FakeCollector())
+    wal = client.state.path.with_name(STATE_FILE_NAME + "-wal")
+    assert client.record("browser", "chrome")  # the first record also fsyncs the WAL's header
+    sizes = []
+    for value in ("firefox", "safari", "chrome"):
+        before = wal.stat().st_size
+        assert client.record("browser", value)
+        sizes.append((wal.stat().st_size - before) // (1024 + 24))  # a frame: a 24-byte header and a page
+    assert max(sizes) <= 7, sizes
+    client.close(timeout=0)
