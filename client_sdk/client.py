@@ -125,7 +125,8 @@ class Client:
         self.state = StateFile(self.state_dir)
         self.queue = ReportQueue(self.state, queue_limits)
         self.ledger = PrivacyLedger(self.state)
-        self._upload_enabled = self.state.setting(UPLOAD_SETTING, "1") == "1"
+        # a file this open created holds no setting and no cached spec: two reads fewer per new device
+        self._upload_enabled = self.state.fresh or self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
         self._specs: dict[str, tuple[Spec, float]] = {}
         # Distributed campaigns: the aggregators block listed with each spec (cached with it), and a helper HPKE
@@ -141,8 +142,10 @@ class Client:
         # transaction of the first report made with it
         self._secret: bytes | None = None
         self._secret_pending = False
-        with self.state.lock:
-            self._cached_at: dict[str, float] = dict(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
+        self._cached_at: dict[str, float] = {}
+        if not self.state.fresh:
+            with self.state.lock:
+                self._cached_at.update(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
         self._wanted: set[str] = set(campaigns)
         self._unknown: set[str] = set()
         self._closed_campaigns: set[str] = set()
@@ -577,17 +580,21 @@ class Client:
         with ``retry=False``, trying at once and stopping at the first failure)"""
         deadline = time.monotonic() + (timeout if timeout is not None else max(self.close_timeout, 30.0))
         result = FlushResult()
+        remaining = None
         if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
                 if self._held:  # values recorded before their spec: fetch it now (flush is the caller's I/O)
                     if self._specs_needed() and self.clock() >= self._next_attempt:
                         self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
                     self._release_held()
-                result.dropped = self.queue.drop_expired(self.clock())
-                self._deliver(result, deadline, retry)
+                remaining = len(self.queue)
+                if remaining:  # an empty queue (close after a flush): nothing to expire or send
+                    result.dropped = self.queue.drop_expired(self.clock())
+                    self._deliver(result, deadline, retry)
+                    remaining = None
             finally:
                 self._send_lock.release()
-        result.remaining = len(self.queue)
+        result.remaining = len(self.queue) if remaining is None else remaining
         result.condition = self._condition
         return result
 

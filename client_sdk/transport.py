@@ -186,7 +186,7 @@ class UrllibTransport:
             idle = self._idle.get(origin)
             connection = idle.pop() if idle else None
         if connection is not None and connection.sock is not None:
-            connection.sock.settimeout(timeout)
+            connection.set_timeout(timeout)
             return connection, True
         return _Connection(*origin, timeout), False
 
@@ -297,7 +297,12 @@ class _Connection:
     case; a repeated field keeps its last value), and a body framed by ``Transfer-Encoding: chunked``,
     ``Content-Length`` or the end of the connection (none after 1xx, 204 and 304).  Malformed answers (not
     HTTP/1.x as RFC 9112 frames it) raise ``ValueError``, timeouts ``TimeoutError``, a connection the server
-    closed before answering ``ConnectionResetError``."""
+    closed before answering ``ConnectionResetError``.
+
+    A plain connection on Linux is a blocking socket whose timeout is the kernel's (``SO_RCVTIMEO`` and
+    ``SO_SNDTIMEO``, set again only when it changes): a socket with a Python timeout polls before every send and
+    receive, two system calls more per request and per read.  TLS sockets, and other systems, keep
+    ``settimeout``.  The answer is read from the socket into one buffer (no ``makefile`` layers)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
         self.scheme, self.host, self.timeout = scheme, host, timeout
@@ -306,7 +311,8 @@ class _Connection:
         name = f"[{host}]" if ":" in host else host  # an IPv6 literal
         self.host_header = name if default else f"{name}:{self.port}"
         self.sock: Any = None
-        self._reader: Any = None
+        self._reader: _Reader | None = None
+        self._kernel_timeout = False
 
     def connect(self) -> None:
         import socket
@@ -316,15 +322,27 @@ class _Connection:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.scheme == "https":
                 sock = _tls_context().wrap_socket(sock, server_hostname=self.host)
+            elif _KERNEL_TIMEOUTS:
+                sock.settimeout(None)
+                _set_kernel_timeout(sock, self.timeout)
+                self._kernel_timeout = True
         except BaseException:
             sock.close()
             raise
-        self.sock, self._reader = sock, sock.makefile("rb")
+        self.sock, self._reader = sock, _Reader(sock)
+
+    def set_timeout(self, timeout: float) -> None:
+        "The timeout of each send and receive from now on"
+        if timeout == self.timeout or self.sock is None:
+            return
+        self.timeout = timeout
+        if self._kernel_timeout:
+            _set_kernel_timeout(self.sock, timeout)
+        else:
+            self.sock.settimeout(timeout)
 
     def close(self) -> None:
-        sock, reader, self.sock, self._reader = self.sock, self._reader, None, None
-        if reader is not None:
-            reader.close()
+        sock, self.sock, self._reader = self.sock, None, None
         if sock is not None:
             sock.close()
 
@@ -339,8 +357,12 @@ class _Connection:
         joined = "".join(lines)
         if "\n" in joined or "\r" in joined or not target.isascii() or " " in target:
             raise ValueError("a header or the URL holds a line break, a space or non-ASCII text")
-        self.sock.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + (body or b""))
+        try:
+            self.sock.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + (body or b""))
+        except BlockingIOError:  # SO_SNDTIMEO ran out
+            raise TimeoutError("the request could not be sent within the timeout") from None
         reader = self._reader
+        assert reader is not None
         while True:
             line = reader.readline(MAX_LINE + 1)
             if not line:
@@ -370,6 +392,78 @@ class _Connection:
         return status, fields, data, will_close
 
 
+class _Reader:
+    "Buffered reads from a socket: ``readline`` and ``read`` as a binary file's, without its layers"
+
+    CHUNK = 65536
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.eof = False
+
+    def _fill(self) -> bool:
+        "Receive more; False at the end of the connection"
+        if self.eof:
+            return False
+        try:
+            data = self.sock.recv(self.CHUNK)
+        except BlockingIOError:  # SO_RCVTIMEO ran out
+            raise TimeoutError("no answer within the timeout") from None
+        if not data:
+            self.eof = True
+            return False
+        self.buffer = self.buffer + data if self.buffer else data
+        return True
+
+    def readline(self, limit: int) -> bytes:
+        "Up to and including the next line feed, at most ``limit`` bytes (less at the end of the connection)"
+        start = 0
+        while True:
+            end = self.buffer.find(b"\n", start, limit)
+            if end >= 0:
+                line, self.buffer = self.buffer[:end + 1], self.buffer[end + 1:]
+                return line
+            if len(self.buffer) >= limit:
+                line, self.buffer = self.buffer[:limit], self.buffer[limit:]
+                return line
+            start = len(self.buffer)
+            if not self._fill():
+                line, self.buffer = self.buffer, b""
+                return line
+
+    def read(self, size: int = -1) -> bytes:
+        "``size`` bytes (fewer at the end of the connection), or with -1 everything up to it"
+        while (size < 0 or len(self.buffer) < size) and self._fill():
+            pass
+        if size < 0:
+            size = len(self.buffer)
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+
+def _kernel_timeouts() -> bool:
+    "Whether plain sockets get their timeouts from the kernel here: Linux, whose ``struct timeval`` is two longs"
+    import sys
+
+    return sys.platform.startswith("linux")
+
+
+_KERNEL_TIMEOUTS = _kernel_timeouts()
+
+
+def _set_kernel_timeout(sock: Any, timeout: float) -> None:
+    "SO_RCVTIMEO and SO_SNDTIMEO: a blocking send or receive that waits longer fails with EAGAIN"
+    import socket
+    import struct
+
+    seconds = int(timeout)
+    micros = int((timeout - seconds) * 1_000_000)
+    value = struct.pack("@ll", seconds, micros or (seconds == 0))  # never 0 s 0 us: that would wait for ever
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
 def _status_line(line: bytes) -> tuple[str, int]:
     if len(line) > MAX_LINE:
         raise ValueError("status line too long")
@@ -383,8 +477,9 @@ def _header_fields(reader: Any) -> dict[str, str]:
     "Header fields up to the empty line (names lower case, values decoded as ISO-8859-1 as http.client does)"
     fields: dict[str, str] = {}
     last = None
+    readline = reader.readline
     for _ in range(MAX_HEADERS + 1):
-        line = reader.readline(MAX_LINE + 1)
+        line = readline(MAX_LINE + 1)
         if len(line) > MAX_LINE:
             raise ValueError("header line too long")
         if line in (b"\r\n", b"\n", b""):
@@ -431,8 +526,22 @@ def _tls_context() -> Any:
     return _TLS[0]
 
 
+_SPLIT: dict[str, tuple[tuple[str, str, int | None], str]] = {}
+
+
 def _split_url(url: str) -> tuple[tuple[str, str, int | None], str]:
-    "The origin (scheme, host, port) and the request target of an http(s) URL; NetworkError if it is not one"
+    """The origin (scheme, host, port) and the request target of an http(s) URL; NetworkError if it is not one.
+    Remembered for the process (at most 64 URLs): a device sends the same two or three URLs every time."""
+    split = _SPLIT.get(url)
+    if split is None:
+        split = _split_new_url(url)
+        if len(_SPLIT) >= 64:
+            _SPLIT.clear()
+        _SPLIT[url] = split
+    return split
+
+
+def _split_new_url(url: str) -> tuple[tuple[str, str, int | None], str]:
     from urllib.parse import urlsplit
 
     try:

@@ -136,6 +136,8 @@ class KeepAliveHandler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/slow":
+            time.sleep(0.6)
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -169,6 +171,27 @@ def test_requests_share_one_kept_alive_connection_without_nagle(keep_alive_serve
     assert idle.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     transport.close()
     assert httpd.closed.wait(5) and not transport._idle  # closing the transport closes its idle connections
+
+
+def test_a_kept_alive_connection_times_out_with_each_requests_timeout(keep_alive_server):
+    """The timeout of a reused connection follows each request's: on Linux the kernel's (SO_RCVTIMEO/SO_SNDTIMEO on a
+    blocking socket, no poll before each read), elsewhere and for TLS the socket's own"""
+    import struct
+    import sys
+
+    httpd, url = keep_alive_server
+    transport = UrllibTransport()
+    assert transport.send(Request("POST", url + "/echo", {}, b"1"), 5).body == b"1"
+    (idle,) = [c for pool in transport._idle.values() for c in pool]
+    if sys.platform.startswith("linux"):
+        assert idle.sock.gettimeout() is None
+        timeval = idle.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.calcsize("@ll"))
+        assert struct.unpack("@ll", timeval) == (5, 0)
+    with pytest.raises(RequestTimeout):
+        transport.send(Request("POST", url + "/slow", {}, b"2"), 0.2)
+    assert len(httpd.connections) == 1 and not any(transport._idle.values())  # closed after the timeout
+    assert transport.send(Request("POST", url + "/echo", {}, b"3"), 5).body == b"3"
+    transport.close()
 
 
 def test_a_connection_closed_while_idle_is_replaced_without_an_error(keep_alive_server):

@@ -153,7 +153,11 @@ def test_an_old_state_file_gets_the_running_totals(tmp_path):
     state.close()
 
 
-def test_the_schema_is_created_in_one_transaction_and_checked_with_one_read(tmp_path):
+def test_the_schema_is_created_in_one_transaction_and_checked_with_one_read(tmp_path, monkeypatch):
+    "Without a template (Python 3.10) SQLite makes a new file's schema in one transaction"
+    import client_sdk.state_file as state_file
+
+    monkeypatch.setattr(state_file, "_TEMPLATE", [None])
     StateFile(tmp_path).close()
     statements: list[str] = []
     original = sqlite3.connect

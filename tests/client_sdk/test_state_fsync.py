@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from client_sdk.queue import ReportQueue
-from client_sdk.state_file import STATE_FILE_NAME, StateFile
+from client_sdk.state_file import SCHEMA_VERSION, STATE_FILE_NAME, StateFile
 
 
 def report() -> dict:
@@ -65,7 +65,12 @@ def test_a_removal_inside_a_transaction_keeps_that_transactions_level(tmp_path):
 
 
 def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
+    from client_sdk.state_file import _template
+
     state = StateFile(tmp_path)
+    with state.without_fsync(), state.transaction():
+        assert synchronous(state) == (0 if _template() else 1)  # OFF: the first commit to a template's new WAL
+        state.cache_spec("c", {"name": "c"}, "f" * 32, 1.0)
     with state.without_fsync(), state.transaction():
         assert synchronous(state) == 1
         state.cache_spec("c", {"name": "c"}, "f" * 32, 1.0)
@@ -76,10 +81,8 @@ def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
 
 
 
-def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, monkeypatch):
-    """From SQLite's default mode the switch to WAL creates, fsyncs twice and deletes a rollback journal and fsyncs
-    the directory (strace; docs/benchmarks.md): a new file goes through journal mode OFF first (a check of the
-    statements, as the syscalls are not observable from Python)"""
+def traced_open(monkeypatch, path) -> tuple[StateFile, list[str]]:
+    "A StateFile opened on ``path`` and the statements SQLite traced on its connection"
     import sqlite3
 
     statements: list[str] = []
@@ -91,9 +94,106 @@ def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, m
         return connection
 
     monkeypatch.setattr(sqlite3, "connect", traced)
-    state = StateFile(tmp_path)
+    state = StateFile(path)
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    return state, statements
+
+
+def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, monkeypatch):
+    """Without a template (Python 3.10: no Connection.serialize), SQLite makes a new file.  From SQLite's default
+    mode the switch to WAL creates, fsyncs twice and deletes a rollback journal and fsyncs the directory (strace;
+    docs/benchmarks.md): a new file goes through journal mode OFF first (a check of the statements, as the
+    syscalls are not observable from Python)"""
+    import client_sdk.state_file as state_file
+
+    monkeypatch.setattr(state_file, "_TEMPLATE", [None])
+    state, statements = traced_open(monkeypatch, tmp_path)
     modes = [s.rstrip(";") for s in statements if s.startswith("PRAGMA journal_mode")]
     assert state.fresh and modes == ["PRAGMA journal_mode = OFF", "PRAGMA journal_mode = WAL"]
     assert state.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert not (tmp_path / (STATE_FILE_NAME + "-journal")).exists()
     state.close()
+
+
+def schema_of(path) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return [*conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"),
+                *conn.execute("SELECT * FROM queue_totals"), conn.execute("PRAGMA user_version").fetchone(),
+                conn.execute("PRAGMA page_size").fetchone(), conn.execute("PRAGMA journal_mode").fetchone(),
+                conn.execute("PRAGMA integrity_check").fetchone()]
+    finally:
+        conn.close()
+
+
+def test_a_new_state_file_is_written_from_the_template(tmp_path, monkeypatch):
+    """A new file is the template's bytes (one write, one fsync, no statement at open): the same schema, version,
+    page size and WAL mode as the file SQLite makes without a template; private (0600), no temporary file left"""
+    import os
+    import sqlite3
+    import stat
+
+    import client_sdk.state_file as state_file
+
+    if not hasattr(sqlite3.Connection, "serialize"):
+        import pytest
+
+        pytest.skip("no Connection.serialize (Python 3.10): no template")
+    state, statements = traced_open(monkeypatch, tmp_path / "template")
+    assert state.fresh and statements == []
+    state.close()
+    monkeypatch.setattr(state_file, "_TEMPLATE", [None])
+    StateFile(tmp_path / "sqlite").close()
+    made = schema_of(tmp_path / "sqlite" / STATE_FILE_NAME)
+    assert schema_of(tmp_path / "template" / STATE_FILE_NAME) == made
+    assert made[-4:] == [(SCHEMA_VERSION,), (1024,), ("wal",), ("ok",)]
+    assert sorted(os.listdir(tmp_path / "template")) == [STATE_FILE_NAME]
+    if os.name == "posix":
+        assert stat.S_IMODE((tmp_path / "template" / STATE_FILE_NAME).stat().st_mode) == 0o600
+
+
+def test_an_existing_file_is_never_replaced_by_the_template(tmp_path):
+    "A file another opener made first (even between the check and the link) is opened, not overwritten"
+    import client_sdk.state_file as state_file
+
+    first = StateFile(tmp_path)
+    ReportQueue(first).put(report(), now=1.0)
+    assert not state_file._private_file(first.path, state_file._template() or b"x")
+    second = StateFile(tmp_path)
+    assert not second.fresh and len(ReportQueue(second)) == 1
+    first.close()
+    second.close()
+
+
+def test_the_first_fsynced_commit_after_the_template_syncs_again(tmp_path):
+    "Only the new WAL's first commit without an fsync runs at OFF; a record after it is FULL, the next cache NORMAL"
+    state = StateFile(tmp_path)
+    queue = ReportQueue(state)
+    with state.without_fsync(), state.transaction():
+        state.cache_spec("c", {"name": "c"}, "f" * 32, 1.0)
+        assert synchronous(state) in (0, 1)
+    put = traced(state, lambda: queue.put(report(), now=1.0))
+    assert ("COMMIT", 2) in put
+    with state.without_fsync(), state.transaction():
+        assert synchronous(state) == 1
+    state.close()
+    assert len(ReportQueue(StateFile(tmp_path))) == 1
+
+
+def test_a_record_writes_at_most_seven_pages_to_the_wal(tmp_path):
+    """Pages per record commit (WAL frames): the queue, its three indexes, its totals, the ledger and its period; 10
+    with AUTOINCREMENT (sqlite_sequence) and rowid ledger tables (a table and its key's index each)"""
+    from .test_client import FakeCollector, make_client
+
+    client = make_client(tmp_path, FakeCollector())
+    wal = client.state.path.with_name(STATE_FILE_NAME + "-wal")
+    assert client.record("browser", "chrome")  # the first record also fsyncs the WAL's header
+    sizes = []
+    for value in ("firefox", "safari", "chrome"):
+        before = wal.stat().st_size
+        assert client.record("browser", value)
+        sizes.append((wal.stat().st_size - before) // (1024 + 24))  # a frame: a 24-byte header and a page
+    assert max(sizes) <= 7, sizes
+    client.close(timeout=0)
