@@ -38,9 +38,9 @@ def mark(what):
 real_collector = run.running_collector
 
 @contextmanager
-def running_collector(database, config=None):
+def running_collector(database, config=None, **options):
     mark(f"{database.stem} start")
-    with real_collector(database, config) as url:
+    with real_collector(database, config, **options) as url:
         mark(f"{database.stem} up")
         yield url
     mark(f"{database.stem} stopped")

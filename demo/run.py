@@ -43,6 +43,10 @@ DEFAULT_USERS = 2000
 DEFAULT_OUT = Path("ldp-demo-output")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
 DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
+# Worker processes of the local collector: its one-report requests (5 per user) were the devices phase's bottleneck
+# with one worker (one interpreter: ~10 ms of CPU per user on one core while the other had room).  Two, as the
+# devices run in at most two processes; `ldp-telemetry serve` starts one per CPU.
+LOCAL_COLLECTOR_WORKERS = 2
 SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
 RAM_FOLDER = Path("/dev/shm")  # where the demo's throwaway workspace goes by default (RAM-backed on Linux)
 RAM_FOLDER_MIN_FREE = 512 * 1024 * 1024  # bytes free needed there (the demo peaks at ~130 MB with 2,000 users)
@@ -91,9 +95,9 @@ class DemoResult:
 
 # -- 1. the collector ---------------------------------------------------------------------------------------------
 @contextmanager
-def running_collector(database: Path, config: dict | None = None) -> Iterator[str]:
-    """The collector as ``ldp-telemetry serve`` runs it (gunicorn, one worker of threads, kept-alive connections)
-    on 127.0.0.1 (a free port) in a child process; yields its base URL.
+def running_collector(database: Path, config: dict | None = None, *, workers: int = 1) -> Iterator[str]:
+    """The collector as ``ldp-telemetry serve`` runs it (gunicorn, ``workers`` worker processes of threads,
+    kept-alive connections) on 127.0.0.1 (a free port) in a child process; yields its base URL.
 
     The devices and the collector do not share an interpreter (or its lock).  The child is a fresh interpreter
     (``python -c``, the parent's ``sys.path``), so a caller's script is never re-imported; it serves until its
@@ -103,11 +107,11 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
     import sys
 
     code = ("import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from demo.run import serve_until_stdin_closes; "
-            "serve_until_stdin_closes(sys.argv[1], json.loads(sys.argv[2]))")
+            "serve_until_stdin_closes(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[4]))")
     log_path = database.parent / "collector.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path)],
+            [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path), str(workers)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
     assert process.stdin is not None and process.stdout is not None
     try:
@@ -126,7 +130,7 @@ def running_collector(database: Path, config: dict | None = None) -> Iterator[st
         process.stdout.close()
 
 
-def serve_until_stdin_closes(database: str, config: dict) -> None:
+def serve_until_stdin_closes(database: str, config: dict, workers: int = 1) -> None:
     """The child of :func:`running_collector`: ``collector.server.serve`` (gunicorn) on a free port; prints the
     port once the collector answers, stops when standard input closes.
 
@@ -157,7 +161,7 @@ def serve_until_stdin_closes(database: str, config: dict) -> None:
         os.kill(os.getpid(), signal.SIGQUIT)
 
     threading.Thread(target=announce_then_wait, name="ldp-demo-stdin", daemon=True).start()
-    serve(database, port=port, workers=1, config={"RATE_LIMIT": 0, **config})
+    serve(database, port=port, workers=workers, config={"RATE_LIMIT": 0, **config})
 
 
 def default_workdir(ram_folder: Path = RAM_FOLDER, min_free: int = RAM_FOLDER_MIN_FREE) -> Path | None:
@@ -822,7 +826,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
             database = Path(temp) / "collector.db"
             admin_key, ingest_key = create_keys(database)
             with ExitStack() as collector:  # stopped here on a failure, else in a thread once its data is in
-                url = collector.enter_context(running_collector(database))
+                url = collector.enter_context(running_collector(database, workers=LOCAL_COLLECTOR_WORKERS))
                 create_campaigns(url, admin_key, campaigns)
                 phases["local collector ready"] = time.perf_counter() - started
 

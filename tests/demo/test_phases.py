@@ -136,12 +136,15 @@ def test_failing_devices_fail_the_demo_and_stop_the_sealing(tmp_path, monkeypatc
 def test_a_local_collector_that_does_not_start_stops_the_leader_and_helper(tmp_path, monkeypatch, children):
     real = run.running_collector
 
+    asked: list[dict] = []
+
     @contextmanager
-    def broken(database, config=None):
+    def broken(database, config=None, **options):
         if config:  # the helper and the leader start as usual
-            with real(database, config) as url:
+            with real(database, config, **options) as url:
                 yield url
             return
+        asked.append(options)
         raise RuntimeError("the demo collector did not start: test")
         yield
 
@@ -149,6 +152,7 @@ def test_a_local_collector_that_does_not_start_stops_the_leader_and_helper(tmp_p
     with pytest.raises(RuntimeError, match="did not start: test"):
         run.run_demo(30, tmp_path / "out", seed=1, campaigns=LOCAL)
     assert_all_ended(children)
+    assert asked == [{"workers": run.LOCAL_COLLECTOR_WORKERS}]  # the local collector: one worker per device process
 
 
 @pytest.mark.parametrize("group", [True, False], ids=["terminal", "main-process-only"])

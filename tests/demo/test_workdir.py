@@ -103,7 +103,7 @@ def test_demo_help_says_where_its_throwaway_files_go():
 
 def test_a_demo_collector_stops_at_once_and_keeps_what_it_acknowledged(tmp_path):
     """The demo's collectors take gunicorn's quick shutdown (SIGQUIT), not the graceful one that waited for idle
-    kept-alive connections; what they answered is committed"""
+    kept-alive connections; what they answered is committed; they run the worker processes asked for"""
     import requests
 
     from collector.storage import Storage
@@ -112,10 +112,11 @@ def test_a_demo_collector_stops_at_once_and_keeps_what_it_acknowledged(tmp_path)
 
     database = tmp_path / "collector.db"
     admin, _ = create_keys(database)
-    with running_collector(database) as url, requests.Session() as kept_alive:
+    with running_collector(database, workers=2) as url, requests.Session() as kept_alive:
         create_campaigns(url, admin, CAMPAIGNS[:1])
         kept_alive.get(f"{url}/v1/campaigns", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
     log = (tmp_path / "collector.log").read_text()
     assert "Handling signal: quit" in log and "Handling signal: term" not in log
+    assert log.count("Booting worker") == 2  # as many worker processes as asked for
     with Storage(database) as storage:
         assert CAMPAIGNS[0].name in {row["name"] for row in storage.db["campaigns"].rows}
