@@ -103,9 +103,9 @@ def test_campaign_versions_are_immutable(storage):
     assert storage.find_version("grr", first.fingerprint) == first
 
 
-def test_small_commits_checkpoint_by_request_count_so_the_wal_stays_bounded(storage, monkeypatch):
-    """One-report requests checkpoint every CHECKPOINT_REQUESTS requests (not only every CHECKPOINT_REPORTS
-    reports): the WAL file stops growing at about CHECKPOINT_REQUESTS commits' pages, and stays readable"""
+def _checkpoints_of(storage, monkeypatch, requests: list[list[int]]) -> list[str]:
+    """The checkpoint statements run while ``requests`` (each a list of value indices, one report each) are
+    inserted one request at a time, with CHECKPOINT_REQUESTS = 16 and fresh counters"""
     from collector import storage as storage_module
 
     monkeypatch.setattr(storage_module, "CHECKPOINT_REQUESTS", 16)
@@ -116,10 +116,17 @@ def test_small_commits_checkpoint_by_request_count_so_the_wal_stays_bounded(stor
     storage.conn.set_trace_callback(lambda statement: checkpoints.append(statement) if "wal_checkpoint" in
                                     statement else None)
     try:
-        for seed in range(160):
-            storage.insert_reports([group_of(campaign, [seed % 20], seed)], "2024-01-01")
+        for seed, values in enumerate(requests):
+            storage.insert_reports([group_of(campaign, values, seed)], "2024-01-01")
     finally:
         storage.conn.set_trace_callback(None)
+    return checkpoints
+
+
+def test_small_commits_checkpoint_by_request_count_so_the_wal_stays_bounded(storage, monkeypatch):
+    """One-report requests checkpoint every CHECKPOINT_REQUESTS requests (not only every CHECKPOINT_REPORTS
+    reports): the WAL file stops growing at about CHECKPOINT_REQUESTS commits' pages, and stays readable"""
+    checkpoints = _checkpoints_of(storage, monkeypatch, [[seed % 20] for seed in range(160)])
     assert len(checkpoints) == 10  # after every 16th request, whatever its size
     page_size = storage.conn.execute("PRAGMA page_size").fetchone()[0]
     wal_bytes = (storage.path.parent / (storage.path.name + "-wal")).stat().st_size
@@ -132,19 +139,8 @@ def test_large_batches_still_checkpoint_by_reports_not_by_requests(storage, monk
     "A batch of many reports counts as one request: CHECKPOINT_REPORTS, not the request count, decides"
     from collector import storage as storage_module
 
-    monkeypatch.setattr(storage_module, "CHECKPOINT_REQUESTS", 16)
     monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 1000)
-    monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
-    monkeypatch.setattr(storage_module, "_requests_since_checkpoint", {})
-    campaign, _ = storage.create_campaign(SPECS[1], "2024-01-01")
-    checkpoints: list[str] = []
-    storage.conn.set_trace_callback(lambda statement: checkpoints.append(statement) if "wal_checkpoint" in
-                                    statement else None)
-    try:
-        for seed in range(4):
-            storage.insert_reports([group_of(campaign, list(range(20)) * 15, seed)], "2024-01-01")  # 300 each
-    finally:
-        storage.conn.set_trace_callback(None)
+    checkpoints = _checkpoints_of(storage, monkeypatch, [list(range(20)) * 15] * 4)  # 300 reports each
     assert len(checkpoints) == 1  # at 1,200 reports; 4 requests are far from 16
 
 
