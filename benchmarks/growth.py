@@ -14,7 +14,8 @@ on one day (the day before the measured one), prefilled through ``Storage.insert
 
 The yardstick (``sqlite``): the same rows inserted by plain ``sqlite3`` into a fresh file, 1000 per transaction,
 in the collector's layout (clustered on the day and the random id: nothing orders rows by arrival) and in an
-append layout (rowid in arrival order with a unique index on the id), taking turns batch by batch.
+append layout (rowid in arrival order with a unique index on the id), taking turns batch by batch; then the
+collector's layout over 1 and over 2 files (report ids sharded by hash), each file written by its own thread.
 
 Per-day estimates are measured on their own database: 1 day and 365 days of reports (OUE d = 1024), answered by
 ``GET /v1/campaigns/<name>/estimate?granularity=day`` in full and with ``top=5`` (the slim form).
@@ -150,6 +151,52 @@ def plain_sqlite_rates(batches: int, workdir: Path) -> dict[str, tuple[float, fl
         conn.close()
     return {name: (BATCH / sorted(s)[len(s) // 2], 1e6 * sorted(c)[len(c) // 2] / BATCH)
             for name, s, c in zip(PLAIN_LAYOUTS, seconds, cpu)}
+
+
+def plain_sqlite_sharded(batches: int, workdir: Path) -> dict[int, tuple[float, float]]:
+    """The collector's layout split over 1 and 2 files (as if report ids were sharded by hash), each file written by
+    a thread of its own (SQLite releases the interpreter lock while it works), ``1000 / files`` rows per
+    transaction and file, ``batches`` transactions per file: rows per second over all files, CPU us per row"""
+    import threading
+
+    import client_sdk
+    from collector.report_codec import encode_payloads
+
+    payloads = encode_payloads("oue", pool_of_payloads(client_sdk.load_spec(SPEC), 256))
+    out = {}
+    for files in (1, 2):
+        per = BATCH // files
+        start, ended = threading.Event(), []
+        threads = [threading.Thread(target=_write_shard, args=(workdir / f"shard-{files}-{i}.db", [
+            sorted((19876, uuid.uuid4().bytes, 1, payloads[(b + j) % len(payloads)]) for j in range(per))
+            for b in range(batches)], start, ended)) for i in range(files)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # every file created and its rows drawn
+        started, cpu_started = time.perf_counter(), time.process_time()
+        start.set()
+        for thread in threads:
+            thread.join()
+        rows = batches * per * files
+        out[files] = (rows / (max(ended) - started), 1e6 * (time.process_time() - cpu_started) / rows)
+    return out
+
+
+def _write_shard(path: Path, rows: list[list[tuple]], start, ended: list[float]) -> None:
+    "One file of ``plain_sqlite_sharded``: created, then (once ``start`` is set) one transaction per batch of rows"
+    import sqlite3
+
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    for pragma in ("journal_mode = WAL", "synchronous = FULL", "cache_size = -65536"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.executescript(PLAIN_LAYOUTS["clustered on (day, random id)"])
+    start.wait()
+    for batch in rows:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT INTO r VALUES (?, ?, ?, ?)", batch)
+        conn.execute("COMMIT")
+    conn.close()
+    ended.append(time.perf_counter())
 
 
 def campaign_show_seconds(db: Path) -> float:
@@ -401,6 +448,7 @@ def main() -> None:
         queue = {depth: queue_record(depth, args.records, workdir) for depth in (100, 10_000)} \
             if "queue" in only else {}
         plain = plain_sqlite_rates(batches, workdir) if "sqlite" in only else {}
+        sharded = plain_sqlite_sharded(2 * batches, workdir) if "sqlite" in only else {}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     wire = {n: oue_from_wire(n) for n in wire_sizes} if "wire" in only else {}
@@ -412,6 +460,9 @@ def main() -> None:
         print(f"{'plain SQLite, fresh file, batch 1000 (yardstick)':<44} {'reports/s':>16} {'CPU us/report':>16}")
         for name, (rate, cpu_us) in plain.items():
             print(f"{name:<44} {rate:>16,.0f} {cpu_us:>16.1f}")
+        for files, (rate, cpu_us) in sharded.items():
+            label = f"clustered, {files} file{'s' if files > 1 else ''} in parallel threads"
+            print(f"{label:<44} {rate:>16,.0f} {cpu_us:>16.1f}")
     if days:
         print_days(days)
     if queue:
