@@ -6,6 +6,7 @@ from __future__ import annotations
 import client_sdk
 from client_sdk import Client
 from client_sdk.transport import MockTransport, _shared_opener
+from tests.sqltrace import traced_connections
 
 from .test_client import SPEC, FakeCollector
 
@@ -23,24 +24,13 @@ def run_lifecycle(state_dir, k: int, rng=None) -> tuple[list, list[str]]:
     fake.extra_campaigns = [{"name": s.name, "version": 1, "fingerprint": s.fingerprint, "spec": s.to_dict()}
                             for s in specs[1:]]
     transport = MockTransport(fake)
-    statements: list[str] = []
-    original = client_sdk.state_file.sqlite3.connect
-
-    def traced(*args, **kwargs):
-        connection = original(*args, **kwargs)
-        connection.set_trace_callback(statements.append)
-        return connection
-
-    client_sdk.state_file.sqlite3.connect = traced
-    try:
+    with traced_connections() as statements:
         client = Client("http://collector.test", "key", state_dir, transport=transport, background=False,
                         campaigns=[s.name for s in specs], rng=rng)
         for spec in specs:
             assert client.record(spec.name, spec.domain[0])
         result = client.flush(timeout=5)
         client.close(timeout=0)
-    finally:
-        client_sdk.state_file.sqlite3.connect = original
     assert result.remaining == 0 and len(fake.stored) == k
     return transport.requests, statements
 

@@ -11,6 +11,7 @@ import pytest
 
 from client_sdk.queue import QueueLimits, ReportQueue
 from client_sdk.state_file import StateFile
+from tests.sqltrace import traced_connections
 
 
 def report(payload: object = "00") -> dict:
@@ -159,22 +160,11 @@ def test_the_schema_is_created_in_one_transaction_and_checked_with_one_read(tmp_
 
     monkeypatch.setattr(state_file, "_TEMPLATE", [None])
     StateFile(tmp_path).close()
-    statements: list[str] = []
-    original = sqlite3.connect
-
-    def traced(*args, **kwargs):
-        conn = original(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    sqlite3.connect = traced
-    try:
+    with traced_connections() as statements:
         StateFile(tmp_path).close()
         reopened = list(statements)
         statements.clear()
         StateFile(tmp_path / "fresh").close()
-    finally:
-        sqlite3.connect = original
     assert not any("CREATE" in s for s in reopened) and len(reopened) <= 3
     statements = [s.rstrip(";") for s in statements]  # a new file's schema is one script
     assert statements.count("BEGIN IMMEDIATE") == 1 and statements.count("COMMIT") == 1

@@ -7,6 +7,7 @@ import uuid
 
 from client_sdk.queue import ReportQueue
 from client_sdk.state_file import SCHEMA_VERSION, STATE_FILE_NAME, StateFile
+from tests.sqltrace import traced_connections
 
 
 def report() -> dict:
@@ -81,21 +82,10 @@ def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
 
 
 
-def traced_open(monkeypatch, path) -> tuple[StateFile, list[str]]:
+def traced_open(path) -> tuple[StateFile, list[str]]:
     "A StateFile opened on ``path`` and the statements SQLite traced on its connection"
-    import sqlite3
-
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args, **kwargs):
-        connection = connect(*args, **kwargs)
-        connection.set_trace_callback(statements.append)
-        return connection
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
-    state = StateFile(path)
-    monkeypatch.setattr(sqlite3, "connect", connect)
+    with traced_connections() as statements:
+        state = StateFile(path)
     return state, statements
 
 
@@ -107,7 +97,7 @@ def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, m
     import client_sdk.state_file as state_file
 
     monkeypatch.setattr(state_file, "_TEMPLATE", [None])
-    state, statements = traced_open(monkeypatch, tmp_path)
+    state, statements = traced_open(tmp_path)
     modes = [s.rstrip(";") for s in statements if s.startswith("PRAGMA journal_mode")]
     assert state.fresh and modes == ["PRAGMA journal_mode = OFF", "PRAGMA journal_mode = WAL"]
     assert state.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -141,7 +131,7 @@ def test_a_new_state_file_is_written_from_the_template(tmp_path, monkeypatch):
         import pytest
 
         pytest.skip("no Connection.serialize (Python 3.10): no template")
-    state, statements = traced_open(monkeypatch, tmp_path / "template")
+    state, statements = traced_open(tmp_path / "template")
     assert state.fresh and statements == []
     state.close()
     monkeypatch.setattr(state_file, "_TEMPLATE", [None])

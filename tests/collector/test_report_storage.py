@@ -17,6 +17,7 @@ from collector import report_codec
 from collector import storage as storage_module
 from collector.report_codec import decode_payload, encode_payload, encode_payloads
 from collector.storage import DEDUP_DAYS, FILTERS_SCHEMA_VERSION, ReportGroup, Storage, open_storage
+from tests.sqltrace import traced_connections
 
 from .helpers import on_both_backends
 from .test_storage import SPECS, group_of
@@ -148,21 +149,13 @@ def test_counts_come_from_the_aggregates(storage):
     assert statements and not reads_reports(statements)
 
 
-def test_campaign_show_runs_no_statement_on_reports(storage, tmp_path, monkeypatch):
+def test_campaign_show_runs_no_statement_on_reports(storage, tmp_path):
     from ldp_telemetry.cli import main
 
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     storage.insert_reports([group_of(campaign, ["a"] * 12, seed=9)], DAY)
-    statements: list[str] = []
-    real_connect = sqlite3.connect
-
-    def connect(*args, **kwargs):
-        conn = real_connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", connect)
-    result = CliRunner().invoke(main, ["campaign", "show", "grr", "--db", str(tmp_path / "s.db")])
+    with traced_connections() as statements:
+        result = CliRunner().invoke(main, ["campaign", "show", "grr", "--db", str(tmp_path / "s.db")])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["reports"] == 12
     assert any("aggregates" in s for s in statements)
