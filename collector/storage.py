@@ -43,7 +43,7 @@ import time
 import uuid
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -752,16 +752,24 @@ class Storage(StorageBase):
         self._migrate_lifetimes()
         self._migrate_day_filters()
 
+    def _schema_step(self, version: int, apply: Callable[[sqlite3.Connection], object]) -> None:
+        """``apply(conn)`` and ``PRAGMA user_version = version`` in one transaction, unless the file is at
+        ``version`` already: checked first without the write lock, then again under it (another process may have
+        migrated while this one waited)"""
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+            return
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+                return
+            apply(conn)
+            conn.execute(f"PRAGMA user_version = {version}")
+
     def _migrate_reports(self) -> None:
         """Bring the reports schema to SCHEMA_VERSION (PRAGMA user_version), in one transaction.
 
         Version 0/1 (a rowid table with campaign, fingerprint and hex payload text per row) is copied into the
         new table in chunks, payloads re-encoded; aggregates are unchanged."""
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
-            return
-        with self.transaction() as conn:
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
-                return  # another process migrated while we waited for the lock
+        def apply(conn: sqlite3.Connection) -> None:
             legacy = "fingerprint" in {row[1] for row in conn.execute("PRAGMA table_info(reports)")}
             if legacy:
                 conn.execute("ALTER TABLE reports RENAME TO reports_v1")
@@ -772,30 +780,22 @@ class Storage(StorageBase):
             if legacy:
                 self._copy_legacy_reports()
                 conn.execute("DROP TABLE reports_v1")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+        self._schema_step(SCHEMA_VERSION, apply)
 
     def _migrate_lifetimes(self) -> None:
         "Version 3: the days a campaign was closed, a key expires and a key was last used (NULL: never)"
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
-            return
-        with self.transaction() as conn:
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= LIFETIMES_SCHEMA_VERSION:
-                return
+        def apply(conn: sqlite3.Connection) -> None:
             for table, column in (("campaigns", "closed_day"), ("api_keys", "expires_day"),
                                   ("api_keys", "last_used_day")):
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-            conn.execute(f"PRAGMA user_version = {LIFETIMES_SCHEMA_VERSION}")
+
+        self._schema_step(LIFETIMES_SCHEMA_VERSION, apply)
 
     def _migrate_day_filters(self) -> None:
         "Version 4: the day_filters table (empty: a day's filter is built once the day is closed)"
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= FILTERS_SCHEMA_VERSION:
-            return
-        with self.transaction() as conn:
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= FILTERS_SCHEMA_VERSION:
-                return
-            conn.execute(DAY_FILTERS_TABLE)
-            conn.execute(f"PRAGMA user_version = {FILTERS_SCHEMA_VERSION}")
+        self._schema_step(FILTERS_SCHEMA_VERSION, lambda conn: conn.execute(DAY_FILTERS_TABLE))
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}
