@@ -19,6 +19,7 @@ from client_sdk.spec import NAME_PATTERN
 from estimators.report.source import finite_json, window_estimate
 
 from ..auth import require, utc_today
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid
 from ..storage import CampaignClosed, CampaignNotFound, CampaignVersion, VersionConflict
@@ -66,6 +67,7 @@ LISTING_CACHE_SIZE = 8  # listings kept per process (a few KB each): the current
 
 
 @blueprint.get("/v1/campaigns")
+@browser_route
 @require("ingest", "admin")
 def list_campaigns() -> Response:
     """The latest version of every campaign.
@@ -92,6 +94,7 @@ def list_campaigns() -> Response:
 
 
 @blueprint.get("/v1/campaigns/<name>")
+@browser_route
 @require("ingest", "admin")
 def get_campaign(name: str) -> Response:
     "One campaign's spec (latest version unless ?version=N), with the list of its versions"

@@ -29,6 +29,7 @@ from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism, mechanism_for
 
 from ..auth import rate_rule, require, too_many
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid
 from ..storage import CampaignVersion, RateLimited, ReportGroup
@@ -93,6 +94,7 @@ class _Lookup:
 
 
 @blueprint.post("/v1/reports")
+@browser_route
 @require("ingest", "admin", take_token=False)
 def ingest() -> Response:
     "Validate and store a batch of reports"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 import warnings
 from typing import Any
@@ -117,9 +118,13 @@ def _fail(message: str) -> None:
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
+                   "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, role: str,
-          helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
+          helper_url: str | None, peer_token: str | None, aggregate_interval: float,
+          cors_origins: tuple[str, ...]) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
@@ -137,6 +142,14 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
+    from collector.cors import parse_origins
+
+    try:  # checked here, before gunicorn starts workers that would fail one by one
+        origins = parse_origins(cors_origins or os.environ.get("LDP_CORS_ORIGINS", ""))
+    except ValueError as exc:
+        _fail(str(exc))
+    if cors_origins:
+        config["CORS_ORIGINS"] = origins
     from collector.server import serve as run  # imports gunicorn: only once the options are known to be complete
 
     for key, value in (("RATE_LIMIT", rate_limit), ("RATE_BURST", rate_burst), ("MAX_BODY_BYTES", max_body_bytes),
