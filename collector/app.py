@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_BATCH_REPORTS": 5000,  # reports per POST /v1/reports
     "RATE_LIMIT": 200.0,  # requests per second per key; 0 turns rate limiting off
     "RATE_BURST": 400.0,  # bucket size
+    # public keys (embedded in web pages, shared by all their visitors and by anyone who copies them): stricter
+    "PUBLIC_RATE_LIMIT": 20.0,  # requests per second per public key; 0 turns it off
+    "PUBLIC_RATE_BURST": 100.0,
+    "PUBLIC_MAX_BATCH_REPORTS": 100,  # reports per POST /v1/reports of a public key
     "BUSY_TIMEOUT_MS": 10_000,  # how long a writer waits for the SQLite write lock
     "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default

@@ -28,11 +28,11 @@ from client_sdk.errors import PayloadError
 from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism, mechanism_for
 
-from ..auth import rate_rule, require, too_many
+from ..auth import max_batch_reports, rate_rule, require, too_many
 from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid
-from ..storage import CampaignVersion, RateLimited, ReportGroup
+from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup
 from .body import count_items, parse_json, read_body
 from .campaigns import today
 
@@ -99,7 +99,7 @@ class _Lookup:
 def ingest() -> Response:
     "Validate and store a batch of reports"
     config = current_app.config
-    limit = int(config["MAX_BATCH_REPORTS"])
+    limit = max_batch_reports(g.api_key)
     raw = read_body(int(config["MAX_BODY_BYTES"]))
     max_items = ITEMS_PER_REPORT * (limit + 1)
     if count_items(raw) > max_items:  # bounds the parsing work before json.loads builds anything
@@ -125,8 +125,8 @@ def ingest() -> Response:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
     try:
-        result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
-                                              now=time.time())
+        result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash,
+                                              rate=rate_rule(g.api_key), now=time.time())
     except RateLimited as limited:
         raise too_many(limited.retry_after) from None
     accepted, duplicate = result.accepted, duplicates + result.duplicate
@@ -153,6 +153,7 @@ def _validate(reports: list, *, check_payloads: bool = True
     and the reports of distributed campaigns (checked by collector.distributed); without ``check_payloads`` the
     local payloads are left to ``_check_and_aggregate``"""
     lookup = _Lookup()
+    key = g.api_key
     distributed: list[tuple[int, dict, CampaignVersion]] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
     # per (campaign, fingerprint) of this batch: the version, its mechanism, why it takes no reports (or None)
@@ -176,7 +177,7 @@ def _validate(reports: list, *, check_payloads: bool = True
             continue
         target = resolved.get((name, fingerprint))
         if target is None:
-            target = resolved[(name, fingerprint)] = _resolve(lookup, name, fingerprint, groups)
+            target = resolved[(name, fingerprint)] = _resolve(lookup, key, name, fingerprint, groups)
         campaign, mechanism, refusal, entry = target
         if refusal is not None:
             rejected.append(_reject(index, report_id, *refusal))
@@ -209,10 +210,13 @@ def _validate(reports: list, *, check_payloads: bool = True
     return [entry for entry in groups.values() if entry[1]], rejected, duplicates, distributed
 
 
-def _resolve(lookup: _Lookup, name: str, fingerprint: str,
+def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,
              groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]]) -> tuple:
     """(version, mechanism, refusal, group) for a campaign and fingerprint: refusal is (field, reason) when the
-    reports cannot be taken (unknown, closed, expired); group is where its valid local reports go"""
+    reports cannot be taken (outside the key's scope, unknown, closed, expired); group is where its valid local
+    reports go"""
+    if not key.may_use(name):  # checked first: a scoped key learns nothing about other campaigns
+        return None, None, ("campaign", f"this key is not scoped to campaign {name[:100]!r}"), None
     found = lookup.find(name, fingerprint)
     if isinstance(found[0], str):
         return None, None, found, None
