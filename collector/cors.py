@@ -112,8 +112,8 @@ def install(app: Flask, origins: Iterable[str]) -> None:
                                      "Access-Control-Allow-Methods": ", ".join(sorted(methods)),
                                      "Access-Control-Allow-Headers": ALLOWED_HEADERS,
                                      "Access-Control-Max-Age": str(MAX_AGE)})
-            return _vary(response, "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
-        return _vary(problem_response(refusal), "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+            return _vary(response, "Origin, Access-Control-Request-Method")
+        return _vary(problem_response(refusal), "Origin, Access-Control-Request-Method")
 
     @app.after_request
     def _actual(response: Response) -> Response:
