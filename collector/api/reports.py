@@ -115,7 +115,8 @@ def ingest() -> Response:
     if not isinstance(reports, list) or not reports:
         raise invalid("reports", "must be a non-empty list of reports")
     if len(reports) > limit:
-        raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
+        raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports",
+                      max_reports=limit)  # the key's limit (smaller for public keys): a client may send that many
 
     indexed_groups, rejected, duplicates, distributed = _validate(reports, check_payloads=False)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):

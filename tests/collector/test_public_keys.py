@@ -114,7 +114,7 @@ def test_a_public_key_sends_smaller_batches(db_path, keys, specs, public_key):
     http = app.test_client()
     body = {"reports": make_reports(specs["browser"], ["chrome"] * 4)}
     refused = http.post("/v1/reports", json=body, headers=bearer(public_key))
-    assert refused.status_code == 413 and refused.json["field"] == "reports"
+    assert refused.status_code == 413 and refused.json["field"] == "reports" and refused.json["max_reports"] == 3
     assert http.post("/v1/reports", json=body, headers=bearer(keys["ingest"])).json["accepted"] == 4
 
 
