@@ -75,6 +75,11 @@ def _normalise(text: str) -> str:
         raise ValueError(problem)
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
+    elif not host.isascii():  # browsers send an internationalised host name in its ASCII (punycode) form
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ValueError(problem) from None
     return f"{scheme}://{host}" + ("" if port is None or port == DEFAULT_PORTS[scheme] else f":{port}")
 
 

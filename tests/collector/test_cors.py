@@ -143,6 +143,7 @@ def test_origins_are_written_as_browsers_send_them():
     assert parse_origins("HTTPS://App.Example.org:443/, http://localhost:5173 ,http://[::1]:80") == \
         ("https://app.example.org", "http://localhost:5173", "http://[::1]")
     assert parse_origins(["https://a.example", "https://a.example"]) == ("https://a.example",)
+    assert parse_origins(["https://bücher.example"]) == ("https://xn--bcher-kva.example",)
 
 
 def test_origins_come_from_the_environment_comma_separated(db_path):
