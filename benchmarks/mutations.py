@@ -83,6 +83,24 @@ MUTATIONS = (
     Mutation("report-imports-matplotlib-eagerly", "estimators/report/__init__.py",
              "from .table import render_table\n", "from .table import render_table\nfrom .plots import Plot\n",
              ("tests/cli/test_startup.py",)),
+    # issue 24 item 3: CORS for the listed origins only, never on admin routes, and readable problem responses
+    Mutation("cors-any-origin", "collector/cors.py",
+             "        if origin in allowed:\n", "        if origin:\n",
+             ("tests/collector/test_cors.py", "-k", "another_origin")),
+    Mutation("cors-admin-route-opened", "collector/cors.py",
+             "        if PREFLIGHT in request.environ or not is_browser_route(request.endpoint):",
+             "        if PREFLIGHT in request.environ:",
+             ("tests/collector/test_cors.py", "-k", "admin_routes_never")),
+    Mutation("cors-preflight-any-method", "collector/cors.py",
+             "        elif wanted not in methods:", "        elif False:",
+             ("tests/collector/test_cors.py", "-k", "only_the_spec_and_report_routes")),
+    # issue 24 item 3: a public key reads and reports to its campaigns only, with its own rate limit
+    Mutation("scope-ignored", "collector/storage.py",
+             "return self.campaigns is None or campaign in self.campaigns", "return True",
+             ("tests/collector/test_public_keys.py", "-k", "reads_only or rejected_by_name")),
+    Mutation("public-rate-limit-ignored", "collector/auth.py",
+             'prefix = "PUBLIC_" if key.public else ""', 'prefix = ""',
+             ("tests/collector/test_public_keys.py", "-k", "own_stricter_rate_limit")),
 )
 
 
