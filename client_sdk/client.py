@@ -5,7 +5,8 @@ Recording contract: ``record(campaign, value)`` never does network I/O and raise
 cannot use).  Everything operational (spec not fetched yet, unknown or closed campaign, upload switched off, a
 damaged state file, the collector down or refusing the key) is returned as a :class:`Recorded` status, counted
 in :meth:`Client.status` and logged once.  The value is validated (perturbed) first, then the privacy ledger is
-asked, then the ledger charge and the queue insert happen in one transaction.  The true value is never stored.
+asked, then the ledger charge and the queue insert happen in one transaction.  The true value is stored only while
+it is held for its spec (below), and never leaves the device.
 
 Specs come from the state file or from the collector, fetched in the background (``campaigns=[...]`` or
 ``prepare()``; one ``GET /v1/campaigns`` for all of them), or shipped with the app (``specs=[...]``, see
