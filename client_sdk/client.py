@@ -48,7 +48,7 @@ from .errors import (
     StateFileError,
     UnsupportedSpec,
 )
-from .held import HELD_DROP_COUNTERS, HeldValues, decode_value, encode_value, spec_times_and_held
+from .held import HELD_DROP_COUNTERS, HeldValues, encode_value, spec_times_and_held
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
@@ -154,6 +154,7 @@ class Client:
         self._secret_pending = False
         self._cached_at: dict[str, float] = {}
         self._held_campaigns: set[str] = set()  # campaigns with values held in the state file
+        self._held_lock = threading.Lock()  # a hold and its campaign's entry here, against a release's re-read
         if not self.state.fresh:
             self._cached_at, self._held_campaigns = spec_times_and_held(self.state)
         self._wanted: set[str] = {*campaigns, *self._shipped, *self._held_campaigns}
@@ -246,14 +247,14 @@ class Client:
         "Keep a value whose spec has not reached the device in the state file (fsynced, like a record)"
         text = encode_value(value)  # InvalidValue(Type) for a value no campaign takes: a bug shows at once
         try:
-            held = self.held.max_values > 0 and self.held.hold(campaign, text, self.clock())
+            with self._held_lock:
+                held = self.held.max_values > 0 and self.held.hold(campaign, text, self.clock())
+                if held:
+                    self._held_campaigns.add(campaign)
         except sqlite3.Error as exc:
             self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
             return RecordStatus.STATE_ERROR
-        if not held:
-            return RecordStatus.SPEC_UNAVAILABLE
-        self._held_campaigns.add(campaign)
-        return RecordStatus.HELD
+        return RecordStatus.HELD if held else RecordStatus.SPEC_UNAVAILABLE
 
     def _release_held(self) -> None:
         """Queue the values held for campaigns whose spec is now known, each exactly as ``record`` would now (the
@@ -277,44 +278,34 @@ class Client:
                 break  # the state file cannot be written: the rest waits for the next pass
             released = True
         if released:
-            self._held_campaigns = self.held.campaigns()
-            if not self._held_campaigns:
-                self.held.scrub()
+            with self._held_lock:
+                self._held_campaigns = self.held.campaigns()
+                if not self._held_campaigns:
+                    self.held.scrub()
 
     def _release_campaign(self, spec: Spec, campaign: str) -> bool:
-        "Release one campaign's held values, 100 per transaction; False if the state file could not be written"
+        "Release one campaign's held values; False if the state file could not be written (the rest stays held)"
         self.held.expire(self.clock())
-        while True:
-            outcomes: list[str] = []
-            try:
-                with self.state.transaction():
-                    rows = self.held.oldest(campaign, 100)  # read under the write lock: released once only
-                    for _, text in rows:
-                        outcomes.append(self._release_one(spec, campaign, text))
-                        if outcomes[-1] == RecordStatus.STATE_ERROR.value:
-                            raise _KeepHeld
-                    self.held.remove([seq for seq, _ in rows])
-            except _KeepHeld:
-                return False
-            except sqlite3.Error as exc:
-                self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
-                return False
-            for outcome in outcomes:
-                self._count(f"held_{outcome}")
-            if len(rows) < 100:
-                return True
-
-    def _release_one(self, spec: Spec, campaign: str, text: str) -> str:
-        "Queue one held value (inside the release's transaction); the outcome's name"
         try:
-            status = self._queue_value(spec, campaign, decode_value(text), self.clock()).status
+            outcomes, complete = self.held.release(campaign, lambda value: self._release_one(spec, campaign, value))
+        except sqlite3.Error as exc:
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return False
+        for outcome in outcomes:
+            self._count(f"held_{outcome}")
+        return complete
+
+    def _release_one(self, spec: Spec, campaign: str, value: Any) -> str | None:
+        "Queue one held value (inside the release's transaction); the outcome's name, None for a state error"
+        try:
+            status = self._queue_value(spec, campaign, value, self.clock()).status
         except RecordingError as exc:  # the caller is gone: count and log instead of raising
             self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign, exc)
             self.state.add_to_counter("held_dropped_invalid", 1)
             return "dropped_invalid"
         if status is RecordStatus.CAMPAIGN_CLOSED:  # the spec's last day passed while the value waited
             self.state.add_to_counter("held_dropped_campaign_closed", 1)
-        return status.value
+        return None if status is RecordStatus.STATE_ERROR else status.value
 
     def _checked_mechanism(self, spec: Spec) -> Mechanism:
         try:
@@ -453,8 +444,9 @@ class Client:
                 if self._held_campaigns:
                     self.held.drop(None, "held_dropped_upload_disabled")
         if not enabled and self._held_campaigns:
-            self._held_campaigns = set()
-            self.held.scrub()
+            with self._held_lock:
+                self._held_campaigns = set()
+                self.held.scrub()
         if enabled:
             self._wake.set()
 
@@ -923,10 +915,6 @@ class _Listing:
                 result = (spec, body, json.dumps(body))
         self._parsed[campaign] = result
         return result
-
-
-class _KeepHeld(Exception):
-    "Roll back a release of held values: one of them could not be queued (the state file), they all stay held"
 
 
 _LAST_LISTING: list[_Listing] = []

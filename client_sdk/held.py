@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import InvalidValue, InvalidValueType
@@ -110,6 +110,30 @@ class HeldValues:
             return self.state.conn.execute("SELECT seq, value FROM held WHERE campaign = ? ORDER BY seq LIMIT ?",
                                            (campaign, limit)).fetchall()
 
+    def release(self, campaign: str, queue: Callable[[Any], str | None], batch: int = 100) -> tuple[list[str], bool]:
+        """Hand each held value of ``campaign``, oldest first, to ``queue`` inside the transaction that deletes it
+        (``batch`` values a transaction; the rows are read under its write lock, so a value is released once even
+        with two clients on one directory).  ``queue`` returns its outcome's name, or None when the value could not
+        be queued (the state file): that transaction rolls back and its values stay held.  The outcomes of the
+        committed transactions, and whether every value was released."""
+        outcomes: list[str] = []
+        while True:
+            done: list[str] = []
+            try:
+                with self.state.transaction():
+                    rows = self.oldest(campaign, batch)
+                    for _, text in rows:
+                        outcome = queue(decode_value(text))
+                        if outcome is None:
+                            raise _RollBack
+                        done.append(outcome)
+                    self.remove([seq for seq, _ in rows])
+            except _RollBack:
+                return outcomes, False
+            outcomes += done
+            if len(rows) < batch:
+                return outcomes, True
+
     def remove(self, seqs: list[int]) -> None:
         "Delete released values (inside the transaction that queued them)"
         if seqs:
@@ -160,3 +184,7 @@ class HeldValues:
         if not self._secure:
             conn.execute("PRAGMA secure_delete = ON")
             self._secure = True
+
+
+class _RollBack(Exception):
+    "Leaves a release's transaction by rolling it back (never escapes :meth:`HeldValues.release`)"

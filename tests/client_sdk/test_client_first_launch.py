@@ -272,11 +272,11 @@ def test_a_campaign_the_collector_does_not_list_is_not_recorded_from_a_shipped_s
 
 # -- flush and close --------------------------------------------------------------------------------------------
 def test_flush_says_what_the_background_sender_delivered(tmp_path, fake):
-    client = make_client(tmp_path, fake, background=True, batch_size=2, flush_interval=3600, specs=[SPEC])
+    client = make_client(tmp_path, fake, background=True, batch_size=1, flush_interval=3600, specs=[SPEC])
     for _ in range(4):
         assert client.record("browser", "chrome")
     deadline = time.monotonic() + 60
-    while len(fake.stored) < 4 and time.monotonic() < deadline:  # a full batch wakes the sender
+    while len(fake.stored) < 4 and time.monotonic() < deadline:  # each record is a full batch: it wakes the sender
         time.sleep(0.05)
     assert len(fake.stored) == 4
     result = client.flush(timeout=10)
