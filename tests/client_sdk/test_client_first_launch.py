@@ -309,3 +309,27 @@ def test_a_client_without_specs_argument_behaves_as_before(tmp_path, fake):
     assert client.record("browser", "chrome").status is HELD
     client.close(timeout=10)
     assert len(fake.stored) == 1
+
+
+def test_a_held_raw_value_never_leaves_the_device_and_is_gone_once_released(tmp_path):
+    "The collector's view (every request body) and the disk's, after release: the raw value is in neither"
+    numeric = client_sdk.load_spec({"name": "load_ms", "mechanism": "piecewise", "epsilon": 1.0,
+                                    "range": [0, 1000]})
+    seen: list[bytes] = []
+    fake = FakeCollector()
+    fake.extra_campaigns = [{"name": "load_ms", "version": 1, "fingerprint": numeric.fingerprint,
+                             "spec": numeric.to_dict()}]
+
+    def watching(request):
+        seen.append(request.body or b"")
+        return fake(request)
+
+    client = make_client(tmp_path, fake, transport=MockTransport(offline), campaigns=[])
+    assert client.record("load_ms", 123.456789).status is HELD
+    client.close(timeout=0)
+    assert b"123.456789" in state_bytes(tmp_path)  # on the device, in its state file only
+    restarted = make_client(tmp_path, fake, transport=MockTransport(watching), campaigns=[])
+    assert restarted.flush(timeout=10).sent == 1
+    restarted.close()
+    assert seen and not any(b"123.456789" in body for body in seen)
+    assert b"123.456789" not in state_bytes(tmp_path)
