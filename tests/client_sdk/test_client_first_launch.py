@@ -333,3 +333,16 @@ def test_a_held_raw_value_never_leaves_the_device_and_is_gone_once_released(tmp_
     restarted.close()
     assert seen and not any(b"123.456789" in body for body in seen)
     assert b"123.456789" not in state_bytes(tmp_path)
+
+
+def test_a_state_file_of_the_previous_version_gains_the_held_table(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    assert client.record("browser", "chrome")
+    client.close(timeout=0)
+    with sqlite3.connect(tmp_path / "state" / "ldp-telemetry.sqlite3") as conn:  # as SDK version 3 left it
+        conn.execute("DROP TABLE held")
+        conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    again = make_client(tmp_path, fake, transport=MockTransport(offline), campaigns=[])
+    assert again.pending() == 1 and again.record("elsewhere", 1).status is HELD
+    again.close(timeout=0)
