@@ -155,6 +155,7 @@ class Client:
         self._cached_at: dict[str, float] = {}
         self._held_campaigns: set[str] = set()  # campaigns with values held in the state file
         self._held_lock = threading.Lock()  # a hold and its campaign's entry here, against a release's re-read
+        self.max_held = max_held
         if not self.state.fresh:
             self._cached_at, self._held_campaigns = spec_times_and_held(self.state)
         self._wanted: set[str] = {*campaigns, *self._shipped, *self._held_campaigns}
@@ -260,6 +261,12 @@ class Client:
         """Queue the values held for campaigns whose spec is now known, each exactly as ``record`` would now (the
         ledger and policy asked at this moment), in the transaction that deletes it; drop, counted by reason, those
         of campaigns the collector does not have or closed and those the spec rejects"""
+        try:
+            self._release_each_held()
+        except sqlite3.Error as exc:  # flush() and prepare() never raise for the state file: the values stay held
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+
+    def _release_each_held(self) -> None:
         released = False
         for campaign in sorted(self._held_campaigns):
             if not (campaign in self._specs or campaign in self._cached_at or campaign in self._unknown
@@ -286,11 +293,7 @@ class Client:
     def _release_campaign(self, spec: Spec, campaign: str) -> bool:
         "Release one campaign's held values; False if the state file could not be written (the rest stays held)"
         self.held.expire(self.clock())
-        try:
-            outcomes, complete = self.held.release(campaign, lambda value: self._release_one(spec, campaign, value))
-        except sqlite3.Error as exc:
-            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
-            return False
+        outcomes, complete = self.held.release(campaign, lambda value: self._release_one(spec, campaign, value))
         for outcome in outcomes:
             self._count(f"held_{outcome}")
         return complete

@@ -170,6 +170,9 @@ def test_a_release_that_cannot_be_written_keeps_every_held_value(tmp_path, fake,
     monkeypatch.setattr(client.queue, "put", failing_put)
     client.prepare(wait=True)
     assert client.pending() == 0 and client.spent("browser").reports == 0 and client.status().held == 3
+    monkeypatch.setattr(client.held, "oldest", lambda *a: (_ for _ in ()).throw(sqlite3.OperationalError("I/O")))
+    assert client.flush(timeout=1).remaining == 0  # a failing state file is logged, never raised by flush()
+    assert client.status().held == 3
     monkeypatch.undo()
     client.prepare(wait=True)
     assert client.pending() == 3 and client.spent("browser").reports == 3 and client.status().held == 0
