@@ -48,7 +48,7 @@ from .errors import (
     StateFileError,
     UnsupportedSpec,
 )
-from .held import HELD_DROP_COUNTERS, HeldValues, encode_value, spec_times_and_held
+from .held import HELD_DROP_COUNTERS, HeldValues, decode_value, encode_value, spec_times_and_held
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
@@ -293,15 +293,15 @@ class Client:
     def _release_campaign(self, spec: Spec, campaign: str) -> bool:
         "Release one campaign's held values; False if the state file could not be written (the rest stays held)"
         self.held.expire(self.clock())
-        outcomes, complete = self.held.release(campaign, lambda value: self._release_one(spec, campaign, value))
+        outcomes, complete = self.held.release(campaign, lambda text: self._release_one(spec, campaign, text))
         for outcome in outcomes:
             self._count(f"held_{outcome}")
         return complete
 
-    def _release_one(self, spec: Spec, campaign: str, value: Any) -> str | None:
+    def _release_one(self, spec: Spec, campaign: str, text: str) -> str | None:
         "Queue one held value (inside the release's transaction); the outcome's name, None for a state error"
         try:
-            status = self._queue_value(spec, campaign, value, self.clock()).status
+            status = self._queue_value(spec, campaign, decode_value(text), self.clock()).status
         except RecordingError as exc:  # the caller is gone: count and log instead of raising
             self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign, exc)
             self.state.add_to_counter("held_dropped_invalid", 1)

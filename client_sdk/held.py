@@ -53,7 +53,11 @@ def encode_value(value: Any) -> str:
 
 
 def decode_value(text: str) -> Any:
-    return _restored(json.loads(text))
+    "The value :func:`encode_value` stored (a tuple comes back as a list); InvalidValue for a damaged row"
+    try:
+        return _restored(json.loads(text))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidValue(f"a held value cannot be read back ({exc})") from None
 
 
 def _plain(value: Any) -> Any:
@@ -75,7 +79,7 @@ def _plain(value: Any) -> Any:
 
 def _restored(data: Any) -> Any:
     if isinstance(data, dict):
-        return set(data["set"])
+        return {tuple(item) if isinstance(item, list) else item for item in data["set"]}
     if isinstance(data, list):
         return [_restored(item) for item in data]
     return data
@@ -110,8 +114,9 @@ class HeldValues:
             return self.state.conn.execute("SELECT seq, value FROM held WHERE campaign = ? ORDER BY seq LIMIT ?",
                                            (campaign, limit)).fetchall()
 
-    def release(self, campaign: str, queue: Callable[[Any], str | None], batch: int = 100) -> tuple[list[str], bool]:
-        """Hand each held value of ``campaign``, oldest first, to ``queue`` inside the transaction that deletes it
+    def release(self, campaign: str, queue: Callable[[str], str | None], batch: int = 100) -> tuple[list[str], bool]:
+        """Hand each held value of ``campaign`` (its JSON text, for :func:`decode_value`), oldest first, to ``queue``
+        inside the transaction that deletes it
         (``batch`` values a transaction; the rows are read under its write lock, so a value is released once even
         with two clients on one directory).  ``queue`` returns its outcome's name, or None when the value could not
         be queued (the state file): that transaction rolls back and its values stay held.  The outcomes of the
@@ -123,7 +128,7 @@ class HeldValues:
                 with self.state.transaction():
                     rows = self.oldest(campaign, batch)
                     for _, text in rows:
-                        outcome = queue(decode_value(text))
+                        outcome = queue(text)
                         if outcome is None:
                             raise _RollBack
                         done.append(outcome)

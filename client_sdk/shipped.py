@@ -33,6 +33,8 @@ def shipped_specs(source: Any) -> dict[str, ShippedSpec]:
         path = Path(source)
         try:
             source = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise SpecError("specs", f"cannot read {path} ({exc.strerror or exc})") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SpecError("specs", f"{path} is not a JSON file ({exc})") from None
         if isinstance(source, dict) and isinstance(source.get("campaigns"), list):

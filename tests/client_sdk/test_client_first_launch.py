@@ -113,10 +113,12 @@ def test_values_no_campaign_can_report_raise_at_once_even_without_a_spec(tmp_pat
 
 
 def test_held_values_keep_their_type_in_the_state_file():
-    for value in ("chrome", 3, 2.5, True, [1, 2], {"maps", "mail"}, ("a", 1)):
+    for value in ("chrome", 3, 2.5, True, [1, 2], {"maps", "mail"}, ("a", 1), {("a", 1), 2}):
         restored = decode_value(encode_value(value))
         expected = list(value) if isinstance(value, tuple) else value
         assert restored == expected and type(restored) is type(expected), value
+    with pytest.raises(client_sdk.InvalidValue):  # a damaged row is an invalid value (dropped, counted), no crash
+        decode_value('{"set": ')
 
 
 def test_held_values_of_unknown_or_closed_campaigns_are_dropped_and_counted(tmp_path, fake):
@@ -228,6 +230,8 @@ def test_a_spec_file_is_checked_like_a_fetched_spec(tmp_path, fake):
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(client_sdk.SpecError, match="specs"):
         make_client(tmp_path / "e", fake, specs=str(tmp_path / "broken.json"))
+    with pytest.raises(client_sdk.SpecError, match="cannot read"):
+        make_client(tmp_path / "f", fake, specs=tmp_path / "missing.json")
     assert not (tmp_path / "b").exists()  # a bad spec raises before the state directory is made
 
 
