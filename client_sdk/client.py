@@ -493,8 +493,8 @@ class Client:
                 or (campaign in self._shipped and campaign not in self._unknown))
 
     def spec(self, campaign: str) -> Spec:
-        """The campaign's spec from memory, the state file or the collector (an explicit, blocking fetch: raises
-        UnknownCampaign or CampaignUnavailable; ``record()`` never calls it)"""
+        """The campaign's spec from memory, the state file, the app's shipped specs or the collector (an explicit,
+        blocking fetch: raises UnknownCampaign or CampaignUnavailable; ``record()`` never calls it)"""
         self._wanted.add(campaign)
         known = self._known_spec(campaign)
         if isinstance(known, Spec):
