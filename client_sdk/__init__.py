@@ -12,6 +12,7 @@ The device runtime (``Client`` and its queue, ledger, state file and transport: 
 from __future__ import annotations
 
 from .errors import (
+    ClientClosed,
     InvalidValue,
     InvalidValueType,
     LDPError,
@@ -51,7 +52,7 @@ __all__ = [
     "DeterministicRandom", "SecureRandom", "Spec", "load_spec", "__version__",
     "Client", "FlushResult", "QueueLimits", "ReportPolicy", "TransportError", "CampaignUnavailable", "UnknownCampaign",
     "ClientStatus", "Recorded", "RecordStatus", "delete_local_data", "RecordingError", "InvalidValue",
-    "InvalidValueType", "UnsupportedSpec", "StateFileError",
+    "InvalidValueType", "UnsupportedSpec", "StateFileError", "ClientClosed",
 ]
 
 

@@ -5,12 +5,15 @@ Recording contract: ``record(campaign, value)`` never does network I/O and raise
 cannot use).  Everything operational (spec not fetched yet, unknown or closed campaign, upload switched off, a
 damaged state file, the collector down or refusing the key) is returned as a :class:`Recorded` status, counted
 in :meth:`Client.status` and logged once.  The value is validated (perturbed) first, then the privacy ledger is
-asked, then the ledger charge and the queue insert happen in one transaction.  The true value is never stored.
+asked, then the ledger charge and the queue insert happen in one transaction.  The true value is stored only while
+it is held for its spec (below), and never leaves the device.
 
 Specs come from the state file or from the collector, fetched in the background (``campaigns=[...]`` or
-``prepare()``; one ``GET /v1/campaigns`` for all of them).  A value recorded before its campaign's spec was ever
-fetched is held in memory only (never on disk; at most ``max_held`` values, status ``held``) and perturbed and
-queued when the spec arrives; values still held at ``close()`` are dropped and counted (``held_dropped``).
+``prepare()``; one ``GET /v1/campaigns`` for all of them), or shipped with the app (``specs=[...]``, see
+``shipped.py``: used until the collector's spec arrives, which then wins).  A value recorded before its campaign's
+spec reached the device is held, raw, in the state file (``held.py``: at most ``max_held`` per campaign and
+``max_held_age`` seconds, status ``held``), survives ``close()`` and restarts, and is perturbed, charged and queued
+when the spec arrives, in the transaction that deletes it.
 
 Delivery (background thread or ``flush()``): each request carries the reports of one campaign, campaigns in a
 random order.  A report leaves the queue only when the collector's 2xx answer acknowledges it (the counts add
@@ -23,6 +26,7 @@ draw), so the collector's duplicate detection makes retries safe.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import secrets
@@ -35,6 +39,7 @@ from typing import Any, Protocol
 
 from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
 from .errors import (
+    ClientClosed,
     InvalidValue,
     InvalidValueType,
     LDPError,
@@ -43,10 +48,12 @@ from .errors import (
     StateFileError,
     UnsupportedSpec,
 )
+from .held import HELD_DROP_COUNTERS, HeldValues, decode_value, encode_value, spec_times_and_held
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
 from .randomness import RandomSource
+from .shipped import shipped_specs
 from .spec import Spec, canonical_json, load_spec
 from .state_file import StateFile
 from .state_file import delete_local_data as _delete_state_dir
@@ -91,7 +98,8 @@ class Client:
                  batch_size: int = 500, max_request_bytes: int = 1024 * 1024, flush_interval: float = 30.0,
                  queue_limits: QueueLimits | None = None, spec_ttl: float = 3600.0, timeout: float = 10.0,
                  backoff_base: float = 0.5, backoff_cap: float = 300.0, close_timeout: float = 5.0,
-                 max_held: int = 1000, flush_at_exit: float | None = None,
+                 max_held: int = 1000, max_held_age: float = 7 * 24 * 3600.0, specs: Any = None,
+                 flush_at_exit: float | None = None,
                  on_condition: Callable[[str | None, str | None], None] | None = None, background: bool = True,
                  helper_hpke_config: Any = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, jitter: Jitter | None = None) -> None:
@@ -103,6 +111,7 @@ class Client:
             raise ValueError("flush_interval, timeout and backoff_base must be positive, backoff_cap >= backoff_base")
         if flush_at_exit is not None and not flush_at_exit >= 0:
             raise ValueError("flush_at_exit must be a number of seconds >= 0, or None")
+        self._shipped = shipped_specs(specs)  # SpecError naming specs[i].field, before any file is touched
         self.url = url.rstrip("/")
         self.state_dir = Path(state_dir)
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
@@ -125,6 +134,7 @@ class Client:
         self.state = StateFile(self.state_dir)
         self.queue = ReportQueue(self.state, queue_limits)
         self.ledger = PrivacyLedger(self.state)
+        self.held = HeldValues(self.state, max_held, max_held_age)
         # a file this open created holds no setting and no cached spec: two reads fewer per new device
         self._upload_enabled = self.state.fresh or self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
@@ -143,10 +153,12 @@ class Client:
         self._secret: bytes | None = None
         self._secret_pending = False
         self._cached_at: dict[str, float] = {}
+        self._held_campaigns: set[str] = set()  # campaigns with values held in the state file
+        self._held_lock = threading.Lock()  # a hold and its campaign's entry here, against a release's re-read
+        self.max_held = max_held
         if not self.state.fresh:
-            with self.state.lock:
-                self._cached_at.update(self.state.conn.execute("SELECT campaign, fetched FROM specs"))
-        self._wanted: set[str] = set(campaigns)
+            self._cached_at, self._held_campaigns = spec_times_and_held(self.state)
+        self._wanted: set[str] = {*campaigns, *self._shipped, *self._held_campaigns}
         self._unknown: set[str] = set()
         self._closed_campaigns: set[str] = set()
         self._spec_errors: dict[str, SpecError] = {}
@@ -160,10 +172,9 @@ class Client:
         self._detail: str | None = None
         self._counts: dict[str, int] = {}
         self._count_lock = threading.Lock()
-        self.max_held = max_held
-        self._held: list[tuple[str, Any, float]] = []
-        self._held_lock = threading.Lock()
         self._sent = self._rejected = 0
+        self._flushed_totals = (0, 0)  # sent and rejected when the last flush ended: flush() reports the rest
+        self._final: ClientStatus | None = None  # the status when the state file was closed
         self._logged: set[tuple[str, str]] = set()
         self._closed = False
         self._wake = threading.Event()
@@ -191,11 +202,7 @@ class Client:
             return self._outcome(RecordStatus.CLIENT_CLOSED, campaign)
         spec = self._known_spec(campaign)
         if spec is RecordStatus.SPEC_UNAVAILABLE and self._upload_enabled:
-            with self._held_lock:
-                if len(self._held) < self.max_held:
-                    self._held.append((campaign, value, self.clock()))  # memory only, never on disk
-                    spec = RecordStatus.HELD
-            self._wake.set()
+            spec = self._hold(campaign, value)
         if isinstance(spec, RecordStatus):
             return self._outcome(spec if self._upload_enabled else RecordStatus.UPLOAD_DISABLED, campaign)
         recorded = self._queue_value(spec, campaign, value, self.clock())
@@ -237,34 +244,71 @@ class Client:
             self._wake.set()
         return Recorded(RecordStatus.QUEUED, report_id)
 
+    def _hold(self, campaign: str, value: Any) -> RecordStatus:
+        "Keep a value whose spec has not reached the device in the state file (fsynced, like a record)"
+        text = encode_value(value)  # InvalidValue(Type) for a value no campaign takes: a bug shows at once
+        try:
+            with self._held_lock:
+                held = self.held.max_values > 0 and self.held.hold(campaign, text, self.clock())
+                if held:
+                    self._held_campaigns.add(campaign)
+        except sqlite3.Error as exc:
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return RecordStatus.STATE_ERROR
+        return RecordStatus.HELD if held else RecordStatus.SPEC_UNAVAILABLE
+
     def _release_held(self) -> None:
-        "Queue the values recorded before their spec was known, now that it is (or count why they are dropped)"
-        with self._held_lock:
-            held, self._held = self._held, []
-        waiting = []
-        for campaign, value, when in held:
+        """Queue the values held for campaigns whose spec is now known, each exactly as ``record`` would now (the
+        ledger and policy asked at this moment), in the transaction that deletes it; drop, counted by reason, those
+        of campaigns the collector does not have or closed and those the spec rejects"""
+        try:
+            self._release_each_held()
+        except sqlite3.Error as exc:  # flush() and prepare() never raise for the state file: the values stay held
+            self._log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+
+    def _release_each_held(self) -> None:
+        released = False
+        for campaign in sorted(self._held_campaigns):
+            if not (campaign in self._specs or campaign in self._cached_at or campaign in self._unknown
+                    or campaign in self._closed_campaigns or campaign in self._shipped):
+                continue  # still no word from the collector
             try:
                 spec = self._known_spec(campaign)
-                if spec is RecordStatus.SPEC_UNAVAILABLE:
-                    waiting.append((campaign, value, when))
-                    continue
-                status = spec if isinstance(spec, RecordStatus) else self._queue_value(spec, campaign, value,
-                                                                                        when).status
-            except RecordingError as exc:  # the caller is gone: count and log instead of raising
-                self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign,
-                               exc)
-                self._count("held_invalid")
-                continue
-            self._count(f"held_{status.value}")
-        with self._held_lock:
-            self._held[:0] = waiting
+            except UnsupportedSpec as exc:
+                spec = RecordStatus.SPEC_UNAVAILABLE
+                self._log_once(("held_invalid", campaign), "campaign %s: held values dropped: %s", campaign, exc)
+                self._count("held_dropped_invalid", self.held.drop([campaign], "held_dropped_invalid"))
+            if isinstance(spec, RecordStatus):
+                if spec is not RecordStatus.SPEC_UNAVAILABLE:  # unknown or closed: never reported
+                    self._count(f"held_{spec.value}", self.held.drop([campaign], f"held_dropped_{spec.value}"))
+            elif not self._release_campaign(spec, campaign):
+                break  # the state file cannot be written: the rest waits for the next pass
+            released = True
+        if released:
+            with self._held_lock:
+                self._held_campaigns = self.held.campaigns()
+                if not self._held_campaigns:
+                    self.held.scrub()
 
-    def _drop_held(self, reason: str) -> None:
-        with self._held_lock:
-            dropped, self._held = len(self._held), []
-        if dropped:
-            self._count("held_dropped", dropped)
-            logger.warning("%d values recorded before their spec arrived were dropped (%s)", dropped, reason)
+    def _release_campaign(self, spec: Spec, campaign: str) -> bool:
+        "Release one campaign's held values; False if the state file could not be written (the rest stays held)"
+        self.held.expire(self.clock())
+        outcomes, complete = self.held.release(campaign, lambda text: self._release_one(spec, campaign, text))
+        for outcome in outcomes:
+            self._count(f"held_{outcome}")
+        return complete
+
+    def _release_one(self, spec: Spec, campaign: str, text: str) -> str | None:
+        "Queue one held value (inside the release's transaction); the outcome's name, None for a state error"
+        try:
+            status = self._queue_value(spec, campaign, decode_value(text), self.clock()).status
+        except RecordingError as exc:  # the caller is gone: count and log instead of raising
+            self._log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign, exc)
+            self.state.add_to_counter("held_dropped_invalid", 1)
+            return "dropped_invalid"
+        if status is RecordStatus.CAMPAIGN_CLOSED:  # the spec's last day passed while the value waited
+            self.state.add_to_counter("held_dropped_campaign_closed", 1)
+        return None if status is RecordStatus.STATE_ERROR else status.value
 
     def _checked_mechanism(self, spec: Spec) -> Mechanism:
         try:
@@ -330,6 +374,8 @@ class Client:
             raise InvalidValue(str(exc)) from None
 
     def _count(self, name: str, amount: int = 1) -> None:
+        if not amount:
+            return
         with self._count_lock:
             self._counts[name] = self._counts.get(name, 0) + amount
 
@@ -342,37 +388,68 @@ class Client:
         return Recorded(status, report_id)
 
     def spent(self, campaign: str) -> Spending:
-        "The epsilon and report count ``campaign`` has spent on this device"
+        "The epsilon and report count ``campaign`` has spent on this device (ClientClosed after ``close()``)"
+        self._check_open("spent")
         return self.ledger.spent(campaign)
 
     def pending(self) -> int:
-        "Reports queued on disk"
-        return len(self.queue)
+        "Reports queued on disk (after ``close()``: as ``close()`` left them)"
+        return self._final.pending if self._final is not None else len(self.queue)
 
     def status(self) -> ClientStatus:
-        "Queue, delivery condition and counters (see :class:`ClientStatus`)"
-        count, size = self.queue.totals()
+        """Queue, delivery condition and counters (see :class:`ClientStatus`); after ``close()`` or
+        ``delete_local_data()``, the status they left (the state file is closed)"""
+        if self._final is not None:
+            return self._final
+        return self._status(self.queue.totals())
+
+    def _status(self, totals: tuple[int, int]) -> ClientStatus:
+        count, size = totals
         stored = self.state.counters()
         return ClientStatus(
             upload_enabled=self._upload_enabled, pending=count, pending_bytes=size, condition=self._condition,
             detail=self._detail, retry_in=max(0.0, self._next_attempt - self.clock()), recorded=dict(self._counts),
             sent=self._sent, rejected=self._rejected,
-            dropped={name: stored.get(name, 0) for name in (*DROP_COUNTERS, DELETED_COUNTER)},
-            unknown_campaigns=sorted(self._unknown))
+            dropped={name: stored.get(name, 0) for name in (*DROP_COUNTERS, DELETED_COUNTER, *HELD_DROP_COUNTERS)},
+            unknown_campaigns=sorted(self._unknown),
+            held=self.held.count() if self._held_campaigns else 0)
+
+    def _check_open(self, method: str) -> None:
+        if self._final is not None:
+            raise ClientClosed(f"{method}() needs the state file, which close() or delete_local_data() closed")
+
+    def _close_state(self, deleted: bool = False, totals: tuple[int, int] | None = None) -> None:
+        """Keep the last status for status() (a deleted directory left nothing queued or held), then close the file;
+        ``totals``: the queue's, if the caller just read them (close's flush did)"""
+        try:
+            final = self._status(totals or self.queue.totals())
+        except (sqlite3.Error, LDPError) as exc:  # the file failed under us: what memory knows, nothing on disk
+            final = ClientStatus(self._upload_enabled, 0, 0, "state_error", str(exc), 0.0, dict(self._counts),
+                                 self._sent, self._rejected, {}, sorted(self._unknown))
+        if deleted:
+            final = dataclasses.replace(final, pending=0, pending_bytes=0, held=0)
+        self._final = final
+        self.state.close()
 
     # -- consent ----------------------------------------------------------------------------------------------
     def set_upload_enabled(self, enabled: bool) -> None:
         """The consent switch: off stops recording and uploading and deletes queued reports (the privacy ledger
-        stays, so switching on again does not reset the budget); persists across restarts"""
+        stays, so switching on again does not reset the budget); persists across restarts.  Off also deletes the
+        values held for their spec (counted as ``held_dropped_upload_disabled``)."""
+        self._check_open("set_upload_enabled")
         self._upload_enabled = bool(enabled)
-        if not enabled:
-            self._drop_held("upload switched off")
         with self.state.transaction():
             self.state.set_setting(UPLOAD_SETTING, "1" if enabled else "0")
             if not enabled:
                 deleted = self.queue.clear()
                 if deleted:
                     self.state.add_to_counter(DELETED_COUNTER, deleted)
+                if self._held_campaigns:
+                    self.held.drop(None, "held_dropped_upload_disabled")
+        if not enabled and self._held_campaigns:
+            with self._held_lock:
+                self._held_campaigns = set()
+                self.held.scrub()
         if enabled:
             self._wake.set()
 
@@ -382,10 +459,10 @@ class Client:
         self._closed = True
         self._wake.set()
         self._unregister_exit_flush()
-        self._drop_held("local data deleted")
         if self._thread is not None:
             self._thread.join(timeout=self.timeout + 1)
-        self.state.close()
+        if self._final is None:
+            self._close_state(deleted=True)
         self._close_transport()
         _delete_state_dir(self.state_dir)
 
@@ -403,16 +480,21 @@ class Client:
         self._wanted.update(campaigns)
         if self._thread is not None and not wait:
             self._wake.set()
-            return all(c in self._specs or c in self._cached_at for c in self._wanted)
+            return all(self._has_spec(c) for c in self._wanted)
         if self._specs_needed() and self._upload_enabled:
             self._refresh_specs()
-        if self._held:
+        if self._held_campaigns:
             self._release_held()
-        return all(c in self._specs or c in self._cached_at for c in self._wanted)
+        return all(self._has_spec(c) for c in self._wanted)
+
+    def _has_spec(self, campaign: str) -> bool:
+        "A spec fetched, cached or shipped (one the collector has not listed as unknown)"
+        return (campaign in self._specs or campaign in self._cached_at
+                or (campaign in self._shipped and campaign not in self._unknown))
 
     def spec(self, campaign: str) -> Spec:
-        """The campaign's spec from memory, the state file or the collector (an explicit, blocking fetch: raises
-        UnknownCampaign or CampaignUnavailable; ``record()`` never calls it)"""
+        """The campaign's spec from memory, the state file, the app's shipped specs or the collector (an explicit,
+        blocking fetch: raises UnknownCampaign or CampaignUnavailable; ``record()`` never calls it)"""
         self._wanted.add(campaign)
         known = self._known_spec(campaign)
         if isinstance(known, Spec):
@@ -441,7 +523,11 @@ class Client:
             if campaign in self._unknown:
                 return RecordStatus.UNKNOWN_CAMPAIGN
             self._wake.set()
-            return RecordStatus.SPEC_UNAVAILABLE
+            shipped = self._shipped.get(campaign)
+            if shipped is None:
+                return RecordStatus.SPEC_UNAVAILABLE
+            self._aggregators.setdefault(campaign, shipped[1])
+            return shipped[0]  # until the collector's spec arrives (fetched, it replaces this one)
         if self.clock() - held[1] >= self.spec_ttl:
             self._wake.set()  # stale: keep using it, refresh in the background
         return held[0]
@@ -503,6 +589,11 @@ class Client:
                 self.state.cache_spec_texts([(campaign, text, spec.fingerprint, now)
                                              for campaign, (spec, _, text) in fresh.items()])
             for campaign, (spec, body, _) in fresh.items():
+                shipped = self._shipped.get(campaign)
+                if shipped is not None and shipped[0].fingerprint != spec.fingerprint:
+                    self._log_once(("superseded", campaign), "campaign %s: the collector's spec (fingerprint %s) "
+                                   "replaces the one shipped with the app (%s)", campaign, spec.fingerprint,
+                                   shipped[0].fingerprint)
                 self._aggregators[campaign] = body.get("aggregators")
                 self._specs[campaign] = (spec, now)
                 self._cached_at[campaign] = now
@@ -578,12 +669,14 @@ class Client:
     def flush(self, timeout: float | None = None, *, retry: bool = True) -> FlushResult:
         """Send queued reports until the queue is empty or ``timeout`` seconds pass, retrying with backoff (or,
         with ``retry=False``, trying at once and stopping at the first failure)"""
+        if self._final is not None:  # after close(): nothing can be sent, the status close() left says the rest
+            return FlushResult(remaining=self._final.pending, condition=self._final.condition)
         deadline = time.monotonic() + (timeout if timeout is not None else max(self.close_timeout, 30.0))
         result = FlushResult()
         remaining = None
         if self._upload_enabled and self._send_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
-                if self._held:  # values recorded before their spec: fetch it now (flush is the caller's I/O)
+                if self._held_campaigns:  # values recorded before their spec: fetch it (flush is the caller's I/O)
                     if self._specs_needed() and self.clock() >= self._next_attempt:
                         self._refresh_specs(max(0.001, min(self.timeout, deadline - time.monotonic())))
                     self._release_held()
@@ -592,11 +685,20 @@ class Client:
                     result.dropped = self.queue.drop_expired(self.clock())
                     self._deliver(result, deadline, retry)
                     remaining = None
+                self._account_background(result)
             finally:
                 self._send_lock.release()
         result.remaining = len(self.queue) if remaining is None else remaining
         result.condition = self._condition
         return result
+
+    def _account_background(self, result: FlushResult) -> None:
+        """What the background sender got acknowledged since the last flush ended (call holding the send lock,
+        under which every send counts)"""
+        sent, rejected = self._flushed_totals
+        result.background_sent = self._sent - sent - result.sent
+        result.background_rejected = self._rejected - rejected - result.rejected
+        self._flushed_totals = (self._sent, self._rejected)
 
     def _deliver(self, result: FlushResult, deadline: float, retry: bool) -> None:
         """One campaign per request, campaigns in a random order, until the queue is empty or the deadline; the
@@ -638,13 +740,13 @@ class Client:
         self._closed = True
         self._wake.set()
         self._unregister_exit_flush()
+        result = None
         try:
             if self._thread is not None:
                 self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
             result = self.flush(max(0.0, deadline - time.monotonic()), retry=False)
-            self._drop_held("the client closed before their spec arrived")
-        finally:
-            self.state.close()
+        finally:  # the flush ended by reading the queue's totals: status() after close() needs them
+            self._close_state(totals=self.queue.last_totals if result is not None else None)
             self._close_transport()
         return result
 
@@ -685,7 +787,7 @@ class Client:
             return
         if self._specs_needed() and not self._refresh_specs():
             return
-        if self._held:
+        if self._held_campaigns:
             self._release_held()
         result = FlushResult()
         with self._send_lock:

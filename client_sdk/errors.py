@@ -12,6 +12,7 @@ Hierarchy (each class lives in the module named on the right)::
     │   ├── InvalidValueType (TypeError)        a string for a numeric campaign, ...
     │   └── UnsupportedSpec (ValueError)        the campaign's spec names a mechanism this SDK does not know
     ├── StateFileError                        client_sdk.errors: the SDK's queue/ledger file is damaged or unopenable
+    ├── ClientClosed                          client_sdk.errors: ``Client.spent``/``set_upload_enabled`` after close
     ├── DeviceStateError                      client_sdk.device_state: the RAPPOR device state file is unusable
     ├── TransportError                        client_sdk.transport: retryable (network, timeout, 503)
     │   ├── NetworkError
@@ -87,3 +88,7 @@ class UnsupportedSpec(RecordingError, ValueError):
 
 class StateFileError(LDPError):
     "The SDK's state file cannot be opened or is damaged; ``delete_local_data(state_dir)`` starts afresh"
+
+
+class ClientClosed(LDPError):
+    "The client was closed (``close()``, ``delete_local_data()``): its state file is no longer open"

@@ -56,6 +56,7 @@ class ReportQueue:
         self.state = state
         self.limits = limits or QueueLimits()
         self.last_count = 0  # queued reports after the last put (saves a read per record)
+        self.last_totals = (0, 0)  # what the last totals() read
 
     def put(self, report: dict[str, Any], now: float) -> int:
         "Append a report; returns how many old reports the limits dropped"
@@ -153,6 +154,7 @@ class ReportQueue:
         "Queued reports and their bytes (running totals: one indexed read)"
         with self.state.lock:
             count, size = self.state.conn.execute("SELECT reports, bytes FROM queue_totals WHERE id = 1").fetchone()
+        self.last_totals = (count, size)
         return count, size
 
     def report_ids(self) -> list[str]:

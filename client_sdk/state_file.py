@@ -1,9 +1,9 @@
 """The SDK's state file: one SQLite database (stdlib ``sqlite3``) in the app's state directory.
 
 It holds the report queue (``queue.py``), the privacy ledger (``ledger.py``), cached campaign specs, the
-upload switch and the counters of dropped reports.  The ledger charge and the queue insert of a report happen in
-one transaction, so a crash can never leave a queued report that was not charged.  ``synchronous=FULL`` so a
-report recorded before a power cut is still there.
+upload switch, the counters of dropped reports and the values recorded before their spec arrived (``held.py``).
+The ledger charge and the queue insert of a report happen in one transaction, so a crash can never leave a queued
+report that was not charged.  ``synchronous=FULL`` so a report recorded before a power cut is still there.
 
 The directory is made 0700 and the database files 0600 (POSIX): perturbed reports and the ledger are the
 device's own business.  A file that is not a usable SQLite database raises :class:`StateFileError`, never a raw
@@ -32,7 +32,7 @@ from typing import Any
 from .errors import StateFileError
 
 STATE_FILE_NAME = "ldp-telemetry.sqlite3"
-SCHEMA_VERSION = 3  # 3: the RAPPOR device secret moved into the database (table device)
+SCHEMA_VERSION = 4  # 3: the RAPPOR device secret moved into the database (table device); 4: held values (held.py)
 PAGE_SIZE = 1024  # of new files: a device's state is small, and each commit writes whole pages to the WAL
 
 # Running totals of the queue are kept by triggers, so its length and size cost one indexed read.  Pages written per
@@ -62,6 +62,9 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS device (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS held (seq INTEGER PRIMARY KEY, campaign TEXT NOT NULL, value TEXT NOT NULL, "
+    "recorded REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS held_campaign ON held (campaign, seq)",
 )
 
 

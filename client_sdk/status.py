@@ -11,8 +11,8 @@ class RecordStatus(str, enum.Enum):
 
     QUEUED = "queued"  # perturbed, charged to the ledger and queued
     REFUSED_BY_POLICY = "refused_by_policy"  # the device's report policy (e.g. once a day) said no
-    HELD = "held"  # the spec is not known yet: the raw value waits in memory (never on disk) until it arrives
-    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec is not known and the in-memory hold is full: value dropped
+    HELD = "held"  # the spec is not known yet: the raw value waits in the state file until it arrives
+    SPEC_UNAVAILABLE = "spec_unavailable"  # the spec is not known and the campaign's hold is full: value dropped
     UNKNOWN_CAMPAIGN = "unknown_campaign"  # the collector has no such campaign
     CAMPAIGN_CLOSED = "campaign_closed"  # the collector closed the campaign
     UPLOAD_DISABLED = "upload_disabled"  # set_upload_enabled(False)
@@ -35,11 +35,18 @@ class Recorded:
 class FlushResult:
     "What one flush did"
 
-    sent: int = 0  # reports acknowledged (accepted or duplicate)
+    sent: int = 0  # reports this flush got acknowledged (accepted or duplicate)
     rejected: int = 0  # reports the collector rejected by name (removed from the queue, reason logged)
     dropped: int = 0  # reports the queue's age limit dropped when the flush started
     remaining: int = 0  # still queued
     condition: str | None = None  # why delivery is stalled, if it is (see ClientStatus.condition)
+    background_sent: int = 0  # reports the background sender got acknowledged since the last flush ended
+    background_rejected: int = 0  # and rejected by name
+
+    @property
+    def delivered(self) -> int:
+        "Reports acknowledged since the last flush ended, by this flush or the background sender"
+        return self.sent + self.background_sent
 
 
 @dataclass(frozen=True)
@@ -56,5 +63,7 @@ class ClientStatus:
     recorded: dict[str, int]  # record() outcomes since the client started, by RecordStatus value
     sent: int  # reports acknowledged since the client started
     rejected: int  # reports rejected by name since the client started
-    dropped: dict[str, int]  # persistent: reports dropped by each queue limit, and deleted by upload switch-off
+    dropped: dict[str, int]  # persistent: reports dropped by each queue limit, and deleted by upload switch-off;
+    #                          held values deleted unqueued, by reason (held_dropped_age, _invalid, ...)
     unknown_campaigns: list[str] = field(default_factory=list)
+    held: int = 0  # values recorded before their spec arrived, waiting (raw) in the state file

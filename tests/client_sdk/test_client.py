@@ -196,9 +196,13 @@ def test_unknown_and_unfetched_campaigns_are_statuses_not_exceptions(tmp_path, f
     assert fake.spec_fetches == 0  # record() never fetched
     assert caplog.text.count("spec_unavailable") == 1  # logged once
     raw = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir())
-    assert b"safari" not in raw  # the held raw value is in memory only
+    assert b"safari" in raw  # the held raw value waits in the device's state file (and nowhere else)
+    assert client.status().held == 1
     assert client.prepare(["nowhere"]) is False  # one request: browser's spec arrives, nowhere is unknown
     assert fake.spec_fetches == 1 and client.pending() == 1  # the held value was perturbed and queued
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir())
+    assert b"safari" not in raw.replace(json.dumps(SPEC.to_dict()).encode(), b"")  # overwritten, WAL truncated
+    assert client.status().held == 0
     assert client.record("nowhere", 1).status is client_sdk.RecordStatus.UNKNOWN_CAMPAIGN
     assert client.record("browser", "chrome").status is client_sdk.RecordStatus.QUEUED
     fake.spec_status = 503

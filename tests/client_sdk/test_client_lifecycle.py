@@ -145,10 +145,13 @@ def test_a_lifecycle_fsyncs_each_record_and_nothing_else(tmp_path):
         assert sum(s.startswith("PRAGMA synchronous") for s, _ in statements) <= 4  # set only when it changes
 
 
-def test_a_lifecycle_of_four_campaigns_runs_at_most_72_statements(tmp_path):
+def test_a_lifecycle_of_four_campaigns_runs_at_most_73_statements(tmp_path):
     """The statements SQLite traces (triggers' included) of one fresh device with 4 campaigns: 103 before a bound of
     93, which the RAPPOR secret's table (one more CREATE) and the new file's switch to WAL through journal mode OFF
     (one more PRAGMA, 3 fsyncs and a journal file fewer) made 95; a new file written from the template (no schema
     script) and no reads of the settings and spec cache of a file this open created: 74; close's flush of an empty
-    queue is one read (no expiry DELETE, no campaign list, no synchronous switch): 72"""
-    assert lifecycle(tmp_path, 4)[1] <= 72
+    queue is one read (no expiry DELETE, no campaign list, no synchronous switch): 72; close() keeping the last
+    status for status() after it (the persistent drop counters: one read; the queue's totals are the flush's): 73.
+    Holding values for their spec costs nothing here (the held campaigns are read with the spec cache, and only
+    from a file this open did not create)"""
+    assert lifecycle(tmp_path, 4)[1] <= 73
