@@ -49,6 +49,7 @@ from .storage import open_storage
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"\b(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}\b")
 _IP_FIELD = re.compile(r"ip=\S+")
+LISTENING = "Listening at: "  # how gunicorn.arbiter's format for the bound listeners begins (at start and reload)
 
 
 def redact(text: str) -> str:
@@ -57,9 +58,12 @@ def redact(text: str) -> str:
 
 
 class RedactAddresses(logging.Filter):
-    "A logging filter that rewrites each record without IP addresses"
+    """A logging filter that rewrites each record without IP addresses, except gunicorn's "Listening at" line: the
+    address (and port, when port 0 was asked for) the server itself bound, which the operator needs"""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(LISTENING):
+            return True
         message = record.getMessage()
         record.msg, record.args = redact(message), ()
         return True

@@ -122,8 +122,9 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
           helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
     """Run the collector under gunicorn until interrupted.
 
-    Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
-    summed over every worker (prometheus_client multiprocess mode, in a fresh PROMETHEUS_MULTIPROC_DIR)."""
+    Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
+    workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
+    fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
     from collector.storage import is_database_url
 
     config: dict[str, Any] = {"ROLE": role}

@@ -311,3 +311,37 @@ def test_served_responses_carry_the_current_date(tmp_path):
             with urllib.request.urlopen(url + "/livez", timeout=10) as response:
                 date = email.utils.parsedate_to_datetime(response.headers["Date"]).timestamp()
             assert int(before) <= date <= time.time()
+
+
+def test_the_log_shows_the_bound_address_and_port_and_no_client_address(tmp_path):
+    "``--port 0``: the log names the port the kernel chose; a client's address in a gunicorn warning is removed"
+    import subprocess
+
+    from .helpers import ldp_command
+
+    log_path = tmp_path / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(ldp_command("serve", "--db", str(tmp_path / "c.db"), "--host", "127.0.0.1",
+                                               "--port", "0", "--workers", "1"),
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for(lambda: "Booting worker" in log_path.read_text())
+        listening = re.search(r"Listening at: http://127\.0\.0\.1:(\d+) \(\d+\)", log_path.read_text())
+        assert listening, log_path.read_text()
+        url = f"http://127.0.0.1:{listening.group(1)}"
+        _wait_for(lambda: _answers(url + "/livez"))
+        with socket.create_connection(("127.0.0.1", int(listening.group(1))), timeout=10) as sock:
+            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")  # gunicorn logs the peer
+            assert sock.recv(100).startswith(b"HTTP/1.1 400")
+        _wait_for(lambda: "Invalid" in log_path.read_text())
+    finally:
+        stop(process)
+    lines = log_path.read_text().splitlines()
+    assert not [line for line in lines if "127.0.0.1" in line and "Listening at:" not in line], lines
+
+
+def _answers(url: str) -> bool:
+    try:
+        return _get(url, timeout=1)[0] == 200
+    except OSError:
+        return False
