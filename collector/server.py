@@ -151,15 +151,16 @@ class CollectorWorker(gthread.ThreadWorker):
     worker's event loop reads each request with non-blocking reads into a :class:`RequestBuffer` and submits the
     connection to the thread pool only once the head and the body (up to ``MAX_BODY_BYTES``) are all there, so a
     slow, stalled or idle client costs a buffer and a descriptor, not a thread.  A request not complete within
-    ``REQUEST_TIMEOUT`` of its first byte is answered 408, a head above ``MAX_HEAD_BYTES`` 431, both from the loop;
-    an idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by gunicorn's
-    ``worker_connections`` (accepting pauses at the bound), buffered bodies by ``BUFFER_BUDGET`` (beyond it a
-    body is read by its thread, each read bounded by ``SOCKET_TIMEOUT``).  ``Expect: 100-continue`` is answered by
-    the loop.  A thread that answered a kept-alive connection reads its next request for ``NEXT_REQUEST_WAIT``
-    (when no other connection waits for a thread) and answers it if it is complete, so a device's requests in a
-    row skip the poller."""
+    ``request_timeout`` seconds of its first byte is answered 408, a head above ``MAX_HEAD_BYTES`` 431, both from
+    the loop; an idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by
+    gunicorn's ``worker_connections`` (accepting pauses at the bound), buffered bodies by ``BUFFER_BUDGET`` (beyond
+    it a body is read by its thread, each read bounded by ``SOCKET_TIMEOUT``).  ``Expect: 100-continue`` is
+    answered by the loop.  A thread that answered a kept-alive connection reads its next request for
+    ``NEXT_REQUEST_WAIT`` (when no other connection waits for a thread) and answers it if it is complete, so a
+    device's requests in a row skip the poller."""
 
     max_body = 8 * 1024 * 1024  # the application's MAX_CONTENT_LENGTH, set in run()
+    request_timeout = REQUEST_TIMEOUT  # serve(request_timeout=...) runs a subclass with its own
 
     def init_process(self) -> None:
         gunicorn_util.http_date = http_date  # in this worker process only (gunicorn.http.wsgi calls util.http_date)
@@ -194,7 +195,7 @@ class CollectorWorker(gthread.ThreadWorker):
         if read_ahead:
             conn.incoming.feed(read_ahead)
         idle = not conn.incoming.data
-        conn.deadline = time.monotonic() + (self.cfg.keepalive if idle else REQUEST_TIMEOUT)
+        conn.deadline = time.monotonic() + (self.cfg.keepalive if idle else self.request_timeout)
         if not self.alive and idle:
             conn.deadline = min(conn.deadline, time.monotonic() + gthread.STOP_KEEPALIVE_LINGER)
         self.reading[conn] = None
@@ -220,8 +221,8 @@ class CollectorWorker(gthread.ThreadWorker):
             incoming.feed(chunk)
             if len(chunk) < READ_SIZE or incoming.ready or incoming.head_too_large:
                 break
-        if was_idle and incoming.data:  # the request has begun: it has REQUEST_TIMEOUT to arrive
-            conn.deadline = time.monotonic() + REQUEST_TIMEOUT
+        if was_idle and incoming.data:  # the request has begun: it has request_timeout seconds to arrive
+            conn.deadline = time.monotonic() + self.request_timeout
         self._progress(conn)
 
     def _progress(self, conn: _BufferedConn) -> None:
@@ -371,7 +372,8 @@ class CollectorServer(BaseApplication):
 
 
 def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int | None = None,
-          threads: int = THREADS, config: dict | None = None, timeout: int = 30) -> None:
+          threads: int = THREADS, config: dict | None = None, timeout: int = 30,
+          request_timeout: float = REQUEST_TIMEOUT) -> None:
     """Create the schema, then run gunicorn until it is stopped.
 
     Metrics: an empty directory for prometheus_client's multiprocess mode (``<tmp>/ldp-metrics-<uid>-serve-<pid>``),
@@ -392,7 +394,8 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
     options = {
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers or (os.cpu_count() or 1),
-        "worker_class": CollectorWorker,
+        "worker_class": CollectorWorker if request_timeout == REQUEST_TIMEOUT else
+        type("CollectorWorker", (CollectorWorker,), {"request_timeout": request_timeout}),
         "threads": threads,
         "keepalive": KEEPALIVE,
         "post_fork": die_with_master,

@@ -108,6 +108,8 @@ def _fail(message: str) -> None:
 @click.option("--rate-burst", default=None, type=click.FloatRange(1), help="Token bucket size per key.")
 @click.option("--max-body-bytes", default=None, type=click.IntRange(1024), help="Body limit after decompression.")
 @click.option("--max-batch", default=None, type=click.IntRange(1), help="Most reports per POST /v1/reports.")
+@click.option("--request-timeout", default=15.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              help="Seconds from a request's first byte until all of it has arrived; then 408.")
 @click.option("--role", default="standalone", show_default=True, envvar="LDP_ROLE",
               type=click.Choice(["standalone", "leader", "helper"]),
               help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
@@ -118,8 +120,8 @@ def _fail(message: str) -> None:
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
-          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, role: str,
-          helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
+          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
+          role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
@@ -144,7 +146,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
                        ("MAX_BATCH_REPORTS", max_batch)):
         if value is not None:
             config[key] = value
-    run(database, host=host, port=port, workers=workers, threads=threads, config=config)
+    run(database, host=host, port=port, workers=workers, threads=threads, config=config,
+        request_timeout=request_timeout)
 
 
 @click.group()

@@ -178,6 +178,25 @@ def test_the_event_loop_frames_requests_that_arrive_in_pieces(tmp_path):
     assert table_counts(db_path)["reports"] == 3
 
 
+def test_a_request_that_does_not_arrive_in_time_is_answered_408_and_frees_its_connection(tmp_path):
+    """``--request-timeout``: a stalled head and a stalled body are each answered 408 (problem+json) and closed by
+    the event loop; the single thread never waited for them"""
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1,
+                        extra=("--rate-limit", "0", "--threads", "1", "--request-timeout", "1")) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        for stalled in (b"POST /v1/reports HTTP/1.1\r\nHost: x\r\n",
+                        b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"rep"):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(stalled)
+                assert _get(url + "/livez", timeout=5)[0] == 200  # meanwhile the only thread is free
+                answer = b""
+                while chunk := sock.recv(65536):  # until the server closes the connection
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408 ")
+            problem = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+            assert problem["status"] == 408 and problem["type"] == "urn:ldp-telemetry:problem:request-timeout"
+
+
 def test_threads_each_use_their_own_connection(tmp_path):
     "Concurrent ingestion from many clients into threaded workers: every report stored exactly once"
     db_path, ingest, spec = _world(tmp_path)
