@@ -6,8 +6,8 @@ sends its request slowly, or never finishes it, costs a buffer and a file descri
 
 This is a framing check only, not a parser: whatever it cannot frame (a malformed ``Content-Length``, an unknown
 transfer coding, both ``Content-Length`` and ``Transfer-Encoding``) is handed over as it is, and gunicorn's parser
-answers it with a 400.  A body above ``max_body`` is handed over once its head is complete, and the application
-answers 413 from the declared length.
+answers it with a 400 without reading further.  A body known to exceed ``max_body`` (its ``Content-Length``, or a
+chunk size) is :attr:`RequestBuffer.too_large` as soon as that is known: the loop answers 413 itself.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class RequestBuffer:
         self.body_length: int | None = None  # declared Content-Length, when the body is framed by one
         self.expects_continue = False  # "Expect: 100-continue" with the body still to come
         self.ready = False  # hand the connection to a thread
+        self.too_large = False  # the body exceeds max_body (the request is not ready and never will be)
         self._chunked = False
         self._chunk_at = 0  # where the next chunk-size line starts
 
@@ -40,7 +41,7 @@ class RequestBuffer:
         "Add bytes read from the connection and update :attr:`ready`"
         scan_from = max(0, len(self.data) - 3)
         self.data += chunk
-        if self.ready:
+        if self.ready or self.too_large:
             return
         if self.head_end is None:
             start = _LEADING_EMPTY_LINES.match(self.data).end()  # type: ignore[union-attr]
@@ -49,9 +50,9 @@ class RequestBuffer:
                 return
             self.head_end = end.end()
             self._read_head(bytes(self.data[start:end.start()]))
-        if not self.ready:
+        if not self.ready and not self.too_large:
             self._check_body()
-        if self.ready:
+        if self.ready or self.too_large:
             self.expects_continue = False
 
     def _read_head(self, head: bytes) -> None:
@@ -74,7 +75,7 @@ class RequestBuffer:
             self.ready = True  # the parser refuses it: no need to wait for a body
         elif lengths:
             self.body_length = int(lengths[0])
-            self.ready = self.body_length > self.max_body
+            self.too_large = self.body_length > self.max_body
         else:
             self.body_length = 0
 
@@ -103,7 +104,7 @@ class RequestBuffer:
                 return
             self._chunk_at = line_end + 2 + size + 2
             if self._chunk_at - self.head_end > self.max_body:
-                self.ready = True  # over the limit: the application answers 413
+                self.too_large = True
                 return
             if self._chunk_at > len(self.data):
                 return

@@ -32,6 +32,7 @@ import socket
 import sys
 import time
 from functools import partial
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,8 @@ NEXT_REQUEST_WAIT = 0.005  # seconds a thread waits for the next request on the 
 REQUEST_TIMEOUT = 15.0  # seconds from a request's first byte until all of it (head and body) has arrived
 SOCKET_TIMEOUT = 10.0  # seconds a thread's read or write may block (a body handed over before it arrived)
 MAX_HEAD_BYTES = 64 * 1024  # a longer request head is answered 431 without reaching a thread
-BUFFER_BUDGET = 64 * 1024 * 1024  # bytes of request bodies a worker's event loop reads at once, summed
+BUFFER_BUDGET = 64 * 1024 * 1024  # bytes of requests a worker's event loop holds at once; past it new ones get 503
+LINGER = 2.0  # seconds a refused connection's further input is read and discarded before it closes
 READ_SIZE = 64 * 1024
 SWEEP_INTERVAL = 0.25  # seconds between two looks for connections past their deadline
 THREADS = 8  # threads per worker
@@ -125,21 +127,21 @@ class _BufferedConn(gthread.TConn):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.incoming: RequestBuffer | None = None
+        self.incoming: RequestBuffer | None = None  # None once refused: the loop only discards what still comes
         self.deadline = 0.0  # when the event loop gives up on it
-        self.reserved = 0  # bytes of BUFFER_BUDGET held for its body
         self.continue_sent = False
 
 
-def _error_response(status: int, detail: str) -> bytes:
+def _error_response(status: int, detail: str, *, field: str | None = None, headers: tuple[str, ...] = ()) -> bytes:
     "A complete HTTP/1.1 problem+json response that closes the connection"
-    title, slug = _STATUSES[status]
-    body = json.dumps(Problem(status, detail, title=title, slug=slug).to_dict()).encode()
-    return (f"HTTP/1.1 {status} {title}\r\nContent-Type: {PROBLEM_CONTENT_TYPE}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+    slug = {408: "request-timeout", 431: "head-too-large"}.get(status)
+    phrase = HTTPStatus(status).phrase
+    body = json.dumps(Problem(status, detail, field=field, slug=slug, title=phrase if slug else None).to_dict())
+    head = [f"HTTP/1.1 {status} {phrase}", f"Content-Type: {PROBLEM_CONTENT_TYPE}", f"Content-Length: {len(body)}",
+            "Connection: close", *headers, "", ""]
+    return "\r\n".join(head).encode() + body.encode()
 
 
-_STATUSES = {408: ("Request Timeout", "request-timeout"), 431: ("Request Header Fields Too Large", "head-too-large")}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -152,10 +154,12 @@ class CollectorWorker(gthread.ThreadWorker):
     connection to the thread pool only once the head and the body (up to ``MAX_BODY_BYTES``) are all there, so a
     slow, stalled or idle client costs a buffer and a descriptor, not a thread.  A request not complete within
     ``request_timeout`` seconds of its first byte is answered 408, a head above ``MAX_HEAD_BYTES`` 431, both from
-    the loop; an idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by
-    gunicorn's ``worker_connections`` (accepting pauses at the bound), buffered bodies by ``BUFFER_BUDGET`` (beyond
-    it a body is read by its thread, each read bounded by ``SOCKET_TIMEOUT``).  ``Expect: 100-continue`` is
-    answered by the loop.  A thread that answered a kept-alive connection reads its next request for
+    the loop, and so is a body known to exceed the limit (413, from its ``Content-Length`` or a chunk size); an
+    idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by gunicorn's
+    ``worker_connections`` (accepting pauses at the bound), the bytes the loop holds by ``BUFFER_BUDGET`` (past it
+    a request still arriving is answered 503 with ``Retry-After``).  The loop's own answers close the connection
+    after a linger that discards what the client still sends, so the client reads the answer.  ``Expect:
+    100-continue`` is answered by the loop.  A thread that answered a kept-alive connection reads its next request for
     ``NEXT_REQUEST_WAIT`` (when no other connection waits for a thread) and answers it if it is complete, so a
     device's requests in a row skip the poller."""
 
@@ -165,7 +169,7 @@ class CollectorWorker(gthread.ThreadWorker):
     def init_process(self) -> None:
         gunicorn_util.http_date = http_date  # in this worker process only (gunicorn.http.wsgi calls util.http_date)
         self.reading: dict[_BufferedConn, None] = {}  # connections the loop reads (an ordered set)
-        self.reserved_bytes = 0
+        self.buffered_bytes = 0  # held in the RequestBuffers of self.reading
         self.next_sweep = 0.0
         super().init_process()
 
@@ -194,6 +198,7 @@ class CollectorWorker(gthread.ThreadWorker):
         conn.continue_sent = False
         if read_ahead:
             conn.incoming.feed(read_ahead)
+        self.buffered_bytes += len(conn.incoming.data)
         idle = not conn.incoming.data
         conn.deadline = time.monotonic() + (self.cfg.keepalive if idle else self.request_timeout)
         if not self.alive and idle:
@@ -207,57 +212,72 @@ class CollectorWorker(gthread.ThreadWorker):
 
     def _on_readable(self, conn: _BufferedConn, _sock: Any = None) -> None:
         incoming = conn.incoming
-        assert incoming is not None
-        was_idle = not incoming.data
+        was_idle = incoming is not None and not incoming.data
         for _ in range(16):  # up to 1 MiB per wake-up, then the other connections' turn
             try:
                 chunk = conn.sock.recv(READ_SIZE)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                return self._drop(conn)
+                return self._close(conn)
             if not chunk:
-                return self._drop(conn)  # the client closed: nobody to answer
+                return self._close(conn)  # the client closed: nobody to answer
+            if incoming is None:
+                continue  # refused: what still comes is discarded until the client closes or the linger ends
             incoming.feed(chunk)
-            if len(chunk) < READ_SIZE or incoming.ready or incoming.head_too_large:
+            self.buffered_bytes += len(chunk)
+            if len(chunk) < READ_SIZE or incoming.ready or incoming.too_large or incoming.head_too_large:
                 break
+        if incoming is None:
+            return None
         if was_idle and incoming.data:  # the request has begun: it has request_timeout seconds to arrive
             conn.deadline = time.monotonic() + self.request_timeout
-        self._progress(conn)
+        return self._progress(conn)
 
     def _progress(self, conn: _BufferedConn) -> None:
         "Hand the connection to a thread, answer it from here, or keep reading"
         incoming = conn.incoming
         assert incoming is not None
         if incoming.head_too_large:
-            return self._drop(conn, _error_response(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes"))
-        if not incoming.ready and incoming.head_end is not None and not conn.reserved:
-            wanted = incoming.body_length or self.max_body  # a chunked body may take up to the limit
-            if self.reserved_bytes + wanted > BUFFER_BUDGET:
-                incoming.ready = True  # no room to buffer it: its thread reads the body
-            else:
-                conn.reserved = wanted
-                self.reserved_bytes += wanted
-        if incoming.ready:
+            self._refuse(conn, _error_response(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes"))
+        elif incoming.too_large:
+            self._refuse(conn, _error_response(413, f"body exceeds the limit of {self.max_body} bytes", field="body"))
+        elif incoming.ready:
             self._stop_reading(conn)
             self.enqueue_req(conn)
+        elif self.buffered_bytes > BUFFER_BUDGET:
+            self._refuse(conn, _error_response(503, "too many request bodies on their way in at once: retry",
+                                               headers=("Retry-After: 1",)))
         elif incoming.expects_continue and not conn.continue_sent:
             conn.continue_sent = True
             self._send(conn, _CONTINUE)
 
     def _stop_reading(self, conn: _BufferedConn) -> None:
-        self.reading.pop(conn, None)
-        self.reserved_bytes -= conn.reserved
-        conn.reserved = 0
+        if self.reading.pop(conn, False) is None and conn.incoming is not None:
+            self.buffered_bytes -= len(conn.incoming.data)
         try:
             self.poller.unregister(conn.sock)
         except (KeyError, ValueError, OSError):
             pass
 
-    def _drop(self, conn: _BufferedConn, answer: bytes = b"") -> None:
+    def _refuse(self, conn: _BufferedConn, answer: bytes) -> None:
+        """Answer from the loop, then close without losing the answer: stop sending, and discard what the client
+        still sends for up to ``LINGER`` seconds (closing a socket with unread input resets the connection, and the
+        client could lose the answer while it is still sending its body)"""
         self._stop_reading(conn)
-        if answer:
-            self._send(conn, answer)
+        conn.incoming = None
+        self._send(conn, answer)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return self._close(conn)
+        conn.deadline = time.monotonic() + LINGER
+        self.reading[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        return None
+
+    def _close(self, conn: _BufferedConn) -> None:
+        self._stop_reading(conn)
         self.nr_conns -= 1
         conn.close()
 
@@ -277,8 +297,10 @@ class CollectorWorker(gthread.ThreadWorker):
             return
         self.next_sweep = now + SWEEP_INTERVAL
         for conn in [conn for conn in self.reading if force or conn.deadline <= now]:
-            started = conn.incoming is not None and conn.incoming.data
-            self._drop(conn, _error_response(408, "the request did not arrive in time") if started else b"")
+            if conn.incoming is not None and conn.incoming.data and not force:
+                self._refuse(conn, _error_response(408, "the request did not arrive in time"))
+            else:
+                self._close(conn)  # idle, or done lingering
 
     def _cap_keepalive(self, deadline: float) -> None:
         super()._cap_keepalive(deadline)
@@ -292,9 +314,7 @@ class CollectorWorker(gthread.ThreadWorker):
         try:
             self._read_next_request(conn, conn.parser.unreader.take_buffered(), conn.incoming)
         except Exception:  # noqa: BLE001 (as gthread: a failure on one connection closes it)
-            self._stop_reading(conn)
-            self.nr_conns -= 1
-            conn.close()
+            self._close(conn)
 
     # -- the threads -----------------------------------------------------------------------------------------
     def handle(self, conn: Any) -> Any:

@@ -38,9 +38,11 @@ def test_what_cannot_be_framed_goes_to_the_parser_at_once(header):
     assert fed(b"POST / HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n").ready
 
 
-def test_a_body_above_the_limit_goes_to_the_application_after_its_head():
-    assert fed(b"POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n").ready
-    assert not fed(b"POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n").ready
+def test_a_body_above_the_limit_is_too_large_once_its_head_has_arrived():
+    over = fed(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n")
+    assert over.too_large and not over.ready and not over.expects_continue
+    at_limit = fed(b"POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n")
+    assert not at_limit.too_large and not at_limit.ready
 
 
 def test_a_chunked_body_is_ready_after_its_last_chunk_and_trailers():
@@ -52,7 +54,8 @@ def test_a_chunked_body_is_ready_after_its_last_chunk_and_trailers():
     assert not fed(head, b"5\r\nabcde\r\n0\r\nX-Trailer: 1\r\n").ready
     assert fed(head, b"5\r\nabcde\r\n0\r\nX-Trailer: 1\r\n\r\n").ready
     assert fed(head, b"zz\r\n").ready  # malformed: the parser answers 400
-    assert fed(head, b"65\r\n").ready  # 101 bytes, over max_body: the application answers 413
+    over = fed(head, b"65\r\n")  # a chunk of 101 bytes, over max_body: known before it arrives
+    assert over.too_large and not over.ready
 
 
 def test_a_head_without_end_is_too_large_past_the_limit():

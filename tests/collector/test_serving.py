@@ -197,6 +197,53 @@ def test_a_request_that_does_not_arrive_in_time_is_answered_408_and_frees_its_co
             assert problem["status"] == 408 and problem["type"] == "urn:ldp-telemetry:problem:request-timeout"
 
 
+def test_stalled_and_oversized_bodies_cost_no_thread(tmp_path):
+    """50 requests whose body stalls after 10 bytes, and 50 that declare a body over the limit (each answered 413
+    by the event loop at once, with its problem+json): /livez and an ingest still answer within a 1 s timeout"""
+    db_path, ingest, spec = _world(tmp_path)
+    head = "POST /v1/reports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n" \
+           "Content-Length: {}\r\n\r\n"
+    with running_server(db_path, tmp_path / "server.log", workers=2) as (url, _), ExitStack() as stack:
+        port = int(url.rsplit(":", 1)[1])
+        for _ in range(PARTIAL_HEADS):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head.format(ingest, 1000).encode() + b'{"reports"')
+        for _ in range(PARTIAL_HEADS):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head.format(ingest, 100 * 1024 * 1024).encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 413 ")
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["field"] == "body"
+        for _ in range(4):
+            assert _get(url + "/livez", timeout=1.0) == (200, '{"status":"ok"}\n')
+        assert _post_reports(url, ingest, make_reports(spec, ["edge"]), timeout=1.0)["accepted"] == 1
+
+
+def test_bodies_beyond_the_buffer_budget_are_answered_503_not_given_a_thread(tmp_path):
+    "Partial bodies of 6 MiB on connection after connection: once the loop holds 64 MiB, it answers 503"
+    import select
+
+    from collector.server import BUFFER_BUDGET
+
+    piece = 6 * 1024 * 1024
+    head = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1) as (url, _), ExitStack() as stack:
+        port = int(url.rsplit(":", 1)[1])
+        waiting: list[socket.socket] = []
+        answered: list[socket.socket] = []
+        while not answered and len(waiting) < BUFFER_BUDGET // piece + 3:
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head % (piece + 1) + b"x" * piece)  # one byte short of the body
+            waiting.append(sock)
+            answered = select.select(waiting, [], [], 0.2)[0]
+        answered = answered or select.select(waiting, [], [], 20)[0]
+        assert len(waiting) * piece > BUFFER_BUDGET  # nothing was refused below the budget
+        assert answered and all(sock.recv(65536).startswith(b"HTTP/1.1 503 ") for sock in answered)
+        assert _get(url + "/livez", timeout=5)[0] == 200
+
+
 def test_threads_each_use_their_own_connection(tmp_path):
     "Concurrent ingestion from many clients into threaded workers: every report stored exactly once"
     db_path, ingest, spec = _world(tmp_path)
