@@ -84,7 +84,7 @@ class PrivateLogger(Logger):
 
 NEXT_REQUEST_WAIT = 0.005  # seconds a thread waits for the next request on the connection it just answered
 REQUEST_TIMEOUT = 15.0  # seconds from a request's first byte until all of it (head and body) has arrived
-SOCKET_TIMEOUT = 10.0  # seconds a thread's read or write may block (a body handed over before it arrived)
+SOCKET_TIMEOUT = 10.0  # seconds a thread's write (an answer to a client that does not read it) or read may block
 MAX_HEAD_BYTES = 64 * 1024  # a longer request head is answered 431 without reaching a thread
 BUFFER_BUDGET = 64 * 1024 * 1024  # bytes of requests a worker's event loop holds at once; past it new ones get 503
 LINGER = 2.0  # seconds a refused connection's further input is read and discarded before it closes
