@@ -1,13 +1,8 @@
 """Running the collector under gunicorn from ``ldp-telemetry serve``.
 
-Workers: :class:`CollectorWorker`, gunicorn's threaded (gthread) worker with bounds on slow clients.  A connection
-that has sent nothing is handed back to the worker's poller after ``IDLE_WAIT`` seconds instead of holding a
-thread, and every socket read or write of a request times out after ``SOCKET_TIMEOUT`` seconds, so idle or
-half-open connections (a header never finished) cannot starve the workers.  A client that drips one byte every
-few seconds is not bounded by this: put a buffering proxy in front on a public network.  A thread that answered a
-kept-alive connection waits ``NEXT_REQUEST_WAIT`` for its next request (when no other connection is waiting for
-a thread), so a device's requests in a row skip the poller.  Each thread keeps its own SQLite connection
-(``collector.db``).
+Workers: :class:`CollectorWorker`, gunicorn's threaded (gthread) worker whose event loop reads each request (head
+and body) before a thread sees it, so slow, stalled or idle clients cannot starve the threads (details in its
+docstring).  Each thread keeps its own SQLite connection (``collector.db``).
 
 Process lifetime: workers die with the master (``PR_SET_PDEATHSIG`` on Linux, set in ``post_fork``), so a
 SIGKILLed master leaves no orphan holding the port; clean-up (the metrics directory) runs in the master only.
@@ -25,14 +20,19 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import json
 import logging
 import os
 import re
 import select
+import selectors
 import shutil
 import signal
+import socket
 import sys
 import time
+from functools import partial
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,14 @@ from gunicorn.workers import gthread
 
 from .app import create_app
 from .metrics import process_directory
+from .problems import PROBLEM_CONTENT_TYPE, Problem
+from .request_buffer import RequestBuffer
 from .storage import open_storage
 
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"\b(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}\b")
 _IP_FIELD = re.compile(r"ip=\S+")
+LISTENING = "Listening at: "  # how gunicorn.arbiter's format for the bound listeners begins (at start and reload)
 
 
 def redact(text: str) -> str:
@@ -56,9 +59,12 @@ def redact(text: str) -> str:
 
 
 class RedactAddresses(logging.Filter):
-    "A logging filter that rewrites each record without IP addresses"
+    """A logging filter that rewrites each record without IP addresses, except gunicorn's "Listening at" line: the
+    address (and port, when port 0 was asked for) the server itself bound, which the operator needs"""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(LISTENING):
+            return True
         message = record.getMessage()
         record.msg, record.args = redact(message), ()
         return True
@@ -76,9 +82,14 @@ class PrivateLogger(Logger):
         return None  # no access log: it would hold addresses, user agents and precise times
 
 
-IDLE_WAIT = 0.05  # seconds a new connection may hold a thread before it has sent a byte
 NEXT_REQUEST_WAIT = 0.005  # seconds a thread waits for the next request on the connection it just answered
-SOCKET_TIMEOUT = 10.0  # seconds any one read or write of a request may block
+REQUEST_TIMEOUT = 15.0  # seconds from a request's first byte until all of it (head and body) has arrived
+SOCKET_TIMEOUT = 10.0  # seconds a thread's write (an answer to a client that does not read it) or read may block
+MAX_HEAD_BYTES = 64 * 1024  # a longer request head is answered 431 without reaching a thread
+BUFFER_BUDGET = 64 * 1024 * 1024  # bytes of requests a worker's event loop holds at once; past it new ones get 503
+LINGER = 2.0  # seconds a refused connection's further input is read and discarded before it closes
+READ_SIZE = 64 * 1024
+SWEEP_INTERVAL = 0.25  # seconds between two looks for connections past their deadline
 THREADS = 8  # threads per worker
 KEEPALIVE = 5  # seconds an idle kept-alive connection stays open
 PR_SET_PDEATHSIG = 1
@@ -101,26 +112,73 @@ def http_date(timestamp: float | None = None) -> str:
     return cached[1]
 
 
-class _TimedConn(gthread.TConn):
-    "A gthread connection whose blocking socket operations time out"
+class _TimedSocket(socket.socket):
+    "A socket whose blocking mode times out: gthread sets a connection blocking before each of its requests"
 
-    def init(self) -> None:
-        super().init()
-        self.sock.settimeout(SOCKET_TIMEOUT)  # after gthread's setblocking(True), for every request on it
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self.settimeout(SOCKET_TIMEOUT)
+        else:
+            super().setblocking(False)
+
+
+class _BufferedConn(gthread.TConn):
+    "A gthread connection with the request the event loop is reading for it"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.incoming: RequestBuffer | None = None  # None once refused: the loop only discards what still comes
+        self.deadline = 0.0  # when the event loop gives up on it
+        self.continue_sent = False
+
+
+def _error_response(status: int, detail: str, *, field: str | None = None, headers: tuple[str, ...] = ()) -> bytes:
+    "A complete HTTP/1.1 problem+json response that closes the connection"
+    slug = {408: "request-timeout", 431: "head-too-large"}.get(status)
+    phrase = HTTPStatus(status).phrase
+    body = json.dumps(Problem(status, detail, field=field, slug=slug, title=phrase if slug else None).to_dict())
+    head = [f"HTTP/1.1 {status} {phrase}", f"Content-Type: {PROBLEM_CONTENT_TYPE}", f"Content-Length: {len(body)}",
+            "Connection: close", *headers, "", ""]
+    return "\r\n".join(head).encode() + body.encode()
+
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class CollectorWorker(gthread.ThreadWorker):
-    """gthread worker that does not let slow clients hold its threads.
+    """gthread worker whose threads only ever see whole requests.
 
-    gthread lets a new connection hold a thread for up to 5 s waiting for its first byte: 50 idle connections
-    then occupy every thread.  Here the wait is ``IDLE_WAIT``, after which the connection waits in the poller.
-    A kept-alive connection whose next request follows within ``NEXT_REQUEST_WAIT`` is answered on the same
-    thread, unless another connection is waiting for one."""
+    gthread hands a connection to a thread as soon as it has a byte to read, and the thread then blocks until the
+    request head (and later the body) arrives: 50 clients that send half a head hold every thread.  Here the
+    worker's event loop reads each request with non-blocking reads into a :class:`RequestBuffer` and submits the
+    connection to the thread pool only once the head and the body (up to ``MAX_BODY_BYTES``) are all there, so a
+    slow, stalled or idle client costs a buffer and a descriptor, not a thread.  A request not complete within
+    ``request_timeout`` seconds of its first byte is answered 408, a head above ``MAX_HEAD_BYTES`` 431, both from
+    the loop, and so is a body known to exceed the limit (413, from its ``Content-Length`` or a chunk size); an
+    idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by gunicorn's
+    ``worker_connections`` (accepting pauses at the bound), the bytes the loop holds by ``BUFFER_BUDGET`` (past it
+    a request still arriving is answered 503 with ``Retry-After``).  The loop's own answers close the connection
+    after a linger that discards what the client still sends, so the client reads the answer.  ``Expect:
+    100-continue`` is answered by the loop.  A thread that answered a kept-alive connection reads its next request for
+    ``NEXT_REQUEST_WAIT`` (when no other connection waits for a thread) and answers it if it is complete, so a
+    device's requests in a row skip the poller."""
+
+    max_body = 8 * 1024 * 1024  # the application's MAX_CONTENT_LENGTH, set in run()
+    request_timeout = REQUEST_TIMEOUT  # serve(request_timeout=...) runs a subclass with its own
 
     def init_process(self) -> None:
         gunicorn_util.http_date = http_date  # in this worker process only (gunicorn.http.wsgi calls util.http_date)
+        self.reading: dict[_BufferedConn, None] = {}  # connections the loop reads (an ordered set)
+        self.buffered_bytes = 0  # held in the RequestBuffers of self.reading
+        self.next_sweep = 0.0
         super().init_process()
 
+    def run(self) -> None:
+        limit = getattr(self.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")
+        self.max_body = int(limit) if limit else self.max_body
+        super().run()
+
+    # -- the event loop --------------------------------------------------------------------------------------
     def accept(self, listener: Any) -> None:
         try:
             client_sock, client_addr = listener.accept()
@@ -129,29 +187,181 @@ class CollectorWorker(gthread.ThreadWorker):
                 return
             raise
         self.nr_conns += 1
-        client_sock.setblocking(True)
-        self.enqueue_req(_TimedConn(self.cfg, client_sock, client_addr, listener.getsockname()))
+        sock = _TimedSocket(fileno=client_sock.detach())
+        conn = _BufferedConn(self.cfg, sock, client_addr, listener.getsockname())
+        self._read_next_request(conn, b"")
 
+    def _read_next_request(self, conn: _BufferedConn, read_ahead: bytes, incoming: RequestBuffer | None = None) -> None:
+        "Have the loop read the connection's next request, starting with ``read_ahead`` (or ``incoming``)"
+        conn.sock.setblocking(False)
+        conn.incoming = incoming or RequestBuffer(max_head=MAX_HEAD_BYTES, max_body=self.max_body)
+        conn.continue_sent = False
+        if read_ahead:
+            conn.incoming.feed(read_ahead)
+        self.buffered_bytes += len(conn.incoming.data)
+        idle = not conn.incoming.data
+        conn.deadline = time.monotonic() + (self.cfg.keepalive if idle else self.request_timeout)
+        if not self.alive and idle:
+            conn.deadline = min(conn.deadline, time.monotonic() + gthread.STOP_KEEPALIVE_LINGER)
+        self.reading[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        if read_ahead:
+            self._progress(conn)
+        else:
+            self._on_readable(conn)  # a new connection's request is often there already
+
+    def _on_readable(self, conn: _BufferedConn, _sock: Any = None) -> None:
+        incoming = conn.incoming
+        was_idle = incoming is not None and not incoming.data
+        for _ in range(16):  # up to 1 MiB per wake-up, then the other connections' turn
+            try:
+                chunk = conn.sock.recv(READ_SIZE)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                return self._close(conn)
+            if not chunk:
+                return self._close(conn)  # the client closed: nobody to answer
+            if incoming is None:
+                continue  # refused: what still comes is discarded until the client closes or the linger ends
+            incoming.feed(chunk)
+            self.buffered_bytes += len(chunk)
+            if len(chunk) < READ_SIZE or incoming.ready or incoming.too_large or incoming.head_too_large:
+                break
+        if incoming is None:
+            return None
+        if was_idle and incoming.data:  # the request has begun: it has request_timeout seconds to arrive
+            conn.deadline = time.monotonic() + self.request_timeout
+        return self._progress(conn)
+
+    def _progress(self, conn: _BufferedConn) -> None:
+        "Hand the connection to a thread, answer it from here, or keep reading"
+        incoming = conn.incoming
+        assert incoming is not None
+        if incoming.head_too_large:
+            self._refuse(conn, _error_response(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes"))
+        elif incoming.too_large:
+            self._refuse(conn, _error_response(413, f"body exceeds the limit of {self.max_body} bytes", field="body"))
+        elif incoming.ready:
+            self._stop_reading(conn)
+            self.enqueue_req(conn)
+        elif self.buffered_bytes > BUFFER_BUDGET:
+            self._refuse(conn, _error_response(503, "too many request bodies on their way in at once: retry",
+                                               headers=("Retry-After: 1",)))
+        elif incoming.expects_continue and not conn.continue_sent:
+            conn.continue_sent = True
+            self._send(conn, _CONTINUE)
+
+    def _stop_reading(self, conn: _BufferedConn) -> None:
+        if self.reading.pop(conn, False) is None and conn.incoming is not None:
+            self.buffered_bytes -= len(conn.incoming.data)
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def _refuse(self, conn: _BufferedConn, answer: bytes) -> None:
+        """Answer from the loop, then close without losing the answer: stop sending, and discard what the client
+        still sends for up to ``LINGER`` seconds (closing a socket with unread input resets the connection, and the
+        client could lose the answer while it is still sending its body)"""
+        self._stop_reading(conn)
+        conn.incoming = None
+        self._send(conn, answer)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return self._close(conn)
+        conn.deadline = time.monotonic() + LINGER
+        self.reading[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        return None
+
+    def _close(self, conn: _BufferedConn) -> None:
+        self._stop_reading(conn)
+        self.nr_conns -= 1
+        conn.close()
+
+    @staticmethod
+    def _send(conn: _BufferedConn, data: bytes) -> None:
+        "Best effort, without blocking: the socket's send buffer is empty between requests"
+        try:
+            conn.sock.send(data)
+        except OSError:
+            pass
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        "Close the connections past their deadline (all when forced); a request cut short is answered 408"
+        super().murder_keepalived(force)
+        now = time.monotonic()
+        if now < self.next_sweep and not force:
+            return
+        self.next_sweep = now + SWEEP_INTERVAL
+        for conn in [conn for conn in self.reading if force or conn.deadline <= now]:
+            if conn.incoming is not None and conn.incoming.data and not force:
+                self._refuse(conn, _error_response(408, "the request did not arrive in time"))
+            else:
+                self._close(conn)  # idle, or done lingering
+
+    def _cap_keepalive(self, deadline: float) -> None:
+        super()._cap_keepalive(deadline)
+        for conn in self.reading:
+            if conn.incoming is not None and not conn.incoming.data:
+                conn.deadline = min(conn.deadline, deadline)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        if fs.cancelled() or fs.exception() is not None or not fs.result():
+            return super().finish_request(conn, fs)
+        try:
+            self._read_next_request(conn, conn.parser.unreader.take_buffered(), conn.incoming)
+        except Exception:  # noqa: BLE001 (as gthread: a failure on one connection closes it)
+            self._close(conn)
+
+    # -- the threads -----------------------------------------------------------------------------------------
     def handle(self, conn: Any) -> Any:
-        if not conn.initialized and not conn.data_ready and not conn.wait_for_data(IDLE_WAIT):
-            return gthread._DEFER
-        keep = super().handle(conn)
-        while keep and self.alive and self._next_request_soon(conn):
-            keep = super().handle(conn)  # the client's next request, on the thread that answered the last one
+        conn.data_ready = True  # the whole request is in conn.incoming: no waiting in gthread's handle
+        keep = self._handle_buffered(conn)
+        while keep and self.alive and self._next_request_here(conn):
+            keep = self._handle_buffered(conn)  # the client's next request, on the thread that answered the last one
         return keep
 
-    def _next_request_soon(self, conn: Any) -> bool:
-        """Whether the kept-alive connection's next request arrives within ``NEXT_REQUEST_WAIT``, while no other
-        connection waits for a thread.  Answering it here saves the poller's round trip (register, a wake-up
-        through the main thread, unregister, a hand-off to the pool): a device sends its spec request and its
-        reports one after the other on one connection."""
+    def _handle_buffered(self, conn: Any) -> Any:
+        conn.sock.setblocking(True)
+        conn.init()
+        incoming, conn.incoming = conn.incoming, None
+        if incoming is not None:
+            conn.parser.unreader.unread(bytes(incoming.data))
+        return super().handle(conn)
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        if conn.continue_sent:
+            req._expected_100_continue = False  # the event loop has sent "100 Continue" already
+        return super().handle_request(req, conn)
+
+    def _next_request_here(self, conn: Any) -> bool:
+        """Whether the kept-alive connection's next request arrives whole within ``NEXT_REQUEST_WAIT``, while no
+        other connection waits for a thread; what has arrived of it otherwise is left in ``conn.incoming`` for the
+        event loop.  Answering it here saves the poller's round trip (register, a wake-up through the main thread,
+        unregister, a hand-off to the pool): a device sends its spec request and its reports one after the other
+        on one connection."""
+        incoming = RequestBuffer(max_head=MAX_HEAD_BYTES, max_body=self.max_body)
+        incoming.feed(conn.parser.unreader.take_buffered())
+        conn.incoming, conn.continue_sent = incoming, False
+        if incoming.ready:
+            return True
         if not self.tpool._work_queue.empty():  # another connection is waiting: this one goes back to the poller
             return False
-        if conn.parser.unreader.buf.getvalue():  # already read ahead
-            return True
         waiting = select.poll()  # not select(): it fails on descriptors above 1023
         waiting.register(conn.sock, select.POLLIN)
-        return bool(waiting.poll(NEXT_REQUEST_WAIT * 1000))
+        if not waiting.poll(NEXT_REQUEST_WAIT * 1000):
+            return False
+        try:
+            chunk = conn.sock.recv(READ_SIZE, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if not chunk:
+            return False  # the client closed: the event loop finds the end of file and closes
+        incoming.feed(chunk)
+        return incoming.ready
 
 
 def die_with_master(arbiter: Any, worker: Any) -> None:
@@ -182,7 +392,8 @@ class CollectorServer(BaseApplication):
 
 
 def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int | None = None,
-          threads: int = THREADS, config: dict | None = None, timeout: int = 30) -> None:
+          threads: int = THREADS, config: dict | None = None, timeout: int = 30,
+          request_timeout: float = REQUEST_TIMEOUT) -> None:
     """Create the schema, then run gunicorn until it is stopped.
 
     Metrics: an empty directory for prometheus_client's multiprocess mode (``<tmp>/ldp-metrics-<uid>-serve-<pid>``),
@@ -203,7 +414,8 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
     options = {
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers or (os.cpu_count() or 1),
-        "worker_class": CollectorWorker,
+        "worker_class": CollectorWorker if request_timeout == REQUEST_TIMEOUT else
+        type("CollectorWorker", (CollectorWorker,), {"request_timeout": request_timeout}),
         "threads": threads,
         "keepalive": KEEPALIVE,
         "post_fork": die_with_master,

@@ -20,10 +20,14 @@ The executors need this package installed (``pip install 'ldp-telemetry[archive]
 from __future__ import annotations
 
 import argparse
+import os
 import posixpath
+import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from client_sdk.spec import Spec, load_spec
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     import estimators
 
 DEFAULT_MASTER = "local[2]"
+LOOPBACK = "127.0.0.1"  # where a local-mode driver listens
 TREE_DEPTH = 2
 ARROW_BATCH_ROWS = 20_000  # rows per Arrow batch handed to a task's aggregation
 
@@ -164,28 +169,81 @@ def _children(filesystem: Any, directory: str, prefix: str) -> list[str]:
             if info.type == pyarrow.fs.FileType.Directory and posixpath.basename(info.path).startswith(prefix)]
 
 
-def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "ldp-telemetry aggregate") -> SparkSession:
-    "A SparkSession: ``master`` for a local run, None under spark-submit (which sets it)"
+def is_local(master: str | None) -> bool:
+    "Whether ``master`` runs Spark inside this machine's driver JVM (``local``, ``local[4]``, ``local[*, 2]``)"
+    return master is not None and (master == "local" or master.startswith("local["))
+
+
+def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "ldp-telemetry aggregate", *,
+                  log: IO[bytes] | None = None) -> SparkSession:
+    """A SparkSession: ``master`` for a local run, None under spark-submit (which sets it and starts the JVM).
+
+    Local mode binds the driver to 127.0.0.1 (``SPARK_LOCAL_IP``, ``spark.driver.bindAddress``/``host``: Spark would
+    otherwise pick the first non-loopback interface) and runs its Python workers with this interpreter (where this
+    package is installed), unless the environment sets ``SPARK_LOCAL_IP`` or ``PYSPARK_PYTHON``.  With ``log``, the
+    JVM's output (log4j's lines, warnings, progress) goes there instead of this process's stderr; it applies only
+    when this call starts the JVM."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name).config("spark.ui.enabled", "false")
+    conf = SparkConf().setAppName(app_name).set("spark.ui.enabled", "false")
     if master is not None:
-        builder = builder.master(master)
-    return builder.getOrCreate()
+        conf.setMaster(master)
+    local = is_local(master)
+    if local:
+        conf.set("spark.driver.bindAddress", LOOPBACK).set("spark.driver.host", LOOPBACK)
+    if log is not None:
+        conf.set("spark.ui.showConsoleProgress", "false")
+    if SparkContext._gateway is None and master is not None:  # this call starts the JVM
+        # read by the JVM at its start, and by SparkContext for the workers' interpreter (not from the conf)
+        local_environment = {"SPARK_LOCAL_IP": LOOPBACK, "PYSPARK_PYTHON": sys.executable} if local else {}
+        with _environment(local_environment):
+            gateway = launch_gateway(conf, None if log is None else {"stdout": log, "stderr": log})
+            SparkContext(conf=conf, gateway=gateway)
+        return SparkSession.builder.getOrCreate()  # over that context
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    "``os.environ`` with ``values`` for the block, where a variable is not set already (the operator's wins)"
+    added = [name for name in values if name not in os.environ]
+    os.environ.update({name: values[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def run(archive: str, campaign: str, out: str, *, version: int | None = None, since: str | None = None,
-        until: str | None = None, master: str | None = DEFAULT_MASTER) -> AggregateFile:
-    "Aggregate in the active Spark session, or in a new one stopped at the end; write ``out``; what was written"
+        until: str | None = None, master: str | None = DEFAULT_MASTER, verbose: bool = False) -> AggregateFile:
+    """Aggregate in the active Spark session, or in a new one stopped at the end; write ``out``; what was written.
+
+    A new session's JVM output goes to a temporary log file unless ``verbose``: removed after a success, kept and
+    named in a note on the exception after a failure."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()  # a session of the caller's (a notebook, a test) is left running
-    spark = active or spark_session(master)
+    log = None
+    if active is None and not verbose:
+        log = tempfile.NamedTemporaryFile(prefix="ldp-spark-", suffix=".log", delete=False)  # noqa: SIM115
     try:
-        result = aggregate_archive(spark, archive, campaign, version=version, since=since, until=until)
-    finally:
-        if active is None:
-            spark.stop()
+        spark = active or spark_session(master, log=log)
+        try:
+            result = aggregate_archive(spark, archive, campaign, version=version, since=since, until=until)
+        finally:
+            if active is None:
+                spark.stop()
+    except BaseException as exc:
+        if log is not None:
+            log.close()
+            exc.add_note(f"Spark's log: {log.name}")
+        raise
+    if log is not None:
+        log.close()
+        os.unlink(log.name)
     write_aggregate_file(out, result)
     return result
 
@@ -200,9 +258,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--until", default=None, help="Last day (YYYY-MM-DD, inclusive).")
     parser.add_argument("--out", required=True, help="Aggregate file to write (path or URI).")
     parser.add_argument("--master", default=None, help="Spark master [default: spark-submit's].")
+    parser.add_argument("--verbose", action="store_true",
+                        help="Show Spark's own output (log4j, progress) when this script starts the JVM.")
     args = parser.parse_args(argv)
     result = run(args.archive, args.campaign, args.out, version=args.version, since=args.since, until=args.until,
-                 master=args.master)
+                 master=args.master, verbose=args.verbose)
     print(f"{result.total().n} reports of {result.spec.name} v{result.spec.version} over {len(result.days)} days "
           f"-> {args.out}")
 

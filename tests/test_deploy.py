@@ -7,8 +7,13 @@ import os
 import re
 import shutil
 import sqlite3
+import ssl
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -141,50 +146,82 @@ def test_the_readme_tour_waits_for_readyz(tmp_path):
     assert done.returncode == 0 and '"status"' in done.stdout, done.stderr
 
 
-def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
-    "... and passes a browser's preflight and the collector's CORS answer through unchanged"
-    import ssl
-    import time
-    import urllib.request
-
+@contextmanager
+def running_nginx(tmp_path: Path, upstream_url: str) -> Iterator[tuple[int, ssl.SSLContext]]:
+    "The shipped nginx.conf in front of ``upstream_url`` on loopback; yields its HTTPS port and a client context"
     from tests.collector.helpers import free_port
 
     config = nginx_config(tmp_path)
     http_port, https_port = free_port(), free_port()
+    text = config.read_text().replace("127.0.0.1:8000", upstream_url.removeprefix("http://"))
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{http_port};").replace("listen [::]:80;", "")
+    text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;")
+    config.write_text(text.replace("listen [::]:443 ssl http2;", ""))
+    nginx = subprocess.Popen([tool("nginx"), "-c", str(config), "-p", str(tmp_path), "-e",
+                              str(tmp_path / "startup-error.log"), "-g", "daemon off;"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        context = ssl.create_default_context(cafile=str(tmp_path / "tls" / "fullchain.pem"))
+        context.check_hostname = False
+        answer = None
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{https_port}/readyz", context=context,
+                                            timeout=2) as response:
+                    answer = response.status
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert answer == 200
+        yield https_port, context
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=15)
+
+
+def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
+    "... and passes a browser's preflight and the collector's CORS answer through unchanged"
     page = "https://app.example.org"
     with running_server(tmp_path / "collector.db", tmp_path / "server.log",
-                        extra=("--rate-limit", "0", "--cors-origin", page)) as (url, _):
-        text = config.read_text().replace("127.0.0.1:8000", url.removeprefix("http://"))
-        text = text.replace("listen 80;", f"listen 127.0.0.1:{http_port};").replace("listen [::]:80;", "")
-        text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;")
-        config.write_text(text.replace("listen [::]:443 ssl http2;", ""))
-        nginx = subprocess.Popen([tool("nginx"), "-c", str(config), "-p", str(tmp_path), "-e",
-                                  str(tmp_path / "startup-error.log"), "-g", "daemon off;"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            context = ssl.create_default_context(cafile=str(tmp_path / "tls" / "fullchain.pem"))
-            context.check_hostname = False
-            answer = None
-            for _ in range(100):
-                try:
-                    with urllib.request.urlopen(f"https://127.0.0.1:{https_port}/readyz", context=context,
-                                                timeout=2) as response:
-                        answer = response.status
-                        break
-                except OSError:
-                    time.sleep(0.1)
-            assert answer == 200
-            preflight = urllib.request.Request(f"https://127.0.0.1:{https_port}/v1/reports", method="OPTIONS",
-                                               headers={"Origin": page, "Access-Control-Request-Method": "POST",
-                                                        "Access-Control-Request-Headers": "authorization"})
-            with urllib.request.urlopen(preflight, context=context, timeout=10) as response:
-                assert response.status == 204
-                assert response.headers["Access-Control-Allow-Origin"] == page
-                assert "Authorization" in response.headers["Access-Control-Allow-Headers"]
-        finally:
-            nginx.terminate()
-            nginx.wait(timeout=15)
+                        extra=("--rate-limit", "0", "--cors-origin", page)) as (url, _), \
+            running_nginx(tmp_path, url) as (https_port, context):
+        preflight = urllib.request.Request(f"https://127.0.0.1:{https_port}/v1/reports", method="OPTIONS",
+                                           headers={"Origin": page, "Access-Control-Request-Method": "POST",
+                                                    "Access-Control-Request-Headers": "authorization"})
+        with urllib.request.urlopen(preflight, context=context, timeout=10) as response:
+            assert response.status == 204
+            assert response.headers["Access-Control-Allow-Origin"] == page
+            assert "Authorization" in response.headers["Access-Control-Allow-Headers"]
     log = (tmp_path / "ldp-telemetry-access.log").read_text()
     line = r'\d{4}-\d{2}-\d{2} "%s" %d \d+ \d+\n'
     assert re.fullmatch(line % ("GET /readyz", 200) + line % ("OPTIONS /v1/reports", 204), log), log
     assert "127.0.0.1" not in log
+
+
+def test_slow_and_idle_clients_do_not_starve_the_nginx_deployment(tmp_path):
+    """50 partial request heads and 50 idle kept-alive connections (over TLS) against nginx in front of the
+    collector: /livez and an ingest through nginx are still answered within a 1 s client timeout"""
+    import json
+
+    from collector.storage import Storage
+    from tests.collector.helpers import make_reports, table_counts
+    from tests.collector.test_serving import open_slow_clients
+
+    db_path = tmp_path / "collector.db"
+    with Storage(db_path) as storage:
+        storage.migrate()
+        ingest, _ = storage.create_key("ingest", "2024-01-01")
+        spec = storage.create_campaign(CATEGORICAL, "2024-01-01")[0].spec
+    with running_server(db_path, tmp_path / "server.log") as (url, _), \
+            running_nginx(tmp_path, url) as (port, context), ExitStack() as stack:
+        open_slow_clients("127.0.0.1", port, stack, wrap=lambda sock: context.wrap_socket(sock))
+        base = f"https://127.0.0.1:{port}"
+        for _ in range(4):
+            with urllib.request.urlopen(base + "/livez", context=context, timeout=1.0) as response:
+                assert response.status == 200
+        body = json.dumps({"reports": make_reports(spec, ["chrome", "edge"])}).encode()
+        request = urllib.request.Request(base + "/v1/reports", data=body, headers={
+            "Authorization": f"Bearer {ingest}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=context, timeout=1.0) as response:
+            assert json.loads(response.read())["accepted"] == 2
+    assert table_counts(db_path)["reports"] == 2

@@ -244,8 +244,21 @@ def eval_weights(field: type[Field], n: int, x: int) -> list[int]:
     """
     p = field.MODULUS
     nodes = _root_powers(field, n)
-    diffs = [(x - w) % p for w in nodes]
-    inverses = batch_inverse(p, diffs)
+    return _weights(p, n, x, nodes, batch_inverse(p, [(x - w) % p for w in nodes]))
+
+
+def nested_eval_weights(field: type[Field], n: int, m: int, x: int) -> tuple[list[int], list[int]]:
+    """:func:`eval_weights` at x on the n-th and on the m-th roots of unity (m divides n) for one modular inversion:
+    the m-th roots are every (n/m)-th n-th root, so their differences to x and the inverses are a subset"""
+    p = field.MODULUS
+    nodes = _root_powers(field, n)
+    inverses = batch_inverse(p, [(x - w) % p for w in nodes])
+    step = n // m
+    return _weights(p, n, x, nodes, inverses), _weights(p, m, x, nodes[::step], inverses[::step])
+
+
+def _weights(p: int, n: int, x: int, nodes: list[int], inverses: list[int]) -> list[int]:
+    "L_i(x) from the n-th roots w**i and the inverses of x - w**i"
     scale = (pow(x, n, p) - 1) * pow(n, -1, p) % p
     return [scale * w % p * d % p for w, d in zip(nodes, inverses)]
 

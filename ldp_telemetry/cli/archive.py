@@ -52,11 +52,13 @@ def spark() -> None:
               help="Campaign version [default: the latest in the archive].")
 @click.option("--since", type=DayType(), help="First day (UTC, inclusive).")
 @click.option("--until", type=DayType(), help="Last day (UTC, inclusive).")
-@click.option("--master", default="local[2]", show_default=True, help="Spark master URL.")
+@click.option("--master", default="local[2]", show_default=True,
+              help="Spark master URL (local mode binds to 127.0.0.1).")
+@click.option("--verbose", is_flag=True, help="Show Spark's own output (log4j lines, warnings, progress).")
 @click.option("--out", default=None,
               help="Aggregate file to write (path or URI) [default: CAMPAIGN.aggregate.json].")
 def spark_aggregate(archive: str, campaign: str, version: int | None, since: str | None, until: str | None,
-                    master: str, out: str | None) -> None:
+                    master: str, verbose: bool, out: str | None) -> None:
     """Compute CAMPAIGN's per-day aggregates from the Parquet ARCHIVE with PySpark and write an aggregate file.
 
     The same aggregation as the collector's, merged in a tree; read the result with ldp-telemetry report CAMPAIGN
@@ -68,8 +70,9 @@ def spark_aggregate(archive: str, campaign: str, version: int | None, since: str
         raise click.UsageError("--since must not be after --until")
     target = out or f"{campaign}.aggregate.json"
     try:
-        result = run(archive, campaign, target, version=version, since=since, until=until, master=master)
+        result = run(archive, campaign, target, version=version, since=since, until=until, master=master,
+                     verbose=verbose)
     except LDPError as exc:
-        _fail(str(exc))
+        _fail("\n".join([str(exc), *getattr(exc, "__notes__", [])]))
     click.echo(f"{result.total().n} reports of {campaign} v{result.spec.version} over {len(result.days)} days "
                f"-> {target}")

@@ -118,6 +118,8 @@ def _fail(message: str) -> None:
               help="Token bucket size per public key [default: 100].")
 @click.option("--public-max-batch", default=None, type=click.IntRange(1),
               help="Most reports per POST /v1/reports of a public key [default: 100].")
+@click.option("--request-timeout", default=15.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              help="Seconds from a request's first byte until all of it has arrived; then 408.")
 @click.option("--role", default="standalone", show_default=True, envvar="LDP_ROLE",
               type=click.Choice(["standalone", "leader", "helper"]),
               help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
@@ -131,14 +133,15 @@ def _fail(message: str) -> None:
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
-          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, role: str,
-          helper_url: str | None, peer_token: str | None, aggregate_interval: float,
+          rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
+          role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
 
-    Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
-    summed over every worker (prometheus_client multiprocess mode, in a fresh PROMETHEUS_MULTIPROC_DIR)."""
+    Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
+    workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
+    fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
     from collector.storage import is_database_url
 
     config: dict[str, Any] = {"ROLE": role}
@@ -167,7 +170,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
                        ("PUBLIC_RATE_BURST", public_rate_burst), ("PUBLIC_MAX_BATCH_REPORTS", public_max_batch)):
         if value is not None:
             config[key] = value
-    run(database, host=host, port=port, workers=workers, threads=threads, config=config)
+    run(database, host=host, port=port, workers=workers, threads=threads, config=config,
+        request_timeout=request_timeout)
 
 
 @click.group()

@@ -23,7 +23,7 @@ from collector.storage import Storage
 from .helpers import CATEGORICAL, free_port, make_reports, running_server, stop, table_counts
 
 IDLE_CONNECTIONS = 50
-HALF_HEADERS = 5
+PARTIAL_HEADS = 50
 
 
 def _world(tmp_path: Path) -> tuple[Path, str, client_sdk.Spec]:
@@ -83,20 +83,165 @@ def _health_count(url: str) -> float:
     return float(match.group(1))
 
 
-def test_idle_and_half_open_connections_do_not_starve_the_server(tmp_path):
+def open_slow_clients(host: str, port: int, stack: ExitStack, wrap=lambda sock: sock) -> None:
+    """``IDLE_CONNECTIONS`` connections that answered one request and stay open (kept alive), then
+    ``PARTIAL_HEADS`` connections that send the start of a request head and nothing more; ``wrap`` (TLS, for
+    nginx) is applied to each socket"""
+    for _ in range(IDLE_CONNECTIONS):
+        sock = stack.enter_context(wrap(socket.create_connection((host, port), timeout=30)))
+        sock.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b'{"status":"ok"}\n'):
+            chunk = sock.recv(4096)
+            assert chunk, answer
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" not in answer.lower()
+    for _ in range(PARTIAL_HEADS):
+        sock = stack.enter_context(wrap(socket.create_connection((host, port), timeout=30)))
+        sock.sendall(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\n")
+
+
+def test_slow_and_idle_clients_do_not_starve_the_default_server(tmp_path):
+    """50 partial request heads and 50 idle kept-alive connections against ``ldp-telemetry serve`` as documented
+    (default workers and threads): /livez and an ingest are still answered within a 1 s client timeout"""
     db_path, ingest, spec = _world(tmp_path)
     with running_server(db_path, tmp_path / "server.log", workers=2) as (url, _), ExitStack() as stack:
-        port = int(url.rsplit(":", 1)[1])
-        for _ in range(IDLE_CONNECTIONS):
-            stack.enter_context(socket.create_connection(("127.0.0.1", port)))
-        for _ in range(HALF_HEADERS):
-            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port)))
-            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        open_slow_clients("127.0.0.1", int(url.rsplit(":", 1)[1]), stack)
         for _ in range(4):  # several requests, so both workers are asked
             assert _get(url + "/livez", timeout=1.0) == (200, '{"status":"ok"}\n')
         reports = make_reports(spec, ["chrome", "safari", "edge"])
         assert _post_reports(url, ingest, reports, timeout=1.0)["accepted"] == 3
     assert table_counts(db_path)["reports"] == 3
+
+
+def _exchange(port: int, *pieces: bytes, pause: float = 0.0) -> bytes:
+    "Send ``pieces`` on one connection (``pause`` seconds apart), then read until the server closes it"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(pause)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _ingest_request(key: str, reports: list[dict], *headers: str, chunked: bool = False) -> tuple[bytes, bytes]:
+    "The head and body of a POST /v1/reports"
+    body = json.dumps({"reports": reports}).encode()
+    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(body)}"
+    head = "\r\n".join(["POST /v1/reports HTTP/1.1", "Host: x", f"Authorization: Bearer {key}",
+                         "Content-Type: application/json", framing, *headers, "", ""]).encode()
+    if chunked:
+        body = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:])) + b"0\r\n\r\n"
+    return head, body
+
+
+def test_the_event_loop_frames_requests_that_arrive_in_pieces(tmp_path):
+    """A request dripped in pieces, a chunked body, two pipelined requests and ``Expect: 100-continue`` are each
+    answered once and in order; a head above the limit is answered 431 without reaching the application"""
+    from collector.server import MAX_HEAD_BYTES
+
+    db_path, ingest, spec = _world(tmp_path)
+    with running_server(db_path, tmp_path / "server.log", workers=1, extra=("--rate-limit", "0", "--threads", "1")
+                        ) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        head, body = _ingest_request(ingest, make_reports(spec, ["edge"]), "Connection: close")
+        request = head + body
+        dripped = _exchange(port, *(request[at:at + 40] for at in range(0, len(request), 40)), pause=0.01)
+        assert dripped.startswith(b"HTTP/1.1 200") and b'"accepted":1' in dripped
+
+        head, body = _ingest_request(ingest, make_reports(spec, ["chrome"]), "Connection: close", chunked=True)
+        chunked = _exchange(port, head, body[:7], body[7:])
+        assert chunked.startswith(b"HTTP/1.1 200") and b'"accepted":1' in chunked
+
+        livez = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
+        pipelined = _exchange(port, livez + livez.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        assert pipelined.count(b"HTTP/1.1 200") == 2 and pipelined.count(b'{"status":"ok"}') == 2
+
+        head, body = _ingest_request(ingest, make_reports(spec, ["safari"]), "Connection: close",
+                                     "Expect: 100-continue")
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(head)
+            assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            sock.sendall(body)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200") and b"100 Continue" not in answer and b'"accepted":1' in answer
+
+        too_long = _exchange(port, b"GET /livez HTTP/1.1\r\nX-Long: " + b"a" * MAX_HEAD_BYTES)
+        assert too_long.startswith(b"HTTP/1.1 431 ")
+        problem = json.loads(too_long.split(b"\r\n\r\n", 1)[1])
+        assert problem["status"] == 431 and problem["type"].startswith("urn:ldp-telemetry:problem:")
+    assert table_counts(db_path)["reports"] == 3
+
+
+def test_a_request_that_does_not_arrive_in_time_is_answered_408_and_frees_its_connection(tmp_path):
+    """``--request-timeout``: a stalled head and a stalled body are each answered 408 (problem+json) and closed by
+    the event loop; the single thread never waited for them"""
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1,
+                        extra=("--rate-limit", "0", "--threads", "1", "--request-timeout", "1")) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        for stalled in (b"POST /v1/reports HTTP/1.1\r\nHost: x\r\n",
+                        b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"rep"):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(stalled)
+                assert _get(url + "/livez", timeout=5)[0] == 200  # meanwhile the only thread is free
+                answer = b""
+                while chunk := sock.recv(65536):  # until the server closes the connection
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408 ")
+            problem = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+            assert problem["status"] == 408 and problem["type"] == "urn:ldp-telemetry:problem:request-timeout"
+
+
+def test_stalled_and_oversized_bodies_cost_no_thread(tmp_path):
+    """50 requests whose body stalls after 10 bytes, and 50 that declare a body over the limit (each answered 413
+    by the event loop at once, with its problem+json): /livez and an ingest still answer within a 1 s timeout"""
+    db_path, ingest, spec = _world(tmp_path)
+    head = "POST /v1/reports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n" \
+           "Content-Length: {}\r\n\r\n"
+    with running_server(db_path, tmp_path / "server.log", workers=2) as (url, _), ExitStack() as stack:
+        port = int(url.rsplit(":", 1)[1])
+        for _ in range(PARTIAL_HEADS):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head.format(ingest, 1000).encode() + b'{"reports"')
+        for _ in range(PARTIAL_HEADS):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head.format(ingest, 100 * 1024 * 1024).encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 413 ")
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["field"] == "body"
+        for _ in range(4):
+            assert _get(url + "/livez", timeout=1.0) == (200, '{"status":"ok"}\n')
+        assert _post_reports(url, ingest, make_reports(spec, ["edge"]), timeout=1.0)["accepted"] == 1
+
+
+def test_bodies_beyond_the_buffer_budget_are_answered_503_not_given_a_thread(tmp_path):
+    "Partial bodies of 6 MiB on connection after connection: once the loop holds 64 MiB, it answers 503"
+    import select
+
+    from collector.server import BUFFER_BUDGET
+
+    piece = 6 * 1024 * 1024
+    head = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1) as (url, _), ExitStack() as stack:
+        port = int(url.rsplit(":", 1)[1])
+        waiting: list[socket.socket] = []
+        answered: list[socket.socket] = []
+        while not answered and len(waiting) < BUFFER_BUDGET // piece + 3:
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(head % (piece + 1) + b"x" * piece)  # one byte short of the body
+            waiting.append(sock)
+            answered = select.select(waiting, [], [], 0.2)[0]
+        answered = answered or select.select(waiting, [], [], 20)[0]
+        assert len(waiting) * piece > BUFFER_BUDGET  # nothing was refused below the budget
+        assert answered and all(sock.recv(65536).startswith(b"HTTP/1.1 503 ") for sock in answered)
+        assert _get(url + "/livez", timeout=5)[0] == 200
 
 
 def test_threads_each_use_their_own_connection(tmp_path):
@@ -232,3 +377,37 @@ def test_served_responses_carry_the_current_date(tmp_path):
             with urllib.request.urlopen(url + "/livez", timeout=10) as response:
                 date = email.utils.parsedate_to_datetime(response.headers["Date"]).timestamp()
             assert int(before) <= date <= time.time()
+
+
+def test_the_log_shows_the_bound_address_and_port_and_no_client_address(tmp_path):
+    "``--port 0``: the log names the port the kernel chose; a client's address in a gunicorn warning is removed"
+    import subprocess
+
+    from .helpers import ldp_command
+
+    log_path = tmp_path / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(ldp_command("serve", "--db", str(tmp_path / "c.db"), "--host", "127.0.0.1",
+                                               "--port", "0", "--workers", "1"),
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for(lambda: "Booting worker" in log_path.read_text())
+        listening = re.search(r"Listening at: http://127\.0\.0\.1:(\d+) \(\d+\)", log_path.read_text())
+        assert listening, log_path.read_text()
+        url = f"http://127.0.0.1:{listening.group(1)}"
+        _wait_for(lambda: _answers(url + "/livez"))
+        with socket.create_connection(("127.0.0.1", int(listening.group(1))), timeout=10) as sock:
+            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")  # gunicorn logs the peer
+            assert sock.recv(100).startswith(b"HTTP/1.1 400")
+        _wait_for(lambda: "Invalid" in log_path.read_text())
+    finally:
+        stop(process)
+    lines = log_path.read_text().splitlines()
+    assert not [line for line in lines if "127.0.0.1" in line and "Listening at:" not in line], lines
+
+
+def _answers(url: str) -> bool:
+    try:
+        return _get(url, timeout=1)[0] == 200
+    except OSError:
+        return False

@@ -23,13 +23,18 @@ from .test_storage import group_of
 NAMES = [spec["name"] for spec in MECHANISM_SPECS]
 
 
-@pytest.fixture(scope="module")
-def spark():
+def require_java() -> None:
+    "Fails (never skips) without Java 17 or later on the PATH"
     java = shutil.which("java")
     if java is None:
         pytest.fail("no java on the PATH: PySpark needs Java 17 (.ci/run installs openjdk-17-jre-headless)")
     version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     assert '"17' in version or '"2' in version, version  # 17 or later
+
+
+@pytest.fixture(scope="module")
+def spark():
+    require_java()
     session = spark_session("local[2]", "ldp-telemetry tests")
     session.sparkContext.setLogLevel("ERROR")
     yield session

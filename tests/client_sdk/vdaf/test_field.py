@@ -14,7 +14,9 @@ from client_sdk.vdaf.field import (
     Field128,
     _extend_values_generic,
     double_evaluations,
+    eval_weights,
     extend_values_to_power_of_2,
+    nested_eval_weights,
     poly_eval_lagrange,
     poly_eval_monomial,
 )
@@ -115,3 +117,14 @@ def test_double_evaluations_match_the_ntt_on_both_sides_of_the_direct_size(field
     rng = random.Random(n)
     coeffs = [rng.randrange(field.MODULUS) for _ in range(n)]
     assert double_evaluations(field, field.ntt(coeffs, n)) == field.ntt(coeffs, 2 * n)
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_nested_weights_equal_the_weights_of_each_set_of_roots(field):
+    "One inversion for the n-th and the m-th roots gives what eval_weights gives for each, for every m dividing n"
+    rng = random.Random(11)
+    for n in (2, 4, 16):
+        x = rng.randrange(field.MODULUS)
+        for m in (1, 2, n // 2, n):
+            if m and n % m == 0:
+                assert nested_eval_weights(field, n, m, x) == (eval_weights(field, n, x), eval_weights(field, m, x))
