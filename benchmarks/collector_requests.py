@@ -189,11 +189,12 @@ def tree_cpu():
 population = draw_population(DISTRIBUTED_CAMPAIGNS, users, np.random.default_rng(1))
 out = {}
 with tempfile.TemporaryDirectory() as temp:
-    with running_aggregators(Path(temp)) as (url, admin, ingest):
+    with running_aggregators(Path(temp)) as (url, admin, ingest, helper_url):
         started, cpu = time.perf_counter(), tree_cpu()
         created = create_campaigns(url, admin, DISTRIBUTED_CAMPAIGNS)  # waits for the leader's worker
         out["start"] = {"wall": time.perf_counter() - started, "cpu": tree_cpu() - cpu}
-        for phase, run in (("upload", lambda: report_distributed(url, ingest, created, population)),
+        for phase, run in (("upload", lambda: report_distributed(url, ingest, created, population,
+                                                                 helper_url=helper_url)),
                            ("collect", lambda: collect_today(url, admin, list(created)))):
             started, cpu = time.perf_counter(), tree_cpu()
             notes = run()

@@ -119,9 +119,9 @@ with tempfile.TemporaryDirectory() as temp:
                     return run.write_reports(url, admin, CAMPAIGNS, population, Path(temp) / "shared",
                                              workers=workers)
             measure("shared", shared)
-    with run.running_aggregators(folder) as (url, admin, ingest):
+    with run.running_aggregators(folder) as (url, admin, ingest, helper_url):
         created = run.create_campaigns(url, admin, DISTRIBUTED_CAMPAIGNS)
-        run.report_distributed(url, ingest, created, population)
+        run.report_distributed(url, ingest, created, population, helper_url=helper_url)
         run.collect_today(url, admin, list(created))
         measure("distributed", lambda: run.write_reports(url, admin, DISTRIBUTED_CAMPAIGNS, population, reports,
                                                          earlier=earlier))

@@ -583,22 +583,23 @@ PEER_TOKEN = "demo-peer-token"  # aggregator-to-aggregator key of the demo's two
 
 
 @contextmanager
-def running_aggregators(folder: Path) -> Iterator[tuple[str, str, str]]:
+def running_aggregators(folder: Path) -> Iterator[tuple[str, str, str, str]]:
     """A helper and a leader, each a collector child of :func:`running_collector` with its own database;
-    yields (leader URL, leader admin key, leader ingest key).  The leader runs no aggregation driver: collection
-    runs the pending aggregation jobs itself."""
+    yields (leader URL, leader admin key, leader ingest key, helper URL).  The leader runs no aggregation driver:
+    collection runs the pending aggregation jobs itself."""
     with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url:
         leader_db = folder / "leader.db"
         admin_key, ingest_key = create_keys(leader_db)
         config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
         with running_collector(leader_db, config) as leader_url:
-            yield leader_url, admin_key, ingest_key
+            yield leader_url, admin_key, ingest_key, helper_url
 
 
 def report_distributed(url: str, ingest_key: str, created: dict[str, dict], population: dict[str, list],
-                       progress: Progress | None = None) -> None:
+                       progress: Progress | None = None, *, helper_url: str) -> None:
     """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
-    shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
+    shares with the proof, each sealed with HPKE to its aggregator; the listing's helper key is used only once the
+    helper itself, at ``helper_url`` known to the app out of band, has published it, as ``Client`` does) and
     the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
     leader opens its shares meanwhile).  ``progress`` is called before each batch is sealed (with 0) and after
     each is posted: an exception it raises stops the sealing and the uploads."""
@@ -608,10 +609,10 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     import requests
 
     from client_sdk import load_spec
-    from client_sdk.distributed import seal_report
-    from client_sdk.vdaf.hpke import HpkeConfig
+    from client_sdk.distributed import aggregator_configs, configured_aggregators, parse_hpke_configs, seal_report
 
     update = progress or (lambda count: None)
+    trusted = configured_aggregators({"helper": helper_url}, url)
     posted: list[Future] = []
     with requests.Session() as session, requests.Session() as uploads, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-demo-upload") as poster:
@@ -620,8 +621,8 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
             for name, campaign in created.items():
                 spec = load_spec(campaign["spec"])
                 listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
-                leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
-                helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
+                published = parse_hpke_configs(requests.get(f"{helper_url}/v1/hpke_config", timeout=30).json())
+                leader, helper = aggregator_configs(listed, trusted, published)  # AggregatorMismatch: not sealed
                 values = population[name]
                 for start in range(0, len(values), DISTRIBUTED_BATCH):
                     update(0)  # a stop asked for meanwhile ends the sealing here
@@ -679,11 +680,11 @@ def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], populatio
         check()
         update(count)
 
-    with running_aggregators(folder) as (url, admin_key, ingest_key):
+    with running_aggregators(folder) as (url, admin_key, ingest_key, helper_url):
         try:
             check()
             created = create_campaigns(url, admin_key, campaigns)
-            report_distributed(url, ingest_key, created, population, counted)
+            report_distributed(url, ingest_key, created, population, counted, helper_url=helper_url)
             if uploaded is not None:
                 uploaded()
             check()

@@ -35,6 +35,7 @@ from estimators.distributed import estimate_release
 from tests.tolerances import k_sigma
 
 from ..helpers import create_key, free_port, ldp_command, running_server
+from .kit import checked_block
 
 PEER_TOKEN = "e2e-peer-token"
 DEVICES = 2_000
@@ -65,14 +66,16 @@ class Aggregators:
     def create(self, spec: dict) -> tuple[client_sdk.Spec, dict]:
         created = self.call("POST", "/v1/campaigns", spec)
         listed = self.call("GET", f"/v1/campaigns/{spec['name']}", key=self.ingest)
-        return client_sdk.load_spec(created["spec"]), listed["aggregators"]
+        own = requests.get(self.helper_url + "/v1/hpke_config", timeout=60).json()  # from the helper, as a device
+        return client_sdk.load_spec(created["spec"]), checked_block(listed["aggregators"], self.helper_url, own)
 
     def devices_record(self, campaign: str, values: list[Any], state_root: Path) -> None:
         "One device per value: its own Client and state, one record, one flush to the leader"
 
         def device(index: int) -> None:
             client = client_sdk.Client(self.leader_url, self.ingest, state_root / f"device-{index}",
-                                       background=False, campaigns=[campaign])
+                                       background=False, campaigns=[campaign],
+                                       aggregators={"helper": self.helper_url})
             try:
                 status = client.record(campaign, values[index])
                 result = client.flush(timeout=60)

@@ -21,7 +21,7 @@ import pytest
 import client_sdk
 
 from ..helpers import create_key, free_port, ldp_command, running_server
-from .kit import PEER_TOKEN, exact_sum, honest_reports, spec_json, truth, values_for
+from .kit import PEER_TOKEN, checked_block, exact_sum, honest_reports, spec_json, truth, values_for
 
 WAIT_SECONDS = 60.0  # an upper bound for a condition to come true, polled every 0.1 s
 
@@ -88,7 +88,8 @@ class Aggregators:
         status, body = call("POST", self.leader_url + "/v1/campaigns", self.admin, spec)
         assert status in (200, 201), body  # 200: the same spec was created before
         status, listed = call("GET", f"{self.leader_url}/v1/campaigns/{spec['name']}", self.ingest)
-        return client_sdk.load_spec(body["spec"]), listed["aggregators"]
+        _, own = call("GET", f"{self.helper_url}/v1/hpke_config", "")  # as a device: from the helper itself
+        return client_sdk.load_spec(body["spec"]), checked_block(listed["aggregators"], self.helper_url, own)
 
     def upload(self, reports: list[dict]) -> dict:
         status, body = call("POST", self.leader_url + "/v1/reports", self.ingest, {"reports": reports})
