@@ -37,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
     "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
     "ROLE": "standalone",  # distributed campaigns: "leader" or "helper" (collector.distributed)
+    "PEER_RATE_LIMIT": 50.0,  # helper: requests per second from the leader (peer token); 0 turns it off
+    "PEER_RATE_BURST": 200.0,
     "HELPER_URL": "",  # the leader's helper: https://..., or http:// to a loopback host only
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper

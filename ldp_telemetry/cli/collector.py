@@ -137,7 +137,7 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
-        _check_helper_url(helper_url)
+        _check_helper_url(str(helper_url))
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
     from collector.server import serve as run  # imports gunicorn: only once the options are known to be complete
 
@@ -345,7 +345,7 @@ def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tu
 
     if not helper_url or not peer_token:
         _fail("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and LDP_PEER_TOKEN)")
-    _check_helper_url(helper_url)
+    _check_helper_url(str(helper_url))
     storage = _storage(database)
     try:
         store = DistStore(storage)

@@ -319,7 +319,7 @@ def test_without_the_distributed_extra_record_names_it(tmp_path, fake, monkeypat
     client = make_client(tmp_path, fake)
     monkeypatch.delitem(sys.modules, "client_sdk.vdaf.hpke")
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.hpke", None)  # as if not installed
-    with pytest.raises(UnsupportedSpec, match=r"ldp-telemetry-sdk\[distributed\]"):
+    with pytest.raises(UnsupportedSpec, match=r"pip install './sdk\[distributed\]'"):
         client.record("apps", "mail")
     assert client.pending() == 0 and client.spent("apps").reports == 0
     client.close()

@@ -109,7 +109,19 @@ class Pair:
             return run_pending(storage, DistStore(storage), PeerClient(self.transport, PEER_TOKEN, retries=0))
 
     def collect(self, name: str, batch: str) -> Any:
+        "Collect ``batch``; the day has to end first (:func:`end_day`), unless the test means to collect it early"
         return self.leader.post(f"/v1/campaigns/{name}/collect", json={"batch": batch}, headers=self.admin)
+
+
+def end_day() -> str:
+    """Let the collector's current UTC day end (its clock of days moves one day on, ``collector.auth.CLOCK_OFFSET``;
+    the tests' conftest puts it back): that day's batch can be collected, new reports enter the next one.  The
+    day that ended."""
+    from collector import auth
+
+    ended = auth.utc_today()
+    auth.CLOCK_OFFSET += 86400
+    return ended
 
 
 def checked_block(block: dict, helper_url: str, helper_answer: dict) -> dict:
