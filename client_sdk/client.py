@@ -19,6 +19,11 @@ up to the batch; rejected reports are named with a reason) or a queue limit drop
 batch, backs off (exponential with full jitter, at least Retry-After) and sets ``status().condition``.  413
 halves the batch, which grows back after successes.  A retry resends the same queued JSON (same report_id, same
 draw), so the collector's duplicate detection makes retries safe.
+
+Distributed campaigns seal each value to two aggregators; the app names the helper out of band
+(``aggregators={"helper": URL}``, optionally with pinned HPKE configs), the helper's key is fetched from the
+helper itself, and a listing that names another helper is refused (``aggregator_mismatch``; none configured:
+``aggregators_not_configured``), with nothing charged or queued (docs/sdk.md).
 """
 
 from __future__ import annotations
