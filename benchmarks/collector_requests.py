@@ -189,12 +189,16 @@ def tree_cpu():
 population = draw_population(DISTRIBUTED_CAMPAIGNS, users, np.random.default_rng(1))
 out = {}
 with tempfile.TemporaryDirectory() as temp:
-    with running_aggregators(Path(temp)) as (url, admin, ingest):
+    with running_aggregators(Path(temp)) as aggs:
         started, cpu = time.perf_counter(), tree_cpu()
-        created = create_campaigns(url, admin, DISTRIBUTED_CAMPAIGNS)  # waits for the leader's worker
+        created = create_campaigns(aggs.url, aggs.admin, DISTRIBUTED_CAMPAIGNS)  # waits for the leader's worker
         out["start"] = {"wall": time.perf_counter() - started, "cpu": tree_cpu() - cpu}
-        for phase, run in (("upload", lambda: report_distributed(url, ingest, created, population)),
-                           ("collect", lambda: collect_today(url, admin, list(created)))):
+        days = []
+        for phase, run in (("upload", lambda: report_distributed(aggs.url, aggs.ingest, created, population,
+                                                                 helper_url=aggs.helper_url)),
+                           ("collect", lambda: collect_today(aggs.url, aggs.admin, list(created), days[0]))):
+            if phase == "collect":
+                days.append(aggs.end_day())  # the leader restarted a day later (not measured)
             started, cpu = time.perf_counter(), tree_cpu()
             notes = run()
             out[phase] = {"wall": time.perf_counter() - started, "cpu": tree_cpu() - cpu}

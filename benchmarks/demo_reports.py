@@ -119,10 +119,13 @@ with tempfile.TemporaryDirectory() as temp:
                     return run.write_reports(url, admin, CAMPAIGNS, population, Path(temp) / "shared",
                                              workers=workers)
             measure("shared", shared)
-    with run.running_aggregators(folder) as (url, admin, ingest):
-        created = run.create_campaigns(url, admin, DISTRIBUTED_CAMPAIGNS)
-        run.report_distributed(url, ingest, created, population)
-        run.collect_today(url, admin, list(created))
+    with run.running_aggregators(folder) as aggregators:
+        created = run.create_campaigns(aggregators.url, aggregators.admin, DISTRIBUTED_CAMPAIGNS)
+        run.report_distributed(aggregators.url, aggregators.ingest, created, population,
+                               helper_url=aggregators.helper_url)
+        day = aggregators.end_day()
+        url, admin = aggregators.url, aggregators.admin
+        run.collect_today(url, admin, list(created), day)
         measure("distributed", lambda: run.write_reports(url, admin, DISTRIBUTED_CAMPAIGNS, population, reports,
                                                          earlier=earlier))
     out["files"] = len(list(reports.iterdir()))

@@ -61,7 +61,7 @@ def per_report(count: int, step) -> float:
 def record_ms(spec: client_sdk.Spec, value: object, keys, count: int) -> float:
     "Client.record per report: seal, ask and charge the ledger, insert into the SQLite queue (no upload)"
     aggregators = {"leader": {"hpke_config": keys[0].config.to_dict()},
-                   "helper": {"url": "http://helper.test", "hpke_config": keys[1].config.to_dict()}}
+                   "helper": {"url": "https://helper.test", "hpke_config": keys[1].config.to_dict()}}
 
     def leader(request: Request) -> Response:
         item = {"name": spec.name, "version": 1, "fingerprint": spec.fingerprint, "spec": spec.to_dict(),
@@ -69,8 +69,9 @@ def record_ms(spec: client_sdk.Spec, value: object, keys, count: int) -> float:
         return Response.from_json(200, {"campaigns": [item]})
 
     with tempfile.TemporaryDirectory() as state:
-        client = Client("http://leader.test", "key", state, transport=MockTransport(leader), background=False,
+        client = Client("https://leader.test", "key", state, transport=MockTransport(leader), background=False,
                         campaigns=[spec.name], policy=ReportPolicy.unlimited(), jitter=random.Random(1),
+                        aggregators={"helper": {"url": "https://helper.test", "hpke_config": keys[1].config}},
                         queue_limits=client_sdk.QueueLimits(max_reports=count + 1, max_bytes=1 << 31))
         client.record(spec.name, value)  # the first record builds the Prio3 instance
         elapsed = per_report(count, lambda: client.record(spec.name, value))

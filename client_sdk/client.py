@@ -22,6 +22,11 @@ up to the batch; rejected reports are named with a reason) or a queue limit drop
 batch, backs off (exponential with full jitter, at least Retry-After) and sets ``status().condition``.  413
 halves the batch, which grows back after successes.  A retry resends the same queued JSON (same report_id, same
 draw), so the collector's duplicate detection makes retries safe.
+
+Distributed campaigns seal each value to two aggregators; the app names the helper out of band
+(``aggregators={"helper": URL}``, optionally with pinned HPKE configs), the helper's key is fetched from the
+helper itself, and a listing that names another helper is refused (``aggregator_mismatch``; none configured:
+``aggregators_not_configured``), with nothing charged or queued (docs/sdk.md).
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ __all__ = ["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", 
 logger = logging.getLogger("client_sdk")
 GZIP_MIN_BYTES = 2048
 UPLOAD_SETTING = "upload_enabled"
+HELPER_CONFIGS_SETTING = "helper_hpke_configs"
 DELETED_COUNTER = "deleted_upload_disabled"
 
 
@@ -101,7 +107,7 @@ class Client:
                  max_held: int = 1000, max_held_age: float = 7 * 24 * 3600.0, specs: Any = None,
                  flush_at_exit: float | None = None,
                  on_condition: Callable[[str | None, str | None], None] | None = None, background: bool = True,
-                 helper_hpke_config: Any = None, clock: Callable[[], float] = time.time,
+                 helper_hpke_config: Any = None, aggregators: Any = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, jitter: Jitter | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
@@ -139,14 +145,20 @@ class Client:
         self._upload_enabled = self.state.fresh or self.state.setting(UPLOAD_SETTING, "1") == "1"
         self._mechanisms: dict[str, Mechanism] = {}
         self._specs: dict[str, tuple[Spec, float]] = {}
-        # Distributed campaigns: the aggregators block listed with each spec (cached with it), and a helper HPKE
-        # config pinned by the app (a dict or client_sdk.vdaf.hpke.HpkeConfig) that the listed one must match.
+        # Distributed campaigns: the aggregators block listed with each spec (cached with it) is checked against
+        # what the app knows out of band (``aggregators``: the helper's URL, whose HPKE configs are fetched from the
+        # helper itself, and optional pins; ``helper_hpke_config`` is the older way to pin the helper's config).
         self._aggregators: dict[str, Any] = {}
-        if helper_hpke_config is not None:
-            from .distributed import pinned_config
+        self._trusted: Any = None
+        if aggregators is None and helper_hpke_config is not None:
+            aggregators = {"helper": {"hpke_config": helper_hpke_config}}
+        if aggregators is not None:
+            from .distributed import configured_aggregators
 
-            helper_hpke_config = pinned_config(helper_hpke_config)  # ValueError naming the field
-        self._helper_pin = helper_hpke_config
+            self._trusted = configured_aggregators(aggregators, self.url)  # ValueError naming the field
+        self._helper_configs: list[Any] | None = None  # fetched from the helper (or read from the state file)
+        self._helper_configs_loaded = False
+        self._helper_configs_wanted = False
         self._sealers: dict[str, tuple[Any, Any]] = {}
         # The RAPPOR device secret: read from the state file on first use, or drawn and stored (pending) in the
         # transaction of the first report made with it
@@ -215,6 +227,8 @@ class Client:
         try:
             if spec.trust == "distributed":
                 payload = self._seal(spec, campaign, value, report_id)
+                if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
+                    return Recorded(payload)
             else:
                 mechanism = self._checked_mechanism(spec)
                 payload = self._perturb(spec, value, mechanism)  # validates the value before any quota/state check
@@ -348,18 +362,30 @@ class Client:
         except (ValueError, ArithmeticError) as exc:
             raise InvalidValue(str(exc)) from None
 
-    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str) -> dict:
-        "A distributed report's payload: the value sharded and sealed to the leader and the helper"
+    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str) -> dict | RecordStatus:
+        """A distributed report's payload: the value sharded and sealed to the leader and the helper, with HPKE
+        configs the listing names and the app's configuration vouches for; or the status saying why not"""
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
             from . import distributed
+            from .errors import AggregatorMismatch
 
+            if self._trusted is None:
+                self._log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "
+                               "aggregators configured (Client(aggregators=...)): nothing is sealed", campaign)
+                return RecordStatus.AGGREGATORS_NOT_CONFIGURED
             aggregators = self._aggregators.get(campaign)
-            key = canonical_json([campaign, aggregators])
+            helper_configs = self._helper_configs or []
+            key = canonical_json([campaign, aggregators, [c.to_dict() for c in helper_configs]])
             configs = self._sealers.get(key)
             if configs is None:
-                configs = self._sealers[key] = distributed.aggregator_configs(aggregators, self._helper_pin)
+                configs = distributed.aggregator_configs(aggregators, self._trusted, helper_configs)
+                self._sealers[key] = configs
+        except AggregatorMismatch as exc:
+            self._log_once(("aggregator_mismatch", campaign), "campaign %s: refused, the leader's listing does not "
+                           "match the configured aggregators (%s)", campaign, exc)
+            return RecordStatus.AGGREGATOR_MISMATCH
         except SpecError as exc:
             raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
         except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
@@ -372,6 +398,52 @@ class Client:
             raise InvalidValueType(str(exc)) from None
         except ValueError as exc:  # ValueNotInDomain too
             raise InvalidValue(str(exc)) from None
+
+    # -- the helper's HPKE configs, from the helper ------------------------------------------------------------
+    def _helper_configs_missing(self) -> bool:
+        "True when the configured helper's HPKE configs are needed and neither fetched nor in the state file"
+        trusted = self._trusted
+        if trusted is None or trusted.helper_pin is not None:
+            return False
+        try:
+            from .vdaf import hpke  # noqa: F401
+        except ImportError:  # no `distributed` extra: record() names it (UnsupportedSpec) instead of holding
+            return False
+        if self._helper_configs is None and not self._helper_configs_loaded:
+            self._helper_configs_loaded = True
+            stored = self.state.setting(HELPER_CONFIGS_SETTING, "")
+            try:
+                cached = json.loads(stored) if stored else None
+                if isinstance(cached, dict) and cached.get("url") == trusted.helper_url:
+                    from .distributed import parse_hpke_configs
+
+                    self._helper_configs = parse_hpke_configs(cached)
+            except (ValueError, ImportError):
+                pass  # fetched again
+        return self._helper_configs is None
+
+    def _fetch_helper_configs(self, timeout: float | None = None) -> None:
+        "``GET <helper>/v1/hpke_config`` from the helper itself (no API key: it is not the leader's to see)"
+        trusted = self._trusted
+        if trusted is None or trusted.helper_pin is not None or trusted.helper_url is None:
+            return
+        try:
+            from .distributed import parse_hpke_configs
+
+            response = self._send(Request("GET", f"{trusted.helper_url}/v1/hpke_config",
+                                          {"Accept": "application/json"}), timeout)
+            if response.status != 200:
+                raise ValueError(f"HTTP {response.status}")
+            configs = parse_hpke_configs(response.json())
+        except (TransportError, ValueError, ImportError) as exc:
+            self._log_once(("helper", "hpke_config"), "the helper's HPKE config could not be fetched from %s: %s",
+                           trusted.helper_url, exc)
+            return
+        self._helper_configs = configs
+        self._helper_configs_wanted = False
+        with self.state.without_fsync():  # a cache: fetched again if lost
+            self.state.set_setting(HELPER_CONFIGS_SETTING, json.dumps(
+                {"url": trusted.helper_url, "configs": [c.to_dict() for c in configs]}))
 
     def _count(self, name: str, amount: int = 1) -> None:
         if not amount:
@@ -530,9 +602,15 @@ class Client:
             return shipped[0]  # until the collector's spec arrives (fetched, it replaces this one)
         if self.clock() - held[1] >= self.spec_ttl:
             self._wake.set()  # stale: keep using it, refresh in the background
+        if held[0].trust == "distributed" and self._helper_configs_missing():
+            self._helper_configs_wanted = True
+            self._wake.set()
+            return RecordStatus.SPEC_UNAVAILABLE
         return held[0]
 
     def _specs_needed(self) -> bool:
+        if self._helper_configs_wanted:
+            return True
         now = self.clock()
         for campaign in list(self._wanted):
             if campaign in self._unknown or campaign in self._closed_campaigns:
@@ -597,6 +675,8 @@ class Client:
                 self._aggregators[campaign] = body.get("aggregators")
                 self._specs[campaign] = (spec, now)
                 self._cached_at[campaign] = now
+            if any(spec.trust == "distributed" for spec, _, _ in fresh.values()):
+                self._fetch_helper_configs(timeout)  # with every listing: the helper may have rotated its key
             self._specs_checked = now
             self._succeeded()
             return True
@@ -622,6 +702,8 @@ class Client:
         self._aggregators[campaign] = cached.get("aggregators")
         self._specs[campaign] = (spec, now)
         self._cached_at[campaign] = now
+        if spec.trust == "distributed":
+            self._fetch_helper_configs()
         return spec
 
     def _mechanism(self, spec: Spec) -> Mechanism:

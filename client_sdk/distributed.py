@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from .vdaf.hpke import HpkeConfig, HpkeKeyPair
 
 __all__ = [
-    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "ReportPayload", "SealError", "ShareRejected",
-    "aggregator_configs", "ctx_for", "encode_value", "input_share_info", "open_input_share", "parse_payload",
-    "pinned_config", "report_nonce", "seal_report", "vdaf_for",
+    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "Aggregators", "ReportPayload", "SealError", "ShareRejected",
+    "aggregator_configs", "checked_url", "configured_aggregators", "ctx_for", "encode_value", "input_share_info",
+    "open_input_share", "parse_hpke_configs", "parse_payload", "pinned_config", "report_nonce", "same_url",
+    "seal_report", "vdaf_for",
 ]
 
 CTX_PREFIX = b"ldp-telemetry/v1 "
@@ -227,11 +228,119 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
     return payload
 
 
-def aggregator_configs(aggregators: Any, helper_pin: Any = None) -> tuple[HpkeConfig, HpkeConfig]:
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def checked_url(url: Any, field: str) -> str:
+    """``url`` without a trailing slash, if it is https, or http to a loopback host (127.0.0.0/8, ::1, localhost);
+    ValueError naming ``field`` otherwise (a peer token, a verify key or an HPKE config would travel in clear)"""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str):
+        raise ValueError(f"{field}: must be an URL string, got {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 (ValueError for a malformed port)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {url!r} is not an URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not host or parts.query or parts.fragment:
+        raise ValueError(f"{field}: must be an https:// URL without query or fragment, got {url!r}")
+    if parts.scheme == "http" and not _loopback(host):
+        raise ValueError(f"{field}: must be https:// (plain http only to a loopback host), got {url!r}")
+    return url.rstrip("/")
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def same_url(a: str, b: str) -> bool:
+    "Two aggregator URLs name the same endpoint (scheme and host case-insensitive, default port, trailing slash)"
+    from urllib.parse import urlsplit
+
+    def key(url: str) -> tuple:
+        parts = urlsplit(url.rstrip("/"))
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path
+
+    try:
+        return key(a) == key(b)
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Aggregators:
+    """What the app knows out of band about a distributed campaign's aggregators (``Client(aggregators=...)``): the
+    helper's URL (its HPKE config is fetched from there, never from the leader) and optional pinned HPKE configs"""
+
+    helper_url: str | None
+    helper_pin: HpkeConfig | None = None
+    leader_pin: HpkeConfig | None = None
+
+
+def configured_aggregators(aggregators: Any, client_url: str) -> Aggregators:
+    """Check the ``aggregators`` argument of ``Client``: ``{"helper": URL or {"url": URL, "hpke_config": pin},
+    "leader": {"hpke_config": pin}}`` (the leader's URL, if given, is the client's).  ValueError naming the field."""
+    if not isinstance(aggregators, dict) or set(aggregators) - {"leader", "helper"} or "helper" not in aggregators:
+        raise ValueError('aggregators: must be {"helper": URL or {"url": URL, "hpke_config": {...}}} '
+                         '(and optionally "leader")')
+    entries: dict[str, tuple[str | None, HpkeConfig | None]] = {}
+    for role in ("leader", "helper"):
+        entry = aggregators.get(role)
+        if entry is None:
+            entries[role] = (None, None)
+            continue
+        if isinstance(entry, str):
+            entry = {"url": entry}
+        if not isinstance(entry, dict) or not entry or set(entry) - {"url", "hpke_config"}:
+            raise ValueError(f"aggregators.{role}: must be an URL or {{\"url\": URL, \"hpke_config\": {{...}}}}")
+        url = checked_url(entry["url"], f"aggregators.{role}.url") if "url" in entry else None
+        pin = None
+        if "hpke_config" in entry:
+            try:
+                pin = pinned_config(entry["hpke_config"])
+            except ValueError as exc:
+                raise ValueError(f"aggregators.{role}.hpke_config: {exc}") from None
+        entries[role] = (url, pin)
+    leader_url, leader_pin = entries["leader"]
+    helper_url, helper_pin = entries["helper"]
+    if leader_url is not None and not same_url(leader_url, client_url):
+        raise ValueError(f"aggregators.leader.url: the leader is the client's url ({client_url}), not {leader_url}")
+    if helper_url is None and helper_pin is None:
+        raise ValueError("aggregators.helper: needs the helper's url (its HPKE config is fetched from there) or a "
+                         "pinned hpke_config")
+    checked_url(client_url, "url")  # the leader's URL: the same rule as the helper's
+    return Aggregators(helper_url, helper_pin, leader_pin)
+
+
+def parse_hpke_configs(body: Any, field: str = "hpke_config") -> list[HpkeConfig]:
+    "The configs of an aggregator's ``GET /v1/hpke_config`` answer (ValueError naming the field)"
+    from .vdaf.hpke import HpkeConfig
+
+    configs = body.get("configs") if isinstance(body, dict) else None
+    if not isinstance(configs, list) or not configs:
+        raise ValueError(f"{field}: the answer lists no HPKE config")
+    return [HpkeConfig.from_dict(config) for config in configs]
+
+
+def aggregator_configs(aggregators: Any, trusted: Aggregators | None = None,
+                       helper_configs: list[HpkeConfig] | None = None) -> tuple[HpkeConfig, HpkeConfig]:
     """The leader's and the helper's HPKE configs from the ``aggregators`` block the leader lists with a distributed
-    campaign; ``helper_pin`` (an HpkeConfig or its dict), if given, must equal the helper's.  SpecError naming the
-    field otherwise: a leader that listed its own key as the helper's would see both shares."""
-    from .errors import SpecError
+    campaign, checked against what the device knows out of band: the helper's URL must be the configured one and its
+    config one that the helper itself published (``helper_configs``) or the pin; a pinned leader config must match.
+
+    SpecError naming the field for a malformed block; AggregatorMismatch when the block names another helper or
+    another key (a leader that listed a key of its own as the helper's would otherwise see both shares)."""
+    from .errors import AggregatorMismatch, SpecError
     from .vdaf.hpke import HpkeConfig
 
     if not isinstance(aggregators, dict):
@@ -248,10 +357,21 @@ def aggregator_configs(aggregators: Any, helper_pin: Any = None) -> tuple[HpkeCo
             raise SpecError(f"aggregators.{role}.hpke_config", str(exc)) from None
     leader, helper = configs
     if leader.public_key == helper.public_key:
-        raise SpecError("aggregators", "the leader and the helper list the same public key")
-    if helper_pin is not None and pinned_config(helper_pin) != helper:
-        raise SpecError("aggregators.helper.hpke_config", "does not match the helper HPKE config pinned on this "
-                                                          "device (helper_hpke_config)")
+        raise AggregatorMismatch("aggregators", "the leader and the helper list the same public key")
+    if trusted is None:
+        return leader, helper
+    listed_url = aggregators["helper"].get("url")
+    if trusted.helper_url is not None and not (isinstance(listed_url, str) and same_url(listed_url,
+                                                                                       trusted.helper_url)):
+        raise AggregatorMismatch("aggregators.helper.url", f"the leader lists the helper {listed_url!r}; this device "
+                                                           f"knows {trusted.helper_url!r}")
+    known = [trusted.helper_pin] if trusted.helper_pin is not None else list(helper_configs or [])
+    if helper not in known:
+        source = "pinned on this device" if trusted.helper_pin is not None else "the helper publishes"
+        raise AggregatorMismatch("aggregators.helper.hpke_config", f"is not the HPKE config {source}")
+    if trusted.leader_pin is not None and leader != trusted.leader_pin:
+        raise AggregatorMismatch("aggregators.leader.hpke_config", "is not the leader HPKE config pinned on this "
+                                                                   "device")
     return leader, helper
 
 

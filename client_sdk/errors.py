@@ -5,7 +5,9 @@ Hierarchy (each class lives in the module named on the right)::
     LDPError                                  client_sdk.errors: the root of everything below
     ├── FieldError (ValueError)               client_sdk.errors: bad input; ``.field`` names it, ``.reason`` says why
     │   ├── SpecError                         a campaign spec is invalid
-    │   └── PayloadError                      a report payload does not match its campaign's spec
+    │   ├── PayloadError                      a report payload does not match its campaign's spec
+    │   └── AggregatorMismatch                a distributed campaign's listing names another helper (URL or key)
+    │                                         than the one the app configured (``Client(aggregators=...)``)
     ├── ValueNotInDomain (ValueError)         client_sdk.errors: a categorical value outside the domain
     ├── RecordingError                        client_sdk.errors: ``Client.record`` called wrongly (programming errors)
     │   ├── InvalidValue (ValueError)           value outside the domain, NaN, ...
@@ -56,6 +58,10 @@ class FieldError(LDPError, ValueError):
 
 class SpecError(FieldError):
     "A campaign spec is invalid"
+
+
+class AggregatorMismatch(FieldError):
+    "A leader's listing names another helper (URL or HPKE key) than the one this device knows out of band"
 
 
 class ValueNotInDomain(LDPError, ValueError):

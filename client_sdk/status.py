@@ -18,6 +18,9 @@ class RecordStatus(str, enum.Enum):
     UPLOAD_DISABLED = "upload_disabled"  # set_upload_enabled(False)
     CLIENT_CLOSED = "client_closed"  # close() or delete_local_data() was called
     STATE_ERROR = "state_error"  # the state file could not be written (disk full, damaged file)
+    # distributed campaigns: nothing charged, nothing queued
+    AGGREGATORS_NOT_CONFIGURED = "aggregators_not_configured"  # Client(aggregators=...) was not given
+    AGGREGATOR_MISMATCH = "aggregator_mismatch"  # the leader lists another helper (URL or key) than the configured one
 
 
 @dataclass(frozen=True)

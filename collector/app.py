@@ -41,7 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
     "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
     "ROLE": "standalone",  # distributed campaigns: "leader" or "helper" (collector.distributed)
-    "HELPER_URL": "",  # the leader's helper, e.g. http://127.0.0.1:8001
+    "PEER_RATE_LIMIT": 50.0,  # helper: requests per second from the leader (peer token); 0 turns it off
+    "PEER_RATE_BURST": 200.0,
+    "HELPER_URL": "",  # the leader's helper: https://..., or http:// to a loopback host only
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
     "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
@@ -156,6 +158,10 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
 
     if settings["ROLE"] not in ROLES:
         raise ValueError(f"ROLE must be one of {list(ROLES)}, got {settings['ROLE']!r}")
+    if settings["ROLE"] == "leader" and settings["HELPER_URL"]:
+        from .distributed.peer import checked_helper_url
+
+        checked_helper_url(str(settings["HELPER_URL"]))  # https, or http to loopback only
     with open_storage(settings["DATABASE"]) as storage:
         DistStore(storage).migrate()  # DistributedNeedsSqlite for a postgresql:// URL
     # Collections calibrate their noise with estimators.distributed, whose scipy imports cost about a second of

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
+import os
 import time
 from collections.abc import Callable
 from functools import wraps
@@ -41,13 +42,18 @@ Role = str
 
 
 _today: tuple[int, str] = (-1, "")
+# Tests and the demo let days pass without waiting for midnight: ``LDP_CLOCK_OFFSET`` (seconds, read when the
+# process starts) moves this collector's clock of days, for everything that depends on the day (which batch a
+# distributed report enters, which batches have ended and may be collected, expiry of keys and campaigns).
+# Production leaves it unset.
+CLOCK_OFFSET = float(os.environ.get("LDP_CLOCK_OFFSET") or 0)
 
 
 def utc_today() -> str:
     """The UTC day, YYYY-MM-DD (as ``datetime.now(timezone.utc).date().isoformat()``: POSIX days are 86,400 s);
     the text is made once per day instead of per call (several calls per request)"""
     global _today
-    number = int(time.time() // 86400)
+    number = int((time.time() + CLOCK_OFFSET) // 86400)
     cached = _today
     if cached[0] != number:
         cached = _today = (number, (dt.date(1970, 1, 1) + dt.timedelta(days=number)).isoformat())

@@ -739,6 +739,7 @@ class Storage(StorageBase):
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout_ms / 1000
+        create_private(self.path)
         self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self.conn.execute("PRAGMA synchronous = FULL")
@@ -1293,6 +1294,28 @@ def wait_for_filter_builds(timeout: float | None = None) -> None:
         threads = list(_filter_builders.values())
     for thread in threads:
         thread.join(timeout)
+
+
+def create_private(path: Path) -> None:
+    """Create the database file readable by its owner only (0600) unless it exists: it holds API key hashes and, on
+    a leader or helper, HPKE private keys and verify keys.  SQLite creates the -wal and -shm files with the database
+    file's permissions, so they are 0600 too."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        pass  # a directory that does not exist or cannot be written: sqlite3.connect names the problem
+
+
+def restrict_database(path: Path) -> None:
+    "Make an existing database (and its -wal, -shm files) readable by its owner only (a file made by an older version)"
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        try:
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+        except FileNotFoundError:
+            pass
 
 
 def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:

@@ -14,7 +14,8 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
    between this process and a worker process (:func:`report_workers`);
 5. :func:`serve_distributed` serves ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` with a leader and a helper (two more
    collector children, each with its own database), has every user seal a report with the SDK's distributed module
-   and collects today's batch; its reports' summary shows the three error bars side by side.  :func:`run_demo`
+   and, the leader restarted a day later as if the night had passed, collects that day's batch; its reports'
+   summary shows the three error bars side by side.  :func:`run_demo`
    runs it in a thread from the start, beside steps 1 to 3 (:func:`run_distributed` runs it alone).
 """
 
@@ -95,14 +96,16 @@ class DemoResult:
 
 # -- 1. the collector ---------------------------------------------------------------------------------------------
 @contextmanager
-def running_collector(database: Path, config: dict | None = None, *, workers: int = 1) -> Iterator[str]:
+def running_collector(database: Path, config: dict | None = None, *, workers: int = 1,
+                      env: dict[str, str] | None = None) -> Iterator[str]:
     """The collector as ``ldp-telemetry serve`` runs it (gunicorn, ``workers`` worker processes of threads,
     kept-alive connections) on 127.0.0.1 (a free port) in a child process; yields its base URL.
 
     The devices and the collector do not share an interpreter (or its lock).  The child is a fresh interpreter
     (``python -c``, the parent's ``sys.path``), so a caller's script is never re-imported; it serves until its
     standard input closes.  Its log goes to ``collector.log`` beside the database.  Rate limiting is off: every
-    simulated user shares one ingest key."""
+    simulated user shares one ingest key.  ``env`` adds environment variables to the child's."""
+    import os
     import subprocess
     import sys
 
@@ -112,7 +115,8 @@ def running_collector(database: Path, config: dict | None = None, *, workers: in
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-c", code, str(database), json.dumps(config or {}), json.dumps(sys.path), str(workers)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            env={**os.environ, **env} if env else None)
     assert process.stdin is not None and process.stdout is not None
     try:
         port = process.stdout.readline().strip()
@@ -582,23 +586,52 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 PEER_TOKEN = "demo-peer-token"  # aggregator-to-aggregator key of the demo's two children
 
 
+@dataclass
+class DemoAggregators:
+    "The running leader and helper of :func:`running_aggregators`"
+
+    url: str  # the leader's
+    admin: str
+    ingest: str
+    helper_url: str
+    end_day: Callable[[], str]  # restart the leader one day later; the day that ended (its batch can be collected)
+
+
 @contextmanager
-def running_aggregators(folder: Path) -> Iterator[tuple[str, str, str]]:
-    """A helper and a leader, each a collector child of :func:`running_collector` with its own database;
-    yields (leader URL, leader admin key, leader ingest key).  The leader runs no aggregation driver: collection
-    runs the pending aggregation jobs itself."""
-    with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url:
+def running_aggregators(folder: Path) -> Iterator[DemoAggregators]:
+    """A helper and a leader, each a collector child of :func:`running_collector` with its own database.  The
+    leader runs no aggregation driver: collection runs the pending aggregation jobs itself.
+
+    A batch (a UTC day) is collected once its day has ended; rather than wait for midnight, ``end_day()`` stops
+    the leader and starts it again on the same database with its clock of days one day on (``LDP_CLOCK_OFFSET``),
+    as if the night had passed: the users' reports are then in yesterday's batch, which it releases."""
+    with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url, \
+            ExitStack() as leaders:
         leader_db = folder / "leader.db"
         admin_key, ingest_key = create_keys(leader_db)
         config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
-        with running_collector(leader_db, config) as leader_url:
-            yield leader_url, admin_key, ingest_key
+        days = [0]
+
+        def start_leader() -> str:
+            leaders.close()
+            return leaders.enter_context(running_collector(
+                leader_db, config, env={"LDP_CLOCK_OFFSET": str(days[0] * 86400)}))
+
+        def end_day() -> str:
+            ended = (dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=days[0])).isoformat()
+            days[0] += 1
+            running.url = start_leader()
+            return ended
+
+        running = DemoAggregators(start_leader(), admin_key, ingest_key, helper_url, end_day)
+        yield running
 
 
 def report_distributed(url: str, ingest_key: str, created: dict[str, dict], population: dict[str, list],
-                       progress: Progress | None = None) -> None:
+                       progress: Progress | None = None, *, helper_url: str) -> None:
     """Every user seals one report per distributed campaign on the device (``client_sdk.distributed``: Prio3
-    shares with the proof, each sealed with HPKE to its aggregator, whose keys the campaign listing carries) and
+    shares with the proof, each sealed with HPKE to its aggregator; the listing's helper key is used only once the
+    helper itself, at ``helper_url`` known to the app out of band, has published it, as ``Client`` does) and
     the reports go to the leader in batches, each posted from a second thread while the next one is sealed (the
     leader opens its shares meanwhile).  ``progress`` is called before each batch is sealed (with 0) and after
     each is posted: an exception it raises stops the sealing and the uploads."""
@@ -608,10 +641,10 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
     import requests
 
     from client_sdk import load_spec
-    from client_sdk.distributed import seal_report
-    from client_sdk.vdaf.hpke import HpkeConfig
+    from client_sdk.distributed import aggregator_configs, configured_aggregators, parse_hpke_configs, seal_report
 
     update = progress or (lambda count: None)
+    trusted = configured_aggregators({"helper": helper_url}, url)
     posted: list[Future] = []
     with requests.Session() as session, requests.Session() as uploads, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-demo-upload") as poster:
@@ -620,8 +653,8 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
             for name, campaign in created.items():
                 spec = load_spec(campaign["spec"])
                 listed = session.get(f"{url}/v1/campaigns/{name}", timeout=30).json()["aggregators"]
-                leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])
-                helper = HpkeConfig.from_dict(listed["helper"]["hpke_config"])
+                published = parse_hpke_configs(requests.get(f"{helper_url}/v1/hpke_config", timeout=30).json())
+                leader, helper = aggregator_configs(listed, trusted, published)  # AggregatorMismatch: not sealed
                 values = population[name]
                 for start in range(0, len(values), DISTRIBUTED_BATCH):
                     update(0)  # a stop asked for meanwhile ends the sealing here
@@ -641,11 +674,12 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
             raise
 
 
-def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:
-    "Collect today's batch of each campaign (the aggregators add their noise); a note for each that could not be"
+def collect_today(url: str, admin_key: str, names: Sequence[str], day: str | None = None) -> dict[str, str]:
+    """Collect the batch of ``day`` (default today: the leader must have seen that day end) of each campaign (the
+    aggregators add their noise); a note for each that could not be"""
     import requests
 
-    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    day = day or dt.datetime.now(dt.timezone.utc).date().isoformat()
     notes = {}
     for name in names:
         response = requests.post(f"{url}/v1/campaigns/{name}/collect", json={"batch": day}, timeout=300,
@@ -679,17 +713,19 @@ def serve_distributed(folder: Path, campaigns: Sequence[DemoCampaign], populatio
         check()
         update(count)
 
-    with running_aggregators(folder) as (url, admin_key, ingest_key):
+    with running_aggregators(folder) as aggregators:
         try:
             check()
-            created = create_campaigns(url, admin_key, campaigns)
-            report_distributed(url, ingest_key, created, population, counted)
+            created = create_campaigns(aggregators.url, aggregators.admin, campaigns)
+            report_distributed(aggregators.url, aggregators.ingest, created, population, counted,
+                               helper_url=aggregators.helper_url)
             if uploaded is not None:
                 uploaded()
             check()
-            notes = collect_today(url, admin_key, list(created))
+            day = aggregators.end_day()  # the night passes: the users' day has ended, its batch can be released
+            notes = collect_today(aggregators.url, aggregators.admin, list(created), day)
             check()
-            fetched = fetch_reports(url, admin_key, campaigns, population)
+            fetched = fetch_reports(aggregators.url, aggregators.admin, campaigns, population)
             if on_data is not None:
                 on_data(fetched, notes)
             return fetched, notes

@@ -1,7 +1,8 @@
 """Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20) for distributed campaigns.
 
 Not imported by ``client_sdk`` itself: local-DP campaigns stay standard-library only.  This subpackage needs
-pycryptodome >= 3.20 (``pip install 'ldp-telemetry-sdk[distributed]'``) and raises ``MissingDependency`` without it.
+pycryptodome >= 3.20 (the SDK's ``distributed`` extra: ``pip install './sdk[distributed]'`` from a checkout) and
+raises ``MissingDependency`` without it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 from .field import Field, next_power_of_2
 
-INSTALL_HINT = "pip install 'ldp-telemetry-sdk[distributed]'"
+INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distributed]'"
 
 
 class MissingDependency(ImportError):

@@ -25,6 +25,7 @@ public = Blueprint("dist_public", __name__)
 peer = Blueprint("dist_peer", __name__)
 leader_api = Blueprint("dist_leader", __name__)
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+PEER_BUCKET = "peer"  # the rate bucket of the peer token (API keys' buckets are named by their hashes)
 
 
 def is_distributed(campaign: CampaignVersion) -> bool:
@@ -158,6 +159,24 @@ def _peer_checks() -> None:
     if role() != "helper":
         raise Problem(404, "no such resource")
     _require_peer()
+    _charge_peer()
+
+
+def _charge_peer() -> None:
+    "One token of the peer's bucket (``PEER_RATE_LIMIT`` per second, bursts of ``PEER_RATE_BURST``) per request"
+    import time
+
+    from ..auth import too_many
+    from ..storage import RateLimited, RateRule
+
+    rate = float(current_app.config.get("PEER_RATE_LIMIT", 0))
+    if rate <= 0:
+        return
+    rule = RateRule(rate, max(1.0, float(current_app.config.get("PEER_RATE_BURST", rate))))
+    try:
+        get_storage().take_token(PEER_BUCKET, rule, time.time())
+    except RateLimited as limited:
+        raise too_many(limited.retry_after) from None
 
 
 @peer.put("/v1/peer/campaigns/<name>")
@@ -224,7 +243,8 @@ def collect(name: str) -> Response:
         return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch))
     except leader.CollectError as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers) from None
+        extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}
+        raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers, **extra) from None
 
 
 @leader_api.get("/v1/campaigns/<name>/releases")
@@ -236,6 +256,6 @@ def releases(name: str) -> Response:
 
 
 def _today() -> str:
-    import datetime as dt
+    from ..auth import utc_today
 
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+    return utc_today()

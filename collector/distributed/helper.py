@@ -3,8 +3,10 @@
 Aggregation job (``PUT /v1/peer/aggregation_jobs/<job_id>``): the helper opens its input share of each report (HPKE,
 role 0x03), runs verify_init on the whole job at once (``collector.vdaf_batch``), combines each verifier share with
 the leader's into the verifier message, and for the reports that pass adds their output shares to the batch's
-aggregate share.  Then, in one transaction: the job's answer is stored under its id, every report id it carried is
-recorded as seen (with its outcome), and the aggregate share (and the coin shares) updated.  The same job id again
+aggregate share.  Then, in one transaction: the job's answer is stored under its id, the id of every report whose
+input share opened and decoded is recorded as seen (with its outcome; an entry that does not open or decode is
+rejected by name and recorded nowhere, so garbage cannot burn a report id), and the aggregate share (and the coin
+shares) updated.  The same job id again
 returns the stored answer (a leader retrying after a lost answer counts nothing twice); a different body under the
 same id is refused; a report id seen in an earlier job is rejected ``report-replayed``.
 
@@ -172,10 +174,12 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
     verified = vdaf.verify_init(1, [(c[1], c[2], c[3]) for c in candidates])
     outputs: dict[int, tuple[list[int], list[int] | None]] = {}
+    decoded: set[int] = set()  # the reports whose input share opened and decoded: only their ids are recorded
     for (position, report_id, _, _, leader_vs), mine in zip(candidates, verified):
         if mine.error is not None:
             results[position]["error"] = "invalid-message"  # a share that does not decode
             continue
+        decoded.add(position)
         try:
             message = vdaf.vdaf.verifier_shares_to_message(vdaf.ctx, [leader_vs, mine.verifier_share])
             out_share = vdaf.vdaf.verify_next(vdaf.ctx, mine.state, message)
@@ -205,7 +209,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             coins = [(ids[p], vdaf.encode(coin)) for p in valid if (coin := outputs[p][1]) is not None]
             if coins:
                 DistStore.add_coin_shares(conn, key, coins)
-        fresh = [(ids[p], p in outputs) for p in range(len(ids)) if ids[p] not in replayed]
+        # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
+        # (from anyone holding the peer token) is rejected by name and burns nothing.
+        fresh = [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed]
         conn.executemany("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
                          "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in fresh])
         answer = {"reports": results}

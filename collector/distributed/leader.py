@@ -52,12 +52,13 @@ SEALED_FIELDS = frozenset(("config_id", "ciphertext"))
 
 
 class CollectError(Exception):
-    "Collection cannot proceed: (status, slug, detail, field)"
+    "Collection cannot proceed: (status, slug, detail, field); ``release`` is the batch's stored one, if collected"
 
     def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
-                 retry_after: int | None = None) -> None:
+                 retry_after: int | None = None, release: dict | None = None) -> None:
         super().__init__(detail)
         self.status, self.slug, self.detail, self.field, self.retry_after = status, slug, detail, field, retry_after
+        self.release = release
 
 
 # -- campaigns --------------------------------------------------------------------------------------------------
@@ -181,7 +182,12 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
         return result
     existing = store.existing_report_ids([r[0] for group in rows.values() for r in group])
     with store.transaction() as conn:
-        for key, group in rows.items():
+        for key, group in list(rows.items()):
+            if store.batch_state(key, conn) != "open" and (moved := _next_batch(key)) is not None:
+                # the request began before midnight and the day was collected since: the report enters today's
+                # batch instead of being lost (a batch is collected only once its day has ended)
+                group = [(row[0], *moved, *row[4:]) for row in group]
+                key = moved
             if store.batch_state(key, conn) != "open":
                 for row in group:
                     result.rejected.append((indices[row[0]], str(uuid.UUID(bytes=row[0])), "campaign",
@@ -200,6 +206,14 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             DistStore.count_rejections(conn, key, dict(counter))
     result.rejected.sort()
     return result
+
+
+def _next_batch(key: BatchKey) -> BatchKey | None:
+    "The batch of the collector's current day, if ``key``'s day has ended since the request began"
+    from ..auth import utc_today
+
+    today = utc_today()
+    return (key[0], key[1], today) if today > key[2] else None
 
 
 class _Reject(Exception):
@@ -403,8 +417,15 @@ def aggregator_lock(database: str, timeout: float | None = None) -> Iterator[boo
 
 # -- collection -------------------------------------------------------------------------------------------------
 def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
-            lock_timeout: float = 20.0) -> dict:
-    "Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once)"
+            lock_timeout: float = 120.0, today: str | None = None) -> dict:
+    """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
+
+    Only a batch whose UTC day has ended (``today``, default the collector's clock): collecting the open day
+    would close it while devices still send reports into it.  Concurrent collections of one batch take the
+    aggregator lock in turn: the first stores the release, every other gets ``batch-collected`` with that
+    release (so a retried request, after a lost answer, gets the same release and never a second noise draw)."""
+    from ..auth import utc_today
+
     spec = campaign.spec
     key: BatchKey = (spec.name, spec.fingerprint, batch)
     found = campaign_vdaf(store, spec)
@@ -413,7 +434,11 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
                                                    "leader", "name")
     _, vdaf = found
     if store.release(key) is not None:
-        raise CollectError(409, "batch-collected", f"batch {batch} of {spec.name!r} was collected already")
+        raise _collected(store, key)
+    today = today or utc_today()
+    if batch >= today:
+        raise CollectError(409, "batch-open", f"batch {batch} is still open: it takes reports until the end of that "
+                                              f"UTC day (today is {today}); collect it once the day has ended")
     min_batch = max(vdaf.params.min_batch, vdaf.coin_subset or 0)
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
@@ -424,6 +449,8 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     with aggregator_lock(str(store.storage.path), lock_timeout) as held:
         if not held:
             raise CollectError(503, "busy", "another process is running this leader's jobs; retry", retry_after=5)
+        if store.release(key) is not None:  # a concurrent collection finished while this one waited for the lock
+            raise _collected(store, key)
         try:
             run_pending(storage, store, peer, key)
         except PendingWork as exc:
@@ -468,11 +495,22 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
                "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
                "noise": vdaf.noise.describe(), "coin_subset": vdaf.coin_subset}
         with store.transaction() as conn:
-            conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) VALUES "
-                         "(?, ?, ?, ?, ?)", (*key[:2], campaign.version, batch, json.dumps(out)))
+            inserted = conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) "
+                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                    (*key[:2], campaign.version, batch, json.dumps(out))).rowcount
+            if not inserted:  # another process stored the release first (it holds no lock of ours): keep that one
+                raise _collected(store, key, conn)
             DistStore.set_batch(conn, key, "collected")
             conn.execute("DELETE FROM dist_coin_shares WHERE campaign = ? AND fingerprint = ? AND batch = ?", key)
     return out
+
+
+def _collected(store: DistStore, key: BatchKey, conn: Any = None) -> CollectError:
+    "batch-collected, with the stored release"
+    release = store.release(key, conn)
+    return CollectError(409, "batch-collected", f"batch {key[2]} of {key[0]!r} was collected already; the release "
+                                                "is in this answer and in GET /v1/campaigns/<name>/releases",
+                        release=release)
 
 
 def _coin_seed(store: DistStore, key: BatchKey) -> bytes:

@@ -106,7 +106,9 @@ class PeerClient:
 
     @classmethod
     def for_url(cls, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> PeerClient:
-        return cls(HttpTransport(url, timeout), token, **kwargs)
+        "A client to the helper at ``url``: https, or http to a loopback host (ValueError otherwise)"
+        return cls(HttpTransport(checked_helper_url(url), timeout), token, **kwargs)
+
 
     def call(self, method: str, path: str, body: Any = None, *, auth: bool = True) -> Any:
         headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
@@ -151,3 +153,11 @@ class PeerClient:
 
     def aggregate_share(self, body: dict) -> dict:
         return self.call("POST", "/v1/peer/aggregate_shares", body)
+
+
+def checked_helper_url(url: str) -> str:
+    """The helper's URL if the peer token and the verify key would not travel in clear: https, or plain http to a
+    loopback host only (127.0.0.0/8, ::1, localhost); ValueError naming HELPER_URL otherwise"""
+    from client_sdk.distributed import checked_url
+
+    return checked_url(url, "HELPER_URL")

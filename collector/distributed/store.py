@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..storage import Storage, StorageBase
+from ..storage import Storage, StorageBase, restrict_database
 
 DIST_SCHEMA_VERSION = 1
 BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
@@ -127,7 +127,9 @@ class DistStore:
             yield conn
 
     def migrate(self) -> None:
-        "Create the tables (idempotent); refuses a database written by a newer schema"
+        """Create the tables (idempotent); refuses a database written by a newer schema.  The database holds this
+        aggregator's HPKE private key and the verify keys: an older file readable by others is made 0600."""
+        restrict_database(self.storage.path)
         row = self._version()
         if row is not None and row >= DIST_SCHEMA_VERSION:
             if row > DIST_SCHEMA_VERSION:
@@ -282,9 +284,9 @@ class DistStore:
                                  (name,))
         return [json.loads(r[0]) for r in rows]
 
-    def release(self, key: BatchKey) -> dict | None:
-        row = self.conn.execute("SELECT release FROM dist_releases WHERE campaign = ? AND fingerprint = ? AND "
-                                "batch = ?", key).fetchone()
+    def release(self, key: BatchKey, conn: sqlite3.Connection | None = None) -> dict | None:
+        row = (conn or self.conn).execute("SELECT release FROM dist_releases WHERE campaign = ? AND "
+                                          "fingerprint = ? AND batch = ?", key).fetchone()
         return json.loads(row[0]) if row else None
 
     # -- helper -------------------------------------------------------------------------------------------------

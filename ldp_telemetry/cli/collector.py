@@ -124,7 +124,8 @@ def _fail(message: str) -> None:
               type=click.Choice(["standalone", "leader", "helper"]),
               help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
 @click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
-              help="The leader's helper, e.g. http://127.0.0.1:8001 (env LDP_HELPER_URL).")
+              help="The leader's helper: https://..., or http:// to a loopback host only, e.g. "
+                   "http://127.0.0.1:8001 (env LDP_HELPER_URL).")
 @click.option("--peer-token", default=None, envvar="LDP_PEER_TOKEN",
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
@@ -154,6 +155,7 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
+        _check_helper_url(str(helper_url))
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
     from collector.cors import parse_origins
 
@@ -370,6 +372,16 @@ def campaign_close(database: str | None, url: str | None, token: str | None, nam
     click.echo(f"campaign {name} closed since {day}")
 
 
+def _check_helper_url(url: str) -> None:
+    "--helper-url must be https (plain http to a loopback host only): the peer token and verify keys travel there"
+    from collector.distributed.peer import checked_helper_url
+
+    try:
+        checked_helper_url(url)
+    except ValueError as exc:
+        _fail(f"--helper-url: {str(exc).split(': ', 1)[-1]}")
+
+
 def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tuple[Any, Any, Any]:
     "(storage, distributed store, peer client) of a leader database"
     from collector.distributed.peer import PeerClient
@@ -377,6 +389,7 @@ def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tu
 
     if not helper_url or not peer_token:
         _fail("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and LDP_PEER_TOKEN)")
+    _check_helper_url(str(helper_url))
     storage = _storage(database)
     try:
         store = DistStore(storage)

@@ -1,6 +1,7 @@
-"""client_sdk.Client with a distributed campaign against an in-memory fake leader: record shards and seals with the
-listed HPKE configs, then queues and delivers like a local report (same ledger, policy, statuses); the payloads
-open at both aggregators and verify with Prio3."""
+"""client_sdk.Client with a distributed campaign against an in-memory fake leader and helper: record shards and seals
+with the listed HPKE configs once the helper's own answer (or a pin) vouches for them, then queues and delivers like
+a local report (same ledger, policy, statuses); the payloads open at both aggregators and verify with Prio3.  A
+listing that names another helper URL or key is refused (``aggregator_mismatch``) with nothing charged or queued."""
 
 from __future__ import annotations
 
@@ -34,16 +35,22 @@ def make_spec(name):
                                  **SPECS[name]})
 
 
+LEADER_URL, HELPER_URL = "https://leader.test", "https://helper.test"
+
+
 class FakeLeader:
-    "Lists the distributed campaigns with their aggregators block and stores report batches"
+    """Lists the distributed campaigns with their aggregators block and stores report batches; also answers as the
+    helper (``GET https://helper.test/v1/hpke_config``, its own config)"""
 
     def __init__(self) -> None:
         self.leader, self.helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
         self.aggregators: object = {
             "leader": {"hpke_config": self.leader.config.to_dict()},
-            "helper": {"url": "http://helper.test", "hpke_config": self.helper.config.to_dict()}}
+            "helper": {"url": HELPER_URL, "hpke_config": self.helper.config.to_dict()}}
         self.posts: list[list[dict]] = []
         self.spec_status = 200
+        self.helper_status = 200
+        self.helper_requests: list[Request] = []
 
     def item(self, name):
         spec = make_spec(name)
@@ -53,6 +60,12 @@ class FakeLeader:
         return item
 
     def __call__(self, request: Request) -> Response:
+        if request.url.startswith(HELPER_URL):
+            self.helper_requests.append(request)
+            assert request.url == HELPER_URL + "/v1/hpke_config" and request.method == "GET"
+            if self.helper_status != 200:
+                return Response.from_json(self.helper_status, {"detail": "down"})
+            return Response.from_json(200, {"configs": [self.helper.config.to_dict()]})
         if request.method == "GET":
             if self.spec_status != 200:
                 return Response.from_json(self.spec_status, {"detail": "down"})
@@ -93,9 +106,10 @@ def fake():
 
 def make_client(tmp_path, fake, **kwargs):
     options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
-               "campaigns": list(SPECS), "sleep": lambda s: None, "jitter": random.Random(1)}
+               "campaigns": list(SPECS), "sleep": lambda s: None, "jitter": random.Random(1),
+               "aggregators": {"helper": HELPER_URL}}
     options.update(kwargs)
-    return Client("http://leader.test", "ldp_key", tmp_path / "state", **options)
+    return Client(LEADER_URL, "ldp_key", tmp_path / "state", **options)
 
 
 @pytest.mark.parametrize("name, values, expected", CASES, ids=[case[0] for case in CASES])
@@ -152,7 +166,7 @@ def test_values_outside_the_spec_raise_before_anything_is_spent(tmp_path, fake, 
 
 def test_the_aggregators_block_is_cached_with_the_spec(tmp_path, fake):
     make_client(tmp_path, fake).close()
-    fake.spec_status = 503  # the leader is down: the state file has the spec and the HPKE configs
+    fake.spec_status = fake.helper_status = 503  # both down: the state file has the spec and the HPKE configs
     client = make_client(tmp_path, fake)
     assert client.record("apps", "mail").status is RecordStatus.QUEUED
     fake.spec_status = 200
@@ -179,16 +193,94 @@ def test_an_explicit_spec_fetch_keeps_the_aggregators(tmp_path, fake):
 
 
 def test_a_pinned_helper_config_must_match(tmp_path, fake):
-    pinned = make_client(tmp_path / "a", fake, helper_hpke_config=fake.helper.config.to_dict())
-    assert pinned.record("apps", "mail").status is RecordStatus.QUEUED
-    pinned.close()
-    other = make_client(tmp_path / "b", fake, helper_hpke_config=HpkeKeyPair.generate(2).config)
-    with pytest.raises(UnsupportedSpec, match="pinned"):
-        other.record("apps", "mail")
+    pin = fake.helper.config.to_dict()
+    for index, options in enumerate([{"aggregators": {"helper": {"url": HELPER_URL, "hpke_config": pin}}},
+                                     {"aggregators": {"helper": {"hpke_config": pin}}},
+                                     {"aggregators": None, "helper_hpke_config": pin}]):  # the older argument
+        pinned = make_client(tmp_path / f"a{index}", fake, **options)
+        assert pinned.record("apps", "mail").status is RecordStatus.QUEUED
+        pinned.close()
+    assert not fake.helper_requests  # a pin needs nothing from the helper
+    other = make_client(tmp_path / "b", fake, aggregators={"helper": {"hpke_config": HpkeKeyPair.generate(2).config}})
+    assert other.record("apps", "mail").status is RecordStatus.AGGREGATOR_MISMATCH
     assert other.pending() == 0 and other.spent("apps").reports == 0
     other.close()
     with pytest.raises(ValueError, match="public_key"):
-        make_client(tmp_path / "c", fake, helper_hpke_config={**fake.helper.config.to_dict(), "public_key": "AA"})
+        make_client(tmp_path / "c", fake, aggregators={"helper": {"hpke_config": {**pin, "public_key": "AA"}}})
+
+
+@pytest.mark.parametrize("aggregators, match", [
+    ({"helper": "http://helper.test"}, "aggregators.helper.url: must be https"),
+    ({"helper": "http://10.0.0.7:8080"}, "aggregators.helper.url: must be https"),
+    ({"helper": "ftp://helper.test"}, "aggregators.helper.url"),
+    ({"helper": "https://helper.test/?x=1"}, "aggregators.helper.url"),
+    ({"leader": {"url": LEADER_URL}}, "aggregators: must be"),
+    ({"helper": {}}, "aggregators.helper"),
+    ({"helper": HELPER_URL, "leader": {"url": "https://other.test"}}, "aggregators.leader.url"),
+    ({"helper": HELPER_URL, "extra": 1}, "aggregators"),
+    ("https://helper.test", "aggregators"),
+])
+def test_the_configured_aggregators_are_checked(tmp_path, fake, aggregators, match):
+    with pytest.raises(ValueError, match=match.replace(".", r"\.")):
+        make_client(tmp_path, fake, aggregators=aggregators)
+
+
+def test_plain_http_only_to_loopback(tmp_path, fake):
+    for url in ("http://127.0.0.1:8001", "http://127.9.9.9", "http://[::1]:9", "http://localhost:8002/"):
+        make_client(tmp_path / url.replace("/", "_"), fake, aggregators={"helper": url}, campaigns=[]).close()
+    with pytest.raises(ValueError, match=r"^url: must be https"):  # the leader, when aggregators are configured
+        Client("http://leader.test", "k", tmp_path / "x", transport=MockTransport(fake), background=False,
+               aggregators={"helper": HELPER_URL})
+
+
+def test_without_configured_aggregators_nothing_is_sealed(tmp_path, fake):
+    client = make_client(tmp_path, fake, aggregators=None)
+    assert client.record("apps", "mail").status is RecordStatus.AGGREGATORS_NOT_CONFIGURED
+    assert client.record("spend", 3).status is RecordStatus.AGGREGATORS_NOT_CONFIGURED
+    assert client.pending() == 0 and client.spent("apps").reports == 0
+    assert client.status().recorded["aggregators_not_configured"] == 2
+    client.close()
+
+
+def _rewritten(fake, helper=None, url=None):
+    block = fake.aggregators
+    return {"leader": block["leader"], "helper": {"url": url or HELPER_URL,
+                                                  "hpke_config": (helper or fake.helper.config).to_dict()}}
+
+
+@pytest.mark.parametrize("rewrite", ["helper key", "helper url", "both keys the leader's", "helper key, other id"])
+def test_a_listing_that_names_another_helper_is_refused(tmp_path, fake, rewrite):
+    "The attack of a leader that lists a key of its own as the helper's: refused before anything is charged"
+    attacker = HpkeKeyPair.generate(fake.helper.config.id if rewrite == "helper key" else 77)
+    fake.aggregators = {"helper key": lambda: _rewritten(fake, helper=attacker.config),
+                        "helper key, other id": lambda: _rewritten(fake, helper=attacker.config),
+                        "helper url": lambda: _rewritten(fake, url="https://evil.test"),
+                        "both keys the leader's": lambda: _rewritten(fake, helper=fake.leader.config)}[rewrite]()
+    client = make_client(tmp_path, fake)
+    assert client.record("apps", "mail").status is RecordStatus.AGGREGATOR_MISMATCH
+    assert client.pending() == 0 and client.spent("apps").reports == 0
+    assert client.flush().sent == 0 and not fake.sent()
+    assert client.status().recorded == {"aggregator_mismatch": 1}
+    client.close()
+
+
+def test_the_helper_configs_come_from_the_helper_without_the_api_key(tmp_path, fake):
+    client = make_client(tmp_path, fake)
+    assert client.record("apps", "mail").status is RecordStatus.QUEUED
+    assert [r.url for r in fake.helper_requests] == [HELPER_URL + "/v1/hpke_config"]
+    assert "Authorization" not in fake.helper_requests[0].headers  # the leader's key is not the helper's to see
+    client.close()
+
+
+def test_values_wait_in_memory_until_the_helper_answers(tmp_path, fake):
+    fake.helper_status = 503
+    client = make_client(tmp_path, fake)
+    assert client.record("apps", "maps").status is RecordStatus.HELD
+    assert client.pending() == 0 and client.spent("apps").reports == 0
+    fake.helper_status = 200
+    assert client.flush().sent == 1
+    assert fake.aggregate(make_spec("apps"), fake.sent()) == [0, 1, 0]
+    client.close()
 
 
 @pytest.mark.parametrize("aggregators, field", [
@@ -198,8 +290,6 @@ def test_a_pinned_helper_config_must_match(tmp_path, fake):
     (lambda f: {"leader": {"hpke_config": f.leader.config.to_dict()}}, "aggregators.helper.hpke_config"),
     (lambda f: {"leader": {"hpke_config": {**f.leader.config.to_dict(), "aead_id": 3}},
                 "helper": {"hpke_config": f.helper.config.to_dict()}}, "aggregators.leader.hpke_config"),
-    (lambda f: {"leader": {"hpke_config": f.leader.config.to_dict()},
-                "helper": {"hpke_config": {**f.leader.config.to_dict(), "id": 2}}}, "aggregators"),
 ])
 def test_an_unusable_aggregators_block_is_an_unsupported_spec(tmp_path, fake, aggregators, field):
     fake.aggregators = aggregators(fake) if callable(aggregators) else aggregators
@@ -216,6 +306,7 @@ def test_a_distributed_report_never_stores_the_value(tmp_path, fake):
     client.close()
     raw = (tmp_path / "state" / "ldp-telemetry.sqlite3").read_bytes()
     cached_specs = [json.dumps({**fake.item(name)["spec"], "aggregators": fake.aggregators}) for name in SPECS]
+    cached_specs.append(json.dumps({"url": HELPER_URL, "configs": [fake.helper.config.to_dict()]}))
     assert b"maps" in b"".join(s.encode() for s in cached_specs)  # the domain is in the cached spec...
     for spec_text in cached_specs:
         raw = raw.replace(spec_text.encode(), b"")
@@ -228,7 +319,7 @@ def test_without_the_distributed_extra_record_names_it(tmp_path, fake, monkeypat
     client = make_client(tmp_path, fake)
     monkeypatch.delitem(sys.modules, "client_sdk.vdaf.hpke")
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.hpke", None)  # as if not installed
-    with pytest.raises(UnsupportedSpec, match=r"ldp-telemetry-sdk\[distributed\]"):
+    with pytest.raises(UnsupportedSpec, match=r"pip install './sdk\[distributed\]'"):
         client.record("apps", "mail")
     assert client.pending() == 0 and client.spent("apps").reports == 0
     client.close()

@@ -100,7 +100,7 @@ def test_a_failing_distributed_phase_fails_the_demo_and_stops_the_devices(tmp_pa
     "The local devices stop at their next user (one was counted when the sealing failed) and every child ends"
     progress = Recorder(hold=stop_event)
 
-    def failing(url, ingest_key, created, population, progress_=None):
+    def failing(url, ingest_key, created, population, progress_=None, **options):
         assert progress.bars and progress.bars[0][2].first.wait(WAIT)  # a local user has reported
         raise RuntimeError("sealing broke")
 

@@ -91,7 +91,7 @@ def test_missing_pycryptodome_names_the_extra():
         "    print(type(exc).__name__, exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.startswith("MissingDependency") and "ldp-telemetry-sdk[distributed]" in out
+    assert out.startswith("MissingDependency") and "pip install './sdk[distributed]'" in out
 
 
 class _Lossy(Field64):

@@ -21,6 +21,7 @@ from collector.storage import open_storage
 from ..helpers import bearer
 
 PEER_TOKEN = "peer-token-for-tests-0123456789"
+HELPER_URL = "https://helper.test"  # the leader reaches the helper app through a test transport, not this URL
 DOMAIN = ["a", "b", "c", "d"]
 SPECS: dict[str, dict] = {
     "count": {"name": "crashed", "trust": "distributed", "prio3": "count"},
@@ -81,7 +82,7 @@ class Pair:
         common = {"RATE_LIMIT": 0, "PEER_TOKEN": PEER_TOKEN, "MAX_BODY_BYTES": 16 * 1024 * 1024}
         self.helper_app = create_app({**common, "DATABASE": str(self.helper_db), "ROLE": "helper"})
         self.leader_app = create_app({**common, "DATABASE": str(self.leader_db), "ROLE": "leader",
-                                      "HELPER_URL": "http://helper.test"})
+                                      "HELPER_URL": HELPER_URL})
         self.transport = SwitchTransport(self.helper_app.test_client())
         self.leader_app.extensions["ldp_peer_transport"] = self.transport
         self.leader = self.leader_app.test_client()
@@ -90,11 +91,13 @@ class Pair:
             self.ingest = bearer(storage.create_key("ingest", "2024-01-01")[0])
 
     def create(self, spec: dict) -> tuple[client_sdk.Spec, dict]:
-        "Create the campaign on the leader; (spec, the listing's aggregators block)"
+        """Create the campaign on the leader; (spec, the listing's aggregators block, checked as a device checks it:
+        the helper's URL and its HPKE config as the helper itself publishes it)"""
         response = self.leader.post("/v1/campaigns", json=spec, headers=self.admin)
         assert response.status_code == 201, response.json
         listed = self.leader.get(f"/v1/campaigns/{spec['name']}", headers=self.ingest).json
-        return client_sdk.load_spec(response.json["spec"]), listed["aggregators"]
+        own = self.helper_app.test_client().get("/v1/hpke_config").json
+        return client_sdk.load_spec(response.json["spec"]), checked_block(listed["aggregators"], HELPER_URL, own)
 
     def upload(self, reports: list[dict]) -> dict:
         response = self.leader.post("/v1/reports", json={"reports": reports}, headers=self.ingest)
@@ -106,7 +109,26 @@ class Pair:
             return run_pending(storage, DistStore(storage), PeerClient(self.transport, PEER_TOKEN, retries=0))
 
     def collect(self, name: str, batch: str) -> Any:
+        "Collect ``batch``; the day has to end first (:func:`end_day`), unless the test means to collect it early"
         return self.leader.post(f"/v1/campaigns/{name}/collect", json={"batch": batch}, headers=self.admin)
+
+
+def end_day() -> str:
+    """Let the collector's current UTC day end (its clock of days moves one day on, ``collector.auth.CLOCK_OFFSET``;
+    the tests' conftest puts it back): that day's batch can be collected, new reports enter the next one.  The
+    day that ended."""
+    from collector import auth
+
+    ended = auth.utc_today()
+    auth.CLOCK_OFFSET += 86400
+    return ended
+
+
+def checked_block(block: dict, helper_url: str, helper_answer: dict) -> dict:
+    "The listing's aggregators block once the device's check passed (its helper URL and key are the helper's own)"
+    trusted = distributed.configured_aggregators({"helper": helper_url}, "https://leader.test")
+    distributed.aggregator_configs(block, trusted, distributed.parse_hpke_configs(helper_answer))
+    return block
 
 
 def configs(block: dict) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from ldp_telemetry.cli import main
 
 from ..helpers import running_server
-from .kit import PEER_TOKEN, honest_reports, spec_json, values_for
+from .kit import PEER_TOKEN, end_day, honest_reports, spec_json, values_for
 from .test_processes import Aggregators, call, today
 
 
@@ -67,6 +67,9 @@ def test_leader_commands_on_a_database(tmp_path, monkeypatch):
             assert status == 200 and body["accepted"] == 12
         ran = run("aggregate", *leader)
         assert ran.exit_code == 0 and json.loads(ran.stdout)["aggregated"] == 12
+        early = run("campaign", "collect", "apps", "--batch", today(), *leader)
+        assert early.exit_code == 1 and "batch-open" in early.output  # the day has not ended
+        end_day()
         collected = run("campaign", "collect", "apps", "--batch", today(), *leader)
         assert collected.exit_code == 0, collected.output
         assert json.loads(collected.stdout)["report_count"] == 12

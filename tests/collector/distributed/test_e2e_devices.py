@@ -19,7 +19,7 @@ import json
 import math
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from estimators.distributed import estimate_release
 from tests.tolerances import k_sigma
 
 from ..helpers import create_key, free_port, ldp_command, running_server
+from .kit import checked_block
 
 PEER_TOKEN = "e2e-peer-token"
 DEVICES = 2_000
@@ -44,10 +45,6 @@ FAMILY_ALPHA = 1e-4
 DEVICE_THREADS = 8  # devices reporting at the same time
 
 
-def today() -> str:
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
-
-
 @dataclass
 class Aggregators:
     leader_url: str
@@ -55,6 +52,20 @@ class Aggregators:
     leader_db: Path
     admin: str
     ingest: str
+    restart_leader: Callable[[int], None]  # the leader again, with LDP_CLOCK_OFFSET of that many days
+    days: int = 0  # how many days the leader's clock has moved on
+
+    @property
+    def day(self) -> str:
+        "The leader's current day: its open batch"
+        return (dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=self.days)).isoformat()
+
+    def end_day(self) -> str:
+        "Let the leader's day end (it restarts one day later): that batch may be collected now; the day that ended"
+        ended = self.day
+        self.days += 1
+        self.restart_leader(self.days)
+        return ended
 
     def call(self, method: str, path: str, body: Any = None, key: str | None = None, **params: Any) -> Any:
         response = requests.request(method, self.leader_url + path, json=body, params=params, timeout=120,
@@ -65,14 +76,16 @@ class Aggregators:
     def create(self, spec: dict) -> tuple[client_sdk.Spec, dict]:
         created = self.call("POST", "/v1/campaigns", spec)
         listed = self.call("GET", f"/v1/campaigns/{spec['name']}", key=self.ingest)
-        return client_sdk.load_spec(created["spec"]), listed["aggregators"]
+        own = requests.get(self.helper_url + "/v1/hpke_config", timeout=60).json()  # from the helper, as a device
+        return client_sdk.load_spec(created["spec"]), checked_block(listed["aggregators"], self.helper_url, own)
 
     def devices_record(self, campaign: str, values: list[Any], state_root: Path) -> None:
         "One device per value: its own Client and state, one record, one flush to the leader"
 
         def device(index: int) -> None:
             client = client_sdk.Client(self.leader_url, self.ingest, state_root / f"device-{index}",
-                                       background=False, campaigns=[campaign])
+                                       background=False, campaigns=[campaign],
+                                       aggregators={"helper": self.helper_url})
             try:
                 status = client.record(campaign, values[index])
                 result = client.flush(timeout=60)
@@ -105,7 +118,8 @@ class Aggregators:
 
 @contextmanager
 def aggregators(tmp: Path) -> Iterator[Aggregators]:
-    "A helper and a leader (one worker each, the leader's driver off: collection runs the pending jobs)"
+    """A helper and a leader (one worker each, the leader's driver off: collection runs the pending jobs); the
+    leader can be restarted days later (``end_day``)"""
     helper_port, leader_port = free_port(), free_port()
     leader_db = tmp / "leader.db"
     admin, ingest = create_key(leader_db, "admin"), create_key(leader_db, "ingest")
@@ -113,10 +127,23 @@ def aggregators(tmp: Path) -> Iterator[Aggregators]:
     with ExitStack() as stack:
         helper_url, _ = stack.enter_context(running_server(tmp / "helper.db", tmp / "helper.log", helper_port, 1,
                                                            (*common, "--role", "helper")))
-        leader_url, _ = stack.enter_context(running_server(
-            leader_db, tmp / "leader.log", leader_port, 1,
-            (*common, "--role", "leader", "--helper-url", helper_url, "--aggregate-interval", "0")))
-        yield Aggregators(leader_url, helper_url, leader_db, admin, ingest)
+        leader: list[ExitStack] = []
+
+        def start_leader(days: int) -> str:
+            if leader:
+                leader.pop().close()
+            inner = ExitStack()
+            with pytest.MonkeyPatch.context() as env:  # the server copies the environment as it starts
+                env.setenv("LDP_CLOCK_OFFSET", str(days * 86400))
+                url, _ = inner.enter_context(running_server(
+                    leader_db, tmp / "leader.log", leader_port, 1,
+                    (*common, "--role", "leader", "--helper-url", helper_url, "--aggregate-interval", "0")))
+            leader.append(inner)
+            return url
+
+        stack.callback(lambda: leader and leader.pop().close())
+        leader_url = start_leader(0)
+        yield Aggregators(leader_url, helper_url, leader_db, admin, ingest, start_leader)
 
 
 def histogram_spec(name: str, domain: list[str], **extra: Any) -> dict:
@@ -139,7 +166,8 @@ def test_two_thousand_devices_and_the_released_histogram_is_within_its_interval(
     spec, _ = servers.create(histogram_spec("apps", DOMAIN, min_batch=100))
     servers.devices_record("apps", values, tmp_path)
 
-    release = servers.call("POST", "/v1/campaigns/apps/collect", {"batch": today()})
+    batch = servers.end_day()
+    release = servers.call("POST", "/v1/campaigns/apps/collect", {"batch": batch})
     assert release["report_count"] == DEVICES and not release["rejected"] and len(release["release"]) == len(DOMAIN)
     confidence = 1 - FAMILY_ALPHA / len(DOMAIN)
     estimate = servers.call("GET", "/v1/campaigns/apps/estimate", confidence=confidence)
@@ -158,7 +186,7 @@ def test_two_thousand_devices_and_the_released_histogram_is_within_its_interval(
         reports[source[0]] = json.loads(done.stdout)
     assert reports["--db"] == reports["--url"]
     report = reports["--db"]
-    assert report["trust"] == "distributed" and report["n"] == DEVICES and report["batches"] == [today()]
+    assert report["trust"] == "distributed" and report["n"] == DEVICES and report["batches"] == [batch]
     expected = estimate_release(spec, release)
     assert [row["estimate"] for row in report["values"]] == pytest.approx([r["estimate"] for r in expected["values"]])
 
@@ -168,11 +196,15 @@ def test_the_noise_of_repeated_releases_has_the_variance_of_the_formula(servers:
     generator = np.random.default_rng(7)
     domain = [f"b{i}" for i in range(NOISE_BUCKETS)]
     draws = []
+    uploaded = []
     for index in range(NOISE_CAMPAIGNS):
         spec, block = servers.create(histogram_spec(f"noise-{index}", domain, min_batch=2))
         values = [domain[i] for i in generator.integers(0, NOISE_BUCKETS, size=NOISE_REPORTS)]
         assert servers.upload(spec, block, values) == NOISE_REPORTS
-        release = servers.call("POST", f"/v1/campaigns/{spec.name}/collect", {"batch": today()})
+        uploaded.append((spec, values))
+    batch = servers.end_day()
+    for spec, values in uploaded:
+        release = servers.call("POST", f"/v1/campaigns/{spec.name}/collect", {"batch": batch})
         counts = np.array([values.count(value) for value in domain])
         draws.append(np.array(release["release"]) - counts)
     noise_mode = estimate_release(spec, release)["noise"]

@@ -5,12 +5,11 @@ each of them, and the leader's upload and collection, the malformed shapes a con
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 
 import pytest
 
-from .kit import PEER_TOKEN, Pair, honest_reports, spec_json, values_for
+from .kit import PEER_TOKEN, Pair, end_day, honest_reports, spec_json, values_for
 
 JUNK = [b"", b"not json", b"[]", b"null", b"3", b'"text"', b"{}", b'{"campaign": 1}',
         b'{"campaign": "x", "fingerprint": "00", "batch": "2026-13-45"}',
@@ -59,5 +58,6 @@ def test_leader_upload_and_collect_answer_junk_with_a_named_4xx(pair):
     for body in JUNK:
         response = pair.leader.post(f"/v1/campaigns/{spec.name}/collect", data=body, headers=headers)
         _assert_problem(response, body)
-    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
-    assert pair.collect(spec.name, day).status_code == 409  # nothing stored: below min_batch
+    day = end_day()
+    small = pair.collect(spec.name, day)
+    assert small.status_code == 409 and small.json["type"].endswith("batch-too-small")  # nothing was stored

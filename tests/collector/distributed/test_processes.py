@@ -21,7 +21,7 @@ import pytest
 import client_sdk
 
 from ..helpers import create_key, free_port, ldp_command, running_server
-from .kit import PEER_TOKEN, exact_sum, honest_reports, spec_json, truth, values_for
+from .kit import PEER_TOKEN, checked_block, exact_sum, honest_reports, spec_json, truth, values_for
 
 WAIT_SECONDS = 60.0  # an upper bound for a condition to come true, polled every 0.1 s
 
@@ -54,6 +54,11 @@ class Aggregators:
         self.leader_url = f"http://127.0.0.1:{self.leader_port}"
         self.admin = create_key(self.leader_db, "admin")
         self.ingest = create_key(self.leader_db, "ingest")
+        self.clock_offset = 0  # seconds: LDP_CLOCK_OFFSET of the servers started from now on
+
+    def end_day(self) -> None:
+        "Servers started from now on live one day later: the batch of the day so far has ended and can be collected"
+        self.clock_offset += 86400
 
     @contextmanager
     def helper(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None) -> Iterator[subprocess.Popen]:
@@ -76,6 +81,7 @@ class Aggregators:
                 env.setenv("LDP_FAILPOINT", failpoint)
             else:
                 env.delenv("LDP_FAILPOINT", raising=False)
+            env.setenv("LDP_CLOCK_OFFSET", str(self.clock_offset))
             args = ("--rate-limit", "0", "--role", role, "--peer-token", PEER_TOKEN, *extra)
             server = running_server(db, self.tmp / f"{role}.log", port=port, workers=workers, extra=args)
             _, process = server.__enter__()
@@ -88,7 +94,8 @@ class Aggregators:
         status, body = call("POST", self.leader_url + "/v1/campaigns", self.admin, spec)
         assert status in (200, 201), body  # 200: the same spec was created before
         status, listed = call("GET", f"{self.leader_url}/v1/campaigns/{spec['name']}", self.ingest)
-        return client_sdk.load_spec(body["spec"]), listed["aggregators"]
+        _, own = call("GET", f"{self.helper_url}/v1/hpke_config", "")  # as a device: from the helper itself
+        return client_sdk.load_spec(body["spec"]), checked_block(listed["aggregators"], self.helper_url, own)
 
     def upload(self, reports: list[dict]) -> dict:
         status, body = call("POST", self.leader_url + "/v1/reports", self.ingest, {"reports": reports})
@@ -96,6 +103,7 @@ class Aggregators:
         return body
 
     def collect(self, name: str) -> tuple[int, Any]:
+        "Collect the batch of the first day (this test's real today; the leader must have been started after it ended)"
         return call("POST", f"{self.leader_url}/v1/campaigns/{name}/collect", self.admin, {"batch": today()})
 
     def aggregated(self, spec: client_sdk.Spec) -> int:
@@ -113,16 +121,21 @@ def wait_for(condition: Any, what: str) -> None:
 @pytest.mark.parametrize("kind", ["count", "sum", "histogram", "sumvec", "multihot"])
 def test_two_processes_upload_aggregate_collect(tmp_path, monkeypatch, kind):
     servers = Aggregators(tmp_path)
-    with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
-        spec, block = servers.create(spec_json(kind))
-        values = values_for(kind, 20)
-        assert servers.upload(honest_reports(spec, block, values))["accepted"] == 20
-        ran = subprocess.run(ldp_command("aggregate", "--db", str(servers.leader_db), "--helper-url",
-                                         servers.helper_url, "--peer-token", PEER_TOKEN),
-                             capture_output=True, text=True, timeout=120)
-        assert ran.returncode == 0, ran.stderr
-        assert json.loads(ran.stdout)["aggregated"] == 20
-        status, release = servers.collect(spec.name)
+    with servers.helper(monkeypatch):
+        with servers.leader(monkeypatch, interval=0):
+            spec, block = servers.create(spec_json(kind))
+            values = values_for(kind, 20)
+            assert servers.upload(honest_reports(spec, block, values))["accepted"] == 20
+            ran = subprocess.run(ldp_command("aggregate", "--db", str(servers.leader_db), "--helper-url",
+                                             servers.helper_url, "--peer-token", PEER_TOKEN),
+                                 capture_output=True, text=True, timeout=120)
+            assert ran.returncode == 0, ran.stderr
+            assert json.loads(ran.stdout)["aggregated"] == 20
+            status, problem = servers.collect(spec.name)
+            assert status == 409 and problem["type"].endswith("batch-open")  # the day has not ended
+        servers.end_day()
+        with servers.leader(monkeypatch, interval=0):
+            status, release = servers.collect(spec.name)
         assert status == 200, release
         assert release["report_count"] == 20
         assert exact_sum(servers.leader_db, servers.helper_db, spec, today())[2] == truth(kind, values)
@@ -137,6 +150,8 @@ def test_helper_down_then_back_the_driver_retries(tmp_path, monkeypatch):
     # two workers, so two drivers: the aggregator lock lets one work at a time, and nothing is counted twice
     with servers.leader(monkeypatch, interval=0.2, workers=2):  # the helper is down: uploads still acknowledged
         assert servers.upload(honest_reports(spec, block, values))["accepted"] == 20
+    servers.end_day()
+    with servers.leader(monkeypatch, interval=0.2, workers=2):
         status, problem = servers.collect(spec.name)
         assert status == 503 and problem["type"].endswith("helper-unavailable")
         with servers.helper(monkeypatch):
@@ -161,7 +176,9 @@ def test_sigkill_of_the_helper_during_a_job(tmp_path, monkeypatch, point):
         assert servers.upload(honest_reports(spec, block, more))["accepted"] == 5  # acknowledged while it is down
         with servers.helper(monkeypatch):
             wait_for(lambda: servers.aggregated(spec) == 35, "the driver to resend the job")
-            status, release = servers.collect(spec.name)
+    servers.end_day()
+    with servers.helper(monkeypatch), servers.leader(monkeypatch):
+        status, release = servers.collect(spec.name)
     assert status == 200 and release["report_count"] == 35
     leader_count, helper_count, exact = exact_sum(servers.leader_db, servers.helper_db, spec, today())
     assert leader_count == helper_count == 35 and exact == truth("histogram", values + more)
@@ -178,6 +195,8 @@ def test_sigkill_of_the_leader_after_the_helper_committed(tmp_path, monkeypatch)
         assert exact_sum(servers.leader_db, servers.helper_db, spec, today())[:2] == (0, 30)
         with servers.leader(monkeypatch):
             wait_for(lambda: servers.aggregated(spec) == 30, "the restarted leader to finish the job")
+        servers.end_day()
+        with servers.leader(monkeypatch):
             status, release = servers.collect(spec.name)
     assert status == 200 and release["report_count"] == 30
     leader_count, helper_count, exact = exact_sum(servers.leader_db, servers.helper_db, spec, today())

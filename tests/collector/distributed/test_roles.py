@@ -19,6 +19,7 @@ from .kit import (
     PEER_TOKEN,
     Pair,
     encoded_report,
+    end_day,
     exact_sum,
     honest_reports,
     opened,
@@ -57,6 +58,7 @@ def test_upload_aggregate_collect(pair, kind):
                                   "FROM dist_reports").fetchone()
         assert tuple(rows) == (24, 0)
 
+    end_day()
     response = pair.collect(spec.name, today())
     assert response.status_code == 200, response.json
     release = response.json
@@ -130,6 +132,7 @@ def test_malicious_devices_are_rejected_with_reasons(pair):
     assert summary.aggregated == 12 and summary.rejected == 4
     count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert count_l == count_h == 12 and exact == truth("histogram", values)
+    end_day()
     release = pair.collect(spec.name, today()).json
     assert release["report_count"] == 12
     assert release["rejected"] == {"hpke-decrypt-error": 4, "invalid-measurement": 3}
@@ -235,14 +238,14 @@ def test_helper_down_leaves_jobs_pending_and_nothing_is_lost(pair):
     with pytest.raises(PendingWork) as failed:
         pair.aggregate()
     assert failed.value.summary.pending_jobs == 1
+    end_day()
     response = pair.collect(spec.name, today())
     assert response.status_code == 503 and response.json["type"].endswith("helper-unavailable")
     assert "Retry-After" in response.headers
     with opened(pair.leader_db) as store:
         assert store.conn.execute("SELECT attempts FROM dist_jobs").fetchone()[0] >= 2
-    late = honest_reports(spec, block, ["a"])  # the batch is closed once collection started
-    answer = pair.upload(late)
-    assert answer["rejected"] == 1 and "collected" in answer["errors"][0]["reason"]
+    late = honest_reports(spec, block, ["a"])  # the day has ended: a new report enters the next day's batch
+    assert pair.upload(late)["accepted"] == 1
     pair.transport.down = False
     response = pair.collect(spec.name, today())
     assert response.status_code == 200 and response.json["report_count"] == 12
@@ -273,15 +276,21 @@ def test_peer_client_retries_with_backoff_then_gives_up(pair):
 def test_min_batch_and_collect_once(pair):
     spec, block = pair.create(spec_json("histogram", min_batch=10))
     pair.upload(honest_reports(spec, block, values_for("histogram", 9)))
-    small = pair.collect(spec.name, today())
-    assert small.status_code == 409 and small.json["type"].endswith("batch-too-small")
+    early = pair.collect(spec.name, today())  # the day has not ended: devices still report into its batch
+    assert early.status_code == 409 and early.json["type"].endswith("batch-open") and early.json["field"] == "batch"
     pair.upload(honest_reports(spec, block, values_for("histogram", 1)))  # the batch still takes reports
+    small_spec, small_block = pair.create(spec_json("count", min_batch=10))
+    pair.upload(honest_reports(small_spec, small_block, values_for("count", 9)))
+    end_day()
+    small = pair.collect(small_spec.name, today())
+    assert small.status_code == 409 and small.json["type"].endswith("batch-too-small")
     first = pair.collect(spec.name, today())
     assert first.status_code == 200 and first.json["report_count"] == 10
-    second = pair.collect(spec.name, today())
+    second = pair.collect(spec.name, today())  # a retry after a lost answer: the same release, no new noise
     assert second.status_code == 409 and second.json["type"].endswith("batch-collected")
-    late = pair.upload(honest_reports(spec, block, ["a"]))
-    assert late["accepted"] == 0 and late["rejected"] == 1
+    assert second.json["release"] == first.json
+    late = pair.upload(honest_reports(spec, block, ["a"]))  # into the next day's batch
+    assert late["accepted"] == 1 and late["rejected"] == 0
     # the helper will not release the batch twice either, even asked directly
     body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(), "report_count": 10,
             "checksum": "0" * 64}
@@ -329,6 +338,7 @@ def test_estimate_before_and_after_collection(pair):
     before = pair.leader.get(f"/v1/campaigns/{spec.name}/estimate", headers=pair.admin)
     assert before.status_code == 409 and before.json["type"].endswith("no-release")
     pair.upload(honest_reports(spec, block, values_for("histogram", 12)))
+    end_day()
     release = pair.collect(spec.name, today()).json
     after = pair.leader.get(f"/v1/campaigns/{spec.name}/estimate", headers=pair.admin)
     assert after.status_code == 200
@@ -358,6 +368,7 @@ def test_coin_flip_noise(pair):
         key = (spec.name, spec.fingerprint, today())
         assert len(leader_store.coin_shares(key)) == len(helper_store.coin_shares(key)) == len(values)
 
+    end_day()
     release = pair.collect(spec.name, today()).json
     assert release["coin_subset"] == noise.subset_size and release["noise"]["mode"] == "coins"
     assert release["rejected"] == {"invalid-measurement": 1}
@@ -374,6 +385,7 @@ def test_coin_flip_noise(pair):
 def test_coin_batch_below_the_subset_size_is_refused(pair):
     spec, block = pair.create(spec_json("histogram", **COINS))
     pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
+    end_day()
     response = pair.collect(spec.name, today())
     assert response.status_code == 409 and "coin noise" in response.json["detail"]
 

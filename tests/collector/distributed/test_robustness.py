@@ -1,0 +1,190 @@
+"""Robustness and secrets of the two aggregators (issue 21, part 4): concurrent collections, the open day, garbage in
+an aggregation job, the peer routes' rate limit, database permissions, and https between the aggregators."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from click.testing import CliRunner
+
+from collector import create_app
+from collector.distributed.leader import accept_reports
+from collector.distributed.peer import PeerClient, PeerUnavailable
+from collector.storage import open_storage
+from ldp_telemetry.cli import main
+
+from .kit import PEER_TOKEN, Pair, end_day, honest_reports, opened, spec_json, values_for
+from .test_processes import Aggregators, today
+
+
+# -- collection ---------------------------------------------------------------------------------------------------
+def test_concurrent_collections_of_one_batch_give_one_release(tmp_path, monkeypatch):
+    "Three collect requests at once on a leader with two workers: one 200, two 409 batch-collected with that release"
+    servers = Aggregators(tmp_path)
+    with servers.helper(monkeypatch):
+        with servers.leader(monkeypatch, interval=0):
+            spec, block = servers.create(spec_json("histogram"))
+            assert servers.upload(honest_reports(spec, block, values_for("histogram", 20)))["accepted"] == 20
+        servers.end_day()
+        with servers.leader(monkeypatch, interval=0, workers=2):
+            start = threading.Barrier(3)
+
+            def collect(_: int) -> tuple[int, dict]:
+                start.wait()
+                return servers.collect(spec.name)
+
+            with ThreadPoolExecutor(3) as pool:
+                answers = sorted(pool.map(collect, range(3)), key=lambda answer: answer[0])
+            retry = servers.collect(spec.name)
+    assert [status for status, _ in answers] == [200, 409, 409], answers
+    release = answers[0][1]
+    assert release["report_count"] == 20
+    for status, problem in [*answers[1:], retry]:
+        assert status == 409 and problem["type"].endswith("batch-collected") and problem["release"] == release
+
+
+def test_a_batch_is_collected_only_once_its_day_has_ended(tmp_path):
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram", min_batch=2))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 5)))
+    day = today()
+    tomorrow = pair.collect(spec.name, "2999-01-01")
+    early = pair.collect(spec.name, day)
+    for answer in (early, tomorrow):
+        assert answer.status_code == 409 and answer.json["type"].endswith("batch-open"), answer.json
+        assert answer.json["field"] == "batch"
+    assert pair.upload(honest_reports(spec, block, values_for("histogram", 3)))["accepted"] == 3  # still open
+    end_day()
+    released = pair.collect(spec.name, day)
+    assert released.status_code == 200 and released.json["report_count"] == 8
+
+
+def test_a_report_that_straddles_midnight_and_the_collection_enters_the_next_batch(tmp_path):
+    "An upload that began on the day just collected (its request older than the collection) is not lost"
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram", min_batch=2))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 4)))
+    day = end_day()
+    assert pair.collect(spec.name, day).status_code == 200
+    late = honest_reports(spec, block, ["a", "b"])
+    with pair.leader_app.app_context(), open_storage(pair.leader_db) as storage:
+        from collector.distributed.store import DistStore
+        from collector.storage import CampaignVersion
+
+        campaign: CampaignVersion = storage.get_campaign(spec.name)
+        result = accept_reports(DistStore(storage), [(i, r, campaign) for i, r in enumerate(late)], day)
+    assert result.accepted == 2 and not result.rejected
+    with opened(pair.leader_db) as store:
+        batches = dict(store.conn.execute("SELECT batch, count(*) FROM dist_reports GROUP BY batch").fetchall())
+    assert batches == {day: 4, today_of_leader(): 2}
+
+
+def today_of_leader() -> str:
+    from collector import auth
+
+    return auth.utc_today()
+
+
+# -- garbage in an aggregation job --------------------------------------------------------------------------------
+def test_garbage_under_real_report_ids_burns_no_id(tmp_path):
+    """A peer-token holder sends a well-formed job whose entries carry the ids of real uploads with garbage shares:
+    each entry is rejected by name and no id is recorded, so the real reports are counted afterwards"""
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram", min_batch=2))
+    reports = honest_reports(spec, block, values_for("histogram", 4))
+    pair.upload(reports)
+    helper_config_id = block["helper"]["hpke_config"]["id"]
+    good = reports[0]["payload"]
+    entries = [
+        {"report_id": reports[0]["report_id"], "public_share": good["public_share"],  # ciphertext of another report
+         "helper_share": reports[1]["payload"]["helper_share"], "leader_verifier_share": "AAAA"},
+        {"report_id": reports[1]["report_id"], "public_share": "AAAA",
+         "helper_share": {"config_id": helper_config_id, "ciphertext": "AAAA"}, "leader_verifier_share": "AAAA"},
+        {"report_id": reports[2]["report_id"], "public_share": good["public_share"],
+         "helper_share": {"config_id": (helper_config_id % 255) + 1, "ciphertext": "AAAA"},
+         "leader_verifier_share": "AAAA"},
+        {"report_id": reports[3]["report_id"], "public_share": good["public_share"], "helper_share": "x",
+         "leader_verifier_share": "AAAA"},
+    ]
+    body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(), "reports": entries}
+    answer = PeerClient(pair.transport, PEER_TOKEN).aggregation_job(str(uuid.uuid4()), body)
+    assert [r["result"] for r in answer["reports"]] == ["reject"] * 4
+    assert all(r["error"] for r in answer["reports"])
+    with opened(pair.helper_db) as store:
+        assert store.conn.execute("SELECT count(*) FROM dist_helper_seen").fetchone()[0] == 0
+    summary = pair.aggregate()
+    assert summary.aggregated == 4 and summary.rejected == 0
+
+
+# -- the peer routes' rate limit -----------------------------------------------------------------------------------
+def test_the_peer_routes_are_rate_limited(tmp_path):
+    helper = create_app({"DATABASE": str(tmp_path / "helper.db"), "ROLE": "helper", "PEER_TOKEN": PEER_TOKEN,
+                         "RATE_LIMIT": 0, "PEER_RATE_LIMIT": 0.001, "PEER_RATE_BURST": 3}).test_client()
+    headers = {"Authorization": f"Bearer {PEER_TOKEN}"}
+    statuses = [helper.post("/v1/peer/coin_seed", json={}, headers=headers).status_code for _ in range(5)]
+    assert statuses[:3] == [400, 400, 400] and statuses[3:] == [429, 429]
+    limited = helper.post("/v1/peer/aggregate_shares", json={}, headers=headers)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    assert limited.json["field"] == "Authorization"
+    assert helper.get("/v1/hpke_config").status_code == 200  # the public route is not the peer's
+    with pytest.raises(PeerUnavailable, match="429"):  # the leader backs off and retries later
+        from collector.distributed.peer import FlaskTransport
+
+        PeerClient(FlaskTransport(helper), PEER_TOKEN, retries=0).coin_seed({})
+
+
+# -- secrets at rest ---------------------------------------------------------------------------------------------------
+def _mode(path: os.PathLike | str) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_the_aggregators_databases_are_readable_by_their_owner_only(tmp_path, monkeypatch):
+    "leader.db and helper.db hold HPKE private keys and verify keys: 0600, and their -wal and -shm files too"
+    old_umask = os.umask(0o022)  # the usual umask, under which a plain open() makes files 0644
+    try:
+        servers = Aggregators(tmp_path)
+        with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
+            spec, block = servers.create(spec_json("histogram"))
+            servers.upload(honest_reports(spec, block, values_for("histogram", 3)))
+            files = [tmp_path / name for name in ("leader.db", "leader.db-wal", "leader.db-shm", "helper.db",
+                                                  "helper.db-wal", "helper.db-shm")]
+            present = [path for path in files if path.exists()]
+            assert {p.name for p in present} >= {"leader.db", "helper.db", "leader.db-wal", "helper.db-wal"}
+            assert {p.name: oct(_mode(p)) for p in present} == {p.name: oct(0o600) for p in present}
+    finally:
+        os.umask(old_umask)
+
+
+def test_an_older_database_readable_by_others_is_restricted(tmp_path):
+    path = tmp_path / "helper.db"
+    with open_storage(path) as storage:
+        storage.migrate()
+    os.chmod(path, 0o644)
+    create_app({"DATABASE": str(path), "ROLE": "helper", "PEER_TOKEN": PEER_TOKEN})
+    assert _mode(path) == 0o600
+
+
+# -- https between the aggregators -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("url", ["http://helper.example.com", "http://10.0.0.8:8001", "http://128.0.0.1",
+                                 "ftp://helper.example.com", "helper.example.com"])
+def test_a_helper_url_in_clear_is_refused(tmp_path, url):
+    with pytest.raises(ValueError, match="HELPER_URL"):
+        create_app({"DATABASE": str(tmp_path / "l.db"), "ROLE": "leader", "PEER_TOKEN": PEER_TOKEN, "HELPER_URL": url})
+    with pytest.raises(ValueError, match="HELPER_URL"):
+        PeerClient.for_url(url, PEER_TOKEN)
+    for command in (["serve", "--role", "leader"], ["aggregate"]):
+        ran = CliRunner().invoke(main, [*command, "--db", str(tmp_path / "l.db"), "--peer-token", PEER_TOKEN,
+                                        "--helper-url", url])
+        assert ran.exit_code == 1 and "--helper-url" in ran.output and "https" in ran.output, ran.output
+
+
+@pytest.mark.parametrize("url", ["https://helper.example.com", "http://127.0.0.1:8001", "http://127.8.0.1",
+                                 "http://localhost:8001", "http://[::1]:8001"])
+def test_https_or_loopback_is_accepted(tmp_path, url):
+    create_app({"DATABASE": str(tmp_path / "l.db"), "ROLE": "leader", "PEER_TOKEN": PEER_TOKEN, "HELPER_URL": url})
+    assert PeerClient.for_url(url, PEER_TOKEN).transport.base_url == url  # type: ignore[attr-defined]
