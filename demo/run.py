@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from client_sdk.errors import LDPError
+
 from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 
 DEFAULT_USERS = 2000
@@ -655,7 +657,7 @@ def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, s
     return notes
 
 
-class DemoStopped(RuntimeError):
+class DemoStopped(LDPError, RuntimeError):
     "A phase of the demo stops where it is: the other phase failed, or the user pressed Ctrl-C"
 
 
