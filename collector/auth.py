@@ -24,7 +24,6 @@ see ``storage.RateRule``.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import math
 import time
 from collections.abc import Callable
@@ -33,25 +32,13 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from client_sdk.clock import utc_today as utc_today  # re-exported: the views' day
+
 from .db import get_storage
 from .problems import Problem
 from .storage import ApiKey, DiskFull, RateLimited, RateRule, StorageUnavailable
 
 Role = str
-
-
-_today: tuple[int, str] = (-1, "")
-
-
-def utc_today() -> str:
-    """The UTC day, YYYY-MM-DD (as ``datetime.now(timezone.utc).date().isoformat()``: POSIX days are 86,400 s);
-    the text is made once per day instead of per call (several calls per request)"""
-    global _today
-    number = int(time.time() // 86400)
-    cached = _today
-    if cached[0] != number:
-        cached = _today = (number, (dt.date(1970, 1, 1) + dt.timedelta(days=number)).isoformat())
-    return cached[1]
 
 
 def rate_rule(key: ApiKey) -> RateRule | None:

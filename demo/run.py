@@ -20,7 +20,6 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import shutil
@@ -37,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from client_sdk.clock import utc_today
 from client_sdk.errors import LDPError
 
 from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
@@ -198,7 +198,7 @@ def create_keys(database: Path) -> tuple[str, str]:
     "An admin and an ingest key, as ``ldp-telemetry keys create`` makes them"
     from collector.storage import Storage
 
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    today = utc_today()
     with Storage(database) as storage:
         storage.migrate()
         admin, _ = storage.create_key("admin", today, "demo analyst")
@@ -647,7 +647,7 @@ def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, s
     "Collect today's batch of each campaign (the aggregators add their noise); a note for each that could not be"
     import requests
 
-    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    day = utc_today()
     notes = {}
     for name in names:
         response = requests.post(f"{url}/v1/campaigns/{name}/collect", json={"batch": day}, timeout=300,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -10,6 +9,8 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from client_sdk.clock import utc_today
 
 if TYPE_CHECKING:
     from collector.storage import ApiKey
@@ -79,12 +80,9 @@ def _campaign_json(storage: Any, item: Any) -> dict:
     if out["closed"]:
         out["closed_day"] = closed[item.name]
     out["expires"] = item.spec.expires
-    out["expired"] = item.spec.expired_on(_today())
+    out["expired"] = item.spec.expired_on(utc_today())
     return out
 
-
-def _today() -> str:
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
 def _storage(database: str) -> Any:
@@ -197,7 +195,7 @@ def keys_create(database: str, role: str, label: str, expires_day: Any, public: 
     expires = expires_day.date().isoformat() if expires_day is not None else None
     with _storage(database) as storage:
         try:
-            key, record = storage.create_key(role, _today(), label, expires, public=public,
+            key, record = storage.create_key(role, utc_today(), label, expires, public=public,
                                              campaigns=campaigns or None)
         except ValueError as exc:
             _fail(str(exc))
@@ -279,7 +277,7 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
         with _storage(str(database)) as storage, warnings.catch_warnings():
             warnings.simplefilter("default")
             try:
-                created_campaign, created = storage.create_campaign(spec, _today())
+                created_campaign, created = storage.create_campaign(spec, utc_today())
             except (SpecError, VersionConflict, CampaignClosed) as exc:
                 _fail(f"invalid spec: {exc}")
             out = _campaign_json(storage, created_campaign)
@@ -299,7 +297,7 @@ def _create_distributed(database: str, helper_url: str | None, peer_token: str |
     storage, store, peer = _leader(database, helper_url, peer_token)
     with storage:
         try:
-            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, _today())
+            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, utc_today())
         except (SpecError, VersionConflict, CampaignClosed) as exc:
             _fail(f"invalid spec: {exc}")
         except PeerError as exc:
@@ -364,7 +362,7 @@ def campaign_close(database: str | None, url: str | None, token: str | None, nam
     else:
         with _storage(str(database)) as storage:
             try:
-                day = storage.close_campaign(name, _today())
+                day = storage.close_campaign(name, utc_today())
             except CampaignNotFound as exc:
                 _fail(str(exc))
     click.echo(f"campaign {name} closed since {day}")
