@@ -74,6 +74,15 @@ class DiskFull(StorageUnavailable):
     status = 507
 
 
+class AdminApiError(LDPError):
+    "A request to the collector's admin API failed: ``status`` (None without an answer) and the ``problem`` body"
+
+    def __init__(self, message: str, status: int | None = None, problem: dict | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.problem = problem or {}
+
+
 class ArchiveError(LDPError):
     "The archive or an aggregate file cannot be written or read as asked"
 

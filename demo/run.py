@@ -207,17 +207,11 @@ def create_keys(database: Path) -> tuple[str, str]:
 
 
 def create_campaigns(url: str, admin_key: str, campaigns: Sequence[DemoCampaign] = CAMPAIGNS) -> dict[str, dict]:
-    "POST every spec to /v1/campaigns; the stored campaigns by name"
-    import requests
+    "POST every spec to /v1/campaigns; the stored campaigns by name (AdminApiError if the collector refuses one)"
+    from collector.admin_client import AdminClient
 
-    created = {}
-    with requests.Session() as session:
-        session.headers["Authorization"] = f"Bearer {admin_key}"
-        for campaign in campaigns:
-            response = session.post(f"{url}/v1/campaigns", json=campaign.spec, timeout=30)
-            response.raise_for_status()
-            created[campaign.name] = response.json()
-    return created
+    with AdminClient(url, admin_key) as client:
+        return {campaign.name: client.post("/v1/campaigns", campaign.spec) for campaign in campaigns}
 
 
 # -- 3. users report ------------------------------------------------------------------------------------------------
@@ -645,15 +639,19 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
 
 def collect_today(url: str, admin_key: str, names: Sequence[str]) -> dict[str, str]:
     "Collect today's batch of each campaign (the aggregators add their noise); a note for each that could not be"
-    import requests
+    from collector.admin_client import AdminClient, campaign_path
+    from collector.errors import AdminApiError
 
     day = utc_today()
     notes = {}
-    for name in names:
-        response = requests.post(f"{url}/v1/campaigns/{name}/collect", json={"batch": day}, timeout=300,
-                                 headers={"Authorization": f"Bearer {admin_key}"})
-        if not response.ok:
-            notes[name] = f"no release: {response.json().get('detail', response.status_code)}"
+    with AdminClient(url, admin_key, timeout=300) as client:
+        for name in names:
+            try:
+                client.post(campaign_path(name, "/collect"), {"batch": day})
+            except AdminApiError as exc:
+                if exc.status is None:  # no answer: the demo fails, as for any other request
+                    raise
+                notes[name] = f"no release: {exc.problem.get('detail', exc.status)}"
     return notes
 
 

@@ -44,33 +44,22 @@ def _target(database: str | None, url: str | None, token: str | None) -> str:
 
 
 def _api(method: str, url: str, token: str, path: str, body: Any = None) -> tuple[int, Any]:
-    "One request to the collector's admin API: (status, JSON body); exits with one line if it cannot be reached"
-    import urllib.error
-    import urllib.request
+    "One request to the collector's admin API: (status, JSON body); exits with one line if it fails"
+    from collector.admin_client import AdminClient
+    from collector.errors import AdminApiError
 
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                                              "Accept": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:  # noqa: S310 (operator URL)
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        try:
-            problem = json.loads(error.read() or b"{}")
-        except ValueError:
-            problem = {}
-        detail = problem.get("detail", "") if isinstance(problem, dict) else ""
-        _fail(f"the collector answered HTTP {error.code}{': ' + detail if detail else ''}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        _fail(f"cannot reach the collector at {url} ({getattr(exc, 'reason', exc)})")
+        with AdminClient(url, token, timeout=HTTP_TIMEOUT_SECONDS) as client:
+            return client.request(method, path, body)
+    except AdminApiError as exc:
+        _fail(str(exc))
     raise AssertionError("unreachable")
 
 
 def _campaign_path(name: str, suffix: str = "") -> str:
-    from urllib.parse import quote
+    from collector.admin_client import campaign_path
 
-    return "/v1/campaigns/" + quote(name, safe="") + suffix
+    return campaign_path(name, suffix)
 
 
 def _campaign_json(storage: Any, item: Any) -> dict:
