@@ -1,4 +1,5 @@
-"""Collector commands: ``serve``, ``keys``, ``campaign`` and ``aggregates``; thin layers over ``collector``."""
+"""Collector commands: ``serve``, ``keys``, ``campaign``, ``aggregates`` (local campaigns) and ``run-jobs`` (a
+leader's aggregation jobs); thin layers over ``collector``."""
 
 from __future__ import annotations
 
@@ -409,11 +410,11 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
             _fail(f"{exc.slug}: {exc.detail}")
 
 
-@click.command()
+@click.command("run-jobs")
 @DB_OPTION
 @HELPER_URL_OPTION
 @PEER_TOKEN_OPTION
-def aggregate(database: str, helper_url: str | None, peer_token: str | None) -> None:
+def run_jobs(database: str, helper_url: str | None, peer_token: str | None) -> None:
     """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."""
     from collector.distributed.leader import PendingWork, aggregator_lock, run_pending
 
