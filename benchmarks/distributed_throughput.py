@@ -11,7 +11,7 @@ campaign on the leader (which provisions the helper), then measures:
               HPKE seal of both input shares (CPU of one core; the device's own cost)
 * upload      reports/s of ``POST /v1/reports`` to the leader in batches of ``--batch`` (4 client threads): check,
               HPKE open and decode of the leader's share, one transaction per batch
-* aggregate   reports/s of one round of the leader's pending work (``run_pending``, what ``ldp-telemetry aggregate``
+* aggregate   reports/s of one round of the leader's pending work (``run_pending``, what ``ldp-telemetry run-jobs``
               runs, here in this process): aggregation jobs leader -> helper over HTTP, both aggregators opening
               their shares, batch-verifying (``collector.vdaf_batch``) and adding the output shares
 * bytes       per report: the JSON envelope as uploaded (report id, campaign, fingerprint, base64url payload), and
@@ -65,7 +65,7 @@ def start(role: str, db: Path, port: int, log: Path, *extra: str) -> subprocess.
 
 
 def aggregate_in_process(leader_db: Path, helper_url: str) -> dict:
-    "What ``ldp-telemetry aggregate`` does, without its interpreter start-up: every pending job once"
+    "What ``ldp-telemetry run-jobs`` does, without its interpreter start-up: every pending job once"
     from collector.distributed.leader import run_pending
     from collector.distributed.peer import PeerClient
     from collector.distributed.store import DistStore

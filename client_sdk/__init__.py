@@ -12,6 +12,7 @@ The device runtime (``Client`` and its queue, ledger, state file and transport: 
 from __future__ import annotations
 
 from .errors import (
+    CampaignUnavailable,
     ClientClosed,
     InvalidValue,
     InvalidValueType,
@@ -21,6 +22,8 @@ from .errors import (
     RecordingError,
     SpecError,
     StateFileError,
+    TransportError,
+    UnknownCampaign,
     UnsupportedSpec,
     ValueNotInDomain,
 )
@@ -36,13 +39,11 @@ if TYPE_CHECKING:
     from .ledger import ReportPolicy
     from .queue import QueueLimits
     from .status import ClientStatus, FlushResult, Recorded, RecordStatus
-    from .transport import CampaignUnavailable, TransportError, UnknownCampaign
 
 _LAZY = {
     "Client": ".client", "delete_local_data": ".client",
     **dict.fromkeys(["ClientStatus", "FlushResult", "Recorded", "RecordStatus"], ".status"),
     "ReportPolicy": ".ledger", "QueueLimits": ".queue",
-    **dict.fromkeys(["CampaignUnavailable", "TransportError", "UnknownCampaign"], ".transport"),
 }
 
 __version__ = "0.1.0"

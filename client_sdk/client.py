@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
+from .clock import utc_day
 from .errors import (
     ClientClosed,
     InvalidValue,
@@ -238,7 +239,7 @@ class Client:
             return Recorded(RecordStatus.STATE_ERROR)
         if not self._upload_enabled:
             return Recorded(RecordStatus.UPLOAD_DISABLED)
-        if spec.expired_on(time.strftime("%Y-%m-%d", time.gmtime(now))):  # the collector would reject it
+        if spec.expired_on(utc_day(now)):  # the collector would reject it
             return Recorded(RecordStatus.CAMPAIGN_CLOSED)
         policy = self.policies.get(campaign, self.policy)
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}

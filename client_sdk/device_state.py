@@ -24,22 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import LDPError
+from .errors import DeviceStateError
 from .randomness import SECURE_RANDOM, RandomSource
 from .rappor import MIN_SECRET_BYTES, cohort_from_secret
 
 STATE_FILE_NAME = "rappor_device.json"
 STATE_VERSION = 1
 SECRET_BYTES = 32
-
-
-class DeviceStateError(LDPError):
-    "The device state file exists but cannot be used (unreadable, malformed or with a short secret)"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.reason = message
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .errors import SealError, ShareRejected  # re-exported: part of this module's API
 from .spec import Prio3Params, Spec
 from .wire import is_integer
 
@@ -47,20 +48,6 @@ LEADER = 0x02
 HELPER = 0x03
 _ROLES = {"leader": LEADER, "helper": HELPER, LEADER: LEADER, HELPER: HELPER}
 _AGG_IDS = {LEADER: 0, HELPER: 1}
-
-
-class SealError(ValueError):
-    "An input share cannot be sealed to a listed HPKE config (a public key HPKE refuses)"
-
-
-class ShareRejected(ValueError):
-    """An input share (or a payload) cannot be used; ``reason`` is a short name for counting rejections
-    (``hpke-decrypt-error``, ``invalid-message``), ``field`` names the part of the payload"""
-
-    def __init__(self, reason: str, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.reason = reason
-        self.field = field
 
 
 # -- the Prio3 instance and the measurement --------------------------------------------------------------------------

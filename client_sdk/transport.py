@@ -21,27 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .errors import LDPError
-
-
-class TransportError(LDPError):
-    "The request failed in transit; retrying may succeed"
-
-
-class NetworkError(TransportError):
-    "Connection refused, reset or otherwise broken"
-
-
-class RequestTimeout(TransportError):
-    "No answer within the timeout"
-
-
-class CampaignUnavailable(TransportError):
-    "The campaign's spec could not be fetched and no cached copy exists"
-
-
-class UnknownCampaign(LDPError):
-    "The collector has no campaign of that name"
+from .errors import CampaignUnavailable as CampaignUnavailable  # re-exported: client.py imports the errors from here
+from .errors import NetworkError, RequestTimeout
+from .errors import TransportError as TransportError
+from .errors import UnknownCampaign as UnknownCampaign
 
 
 @dataclass

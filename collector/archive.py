@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 from client_sdk.errors import LDPError
 from client_sdk.spec import Spec, load_spec
 
-from .storage import CampaignNotFound, CampaignVersion, StorageBase
+from .errors import ArchiveError, CampaignNotFound
+from .storage import CampaignVersion, StorageBase
 
 if TYPE_CHECKING:
     import estimators
@@ -47,10 +48,6 @@ AGGREGATE_FORMAT = "ldp-telemetry-aggregate/1"
 PART_FILE = "part-0.parquet"
 ROW_GROUP_ROWS = 100_000  # rows buffered before a row group is written (about 13 MB for OUE over 1,024 values)
 META_PREFIX = "ldp."
-
-
-class ArchiveError(LDPError):
-    "The archive or an aggregate file cannot be written or read as asked"
 
 
 @dataclass

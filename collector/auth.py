@@ -24,7 +24,6 @@ see ``storage.RateRule``.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import math
 import os
 import time
@@ -34,6 +33,8 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from client_sdk.clock import utc_day
+
 from .db import get_storage
 from .problems import Problem
 from .storage import ApiKey, DiskFull, RateLimited, RateRule, StorageUnavailable
@@ -41,23 +42,16 @@ from .storage import ApiKey, DiskFull, RateLimited, RateRule, StorageUnavailable
 Role = str
 
 
-_today: tuple[int, str] = (-1, "")
 # Tests and the demo let days pass without waiting for midnight: ``LDP_CLOCK_OFFSET`` (seconds, read when the
 # process starts) moves this collector's clock of days, for everything that depends on the day (which batch a
 # distributed report enters, which batches have ended and may be collected, expiry of keys and campaigns).
-# Production leaves it unset.
+# Production leaves it unset.  The device's clock (``client_sdk.clock``) never reads it.
 CLOCK_OFFSET = float(os.environ.get("LDP_CLOCK_OFFSET") or 0)
 
 
 def utc_today() -> str:
-    """The UTC day, YYYY-MM-DD (as ``datetime.now(timezone.utc).date().isoformat()``: POSIX days are 86,400 s);
-    the text is made once per day instead of per call (several calls per request)"""
-    global _today
-    number = int((time.time() + CLOCK_OFFSET) // 86400)
-    cached = _today
-    if cached[0] != number:
-        cached = _today = (number, (dt.date(1970, 1, 1) + dt.timedelta(days=number)).isoformat())
-    return cached[1]
+    "The collector's UTC day, YYYY-MM-DD: ``client_sdk.clock.utc_day`` of now, moved by ``LDP_CLOCK_OFFSET``"
+    return utc_day(time.time() + CLOCK_OFFSET)
 
 
 def rate_rule(key: ApiKey) -> RateRule | None:

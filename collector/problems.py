@@ -9,50 +9,14 @@ HTML error page ever leaves the service, and a 500 never echoes request data.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
-from client_sdk.errors import LDPError
+from .errors import TITLES, Problem
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
-TYPE_PREFIX = "urn:ldp-telemetry:problem:"
 logger = logging.getLogger("collector")
-
-TITLES = {
-    400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
-    409: "Conflict", 413: "Content too large", 415: "Unsupported media type", 422: "Unprocessable content",
-    429: "Too many requests", 500: "Internal server error", 503: "Service unavailable",
-}
-SLUGS = {
-    400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 405: "method-not-allowed",
-    409: "conflict", 413: "too-large", 415: "unsupported-media-type", 422: "invalid-field", 429: "rate-limited",
-    500: "internal", 503: "unavailable",
-}
-
-
-class Problem(LDPError):
-    "An error response; raise it anywhere in a view"
-
-    def __init__(self, status: int, detail: str, *, field: str | None = None, slug: str | None = None,
-                 title: str | None = None, headers: dict[str, str] | None = None, **extra: Any) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.field = field
-        self.slug = slug or SLUGS.get(status, "error")
-        self.title = title or TITLES.get(status, "Error")
-        self.headers = headers or {}
-        self.extra = extra
-
-    def to_dict(self) -> dict:
-        body: dict[str, Any] = {"type": TYPE_PREFIX + self.slug, "title": self.title, "status": self.status,
-                                "detail": self.detail}
-        if self.field is not None:
-            body["field"] = self.field
-        body.update(self.extra)
-        return body
 
 
 def invalid(field: str, reason: str, status: int = 400) -> Problem:

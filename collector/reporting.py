@@ -3,7 +3,7 @@
 :func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.report.ReportData`
 that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
 estimate itself is made by :func:`estimators.report.source.window_estimate`, the function the ``/estimate``
-endpoint calls too.  ``requests`` is imported only by the function that needs it.
+endpoint calls too.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from estimators.report.source import (
     window_estimate,
 )
 
+from .admin_client import AdminClient, campaign_path
+from .errors import AdminApiError
 from .storage import CampaignNotFound, is_database_url, open_storage
 
 HTTP_TIMEOUT_SECONDS = 60
@@ -84,26 +86,30 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
 
     Per-day estimates cost one request of O(days * d): they are asked for only with ``daily``, and with
     ``daily_top=K`` slim (the K values largest over the window, the fields a per-day figure needs)."""
-    from urllib.parse import quote
-
-    base = url.rstrip("/") + "/v1/campaigns/" + quote(campaign, safe="")
+    base = campaign_path(campaign)
     params: dict[str, Any] = {key: value for key, value in (("since", since), ("until", until)) if value}
     params["confidence"] = confidence
-    spec = _get_json(base, token, {}, campaign)
+    with AdminClient(url, token, timeout=HTTP_TIMEOUT_SECONDS) as client:
+        return _data_from_api(client, base, campaign, params, since, until, confidence, daily, daily_top)
+
+
+def _data_from_api(client: AdminClient, base: str, campaign: str, params: dict[str, Any], since: str | None,
+                   until: str | None, confidence: float, daily: bool, daily_top: int | None) -> ReportData:
+    spec = _get_json(client, base, {}, campaign)
     spec_json = _spec_of(spec)
     if is_distributed_spec(spec_json):  # the leader's releases, estimated here as from a database
-        answer = _get_json(base + "/releases", token, {}, campaign)
+        answer = _get_json(client, base + "/releases", {}, campaign)
         releases = answer.get("releases", []) if isinstance(answer, dict) else answer
         fingerprint = (spec_json or {}).get("fingerprint") or (spec if isinstance(spec, dict) else {}).get(
             "fingerprint")
         releases = [r for r in releases if not fingerprint or r.get("fingerprint") == fingerprint]
         return _distributed_data(spec_json, spec_json, releases, since, until, confidence, daily)
-    result = _get_json(base + "/estimate", token, params, campaign)
+    result = _get_json(client, base + "/estimate", params, campaign)
     result.pop("window", None)
     days: list = []
     if daily:
         day_params = {**params, "granularity": "day", **({"top": daily_top} if daily_top else {})}
-        days = _get_json(base + "/estimate", token, day_params, campaign).get("days", [])
+        days = _get_json(client, base + "/estimate", day_params, campaign).get("days", [])
     per_day = [DailyResult(day.pop("day"), day) for day in days] if len(days) > 1 else []
     return ReportData(result, _spec_of(spec), since, until, per_day)
 
@@ -131,30 +137,15 @@ def _spec_of(campaign: Any) -> dict | None:
     return inner if isinstance(inner, dict) else {k: v for k, v in campaign.items() if k != "versions"}
 
 
-def _get_json(url: str, token: str, params: dict, campaign: str) -> Any:
-    import requests
-
+def _get_json(client: AdminClient, path: str, params: dict, campaign: str) -> Any:
+    "GET ``path``; the admin client's errors as SourceErrors that name the campaign where they can"
     try:
-        response = requests.get(url, params=params, headers={"Authorization": f"Bearer {token}"},
-                                timeout=HTTP_TIMEOUT_SECONDS)
-    except requests.RequestException as exc:
-        raise SourceError(f"cannot reach the collector at {url} ({type(exc).__name__})") from None
-    if response.ok:
-        return response.json()
-    problem = _problem(response)
-    if response.status_code == 404 and str(problem.get("type", "")).endswith(":no-reports"):
-        raise SourceError(f"campaign {campaign!r} has no reports in this window")
-    if response.status_code == 404:
-        raise SourceError(f"unknown campaign {campaign!r}")
-    if response.status_code in (401, 403):
-        raise SourceError(f"the collector refused the token (HTTP {response.status_code})")
-    raise SourceError(f"the collector answered HTTP {response.status_code}: {problem.get('detail', '')}".rstrip(": "))
-
-
-def _problem(response: Any) -> dict:
-    "The RFC 9457 problem body, or {}"
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+        return client.get(path, params=params)
+    except AdminApiError as exc:
+        if exc.status == 404 and str(exc.problem.get("type", "")).endswith(":no-reports"):
+            raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
+        if exc.status == 404:
+            raise SourceError(f"unknown campaign {campaign!r}") from None
+        if exc.status in (401, 403):
+            raise SourceError(f"the collector refused the token (HTTP {exc.status})") from None
+        raise SourceError(str(exc)) from None

@@ -50,9 +50,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from client_sdk.errors import LDPError, PrivacyWarning
+from client_sdk.errors import PrivacyWarning
 from client_sdk.spec import NAME_PATTERN, Spec, canonical_json, load_spec
 
+from .errors import (  # re-exported: callers and tests import them from here
+    CampaignClosed,
+    CampaignNotFound,
+    DatabaseCorrupt,
+    DatabaseLocked,
+    DiskFull,
+    RateLimited,
+    StorageError,
+    StorageUnavailable,
+    VersionConflict,
+)
 from .report_codec import decode_payload, encode_payloads, tagged_bytes
 
 if TYPE_CHECKING:  # imported where used: opening a database (`keys list`) loads neither, nor numpy
@@ -131,57 +142,6 @@ VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS report_versions (
     version INTEGER NOT NULL,
     UNIQUE (campaign, version)
 )"""
-
-
-class StorageError(LDPError):
-    "Base class of the storage errors"
-
-
-class CampaignNotFound(StorageError):
-    "No campaign (or campaign version) with that name"
-
-
-class VersionConflict(StorageError):
-    "A spec asked for a version other than the next free one"
-
-
-class CampaignClosed(StorageError):
-    "The campaign was closed: it takes no new versions"
-
-
-class RateLimited(StorageError):
-    "The key's token bucket is empty; ``retry_after`` says for how many seconds"
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"rate limit exceeded; retry after {retry_after:.2f} s")
-        self.retry_after = retry_after
-
-
-class StorageUnavailable(StorageError):
-    "The database cannot serve requests now (503); the transaction, if any, was rolled back"
-
-    status = 503
-    retry_after = 60
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
-
-
-class DatabaseLocked(StorageUnavailable):
-    "The write lock stayed busy past the busy timeout (another process holds it)"
-
-    retry_after = 5
-
-
-class DatabaseCorrupt(StorageUnavailable):
-    "The database file is damaged or is not a SQLite database"
-
-
-class DiskFull(StorageUnavailable):
-    "No room left to write (507 Insufficient Storage)"
-
-    status = 507
 
 
 # SQLite primary result codes (https://www.sqlite.org/rescode.html) that mean the database, not the request, failed

@@ -21,7 +21,6 @@ Steps (each a function below, so the demo can be read top to bottom and reused p
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import shutil
@@ -37,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from client_sdk.clock import utc_day, utc_today
+from client_sdk.errors import LDPError
 
 from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 
@@ -200,7 +202,7 @@ def create_keys(database: Path) -> tuple[str, str]:
     "An admin and an ingest key, as ``ldp-telemetry keys create`` makes them"
     from collector.storage import Storage
 
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    today = utc_today()
     with Storage(database) as storage:
         storage.migrate()
         admin, _ = storage.create_key("admin", today, "demo analyst")
@@ -209,17 +211,11 @@ def create_keys(database: Path) -> tuple[str, str]:
 
 
 def create_campaigns(url: str, admin_key: str, campaigns: Sequence[DemoCampaign] = CAMPAIGNS) -> dict[str, dict]:
-    "POST every spec to /v1/campaigns; the stored campaigns by name"
-    import requests
+    "POST every spec to /v1/campaigns; the stored campaigns by name (AdminApiError if the collector refuses one)"
+    from collector.admin_client import AdminClient
 
-    created = {}
-    with requests.Session() as session:
-        session.headers["Authorization"] = f"Bearer {admin_key}"
-        for campaign in campaigns:
-            response = session.post(f"{url}/v1/campaigns", json=campaign.spec, timeout=30)
-            response.raise_for_status()
-            created[campaign.name] = response.json()
-    return created
+    with AdminClient(url, admin_key) as client:
+        return {campaign.name: client.post("/v1/campaigns", campaign.spec) for campaign in campaigns}
 
 
 # -- 3. users report ------------------------------------------------------------------------------------------------
@@ -618,7 +614,7 @@ def running_aggregators(folder: Path) -> Iterator[DemoAggregators]:
                 leader_db, config, env={"LDP_CLOCK_OFFSET": str(days[0] * 86400)}))
 
         def end_day() -> str:
-            ended = (dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=days[0])).isoformat()
+            ended = utc_day(time.time() + days[0] * 86400)
             days[0] += 1
             running.url = start_leader()
             return ended
@@ -677,19 +673,23 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
 def collect_today(url: str, admin_key: str, names: Sequence[str], day: str | None = None) -> dict[str, str]:
     """Collect the batch of ``day`` (default today: the leader must have seen that day end) of each campaign (the
     aggregators add their noise); a note for each that could not be"""
-    import requests
+    from collector.admin_client import AdminClient, campaign_path
+    from collector.errors import AdminApiError
 
-    day = day or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    day = day or utc_today()
     notes = {}
-    for name in names:
-        response = requests.post(f"{url}/v1/campaigns/{name}/collect", json={"batch": day}, timeout=300,
-                                 headers={"Authorization": f"Bearer {admin_key}"})
-        if not response.ok:
-            notes[name] = f"no release: {response.json().get('detail', response.status_code)}"
+    with AdminClient(url, admin_key, timeout=300) as client:
+        for name in names:
+            try:
+                client.post(campaign_path(name, "/collect"), {"batch": day})
+            except AdminApiError as exc:
+                if exc.status is None:  # no answer: the demo fails, as for any other request
+                    raise
+                notes[name] = f"no release: {exc.problem.get('detail', exc.status)}"
     return notes
 
 
-class DemoStopped(RuntimeError):
+class DemoStopped(LDPError, RuntimeError):
     "A phase of the demo stops where it is: the other phase failed, or the user pressed Ctrl-C"
 
 

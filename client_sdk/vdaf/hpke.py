@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .xof import INSTALL_HINT, MissingDependency
+from ..errors import HpkeError, MissingDependency
+from .xof import INSTALL_HINT
 
 try:
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -35,10 +36,6 @@ PUBLIC_KEY_SIZE = 32
 ENC_SIZE = 32  # X25519's encapsulated key
 TAG_SIZE = 16  # AES-128-GCM's tag
 _SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
-
-
-class HpkeError(ValueError):
-    "A ciphertext did not open: wrong key, wrong info (report metadata), tampered or truncated"
 
 
 def b64url(data: bytes) -> str:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import VerifyError
 from .circuits import Count, Histogram, HistogramWithCoins, MultihotCountVec, Sum, SumVec
 from .field import Field, Field64, Field128
 from .flp import FlpBBCGGI19, Valid
@@ -25,10 +26,6 @@ USAGE_PROVE_RANDOMNESS = 4
 USAGE_QUERY_RANDOMNESS = 5
 USAGE_JOINT_RAND_SEED = 6
 USAGE_JOINT_RAND_PART = 7
-
-
-class VerifyError(ValueError):
-    "The report failed verification (invalid proof, inconsistent joint randomness or malformed share)"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..errors import Mismatch
 from .field import Field128
 from .prio3 import (
     Prio3,
@@ -33,10 +34,6 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Prio3]] = {
         v["length"], v["max_weight"], v["chunk_length"], v["shares"]),
 }
 XOFS: dict[str, type[Xof]] = {"XofTurboShake128": XofTurboShake128, "XofFixedKeyAes128": XofFixedKeyAes128}
-
-
-class Mismatch(Exception):
-    "A computed value differs from the test vector (the message says which and where)"
 
 
 def vdaf_name(path: Path) -> str:

@@ -10,13 +10,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import MissingDependency
 from .field import Field, next_power_of_2
 
 INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distributed]'"
-
-
-class MissingDependency(ImportError):
-    "Distributed (Prio3) campaigns need pycryptodome >= 3.20, the SDK's optional `distributed` extra"
 
 
 def _crypto() -> tuple[Any, Any]:

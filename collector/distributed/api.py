@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from ..auth import require
+from ..auth import require, utc_today
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
 from ..storage import CampaignNotFound, CampaignVersion
@@ -184,7 +184,7 @@ def peer_campaign(name: str) -> tuple[Response, int]:
     "Provision a campaign from the leader (idempotent)"
     from .leader import _VDAF_CACHE
 
-    campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), _today())
+    campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), utc_today())
     _VDAF_CACHE.clear()
     return jsonify({"name": campaign.name, "version": campaign.version, "fingerprint": campaign.fingerprint}), (
         201 if created else 200)
@@ -253,9 +253,3 @@ def releases(name: str) -> Response:
     "Every release of the campaign, by batch"
     campaign = _campaign(name)
     return jsonify({"campaign": campaign.name, "releases": dist_store().releases(campaign.name)})
-
-
-def _today() -> str:
-    from ..auth import utc_today
-
-    return utc_today()

@@ -24,6 +24,7 @@ import secrets
 import uuid
 from typing import Any
 
+from client_sdk.errors import LDPError
 from client_sdk.spec import Spec
 
 from ..storage import CampaignVersion, StorageBase
@@ -37,7 +38,7 @@ JOB_FIELDS = frozenset(("campaign", "fingerprint", "batch", "reports"))
 JOB_REPORT_FIELDS = frozenset(("report_id", "public_share", "helper_share", "leader_verifier_share"))
 
 
-class PeerProblem(Exception):
+class PeerProblem(LDPError):
     "A request the helper refuses: (status, slug, detail)"
 
     def __init__(self, status: int, slug: str, detail: str, field: str | None = None) -> None:

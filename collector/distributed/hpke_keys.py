@@ -7,9 +7,10 @@ so that two aggregators rarely share one, which makes a share sealed to the wron
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from typing import Any
+
+from client_sdk.clock import utc_today
 
 from .store import DistStore
 
@@ -33,7 +34,7 @@ def key_pairs(store: DistStore) -> list[Any]:
     stored = store.hpke_keys()
     if not stored:
         pair = hpke.HpkeKeyPair.generate(1 + secrets.randbelow(255))
-        store.add_hpke_key(pair.config.id, pair.private_bytes(), dt.datetime.now(dt.timezone.utc).date().isoformat())
+        store.add_hpke_key(pair.config.id, pair.private_bytes(), utc_today())
         stored = store.hpke_keys()  # another worker may have stored its pair first: every process uses that one
     pairs = [hpke.HpkeKeyPair.from_private_bytes(config_id, raw) for config_id, raw in stored]
     _CACHE[cache_key] = pairs

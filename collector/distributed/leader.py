@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from client_sdk.errors import LDPError
 from client_sdk.spec import Spec
 
 from ..storage import CampaignVersion, StorageBase, open_storage
@@ -51,7 +52,7 @@ PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))
 SEALED_FIELDS = frozenset(("config_id", "ciphertext"))
 
 
-class CollectError(Exception):
+class CollectError(LDPError):
     "Collection cannot proceed: (status, slug, detail, field); ``release`` is the batch's stored one, if collected"
 
     def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
@@ -216,7 +217,9 @@ def _next_batch(key: BatchKey) -> BatchKey | None:
     return (key[0], key[1], today) if today > key[2] else None
 
 
-class _Reject(Exception):
+class _Reject(LDPError):
+    "A report's payload is malformed: ``field``, ``reason`` and the rejection counter's ``slug``"
+
     def __init__(self, field: str, reason: str, slug: str = "invalid-message") -> None:
         super().__init__(reason)
         self.field, self.reason, self.slug = field, reason, slug

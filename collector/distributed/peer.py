@@ -19,11 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from client_sdk.errors import LDPError
+
 DEFAULT_TIMEOUT = 30.0  # seconds for one request (an aggregation job of a few thousand reports takes a few)
 CONNECT_TIMEOUT = 3.0
 
 
-class PeerError(Exception):
+class PeerError(LDPError):
     "A request to the helper failed"
 
 

@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from client_sdk.errors import LDPError
+
 from ..storage import Storage, StorageBase, restrict_database
 
 DIST_SCHEMA_VERSION = 1
@@ -82,7 +84,7 @@ def failpoint(name: str) -> None:
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-class DistributedNeedsSqlite(Exception):
+class DistributedNeedsSqlite(LDPError):
     "Distributed campaigns keep their state in SQLite only (for now)"
 
 

@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from client_sdk.errors import LDPError
+
 from .estimate import estimate_distributed
 from .noise import CoinNoise, NoiseMode, calibrate
 
@@ -47,7 +49,7 @@ INTEGRITY = ("the release sums valid measurements only, one per accepted report 
              "both aggregators follow the protocol (a malicious aggregator can drop reports or alter its share)")
 
 
-class ReleaseMismatch(ValueError):
+class ReleaseMismatch(LDPError, ValueError):
     "A release does not belong to the spec given, or its noise is not the spec's calibration"
 
 

@@ -27,8 +27,8 @@ COMMANDS = {
     "campaign": ("ldp_telemetry.cli.collector", "campaign",
                  "Create, list, show and close campaigns (local --db, or a running collector with --url and --token)."),
     "aggregates": ("ldp_telemetry.cli.collector", "aggregates", "Maintain the per-day aggregates."),
-    "aggregate": ("ldp_telemetry.cli.collector", "aggregate",
-                  "Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."),
+    "run-jobs": ("ldp_telemetry.cli.collector", "run_jobs",
+                 "Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."),
     "report": ("ldp_telemetry.cli.report", "report",
                "Estimates of CAMPAIGN with standard errors, intervals and the price against central DP."),
     "demo": ("ldp_telemetry.cli.demo", "demo",
@@ -41,6 +41,9 @@ COMMANDS = {
     "vdaf": ("ldp_telemetry.cli.vdaf", "vdaf",
              "Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20)."),
 }
+# old name -> the command to use: still runs (hidden from --help) and says which to use; `aggregate` read too much
+# like `aggregates`, a different job (rebuilding the per-day aggregates of local campaigns)
+DEPRECATED = {"aggregate": "run-jobs"}
 
 
 class LazyGroup(click.Group):
@@ -50,6 +53,10 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in DEPRECATED:
+            click.echo(f"Warning: 'ldp-telemetry {name}' is deprecated; use 'ldp-telemetry {DEPRECATED[name]}'.",
+                       err=True)
+            name = DEPRECATED[name]
         if name not in COMMANDS:
             return None
         module_name, attribute = COMMANDS[name][:2]

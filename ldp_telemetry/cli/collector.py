@@ -1,8 +1,8 @@
-"""Collector commands: ``serve``, ``keys``, ``campaign`` and ``aggregates``; thin layers over ``collector``."""
+"""Collector commands: ``serve``, ``keys``, ``campaign``, ``aggregates`` (local campaigns) and ``run-jobs`` (a
+leader's aggregation jobs); thin layers over ``collector``."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -10,6 +10,8 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from client_sdk.clock import utc_today
 
 if TYPE_CHECKING:
     from collector.storage import ApiKey
@@ -43,33 +45,22 @@ def _target(database: str | None, url: str | None, token: str | None) -> str:
 
 
 def _api(method: str, url: str, token: str, path: str, body: Any = None) -> tuple[int, Any]:
-    "One request to the collector's admin API: (status, JSON body); exits with one line if it cannot be reached"
-    import urllib.error
-    import urllib.request
+    "One request to the collector's admin API: (status, JSON body); exits with one line if it fails"
+    from collector.admin_client import AdminClient
+    from collector.errors import AdminApiError
 
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                                              "Accept": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:  # noqa: S310 (operator URL)
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        try:
-            problem = json.loads(error.read() or b"{}")
-        except ValueError:
-            problem = {}
-        detail = problem.get("detail", "") if isinstance(problem, dict) else ""
-        _fail(f"the collector answered HTTP {error.code}{': ' + detail if detail else ''}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        _fail(f"cannot reach the collector at {url} ({getattr(exc, 'reason', exc)})")
+        with AdminClient(url, token, timeout=HTTP_TIMEOUT_SECONDS) as client:
+            return client.request(method, path, body)
+    except AdminApiError as exc:
+        _fail(str(exc))
     raise AssertionError("unreachable")
 
 
 def _campaign_path(name: str, suffix: str = "") -> str:
-    from urllib.parse import quote
+    from collector.admin_client import campaign_path
 
-    return "/v1/campaigns/" + quote(name, safe="") + suffix
+    return campaign_path(name, suffix)
 
 
 def _campaign_json(storage: Any, item: Any) -> dict:
@@ -79,12 +70,9 @@ def _campaign_json(storage: Any, item: Any) -> dict:
     if out["closed"]:
         out["closed_day"] = closed[item.name]
     out["expires"] = item.spec.expires
-    out["expired"] = item.spec.expired_on(_today())
+    out["expired"] = item.spec.expired_on(utc_today())
     return out
 
-
-def _today() -> str:
-    return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
 def _storage(database: str) -> Any:
@@ -199,7 +187,7 @@ def keys_create(database: str, role: str, label: str, expires_day: Any, public: 
     expires = expires_day.date().isoformat() if expires_day is not None else None
     with _storage(database) as storage:
         try:
-            key, record = storage.create_key(role, _today(), label, expires, public=public,
+            key, record = storage.create_key(role, utc_today(), label, expires, public=public,
                                              campaigns=campaigns or None)
         except ValueError as exc:
             _fail(str(exc))
@@ -281,7 +269,7 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
         with _storage(str(database)) as storage, warnings.catch_warnings():
             warnings.simplefilter("default")
             try:
-                created_campaign, created = storage.create_campaign(spec, _today())
+                created_campaign, created = storage.create_campaign(spec, utc_today())
             except (SpecError, VersionConflict, CampaignClosed) as exc:
                 _fail(f"invalid spec: {exc}")
             out = _campaign_json(storage, created_campaign)
@@ -301,7 +289,7 @@ def _create_distributed(database: str, helper_url: str | None, peer_token: str |
     storage, store, peer = _leader(database, helper_url, peer_token)
     with storage:
         try:
-            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, _today())
+            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, utc_today())
         except (SpecError, VersionConflict, CampaignClosed) as exc:
             _fail(f"invalid spec: {exc}")
         except PeerError as exc:
@@ -366,7 +354,7 @@ def campaign_close(database: str | None, url: str | None, token: str | None, nam
     else:
         with _storage(str(database)) as storage:
             try:
-                day = storage.close_campaign(name, _today())
+                day = storage.close_campaign(name, utc_today())
             except CampaignNotFound as exc:
                 _fail(str(exc))
     click.echo(f"campaign {name} closed since {day}")
@@ -435,11 +423,11 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
             _fail(f"{exc.slug}: {exc.detail}")
 
 
-@click.command()
+@click.command("run-jobs")
 @DB_OPTION
 @HELPER_URL_OPTION
 @PEER_TOKEN_OPTION
-def aggregate(database: str, helper_url: str | None, peer_token: str | None) -> None:
+def run_jobs(database: str, helper_url: str | None, peer_token: str | None) -> None:
     """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."""
     from collector.distributed.leader import PendingWork, aggregator_lock, run_pending
 

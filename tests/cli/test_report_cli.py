@@ -208,10 +208,10 @@ def test_url_asks_for_per_day_estimates_only_when_shown(server, monkeypatch, arg
     asked = []
     real = collector.reporting._get_json
 
-    def spy(address, token, params, campaign):
-        if address.endswith("/estimate"):
+    def spy(client, path, params, campaign):
+        if path.endswith("/estimate"):
             asked.append({k: v for k, v in params.items() if k in ("granularity", "top")})
-        return real(address, token, params, campaign)
+        return real(client, path, params, campaign)
 
     monkeypatch.setattr(collector.reporting, "_get_json", spy)
     result = run("browser", "--url", url, "--token", admin, *args)

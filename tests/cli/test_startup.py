@@ -109,3 +109,14 @@ def test_static_help_is_the_commands_own(name):
     command = main.get_command(click.Context(main), name)
     assert command is not None
     assert COMMANDS[name][2] == command.get_short_help_str(limit=1000)
+
+
+def test_a_deprecated_name_runs_its_command_hidden_and_says_which_to_use():
+    "`aggregate` (the leader's jobs) read like `aggregates` (local aggregates): its name is now run-jobs"
+    from click.testing import CliRunner
+
+    old = CliRunner().invoke(main, ["aggregate", "--help"])
+    assert old.exit_code == 0 and "Run the pending aggregation jobs" in old.stdout
+    assert "'ldp-telemetry aggregate' is deprecated; use 'ldp-telemetry run-jobs'" in old.stderr
+    listed = CliRunner().invoke(main, ["--help"]).stdout
+    assert "  run-jobs " in listed and "  aggregates " in listed and "  aggregate " not in listed

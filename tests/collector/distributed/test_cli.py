@@ -19,7 +19,7 @@ def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-@pytest.mark.parametrize("command", [["aggregate"], ["campaign", "collect"], ["campaign", "create"], ["serve"]])
+@pytest.mark.parametrize("command", [["run-jobs"], ["campaign", "collect"], ["campaign", "create"], ["serve"]])
 def test_every_option_has_help(command):
     import click
 
@@ -65,7 +65,7 @@ def test_leader_commands_on_a_database(tmp_path, monkeypatch):
             reports = honest_reports(spec, block, values_for("histogram", 12))
             status, body = call("POST", servers.leader_url + "/v1/reports", servers.ingest, {"reports": reports})
             assert status == 200 and body["accepted"] == 12
-        ran = run("aggregate", *leader)
+        ran = run("run-jobs", *leader)
         assert ran.exit_code == 0 and json.loads(ran.stdout)["aggregated"] == 12
         early = run("campaign", "collect", "apps", "--batch", today(), *leader)
         assert early.exit_code == 1 and "batch-open" in early.output  # the day has not ended
@@ -83,7 +83,7 @@ def test_aggregate_with_the_helper_down_exits_1_and_keeps_the_jobs(tmp_path, mon
     with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
         spec, block = servers.create(spec_json("histogram"))
         assert servers.upload(honest_reports(spec, block, values_for("histogram", 5)))["accepted"] == 5
-    ran = run("aggregate", *leader)
+    ran = run("run-jobs", *leader)
     assert ran.exit_code == 1 and "pending" in ran.output
     with servers.helper(monkeypatch):
-        assert json.loads(run("aggregate", *leader).stdout)["aggregated"] == 5
+        assert json.loads(run("run-jobs", *leader).stdout)["aggregated"] == 5

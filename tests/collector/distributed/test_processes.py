@@ -126,7 +126,7 @@ def test_two_processes_upload_aggregate_collect(tmp_path, monkeypatch, kind):
             spec, block = servers.create(spec_json(kind))
             values = values_for(kind, 20)
             assert servers.upload(honest_reports(spec, block, values))["accepted"] == 20
-            ran = subprocess.run(ldp_command("aggregate", "--db", str(servers.leader_db), "--helper-url",
+            ran = subprocess.run(ldp_command("run-jobs", "--db", str(servers.leader_db), "--helper-url",
                                              servers.helper_url, "--peer-token", PEER_TOKEN),
                                  capture_output=True, text=True, timeout=120)
             assert ran.returncode == 0, ran.stderr
