@@ -36,7 +36,6 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 from gunicorn.workers import gthread
@@ -95,23 +94,6 @@ KEEPALIVE = 5  # seconds an idle kept-alive connection stays open
 PR_SET_PDEATHSIG = 1
 
 
-_format_http_date = gunicorn_util.http_date
-_date: tuple[int, str] = (-1, "")
-
-
-def http_date(timestamp: float | None = None) -> str:
-    """``gunicorn.util.http_date``, the Date header of every response, formatted once per second instead of once
-    per request (an HTTP date has a resolution of one second)"""
-    global _date
-    if timestamp is not None:
-        return _format_http_date(timestamp)
-    second = int(time.time())
-    cached = _date
-    if cached[0] != second:
-        cached = _date = (second, _format_http_date(second))
-    return cached[1]
-
-
 class _TimedSocket(socket.socket):
     "A socket whose blocking mode times out: gthread sets a connection blocking before each of its requests"
 
@@ -167,7 +149,6 @@ class CollectorWorker(gthread.ThreadWorker):
     request_timeout = REQUEST_TIMEOUT  # serve(request_timeout=...) runs a subclass with its own
 
     def init_process(self) -> None:
-        gunicorn_util.http_date = http_date  # in this worker process only (gunicorn.http.wsgi calls util.http_date)
         self.reading: dict[_BufferedConn, None] = {}  # connections the loop reads (an ordered set)
         self.buffered_bytes = 0  # held in the RequestBuffers of self.reading
         self.next_sweep = 0.0
