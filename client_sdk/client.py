@@ -66,12 +66,12 @@ from .state_file import delete_local_data as _delete_state_dir
 from .status import ClientStatus, FlushResult, Recorded, RecordStatus
 from .transport import (
     CampaignUnavailable,
+    HttpTransport,
     Request,
     Response,
     Transport,
     TransportError,
     UnknownCampaign,
-    UrllibTransport,
 )
 
 __all__ = ["Client", "ClientStatus", "FlushResult", "Recorded", "RecordStatus", "delete_local_data"]
@@ -123,7 +123,7 @@ class Client:
         self.state_dir = Path(state_dir)
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
         if transport is None:
-            transport = UrllibTransport()
+            transport = HttpTransport()
         self.transport: Transport = transport
         self.rng = rng
         self.policy = policy or ReportPolicy()
@@ -541,7 +541,7 @@ class Client:
 
     def _close_transport(self) -> None:
         "Close the kept-alive connections of an SDK transport (only idle ones: safe even if clients share it)"
-        if isinstance(self.transport, UrllibTransport):
+        if isinstance(self.transport, HttpTransport):
             self.transport.close()
 
     # -- specs ------------------------------------------------------------------------------------------------

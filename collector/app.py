@@ -16,7 +16,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from types import FunctionType
 from typing import Any
 
 from flask import Flask, Response, request
@@ -74,31 +73,12 @@ def load_config(config: Mapping[str, Any] | None = None, environ: Mapping[str, s
     return out
 
 
-class CollectorFlask(Flask):
-    """Flask, minus a per-request check that needs doing once: whether a view, hook or error handler is a
-    coroutine function (``ensure_sync`` runs ``inspect.iscoroutinefunction`` on each, several times a request)"""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._plain_functions: set[FunctionType] = set()
-
-    def ensure_sync(self, func: Callable) -> Callable:
-        if type(func) is not FunctionType:  # bound methods and other callables: checked every time, as Flask does
-            return super().ensure_sync(func)
-        if func in self._plain_functions:
-            return func
-        out = super().ensure_sync(func)
-        if out is func:  # a plain function stays plain: functions are not redefined as coroutines
-            self._plain_functions.add(func)
-        return out
-
-
 STARTED = "ldp.started"  # the WSGI environ key holding the request's perf_counter start
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     "A collector app over the database named by ``config['DATABASE']`` or ``LDP_DATABASE``"
-    app = CollectorFlask("collector")
+    app = Flask("collector")
     settings = load_config(config)
     settings["CORS_ORIGINS"] = cors.parse_origins(settings["CORS_ORIGINS"])
     app.config.update(settings)

@@ -15,13 +15,12 @@ name and keep the rest.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import time
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g
+from flask import Blueprint, Response, current_app, g, jsonify
 
 import estimators
 from client_sdk.errors import PayloadError
@@ -138,14 +137,7 @@ def ingest() -> Response:
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
-    # the bytes jsonify would send (compact, ASCII, a final newline) without its per-call machinery; a batch without
-    # errors (the usual answer) has two integers only
-    if rejected:
-        body = json.dumps({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected),
-                           "errors": rejected}, separators=(",", ":")) + "\n"
-    else:
-        body = f'{{"accepted":{int(accepted)},"duplicate":{int(duplicate)},"rejected":0,"errors":[]}}\n'
-    return current_app.response_class(body, content_type="application/json")
+    return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected})
 
 
 def _validate(reports: list, *, check_payloads: bool = True

@@ -11,7 +11,7 @@ import threading
 import time
 
 from client_sdk import Client, ReportPolicy
-from client_sdk.transport import Request, Response, UrllibTransport
+from client_sdk.transport import HttpTransport, Request, Response
 from collector.storage import open_storage
 
 from .helpers import CATEGORICAL, free_port, on_both_backends, running_server, stop
@@ -20,8 +20,8 @@ CLIENTS = 3
 REPORTS_PER_CLIENT = 250
 
 
-class AckRecorder(UrllibTransport):
-    "urllib, remembering the report ids of every batch the collector answered with 200"
+class AckRecorder(HttpTransport):
+    "The HTTP transport, remembering the report ids of every batch the collector answered with 200"
 
     def __init__(self) -> None:
         super().__init__()

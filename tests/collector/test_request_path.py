@@ -1,5 +1,5 @@
-"""The per-request shortcuts of the collector give what the general paths gave: the UTC day's text, the ingest
-answer's bytes (those jsonify made)."""
+"""The per-request shortcuts of the collector give what the general paths gave (the UTC day's text), and the ingest
+answer is jsonify's."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_the_ingest_answer_is_the_bytes_jsonify_made(app, http, keys, campaign):
     with app.app_context():
         assert response.get_data() == jsonify(json.loads(response.get_data())).get_data()
     assert response.json["accepted"] == 1 and response.json["errors"][0]["field"].startswith("reports[1].payload")
-    # the answer without errors (written without json.dumps), with a duplicate: the same bytes as jsonify's
+    # the answer without errors, with a duplicate
     again = make_reports(campaign, ["safari"])[0]
     response = http.post("/v1/reports", json={"reports": [again, again, good]}, headers=bearer(keys["ingest"]))
     assert response.status_code == 200 and response.headers["Content-Type"] == "application/json"

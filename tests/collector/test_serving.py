@@ -351,22 +351,6 @@ def test_a_connection_sending_request_after_request_does_not_keep_the_only_threa
         assert answered[0] < 2000, "the other client was answered only once the busy one had stopped"
 
 
-def test_the_date_header_is_formatted_once_a_second_and_is_always_the_current_second(monkeypatch):
-    "collector.server.http_date (installed in each worker) equals gunicorn's formatting at every moment"
-    import email.utils
-
-    from collector import server
-
-    clock = [1_700_000_000.2]
-    monkeypatch.setattr(server.time, "time", lambda: clock[0])
-    monkeypatch.setattr(server, "_date", (-1, ""))
-    for moment in (1_700_000_000.2, 1_700_000_000.9, 1_700_000_001.0, 1_700_000_001.99, 1_700_000_002.5,
-                   1_700_086_399.999, 1_700_086_400.0):
-        clock[0] = moment
-        assert server.http_date() == email.utils.formatdate(moment, usegmt=True)
-    assert server.http_date(86_400.5) == "Fri, 02 Jan 1970 00:00:00 GMT"
-
-
 def test_served_responses_carry_the_current_date(tmp_path):
     import email.utils
 
