@@ -1,0 +1,1 @@
+// bundling comes later
