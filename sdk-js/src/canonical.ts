@@ -30,16 +30,6 @@ export function canonicalJson(value: unknown): string {
     return JSON.stringify(value);
   }
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.keys(value as object).sort(comparePython);
+  const entries = Object.keys(value as object).sort() // ASCII field names: UTF-16 order is code-point order;
   return `{${entries.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
-}
-
-/** Python sorts strings by code point; JavaScript's default sort compares UTF-16 units. */
-function comparePython(a: string, b: string): number {
-  const x = [...a], y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i].codePointAt(0)! - y[i].codePointAt(0)!;
-    if (d) return d;
-  }
-  return x.length - y.length;
 }

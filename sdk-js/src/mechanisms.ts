@@ -2,13 +2,10 @@
  * ``client_sdk/mechanisms`` (wire formats, probabilities quantized to 2**-32, exact samplers). */
 
 import { InvalidValueType, SpecError, ValueNotInDomain } from "./errors.js";
-import { fromHex, toHex } from "./hash.js";
+import { toHex } from "./hash.js";
 import {
-  MIN_SECRET_BYTES, cohortFromSecret, prrWords, valueBitPositions, PRR_CACHE_SIZE, type RapporParams,
-} from "./rappor.js";
-import {
-  bernoulli, bernoulliMany, bitLength, discreteLaplace, expRounded, fromDouble, quantizeDown, quantizeUp, randbelowNumber,
-  randbits, randomWords, rational, secureRandom, threshold, toNumber, uniformUnit, type RandomSource, type Rational,
+  bernoulli, bernoulliMany, bitLength, expRounded, quantizeDown, quantizeUp, randbelowNumber, randbits, rational,
+  secureRandom, threshold, toNumber, type RandomSource, type Rational,
 } from "./randomness.js";
 import type { Spec } from "./spec.js";
 
@@ -88,7 +85,7 @@ export class UnaryEncoding extends Categorical {
   readonly otherBitOne: Rational;
   readonly pStar: number;
   readonly qStar: number;
-  private readonly threshold: number;
+  readonly #threshold: number;
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
     if (spec.mechanism === "sue") {
@@ -98,12 +95,12 @@ export class UnaryEncoding extends Categorical {
       this.trueBitOne = rational(1n, 2n);
       this.otherBitOne = quantizeUp(1 / (expRounded(spec.epsilon) + 1));
     }
-    this.threshold = threshold(this.otherBitOne);
+    this.#threshold = threshold(this.otherBitOne);
     this.pStar = toNumber(this.trueBitOne);
     this.qStar = toNumber(this.otherBitOne);
   }
   perturbIndex(index: number): string {
-    const bits = bernoulliMany(this.rng, this.threshold, this.d);
+    const bits = bernoulliMany(this.rng, this.#threshold, this.d);
     bits[index] = bernoulli(this.rng, this.trueBitOne) ? 1 : 0;
     return bitsToHex(bits, this.d);
   }
@@ -171,163 +168,23 @@ export class Hadamard extends Categorical {
   }
 }
 
-// -- numeric --------------------------------------------------------------------------------------------------
-export const GRID = 1 << 12;
-export const PM_CELLS = 1 << 16;
-const HYBRID_MIN_EPSILON = 0.61;
-
-abstract class Numeric implements Mechanism {
-  readonly low: number;
-  readonly high: number;
-  constructor(readonly spec: Spec, readonly rng: RandomSource) {
-    [this.low, this.high] = spec.range!;
-  }
-  /** Clamp to the range and map to [-1, 1]; non-numbers and NaN throw before any draw. */
-  toUnit(value: unknown): number {
-    if (typeof value !== "number" || Number.isNaN(value)) throw new InvalidValueType(`campaign ${this.spec.name} takes a number`);
-    const clamped = Math.min(Math.max(value, this.low), this.high);
-    return Math.min(Math.max(2 * (clamped - this.low) / (this.high - this.low) - 1, -1), 1);
-  }
-  perturb(value: unknown): Payload {
-    return this.perturbUnit(this.toUnit(value));
-  }
-  abstract perturbUnit(t: number): Payload;
-  randomizedRound(scaled: number): number {
-    const low = Math.floor(scaled);
-    return low + (bernoulli(this.rng, fromDouble(scaled - low)) ? 1 : 0);
-  }
-}
-
-export class Laplace extends Numeric {
-  readonly scaleSteps: Rational;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    const eps = fromDouble(spec.epsilon);
-    this.scaleSteps = rational(BigInt(2 * GRID) * eps.d, eps.n);
-  }
-  perturbUnit(t: number): number {
-    return this.randomizedRound(t * GRID) + Number(discreteLaplace(this.rng, this.scaleSteps));
-  }
-}
-
-export class Duchi extends Numeric {
-  readonly slope: Rational;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    const e = expRounded(spec.epsilon);
-    this.slope = quantizeDown((e - 1) / (e + 1));
-  }
-  perturbUnit(t: number): number {
-    const x = fromDouble(t), s = this.slope;
-    return bernoulli(this.rng, rational(x.d * s.d + x.n * s.n, 2n * x.d * s.d)) ? 1 : 0;
-  }
-}
-
-export class Piecewise extends Numeric {
-  readonly magnitude: number;
-  readonly central: Rational;
-  readonly cellWidth: number;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    const z = expRounded(spec.epsilon / 2);
-    this.magnitude = (z + 1) / (z - 1);
-    this.central = quantizeDown(z / (z + 1));
-    this.cellWidth = 2 * this.magnitude / PM_CELLS;
-  }
-  sampleContinuous(t: number): number {
-    const c = this.magnitude;
-    const left = (c + 1) * t / 2 - (c - 1) / 2;
-    const right = left + c - 1;
-    const u = uniformUnit(this.rng);
-    if (bernoulli(this.rng, this.central)) return left + u * (c - 1);
-    const position = u * (c + 1);
-    const below = left + c;
-    return position < below ? -c + position : right + (position - below);
-  }
-  perturbUnit(t: number): number {
-    const x = this.sampleContinuous(t);
-    return Math.min(Math.max(this.randomizedRound((x + this.magnitude) / this.cellWidth), 0), PM_CELLS);
-  }
-}
-
-export class Hybrid extends Numeric {
-  readonly piecewise: Piecewise;
-  readonly duchi: Duchi;
-  readonly alpha: Rational;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    this.piecewise = new Piecewise(spec, rng);
-    this.duchi = new Duchi(spec, rng);
-    this.alpha = quantizeDown(spec.epsilon > HYBRID_MIN_EPSILON ? 1 - expRounded(-spec.epsilon / 2) : 0.0);
-  }
-  perturbUnit(t: number): [number, number] {
-    if (bernoulli(this.rng, this.alpha)) return [1, this.piecewise.perturbUnit(t)];
-    return [0, this.duchi.perturbUnit(t)];
-  }
-}
-
-// -- RAPPOR ---------------------------------------------------------------------------------------------------
-export class Rappor implements Mechanism {
-  readonly params: RapporParams;
-  readonly secret: Uint8Array;
-  readonly cohort: number;
-  readonly prrThreshold: number;
-  readonly pThreshold: number;
-  readonly qThreshold: number;
-  private readonly candidateIndex: Map<string, number> | null = null;
-  private readonly prrCache = new Map<string, Uint8Array>();
-
-  constructor(readonly spec: Spec, readonly rng: RandomSource, secret?: Uint8Array, cohort?: number) {
-    const params = (this.params = spec.rappor!);
-    if (params.encoding === "basic") {
-      if (spec.candidates === null || spec.candidates.length !== params.k) {
-        throw new SpecError("candidates", "the basic encoding needs exactly k candidates (one bit each)");
-      }
-      this.candidateIndex = new Map(spec.candidates.map((c, i) => [c, i]));
-    }
-    this.secret = secret ?? rng.tokenBytes(MIN_SECRET_BYTES);
-    if (this.secret.length < MIN_SECRET_BYTES) throw new RangeError(`secret must be at least ${MIN_SECRET_BYTES} bytes`);
-    this.cohort = cohort ?? cohortFromSecret(this.secret, params.m);
-    this.prrThreshold = threshold(quantizeUp(params.f / 2));
-    this.pThreshold = threshold(quantizeUp(params.p));
-    this.qThreshold = threshold(quantizeDown(params.q));
-  }
-
-  bloomBits(value: unknown): Uint8Array {
-    const bits = new Uint8Array(this.params.k);
-    for (const position of valueBitPositions(this.params, value, this.cohort, this.candidateIndex)) bits[position] = 1;
-    return bits;
-  }
-
-  /** The memoized PRR: a deterministic function of the secret, the campaign and the Bloom bits (never sent). */
-  permanentBits(value: unknown): Uint8Array {
-    const bloom = this.bloomBits(value);
-    const key = bitsToHex(bloom, bloom.length);
-    let cached = this.prrCache.get(key);
-    if (cached === undefined) {
-      const words = prrWords(this.secret, this.spec.name, fromHex(key), this.params.k);
-      const t = this.prrThreshold;
-      cached = bloom.map((b, i) => (words[i] < t ? 1 : words[i] < 2 * t ? 0 : b));
-      if (this.prrCache.size >= PRR_CACHE_SIZE) this.prrCache.delete(this.prrCache.keys().next().value!);
-      this.prrCache.set(key, cached);
-    }
-    return cached.slice();
-  }
-
-  perturb(value: unknown): { cohort: number; bits: string } {
-    const prr = this.permanentBits(value);
-    const words = randomWords(this.rng, prr.length);
-    const irr = prr.map((b, i) => (b ? (words[i] < this.qThreshold ? 1 : 0) : words[i] < this.pThreshold ? 1 : 0));
-    return { cohort: this.cohort, bits: bitsToHex(irr, this.params.k) };
-  }
-}
-
 export interface MechanismOptions {
   rng?: RandomSource;
   /** RAPPOR: the device secret (at least 32 bytes); without it a fresh one protects nothing across sessions. */
   secret?: Uint8Array;
   cohort?: number;
 }
+
+type Factory = (spec: Spec, rng: RandomSource, options: MechanismOptions) => Mechanism;
+const factories = new Map<string, Factory>();
+
+/** Make ``mechanismFromSpec`` build ``name`` with ``factory`` (the RAPPOR module registers itself). */
+export function registerMechanism(name: string, factory: Factory): void {
+  factories.set(name, factory);
+}
+
+/** Whether ``mechanismFromSpec`` can build ``name`` now (built in, or its module is loaded). */
+export const isLoaded = (name: string): boolean => ["grr", "sue", "oue", "olh", "hadamard"].includes(name) || factories.has(name);
 
 /** The randomizer for ``spec``; randomness from the platform CSPRNG unless ``rng`` is given. */
 export function mechanismFromSpec(spec: Spec, options: MechanismOptions = {}): Mechanism {
@@ -337,11 +194,10 @@ export function mechanismFromSpec(spec: Spec, options: MechanismOptions = {}): M
     case "sue": case "oue": return new UnaryEncoding(spec, rng);
     case "olh": return new OLH(spec, rng);
     case "hadamard": return new Hadamard(spec, rng);
-    case "laplace": return new Laplace(spec, rng);
-    case "duchi": return new Duchi(spec, rng);
-    case "piecewise": return new Piecewise(spec, rng);
-    case "hybrid": return new Hybrid(spec, rng);
-    case "rappor": return new Rappor(spec, rng, options.secret, options.cohort);
-    default: throw new SpecError("mechanism", `unknown mechanism ${spec.mechanism}`);
+    default: {
+      const factory = factories.get(spec.mechanism);
+      if (factory === undefined) throw new SpecError("mechanism", `${spec.mechanism} is not loaded`);
+      return factory(spec, rng, options);
+    }
   }
 }

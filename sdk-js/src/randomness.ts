@@ -157,39 +157,6 @@ export function uniformUnit(rng: RandomSource): number {
   return (high * 2 ** 29 + Math.floor(low / 8)) / 2 ** 53;
 }
 
-/** True with probability exp(-gamma), gamma >= 0 rational (Canonne, Kamath, Steinke 2020, Algorithm 1). */
-export function bernoulliExp(rng: RandomSource, gamma: Rational): boolean {
-  const one = rational(1n);
-  while (gamma.n > gamma.d) {
-    if (!bernoulliExpUnit(rng, one)) return false;
-    gamma = rational(gamma.n - gamma.d, gamma.d);
-  }
-  return bernoulliExpUnit(rng, gamma);
-}
-
-function bernoulliExpUnit(rng: RandomSource, gamma: Rational): boolean {
-  let k = 1n;
-  while (randbelow(rng, gamma.d * k) < gamma.n) k += 1n;
-  return k % 2n === 1n;
-}
-
-/** An integer Y with P(Y = y) proportional to exp(-|y| / scale), exactly (CKS 2020, Algorithm 2). */
-export function discreteLaplace(rng: RandomSource, scale: Rational): bigint {
-  if (scale.n <= 0n) throw new RangeError("scale must be positive");
-  const t = scale.n, s = scale.d;
-  const one = rational(1n);
-  for (;;) {
-    const u = randbelow(rng, t);
-    if (!bernoulliExp(rng, rational(u, t))) continue;
-    let v = 0n;
-    while (bernoulliExp(rng, one)) v += 1n;
-    const y = (u + t * v) / s; // non-negative: BigInt division truncates as floor here
-    const negative = randbits(rng, 1) === 1n;
-    if (negative && y === 0n) continue;
-    return negative ? -y : y;
-  }
-}
-
 const EXP_BITS = 200n;
 const EXP_ONE = 1n << EXP_BITS;
 

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { ByteStreamRandom, expRounded, loadSpec, mechanismFromSpec, SpecError } from "../dist/index.js";
+import { ByteStreamRandom, expRounded, loadSpec, mechanismFromSpec, SpecError } from "../dist/node.js";
 import { checkPayload } from "../dist/wire.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`../../conformance/${name}`, import.meta.url), "utf8"));
