@@ -2,7 +2,7 @@
 
 Configuration, lowest precedence first: :data:`DEFAULTS`, ``LDP_``-prefixed environment variables
 (``LDP_DATABASE``, ``LDP_RATE_LIMIT``, ...) and the ``config`` argument.  Keys are upper case; values from the
-environment are converted to the type of the default.
+environment are converted to the type of the default (a tuple from comma-separated text).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 
-from . import db
+from . import cors, db
 from .metrics import Metrics, default_directory
 from .problems import Problem, problem_response, register_error_handlers
 from .storage import StorageUnavailable, storage_fault
@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_BATCH_REPORTS": 5000,  # reports per POST /v1/reports
     "RATE_LIMIT": 200.0,  # requests per second per key; 0 turns rate limiting off
     "RATE_BURST": 400.0,  # bucket size
+    # public keys (embedded in web pages, shared by all their visitors and by anyone who copies them): stricter
+    "PUBLIC_RATE_LIMIT": 20.0,  # requests per second per public key; 0 turns it off
+    "PUBLIC_RATE_BURST": 100.0,
+    "PUBLIC_MAX_BATCH_REPORTS": 100,  # reports per POST /v1/reports of a public key
     "BUSY_TIMEOUT_MS": 10_000,  # how long a writer waits for the SQLite write lock
     "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
@@ -41,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
     "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
+    "CORS_ORIGINS": (),  # web origins allowed to call the spec and report routes (LDP_CORS_ORIGINS: comma-separated)
 }
 ENV_PREFIX = "LDP_"
 
@@ -54,7 +59,8 @@ def load_config(config: Mapping[str, Any] | None = None, environ: Mapping[str, s
         if raw is None:
             continue
         try:
-            out[key] = type(default)(raw) if not isinstance(default, str) else raw
+            out[key] = raw if isinstance(default, str) else raw.split(",") if isinstance(default, tuple) \
+                else type(default)(raw)
         except ValueError:
             raise ValueError(f"{ENV_PREFIX}{key} must be a {type(default).__name__}, got {raw!r}") from None
     for key, value in (config or {}).items():
@@ -92,6 +98,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     "A collector app over the database named by ``config['DATABASE']`` or ``LDP_DATABASE``"
     app = CollectorFlask("collector")
     settings = load_config(config)
+    settings["CORS_ORIGINS"] = cors.parse_origins(settings["CORS_ORIGINS"])
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_BYTES"])
     app.json.sort_keys = False  # type: ignore[attr-defined]
@@ -100,6 +107,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     register_error_handlers(app)
     register_fault_handlers(app)
+    cors.install(app, settings["CORS_ORIGINS"])
 
     from .api import campaigns, health, reports
     from .openapi import blueprint as openapi_blueprint

@@ -2,7 +2,10 @@
 
 Keys travel as ``Authorization: Bearer <key>``; the database stores only their SHA-256 (``storage.hash_key``).
 Roles: ``ingest`` may send reports and read campaign specs, ``admin`` may do everything.  A missing or unknown key
-is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.
+is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.  An ingest key may be scoped to
+some campaigns (the rest are 403 to read, and their reports are rejected by name), and a *public* key (one
+embedded in web pages, which anyone can copy) always is, with its own, stricter limits: ``PUBLIC_RATE_LIMIT``,
+``PUBLIC_RATE_BURST`` and ``PUBLIC_MAX_BATCH_REPORTS``.
 
 Rate limits are a token bucket per key kept in the database (``rate_buckets``), so the limit holds for the whole
 service however many gunicorn workers serve it.  Every request with a known key is charged one token, whatever
@@ -51,12 +54,25 @@ def utc_today() -> str:
     return cached[1]
 
 
-def rate_rule() -> RateRule | None:
-    "The configured per-key token bucket, or None when rate limiting is off"
-    rate = float(current_app.config["RATE_LIMIT"])
+def rate_rule(key: ApiKey) -> RateRule | None:
+    "The token bucket configured for ``key`` (PUBLIC_RATE_* for a public key), or None when it is off"
+    prefix = "PUBLIC_" if key.public else ""
+    rate = float(current_app.config[prefix + "RATE_LIMIT"])
     if rate <= 0:
         return None
-    return RateRule(rate, max(1.0, float(current_app.config["RATE_BURST"])))
+    return RateRule(rate, max(1.0, float(current_app.config[prefix + "RATE_BURST"])))
+
+
+def max_batch_reports(key: ApiKey) -> int:
+    "The most reports one POST /v1/reports of ``key`` may carry"
+    return int(current_app.config["PUBLIC_MAX_BATCH_REPORTS" if key.public else "MAX_BATCH_REPORTS"])
+
+
+def require_scope(key: ApiKey, campaign: str) -> None:
+    "403 naming the campaign unless ``key`` may read and report to it"
+    if not key.may_use(campaign):
+        raise Problem(403, f"this key is not scoped to campaign {campaign[:100]!r}", field="name",
+                      slug="out-of-scope", title="Campaign out of the key's scope")
 
 
 def too_many(retry_after: float) -> Problem:
@@ -120,7 +136,7 @@ def require(*roles: Role, take_token: bool = True) -> Callable:
         @wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             key = identify()
-            rule = rate_rule()
+            rule = rate_rule(key)
             if rule is None:
                 authorize(key, *roles)
                 return view(*args, **kwargs)

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from client_sdk.errors import LDPError, PrivacyWarning
-from client_sdk.spec import Spec, canonical_json, load_spec
+from client_sdk.spec import NAME_PATTERN, Spec, canonical_json, load_spec
 
 from .report_codec import decode_payload, encode_payloads, tagged_bytes
 
@@ -93,13 +93,16 @@ SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the la
 LIFETIMES_SCHEMA_VERSION = 3
 # 4 = day_filters: a Bloom filter over the report ids of each closed day (collector.day_filter)
 FILTERS_SCHEMA_VERSION = 4
+# 5 = api_keys.is_public and api_keys.campaigns (the campaigns a scoped key may read and report to)
+KEY_SCOPES_SCHEMA_VERSION = 5
+LATEST_SCHEMA_VERSION = KEY_SCOPES_SCHEMA_VERSION  # what migrate() leaves
 DAY_FILTERS_TABLE = """CREATE TABLE IF NOT EXISTS day_filters (
     day INTEGER PRIMARY KEY,
     reports INTEGER NOT NULL,
     token BLOB NOT NULL,
     bits BLOB
 )"""
-KEY_COLUMNS = "key_hash, key_id, role, label, created_day, expires_day, last_used_day"
+KEY_COLUMNS = "key_hash, key_id, role, label, created_day, expires_day, last_used_day, is_public, campaigns"
 # A report id is a duplicate if stored on the same day or on one of the DEDUP_DAYS days before: the SDK queue
 # keeps a report at most 7 days (its max_age_seconds), so a retry cannot come later than that.
 DEDUP_DAYS = 8
@@ -242,9 +245,22 @@ class ApiKey:
     created_day: str
     expires_day: str | None = None  # the last UTC day on which the key is accepted
     last_used_day: str | None = None
+    public: bool = False  # embedded in web pages or apps: anyone may hold it (stricter rate limits apply)
+    campaigns: tuple[str, ...] | None = None  # the only campaigns it may read and report to; None: all
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ApiKey:
+        "A key from its KEY_COLUMNS row (campaigns are stored as a JSON list)"
+        key_hash, key_id, role, label, created_day, expires_day, last_used_day, public, campaigns = row
+        return cls(key_hash, key_id, role, label, created_day, expires_day, last_used_day, bool(public),
+                   None if campaigns is None else tuple(json.loads(campaigns)))
 
     def expired_on(self, day: str) -> bool:
         return self.expires_day is not None and day > self.expires_day
+
+    def may_use(self, campaign: str) -> bool:
+        "Whether the key's scope includes ``campaign``"
+        return self.campaigns is None or campaign in self.campaigns
 
 
 @dataclass
@@ -642,25 +658,35 @@ class StorageBase:
         return totals
 
     # -- keys and rate limits ---------------------------------------------------------------------------------
-    def create_key(self, role: str, day: str, label: str = "", expires_day: str | None = None) -> tuple[str, ApiKey]:
-        "A new random key (returned once, in clear) and its stored record; ``expires_day``: last day it is valid"
+    def create_key(self, role: str, day: str, label: str = "", expires_day: str | None = None, *,
+                   public: bool = False, campaigns: Sequence[str] | None = None) -> tuple[str, ApiKey]:
+        """A new random key (returned once, in clear) and its stored record.
+
+        :param expires_day: the last UTC day the key is valid (None: no expiry)
+        :param public: a key meant to be embedded in web pages or apps (role ingest, ``campaigns`` required)
+        :param campaigns: the only campaigns an ingest key may read and report to (None: all)"""
         if role not in ROLES:
             raise ValueError(f"role must be one of {list(ROLES)}")
         if expires_day is not None and expires_day < day:
             raise ValueError(f"expiry day {expires_day} is before today ({day})")
+        scope = _key_scope(role, public, campaigns)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day, expires_day)
+        record = ApiKey(hash_key(key), hash_key(key)[:12], role, label, day, expires_day, public=public,
+                        campaigns=scope)
         with self.transaction():
-            self._run("INSERT INTO api_keys (key_hash, key_id, role, label, created_day, expires_day) "
-                      "VALUES (?, ?, ?, ?, ?, ?)", (record.key_hash, record.key_id, role, label, day, expires_day))
+            self._run("INSERT INTO api_keys (key_hash, key_id, role, label, created_day, expires_day, is_public, "
+                      "campaigns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      (record.key_hash, record.key_id, role, label, day, expires_day, int(public),
+                       None if scope is None else json.dumps(list(scope))))
         return key, record
 
     def find_key(self, key: str) -> ApiKey | None:
         row = self._one(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", (hash_key(key),))
-        return ApiKey(*row) if row else None
+        return ApiKey.from_row(row) if row else None
 
     def list_keys(self) -> list[ApiKey]:
-        return [ApiKey(*row) for row in self._all(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_day, key_id")]
+        return [ApiKey.from_row(row)
+                for row in self._all(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_day, key_id")]
 
     def mark_key_used(self, key: ApiKey, day: str) -> None:
         "Record ``day`` as the key's last-use day: one write per key per day at most (callers skip same-day keys)"
@@ -751,6 +777,7 @@ class Storage(StorageBase):
         self._migrate_reports()
         self._migrate_lifetimes()
         self._migrate_day_filters()
+        self._migrate_key_scopes()
 
     def _schema_step(self, version: int, apply: Callable[[sqlite3.Connection], object]) -> None:
         """``apply(conn)`` and ``PRAGMA user_version = version`` in one transaction, unless the file is at
@@ -796,6 +823,17 @@ class Storage(StorageBase):
     def _migrate_day_filters(self) -> None:
         "Version 4: the day_filters table (empty: a day's filter is built once the day is closed)"
         self._schema_step(FILTERS_SCHEMA_VERSION, lambda conn: conn.execute(DAY_FILTERS_TABLE))
+
+    def _migrate_key_scopes(self) -> None:
+        "Version 5: public keys and their campaign scope (existing keys: not public, every campaign)"
+        def apply(conn: sqlite3.Connection) -> None:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(api_keys)")}
+            if "is_public" not in columns:
+                conn.execute("ALTER TABLE api_keys ADD COLUMN is_public INTEGER NOT NULL DEFAULT 0")
+            if "campaigns" not in columns:
+                conn.execute("ALTER TABLE api_keys ADD COLUMN campaigns TEXT")
+
+        self._schema_step(KEY_SCOPES_SCHEMA_VERSION, apply)
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}
@@ -1274,6 +1312,25 @@ def is_database_url(target: str | Path) -> bool:
 def hash_key(key: str) -> str:
     "SHA-256 of a key; keys carry 256 random bits, so a fast hash is enough (no password stretching needed)"
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _key_scope(role: str, public: bool, campaigns: Sequence[str] | None) -> tuple[str, ...] | None:
+    "The sorted campaign scope of a new key; ValueError for a scope the role cannot have"
+    if campaigns is None:
+        if public:
+            raise ValueError("a public key needs the campaigns it may report to (--campaign NAME)")
+        return None
+    if role != "ingest":
+        raise ValueError(f"only ingest keys are scoped to campaigns, not {role} keys")
+    if isinstance(campaigns, str):
+        raise TypeError("campaigns must be a list of campaign names, not a string")
+    names = tuple(sorted(set(campaigns)))
+    if not names:
+        raise ValueError("a scoped key needs at least one campaign")
+    for name in names:
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+            raise ValueError(f"campaign {name!r} is not a campaign name")
+    return names
 
 
 def _refill(row: Any, rate: RateRule, now: float) -> tuple[float, float]:

@@ -81,6 +81,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE api_keys ADD COLUMN expires_day text",
         "ALTER TABLE api_keys ADD COLUMN last_used_day text",
     )),
+    # public keys and their campaign scope (a JSON list; NULL: every campaign)
+    (3, (
+        "ALTER TABLE api_keys ADD COLUMN is_public integer NOT NULL DEFAULT 0",
+        "ALTER TABLE api_keys ADD COLUMN campaigns text",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -142,6 +142,7 @@ def test_the_readme_tour_waits_for_readyz(tmp_path):
 
 
 def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
+    "... and passes a browser's preflight and the collector's CORS answer through unchanged"
     import ssl
     import time
     import urllib.request
@@ -150,7 +151,9 @@ def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
 
     config = nginx_config(tmp_path)
     http_port, https_port = free_port(), free_port()
-    with running_server(tmp_path / "collector.db", tmp_path / "server.log") as (url, _):
+    page = "https://app.example.org"
+    with running_server(tmp_path / "collector.db", tmp_path / "server.log",
+                        extra=("--rate-limit", "0", "--cors-origin", page)) as (url, _):
         text = config.read_text().replace("127.0.0.1:8000", url.removeprefix("http://"))
         text = text.replace("listen 80;", f"listen 127.0.0.1:{http_port};").replace("listen [::]:80;", "")
         text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;")
@@ -171,9 +174,17 @@ def test_nginx_proxies_to_the_collector_and_logs_no_address(tmp_path):
                 except OSError:
                     time.sleep(0.1)
             assert answer == 200
+            preflight = urllib.request.Request(f"https://127.0.0.1:{https_port}/v1/reports", method="OPTIONS",
+                                               headers={"Origin": page, "Access-Control-Request-Method": "POST",
+                                                        "Access-Control-Request-Headers": "authorization"})
+            with urllib.request.urlopen(preflight, context=context, timeout=10) as response:
+                assert response.status == 204
+                assert response.headers["Access-Control-Allow-Origin"] == page
+                assert "Authorization" in response.headers["Access-Control-Allow-Headers"]
         finally:
             nginx.terminate()
             nginx.wait(timeout=15)
     log = (tmp_path / "ldp-telemetry-access.log").read_text()
-    assert re.fullmatch(r'\d{4}-\d{2}-\d{2} "GET /readyz" 200 \d+ \d+\n', log), log
+    line = r'\d{4}-\d{2}-\d{2} "%s" %d \d+ \d+\n'
+    assert re.fullmatch(line % ("GET /readyz", 200) + line % ("OPTIONS /v1/reports", 204), log), log
     assert "127.0.0.1" not in log

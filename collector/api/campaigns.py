@@ -2,7 +2,8 @@
 
 Specs are immutable: posting a changed spec under an existing name creates the next version; posting an identical
 one returns the existing version (200 instead of 201), so retries are safe.  Reading specs needs a key (ingest or
-admin) so anonymous scanners cannot enumerate what is measured; devices hold an ingest key anyway.
+admin) so anonymous scanners cannot enumerate what is measured; devices hold an ingest key anyway.  A key scoped to
+some campaigns (every public key is) lists only those and gets 403 for the others.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import datetime as dt
 import warnings
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 
 import estimators
 from client_sdk.errors import PrivacyWarning, SpecError
 from client_sdk.spec import NAME_PATTERN
 from estimators.report.source import finite_json, window_estimate
 
-from ..auth import require, utc_today
+from ..auth import require, require_scope, utc_today
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid
 from ..storage import CampaignClosed, CampaignNotFound, CampaignVersion, VersionConflict
@@ -66,6 +68,7 @@ LISTING_CACHE_SIZE = 8  # listings kept per process (a few KB each): the current
 
 
 @blueprint.get("/v1/campaigns")
+@browser_route
 @require("ingest", "admin")
 def list_campaigns() -> Response:
     """The latest version of every campaign.
@@ -76,25 +79,28 @@ def list_campaigns() -> Response:
     A listing with a distributed campaign is not kept (its aggregators' block comes from their own tables)."""
     storage = get_storage()
     closed = storage.closed_campaigns()
-    campaigns = storage.list_campaigns()
-    key = (today(), tuple((c.name, c.version, c.fingerprint, c.created_day) for c in campaigns),
-           tuple(sorted(closed.items())))
+    key = g.api_key
+    campaigns = [c for c in storage.list_campaigns() if key.may_use(c.name)]
+    cache_key = (today(), tuple((c.name, c.version, c.fingerprint, c.created_day) for c in campaigns),
+                 tuple(sorted(closed.items())))
     cache: dict[tuple, bytes] = current_app.extensions.setdefault("ldp_listing_cache", {})
-    body = cache.get(key)
+    body = cache.get(cache_key)
     if body is not None:
         return current_app.response_class(body, mimetype="application/json")
     response = jsonify({"campaigns": [_with_lifetime(c, closed) for c in campaigns]})
     if all(getattr(c.spec, "trust", "local") != "distributed" for c in campaigns):
         if len(cache) >= LISTING_CACHE_SIZE:
             cache.clear()  # atomic, unlike evicting one entry while other threads may add theirs
-        cache[key] = response.get_data()
+        cache[cache_key] = response.get_data()
     return response
 
 
 @blueprint.get("/v1/campaigns/<name>")
+@browser_route
 @require("ingest", "admin")
 def get_campaign(name: str) -> Response:
     "One campaign's spec (latest version unless ?version=N), with the list of its versions"
+    require_scope(g.api_key, name)  # before the lookup: a scoped key learns nothing of other campaigns
     campaign = _find(name, _int_arg("version"))
     versions = [c.version for c in get_storage().campaign_versions(name)]
     return jsonify({**_with_lifetime(campaign, get_storage().closed_campaigns()), "versions": versions})

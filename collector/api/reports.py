@@ -28,10 +28,11 @@ from client_sdk.errors import PayloadError
 from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism, mechanism_for
 
-from ..auth import rate_rule, require, too_many
+from ..auth import max_batch_reports, rate_rule, require, too_many
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid
-from ..storage import CampaignVersion, RateLimited, ReportGroup
+from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup
 from .body import count_items, parse_json, read_body
 from .campaigns import today
 
@@ -93,11 +94,12 @@ class _Lookup:
 
 
 @blueprint.post("/v1/reports")
+@browser_route
 @require("ingest", "admin", take_token=False)
 def ingest() -> Response:
     "Validate and store a batch of reports"
     config = current_app.config
-    limit = int(config["MAX_BATCH_REPORTS"])
+    limit = max_batch_reports(g.api_key)
     raw = read_body(int(config["MAX_BODY_BYTES"]))
     max_items = ITEMS_PER_REPORT * (limit + 1)
     if count_items(raw) > max_items:  # bounds the parsing work before json.loads builds anything
@@ -113,7 +115,8 @@ def ingest() -> Response:
     if not isinstance(reports, list) or not reports:
         raise invalid("reports", "must be a non-empty list of reports")
     if len(reports) > limit:
-        raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports")
+        raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports",
+                      max_reports=limit)  # the key's limit (smaller for public keys): a client may send that many
 
     indexed_groups, rejected, duplicates, distributed = _validate(reports, check_payloads=False)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
@@ -123,8 +126,8 @@ def ingest() -> Response:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
     try:
-        result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash, rate=rate_rule(),
-                                              now=time.time())
+        result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash,
+                                              rate=rate_rule(g.api_key), now=time.time())
     except RateLimited as limited:
         raise too_many(limited.retry_after) from None
     accepted, duplicate = result.accepted, duplicates + result.duplicate
@@ -151,6 +154,7 @@ def _validate(reports: list, *, check_payloads: bool = True
     and the reports of distributed campaigns (checked by collector.distributed); without ``check_payloads`` the
     local payloads are left to ``_check_and_aggregate``"""
     lookup = _Lookup()
+    key = g.api_key
     distributed: list[tuple[int, dict, CampaignVersion]] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
     # per (campaign, fingerprint) of this batch: the version, its mechanism, why it takes no reports (or None)
@@ -174,7 +178,7 @@ def _validate(reports: list, *, check_payloads: bool = True
             continue
         target = resolved.get((name, fingerprint))
         if target is None:
-            target = resolved[(name, fingerprint)] = _resolve(lookup, name, fingerprint, groups)
+            target = resolved[(name, fingerprint)] = _resolve(lookup, key, name, fingerprint, groups)
         campaign, mechanism, refusal, entry = target
         if refusal is not None:
             rejected.append(_reject(index, report_id, *refusal))
@@ -207,10 +211,13 @@ def _validate(reports: list, *, check_payloads: bool = True
     return [entry for entry in groups.values() if entry[1]], rejected, duplicates, distributed
 
 
-def _resolve(lookup: _Lookup, name: str, fingerprint: str,
+def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,
              groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]]) -> tuple:
     """(version, mechanism, refusal, group) for a campaign and fingerprint: refusal is (field, reason) when the
-    reports cannot be taken (unknown, closed, expired); group is where its valid local reports go"""
+    reports cannot be taken (outside the key's scope, unknown, closed, expired); group is where its valid local
+    reports go"""
+    if not key.may_use(name):  # checked first: a scoped key learns nothing about other campaigns
+        return None, None, ("campaign", f"this key is not scoped to campaign {name[:100]!r}"), None
     found = lookup.find(name, fingerprint)
     if isinstance(found[0], str):
         return None, None, found, None

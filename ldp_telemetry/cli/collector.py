@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from collector.storage import ApiKey
 
 DB_OPTION = click.option("--db", "database", required=True, type=click.Path(dir_okay=False),
                          envvar=["LDP_DATABASE", "LDP_DATABASE_URL"],
@@ -108,6 +112,12 @@ def _fail(message: str) -> None:
 @click.option("--rate-burst", default=None, type=click.FloatRange(1), help="Token bucket size per key.")
 @click.option("--max-body-bytes", default=None, type=click.IntRange(1024), help="Body limit after decompression.")
 @click.option("--max-batch", default=None, type=click.IntRange(1), help="Most reports per POST /v1/reports.")
+@click.option("--public-rate-limit", default=None, type=click.FloatRange(0),
+              help="Requests per second per public key (keys create --public; 0: off) [default: 20].")
+@click.option("--public-rate-burst", default=None, type=click.FloatRange(1),
+              help="Token bucket size per public key [default: 100].")
+@click.option("--public-max-batch", default=None, type=click.IntRange(1),
+              help="Most reports per POST /v1/reports of a public key [default: 100].")
 @click.option("--role", default="standalone", show_default=True, envvar="LDP_ROLE",
               type=click.Choice(["standalone", "leader", "helper"]),
               help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
@@ -117,9 +127,14 @@ def _fail(message: str) -> None:
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
+                   "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, role: str,
-          helper_url: str | None, peer_token: str | None, aggregate_interval: float) -> None:
+          helper_url: str | None, peer_token: str | None, aggregate_interval: float,
+          cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
+          public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that idle or half-open connections cannot starve; workers die with the master; metrics are
@@ -137,10 +152,19 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
+    from collector.cors import parse_origins
+
+    try:  # checked here, before gunicorn starts workers that would fail one by one
+        origins = parse_origins(cors_origins or os.environ.get("LDP_CORS_ORIGINS", ""))
+    except ValueError as exc:
+        _fail(str(exc))
+    if cors_origins:
+        config["CORS_ORIGINS"] = origins
     from collector.server import serve as run  # imports gunicorn: only once the options are known to be complete
 
     for key, value in (("RATE_LIMIT", rate_limit), ("RATE_BURST", rate_burst), ("MAX_BODY_BYTES", max_body_bytes),
-                       ("MAX_BATCH_REPORTS", max_batch)):
+                       ("MAX_BATCH_REPORTS", max_batch), ("PUBLIC_RATE_LIMIT", public_rate_limit),
+                       ("PUBLIC_RATE_BURST", public_rate_burst), ("PUBLIC_MAX_BATCH_REPORTS", public_max_batch)):
         if value is not None:
             config[key] = value
     run(database, host=host, port=port, workers=workers, threads=threads, config=config)
@@ -158,33 +182,49 @@ def keys() -> None:
 @click.option("--label", default="", help="A note to recognise the key by.")
 @click.option("--expires", "expires_day", default=None, type=click.DateTime(["%Y-%m-%d"]),
               help="Last UTC day (YYYY-MM-DD) on which the key is accepted [default: never expires].")
-def keys_create(database: str, role: str, label: str, expires_day: Any) -> None:
+@click.option("--public", is_flag=True,
+              help="A key to embed in web pages or apps, which anyone can copy: ingest only, scoped to --campaign, "
+                   "with the stricter public rate limits.")
+@click.option("--campaign", "campaigns", multiple=True, metavar="NAME",
+              help="Scope an ingest key to this campaign (repeatable): it reads and reports to these only.")
+def keys_create(database: str, role: str, label: str, expires_day: Any, public: bool,
+                campaigns: tuple[str, ...]) -> None:
     "Create a key and print it once; it cannot be shown again."
     expires = expires_day.date().isoformat() if expires_day is not None else None
     with _storage(database) as storage:
         try:
-            key, record = storage.create_key(role, _today(), label, expires)
+            key, record = storage.create_key(role, _today(), label, expires, public=public,
+                                             campaigns=campaigns or None)
         except ValueError as exc:
             _fail(str(exc))
     click.echo(key)
     until = f", valid through {expires}" if expires else ""
-    click.echo(f"key id {record.key_id}, role {role}{until}: store the key now, it is not kept", err=True)
+    scope = f", {_scope(record)}" if record.campaigns is not None else ""
+    store = "embed it in the page; it is public" if public else "store the key now, it is not kept"
+    click.echo(f"key id {record.key_id}, role {role}{scope}{until}: {store}", err=True)
+
+
+def _scope(record: ApiKey) -> str:
+    "How ``keys`` commands show a key's scope"
+    kind = "public, " if record.public else ""
+    return kind + ("campaigns " + ",".join(record.campaigns) if record.campaigns is not None else "all campaigns")
 
 
 @keys.command("list")
 @DB_OPTION
 @JSON_OPTION
 def keys_list(database: str, as_json: bool) -> None:
-    "List key ids, roles, creation, expiry and last-use days, labels (never the keys)."
+    "List key ids, roles, scopes (public, campaigns), creation, expiry and last-use days, labels (never the keys)."
     with _storage(database) as storage:
         records = storage.list_keys()
     if as_json:
-        click.echo(json.dumps([{"key_id": r.key_id, "role": r.role, "created_day": r.created_day,
-                                "expires_day": r.expires_day, "last_used_day": r.last_used_day, "label": r.label}
-                               for r in records], indent=2))
+        click.echo(json.dumps([{"key_id": r.key_id, "role": r.role, "public": r.public,
+                                "campaigns": None if r.campaigns is None else list(r.campaigns),
+                                "created_day": r.created_day, "expires_day": r.expires_day,
+                                "last_used_day": r.last_used_day, "label": r.label} for r in records], indent=2))
         return
     for r in records:
-        click.echo(f"{r.key_id}\t{r.role}\t{r.created_day}\texpires {r.expires_day or 'never'}\t"
+        click.echo(f"{r.key_id}\t{r.role}\t{_scope(r)}\t{r.created_day}\texpires {r.expires_day or 'never'}\t"
                    f"last used {r.last_used_day or 'never'}\t{r.label}")
 
 

@@ -6,6 +6,7 @@ in helpers): then it is the session's PostgreSQL database (one throwaway cluster
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,11 @@ def campaign(http: Any, keys: dict[str, str]) -> client_sdk.Spec:
     response = http.post("/v1/campaigns", json=CATEGORICAL, headers=bearer(keys["admin"]))
     assert response.status_code == 201, response.json
     return client_sdk.load_spec(response.json["spec"])
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    "Tokens come back in 10-second steps: keep the test inside one window whenever it runs"
+    fake = types.SimpleNamespace(time=lambda: 1_700_000_001.5)
+    monkeypatch.setattr("collector.auth.time", fake)
+    monkeypatch.setattr("collector.api.reports.time", fake)

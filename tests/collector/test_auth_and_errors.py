@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 from collector import create_app
@@ -30,14 +28,6 @@ def test_only_the_hash_of_a_key_is_stored(db_path, keys):
     assert {row["key_hash"] for row in rows} == {hash_key(keys["admin"]), hash_key(keys["ingest"])}
     dump = repr(rows)
     assert keys["admin"] not in dump and keys["ingest"] not in dump
-
-
-@pytest.fixture
-def frozen_clock(monkeypatch):
-    "Tokens come back in 10-second steps: keep the test inside one window whenever it runs"
-    fake = types.SimpleNamespace(time=lambda: 1_700_000_001.5)
-    monkeypatch.setattr("collector.auth.time", fake)
-    monkeypatch.setattr("collector.api.reports.time", fake)
 
 
 @on_both_backends

@@ -14,7 +14,7 @@ import pytest
 from collector import day_filter as day_filter_module
 from collector import storage as storage_module
 from collector.day_filter import BITS_PER_ID, MIN_LOG2_BITS, PROBES, DayFilter
-from collector.storage import DEDUP_DAYS, FILTERS_SCHEMA_VERSION, ReportGroup, Storage
+from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage
 
 from .test_storage import SPECS, group_of
 
@@ -186,7 +186,7 @@ def test_a_version_3_database_gains_the_day_filters(tmp_path):
     storage_module._day_filter_cache.clear()
     with Storage(path) as storage:
         storage.migrate()
-        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == FILTERS_SCHEMA_VERSION
+        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         assert storage.row_count("day_filters") == 0
         result = insert(storage, [resent(first)], day_after(DAY))
         assert (result.accepted, result.duplicate) == (0, 15)

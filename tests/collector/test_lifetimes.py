@@ -12,7 +12,7 @@ import subprocess
 import client_sdk
 from client_sdk import Client, RecordStatus, ReportPolicy
 from client_sdk.transport import WSGITransport
-from collector.storage import FILTERS_SCHEMA_VERSION, Storage
+from collector.storage import LATEST_SCHEMA_VERSION, Storage
 
 from .helpers import CATEGORICAL, bearer, make_reports, table_counts
 
@@ -136,7 +136,7 @@ def test_a_version_2_database_gains_the_lifetime_columns(tmp_path):
     conn.close()
     with Storage(path) as storage:
         storage.migrate()
-        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == FILTERS_SCHEMA_VERSION
+        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         assert storage.close_campaign("browser", "2024-02-01") == "2024-02-01"
         assert storage.closed_campaigns() == {"browser": "2024-02-01"}
         assert [k.expires_day for k in storage.list_keys()] == [None]

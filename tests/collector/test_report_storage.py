@@ -16,7 +16,7 @@ import estimators
 from collector import report_codec
 from collector import storage as storage_module
 from collector.report_codec import decode_payload, encode_payload, encode_payloads
-from collector.storage import DEDUP_DAYS, FILTERS_SCHEMA_VERSION, ReportGroup, Storage, open_storage
+from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage, open_storage
 from tests.sqltrace import traced_connections
 
 from .helpers import on_both_backends
@@ -207,7 +207,7 @@ def test_a_version_1_database_is_migrated(tmp_path):
              for g in groups for r, p in zip(g.report_ids, g.payloads)])
     with Storage(path) as storage:
         storage.migrate()
-        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == FILTERS_SCHEMA_VERSION
+        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         assert "reports_v1" not in storage.db.table_names()
         back = {r["report_id"]: r["payload"] for r in storage.iter_reports()}
         assert back == {r: p for g in groups for r, p in zip(g.report_ids, g.payloads)}
