@@ -21,7 +21,7 @@ const alias = new Map(Object.values(SHARED).flat().map((name, i) => [name, `$${i
 const entry = [`export * from "./src/index.ts";`, ...Object.entries(SHARED).map(([path, names]) =>
   `export { ${names.map((n) => `${n} as ${alias.get(n)}`).join(", ")} } from "./src/${path.slice(2, -3)}.ts";`)];
 // Properties only the categorical randomizers use (never read by an app or by the modules loaded on demand)
-const mangleProps = /^(otherBitOne|trueBitOne|keep|perturbIndex|encode|pStar|qStar|claimed)$/;
+const mangleProps = /^(otherBitOne|trueBitOne|keep|perturbIndex|pStar|qStar|claimed)$/;
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
   outfile: "dist/browser/ldp-telemetry.min.js", mangleProps });
 

@@ -539,6 +539,7 @@ export class Client {
         continue;
       }
       this.#specErrors.delete(campaign);
+      await loadMechanism(spec.mechanism).catch(() => undefined); // its randomizer, before a value needs it
       this.#specs.set(campaign, { spec, fetched: now });
       try {
         await this.store.putSpec(campaign, JSON.stringify(item.spec), now);
