@@ -162,6 +162,7 @@ export class Client {
   #failures = 0;
   #nextAttempt = 0;
   #batchLimit: number;
+  #batchCap = Infinity;
   #condition: string | null = null;
   #detail: string | null = null;
   #logged = new Set<string>();
@@ -196,7 +197,7 @@ export class Client {
     this.#backoffBase = options.backoffBase ?? 0.5;
     this.#backoffCap = options.backoffCap ?? 300;
     if (!(this.#flushInterval > 0 && this.#timeout > 0 && this.#backoffBase > 0 && this.#backoffCap >= this.#backoffBase)) {
-      throw new RangeError("flushInterval, timeout, backoffBase, backoffCap");
+      throw new RangeError("timeouts");
     }
     this.#closeTimeout = options.closeTimeout ?? 5;
     this.#maxHeld = options.maxHeld ?? 1000;
@@ -629,7 +630,10 @@ export class Client {
       return true;
     }
     if (response.status === 413 && batch.length > 1) {
-      this.#batchLimit = Math.max(1, batch.length >> 1); // too big for this collector: split, never drop
+      // too big for this collector: split, never drop; a key's stated limit (public keys) caps the batch from now on
+      const most = (data as { max_reports?: unknown } | null)?.max_reports;
+      if (Number.isInteger(most) && (most as number) > 0) this.#batchCap = most as number;
+      this.#batchLimit = Math.max(1, Math.min(batch.length >> 1, this.#batchCap));
       return true;
     }
     this.#fail(conditionFor(response.status), `HTTP ${response.status}: ${problem(data)}`,
@@ -655,7 +659,7 @@ export class Client {
   #succeeded(): void {
     this.#failures = 0;
     this.#nextAttempt = 0;
-    this.#batchLimit = Math.min(this.#batchSize, this.#batchLimit * 2);
+    this.#batchLimit = Math.min(this.#batchSize, this.#batchCap, this.#batchLimit * 2);
     if (this.#condition !== null) this.#setCondition(null, null);
   }
 
@@ -728,18 +732,15 @@ export class Client {
     for (const report of this.#unsent.values()) {
       byCampaign.set(report.campaign, [...(byCampaign.get(report.campaign) ?? []), report]);
     }
-    let budget = KEEPALIVE_BUDGET;
-    for (const campaign of shuffled([...byCampaign.keys()])) {
+    const share = KEEPALIVE_BUDGET / byCampaign.size; // an equal part of the budget for each campaign
+    for (const [, reports] of byCampaign) {
       const batch: QueuedReport[] = [];
-      let size = 14 + 512; // the body's frame and the headers
-      for (const report of byCampaign.get(campaign)!) {
-        if (size + report.size + 1 > budget || batch.length >= this.#batchSize) break;
+      let size = 526; // the body's frame and the headers
+      for (const report of reports) {
+        if ((size += report.size + 1) > share || batch.length >= this.#batchSize) break;
         batch.push(report);
-        size += report.size + 1;
       }
-      if (!batch.length) break;
-      budget -= size;
-      this.#request("POST", "/v1/reports", batchBody(batch), this.#timeout, true).catch(() => undefined);
+      if (batch.length) this.#request("POST", "/v1/reports", batchBody(batch), this.#timeout, true).catch(() => undefined);
     }
   }
 

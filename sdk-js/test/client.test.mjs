@@ -234,3 +234,49 @@ test("specs are fetched ahead with one GET and checked against their fingerprint
   assert.equal(collector.requests.filter((r) => r.path === "/v1/campaigns").length, 2);
   await c.close();
 });
+
+test("a 413 naming the key's max_reports caps the batch at once, and doubling never passes it", async () => {
+  const collector = fakeCollector();
+  const c = client(tmp(), collector, { specs: [LOAD], policy: { maxReports: null }, batchSize: 16 });
+  for (let i = 0; i < 12; i++) await c.record("load_ms", i);
+  collector.answer = (r) => (r.path === "/v1/reports" && JSON.parse(r.body).reports.length > 3
+    ? problemResponse(413, {}) && Response.json({ title: "too many", field: "reports", max_reports: 3 }, { status: 413 }) : null);
+  assert.equal((await c.flush(5)).sent, 12);
+  const sizes = collector.requests.filter((r) => r.path === "/v1/reports").map((r) => JSON.parse(r.body).reports.length);
+  assert.deepEqual(sizes, [12, 3, 3, 3, 3]);
+  await c.close();
+});
+
+test("browsers: on pagehide the page's unacknowledged reports go out in keepalive requests within 64 KiB", async () => {
+  const listeners = {};
+  globalThis.document = { visibilityState: "visible" };
+  globalThis.addEventListener = (name, handler) => { listeners[name] = handler; };
+  globalThis.removeEventListener = (name) => { delete listeners[name]; };
+  try {
+    const requests = [];
+    const fetch = async (url, init) => {
+      requests.push(init);
+      if (!init.keepalive) throw new TypeError("offline"); // nothing delivered before the page goes away
+      return Response.json({ accepted: 0, duplicate: 0, rejected: 0, errors: [] });
+    };
+    const c = client(tmp(), { fetch }, { specs: [LOAD, BROWSER], policy: { maxReports: null }, background: true });
+    for (let i = 0; i < 600; i++) await c.record("load_ms", i);
+    await c.record("browser", "chrome");
+    assert.ok(listeners.pagehide && listeners.visibilitychange);
+    globalThis.document.visibilityState = "hidden";
+    listeners.pagehide();
+    const keepalive = requests.filter((r) => r.keepalive);
+    assert.equal(keepalive.length, 2, "one request per campaign");
+    const bytes = keepalive.reduce((sum, r) => sum + new TextEncoder().encode(r.body).length, 0);
+    assert.ok(bytes <= 60_000, `${bytes} bytes`);
+    const sent = keepalive.flatMap((r) => JSON.parse(r.body).reports);
+    assert.ok(sent.length > 100 && sent.length < 601, `${sent.length} reports`);
+    assert.equal((await c.status()).pending, 601, "they stay stored until acknowledged");
+    await c.close(0);
+    assert.deepEqual(Object.keys(listeners), [], "close() removes the page hooks");
+  } finally {
+    delete globalThis.document;
+    delete globalThis.addEventListener;
+    delete globalThis.removeEventListener;
+  }
+});
