@@ -18,7 +18,8 @@ import pytest
 import client_sdk
 from client_sdk.mechanisms.categorical import hadamard_sign_bit
 from client_sdk.mechanisms.hashing import olh_hash, seed_from_hex
-from estimators import estimate
+from estimators import aggregate, estimate
+from estimators.rappor.counts import estimate_bloom_bits
 from tests.audit import audit
 from tests.tolerances import k_sigma
 
@@ -173,3 +174,16 @@ def test_js_randomizers_pass_the_privacy_audit(sdk_js: Path) -> None:
         if spec.mechanism in ("grr", "oue", "duchi"):  # the audit has the power to catch a leak of 3x epsilon
             assert audit(samples, spec.epsilon / 3), spec.name
     assert not violations, violations[:10]
+
+
+def test_js_rappor_reports_give_unbiased_bloom_bit_estimates(sdk_js: Path) -> None:
+    "1e5 devices (a fresh secret each, so independent permanent responses): the de-biased bit frequencies hit the truth"
+    data = {"name": "flags", "mechanism": "rappor", "rappor": {"k": 4, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75,
+                                                              "encoding": "basic"}, "candidates": ["w", "x", "y", "z"]}
+    values = [("w", N // 2), ("x", 3 * N // 10), ("y", N - N // 2 - 3 * N // 10), ("z", 0)]
+    (payloads,) = simulate(sdk_js, [{"spec": data, "values": values, "freshDevices": True}])
+    spec = client_sdk.load_spec(data)
+    bits = estimate_bloom_bits(spec.rappor, aggregate(spec, payloads).counts)
+    truth = np.array([count / N for _, count in values])
+    z = (bits.proportions[0] - truth) / bits.std_errors[0]
+    assert np.all(np.abs(z) <= max(4.0, k_sigma(len(truth)))), z
