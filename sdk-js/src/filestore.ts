@@ -101,7 +101,16 @@ export class FileStore extends MemoryStore {
   }
 
   protected override async commit(changes: Change[]): Promise<void> {
-    await super.commit(changes);
+    try {
+      await super.commit(changes);
+    } catch (error) {
+      // the write failed (a full disk): memory went ahead of the file, so take the state from the file again
+      this.#pending = [];
+      await this.#handle?.close();
+      this.#handle = null;
+      await this.load().catch(() => undefined);
+      throw error;
+    }
     if (this.#lines > 2 * this.state.reports.length + 1000) await this.#compact();
   }
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, InvalidValue, InvalidValueType, loadSpec } from "../dist/node.js";
+import { Client, FileStore, InvalidValue, InvalidValueType, loadSpec } from "../dist/node.js";
 import { BROWSER, HOME, LOAD, fakeCollector, problemResponse, quiet } from "./helpers.mjs";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "ldp-js-"));
@@ -279,4 +279,24 @@ test("browsers: on pagehide the page's unacknowledged reports go out in keepaliv
     delete globalThis.addEventListener;
     delete globalThis.removeEventListener;
   }
+});
+
+test("a failed write (full disk) returns state_error and leaves no charge or report behind", async () => {
+  class FullDisk extends FileStore {
+    full = false;
+    async persist(changes) {
+      if (this.full) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      return super.persist(changes);
+    }
+  }
+  const store = new FullDisk(tmp());
+  const c = client(null, fakeCollector(), { specs: [LOAD], store });
+  await c.ready;
+  store.full = true;
+  assert.equal((await c.record("load_ms", 5)).status, "state_error");
+  store.full = false;
+  assert.deepEqual(await c.spent("load_ms"), { epsilon: 0, reports: 0 }, "the failed record charged nothing");
+  assert.equal((await c.status()).pending, 0);
+  assert.equal((await c.record("load_ms", 5)).status, "queued", "the day's report is still available");
+  await c.close(0);
 });
