@@ -1,7 +1,8 @@
 // Drives headless Chromium (Debian's /usr/bin/chromium, through puppeteer-core) for tests/sdk_js/test_browser.py:
 // for each of N devices (browser contexts, each with its own IndexedDB), load the example page with ?send=0 so that
 // it records and queues without delivering, read the client's status, reload the page normally and wait until the
-// queue that survived the reload is delivered. Prints one JSON object with what each step saw.
+// queue that survived the reload is delivered; then one more device opens two tabs at once. Prints one JSON object
+// with what each step saw.
 import puppeteer from "puppeteer-core";
 
 const [pageUrl, chromium, devices] = [process.argv[2], process.argv[3], Number(process.argv[4] ?? 3)];
@@ -38,6 +39,15 @@ try {
     out.devices.push({ recorded, before, again, after, secondVisit });
     await context.close();
   }
+  // two tabs of one device record at the same moment: the IndexedDB transaction lets only one take the day's report
+  const context = await browser.createBrowserContext();
+  const tabs = await Promise.all([context.newPage(), context.newPage()]);
+  await Promise.all(tabs.map((tab) => tab.goto(`${pageUrl}&send=0`)));
+  out.tabs = await Promise.all(tabs.map((tab) => waitFor(tab, () => {
+    const text = document.getElementById("status").textContent;
+    return text !== "starting" && text;
+  }, "a tab's records")));
+  await context.close();
 } catch (error) {
   out.error = String(error.stack ?? error);
   process.exitCode = 1;
