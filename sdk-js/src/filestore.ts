@@ -7,11 +7,22 @@
  * rewritten compactly under a temporary name, fsynced and renamed over the old one. One process per directory. */
 
 import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { StateFileError } from "./errors.js";
 import { MemoryStore, applyChange, emptyState, type Change, type Snapshot } from "./store.js";
 
 const JOURNAL = "ldp-telemetry.journal";
+const LOCK = "ldp-telemetry.lock";
+const lockedHere = new Set<string>(); // directories this process holds: two clients of one process conflict too
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
 
 export class FileStore extends MemoryStore {
   #handle: FileHandle | null = null;
@@ -27,8 +38,34 @@ export class FileStore extends MemoryStore {
     return join(this.directory, JOURNAL);
   }
 
+  #locked = false;
+
+  /** Take the directory: ``ldp-telemetry.lock`` holds the owner's pid; a lock whose process is gone is stale. */
+  async #lock(): Promise<void> {
+    const path = join(this.directory, LOCK), key = resolve(this.directory);
+    for (let attempt = 0; attempt < 3 && !this.#locked; attempt++) {
+      try {
+        if (lockedHere.has(key)) throw Object.assign(new Error("held"), { code: "EEXIST" });
+        const file = await open(path, "wx", 0o600);
+        await file.writeFile(String(process.pid));
+        await file.close();
+        this.#locked = true;
+        lockedHere.add(key);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new StateFileError(`cannot lock ${path}: ${error}`);
+        const holder = Number(await readFile(path, "utf8").catch(() => "0"));
+        if (lockedHere.has(key) || (holder > 0 && holder !== process.pid && alive(holder))) {
+          throw new StateFileError(`${this.directory} is in use by another client (process ${holder || process.pid})`);
+        }
+        await rm(path, { force: true }); // stale: its process is gone
+      }
+    }
+    if (!this.#locked) throw new StateFileError(`cannot lock ${path}`);
+  }
+
   override async load(): Promise<Snapshot> {
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
+    if (!this.#locked) await this.#lock();
     let text = "";
     try {
       text = await readFile(this.path, "utf8");
@@ -118,6 +155,11 @@ export class FileStore extends MemoryStore {
     await super.close();
     await this.#handle?.close();
     this.#handle = null;
+    if (this.#locked) {
+      this.#locked = false;
+      lockedHere.delete(resolve(this.directory));
+      await rm(join(this.directory, LOCK), { force: true });
+    }
   }
 
   override async destroy(): Promise<void> {

@@ -300,3 +300,18 @@ test("a failed write (full disk) returns state_error and leaves no charge or rep
   assert.equal((await c.record("load_ms", 5)).status, "queued", "the day's report is still available");
   await c.close(0);
 });
+
+test("one client per state directory: a second one gets state_error until the first closes; a dead owner's lock is taken over", async () => {
+  const dir = tmp();
+  const first = client(dir, fakeCollector(), { specs: [LOAD] });
+  assert.equal((await first.record("load_ms", 1)).status, "queued");
+  const second = client(dir, fakeCollector(), { specs: [LOAD] });
+  assert.equal((await second.record("load_ms", 2)).status, "state_error", "the ledger is not shared behind its back");
+  await second.close(0);
+  await first.close(0);
+  writeFileSync(join(dir, "ldp-telemetry.lock"), "2147483646"); // a process that does not exist
+  const third = client(dir, fakeCollector(), { specs: [LOAD] });
+  assert.equal((await third.record("load_ms", 3)).status, "refused_by_policy", "the ledger of the first client");
+  await third.close(0);
+  assert.equal(existsSync(join(dir, "ldp-telemetry.lock")), false);
+});
