@@ -81,6 +81,13 @@ def test_wire_format() -> None:
             assert getattr(caught.value, "field", None) == case["field"], case
 
 
+def test_every_mechanism_has_payload_vectors() -> None:
+    "A new mechanism without conformance cases (conformance/generate.py) fails here"
+    from client_sdk.mechanisms import MECHANISM_CLASSES
+
+    assert {case["spec"]["mechanism"] for case in PAYLOADS} == set(MECHANISM_CLASSES)
+
+
 def test_byte_stream_runs_out_loudly() -> None:
     with pytest.raises(EOFError):
         ByteStreamRandom(b"\x01").randbits(9)
