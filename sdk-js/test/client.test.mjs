@@ -315,3 +315,15 @@ test("one client per state directory: a second one gets state_error until the fi
   await third.close(0);
   assert.equal(existsSync(join(dir, "ldp-telemetry.lock")), false);
 });
+
+test("Node: a client with its background timer never keeps the process alive", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const script = `
+    import { Client } from ${JSON.stringify(new URL("../dist/node.js", import.meta.url).href)};
+    const c = new Client({ url: "http://127.0.0.1:9", apiKey: "k", stateDir: ${JSON.stringify(tmp())},
+      specs: [${JSON.stringify(LOAD)}], logger: { warn() {} } });
+    console.log((await c.record("load_ms", 1)).status);`;
+  const done = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(done.status, 0, done.stderr);
+  assert.equal(done.stdout.trim(), "queued");
+});
