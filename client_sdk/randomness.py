@@ -71,7 +71,69 @@ class DeterministicRandom:
         return self._random.randbytes(n)
 
 
+class ByteStreamRandom:
+    """Draws from a fixed byte string, consuming it exactly as :class:`SecureRandom` consumes ``os.urandom``.
+
+    ``randbits(k)`` reads ceil(k/8) bytes big-endian and drops the excess low bits, ``randbelow(n)`` repeats
+    ``randbits(n.bit_length())`` until the result is below n, ``token_bytes(n)`` reads n bytes (CPython's
+    ``random.SystemRandom`` and ``secrets``).  The conformance vectors (``conformance/``) are made with it, so every
+    SDK that draws the same way from the same bytes produces the same payload.  Running out raises ``EOFError``."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = bytes(data)
+        self.consumed = 0
+
+    def token_bytes(self, n: int) -> bytes:
+        if self.consumed + n > len(self._data):
+            raise EOFError("the byte stream is exhausted")
+        out = self._data[self.consumed:self.consumed + n]
+        self.consumed += n
+        return out
+
+    def randbits(self, k: int) -> int:
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        size = (k + 7) // 8
+        return int.from_bytes(self.token_bytes(size), "big") >> (size * 8 - k)
+
+    def randbelow(self, n: int) -> int:
+        if n <= 0:
+            raise ValueError("randbelow needs n > 0")
+        bits = n.bit_length()
+        r = self.randbits(bits)
+        while r >= n:
+            r = self.randbits(bits)
+        return r
+
+
 SECURE_RANDOM = SecureRandom()
+
+_EXP_BITS = 200  # fixed-point precision of exp_rounded: far below half an ulp of any double it returns
+_EXP_ONE = 1 << _EXP_BITS
+
+
+def exp_rounded(x: float) -> float:
+    """e**x as the double nearest to a 200-bit fixed-point evaluation, for |x| <= 64.
+
+    The mechanisms' probabilities derive from e**eps; libm's ``exp`` differs between platforms and languages in the
+    last bit for about one epsilon in four (V8 against glibc), and a changed bit changes the quantized thresholds
+    and Piecewise's constants.  This is integer arithmetic only (Taylor series of x / 2**s, then s squarings, every
+    step rounded down), so every SDK computes the same bits (``sdk-js/src/exactexp.ts`` is the same algorithm)."""
+    if not math.isfinite(x) or abs(x) > 64:
+        raise ValueError("exp_rounded needs |x| <= 64")
+    ratio = Fraction(abs(x))  # exact: a dyadic rational n / 2**q
+    shift = 8 + int(abs(x)).bit_length()  # x / 2**shift < 2**-8: the series converges in a few dozen terms
+    y = (ratio.numerator << _EXP_BITS) // (ratio.denominator << shift)
+    total, term, i = _EXP_ONE, _EXP_ONE, 1
+    while term:
+        term = term * y // _EXP_ONE // i
+        total += term
+        i += 1
+    for _ in range(shift):
+        total = total * total // _EXP_ONE
+    if x < 0:
+        total = _EXP_ONE * _EXP_ONE // total
+    return total / _EXP_ONE  # int / int is correctly rounded
 
 
 def quantize_down(probability: float) -> Fraction:

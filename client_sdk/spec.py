@@ -40,6 +40,7 @@ import warnings
 
 from .errors import PrivacyWarning, SpecError
 from .frozen import Frozen
+from .randomness import exp_rounded
 from .rappor import RapporParams
 from .wire import is_integer
 
@@ -187,7 +188,7 @@ def resolve_auto(domain_size: int, epsilon: float) -> str:
     GRR's per-report variance factor is ``(d-2+e)/(e-1)^2`` and OUE's ``4e/(e-1)^2``, so GRR wins exactly when
     ``d < 3e + 2``.  OLH ties OUE in theory and is never strictly lower with an integer hash range, so it is only
     chosen for domains above ``AUTO_OUE_MAX_DOMAIN``, where OUE's d-bit reports get large."""
-    e = math.exp(epsilon)
+    e = exp_rounded(epsilon)
     if domain_size < 3 * e + 2:
         return "grr"
     if domain_size <= AUTO_OUE_MAX_DOMAIN:

@@ -18,10 +18,17 @@ Each payload has the same shape and size whatever the true value.  Probabilities
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
-from ..randomness import PROB_DENOMINATOR, RandomSource, bernoulli, bernoulli_many, quantize_down, quantize_up
+from ..randomness import (
+    PROB_DENOMINATOR,
+    RandomSource,
+    bernoulli,
+    bernoulli_many,
+    exp_rounded,
+    quantize_down,
+    quantize_up,
+)
 from ..spec import Spec
 from ..wire import bits_to_hex, require_hex, require_int, require_list, require_packed_bits
 from .base import CategoricalMechanism
@@ -49,7 +56,7 @@ class GRR(CategoricalMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        e = math.exp(spec.epsilon)
+        e = exp_rounded(spec.epsilon)
         self.keep = quantize_down(e / (e + self.d - 1))
         self.p_star = float(self.keep)
         self.q_star = float((1 - self.keep) / (self.d - 1))
@@ -87,7 +94,7 @@ class SUE(UnaryEncoding):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        half = math.exp(spec.epsilon / 2)
+        half = exp_rounded(spec.epsilon / 2)
         self.other_bit_one = quantize_up(1 / (half + 1))
         self.true_bit_one = 1 - self.other_bit_one
         self.p_star = float(self.true_bit_one)
@@ -102,7 +109,7 @@ class OUE(UnaryEncoding):
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.true_bit_one = Fraction(1, 2)
-        self.other_bit_one = quantize_up(1 / (math.exp(spec.epsilon) + 1))
+        self.other_bit_one = quantize_up(1 / (exp_rounded(spec.epsilon) + 1))
         self.p_star = 0.5
         self.q_star = float(self.other_bit_one)
 
@@ -114,7 +121,7 @@ class OLH(CategoricalMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        e = math.exp(spec.epsilon)
+        e = exp_rounded(spec.epsilon)
         self.g = olh_range(e)
         self.keep = quantize_down(e / (e + self.g - 1))
         self.p_star = float(self.keep)
@@ -147,7 +154,7 @@ class Hadamard(CategoricalMechanism):
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.size = hadamard_size(self.d)
-        self.keep = quantize_down(math.exp(spec.epsilon) / (math.exp(spec.epsilon) + 1))
+        self.keep = quantize_down(exp_rounded(spec.epsilon) / (exp_rounded(spec.epsilon) + 1))
         self.p_star = float(self.keep)
         self.q_star = 0.5  # rows of a Hadamard matrix agree on exactly half of the columns
 

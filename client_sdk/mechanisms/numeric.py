@@ -26,7 +26,7 @@ import numbers
 from fractions import Fraction
 
 from ..errors import PayloadError
-from ..randomness import RandomSource, bernoulli, discrete_laplace, quantize_down, uniform_unit
+from ..randomness import RandomSource, bernoulli, discrete_laplace, exp_rounded, quantize_down, uniform_unit
 from ..spec import Spec
 from ..wire import is_integer, require_int, require_list
 from .base import Mechanism
@@ -90,7 +90,7 @@ class Laplace(NumericMechanism):
         super().__init__(spec, rng=rng)
         # t spans 2 * GRID grid steps, so the sensitivity is 2 * GRID steps and the scale 2 * GRID / eps.
         self.scale_steps = Fraction(2 * GRID) / Fraction(spec.epsilon)
-        self.decay = math.exp(-1 / float(self.scale_steps))
+        self.decay = exp_rounded(-1 / float(self.scale_steps))
 
     def perturb_unit(self, t: float) -> int:
         return self.randomized_round(t * GRID) + discrete_laplace(self.rng, self.scale_steps)
@@ -126,7 +126,7 @@ class Duchi(NumericMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        e = math.exp(spec.epsilon)
+        e = exp_rounded(spec.epsilon)
         self.slope = quantize_down((e - 1) / (e + 1))  # c; the ratio (1+c)/(1-c) stays <= e
         self.magnitude = 1 / float(self.slope)  # C
 
@@ -148,7 +148,7 @@ class Piecewise(NumericMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        z = math.exp(spec.epsilon / 2)
+        z = exp_rounded(spec.epsilon / 2)
         self.z = z
         self.magnitude = (z + 1) / (z - 1)  # C
         self.central = quantize_down(z / (z + 1))
@@ -187,7 +187,7 @@ class Hybrid(NumericMechanism):
         super().__init__(spec, rng=rng)
         self.piecewise = Piecewise(spec, rng=self.rng)
         self.duchi = Duchi(spec, rng=self.rng)
-        alpha = 1 - math.exp(-spec.epsilon / 2) if spec.epsilon > HYBRID_MIN_EPSILON else 0.0
+        alpha = 1 - exp_rounded(-spec.epsilon / 2) if spec.epsilon > HYBRID_MIN_EPSILON else 0.0
         self.alpha = quantize_down(alpha)
 
     def perturb_unit(self, t: float) -> list:

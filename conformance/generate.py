@@ -1,0 +1,287 @@
+"""Write the conformance cases every SDK runs (conformance/*.json) from the Python SDK.
+
+    python conformance/generate.py          # rewrite the files
+    python conformance/generate.py --check  # exit 1 if a file differs from what the Python SDK gives now
+
+Each payload vector feeds a fixed byte string to the randomizer through ``ByteStreamRandom`` (the way
+``SecureRandom`` consumes ``os.urandom``) and records the exact payload and how many bytes it consumed; an SDK
+conforms when it draws the same payload from the same bytes.  The random bytes are the first bytes of a seeded
+stream, so regenerating gives the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from client_sdk import mechanism_from_spec  # noqa: E402
+from client_sdk.errors import SpecError  # noqa: E402
+from client_sdk.randomness import ByteStreamRandom, exp_rounded  # noqa: E402
+from client_sdk.spec import load_spec  # noqa: E402
+
+DOMAIN = ["chrome", "firefox", "safari", "edge", "other"]
+VALID_SPECS: list[dict[str, Any]] = [
+    {"name": "browser", "mechanism": "grr", "epsilon": 1.0, "domain": DOMAIN},
+    {"name": "browser", "mechanism": "grr", "epsilon": 1, "domain": DOMAIN},
+    {"name": "browser.v2", "mechanism": "oue", "epsilon": 0.5, "domain": DOMAIN, "catch_all": "other",
+     "description": "ignored by the fingerprint", "version": 3, "delta": 1e-6},
+    {"name": "ints", "mechanism": "sue", "epsilon": 2.25, "domain": [0, 1, 2, -7, 9007199254740991]},
+    {"name": "mixed", "mechanism": "olh", "epsilon": 3.0, "domain": ["a", 1, "1", "\u00e9\u65e5\n\"\\"]},
+    {"name": "had", "mechanism": "hadamard", "epsilon": 0.1, "domain": [f"v{i}" for i in range(13)]},
+    {"name": "auto-small", "mechanism": "auto", "epsilon": 2.0, "domain": DOMAIN},
+    {"name": "auto-mid", "mechanism": "auto", "epsilon": 1.0, "domain": list(range(100))},
+    {"name": "auto-large", "mechanism": "auto", "epsilon": 1.0, "domain": list(range(5000))},
+    {"name": "load_ms", "mechanism": "laplace", "epsilon": 1.0, "range": [0, 5000]},
+    {"name": "load_s", "mechanism": "duchi", "epsilon": 0.7, "range": [-1.5, 2.5e-5]},
+    {"name": "size", "mechanism": "piecewise", "epsilon": 2.0, "range": [1e-5, 1e15]},
+    {"name": "tiny", "mechanism": "laplace", "epsilon": 0.01, "range": [-2.5e-7, 3e14]},
+    {"name": "size2", "mechanism": "hybrid", "epsilon": 4.0, "range": [-0.0, 123456.789], "expires": "2031-02-28"},
+    {"name": "homepage", "mechanism": "rappor", "rappor": {"k": 32, "h": 2, "m": 8, "f": 0.5, "p": 0.5, "q": 0.75}},
+    {"name": "homepage2", "mechanism": "rappor", "rappor": {"k": 300, "h": 3, "m": 4, "f": 0.25, "p": 0.25,
+                                                            "q": 0.75}, "candidates": ["/", "/about"]},
+    {"name": "flags", "mechanism": "rappor", "rappor": {"k": 3, "m": 2, "f": 0.5, "p": 0.25, "q": 0.75,
+                                                        "encoding": "basic"}, "candidates": ["x", "y", "z"]},
+    {"name": "opt_in", "mechanism": "rappor", "rappor": {"k": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75}},
+    {"name": "opt_in2", "mechanism": "rappor", "rappor": {"k": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75},
+     "epsilon": None},
+]
+
+_BASE = {"name": "c", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b"]}
+_RAPPOR = {"name": "r", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4}}
+
+
+def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = {**base, **changes}
+    return {key: value for key, value in out.items() if value is not _DROP}
+
+
+_DROP = object()
+INVALID_SPECS: list[Any] = [
+    [1, 2],
+    "not an object",
+    _with(_BASE, colour="red"),
+    _with(_BASE, name=""),
+    _with(_BASE, name="-starts-with-dash"),
+    _with(_BASE, name="x" * 65),
+    _with(_BASE, name="g\n"),
+    _with(_BASE, name=_DROP),
+    _with(_BASE, trust="central"),
+    _with(_BASE, mechanism="gaussian"),
+    _with(_BASE, mechanism=_DROP),
+    _with(_BASE, description=7),
+    _with(_BASE, version=0),
+    _with(_BASE, version=True),
+    _with(_BASE, delta=1.5),
+    _with(_BASE, expires="2031-02-29"),
+    _with(_BASE, expires="31-01-01"),
+    _with(_BASE, epsilon=0.001),
+    _with(_BASE, epsilon=25),
+    _with(_BASE, epsilon="1"),
+    _with(_BASE, epsilon=True),
+    _with(_BASE, epsilon=_DROP),
+    _with(_BASE, domain=[]),
+    _with(_BASE, domain=["a"]),
+    _with(_BASE, domain=["a", "a"]),
+    _with(_BASE, domain=["a", True]),
+    _with(_BASE, domain=["a", 1.5]),
+    _with(_BASE, domain=["a", None]),
+    _with(_BASE, domain="ab"),
+    _with(_BASE, domain=_DROP),
+    _with(_BASE, catch_all="z"),
+    _with(_BASE, range=[0, 1]),
+    _with(_BASE, rappor={"k": 4}),
+    _with(_BASE, candidates=["a"]),
+    _with(_BASE, max_measurement=3),
+    _with(_BASE, fingerprint="0" * 32),
+    {"name": "n", "mechanism": "laplace", "epsilon": 1.0, "range": [1, 1]},
+    {"name": "n", "mechanism": "laplace", "epsilon": 1.0, "range": [0, 2e15]},
+    {"name": "n", "mechanism": "laplace", "epsilon": 1.0, "range": [0]},
+    {"name": "n", "mechanism": "laplace", "epsilon": 1.0, "range": [0, "1"]},
+    {"name": "n", "mechanism": "laplace", "epsilon": 1.0},
+    {"name": "n", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 1], "domain": ["a", "b"]},
+    _with(_RAPPOR, domain=["a", "b"]),
+    _with(_RAPPOR, rappor=[16]),
+    _with(_RAPPOR, rappor={"k": 16, "z": 1}),
+    _with(_RAPPOR, rappor={"k": 0}),
+    _with(_RAPPOR, rappor={"k": 16, "h": 17}),
+    _with(_RAPPOR, rappor={"k": 16, "m": 3}),
+    _with(_RAPPOR, rappor={"k": 16, "m": 2048}),
+    _with(_RAPPOR, rappor={"k": 70000}),
+    _with(_RAPPOR, rappor={"k": 16, "encoding": "hashed"}),
+    _with(_RAPPOR, rappor={"k": 2, "encoding": "boolean"}),
+    _with(_RAPPOR, rappor={"k": 16, "f": 1}),
+    _with(_RAPPOR, rappor={"k": 16, "p": 0.8, "q": 0.7}),
+    _with(_RAPPOR, rappor={"k": 16, "p": "0.5"}),
+    _with(_RAPPOR, rappor={"k": 16, "h": 1, "f": 0.99, "p": 0.49, "q": 0.51}),
+    _with(_RAPPOR, epsilon=1.0),
+    _with(_RAPPOR, candidates="a"),
+    _with(_RAPPOR, candidates=["a", "a"]),
+]
+
+
+def _random_bytes(seed: int, size: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+def _vector(seed: int, spec: dict[str, Any], value: Any, secret: str | None = None) -> dict[str, Any]:
+    pool = _random_bytes(seed, 1 << 16)
+    rng = ByteStreamRandom(pool)
+    options: dict[str, Any] = {"rng": rng}
+    if secret is not None:
+        options["secret"] = bytes.fromhex(secret)
+    payload = mechanism_from_spec(spec, **options).perturb(value)
+    case: dict[str, Any] = {"spec": spec, "value": value}
+    if secret is not None:
+        case["secret"] = secret
+    case.update(random=pool[:rng.consumed].hex(), payload=payload)
+    return case
+
+
+def payload_vectors() -> list[dict[str, Any]]:
+    "Every mechanism, several values and byte streams each"
+    cases: list[tuple[dict[str, Any], list[Any]]] = [
+        ({"name": "grr", "mechanism": "grr", "epsilon": 1.0, "domain": DOMAIN}, ["chrome", "other", "safari"]),
+        ({"name": "grr-int", "mechanism": "grr", "epsilon": 0.3, "domain": list(range(40)), "catch_all": 0},
+         [0, 39, 12, 1000]),
+        ({"name": "sue", "mechanism": "sue", "epsilon": 2.0, "domain": DOMAIN}, ["edge", "chrome"]),
+        ({"name": "oue", "mechanism": "oue", "epsilon": 1.0, "domain": list(range(1024))}, [0, 513, 1023]),
+        ({"name": "oue-small", "mechanism": "oue", "epsilon": 0.8, "domain": ["a", "b", "c"]}, ["a", "c"]),
+        ({"name": "olh", "mechanism": "olh", "epsilon": 1.5, "domain": list(range(10000))}, [0, 4097, 9999]),
+        ({"name": "olh-big", "mechanism": "olh", "epsilon": 9.5, "domain": ["a", "b", "c"]}, ["b"]),
+        ({"name": "had", "mechanism": "hadamard", "epsilon": 1.0, "domain": [f"v{i}" for i in range(100)]},
+         ["v0", "v77", "v99"]),
+        ({"name": "lap", "mechanism": "laplace", "epsilon": 1.0, "range": [0, 5000]}, [0, 231.5, 5000, 9999, -3]),
+        ({"name": "lap2", "mechanism": "laplace", "epsilon": 0.1, "range": [-2.5, 7.25]}, [1.0, 7.25]),
+        ({"name": "lap3", "mechanism": "laplace", "epsilon": 7.3, "range": [0, 1]}, [0.3333333333333333]),
+        ({"name": "duchi", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 100]}, [0, 33.3, 100]),
+        ({"name": "pm", "mechanism": "piecewise", "epsilon": 2.0, "range": [0, 100]}, [0, 12.5, 99.99, 100]),
+        ({"name": "pm2", "mechanism": "piecewise", "epsilon": 0.35, "range": [-1e6, 1e6]}, [123456.7]),
+        ({"name": "hy", "mechanism": "hybrid", "epsilon": 3.0, "range": [0, 10]}, [0, 2.5, 10]),
+        ({"name": "hy-low", "mechanism": "hybrid", "epsilon": 0.5, "range": [0, 10]}, [7]),
+    ]
+    out = []
+    seed = 0
+    for spec, values in cases:
+        for value in values:
+            for _ in range(2):
+                seed += 1
+                out.append(_vector(seed, spec, value))
+    rappor_cases: list[tuple[dict[str, Any], list[Any]]] = [
+        ({"name": "home", "mechanism": "rappor", "rappor": {"k": 32, "h": 2, "m": 8}}, ["/", "/about", "\u65e5"]),
+        ({"name": "home-wide", "mechanism": "rappor", "rappor": {"k": 1000, "h": 4, "m": 16, "f": 0.25,
+                                                                  "p": 0.3, "q": 0.7}}, ["/x"]),
+        ({"name": "flags", "mechanism": "rappor", "rappor": {"k": 3, "m": 2, "encoding": "basic"},
+          "candidates": ["x", "y", "z"]}, ["y"]),
+        ({"name": "opt_in", "mechanism": "rappor", "rappor": {"k": 1, "m": 1, "p": 0.25}}, [True, False]),
+    ]
+    for spec, values in rappor_cases:
+        for value in values:
+            for _ in range(2):
+                seed += 1
+                secret = _random_bytes(10_000 + seed, 32).hex()
+                out.append(_vector(seed, spec, value, secret))
+    return out
+
+
+def spec_cases() -> dict[str, Any]:
+    valid = []
+    for data in VALID_SPECS:
+        spec = load_spec(data)
+        valid.append({"spec": data, "mechanism": spec.mechanism, "epsilon": spec.epsilon,
+                      "fingerprint": spec.fingerprint})
+    valid.append({"spec": {**VALID_SPECS[0], "fingerprint": load_spec(VALID_SPECS[0]).fingerprint},
+                  "mechanism": "grr", "epsilon": 1.0, "fingerprint": load_spec(VALID_SPECS[0]).fingerprint})
+    invalid = []
+    for data in INVALID_SPECS:
+        try:
+            load_spec(data) if not isinstance(data, str) else load_spec(json.dumps(data))
+        except SpecError as exc:
+            invalid.append({"spec": data, "error": type(exc).__name__, "field": exc.field})
+        else:
+            raise AssertionError(f"spec {data!r} should be invalid")
+    return {"valid": valid, "invalid": invalid}
+
+
+def exp_cases() -> list[list[float]]:
+    "exp_rounded at the arguments the mechanisms use (eps, eps/2, -eps/2) over a grid of epsilons"
+    xs = sorted({x for i in range(1, 2001) for x in (i / 100, i / 200, -i / 200)} | {0.0, 1e-300, 0.61, 20.0})
+    return [[x, exp_rounded(x)] for x in xs]
+
+
+def wire_cases() -> list[dict[str, Any]]:
+    "Per mechanism, payloads the collector must accept and the field it names for those it must reject"
+    specs = {
+        "grr": {"name": "w", "mechanism": "grr", "epsilon": 1.0, "domain": DOMAIN},
+        "oue": {"name": "w", "mechanism": "oue", "epsilon": 1.0, "domain": ["a"] * 0 + [f"v{i}" for i in range(10)]},
+        "olh": {"name": "w", "mechanism": "olh", "epsilon": 1.0, "domain": DOMAIN},
+        "hadamard": {"name": "w", "mechanism": "hadamard", "epsilon": 1.0, "domain": DOMAIN},
+        "laplace": {"name": "w", "mechanism": "laplace", "epsilon": 1.0, "range": [0, 1]},
+        "duchi": {"name": "w", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 1]},
+        "piecewise": {"name": "w", "mechanism": "piecewise", "epsilon": 1.0, "range": [0, 1]},
+        "hybrid": {"name": "w", "mechanism": "hybrid", "epsilon": 1.0, "range": [0, 1]},
+        "rappor": {"name": "w", "mechanism": "rappor", "rappor": {"k": 12, "h": 2, "m": 4}},
+    }
+    payloads: dict[str, list[Any]] = {
+        "grr": [0, 4, 5, -1, 1.5, "1", True, None],
+        "oue": ["ffc0", "0000", "ffe0", "ff", "ffc00", "zzzz", "FFC0", 1023],
+        "olh": [["0" * 32, 0], ["f" * 32, 2], ["0" * 32, 5], ["0" * 31, 0], ["g" * 32, 0], ["0" * 32], "x",
+                ["0" * 32, 1, 2]],
+        "hadamard": [[0, 0], [7, 1], [8, 0], [0, 2], [-1, 0], [0]],
+        "laplace": [0, 4096, -4096, 10 ** 9, 1.5, "3"],
+        "duchi": [0, 1, 2, -1],
+        "piecewise": [0, 65536, 65537, -1, 0.5],
+        "hybrid": [[0, 1], [1, 65536], [0, 2], [1, 65537], [2, 0], [1]],
+        "rappor": [{"cohort": 0, "bits": "fff0"}, {"cohort": 3, "bits": "0000"}, {"cohort": 4, "bits": "0000"},
+                   {"cohort": 0, "bits": "fff1"}, {"cohort": 0, "bits": "fff"}, {"cohort": 0},
+                   {"cohort": 0, "bits": "0000", "extra": 1}, [0, "0000"]],
+    }
+    out = []
+    for name, spec in specs.items():
+        mechanism = mechanism_from_spec(spec)
+        for payload in payloads[name]:
+            try:
+                mechanism.check_payload(payload)
+            except Exception as exc:  # noqa: BLE001 (a PayloadError with a field, recorded as such)
+                out.append({"spec": spec, "payload": payload, "valid": False, "field": getattr(exc, "field", None)})
+            else:
+                out.append({"spec": spec, "payload": payload, "valid": True})
+    return out
+
+
+def documents() -> dict[str, Any]:
+    "Every conformance file's content, by file name"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return {"specs.json": spec_cases(), "payloads.json": payload_vectors(), "exp.json": exp_cases(),
+                "wire.json": wire_cases()}
+
+
+def render(content: Any) -> str:
+    return json.dumps(content, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for name, content in documents().items():
+        path = HERE / name
+        text = render(content)
+        if "--check" in argv:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    if stale:
+        print("out of date (run python conformance/generate.py):", ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,20 @@
+/** ldp-telemetry for Node (>= 20): as the browser entry, with the state in a journal file under ``stateDir``. */
+import { setDefaultStore } from "./client.js";
+import { FileStore } from "./filestore.js";
+import { sha256 } from "./sha256.js";
+import { registerSha256 } from "./spec.js";
+import "./numeric.js"; // the randomizers in modules of their own, loaded at once (browsers load them on demand)
+import "./rappor.js";
+
+export * from "./index.js";
+export { FileStore } from "./filestore.js";
+export { MemoryStore } from "./store.js";
+export { ByteStreamRandom, expRounded } from "./randomness.js";
+export { canonicalJson } from "./canonical.js";
+
+registerSha256(sha256); // fingerprints computed while specs are parsed, as the Python SDK does
+
+setDefaultStore((options) => {
+  if (typeof options.stateDir !== "string") throw new TypeError("stateDir is required in Node (where the queue and ledger live)");
+  return new FileStore(options.stateDir);
+});

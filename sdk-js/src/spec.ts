@@ -1,0 +1,285 @@
+/** The campaign spec: validated exactly as the Python SDK's ``client_sdk/spec.py`` validates it (the same field
+ * named in each SpecError), with the same fingerprint (SHA-256 of the canonical JSON of the identity fields).
+ * conformance/specs.json holds the cases both SDKs run. */
+
+import { PyFloat, canonicalJson } from "./canonical.js";
+import { SpecError } from "./errors.js";
+import { toHex, utf8 } from "./hash.js";
+import type { RapporParams } from "./rapporparams.js";
+import { expRounded } from "./randomness.js";
+
+export const CATEGORICAL_MECHANISMS = ["grr", "sue", "oue", "olh", "hadamard"];
+export const NUMERIC_MECHANISMS = ["laplace", "duchi", "piecewise", "hybrid"];
+const ALLOWED = [...CATEGORICAL_MECHANISMS, ...NUMERIC_MECHANISMS, "rappor", "auto"];
+export const MIN_EPSILON = 0.01;
+export const MAX_EPSILON = 20.0;
+const MAX_RANGE_MAGNITUDE = 1e15;
+const MIN_RANGE_WIDTH = 1e-9;
+const MAX_DOMAIN_SIZE = 1 << 20;
+const AUTO_OUE_MAX_DOMAIN = 4096;
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
+const DISTRIBUTED_FIELDS = ["prio3", "max_measurement", "length", "max_weight", "noise", "coins",
+  "honest_fraction", "min_batch", "window"];
+const KNOWN_FIELDS = new Set(["name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates",
+  "delta", "description", "version", "derived", "fingerprint", "expires", "trust", ...DISTRIBUTED_FIELDS]);
+
+export type DomainValue = string | number;
+
+/** A synchronous SHA-256 (Node's entry point registers one; browsers fingerprint with WebCrypto, see
+ * {@link fingerprinted}). */
+let syncSha256: ((data: Uint8Array) => Uint8Array) | null = null;
+
+export function registerSha256(hash: (data: Uint8Array) => Uint8Array): void {
+  syncSha256 = hash;
+}
+
+/** ``spec`` with its fingerprint computed (WebCrypto when no synchronous SHA-256 is registered) and the
+ * fingerprint the source carried, if any, checked. */
+export async function fingerprinted(spec: Spec): Promise<Spec> {
+  if (!spec.fingerprint) {
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8(canonicalJson(spec.identity())) as BufferSource));
+    (spec as { fingerprint: string }).fingerprint = toHex(digest).slice(0, 32);
+  }
+  checkClaim(spec);
+  return spec;
+}
+
+/** RAPPOR's parameter checks live with its randomizer (rappor.ts registers them; browsers load it on demand). */
+interface RapporSupport {
+  fromDict(data: unknown): RapporParams;
+  epsilonOne(params: RapporParams): number;
+  identity(params: RapporParams): Record<string, unknown>;
+}
+let rapporSupport: RapporSupport | null = null;
+
+export function registerRapporSupport(support: RapporSupport): void {
+  rapporSupport = support;
+}
+
+/** A validated campaign spec (build it with {@link loadSpec}). */
+export class Spec {
+  /** SHA-256 (hex, first 32 characters) of the canonical JSON of {@link identity}; "" in browsers until
+   * {@link fingerprinted} has computed it. */
+  readonly fingerprint: string = "";
+  /** The fingerprint the source carried (a spec as served), checked against {@link fingerprint}. */
+  claimed: unknown = null;
+  #index: Map<string, number> | null = null;
+
+  constructor(
+    readonly name: string,
+    readonly mechanism: string,
+    readonly epsilon: number,
+    readonly domain: DomainValue[] | null,
+    readonly catchAll: DomainValue | null,
+    readonly range: [number, number] | null,
+    readonly rappor: RapporParams | null,
+    readonly candidates: string[] | null,
+    readonly expires: string | null,
+  ) {
+    if (syncSha256 !== null) this.fingerprint = toHex(syncSha256(utf8(canonicalJson(this.identity())))).slice(0, 32);
+  }
+
+  get isNumeric(): boolean {
+    return NUMERIC_MECHANISMS.includes(this.mechanism);
+  }
+
+  /** Position of ``value`` in the domain, or null (booleans never match; strings and integers are distinct). */
+  indexOf(value: unknown): number | null {
+    if (this.#index === null) {
+      this.#index = new Map((this.domain ?? []).map((v, i) => [domainKey(v)!, i]));
+    }
+    const key = domainKey(value);
+    return key === null ? null : this.#index.get(key) ?? null;
+  }
+
+  /** The fields that change what a report means: the input of the fingerprint. */
+  identity(): Record<string, unknown> {
+    const out: Record<string, unknown> = { name: this.name, mechanism: this.mechanism };
+    if (this.rappor !== null) {
+      const rappor = rapporSupport!.identity(this.rappor);
+      for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
+      out.rappor = rappor;
+      if (this.rappor.encoding === "basic") out.candidates = this.candidates ?? [];
+      else if (this.candidates !== null) out.candidates = this.candidates;
+    } else {
+      out.epsilon = new PyFloat(this.epsilon);
+    }
+    if (this.domain !== null) out.domain = this.domain;
+    if (this.catchAll !== null) out.catch_all = this.catchAll;
+    if (this.range !== null) out.range = this.range.map((x) => new PyFloat(x));
+    if (this.expires !== null) out.expires = this.expires;
+    return out;
+  }
+
+  /** Whether the campaign no longer records on UTC ``day`` (YYYY-MM-DD). */
+  expiredOn(day: string): boolean {
+    return this.expires !== null && day > this.expires;
+  }
+}
+
+function domainKey(value: unknown): string | null {
+  if (typeof value === "string") return `s${value}`;
+  if (typeof value === "number" && Number.isInteger(value)) return `i${value}`;
+  return null;
+}
+
+/** A spec from a plain object or its JSON text; throws SpecError naming the field. */
+export function loadSpec(source: unknown): Spec {
+  if (source instanceof Spec) return source;
+  if (typeof source === "string") {
+    try {
+      source = JSON.parse(source);
+    } catch (error) {
+      throw new SpecError("spec", `is not valid JSON (${(error as Error).message})`);
+    }
+  }
+  return specFromDict(source);
+}
+
+const isNumber = (v: unknown): v is number => typeof v === "number";
+const isFinite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed(); // no lone surrogates
+
+export function specFromDict(data: unknown): Spec {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) throw new SpecError("spec", "must be a JSON object");
+  const d = data as Record<string, unknown>;
+  const has = (key: string): boolean => key in d;
+  const unknown = Object.keys(d).filter((k) => !KNOWN_FIELDS.has(k)).sort();
+  if (unknown.length) throw new SpecError(unknown[0], "unknown field");
+  const name = d.name;
+  if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+    throw new SpecError("name", "must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+  }
+  const trust = has("trust") ? d.trust : "local";
+  if (trust !== "local" && trust !== "distributed") throw new SpecError("trust", "must be local or distributed");
+  const mechanism = d.mechanism;
+  if (trust !== "distributed" && (typeof mechanism !== "string" || !ALLOWED.includes(mechanism))) {
+    throw new SpecError("mechanism", `must be one of ${ALLOWED}`);
+  }
+  const description = has("description") ? d.description : "";
+  if (typeof description !== "string" || [...description].length > 1000 || !wellFormed(description)) {
+    throw new SpecError("description", "must be a string (<= 1000 characters)");
+  }
+  const version = has("version") ? d.version : 1;
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 1 || version > 2 ** 31) {
+    throw new SpecError("version", "must be a positive integer");
+  }
+  const delta = d.delta;
+  if (delta !== undefined && delta !== null && (!isNumber(delta) || !(delta > 0 && delta < 1))) {
+    throw new SpecError("delta", "must be in (0, 1)");
+  }
+  const expires = validateDay(d.expires);
+  if (trust === "distributed") {
+    throw new SpecError("trust", "distributed campaigns are not supported by this SDK");
+  }
+  for (const field of DISTRIBUTED_FIELDS) if (has(field)) throw new SpecError(field, "only with trust distributed");
+  if (mechanism === "rappor") return rapporSpec(d, name, expires);
+  for (const field of ["rappor", "candidates"]) if (has(field)) throw new SpecError(field, "only with mechanism rappor");
+  const epsilon = d.epsilon;
+  if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
+    throw new SpecError("epsilon", "must be a number in [0.01, 20]");
+  }
+  if (NUMERIC_MECHANISMS.includes(mechanism as string)) {
+    for (const field of ["domain", "catch_all"]) if (has(field)) throw new SpecError(field, "not with a numeric mechanism");
+    return checked(d, new Spec(name, mechanism as string, epsilon, null, null, validateRange(d.range), null, null, expires));
+  }
+  if (has("range")) throw new SpecError("range", "not with a categorical mechanism");
+  const domain = validateDomain(d.domain);
+  const catchAll = d.catch_all;
+  let catchAllValue: DomainValue | null = null;
+  if (catchAll !== undefined && catchAll !== null) {
+    if (!domain.some((v) => v === catchAll)) throw new SpecError("catch_all", "must be in the domain");
+    catchAllValue = catchAll as DomainValue;
+  }
+  const resolved = mechanism === "auto" ? resolveAuto(domain.length, epsilon) : (mechanism as string);
+  return checked(d, new Spec(name, resolved, epsilon, domain, catchAllValue, null, null, null, expires));
+}
+
+/** The lowest-variance frequency oracle: GRR when d < 3e + 2, else OUE up to 4,096 values, else OLH. */
+export function resolveAuto(domainSize: number, epsilon: number): string {
+  const e = expRounded(epsilon);
+  if (domainSize < 3 * e + 2) return "grr";
+  return domainSize <= AUTO_OUE_MAX_DOMAIN ? "oue" : "olh";
+}
+
+function rapporSpec(d: Record<string, unknown>, name: string, expires: string | null): Spec {
+  for (const field of ["domain", "range", "catch_all"]) {
+    if (field in d) throw new SpecError(field, "not with mechanism rappor");
+  }
+  if (rapporSupport === null) throw new SpecError("mechanism", "rappor is not loaded (await loadMechanism(\"rappor\"))");
+  const params = rapporSupport.fromDict(d.rappor);
+  const epsilon = rapporSupport.epsilonOne(params);
+  if (!(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
+    throw new SpecError("rappor", `gives epsilon ${epsilon}, outside [0.01, 20]`);
+  }
+  if (d.epsilon !== undefined && d.epsilon !== null) {
+    const claimed = d.epsilon;
+    if (!isFinite(claimed) || Math.abs(claimed - epsilon) > 1e-9 * Math.max(Math.abs(claimed), Math.abs(epsilon))) {
+      throw new SpecError("epsilon", `is derived for RAPPOR (${epsilon})`);
+    }
+  }
+  let candidates: string[] | null = null;
+  if (d.candidates !== undefined && d.candidates !== null) {
+    const list = d.candidates;
+    if (!Array.isArray(list) || !list.every((c) => typeof c === "string" && wellFormed(c))) {
+      throw new SpecError("candidates", "must be strings");
+    }
+    if (list.length > MAX_DOMAIN_SIZE) throw new SpecError("candidates", "is too long");
+    if (new Set(list).size !== list.length) throw new SpecError("candidates", "entries must be unique");
+    candidates = list as string[];
+  }
+  return checked(d, new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires));
+}
+
+function checked(d: Record<string, unknown>, spec: Spec): Spec {
+  spec.claimed = d.fingerprint ?? null;
+  if (spec.fingerprint) checkClaim(spec);
+  return spec;
+}
+
+function checkClaim(spec: Spec): void {
+  if (spec.claimed !== null && spec.claimed !== spec.fingerprint) throw new SpecError("fingerprint", "does not match the spec");
+}
+
+function validateRange(value: unknown): [number, number] {
+  if (!Array.isArray(value) || value.length !== 2) throw new SpecError("range", "must be [low, high]");
+  const [low, high] = value;
+  if (!isFinite(low) || !isFinite(high)) throw new SpecError("range", "must be finite numbers");
+  if (Math.max(Math.abs(low), Math.abs(high)) > MAX_RANGE_MAGNITUDE) {
+    throw new SpecError("range", "must be within [-1e15, 1e15]");
+  }
+  if (!(high - low >= MIN_RANGE_WIDTH)) throw new SpecError("range", "needs high - low >= 1e-9");
+  return [low, high];
+}
+
+function validateDomain(domain: unknown): DomainValue[] {
+  if (!Array.isArray(domain) || domain.length === 0) {
+    throw new SpecError("domain", "must be a list");
+  }
+  if (domain.length < 2) throw new SpecError("domain", "needs at least 2 entries");
+  if (domain.length > MAX_DOMAIN_SIZE) throw new SpecError("domain", "is too long");
+  for (const entry of domain) {
+    if (typeof entry === "string") {
+      if (!wellFormed(entry)) throw new SpecError("domain", "has invalid Unicode");
+    } else if (typeof entry !== "number" || !Number.isInteger(entry)) {
+      throw new SpecError("domain", "takes strings and integers");
+    } else if (!Number.isSafeInteger(entry)) {
+      // JSON.parse has already rounded such an integer: its fingerprint cannot be the collector's
+      throw new SpecError("domain", "integers beyond 2**53 are not supported");
+    }
+  }
+  if (new Set(domain.map(domainKey)).size !== domain.length) throw new SpecError("domain", "entries must be unique");
+  return domain as DomainValue[];
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function validateDay(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "string" && /^\d{4}-\d{2}-\d{2}$/.test(value)) {
+    const [y, m, day] = value.split("-").map(Number);
+    const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+    if (y >= 1 && m >= 1 && m <= 12 && day >= 1 && day <= DAYS[m - 1] + (m === 2 && leap ? 1 : 0)) return value;
+  }
+  throw new SpecError("expires", "must be a date YYYY-MM-DD");
+}

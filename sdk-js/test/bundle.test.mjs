@@ -1,0 +1,35 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+
+const BUDGET = 12 * 1000; // bytes, minified and gzipped (issue 24: at most 12 KB)
+const DIR = new URL("../dist/browser/", import.meta.url);
+const read = (name) => readFileSync(new URL(name, DIR));
+
+/** The entry module and every module it imports statically: what a page downloads before it can record. */
+function staticClosure(name, seen = new Set()) {
+  if (seen.has(name)) return seen;
+  seen.add(name);
+  const text = read(name).toString();
+  for (const match of text.matchAll(/(?:import|export)\s*(?:[\w*{}\s,$]*from\s*)?["']\.\/([^"']+)["']/g)) staticClosure(match[1], seen);
+  return seen;
+}
+
+test("the browser bundle for local campaigns is at most 12 KB minified and gzipped", () => {
+  const files = [...staticClosure("ldp-telemetry.min.js")];
+  const minified = files.reduce((sum, f) => sum + read(f).length, 0);
+  const gzipped = files.reduce((sum, f) => sum + gzipSync(read(f), { level: 9 }).length, 0);
+  const rappor = readdirSync(DIR).filter((f) => !files.includes(f));
+  const rapporGzipped = rappor.reduce((sum, f) => sum + gzipSync(read(f), { level: 9 }).length, 0);
+  console.log(`browser bundle: ${files.join(" + ")}: ${minified} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGET}); `
+    + `loaded on demand (numeric, RAPPOR campaigns): ${rappor.join(" + ")}, ${rapporGzipped} bytes gzipped`);
+  assert.ok(gzipped <= BUDGET, `${gzipped} bytes gzipped`);
+  assert.deepEqual(rappor.sort(), ["numeric.js", "rappor.js"], "the modules loaded on demand");
+  assert.ok(!read("ldp-telemetry.min.js").toString().includes("cohort/v1"), "RAPPOR is not in the main module");
+  for (const f of readdirSync(DIR)) {
+    const text = read(f).toString();
+    assert.ok(!text.includes("Math.random"), `${f}: randomness only from crypto.getRandomValues`);
+    assert.ok(!/node:|require\(/.test(text), `${f}: no Node module in the browser bundle`);
+  }
+});

@@ -1,0 +1,103 @@
+"""The Python SDK runs the language-neutral conformance cases (conformance/*.json); sdk-js runs the same files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client_sdk import mechanism_from_spec
+from client_sdk.errors import LDPError, SpecError
+from client_sdk.randomness import SECURE_RANDOM, ByteStreamRandom, exp_rounded
+from client_sdk.spec import load_spec
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance"
+
+
+def _load(name: str) -> Any:
+    return json.loads((CONFORMANCE / name).read_text(encoding="utf-8"))
+
+
+PAYLOADS = _load("payloads.json")
+SPECS = _load("specs.json")
+
+
+def _perturb(case: dict, rng: Any) -> Any:
+    options = {"rng": rng}
+    if "secret" in case:
+        options["secret"] = bytes.fromhex(case["secret"])
+    return mechanism_from_spec(case["spec"], **options).perturb(case["value"])
+
+
+@pytest.mark.parametrize("case", PAYLOADS, ids=lambda c: c["spec"]["name"])
+def test_payload_vector(case: dict) -> None:
+    "The same bytes give the same payload, and every byte of the vector is consumed"
+    random_bytes = bytes.fromhex(case["random"])
+    rng = ByteStreamRandom(random_bytes)
+    assert _perturb(case, rng) == case["payload"]
+    assert rng.consumed == len(random_bytes)
+
+
+def test_secure_random_consumes_the_os_bytes_as_the_vectors_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    "Production draws (secrets over os.urandom) read the CSPRNG bytes exactly as ByteStreamRandom reads the vector"
+    for case in PAYLOADS[::5]:
+        stream = ByteStreamRandom(bytes.fromhex(case["random"]))
+        monkeypatch.setattr(random, "_urandom", stream.token_bytes)
+        assert _perturb(case, SECURE_RANDOM) == case["payload"]
+        assert stream.consumed == len(case["random"]) // 2
+
+
+@pytest.mark.parametrize("case", SPECS["valid"], ids=lambda c: c["spec"]["name"])
+def test_valid_spec(case: dict) -> None:
+    spec = load_spec(case["spec"])
+    assert (spec.mechanism, spec.epsilon, spec.fingerprint) == (case["mechanism"], case["epsilon"],
+                                                                case["fingerprint"])
+
+
+@pytest.mark.parametrize("case", SPECS["invalid"], ids=lambda c: c["field"])
+def test_invalid_spec(case: dict) -> None:
+    source = case["spec"] if not isinstance(case["spec"], str) else json.dumps(case["spec"])
+    with pytest.raises(SpecError) as caught:
+        load_spec(source)
+    assert (type(caught.value).__name__, caught.value.field) == (case["error"], case["field"])
+
+
+def test_exp_rounded_matches_the_table() -> None:
+    assert [[x, exp_rounded(x)] for x, _ in _load("exp.json")] == _load("exp.json")
+
+
+def test_wire_format() -> None:
+    for case in _load("wire.json"):
+        mechanism = mechanism_from_spec(case["spec"])
+        if case["valid"]:
+            mechanism.check_payload(case["payload"])
+        else:
+            with pytest.raises(LDPError) as caught:
+                mechanism.check_payload(case["payload"])
+            assert getattr(caught.value, "field", None) == case["field"], case
+
+
+def test_every_mechanism_has_payload_vectors() -> None:
+    "A new mechanism without conformance cases (conformance/generate.py) fails here"
+    from client_sdk.mechanisms import MECHANISM_CLASSES
+
+    assert {case["spec"]["mechanism"] for case in PAYLOADS} == set(MECHANISM_CLASSES)
+
+
+def test_byte_stream_runs_out_loudly() -> None:
+    with pytest.raises(EOFError):
+        ByteStreamRandom(b"\x01").randbits(9)
+
+
+def test_files_are_what_the_generator_writes() -> None:
+    "A changed mechanism without regenerated vectors (python conformance/generate.py) fails here"
+    spec = importlib.util.spec_from_file_location("conformance_generate", CONFORMANCE / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, content in module.documents().items():
+        assert (CONFORMANCE / name).read_text(encoding="utf-8") == module.render(content), name
