@@ -175,11 +175,11 @@ def is_mean(result: dict) -> bool:
     return result.get("kind") == "mean" or ("mean" in result and not value_rows(result))
 
 
-RATIO_DEFINITION = "local-DP standard error over central DP's, Laplace, same epsilon"
+RATIO_DEFINITION = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
 
 
 def ldp_to_central_ratio(result: dict) -> float | None:
-    """How many times larger the local-DP standard error is than central DP's (Laplace) at the same epsilon.
+    """How many times larger the local-DP privacy noise is than central DP's at the same epsilon, replace-one.
 
     The one definition every format states (``central_dp.ldp_to_central_ratio``, see ``estimators.central``);
     the header, the figure caption and the demo's summary all print this number through :func:`ratio_text`."""
@@ -195,8 +195,14 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:,.1f}"
 
 
+def central_mechanism(result: dict) -> str:
+    "The one central mechanism an estimate's pages name: the ``central_dp`` block's choice"
+    central = result.get("central_dp")
+    return str(central.get("mechanism") or "Laplace") if isinstance(central, dict) else "Laplace"
+
+
 def central_halfwidth(result: dict) -> float | None:
-    "The central-DP (Laplace) CI half-width of one fraction or of the mean"
+    "The central-DP CI half-width of one fraction or of the mean (the block's one mechanism)"
     central = result.get("central_dp")
     if isinstance(central, dict) and _is_number(central.get("ci_halfwidth")):
         return float(central["ci_halfwidth"])

@@ -31,6 +31,7 @@ from .model import (
     DailyResult,
     ReportData,
     central_halfwidth,
+    central_mechanism,
     confidence_percent,
     epsilon_text,
     format_number,
@@ -221,7 +222,8 @@ def _frequency_caption(result: dict, shown: int) -> str:
     if widths and central is not None:
         ldp = sum(widths) / len(widths)
         parts.append(
-            f"Beside each bar, in red, the interval central DP would give at the same ε: ±{format_number(central)} "
+            f"Beside each bar, in red, the interval central DP ({central_mechanism(result)}, replace-one) would give "
+            f"at the same ε: ±{format_number(central)} "
             f"against ±{format_number(ldp)} locally, so it is usually invisible at this scale")
         if ratio is not None:
             parts.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
@@ -238,7 +240,8 @@ def _distributed_frequency_caption(result: dict, rows: list, shown: int) -> str:
         parts[0] += f" (the {shown} largest of {len(rows)} values)"
     central = central_halfwidth(result)
     if widths and central is not None:
-        parts.append(f"Beside each bar, in red, the interval a trusted curator adding Laplace noise would give: "
+        parts.append(f"Beside each bar, in red, the interval a trusted curator ({central_mechanism(result)}, "
+                     "replace-one) would give: "
                      f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here")
     if any(r.includes_zero for r in rows):
         parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
@@ -251,7 +254,7 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     axes = figure.add_subplot()
     axes.loglog(curves.n, curves.ldp_halfwidth, color=LDP_COLOUR, label="local DP (formula), slope −1/2")
     axes.loglog(curves.n, curves.central_halfwidth, color=CENTRAL_COLOUR,
-                label="central DP, Laplace (formula), slope −1")
+                label=f"central DP, {curves.central_mechanism} (formula), slope −1")
     if len(curves.simulated_n):
         axes.scatter(curves.simulated_n, curves.simulated_ldp, color=LDP_COLOUR, edgecolor="black", zorder=3,
                      label="local DP, simulated")
@@ -271,7 +274,8 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     axes.legend(fontsize=8, loc="lower left")
     caption = (
         f"{curves.confidence_text} CI half-width of {curves.quantity} against the number of reports. Under local DP "
-        f"it shrinks as 1/√n, under central DP (a trusted curator adding Laplace noise) as 1/n. At this campaign's "
+        f"it shrinks as 1/√n, under central DP (a trusted curator: {curves.central_mechanism}, replace-one) as 1/n. "
+        f"At this campaign's "
         f"n = {curves.current_n:,}: ±{format_number(curves.current_ldp)} locally against "
         f"±{format_number(curves.current_central)} centrally ({curves.current_ldp / curves.current_central:,.0f}×). "
         f"Points: {curves.trials_text}.")
@@ -327,13 +331,9 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
         z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
         width = z * float(local["std_error"])
         rows.append((f"local DP\n{local.get('mechanism', '')} (formula)", width, width, LDP_COLOUR))
-    if central.get("laplace"):
-        width = central["laplace"]["ci_halfwidth"]
-        rows.append(("central DP\nLaplace", width, width, CENTRAL_COLOUR))
-    if central.get("gaussian"):
-        width = central["gaussian"]["ci_halfwidth"]
-        rows.append((f"central DP\nGaussian δ={central['gaussian'].get('delta', 0):.0e}", width, width,
-                     "#ff7f0e"))
+    if isinstance(central.get("ci_halfwidth"), (int, float)):
+        width = central["ci_halfwidth"]
+        rows.append((f"central DP\n{central_mechanism(result).split(',')[0]}", width, width, CENTRAL_COLOUR))
     figure = new_figure(8.0, 1.2 + 0.8 * len(rows))
     axes = figure.add_subplot()
     for position, (_label, below, above, colour) in enumerate(reversed(rows)):
@@ -351,11 +351,9 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under {model}")
     if distributed and len(rows) > 1 and rows[1][0].startswith("local"):
         caption += f"; local DP's best mechanism would give ± {format_number(rows[1][1])} at the same ε"
-    if central.get("laplace"):
-        caption += (f"; a trusted curator adding Laplace noise at the same ε would report "
-                    f"± {format_number(central['laplace']['ci_halfwidth'])}")
-    if central.get("gaussian"):
-        caption += f", or with Gaussian noise ± {format_number(central['gaussian']['ci_halfwidth'])}"
+    if isinstance(central.get("ci_halfwidth"), (int, float)):
+        caption += (f"; a trusted curator ({central_mechanism(result)}, replace-one) at the same ε would report "
+                    f"± {format_number(central['ci_halfwidth'])}")
     caption += ". The central intervals are drawn around the same estimate, for comparison of their widths"
     return Plot("mean", "Mean", figure, caption + ".")
 

@@ -10,6 +10,7 @@ from .model import (
     RATIO_DEFINITION,
     ReportData,
     ValueRow,
+    central_mechanism,
     confidence_percent,
     describe_window,
     epsilon_text,
@@ -108,7 +109,8 @@ def footnotes(data: ReportData) -> list[str]:
         notes.append(f"only the candidates the decoder detected are listed; together they hold "
                      f"{format_number(data.result['allocated_mass'])} of the reports")
     if is_mean(data.result):
-        notes.append("central DP CI +-: what a trusted curator adding Laplace noise would report at the same epsilon")
+        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(data.result)}, replace-one) would "
+                     "report at the same epsilon")
     notes += [f"guarantee: {line}" for line in guarantee_lines(data.result)]
     return notes
 

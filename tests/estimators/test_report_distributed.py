@@ -32,7 +32,9 @@ def test_the_three_lines_local_above_distributed_near_central(mode):
     assert curves.distributed[at] == pytest.approx(models["distributed"]["std_error"] * scale)
     assert curves.local[at] == pytest.approx(models["local"]["std_error"] * math.sqrt(scale))
     # distributed sits within a factor 2.5 of central (two aggregators' noises, or the coins' subset), local above
-    assert np.all(curves.central <= curves.distributed) and np.all(curves.distributed <= 2.5 * curves.central)
+    # (when the release is calibrated to replace-one at epsilon, as central is; the row states its own epsilon)
+    if models["distributed"]["epsilon"] <= models["central"]["epsilon"]:
+        assert np.all(curves.central <= curves.distributed) and np.all(curves.distributed <= 2.5 * curves.central)
     big = curves.n >= 10_000
     assert np.all(curves.local[big] > 10 * curves.distributed[big])
     if mode == "coins":

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 from matplotlib.figure import Figure
 
+from estimators.report.model import format_number
 from estimators.report.plots import daily_figure, frequency_figure, mean_figure, png_bytes, report_plots
 from estimators.report.scaling import CENTRAL_SAMPLES, MAX_TRIALS, SIMULATION_BUDGET, scaling_curves
 from tests.tolerances import k_sigma
@@ -68,7 +69,7 @@ def test_every_plot_is_a_figure_with_a_caption_and_renders_to_png():
 def test_frequency_caption_states_both_interval_widths():
     result = browser_result()
     caption = frequency_figure(result).caption
-    assert f"±{result['central_dp']['ci_halfwidth']:.3e}" in caption
+    assert f"±{format_number(result['central_dp']['ci_halfwidth'])}" in caption
     widths = [(row["ci_high"] - row["ci_low"]) / 2 for row in result["values"]]
     assert f"±{sum(widths) / len(widths):.4f} locally" in caption
 
@@ -87,10 +88,13 @@ def test_caption_and_header_state_one_ratio():
     assert "times narrower" not in caption
 
 
-def test_mean_figure_shows_central_baselines():
-    plot = mean_figure(load_time_result(), truth=800.0)
-    assert "Laplace" in plot.caption and "Gaussian" in plot.caption
-    assert len(plot.figure.axes[0].get_yticklabels()) == 3
+def test_mean_figure_shows_one_central_baseline():
+    "One central mechanism on every page: the block's (Gaussian at the spec's delta here), under replace-one"
+    result = load_time_result()
+    plot = mean_figure(result, truth=800.0)
+    assert result["central_dp"]["mechanism"] in plot.caption and "Laplace" not in plot.caption
+    assert "replace-one" in plot.caption
+    assert len(plot.figure.axes[0].get_yticklabels()) == 2
 
 
 def test_daily_figure_needs_two_days():
