@@ -11,10 +11,10 @@ A report supports value v with probability p* when the truth is v and q* otherwi
                      ``std_error_reported`` (target "reported": the users who reported, privacy noise only) =
                      sqrt([f p*(1-p*) + (1-f) q*(1-q*)] / n) / (p* - q*), the fixed-data variance of Wang et al.
                      2017 (section 4).  The two differ by the sampling variance f (1 - f) / n
-* interval           the Wilson score interval for the support probability (Wilson 1927; Agresti & Coull 1998,
-                     "Approximate is better than exact"), mapped through f = (pi - q*)/(p* - q*).  It has
-                     positive width at r = 0 and r = 1, and near-nominal coverage when n q* is small (a few
-                     expected supports), where the normal interval f +- z SE undercovers; for large n the two agree.
+* interval           for target "population": the Wilson score interval for the support probability with Brown,
+                     Cai & DasGupta's boundary correction (``estimators.intervals``), mapped through
+                     f = (pi - q*)/(p* - q*).  It has positive width at every count and holds its coverage when
+                     n q* is small (a few expected supports), where plain Wilson and the normal interval undercover
 
 Support counts come from the aggregate: the reported-index histogram (GRR), the bit counts (SUE, OUE), the
 per-value support counts (OLH), and for Hadamard n/2 + WHT(S)/2 with S the per-column signed sums, decoded by a
@@ -24,7 +24,6 @@ fast Walsh-Hadamard transform in O(n + d log d).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from client_sdk.spec import Spec
 
 from .central import TARGET_POPULATION, TARGETS, central_block, histogram_sensitivity
 from .errors import NoReports
+from .intervals import frequency_interval, support_std_errors
 from .mechanisms.base import mechanism_for
 from .postprocess import base_cut, base_cut_z, norm_sub
 
@@ -88,12 +88,6 @@ def support_counts(spec: Spec, aggregate: Aggregate) -> np.ndarray:
     return oracle.support_counts(aggregate.n, aggregate.counts)
 
 
-def support_std_errors(r: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
-    "Standard errors of the frequencies, target population: the binomial variance at the estimate clipped to [0, 1]"
-    support = np.clip(r, min(p, q), max(p, q))
-    return np.sqrt(support * (1 - support) / n) / (p - q)
-
-
 def reported_std_errors(r: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
     "Standard errors of the frequencies, target reported: the fixed-data variance at the estimate clipped to [0, 1]"
     f = np.clip((r - q) / (p - q), 0.0, 1.0)
@@ -105,14 +99,6 @@ def root_mean_square(values: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(values))))
 
 
-def wilson_interval(r: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
-    "The Wilson score interval for binomial proportions r out of n trials (Wilson 1927)"
-    shrink = 1 + z * z / n
-    centre = (r + z * z / (2 * n)) / shrink
-    half_width = z / shrink * np.sqrt(np.clip(r * (1 - r), 0.0, None) / n + z * z / (4 * n * n))
-    return centre - half_width, centre + half_width
-
-
 def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
                          delta: float | None = None) -> FrequencyEstimate:
     "Unbiased frequencies with standard errors, intervals, Norm-Sub and Base-Cut, and the central-DP baseline"
@@ -122,12 +108,12 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     mechanism = mechanism_for(spec).device
     assert isinstance(mechanism, CategoricalMechanism)
     p, q = mechanism.p_star, mechanism.q_star
-    r = support_counts(spec, aggregate) / n
+    support = support_counts(spec, aggregate)
+    r = support / n
     estimates = (r - q) / (p - q)
     std_errors = support_std_errors(r, n, p, q)
     reported = reported_std_errors(r, n, p, q)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    support_low, support_high = wilson_interval(r, n, z)
+    ci_low, ci_high = frequency_interval(support, n, p, q, confidence)
     f = np.clip(estimates, 0.0, 1.0)
     central = central_block(
         sensitivity=histogram_sensitivity(n), epsilon=spec.epsilon, confidence=confidence,
@@ -136,7 +122,6 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     )
     return FrequencyEstimate(
         spec=spec, n=n, confidence=confidence, estimates=estimates, std_errors=std_errors,
-        reported_std_errors=reported,
-        ci_low=(support_low - q) / (p - q), ci_high=(support_high - q) / (p - q),
+        reported_std_errors=reported, ci_low=ci_low, ci_high=ci_high,
         norm_sub=norm_sub(estimates), base_cut=base_cut(estimates, std_errors), central_dp=central,
     )

@@ -5,9 +5,10 @@ Each report's payload maps to an unbiased value Z of t = 2 (v - low)/(high - low
 
 * mean of t     m = sum Z / n,     mapped back: low + (m + 1)(high - low)/2
 * standard err  SE = sd(Z) / sqrt(n) (sample standard deviation of the unbiased values), times (high - low)/2.
-                Duchi's Z is +-C, so for iid users Var(Z) = C^2 - E[t]^2 exactly (Duchi, Jordan, Wainwright 2013):
-                its variance is the larger of the sample variance and C^2 - m^2 at the estimate m clipped to
-                [-1, 1], so n equal codes (m = +-C) do not give SE = 0
+                The variance is never below the mechanism's own v(m) at the estimate m clipped to [-1, 1]
+                (for v(t) = a + b t^2, Var(Z) = a + (1 + b) E[t^2] - m^2 >= v(m)).  Duchi's Z is +-C, so for iid
+                users Var(Z) = C^2 - m^2 exactly (Duchi, Jordan, Wainwright 2013), and n equal codes do not give
+                SE = 0; the same holds for Hybrid at eps <= 0.61, which is Duchi
                 That is target "population" (users as a sample from a population, the default, ``std_error``).
 * target "reported" (the users who reported: privacy noise only, ``std_error_reported``): every mechanism's
                 per-report variance is a + b t^2 (Laplace, Duchi, Piecewise, Hybrid), so E[Z^2] = a + (1 + b)
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from client_sdk.mechanisms.numeric import Duchi
 from client_sdk.spec import Spec
 
 from .central import TARGET_POPULATION, TARGETS, central_block, mean_sensitivity
@@ -82,11 +82,14 @@ def estimate_mean(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
         variance = max(squares - n * mean_t**2, 0.0) / (n - 1)
     else:  # one report has no sample variance: use the mechanism's worst case
         variance = entry.variance()
-    if isinstance(entry.device, Duchi):  # never below Duchi's model variance at the (clipped) estimate
-        variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))
+    # never below the mechanism's own variance at the (clipped) estimate: Var(Z) = a + (1 + b) E[t^2] - m^2 >=
+    # a + b m^2 for v(t) = a + b t^2.  For Duchi (and Hybrid at eps <= 0.61, which is Duchi) it is exact, so n
+    # equal codes do not give SE = 0
+    variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))
     std_error = math.sqrt(variance / n) * half_width
-    reported = math.sqrt(min(noise_variance(entry.device, squares / n, mean_t), variance) / n) * half_width
-    sampling = math.sqrt(max(variance - noise_variance(entry.device, squares / n, mean_t), 0.0) / n) * half_width
+    noise = min(noise_variance(entry.device, squares / n, mean_t), variance)
+    reported = math.sqrt(noise / n) * half_width
+    sampling = math.sqrt((variance - noise) / n) * half_width
     mean = low + (mean_t + 1) * half_width
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     central = central_block(

@@ -72,7 +72,8 @@ class DistributedEstimate:
     value_range: tuple[float, float] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        common = {"trust": "distributed", "epsilon": self.epsilon, "delta": self.delta, "n": int(self.n),
+        common = {"trust": "distributed", "target": TARGET_REPORTED, "epsilon": self.epsilon, "delta": self.delta,
+                  "n": int(self.n),
                   "confidence": self.confidence, "noise": self.noise, "guarantee": self.guarantee,
                   "central_dp": self.central_dp, "trust_models": self.trust_models}
         if self.kind == "sum":

@@ -195,6 +195,19 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:,.1f}"
 
 
+TARGET_TEXT = {
+    "population": "the population the reporting users are sampled from (std_error; std_error_reported: the users "
+                  "who reported, privacy noise only)",
+    "reported": "the users who reported (privacy noise only)",
+}
+
+
+def target_text(result: dict) -> str | None:
+    "What the standard errors and intervals are for, as every format states it"
+    target = result.get("target")
+    return f"standard errors and intervals are for {TARGET_TEXT[target]}" if target in TARGET_TEXT else None
+
+
 def central_mechanism(result: dict) -> str:
     "The one central mechanism an estimate's pages name: the ``central_dp`` block's choice"
     central = result.get("central_dp")

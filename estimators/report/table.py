@@ -20,6 +20,7 @@ from .model import (
     is_mean,
     ldp_to_central_ratio,
     ratio_text,
+    target_text,
     trust_models_text,
     value_rows,
 )
@@ -47,6 +48,9 @@ def header_lines(data: ReportData) -> list[str]:
         lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
     if ratio is not None:
         lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+    target = target_text(result)
+    if target:
+        lines.append(target)
     return lines
 
 
@@ -71,6 +75,9 @@ def distributed_header_lines(data: ReportData) -> list[str]:
     models = trust_models_text(result)
     if models is not None:
         lines.append(models)
+    target = target_text(result)
+    if target:
+        lines.append(target)
     return lines
 
 
