@@ -16,6 +16,8 @@ contains it.  Exact binomial coverage over a grid of mechanisms, epsilons, n and
 
 from __future__ import annotations
 
+import functools
+import math
 from statistics import NormalDist
 
 import numpy as np
@@ -30,8 +32,6 @@ def z_value(confidence: float) -> float:
 
 def support_interval(counts: np.ndarray, n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     "The boundary-corrected Wilson interval for support probabilities, ``counts`` supports out of n each"
-    from scipy.special import gammaincinv  # scipy.special only: scipy.stats costs a second at import
-
     x = np.asarray(counts, dtype=np.float64)
     z = z_value(confidence)
     r = x / n
@@ -40,13 +40,31 @@ def support_interval(counts: np.ndarray, n: int, confidence: float) -> tuple[np.
     half_width = z / shrink * np.sqrt(np.clip(r * (1 - r), 0.0, None) / n + z * z / (4 * n * n))
     low, high = centre - half_width, centre + half_width
     alpha = 1 - confidence
-    few = (x >= 1) & (x <= BOUNDARY_COUNTS)
-    if few.any():
-        low = np.where(few, gammaincinv(np.clip(x, 1, None), alpha / 2) / n, low)
-    near_all = (n - x >= 1) & (n - x <= BOUNDARY_COUNTS)
-    if near_all.any():
-        high = np.where(near_all, 1 - gammaincinv(np.clip(n - x, 1, None), alpha / 2) / n, high)
+    for count in range(1, BOUNDARY_COUNTS + 1):
+        bound = poisson_lower_bound(count, alpha / 2) / n
+        low = np.where(x == count, bound, low)
+        high = np.where(n - x == count, 1 - bound, high)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def poisson_lower_bound(count: int, tail: float) -> float:
+    """The lambda with P(Poisson(lambda) >= count) = tail: the exact lower confidence bound of a Poisson mean
+    (``scipy.special.gammaincinv(count, tail)``), by bisection in the standard library (a report from the
+    database loads no scipy)"""
+    def at_least(rate: float) -> float:
+        return 1 - math.exp(-rate) * sum(rate**j / math.factorial(j) for j in range(count))
+
+    low, high = 0.0, float(count)  # P(Poisson(count) >= count) > 1/2 > tail
+    for _ in range(200):
+        middle = (low + high) / 2
+        if at_least(middle) < tail:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-15 * high:
+            break
+    return (low + high) / 2
 
 
 def frequency_interval(counts: np.ndarray, n: int, p: float, q: float,

@@ -55,7 +55,7 @@ class Plan:
 
 
 def _spec(mechanism: str, epsilon: float, domain_size: int | None, value_range: tuple[float, float] | None) -> Spec:
-    if mechanism in NUMERIC_MECHANISMS:
+    if mechanism in NUMERIC_MECHANISMS or (mechanism == "auto" and value_range is not None and domain_size is None):
         if value_range is None:
             value_range = (-1.0, 1.0)
         return load_spec({"name": "plan", "mechanism": mechanism, "epsilon": epsilon, "range": list(value_range)})

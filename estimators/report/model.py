@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, TypeGuard
 
 SCHEMA_VERSION = 3  # 2: one shape for every kind; 3: ``trust`` (local | distributed) and the distributed blocks
@@ -109,6 +110,24 @@ def value_rows(result: dict) -> list[ValueRow]:
     return [row for row in rows if row is not None]
 
 
+def display_rows(result: dict) -> list[ValueRow]:
+    "The rows in the order every table and chart lists them: largest estimate first (ties in the estimate's order)"
+    return sorted(value_rows(result), key=lambda row: -row.estimate)
+
+
+def chance_exclusions_text(result: dict) -> str | None:
+    """How many intervals exclude 0 by chance alone: with d values each at ``confidence``, about (1 - confidence) d
+    of d absent values would, half of them above 0 (shown as present)"""
+    rows = value_rows(result)
+    confidence = result.get("confidence", 0.95)
+    if len(rows) < 2 or not _is_number(confidence):
+        return None
+    expected = (1 - float(confidence)) * len(rows)
+    return (f"with {len(rows)} values each tested at {100 * float(confidence):.4g}%, about {expected:.3g} intervals "
+            f"would exclude 0 by chance if no value were present (about {expected / 2:.3g} above 0, shown as "
+            "present): an unmarked row is not proof on its own")
+
+
 def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
     "One row, whatever the estimator called its fields; None when it has no estimate"
     if not isinstance(raw, dict):
@@ -146,6 +165,21 @@ def trust_model_errors(result: dict) -> dict[str, float] | None:
             return None
         errors[name] = float(error)
     return errors
+
+
+def trust_model_halfwidths(result: dict) -> dict[str, float] | None:
+    """The CI half-width of one value's fraction (or of the mean) under each trust model, the quantity the local
+    pages plot: the model's own ``ci_halfwidth``, or z times its standard error"""
+    errors = trust_model_errors(result)
+    if errors is None:
+        return None
+    z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
+    models = result["trust_models"]
+    widths = {}
+    for name, error in errors.items():
+        stated = (models.get(name) or {}).get("ci_halfwidth")
+        widths[name] = float(stated) if _is_number(stated) else z * error
+    return widths
 
 
 def trust_models_text(result: dict) -> str | None:

@@ -55,6 +55,7 @@ class ScalingCurves:
     simulated_central: np.ndarray
     trials_text: str
     central_mechanism: str = "Laplace"
+    delta: float | None = None  # the central Gaussian's, when that is the baseline
 
 
 def scaling_curves(result: dict, spec: dict | None = None, *, rng: np.random.Generator | None = None,
@@ -102,7 +103,7 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
                      f"(local: z × RMS error of the unbiased estimates; central: quantile of {CENTRAL_SAMPLES:,} "
                      f"{central_mechanism_text(result)} draws)"
                      if simulate_points else "none (simulation turned off)"),
-        central_mechanism=central_mechanism_text(result),
+        central_mechanism=central_mechanism_text(result), delta=central_delta(result),
     )
 
 
@@ -150,7 +151,7 @@ def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int,
                      f"{trials}+ per n; central: quantile of {CENTRAL_SAMPLES:,} {central_mechanism_text(result)} "
                      "draws"
                      if simulate_points else "none (simulation turned off)"),
-        central_mechanism=central_mechanism_text(result),
+        central_mechanism=central_mechanism_text(result), delta=central_delta(result),
     )
 
 
@@ -176,6 +177,15 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
         ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
         central.append(float(np.quantile(np.abs(_central_draws(result, n, rng)), confidence)))
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
+
+
+def central_delta(result: dict) -> float | None:
+    "The delta of the estimate's central baseline when it is the Gaussian mechanism"
+    block = result.get("central_dp") or {}
+    gaussian = block.get("gaussian") or {}
+    if str(block.get("mechanism", "")).startswith("Gaussian") and isinstance(gaussian.get("delta"), (int, float)):
+        return float(gaussian["delta"])
+    return None
 
 
 def central_mechanism_text(result: dict) -> str:
@@ -216,7 +226,7 @@ def _estimated_distribution(result: dict, d: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TrustModelCurves:
-    "Standard error against n under local, distributed and central DP, from a distributed campaign's estimate"
+    "95% CI half-width against n under local, distributed and central DP, from a distributed campaign's estimate"
 
     quantity: str
     epsilon: float
@@ -230,6 +240,7 @@ class TrustModelCurves:
     current_n: int
     current: dict[str, float]
     distributed_from: int  # coins: no release below one batch's coin subset
+    delta: float | None = None
 
 
 def trust_model_curves(result: dict) -> TrustModelCurves | None:
@@ -239,9 +250,9 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
     to one report, so it does not grow with n: the coin subset is sized from epsilon, delta and the honest
     fraction)."""
-    from .model import trust_model_errors
+    from .model import trust_model_halfwidths
 
-    errors = trust_model_errors(result)
+    errors = trust_model_halfwidths(result)
     n_now = report_count(result) or 0
     if errors is None or n_now <= 0:
         return None
@@ -255,4 +266,5 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors,
         distributed_from=int(subset) if isinstance(subset, int) else 1,
+        delta=float(result["delta"]) if isinstance(result.get("delta"), (int, float)) else None,
     )

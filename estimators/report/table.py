@@ -11,8 +11,10 @@ from .model import (
     ReportData,
     ValueRow,
     central_mechanism,
+    chance_exclusions_text,
     confidence_percent,
     describe_window,
+    display_rows,
     epsilon_text,
     format_number,
     guarantee_lines,
@@ -91,7 +93,7 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
                   format_number(result.get("ci_low")), format_number(result.get("ci_high")),
                   format_number(central.get("ci_halfwidth"))]]
         return columns, cells
-    rows = value_rows(result)
+    rows = display_rows(result)
     with_norm_sub = any(row.norm_sub is not None for row in rows)
     columns = ["value", "estimate", "std error", "CI low", "CI high"] + (["Norm-Sub"] if with_norm_sub else []) + [""]
     cells = [
@@ -107,6 +109,9 @@ def footnotes(data: ReportData) -> list[str]:
     rows = value_rows(data.result)
     if any(row.includes_zero for row in rows):
         notes.append(f"{ZERO_MARK}: the confidence interval includes 0 ({NOT_DISTINGUISHABLE})")
+    chance = chance_exclusions_text(data.result)
+    if chance:
+        notes.append(chance)
     if any(row.below_zero for row in rows):
         notes.append(f"{BELOW_ZERO_MARK}: the confidence interval is {BELOW_ZERO}")
     if rows and any(row.norm_sub is not None for row in rows):

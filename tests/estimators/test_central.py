@@ -93,3 +93,15 @@ def test_analytic_gaussian_matches_scipy_root_finding():
 
         expected = optimize.brentq(excess, 1e-6 * sensitivity, 1e4 * sensitivity, xtol=1e-14 * sensitivity)
         assert analytic_gaussian_sigma(sensitivity, epsilon, delta) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 0.61, 1.0, 2.0, 4.0, 8.0, 10.0])
+def test_auto_with_a_range_picks_the_planners_best_mean_mechanism(epsilon):
+    "A numeric 'auto' resolves in the spec (the device cannot import the planner) to what the planner ranks first"
+    from client_sdk import load_spec
+
+    spec = load_spec({"name": "t", "mechanism": "auto", "epsilon": epsilon, "range": [0, 10]})
+    best = compare_mechanisms(epsilon, 1000, value_range=(0, 10))[0]  # at eps <= 0.61 Hybrid is Duchi: a tie
+    chosen = plan(spec.mechanism, epsilon, 1000, value_range=(0, 10))
+    assert chosen.noise_std_error == pytest.approx(best.noise_std_error, rel=1e-12)
+    assert plan("auto", epsilon, 1000, value_range=(0, 10)).mechanism == spec.mechanism

@@ -191,3 +191,13 @@ def test_hybrid_in_its_duchi_range_never_gives_a_zero_width_interval(n):
     rng = np.random.default_rng(61)
     results = mean_trials(spec, POPULATIONS["spread"], n, 400, rng)
     assert all(r.ci_high > r.ci_low for r in results)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("tail", [0.005, 0.025, 0.05])
+def test_the_poisson_bound_is_scipys(count, tail):
+    from scipy.special import gammaincinv
+
+    from estimators.intervals import poisson_lower_bound
+
+    assert poisson_lower_bound(count, tail) == pytest.approx(float(gammaincinv(count, tail)), rel=1e-10)

@@ -84,7 +84,9 @@ def test_caption_and_header_state_one_ratio():
     caption = frequency_figure(data.result).caption
     header = "\n".join(header_lines(data))
     pattern = r"LDP/central ratio ([\d,.]+) \(([^)]*)\)"
-    assert re.findall(pattern, caption) == re.findall(pattern, header) != []
+    # issue 22: stated once per page, in the header; the figure states the two widths, not a second ratio
+    assert len(re.findall(pattern, header)) == 1 and re.findall(pattern, caption) == []
+    assert "×" not in caption
     assert "times narrower" not in caption
 
 
@@ -94,7 +96,14 @@ def test_mean_figure_shows_one_central_baseline():
     plot = mean_figure(result, truth=800.0)
     assert result["central_dp"]["mechanism"] in plot.caption and "Laplace" not in plot.caption
     assert "replace-one" in plot.caption
-    assert len(plot.figure.axes[0].get_yticklabels()) == 2
+    # the comparison is drawn as half-widths (lower panel), and around the truth, never around the estimate
+    estimate_axes, width_axes = plot.figure.axes
+    assert len(width_axes.get_yticklabels()) == 2 and "half-width" in width_axes.get_xlabel()
+    centres = [line.get_xdata()[0] for line in estimate_axes.lines if len(line.get_xdata()) == 1]
+    width = result["central_dp"]["ci_halfwidth"]
+    assert result["mean"] in centres and any(math.isclose(c, 800.0 - width) for c in centres)
+    assert not any(math.isclose(c, result["mean"] - width) for c in centres)
+    assert "δ = 1e-06" in estimate_axes.get_title()
 
 
 def test_daily_figure_needs_two_days():
