@@ -345,13 +345,13 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
             estimate_axes.errorbar([truth], [-position], xerr=width, fmt="none", color=colour, capsize=6,
                                    linewidth=2, label=f"{label.splitlines()[0]} around the truth")
     estimate_axes.set_yticks([])
-    estimate_axes.set_xlabel(f"mean{_unit_text(result)} ({confidence_percent(result)} CI)")
+    estimate_axes.set_xlabel(f"mean ({confidence_percent(result)} CI)")
     estimate_axes.legend(fontsize=7, loc="upper right")
     positions = np.arange(len(widths))[::-1]
     width_axes.barh(positions, [width for _, width, _ in widths], color=[colour for _, _, colour in widths])
     width_axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
     width_axes.set_xscale("log")
-    width_axes.set_xlabel(f"{confidence_percent(result)} CI half-width{_unit_text(result)}, same ε")
+    width_axes.set_xlabel(f"{confidence_percent(result)} CI half-width, same ε")
     estimate_axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, {_privacy_text(result)}")
     caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under {model}")
     if distributed and len(widths) > 1 and widths[1][0].startswith("local"):
@@ -362,12 +362,6 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     caption += (". The lower panel compares the half-widths; the other models' intervals are drawn around the truth"
                 if truth is not None else ". The lower panel compares the half-widths")
     return Plot("mean", "Mean", figure, caption + ".")
-
-
-def _unit_text(result: dict) -> str:
-    "' (unit)' for a numeric axis when the spec names its unit"
-    unit = result.get("unit")
-    return f" ({unit})" if isinstance(unit, str) and unit else ""
 
 
 def _privacy_text(result: dict) -> str:
