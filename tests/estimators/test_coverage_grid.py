@@ -135,7 +135,8 @@ def test_the_issue_rappor_example_is_not_inverted():
 # -- means ---------------------------------------------------------------------------------------------------------
 MEAN_MECHANISMS = ("laplace", "duchi", "piecewise", "hybrid")
 # n = 1e5 is not simulated for means (1e7 simulated users per cell): SE = sd(Z)/sqrt(n) is the same formula at
-# every n and its normal interval only gets better with n; the small-n cells are where it could fail
+# every n and its normal interval only gets better with n; the small-n cells are where it could fail.  Duchi at
+# n = 1e5 is computed exactly (test_duchi_at_large_n_exactly)
 MEAN_TRIALS = {100: 800, 1_000: 800}
 MEAN_K = k_sigma(2 * 2 * len(EPSILONS) * len(MEAN_TRIALS))  # coverage and SE/SD, per population, eps and n
 POPULATIONS = {
@@ -201,3 +202,32 @@ def test_the_poisson_bound_is_scipys(count, tail):
     from estimators.intervals import poisson_lower_bound
 
     assert poisson_lower_bound(count, tail) == pytest.approx(float(gammaincinv(count, tail)), rel=1e-10)
+
+
+def test_duchi_at_large_n_exactly():
+    """n = 1e5 for Duchi without simulation: for users drawn from a population each code is 1 with probability
+    (1 + c E[t]) / 2, so the aggregate (the count of ones) is exactly binomial; every count within 8 sd (all but
+    ~1e-15 of the mass) goes through the estimator"""
+    from estimators.aggregation import Aggregate
+
+    n = 100_000
+    for epsilon in EPSILONS:
+        spec = load_spec({"name": "m", "mechanism": "duchi", "epsilon": epsilon, "range": [0, 10]})
+        slope = float(mechanism_from_spec(spec).slope)
+        for mean_t in (0.0, -0.8):  # the spread population's mean and the skewed one's
+            truth = (mean_t + 1) * 5
+            probability = (1 + slope * mean_t) / 2
+            sd = math.sqrt(n * probability * (1 - probability))
+            ones = np.arange(math.floor(n * probability - 8 * sd), math.ceil(n * probability + 8 * sd) + 1)
+            pmf = stats.binom.pmf(ones, n, probability)
+            results = [estimate_aggregate(spec, Aggregate(spec.mechanism, spec.fingerprint, n,
+                                                          np.array([int(k)], dtype=object))) for k in ones]
+            low = np.array([r.ci_low for r in results])
+            high = np.array([r.ci_high for r in results])
+            assert np.all(high > low)
+            coverage = float(pmf[(low <= truth) & (truth <= high)].sum())
+            assert COVERAGE_BAND[0] <= coverage <= COVERAGE_BAND[1], (epsilon, mean_t, coverage)
+            means = np.array([r.mean for r in results])
+            spread = math.sqrt(float((pmf * (means - truth) ** 2).sum()))
+            expected_se = float((pmf * np.array([r.std_error for r in results])).sum())
+            assert SE_BAND[0] <= expected_se / spread <= SE_BAND[1], (epsilon, mean_t, expected_se / spread)
