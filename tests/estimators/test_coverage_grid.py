@@ -137,7 +137,7 @@ MEAN_MECHANISMS = ("laplace", "duchi", "piecewise", "hybrid")
 # n = 1e5 is not simulated for means (1e7 simulated users per cell): SE = sd(Z)/sqrt(n) is the same formula at
 # every n and its normal interval only gets better with n; the small-n cells are where it could fail.  Duchi at
 # n = 1e5 is computed exactly (test_duchi_at_large_n_exactly)
-MEAN_TRIALS = {100: 800, 1_000: 800}
+MEAN_TRIALS = {100: 2000, 1_000: 2000}
 MEAN_K = k_sigma(2 * 2 * len(EPSILONS) * len(MEAN_TRIALS))  # coverage and SE/SD, per population, eps and n
 POPULATIONS = {
     "spread": lambda rng, size: rng.uniform(0.0, 10.0, size),
