@@ -69,16 +69,25 @@ MUTATIONS = (
              "self.n + other.n, self.counts + other.counts", "self.n + other.n, self.counts",
              ("tests/estimators/test_aggregation.py",)),
     # issue 8 item 13: no zero-width interval at a support count of 0 or n
-    Mutation("zero-width-at-support-0", "estimators/frequency.py",
+    Mutation("zero-width-at-support-0", "estimators/intervals.py",
              "support = np.clip(r, min(p, q), max(p, q))", "support = r",
              ("tests/estimators/test_frequency.py", "-k", "zero_or_n or small_n")),
     Mutation("duchi-zero-variance", "estimators/means.py",
              "variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))", "pass",
              ("tests/estimators/test_means.py", "-k", "duchi")),
-    # issue 8 item 14: one LDP/central ratio in header and caption
-    Mutation("caption-ratio-of-halfwidths", "estimators/report/plots.py",
-             "LDP/central ratio {ratio_text(ratio)}", "LDP/central ratio {ratio_text(ldp / central)}",
-             ("tests/estimators/test_report_plots.py", "-k", "ratio")),
+    # issue 22 §4: central DP drawn around the truth (a width), never around the local estimate
+    Mutation("central-around-the-estimate", "estimators/report/plots.py",
+             "x + offset, [truth.get(row.value, np.nan) for row in rows], yerr=central",
+             "x + offset, estimates, yerr=central",
+             ("tests/estimators/test_report_honest.py", "-k", "never_drawn")),
+    # issue 22 §1: a histogram under replace-one has L1 sensitivity 2
+    Mutation("histogram-add-remove-sensitivity", "estimators/central.py",
+             "return Sensitivity(2.0 / n, math.sqrt(2.0) / n,", "return Sensitivity(1.0 / n, 1.0 / n,",
+             ("tests/estimators/test_central_relation.py",)),
+    # issue 22 §2: plain Wilson under-covers absent values when n q* is small
+    Mutation("wilson-without-boundary-correction", "estimators/intervals.py",
+             "BOUNDARY_COUNTS = 3 ", "BOUNDARY_COUNTS = 0 ",
+             ("tests/estimators/test_coverage_grid.py", "-k", "issue_cells")),
     # issue 13 item 6: heavy libraries only where a command needs them
     Mutation("report-imports-matplotlib-eagerly", "estimators/report/__init__.py",
              "from .table import render_table\n", "from .table import render_table\nfrom .plots import Plot\n",

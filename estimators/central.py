@@ -1,33 +1,85 @@
-"""What a trusted curator would get at the same epsilon: the central-DP baselines.
+"""What a trusted curator would get at the same epsilon: the central-DP baselines, under one neighbouring relation.
 
-Neighbouring relations (Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, ch. 2-3):
+The relation, everywhere in the project: **replace-one (n public)**, named ``"replace-one"`` in JSON.  Two datasets
+are neighbours when one person's value is replaced by another; n is the same in both and published.  A local
+estimate publishes n and divides by it, so this is the relation its central counterpart must use (Dwork & Roth,
+The Algorithmic Foundations of Differential Privacy, 2014, ch. 2-3):
 
-* Frequencies: add or remove one person.  The histogram then has L1 and L2 sensitivity 1, so each count gets
-  Laplace noise of scale 1/eps (standard error sqrt(2)/eps) and the fraction c/n an error n times smaller.
-* Means of a value in [low, high] over n people with n public: replace one person's value.  The mean then has
-  sensitivity (high - low)/n.
+* a histogram (fractions over n): one count falls by 1 and another rises by 1, so L1 sensitivity 2/n and L2
+  sensitivity sqrt(2)/n on the fraction scale;
+* a single count (or one bucket read alone): sensitivity 1, 1/n on the fraction scale;
+* a mean of values in [low, high] over n: sensitivity (high - low)/n (L1 = L2).
 
-Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006): noise Lap(b) with b = sensitivity/eps; standard error
-sqrt(2) b; the central interval holding ``confidence`` of the noise is +- b ln(1/(1 - confidence)).
-``ldp_to_central_ratio`` divides the LDP standard error (for frequencies, the mean of the per-value standard
-errors) by the central Laplace standard error; it grows as sqrt(n) (docs/mechanisms.md, "Central DP baselines").
+One central mechanism per estimate (:func:`central_mechanism`): the Gaussian mechanism at the estimate's delta,
+calibrated exactly for any eps with the analytic Gaussian mechanism (Balle & Wang, ICML 2018: the smallest sigma
+with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta, D the L2 sensitivity), or the Laplace mechanism
+(Dwork, McSherry, Nissim, Smith 2006: Lap(b), b = L1 sensitivity/eps, standard error sqrt(2) b, interval +- b
+ln(1/(1 - confidence))) for pure epsilon (no delta).  The block shows the other beside it.
 
-Gaussian mechanism, calibrated exactly for any eps with the analytic Gaussian mechanism (Balle & Wang, ICML 2018):
-the smallest sigma with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
+The ratio compares like with like.  ``ldp_to_central_ratio`` is the privacy-noise price: the local estimate's
+noise-only standard error (its error as an estimate for the users who reported, target "reported") over the
+central mechanism's noise standard error.  It grows as sqrt(n).  ``total`` states the ratio with the sampling
+variance on both sides (target "population": users as a sample from a population), which does not grow as
+sqrt(n) once sampling dominates.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 
-NEIGHBOURING_FREQUENCY = "add/remove one person: histogram L1 = L2 sensitivity 1"
-NEIGHBOURING_MEAN = "replace one person's value, n public: mean sensitivity (high - low) / n"
+RELATION = "replace-one"
+RELATION_TEXT = "replace-one (n public)"
+TARGET_POPULATION = "population"
+TARGET_REPORTED = "reported"
+TARGETS = {
+    TARGET_POPULATION: "the population the reporting users are sampled from (privacy noise and sampling)",
+    TARGET_REPORTED: "the users who reported (privacy noise only)",
+}
+RATIO_OF = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
+TOTAL_RATIO_OF = "total error: privacy noise and sampling users from a population, on both sides"
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    "L1 and L2 sensitivity of a query under replace-one, on the scale of the estimate"
+
+    l1: float
+    l2: float
+    query: str
+
+    def describe(self) -> dict:
+        return {"relation": RELATION, "query": self.query, "l1": self.l1, "l2": self.l2}
+
+
+def histogram_sensitivity(n: int) -> Sensitivity:
+    "Fractions of a histogram over n public: one count down by 1, another up by 1"
+    return Sensitivity(2.0 / n, math.sqrt(2.0) / n, "histogram of fractions over n")
+
+
+def count_sensitivity(n: int) -> Sensitivity:
+    "One fraction (a single count over n): replacing a value moves it by at most 1"
+    return Sensitivity(1.0 / n, 1.0 / n, "a single count's fraction over n")
+
+
+def mean_sensitivity(low: float, high: float, n: int) -> Sensitivity:
+    "A mean of values in [low, high] over n public"
+    width = (high - low) / n
+    return Sensitivity(width, width, "mean over n of values in the range")
+
+
+def central_mechanism(delta: float | None, family: str | None = None) -> str:
+    """The one central mechanism an estimate's pages show: "gaussian" at the estimate's delta, "laplace" for pure
+    epsilon (no delta) or when the compared noise is Laplace (``family``)"""
+    return "gaussian" if delta and family != "laplace" else "laplace"
 
 
 def laplace_baseline(sensitivity: float, epsilon: float, confidence: float) -> dict:
+    "Laplace mechanism for an L1 sensitivity: scale, standard error, the interval holding ``confidence`` of it"
     scale = sensitivity / epsilon
-    return {"scale": scale, "std_error": math.sqrt(2) * scale, "ci_halfwidth": scale * math.log(1 / (1 - confidence))}
+    return {"mechanism": "Laplace", "scale": scale, "std_error": math.sqrt(2) * scale,
+            "ci_halfwidth": scale * math.log(1 / (1 - confidence))}
 
 
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
@@ -60,24 +112,54 @@ def normal_cdf(x: float) -> float:
 
 
 def gaussian_baseline(sensitivity: float, epsilon: float, delta: float, confidence: float) -> dict:
+    "Gaussian mechanism for an L2 sensitivity, calibrated with the analytic Gaussian mechanism"
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    return {"sigma": sigma, "std_error": sigma, "ci_halfwidth": z * sigma, "delta": delta,
+    return {"mechanism": "Gaussian", "sigma": sigma, "std_error": sigma, "ci_halfwidth": z * sigma, "delta": delta,
             "calibration": "analytic Gaussian mechanism (Balle & Wang 2018)"}
 
 
-def central_block(*, sensitivity: float, epsilon: float, confidence: float, delta: float | None,
-                  ldp_std_error: float, neighbouring: str) -> dict:
-    "The ``central_dp`` block of an estimate: Laplace (and Gaussian) errors and the LDP/central ratio"
-    laplace = laplace_baseline(sensitivity, epsilon, confidence)
+def mechanism_name(mechanism: str, delta: float | None) -> str:
+    "How every page names the central mechanism"
+    if mechanism == "gaussian":
+        return f"Gaussian, analytic (Balle & Wang 2018), delta {delta:.3g}"
+    return "Laplace"
+
+
+def central_noise(sensitivity: Sensitivity, epsilon: float, delta: float | None, confidence: float,
+                  family: str | None = None) -> dict:
+    "Both mechanisms' figures and the chosen one's (``std_error``, ``ci_halfwidth``, ``mechanism``)"
+    laplace = laplace_baseline(sensitivity.l1, epsilon, confidence)
+    gaussian = gaussian_baseline(sensitivity.l2, epsilon, delta, confidence) if delta else None
+    chosen = central_mechanism(delta, family)
+    figures = gaussian if chosen == "gaussian" and gaussian is not None else laplace
+    return {"mechanism": mechanism_name(chosen, delta), "std_error": figures["std_error"],
+            "ci_halfwidth": figures["ci_halfwidth"], "laplace": laplace, "gaussian": gaussian}
+
+
+def central_block(*, sensitivity: Sensitivity, epsilon: float, confidence: float, delta: float | None,
+                  ldp_noise_std_error: float, ldp_total_std_error: float | None = None,
+                  sampling_std_error: float | None = None, family: str | None = None) -> dict:
+    """The ``central_dp`` block of an estimate: the central mechanism's error under replace-one and the ratios.
+
+    ``ldp_noise_std_error`` is the local estimate's privacy-noise standard error (target "reported");
+    ``ldp_total_std_error`` its standard error with sampling (target "population") and ``sampling_std_error`` the
+    sampling part alone, which a central estimate carries too: the total ratio divides by
+    sqrt(central noise^2 + sampling^2)."""
+    noise = central_noise(sensitivity, epsilon, delta, confidence, family)
+    central = noise["std_error"]
     block = {
-        "neighbouring": neighbouring,
-        "sensitivity": sensitivity,
-        "std_error": laplace["std_error"],
-        "ci_halfwidth": laplace["ci_halfwidth"],
-        "laplace": laplace,
-        "gaussian": gaussian_baseline(sensitivity, epsilon, delta, confidence) if delta is not None else None,
-        "ldp_std_error": ldp_std_error,
-        "ldp_to_central_ratio": ldp_std_error / laplace["std_error"] if laplace["std_error"] > 0 else None,
+        "relation": RELATION,
+        "relation_text": RELATION_TEXT,
+        "sensitivity": sensitivity.describe(),
+        **noise,
+        "ldp_std_error": ldp_noise_std_error,
+        "ldp_to_central_ratio": ldp_noise_std_error / central if central > 0 else None,
+        "ratio_of": RATIO_OF,
     }
+    if ldp_total_std_error is not None and sampling_std_error is not None:
+        central_total = math.sqrt(central * central + sampling_std_error * sampling_std_error)
+        block["total"] = {"ldp_std_error": ldp_total_std_error, "central_std_error": central_total,
+                          "ratio": ldp_total_std_error / central_total if central_total > 0 else None,
+                          "ratio_of": TOTAL_RATIO_OF}
     return block

@@ -4,13 +4,17 @@ A report supports value v with probability p* when the truth is v and q* otherwi
 ``support(v)`` the number of supporting reports among n and r = support(v)/n:
 
 * unbiased fraction  f(v) = (r - q*) / (p* - q*),  count n f(v)
-* standard error     SE = sqrt(pi (1 - pi) / n) / (p* - q*), users as a sample (Wang et al. 2017, section 4),
-                     with pi = clip(r, q*, p*) the support probability at the estimate clipped to [0, 1]: a
-                     support count of 0 or n does not give SE = 0
-* interval           the Wilson score interval for the support probability (Wilson 1927; Agresti & Coull 1998,
-                     "Approximate is better than exact"), mapped through f = (pi - q*)/(p* - q*).  It has
-                     positive width at r = 0 and r = 1, and near-nominal coverage when n q* is small (a few
-                     expected supports), where the normal interval f +- z SE undercovers; for large n the two agree.
+* standard error     two targets (``central.TARGETS``), at f clipped to [0, 1] (so a support count of 0 or n
+                     does not give SE = 0) and pi = q* + f (p* - q*) the support probability there:
+                     ``std_error`` (target "population", the default: users as a sample from a population) =
+                     sqrt(pi (1 - pi) / n) / (p* - q*), the binomial variance of the support count;
+                     ``std_error_reported`` (target "reported": the users who reported, privacy noise only) =
+                     sqrt([f p*(1-p*) + (1-f) q*(1-q*)] / n) / (p* - q*), the fixed-data variance of Wang et al.
+                     2017 (section 4).  The two differ by the sampling variance f (1 - f) / n
+* interval           for target "population": the Wilson score interval for the support probability with Brown,
+                     Cai & DasGupta's boundary correction (``estimators.intervals``), mapped through
+                     f = (pi - q*)/(p* - q*).  It has positive width at every count and holds its coverage when
+                     n q* is small (a few expected supports), where plain Wilson and the normal interval undercover
 
 Support counts come from the aggregate: the reported-index histogram (GRR), the bit counts (SUE, OUE), the
 per-value support counts (OLH), and for Hadamard n/2 + WHT(S)/2 with S the per-column signed sums, decoded by a
@@ -20,7 +24,6 @@ fast Walsh-Hadamard transform in O(n + d log d).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,8 +31,9 @@ import numpy as np
 from client_sdk.mechanisms import CategoricalMechanism
 from client_sdk.spec import Spec
 
-from .central import NEIGHBOURING_FREQUENCY, central_block
+from .central import TARGET_POPULATION, TARGETS, central_block, histogram_sensitivity
 from .errors import NoReports
+from .intervals import frequency_interval, support_std_errors
 from .mechanisms.base import mechanism_for
 from .postprocess import base_cut, base_cut_z, norm_sub
 
@@ -46,6 +50,7 @@ class FrequencyEstimate:
     confidence: float
     estimates: np.ndarray
     std_errors: np.ndarray
+    reported_std_errors: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
     norm_sub: np.ndarray
@@ -59,14 +64,16 @@ class FrequencyEstimate:
     def to_dict(self) -> dict[str, Any]:
         rows = [
             {"value": value, "estimate": float(est), "count": float(est * self.n), "std_error": float(se),
-             "ci_low": float(lo), "ci_high": float(hi), "norm_sub": float(ns), "base_cut": float(bc)}
-            for value, est, se, lo, hi, ns, bc in zip(self.values, self.estimates, self.std_errors, self.ci_low,
-                                                      self.ci_high, self.norm_sub, self.base_cut)
+             "std_error_reported": float(reported), "ci_low": float(lo), "ci_high": float(hi),
+             "norm_sub": float(ns), "base_cut": float(bc)}
+            for value, est, se, reported, lo, hi, ns, bc in zip(
+                self.values, self.estimates, self.std_errors, self.reported_std_errors, self.ci_low, self.ci_high,
+                self.norm_sub, self.base_cut)
         ]
         return {
             "kind": "frequency", "campaign": self.spec.name, "mechanism": self.spec.mechanism,
             "epsilon": self.spec.epsilon, "fingerprint": self.spec.fingerprint, "n": int(self.n),
-            "confidence": self.confidence, "values": rows,
+            "confidence": self.confidence, "target": TARGET_POPULATION, "targets": TARGETS, "values": rows,
             "postprocessing": {
                 "norm_sub": "projection onto the probability simplex (T. Wang et al., NDSS 2020); biased",
                 "base_cut": f"estimates below {base_cut_z(len(rows)):.3f} standard errors set to 0; biased",
@@ -81,18 +88,15 @@ def support_counts(spec: Spec, aggregate: Aggregate) -> np.ndarray:
     return oracle.support_counts(aggregate.n, aggregate.counts)
 
 
-def support_std_errors(r: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
-    "Standard errors of the frequencies: the mechanism's variance at the estimate clipped to [0, 1]"
-    support = np.clip(r, min(p, q), max(p, q))
-    return np.sqrt(support * (1 - support) / n) / (p - q)
+def reported_std_errors(r: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
+    "Standard errors of the frequencies, target reported: the fixed-data variance at the estimate clipped to [0, 1]"
+    f = np.clip((r - q) / (p - q), 0.0, 1.0)
+    return np.sqrt((f * p * (1 - p) + (1 - f) * q * (1 - q)) / n) / abs(p - q)
 
 
-def wilson_interval(r: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
-    "The Wilson score interval for binomial proportions r out of n trials (Wilson 1927)"
-    shrink = 1 + z * z / n
-    centre = (r + z * z / (2 * n)) / shrink
-    half_width = z / shrink * np.sqrt(np.clip(r * (1 - r), 0.0, None) / n + z * z / (4 * n * n))
-    return centre - half_width, centre + half_width
+def root_mean_square(values: np.ndarray) -> float:
+    "How one figure summarises the per-value standard errors of a histogram"
+    return float(np.sqrt(np.mean(np.square(values))))
 
 
 def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float = 0.95,
@@ -104,18 +108,20 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     mechanism = mechanism_for(spec).device
     assert isinstance(mechanism, CategoricalMechanism)
     p, q = mechanism.p_star, mechanism.q_star
-    r = support_counts(spec, aggregate) / n
+    support = support_counts(spec, aggregate)
+    r = support / n
     estimates = (r - q) / (p - q)
     std_errors = support_std_errors(r, n, p, q)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    support_low, support_high = wilson_interval(r, n, z)
+    reported = reported_std_errors(r, n, p, q)
+    ci_low, ci_high = frequency_interval(support, n, p, q, confidence)
+    f = np.clip(estimates, 0.0, 1.0)
     central = central_block(
-        sensitivity=1.0 / n, epsilon=spec.epsilon, confidence=confidence,
-        delta=delta if delta is not None else spec.delta, ldp_std_error=float(np.mean(std_errors)),
-        neighbouring=NEIGHBOURING_FREQUENCY,
+        sensitivity=histogram_sensitivity(n), epsilon=spec.epsilon, confidence=confidence,
+        delta=delta if delta is not None else spec.delta, ldp_noise_std_error=root_mean_square(reported),
+        ldp_total_std_error=root_mean_square(std_errors), sampling_std_error=root_mean_square(np.sqrt(f * (1 - f) / n)),
     )
     return FrequencyEstimate(
         spec=spec, n=n, confidence=confidence, estimates=estimates, std_errors=std_errors,
-        ci_low=(support_low - q) / (p - q), ci_high=(support_high - q) / (p - q),
+        reported_std_errors=reported, ci_low=ci_low, ci_high=ci_high,
         norm_sub=norm_sub(estimates), base_cut=base_cut(estimates, std_errors), central_dp=central,
     )

@@ -1,10 +1,16 @@
 """Plan a campaign before collecting: the expected standard error of a mechanism, and the n a target needs.
 
-Frequencies use the fixed-data variance of Wang et al. (2017) for a value of true frequency f:
-``Var = [q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)] / n`` (f = 0 by default: the rare values).
-Means use the mechanism's worst-case per-report variance over the range (N. Wang et al., ICDE 2019; see
-docs/mechanisms.md), scaled from [-1, 1] to [low, high].  The central-DP column is the Laplace mechanism at the
-same epsilon (``central``).
+The variance has the estimates' two targets (``estimators.central.TARGETS``).  Target "reported" (privacy noise
+only): frequencies use the fixed-data variance of Wang et al. (2017) for a value of true frequency f,
+``Var = [q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)] / n`` (f = 0 by default: the rare values), means the
+mechanism's worst-case per-report variance over the range (N. Wang et al., ICDE 2019).  Target "population" (the
+default, as ``std_error`` of an estimate) adds the sampling variance: f (1 - f) / n for a frequency (nothing at
+f = 0), and for a mean the worst case over populations of Var(Z) = E[noise(t)] + Var(t), max(v(0), v(1) + 1) for
+a per-report variance v(t) = a + b t^2 on [-1, 1].  Scaled from [-1, 1] to [low, high] for means.
+
+The central column is :func:`estimators.central.central_noise` under replace-one (n public): a histogram's
+fraction (L1 2/n, L2 sqrt(2)/n) or a mean ((high - low)/n), the Gaussian mechanism with a ``delta``, Laplace
+without; ``ldp_to_central_ratio`` is the privacy-noise price (target "reported" on both sides).
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ from statistics import NormalDist
 from client_sdk.mechanisms import CategoricalMechanism, NumericMechanism, mechanism_from_spec
 from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS, Spec, load_spec
 
-from .central import laplace_baseline
+from .central import (
+    RELATION,
+    TARGET_POPULATION,
+    TARGET_REPORTED,
+    TARGETS,
+    central_noise,
+    histogram_sensitivity,
+    mean_sensitivity,
+)
 
 
 @dataclass(frozen=True)
@@ -31,13 +45,17 @@ class Plan:
     central_std_error: float
     ldp_to_central_ratio: float
     n_for_target: int | None
+    target: str = TARGET_POPULATION
+    relation: str = RELATION
+    central_mechanism: str = "Laplace"
+    noise_std_error: float | None = None  # target "reported": the privacy noise alone
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def _spec(mechanism: str, epsilon: float, domain_size: int | None, value_range: tuple[float, float] | None) -> Spec:
-    if mechanism in NUMERIC_MECHANISMS:
+    if mechanism in NUMERIC_MECHANISMS or (mechanism == "auto" and value_range is not None and domain_size is None):
         if value_range is None:
             value_range = (-1.0, 1.0)
         return load_spec({"name": "plan", "mechanism": mechanism, "epsilon": epsilon, "range": list(value_range)})
@@ -49,65 +67,84 @@ def _spec(mechanism: str, epsilon: float, domain_size: int | None, value_range: 
     raise ValueError(f"the planner covers {list(CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS)} and 'auto'")
 
 
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {list(TARGETS)}")
+
+
 def per_report_variance(mechanism: str, epsilon: float, *, domain_size: int | None = None,
-                        value_range: tuple[float, float] | None = None, frequency: float = 0.0) -> float:
-    "Variance of one report's contribution: n times the variance of the estimate"
+                        value_range: tuple[float, float] | None = None, frequency: float = 0.0,
+                        target: str = TARGET_POPULATION) -> float:
+    "Variance of one report's contribution: n times the variance of the estimate, for ``target``"
+    _check_target(target)
     spec = _spec(mechanism, epsilon, domain_size, value_range)
     randomizer = mechanism_from_spec(spec)
     if isinstance(randomizer, CategoricalMechanism):
         p, q = randomizer.p_star, randomizer.q_star
-        return q * (1 - q) / (p - q) ** 2 + frequency * (1 - p - q) / (p - q)
+        noise = q * (1 - q) / (p - q) ** 2 + frequency * (1 - p - q) / (p - q)
+        return noise + (frequency * (1 - frequency) if target == TARGET_POPULATION else 0.0)
     assert isinstance(randomizer, NumericMechanism) and spec.range is not None
     half = (spec.range[1] - spec.range[0]) / 2
-    return randomizer.worst_case_variance() * half * half
+    worst = randomizer.worst_case_variance()
+    if target == TARGET_POPULATION:  # users at +-1 add Var(t) = 1 where the noise does not fall by as much
+        worst = max(worst, randomizer.variance(1.0) + 1.0)
+    return worst * half * half
 
 
 def expected_std_error(mechanism: str, epsilon: float, n: int, *, domain_size: int | None = None,
-                       value_range: tuple[float, float] | None = None, frequency: float = 0.0) -> float:
-    "The standard error of a frequency (or a mean) estimated from n reports"
+                       value_range: tuple[float, float] | None = None, frequency: float = 0.0,
+                       target: str = TARGET_POPULATION) -> float:
+    "The standard error of a frequency (or a mean) estimated from n reports, for ``target``"
     if n < 1:
         raise ValueError("n must be at least 1")
     return math.sqrt(per_report_variance(mechanism, epsilon, domain_size=domain_size, value_range=value_range,
-                                         frequency=frequency) / n)
+                                         frequency=frequency, target=target) / n)
 
 
 def n_for_halfwidth(mechanism: str, epsilon: float, halfwidth: float, *, confidence: float = 0.95,
                     domain_size: int | None = None, value_range: tuple[float, float] | None = None,
-                    frequency: float = 0.0) -> int:
+                    frequency: float = 0.0, target: str = TARGET_POPULATION) -> int:
     "The smallest n whose CI half-width (z SE) is at most ``halfwidth``"
     if halfwidth <= 0:
         raise ValueError("halfwidth must be positive")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     variance = per_report_variance(mechanism, epsilon, domain_size=domain_size, value_range=value_range,
-                                   frequency=frequency)
+                                   frequency=frequency, target=target)
     return max(1, math.ceil(variance * (z / halfwidth) ** 2))
 
 
 def plan(mechanism: str, epsilon: float, n: int, *, domain_size: int | None = None,
          value_range: tuple[float, float] | None = None, confidence: float = 0.95,
-         target_halfwidth: float | None = None) -> Plan:
-    "Expected error of ``mechanism`` against the central Laplace baseline at the same epsilon"
+         target_halfwidth: float | None = None, target: str = TARGET_POPULATION, delta: float | None = None) -> Plan:
+    "Expected error of ``mechanism`` (for ``target``) against central DP at the same epsilon, replace-one"
+    _check_target(target)
     resolved = _spec(mechanism, epsilon, domain_size, value_range).mechanism
-    std_error = expected_std_error(resolved, epsilon, n, domain_size=domain_size, value_range=value_range)
+    std_error = expected_std_error(resolved, epsilon, n, target=target, domain_size=domain_size,
+                                   value_range=value_range)
+    noise_only = expected_std_error(resolved, epsilon, n, target=TARGET_REPORTED, domain_size=domain_size,
+                                    value_range=value_range)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     if resolved in NUMERIC_MECHANISMS:
         low, high = value_range or (-1.0, 1.0)
-        sensitivity = (high - low) / n
+        sensitivity = mean_sensitivity(low, high, n)
     else:
-        sensitivity = 1.0 / n
-    central = laplace_baseline(sensitivity, epsilon, confidence)["std_error"]
+        sensitivity = histogram_sensitivity(n)
+    central = central_noise(sensitivity, epsilon, delta, confidence)
     needed = None
     if target_halfwidth is not None:
-        needed = n_for_halfwidth(resolved, epsilon, target_halfwidth, confidence=confidence,
+        needed = n_for_halfwidth(resolved, epsilon, target_halfwidth, confidence=confidence, target=target,
                                  domain_size=domain_size, value_range=value_range)
-    return Plan(resolved, epsilon, n, std_error, z * std_error, central, std_error / central, needed)
+    return Plan(resolved, epsilon, n, std_error, z * std_error, central["std_error"],
+                noise_only / central["std_error"], needed, target, RELATION, central["mechanism"], noise_only)
 
 
 def compare_mechanisms(epsilon: float, n: int, *, domain_size: int | None = None,
                        value_range: tuple[float, float] | None = None, confidence: float = 0.95,
-                       target_halfwidth: float | None = None) -> list[Plan]:
-    "Every applicable mechanism, lowest standard error first"
+                       target_halfwidth: float | None = None, target: str = TARGET_POPULATION,
+                       delta: float | None = None) -> list[Plan]:
+    """Every applicable mechanism, lowest privacy noise first (target "reported": the population's own variance
+    is the same under every mechanism)"""
     names = NUMERIC_MECHANISMS if value_range is not None else CATEGORICAL_MECHANISMS
     plans = [plan(name, epsilon, n, domain_size=domain_size, value_range=value_range, confidence=confidence,
-                  target_halfwidth=target_halfwidth) for name in names]
-    return sorted(plans, key=lambda p: p.std_error)
+                  target_halfwidth=target_halfwidth, target=target, delta=delta) for name in names]
+    return sorted(plans, key=lambda p: p.noise_std_error or p.std_error)

@@ -15,9 +15,10 @@ integer and symmetric about its mean, and its pmf is known exactly, so:
                (the convolution of both aggregators' noises, or the binomial): coverage is at least nominal.  A
                mean widens it by z times the rounding's worst-case standard error
 
-``trust_models`` puts, for the same question, n, epsilon and delta, the standard error under local DP (the best
-frequency oracle or mean mechanism of the registry, ``estimators.planner``), distributed DP (this noise), and
-central DP (a trusted curator adding one analytic Gaussian, Balle & Wang 2018; Laplace beside it).
+``trust_models`` puts, for the same question, n, epsilon and delta, under one relation (replace-one, n public) and
+one target (the users who reported: privacy noise only), the standard error under local DP (the best frequency
+oracle or mean mechanism of the registry, ``estimators.planner``), distributed DP (this noise), and central DP (a
+trusted curator: the analytic Gaussian at delta, Balle & Wang 2018, or Laplace; the other beside it).
 """
 
 from __future__ import annotations
@@ -30,12 +31,23 @@ from typing import Any
 
 import numpy as np
 
-from ..central import NEIGHBOURING_FREQUENCY, NEIGHBOURING_MEAN, analytic_gaussian_sigma, central_block
+from ..central import (
+    RELATION,
+    TARGET_REPORTED,
+    central_block,
+    central_noise,
+    count_sensitivity,
+    histogram_sensitivity,
+    mean_sensitivity,
+)
 from ..errors import NoReports
 from ..planner import compare_mechanisms
 from .noise import NoiseMode, noise_halfwidth
 
 KINDS = ("histogram", "count", "sum")
+# what the release's own calibration protects (its guarantee text, ``estimators.distributed.release``)
+NEIGHBOURING_FREQUENCY = "add/remove one person: histogram L1 = L2 sensitivity 1"
+NEIGHBOURING_MEAN = "replace one person's value, n public: mean sensitivity (high - low) / n"
 
 
 @dataclass
@@ -60,7 +72,8 @@ class DistributedEstimate:
     value_range: tuple[float, float] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        common = {"trust": "distributed", "epsilon": self.epsilon, "delta": self.delta, "n": int(self.n),
+        common = {"trust": "distributed", "target": TARGET_REPORTED, "epsilon": self.epsilon, "delta": self.delta,
+                  "n": int(self.n),
                   "confidence": self.confidence, "noise": self.noise, "guarantee": self.guarantee,
                   "central_dp": self.central_dp, "trust_models": self.trust_models}
         if self.kind == "sum":
@@ -119,14 +132,16 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     std_errors = np.full(sums.size, std_error)
     models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=std_error,
                           domain_size=max(2, len(values)) if kind != "sum" else None, value_range=value_range,
-                          noise_mode=noise.mode)
+                          noise_mode=noise.mode, confidence=confidence)
+    models["distributed"]["ci_halfwidth"] = float(halfwidth)
     if kind == "sum":
         assert value_range is not None
-        sensitivity, neighbouring = (value_range[1] - value_range[0]) / n, NEIGHBOURING_MEAN
+        sensitivity, neighbouring = mean_sensitivity(value_range[0], value_range[1], n), NEIGHBOURING_MEAN
     else:
-        sensitivity, neighbouring = 1.0 / n, NEIGHBOURING_FREQUENCY
+        sensitivity = count_sensitivity(n) if kind == "count" else histogram_sensitivity(n)
+        neighbouring = NEIGHBOURING_FREQUENCY
     central = central_block(sensitivity=sensitivity, epsilon=epsilon, confidence=confidence, delta=delta,
-                            ldp_std_error=models["local"]["std_error"], neighbouring=neighbouring)
+                            ldp_noise_std_error=models["local"]["std_error"], family=noise.mode)
     achieved_epsilon, achieved_delta = noise.privacy(epsilon)
     guarantee = {"epsilon": achieved_epsilon, "delta": achieved_delta, "neighbouring": neighbouring,
                  "assumption": noise.describe()["assumption"]}
@@ -140,34 +155,41 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
 
 def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, distributed_std_error: float,
                  domain_size: int | None = None, value_range: tuple[float, float] | None = None,
-                 noise_mode: str | None = None) -> dict:
+                 noise_mode: str | None = None, confidence: float = 0.95) -> dict:
     """Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP.
 
-    Central DP uses the distributed noise's family at a trusted curator: Laplace for discrete Laplace noise (and
-    whenever there is no delta), the analytic Gaussian otherwise (Gaussian and coins, whose binomial is nearly
-    Gaussian); the other family's figure stands beside it."""
+    One neighbouring relation for all three, replace-one (n public), and one target, "reported" (the privacy
+    noise, the error as an estimate for the users who reported; the sampling variance would be the same under
+    all three).  Local: the planner's best mechanism (fixed-data variance at f = 0 for a fraction, the worst case
+    over the range for a mean).  Central: :func:`estimators.central.central_noise` for the query's replace-one
+    sensitivity (a histogram's L1 = 2/n, L2 = sqrt(2)/n; a count's 1/n; a mean's (high - low)/n), Laplace for
+    discrete Laplace noise or without delta, the analytic Gaussian at delta otherwise.  Each model states the
+    (epsilon, delta) it gives under replace-one: the distributed row's is the release's (filled in by
+    ``estimators.distributed.release``)."""
     if kind == "sum":
         if value_range is None:
             raise ValueError("a mean needs value_range")
-        best = compare_mechanisms(epsilon, n, value_range=value_range)[0]
-        sensitivity = (value_range[1] - value_range[0]) / n
+        best = compare_mechanisms(epsilon, n, value_range=value_range, target=TARGET_REPORTED)[0]
+        sensitivity = mean_sensitivity(value_range[0], value_range[1], n)
     else:
-        best = compare_mechanisms(epsilon, n, domain_size=domain_size or 2)[0]
-        sensitivity = 1.0 / n
-    laplace = math.sqrt(2) * sensitivity / epsilon
-    gaussian = analytic_gaussian_sigma(sensitivity, epsilon, delta) if delta else None
-    if gaussian is not None and noise_mode != "laplace":
-        central = {"std_error": gaussian, "mechanism": "Gaussian, analytic (Balle & Wang 2018)",
-                   "laplace_std_error": laplace}
-    else:
-        central = {"std_error": laplace, "mechanism": "Laplace", "laplace_std_error": laplace,
-                   "gaussian_std_error": gaussian}
+        best = compare_mechanisms(epsilon, n, domain_size=domain_size or 2, target=TARGET_REPORTED)[0]
+        sensitivity = count_sensitivity(n) if kind == "count" else histogram_sensitivity(n)
+    central = central_noise(sensitivity, epsilon, delta, confidence, family=noise_mode)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return {
+        "relation": RELATION,
+        "target": TARGET_REPORTED,
         "scale": "mean" if kind == "sum" else "fraction (times n for a count)",
-        "local": {"std_error": best.std_error, "mechanism": best.mechanism,
+        "local": {"std_error": best.std_error, "ci_halfwidth": z * best.std_error, "mechanism": best.mechanism,
+                  "epsilon": epsilon, "delta": 0.0,
                   "assumption": "none: each device randomizes its own report"},
         "distributed": {"std_error": distributed_std_error,
                         "assumption": "the noise mode's (see noise.assumption); Prio3: the aggregators do not both "
                                       "collude"},
-        "central": {**central, "assumption": "a trusted curator sees every raw value"},
+        "central": {"std_error": central["std_error"], "ci_halfwidth": central["ci_halfwidth"],
+                    "mechanism": central["mechanism"], "sensitivity": sensitivity.describe(),
+                    "laplace_std_error": central["laplace"]["std_error"],
+                    "gaussian_std_error": (central["gaussian"] or {}).get("std_error"),
+                    "epsilon": epsilon, "delta": float(delta or 0.0) if "Gaussian" in central["mechanism"] else 0.0,
+                    "assumption": "a trusted curator sees every raw value"},
     }

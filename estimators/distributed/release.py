@@ -167,6 +167,8 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
     weakest = min(noises, key=lambda noise: getattr(noise, "subset_size", 0))  # coins: the smallest subset
     result["guarantee"] = guarantee(question, weakest, result["guarantee"], n, batches=len(releases))
     result["trust_models"]["distributed"]["mode"] = noise.mode
+    replace_one = result["guarantee"].get("replace_one") or {}  # the release's own (epsilon, delta) under replace-one
+    result["trust_models"]["distributed"].update(epsilon=replace_one.get("epsilon"), delta=replace_one.get("delta"))
     result["noise"] = {**noises[0].describe(), "batches": len(releases), "variance": noise.variance()}
     rejected: dict[str, int] = {}
     for release in releases:

@@ -16,13 +16,16 @@ fit the issue asks for:
 6. A candidate is detected when ``pi > z * SE`` with ``z = Phi^-1(1 - alpha / M)`` (one-sided, Bonferroni over
    the M candidates).  Only detected candidates count towards the allocated mass.
 
-Outputs per candidate: count (``pi * N``), its standard error, proportion, and a 95% CI clipped to [0, 1].  Also
+Outputs per candidate: count (``pi * N``), its standard error, proportion, and a 95% CI (clipped to [0, 1]).  Also
 epsilon_1, epsilon_inf and the detection frequency ``z * sqrt(p01 (1 - p01) / N) / (p11 - p01)`` (the
 reference's ``ComputePrivacyGuarantees``).  With too little data (fewer than 10 reports per non-empty cohort on
 average, or a detection frequency above 0.25) the result says so and lists nothing.
 
 The boolean (k = 1) and basic (one bit per candidate) encodings need no regression: their de-biased bit
-frequencies, summed over cohorts, are the estimates, with ``SE = sqrt(r (1 - r) / N) / (p11 - p01)``.
+frequencies, summed over cohorts, are the estimates (unbiased, not clipped), with
+``SE = sqrt(r (1 - r) / N) / (p11 - p01)`` at r clipped to [p01, p11], and the frequency oracles' interval
+(``estimators.intervals``: the support count is Binomial(N, p01 + f (p11 - p01))): never inverted, never of zero
+width, and it contains the estimate, which may leave [0, 1].
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 from client_sdk.rappor import RapporParams
 from client_sdk.spec import Spec
 
+from ..intervals import frequency_interval, support_std_errors
 from .counts import check_counts, estimate_bloom_bits
 from .design import CandidateMap
 from .solver import LeastSquaresProblem, solve_nonnegative
@@ -279,19 +283,21 @@ def _decode_direct(
     if reason:
         return RapporResult("insufficient_data", reason, **common)
     spread = params.p11 - params.p01
-    rate = counts[:, 1:].sum(axis=0) / reports
+    supports = counts[:, 1:].sum(axis=0)
+    rate = supports / reports
     proportion = (rate - params.p01) / spread
-    std_error = np.sqrt(rate * (1 - rate) / reports) / spread
+    std_error = support_std_errors(rate, reports, params.p11, params.p01)
+    low, high = frequency_interval(supports, reports, params.p11, params.p01, _confidence(ci_z))
     if boolean:
-        share = float(np.clip(proportion[0], 0.0, 1.0))
         estimates = [
-            _estimate("TRUE", share, float(std_error[0]), reports, True, ci_z),
-            _estimate("FALSE", 1 - share, float(std_error[0]), reports, True, ci_z),
+            _estimate("TRUE", float(proportion[0]), float(std_error[0]), reports, True, (low[0], high[0])),
+            _estimate("FALSE", 1 - float(proportion[0]), float(std_error[0]), reports, True,
+                      (1 - high[0], 1 - low[0])),
         ]
     else:
         estimates = [
-            _estimate(name, float(p), float(se), reports, bool(p > 0 and p > z * se), ci_z)
-            for name, p, se in zip(names, proportion, std_error)
+            _estimate(name, float(p), float(se), reports, bool(p > 0 and p > z * se), (lo, hi))
+            for name, p, se, lo, hi in zip(names, proportion, std_error, low, high)
         ]
     estimates.sort(key=lambda e: -e.proportion)
     return RapporResult("ok", "", estimates=tuple(estimates), **common)
@@ -301,11 +307,17 @@ def _confidence(ci_z: float) -> float:
     return 2 * NORMAL.cdf(ci_z) - 1
 
 
+def _clipped_normal(proportion: float, std_error: float, ci_z: float) -> tuple[float, float]:
+    "The regression's interval: proportion +- z SE clipped to [0, 1] (the fit's proportions are >= 0)"
+    if not math.isfinite(std_error):
+        return 0.0, 1.0
+    return max(0.0, proportion - ci_z * std_error), min(1.0, proportion + ci_z * std_error)
+
+
 def _estimate(
-    name: str, proportion: float, std_error: float, reports: int, detected: bool, ci_z: float
+    name: str, proportion: float, std_error: float, reports: int, detected: bool, interval: tuple[float, float]
 ) -> CandidateEstimate:
-    low = max(0.0, proportion - ci_z * std_error) if math.isfinite(std_error) else 0.0
-    high = min(1.0, proportion + ci_z * std_error) if math.isfinite(std_error) else 1.0
+    low, high = (float(end) for end in interval)
     return CandidateEstimate(
         name, proportion * reports, std_error * reports, proportion, std_error, low, high, detected
     )
@@ -350,7 +362,7 @@ def _decode_bloom(
             float(std_errors[s]),
             reports,
             bool(detected[s]),
-            ci_z,
+            _clipped_normal(float(proportions[s]), float(std_errors[s]), ci_z),
         )
         for s in np.argsort(-proportions, kind="stable")
     ]

@@ -6,7 +6,7 @@ import base64
 from collections.abc import Sequence
 from html import escape
 
-from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, value_rows
+from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, display_rows
 from .plots import Plot, report_plots
 from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table
 
@@ -49,7 +49,7 @@ def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequen
 
 def _table(data: ReportData) -> str:
     columns, cells = value_table(data)
-    zero_rows = [row.includes_zero or row.below_zero for row in value_rows(data.result)] or [False] * len(cells)
+    zero_rows = [row.includes_zero or row.below_zero for row in display_rows(data.result)] or [False] * len(cells)
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
     body = []
     for row, is_zero in zip(cells, zero_rows):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, TypeGuard
 
 SCHEMA_VERSION = 3  # 2: one shape for every kind; 3: ``trust`` (local | distributed) and the distributed blocks
@@ -109,6 +110,24 @@ def value_rows(result: dict) -> list[ValueRow]:
     return [row for row in rows if row is not None]
 
 
+def display_rows(result: dict) -> list[ValueRow]:
+    "The rows in the order every table and chart lists them: largest estimate first (ties in the estimate's order)"
+    return sorted(value_rows(result), key=lambda row: -row.estimate)
+
+
+def chance_exclusions_text(result: dict) -> str | None:
+    """How many intervals exclude 0 by chance alone: with d values each at ``confidence``, about (1 - confidence) d
+    of d absent values would, half of them above 0 (shown as present)"""
+    rows = value_rows(result)
+    confidence = result.get("confidence", 0.95)
+    if len(rows) < 2 or not _is_number(confidence):
+        return None
+    expected = (1 - float(confidence)) * len(rows)
+    return (f"with {len(rows)} values each tested at {100 * float(confidence):.4g}%, about {expected:.3g} intervals "
+            f"would exclude 0 by chance if no value were present (about {expected / 2:.3g} above 0, shown as "
+            "present): an unmarked row is not proof on its own")
+
+
 def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
     "One row, whatever the estimator called its fields; None when it has no estimate"
     if not isinstance(raw, dict):
@@ -148,6 +167,21 @@ def trust_model_errors(result: dict) -> dict[str, float] | None:
     return errors
 
 
+def trust_model_halfwidths(result: dict) -> dict[str, float] | None:
+    """The CI half-width of one value's fraction (or of the mean) under each trust model, the quantity the local
+    pages plot: the model's own ``ci_halfwidth``, or z times its standard error"""
+    errors = trust_model_errors(result)
+    if errors is None:
+        return None
+    z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
+    models = result["trust_models"]
+    widths = {}
+    for name, error in errors.items():
+        stated = (models.get(name) or {}).get("ci_halfwidth")
+        widths[name] = float(stated) if _is_number(stated) else z * error
+    return widths
+
+
 def trust_models_text(result: dict) -> str | None:
     "The three standard errors side by side, as every format prints them"
     errors = trust_model_errors(result)
@@ -175,11 +209,11 @@ def is_mean(result: dict) -> bool:
     return result.get("kind") == "mean" or ("mean" in result and not value_rows(result))
 
 
-RATIO_DEFINITION = "local-DP standard error over central DP's, Laplace, same epsilon"
+RATIO_DEFINITION = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
 
 
 def ldp_to_central_ratio(result: dict) -> float | None:
-    """How many times larger the local-DP standard error is than central DP's (Laplace) at the same epsilon.
+    """How many times larger the local-DP privacy noise is than central DP's at the same epsilon, replace-one.
 
     The one definition every format states (``central_dp.ldp_to_central_ratio``, see ``estimators.central``);
     the header, the figure caption and the demo's summary all print this number through :func:`ratio_text`."""
@@ -195,8 +229,27 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:,.1f}"
 
 
+TARGET_TEXT = {
+    "population": "the population the reporting users are sampled from (std_error; std_error_reported: the users "
+                  "who reported, privacy noise only)",
+    "reported": "the users who reported (privacy noise only)",
+}
+
+
+def target_text(result: dict) -> str | None:
+    "What the standard errors and intervals are for, as every format states it"
+    target = result.get("target")
+    return f"standard errors and intervals are for {TARGET_TEXT[target]}" if target in TARGET_TEXT else None
+
+
+def central_mechanism(result: dict) -> str:
+    "The one central mechanism an estimate's pages name: the ``central_dp`` block's choice"
+    central = result.get("central_dp")
+    return str(central.get("mechanism") or "Laplace") if isinstance(central, dict) else "Laplace"
+
+
 def central_halfwidth(result: dict) -> float | None:
-    "The central-DP (Laplace) CI half-width of one fraction or of the mean"
+    "The central-DP CI half-width of one fraction or of the mean (the block's one mechanism)"
     central = result.get("central_dp")
     if isinstance(central, dict) and _is_number(central.get("ci_halfwidth")):
         return float(central["ci_halfwidth"])

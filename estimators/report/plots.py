@@ -27,17 +27,16 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from .model import (
     DAILY_SERIES,
     NOT_DISTINGUISHABLE,
-    RATIO_DEFINITION,
     DailyResult,
     ReportData,
     central_halfwidth,
+    central_mechanism,
     confidence_percent,
+    display_rows,
     epsilon_text,
     format_number,
     is_distributed,
     is_mean,
-    ldp_to_central_ratio,
-    ratio_text,
     report_count,
     value_rows,
 )
@@ -163,26 +162,26 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
     """Bars of the estimates with their local-DP intervals; beside each, central DP's interval when known.
 
     Values whose interval includes 0 are drawn faint.  At most ``MAX_BARS`` values (the largest estimates)."""
-    rows = sorted(value_rows(result), key=lambda row: -row.estimate)[:MAX_BARS]
+    rows = display_rows(result)[:MAX_BARS]  # the table's order
     central = central_halfwidth(result)
-    offset = 0.17 if central is not None else 0.0
+    offset = 0.17 if central is not None and truth else 0.0
     figure = new_figure(max(6.0, 0.55 * len(rows) + 3), 4.5)
     axes = figure.add_subplot()
     x = np.arange(len(rows))
     estimates = [row.estimate for row in rows]
     colours = [FAINT_COLOUR if row.includes_zero else LDP_COLOUR for row in rows]
     unbiased = result.get("kind") == "frequency"
-    axes.bar(x - offset, estimates, width=0.34 if central is not None else 0.5, color=colours,
+    axes.bar(x - offset, estimates, width=0.34 if offset else 0.5, color=colours,
              label="estimate (unbiased)" if unbiased else "estimate")
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
     model = "distributed DP" if is_distributed(result) else "local DP"
     axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
                   label=f"{model} {confidence_percent(result)} CI")
-    if central is not None:
-        central_label = "central DP CI, same ε" + ("" if is_distributed(result) else " (too small to see)")
-        axes.errorbar(x + offset, estimates, yerr=central, fmt="_", color=CENTRAL_COLOUR, ecolor=CENTRAL_COLOUR,
-                      capsize=4, markersize=9, linewidth=1.2, label=central_label)
+    if central is not None and truth:  # around the truth, never around the estimate: a width, not a second claim
+        axes.errorbar(x + offset, [truth.get(row.value, np.nan) for row in rows], yerr=central, fmt="_",
+                      color=CENTRAL_COLOUR, ecolor=CENTRAL_COLOUR, capsize=4, markersize=9, linewidth=1.2,
+                      label="central DP CI around the truth, same ε")
     if truth:
         axes.scatter(x - offset, [truth.get(row.value, np.nan) for row in rows], marker="D", color=TRUTH_COLOUR,
                      zorder=3, s=22, label="ground truth")
@@ -193,12 +192,12 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
     axes.set_ylabel("fraction of reports")
     name = campaign or result.get("campaign") or ""
     mechanism = _mechanism_text(result)
-    axes.set_title(f"{name}: {mechanism}, ε = {epsilon_text(result)}, n = {_count(result)}")
+    axes.set_title(f"{name}: {mechanism}, {_privacy_text(result)}, n = {_count(result)}")
     handles, _ = axes.get_legend_handles_labels()
     if any(row.includes_zero for row in rows):
         handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
     axes.legend(handles=handles, fontsize=8, loc="upper right")
-    return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows)))
+    return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows), bool(truth)))
 
 
 def _mechanism_text(result: dict) -> str:
@@ -207,30 +206,27 @@ def _mechanism_text(result: dict) -> str:
     return str(result.get("mechanism", ""))
 
 
-def _frequency_caption(result: dict, shown: int) -> str:
+def _frequency_caption(result: dict, shown: int, truth: bool = False) -> str:
     rows = value_rows(result)
     if is_distributed(result):
-        return _distributed_frequency_caption(result, rows, shown)
+        return _distributed_frequency_caption(result, rows, shown, truth)
     widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
     central = central_halfwidth(result)
     kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
     parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
     if len(rows) > shown:
         parts[0] += f" (the {shown} largest of {len(rows)} values)"
-    ratio = ldp_to_central_ratio(result)
     if widths and central is not None:
         ldp = sum(widths) / len(widths)
         parts.append(
-            f"Beside each bar, in red, the interval central DP would give at the same ε: ±{format_number(central)} "
-            f"against ±{format_number(ldp)} locally, so it is usually invisible at this scale")
-        if ratio is not None:
-            parts.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+            f"Central DP ({central_mechanism(result)}, replace-one) would give ±{format_number(central)} at the same "
+            f"ε against ±{format_number(ldp)} locally" + ("; in red, its interval around the truth" if truth else ""))
     if any(r.includes_zero for r in rows):
         parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
     return ". ".join(parts) + "."
 
 
-def _distributed_frequency_caption(result: dict, rows: list, shown: int) -> str:
+def _distributed_frequency_caption(result: dict, rows: list, shown: int, truth: bool) -> str:
     widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
     parts = [f"Bars: unbiased estimates from the noisy release with their {confidence_percent(result)} intervals "
              "(the exact quantile of the release's noise)"]
@@ -238,8 +234,9 @@ def _distributed_frequency_caption(result: dict, rows: list, shown: int) -> str:
         parts[0] += f" (the {shown} largest of {len(rows)} values)"
     central = central_halfwidth(result)
     if widths and central is not None:
-        parts.append(f"Beside each bar, in red, the interval a trusted curator adding Laplace noise would give: "
-                     f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here")
+        parts.append(f"A trusted curator ({central_mechanism(result)}, replace-one) would give "
+                     f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here"
+                     + ("; in red, its interval around the truth" if truth else ""))
     if any(r.includes_zero for r in rows):
         parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
     return ". ".join(parts) + "."
@@ -251,7 +248,7 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     axes = figure.add_subplot()
     axes.loglog(curves.n, curves.ldp_halfwidth, color=LDP_COLOUR, label="local DP (formula), slope −1/2")
     axes.loglog(curves.n, curves.central_halfwidth, color=CENTRAL_COLOUR,
-                label="central DP, Laplace (formula), slope −1")
+                label=f"central DP, {curves.central_mechanism} (formula), slope −1")
     if len(curves.simulated_n):
         axes.scatter(curves.simulated_n, curves.simulated_ldp, color=LDP_COLOUR, edgecolor="black", zorder=3,
                      label="local DP, simulated")
@@ -265,15 +262,17 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
                   textcoords="offset points", xytext=(8, 8), fontsize=8)
     axes.set_xlabel("number of reports n")
     axes.set_ylabel(f"{curves.confidence_text} CI half-width ({curves.unit})")
-    axes.set_title(f"The price of local DP: {curves.mechanism}, ε = {curves.epsilon:.4g}")
+    delta = f", δ = {curves.delta:.0e} (central)" if curves.delta else ""
+    axes.set_title(f"The price of local DP: {curves.mechanism}, ε = {curves.epsilon:.4g}{delta}")
     _plain_log_labels(axes)
     axes.grid(True, which="major", linewidth=0.5, alpha=0.5)
     axes.legend(fontsize=8, loc="lower left")
     caption = (
         f"{curves.confidence_text} CI half-width of {curves.quantity} against the number of reports. Under local DP "
-        f"it shrinks as 1/√n, under central DP (a trusted curator adding Laplace noise) as 1/n. At this campaign's "
+        f"it shrinks as 1/√n, under central DP (a trusted curator: {curves.central_mechanism}, replace-one) as 1/n. "
+        f"At this campaign's "
         f"n = {curves.current_n:,}: ±{format_number(curves.current_ldp)} locally against "
-        f"±{format_number(curves.current_central)} centrally ({curves.current_ldp / curves.current_central:,.0f}×). "
+        f"±{format_number(curves.current_central)} centrally. "
         f"Points: {curves.trials_text}.")
     return Plot("sqrt_n", "The √n price of local DP", figure, caption)
 
@@ -295,14 +294,16 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
     axes.annotate(f"this campaign\nn = {curves.current_n:,}", (curves.current_n, curves.current["local"]),
                   textcoords="offset points", xytext=(8, 8), fontsize=8)
     axes.set_xlabel("number of reports n")
-    axes.set_ylabel(f"standard error of {curves.quantity}")
-    axes.set_title(f"Three trust models at ε = {curves.epsilon:.4g}")
+    axes.set_ylabel(f"95% CI half-width of {curves.quantity}")
+    delta = f", δ = {curves.delta:.0e}" if curves.delta else ""
+    axes.set_title(f"Three trust models at ε = {curves.epsilon:.4g}{delta}")
     _plain_log_labels(axes)
     axes.grid(True, which="major", linewidth=0.5, alpha=0.5)
     axes.legend(fontsize=8, loc="lower left")
     now = curves.current
     caption = (
-        f"Standard error of {curves.quantity} against the number of reports, same ε and δ. Local DP (every device "
+        f"95% CI half-width of {curves.quantity} against the number of reports (the quantity the local pages plot), "
+        f"same ε and δ, neighbouring relation replace-one. Local DP (every device "
         f"randomizes its own report) shrinks as 1/√n; distributed DP (two aggregators, noise added once to the "
         f"secret-shared sum) and central DP (a trusted curator) shrink as 1/n. At this campaign's "
         f"n = {curves.current_n:,}: local {format_number(now['local'])}, distributed "
@@ -315,49 +316,61 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
 
 
 def mean_figure(result: dict, truth: float | None = None) -> Plot:
-    "The mean with its local-DP interval against the interval central DP (Laplace, Gaussian) would give"
+    """The mean with its interval; below it, the 95% half-widths each trust model would give, as widths.
+
+    The comparison is never drawn around this estimate (a second interval there reads as a confident claim about
+    the same number); with a known truth (simulations) the other models' intervals are drawn around the truth."""
     mean = float(result["mean"])
     central = result.get("central_dp") or {}
     distributed = is_distributed(result)
     model = "distributed DP" if distributed else "local DP"
-    rows = [(f"{model}\n{_mechanism_text(result)}", mean - result["ci_low"], result["ci_high"] - mean,
-             DISTRIBUTED_COLOUR if distributed else LDP_COLOUR)]
+    ldp_width = (result["ci_high"] - result["ci_low"]) / 2
+    widths = [(f"{model}\n{_mechanism_text(result)}", ldp_width, DISTRIBUTED_COLOUR if distributed else LDP_COLOUR)]
     local = (result.get("trust_models") or {}).get("local") or {}
     if distributed and isinstance(local.get("std_error"), (int, float)):
         z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
-        width = z * float(local["std_error"])
-        rows.append((f"local DP\n{local.get('mechanism', '')} (formula)", width, width, LDP_COLOUR))
-    if central.get("laplace"):
-        width = central["laplace"]["ci_halfwidth"]
-        rows.append(("central DP\nLaplace", width, width, CENTRAL_COLOUR))
-    if central.get("gaussian"):
-        width = central["gaussian"]["ci_halfwidth"]
-        rows.append((f"central DP\nGaussian δ={central['gaussian'].get('delta', 0):.0e}", width, width,
-                     "#ff7f0e"))
-    figure = new_figure(8.0, 1.2 + 0.8 * len(rows))
-    axes = figure.add_subplot()
-    for position, (_label, below, above, colour) in enumerate(reversed(rows)):
-        axes.errorbar([mean], [position], xerr=[[below], [above]], fmt="o", color=colour, capsize=6,
-                      linewidth=2, markersize=7)
+        widths.append((f"local DP\n{local.get('mechanism', '')} (formula)", z * float(local["std_error"]),
+                       LDP_COLOUR))
+    if isinstance(central.get("ci_halfwidth"), (int, float)):
+        widths.append((f"central DP\n{central_mechanism(result).split(',')[0]}", float(central["ci_halfwidth"]),
+                       CENTRAL_COLOUR))
+    figure = new_figure(8.0, 2.2 + 0.6 * len(widths))
+    estimate_axes, width_axes = figure.subplots(2, 1, height_ratios=[1, max(1, len(widths) - 1)],
+                                                gridspec_kw={"hspace": 0.9})
+    estimate_axes.errorbar([mean], [0], xerr=[[mean - result["ci_low"]], [result["ci_high"] - mean]], fmt="o",
+                           color=widths[0][2], capsize=6, linewidth=2, markersize=7, label=f"{model} estimate")
     if truth is not None:
-        axes.axvline(truth, color=TRUTH_COLOUR, linestyle="--", label="ground truth")
-        axes.legend(fontsize=8, loc="upper right")
-    axes.set_yticks(range(len(rows)), [row[0] for row in reversed(rows)])
-    axes.set_ylim(-0.6, len(rows) - 0.4)
-    axes.set_xlabel(f"mean ({confidence_percent(result)} CI)")
-    axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, "
-                   f"ε = {epsilon_text(result)}")
-    ldp_width = (result["ci_high"] - result["ci_low"]) / 2
+        estimate_axes.axvline(truth, color=TRUTH_COLOUR, linestyle="--", label="ground truth")
+        for position, (label, width, colour) in enumerate(widths[1:], start=1):
+            estimate_axes.errorbar([truth], [-position], xerr=width, fmt="none", color=colour, capsize=6,
+                                   linewidth=2, label=f"{label.splitlines()[0]} around the truth")
+    estimate_axes.set_yticks([])
+    estimate_axes.set_xlabel(f"mean ({confidence_percent(result)} CI)")
+    estimate_axes.legend(fontsize=7, loc="upper right")
+    positions = np.arange(len(widths))[::-1]
+    width_axes.barh(positions, [width for _, width, _ in widths], color=[colour for _, _, colour in widths])
+    width_axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
+    width_axes.set_xscale("log")
+    width_axes.set_xlabel(f"{confidence_percent(result)} CI half-width, same ε")
+    estimate_axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, {_privacy_text(result)}")
     caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under {model}")
-    if distributed and len(rows) > 1 and rows[1][0].startswith("local"):
-        caption += f"; local DP's best mechanism would give ± {format_number(rows[1][1])} at the same ε"
-    if central.get("laplace"):
-        caption += (f"; a trusted curator adding Laplace noise at the same ε would report "
-                    f"± {format_number(central['laplace']['ci_halfwidth'])}")
-    if central.get("gaussian"):
-        caption += f", or with Gaussian noise ± {format_number(central['gaussian']['ci_halfwidth'])}"
-    caption += ". The central intervals are drawn around the same estimate, for comparison of their widths"
+    if distributed and len(widths) > 1 and widths[1][0].startswith("local"):
+        caption += f"; local DP's best mechanism would give ± {format_number(widths[1][1])} at the same ε"
+    if isinstance(central.get("ci_halfwidth"), (int, float)):
+        caption += (f"; a trusted curator ({central_mechanism(result)}, replace-one) at the same ε would report "
+                    f"± {format_number(central['ci_halfwidth'])}")
+    caption += (". The lower panel compares the half-widths; the other models' intervals are drawn around the truth"
+                if truth is not None else ". The lower panel compares the half-widths")
     return Plot("mean", "Mean", figure, caption + ".")
+
+
+def _privacy_text(result: dict) -> str:
+    "ε, and δ where one applies (a distributed release's, or the central baseline's Gaussian)"
+    delta = result.get("delta")
+    if not isinstance(delta, (int, float)) or not delta:
+        delta = ((result.get("central_dp") or {}).get("gaussian") or {}).get("delta")
+    text = f"ε = {epsilon_text(result)}"
+    return text + (f", δ = {delta:.0e}" if isinstance(delta, (int, float)) and delta else "")
 
 
 def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:

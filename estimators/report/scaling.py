@@ -5,13 +5,14 @@ Frequencies (Wang et al., USENIX Security 2017; Dwork et al., TCC 2006), for use
 estimated distribution f (Norm-Sub) and r_v = q* + f_v (p* - q*):
 
 * local DP    z sqrt(mean_v r_v (1 - r_v) / n) / (p* - q*)     slope -1/2 on a log-log plot
-* central DP  ln(1 / (1 - confidence)) / (eps n)                 Laplace on a count of sensitivity 1, slope -1
+* central DP  the estimate's ``central_dp`` interval scaled by n_now / n (its mechanism, Laplace or Gaussian,
+              under replace-one: the sensitivity is proportional to 1/n), slope -1
 
 The simulated points draw n users from f, perturb them with :func:`estimators.simulate.simulate` (the SDK's
 distribution), estimate, and take z times the root-mean-square error; the central points take the
-``confidence`` quantile of |Laplace| noise.  Means use SE = sd(Z) / sqrt(n) with this campaign's sd(Z) and the
-central mean's sensitivity (high - low) / n; their simulated points put every user at the estimated mean (the
-population's spread is unknown), so they show the mechanism's noise alone and sit at or below the curve.
+``confidence`` quantile of the central mechanism's |noise|.  Means use SE = sd(Z) / sqrt(n) with this campaign's
+sd(Z) and the central mean's sensitivity (high - low) / n; their simulated points put every user at the estimated
+mean (the population's spread is unknown), so they show the mechanism's noise alone and sit at or below the curve.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class ScalingCurves:
     simulated_ldp: np.ndarray
     simulated_central: np.ndarray
     trials_text: str
+    central_mechanism: str = "Laplace"
+    delta: float | None = None  # the central Gaussian's, when that is the baseline
 
 
 def scaling_curves(result: dict, spec: dict | None = None, *, rng: np.random.Generator | None = None,
@@ -86,26 +89,26 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
     r = q + truth * (p - q)
     per_report_sd = math.sqrt(float(np.mean(r * (1 - r)))) / (p - q)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    laplace_quantile = math.log(1 / (1 - confidence))
     n = _grid(n_now)
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
     if simulate_points:
-        sim_n, sim_ldp, sim_central, trials = _simulate_frequencies(spec, truth, confidence, rng)
+        sim_n, sim_ldp, sim_central, trials = _simulate_frequencies(spec, truth, confidence, rng, result)
     return ScalingCurves(
         mechanism=spec.mechanism, epsilon=spec.epsilon, confidence_text=f"{100 * confidence:.4g}%",
         quantity="one value's fraction (averaged over the domain)", unit="fraction",
-        n=n, ldp_halfwidth=z * per_report_sd / np.sqrt(n), central_halfwidth=laplace_quantile / (spec.epsilon * n),
+        n=n, ldp_halfwidth=z * per_report_sd / np.sqrt(n), central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
         simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
         trials_text=(f"simulated campaigns drawn from the estimated distribution, {trials}+ per n "
                      f"(local: z × RMS error of the unbiased estimates; central: quantile of {CENTRAL_SAMPLES:,} "
-                     "Laplace draws)"
+                     f"{central_mechanism_text(result)} draws)"
                      if simulate_points else "none (simulation turned off)"),
+        central_mechanism=central_mechanism_text(result), delta=central_delta(result),
     )
 
 
-def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator,
+                          result: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     from ..aggregation import aggregate
     from ..frequency import estimate_frequencies
     from ..simulate import simulate
@@ -125,8 +128,7 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
             errors.append(estimated.estimates - truth)
         sizes.append(n)
         ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
-        noise = rng.laplace(0.0, 1 / (spec.epsilon * n), size=CENTRAL_SAMPLES)
-        central.append(float(np.quantile(np.abs(noise), confidence)))
+        central.append(float(np.quantile(np.abs(_central_draws(result, n, rng)), confidence)))
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
@@ -142,12 +144,14 @@ def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int,
         mechanism=str(result.get("mechanism", "")), epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
         quantity="the mean", unit="value units",
         n=n, ldp_halfwidth=current_ldp * np.sqrt(n_now / n),
-        central_halfwidth=(high - low) * math.log(1 / (1 - confidence)) / (epsilon * n),
+        central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
         simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
         trials_text=(f"simulated campaigns with every user at the estimated mean (the mechanism's noise alone), "
-                     f"{trials}+ per n; central: quantile of {CENTRAL_SAMPLES:,} Laplace draws"
+                     f"{trials}+ per n; central: quantile of {CENTRAL_SAMPLES:,} {central_mechanism_text(result)} "
+                     "draws"
                      if simulate_points else "none (simulation turned off)"),
+        central_mechanism=central_mechanism_text(result), delta=central_delta(result),
     )
 
 
@@ -171,9 +175,31 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
         errors = [estimate_mean(spec, aggregate(spec, simulate(spec, users, rng))).mean - value for _ in range(trials)]
         sizes.append(n)
         ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
-        noise = rng.laplace(0.0, (high - low) / (spec.epsilon * n), size=CENTRAL_SAMPLES)
-        central.append(float(np.quantile(np.abs(noise), confidence)))
+        central.append(float(np.quantile(np.abs(_central_draws(result, n, rng)), confidence)))
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
+
+
+def central_delta(result: dict) -> float | None:
+    "The delta of the estimate's central baseline when it is the Gaussian mechanism"
+    block = result.get("central_dp") or {}
+    gaussian = block.get("gaussian") or {}
+    if str(block.get("mechanism", "")).startswith("Gaussian") and isinstance(gaussian.get("delta"), (int, float)):
+        return float(gaussian["delta"])
+    return None
+
+
+def central_mechanism_text(result: dict) -> str:
+    "The central mechanism the estimate's ``central_dp`` block chose (Laplace, or Gaussian at its delta)"
+    return str((result.get("central_dp") or {}).get("mechanism") or "Laplace")
+
+
+def _central_draws(result: dict, n: int, rng: np.random.Generator) -> np.ndarray:
+    "Noise of the estimate's central mechanism at n reports: its scale is the block's times n_now / n"
+    block = result["central_dp"]
+    factor = (report_count(result) or n) / n
+    if str(block.get("mechanism", "")).startswith("Gaussian"):
+        return rng.normal(0.0, float(block["std_error"]) * factor, size=CENTRAL_SAMPLES)
+    return rng.laplace(0.0, float(block["laplace"]["scale"]) * factor, size=CENTRAL_SAMPLES)
 
 
 def _spec(result: dict, spec: dict | None) -> Spec:
@@ -200,7 +226,7 @@ def _estimated_distribution(result: dict, d: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TrustModelCurves:
-    "Standard error against n under local, distributed and central DP, from a distributed campaign's estimate"
+    "95% CI half-width against n under local, distributed and central DP, from a distributed campaign's estimate"
 
     quantity: str
     epsilon: float
@@ -214,6 +240,7 @@ class TrustModelCurves:
     current_n: int
     current: dict[str, float]
     distributed_from: int  # coins: no release below one batch's coin subset
+    delta: float | None = None
 
 
 def trust_model_curves(result: dict) -> TrustModelCurves | None:
@@ -223,9 +250,9 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
     to one report, so it does not grow with n: the coin subset is sized from epsilon, delta and the honest
     fraction)."""
-    from .model import trust_model_errors
+    from .model import trust_model_halfwidths
 
-    errors = trust_model_errors(result)
+    errors = trust_model_halfwidths(result)
     n_now = report_count(result) or 0
     if errors is None or n_now <= 0:
         return None
@@ -239,4 +266,5 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors,
         distributed_from=int(subset) if isinstance(subset, int) else 1,
+        delta=float(result["delta"]) if isinstance(result.get("delta"), (int, float)) else None,
     )

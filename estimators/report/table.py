@@ -10,8 +10,11 @@ from .model import (
     RATIO_DEFINITION,
     ReportData,
     ValueRow,
+    central_mechanism,
+    chance_exclusions_text,
     confidence_percent,
     describe_window,
+    display_rows,
     epsilon_text,
     format_number,
     guarantee_lines,
@@ -19,6 +22,7 @@ from .model import (
     is_mean,
     ldp_to_central_ratio,
     ratio_text,
+    target_text,
     trust_models_text,
     value_rows,
 )
@@ -46,6 +50,9 @@ def header_lines(data: ReportData) -> list[str]:
         lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
     if ratio is not None:
         lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+    target = target_text(result)
+    if target:
+        lines.append(target)
     return lines
 
 
@@ -70,6 +77,9 @@ def distributed_header_lines(data: ReportData) -> list[str]:
     models = trust_models_text(result)
     if models is not None:
         lines.append(models)
+    target = target_text(result)
+    if target:
+        lines.append(target)
     return lines
 
 
@@ -83,7 +93,7 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
                   format_number(result.get("ci_low")), format_number(result.get("ci_high")),
                   format_number(central.get("ci_halfwidth"))]]
         return columns, cells
-    rows = value_rows(result)
+    rows = display_rows(result)
     with_norm_sub = any(row.norm_sub is not None for row in rows)
     columns = ["value", "estimate", "std error", "CI low", "CI high"] + (["Norm-Sub"] if with_norm_sub else []) + [""]
     cells = [
@@ -99,6 +109,9 @@ def footnotes(data: ReportData) -> list[str]:
     rows = value_rows(data.result)
     if any(row.includes_zero for row in rows):
         notes.append(f"{ZERO_MARK}: the confidence interval includes 0 ({NOT_DISTINGUISHABLE})")
+    chance = chance_exclusions_text(data.result)
+    if chance:
+        notes.append(chance)
     if any(row.below_zero for row in rows):
         notes.append(f"{BELOW_ZERO_MARK}: the confidence interval is {BELOW_ZERO}")
     if rows and any(row.norm_sub is not None for row in rows):
@@ -108,7 +121,8 @@ def footnotes(data: ReportData) -> list[str]:
         notes.append(f"only the candidates the decoder detected are listed; together they hold "
                      f"{format_number(data.result['allocated_mass'])} of the reports")
     if is_mean(data.result):
-        notes.append("central DP CI +-: what a trusted curator adding Laplace noise would report at the same epsilon")
+        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(data.result)}, replace-one) would "
+                     "report at the same epsilon")
     notes += [f"guarantee: {line}" for line in guarantee_lines(data.result)]
     return notes
 

@@ -38,7 +38,7 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
         raise click.UsageError("numeric mechanisms need --range LOW HIGH")
     if not numeric and domain_size is None:
         raise click.UsageError("categorical mechanisms need --domain-size (or give --range for numbers)")
-    if numeric and mechanism in CATEGORICAL_MECHANISMS + ("auto",):
+    if numeric and mechanism in CATEGORICAL_MECHANISMS:
         raise click.UsageError(f"--mechanism {mechanism} is categorical: use --domain-size, not --range")
     options: dict[str, Any] = dict(domain_size=None if numeric else domain_size, value_range=value_range,
                                    confidence=confidence, target_halfwidth=target_halfwidth)
@@ -50,7 +50,8 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
         click.echo(json.dumps([p.to_dict() for p in plans], indent=2))
         return
     what = f"range {value_range[0]:g}..{value_range[1]:g}" if value_range is not None else f"d = {domain_size}"
-    click.echo(f"epsilon = {epsilon:g}, n = {n:,}, {what}, {confidence:.0%} intervals")
+    click.echo(f"epsilon = {epsilon:g}, n = {n:,}, {what}, {confidence:.0%} intervals for the {plans[0].target}; "
+               f"central: {plans[0].central_mechanism}, {plans[0].relation}; LDP/central: privacy noise only")
     header = f"{'mechanism':<10} {'std error':>11} {'CI +-':>11} {'central SE':>11} {'LDP/central':>12}"
     if target_halfwidth is not None:
         header += f" {'n for +-' + format(target_halfwidth, 'g'):>14}"

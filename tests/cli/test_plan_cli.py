@@ -21,6 +21,15 @@ def test_plan_json_for_numbers():
     assert rows[0]["mechanism"] == "hybrid" and rows[0]["std_error"] > 0
 
 
+def test_plan_auto_with_a_range_and_the_stated_relation():
+    "issue 22: numeric 'auto' plans the best mean mechanism; the header names the target and the relation"
+    result = CliRunner().invoke(main, ["plan", "--epsilon", "2", "--n", "1000", "--range", "0", "5000",
+                                       "--mechanism", "auto"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[2].split()[0] == "hybrid"
+    assert "replace-one" in result.output.splitlines()[0] and "population" in result.output.splitlines()[0]
+
+
 def test_plan_usage_errors_exit_2():
     assert CliRunner().invoke(main, ["plan", "--epsilon", "1", "--n", "10"]).exit_code == 2
     assert CliRunner().invoke(main, ["plan", "--epsilon", "1", "--n", "0", "--domain-size", "4"]).exit_code == 2

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from estimators.central import analytic_gaussian_sigma, central_block, laplace_baseline
+from estimators.central import analytic_gaussian_sigma, central_block, laplace_baseline, mean_sensitivity
 from estimators.planner import compare_mechanisms, expected_std_error, n_for_halfwidth, plan
 from estimators.postprocess import base_cut, norm_sub
 
@@ -33,8 +33,8 @@ def test_reference_gaussian_count_figure():
 
 
 def test_local_penalty_matches_reference():
-    "OUE vs central Laplace on one frequency: 1.36 sqrt(n) at eps=1, 0.78 sqrt(n) at eps=4"
-    for epsilon, factor in [(1.0, 1.36), (4.0, 0.78)]:
+    "OUE vs central Laplace on one frequency of a histogram, replace-one (L1 = 2): 0.68 sqrt(n) at eps=1, 0.39 at 4"
+    for epsilon, factor in [(1.0, 0.68), (4.0, 0.39)]:
         p = plan("oue", epsilon, 1_000_000, domain_size=1024)
         assert abs(p.ldp_to_central_ratio / 1000 - factor) < 0.01
     assert abs(expected_std_error("oue", 1.0, 1_000_000, domain_size=1024) - 1.9e-3) < 0.05e-3
@@ -51,10 +51,13 @@ def test_planner_orders_mechanisms_and_inverts():
 
 
 def test_central_block_ratio():
-    block = central_block(sensitivity=0.001, epsilon=1.0, confidence=0.95, delta=1e-6, ldp_std_error=0.01,
-                          neighbouring="add/remove")
+    block = central_block(sensitivity=mean_sensitivity(0, 1, 1000), epsilon=1.0, confidence=0.95, delta=None,
+                          ldp_noise_std_error=0.01)
     assert math.isclose(block["ldp_to_central_ratio"], 0.01 / (math.sqrt(2) * 0.001))
-    assert block["gaussian"]["sigma"] > 0
+    assert block["gaussian"] is None and block["relation"] == "replace-one"
+    with_delta = central_block(sensitivity=mean_sensitivity(0, 1, 1000), epsilon=1.0, confidence=0.95, delta=1e-6,
+                               ldp_noise_std_error=0.01)
+    assert math.isclose(with_delta["ldp_to_central_ratio"], 0.01 / with_delta["gaussian"]["sigma"])
 
 
 def test_norm_sub_projects_onto_the_simplex():
@@ -90,3 +93,15 @@ def test_analytic_gaussian_matches_scipy_root_finding():
 
         expected = optimize.brentq(excess, 1e-6 * sensitivity, 1e4 * sensitivity, xtol=1e-14 * sensitivity)
         assert analytic_gaussian_sigma(sensitivity, epsilon, delta) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 0.61, 1.0, 2.0, 4.0, 8.0, 10.0])
+def test_auto_with_a_range_picks_the_planners_best_mean_mechanism(epsilon):
+    "A numeric 'auto' resolves in the spec (the device cannot import the planner) to what the planner ranks first"
+    from client_sdk import load_spec
+
+    spec = load_spec({"name": "t", "mechanism": "auto", "epsilon": epsilon, "range": [0, 10]})
+    best = compare_mechanisms(epsilon, 1000, value_range=(0, 10))[0]  # at eps <= 0.61 Hybrid is Duchi: a tie
+    chosen = plan(spec.mechanism, epsilon, 1000, value_range=(0, 10))
+    assert chosen.noise_std_error == pytest.approx(best.noise_std_error, rel=1e-12)
+    assert plan("auto", epsilon, 1000, value_range=(0, 10)).mechanism == spec.mechanism

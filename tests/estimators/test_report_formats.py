@@ -12,6 +12,7 @@ from estimators.report import (
     render_json,
     render_markdown,
 )
+from estimators.report.model import format_number
 
 from .report_fixtures import browser_data, daily_browser, load_time_result, rappor_result
 
@@ -52,8 +53,8 @@ def test_html_captions_state_local_and_central_numbers():
     data = browser_data()
     html = render_html(data, simulate_points=False)
     central = data.result["central_dp"]["ci_halfwidth"]
-    assert f"±{central:.3e}" in html
-    assert "invisible at this scale" in html
+    assert f"±{format_number(central)}" in html
+    assert "around the truth" not in html  # no truth given: central DP is stated as a width, not drawn
 
 
 def test_html_escapes_values():

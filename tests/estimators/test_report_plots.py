@@ -7,6 +7,7 @@ import sys
 import numpy as np
 from matplotlib.figure import Figure
 
+from estimators.report.model import format_number
 from estimators.report.plots import daily_figure, frequency_figure, mean_figure, png_bytes, report_plots
 from estimators.report.scaling import CENTRAL_SAMPLES, MAX_TRIALS, SIMULATION_BUDGET, scaling_curves
 from tests.tolerances import k_sigma
@@ -68,7 +69,7 @@ def test_every_plot_is_a_figure_with_a_caption_and_renders_to_png():
 def test_frequency_caption_states_both_interval_widths():
     result = browser_result()
     caption = frequency_figure(result).caption
-    assert f"±{result['central_dp']['ci_halfwidth']:.3e}" in caption
+    assert f"±{format_number(result['central_dp']['ci_halfwidth'])}" in caption
     widths = [(row["ci_high"] - row["ci_low"]) / 2 for row in result["values"]]
     assert f"±{sum(widths) / len(widths):.4f} locally" in caption
 
@@ -83,14 +84,26 @@ def test_caption_and_header_state_one_ratio():
     caption = frequency_figure(data.result).caption
     header = "\n".join(header_lines(data))
     pattern = r"LDP/central ratio ([\d,.]+) \(([^)]*)\)"
-    assert re.findall(pattern, caption) == re.findall(pattern, header) != []
+    # issue 22: stated once per page, in the header; the figure states the two widths, not a second ratio
+    assert len(re.findall(pattern, header)) == 1 and re.findall(pattern, caption) == []
+    assert "×" not in caption
     assert "times narrower" not in caption
 
 
-def test_mean_figure_shows_central_baselines():
-    plot = mean_figure(load_time_result(), truth=800.0)
-    assert "Laplace" in plot.caption and "Gaussian" in plot.caption
-    assert len(plot.figure.axes[0].get_yticklabels()) == 3
+def test_mean_figure_shows_one_central_baseline():
+    "One central mechanism on every page: the block's (Gaussian at the spec's delta here), under replace-one"
+    result = load_time_result()
+    plot = mean_figure(result, truth=800.0)
+    assert result["central_dp"]["mechanism"] in plot.caption and "Laplace" not in plot.caption
+    assert "replace-one" in plot.caption
+    # the comparison is drawn as half-widths (lower panel), and around the truth, never around the estimate
+    estimate_axes, width_axes = plot.figure.axes
+    assert len(width_axes.get_yticklabels()) == 2 and "half-width" in width_axes.get_xlabel()
+    centres = [line.get_xdata()[0] for line in estimate_axes.lines if len(line.get_xdata()) == 1]
+    width = result["central_dp"]["ci_halfwidth"]
+    assert result["mean"] in centres and any(math.isclose(c, 800.0 - width) for c in centres)
+    assert not any(math.isclose(c, result["mean"] - width) for c in centres)
+    assert "δ = 1e-06" in estimate_axes.get_title()
 
 
 def test_daily_figure_needs_two_days():

@@ -58,8 +58,22 @@ def test_discrete_gaussian_calibration_meets_its_target_and_stays_near_the_conti
     sigma2 = calibrate_discrete_gaussian(epsilon, delta, sensitivity)
     assert discrete_gaussian_delta(float(sigma2), epsilon, sensitivity) <= delta
     assert abs(gaussian_gap(epsilon, delta, sensitivity)) < 0.01
-    # not wasteful: 1% less variance breaks the target
-    assert discrete_gaussian_delta(float(sigma2) * 0.99, epsilon, sensitivity) > delta
+
+
+@pytest.mark.parametrize("epsilon,delta,sensitivity", [(4.0, 1e-6, 1), (8.0, 1e-9, 1), (10.0, 1e-6, 1),
+                                                       (2.0, 1e-5, 1), (3.0, 1e-6, 2)])
+def test_discrete_gaussian_calibration_is_the_smallest_passing_point_of_its_grid(epsilon, delta, sensitivity):
+    """delta is not monotone in sigma2: at (4, 1e-6, 1) sigma2 = 1.37 passes (delta 8.95e-7) where the old ladder
+    returned 1.4248.  The grid: multiples of h = 2**max(floor(log2 s) - 10, -10), s the continuous sigma^2; every
+    grid point from a quarter of s up to the answer fails, and the answer passes"""
+    sigma2 = calibrate_discrete_gaussian(epsilon, delta, sensitivity)
+    continuous = analytic_gaussian_sigma(float(sensitivity), epsilon, delta) ** 2
+    step = Fraction(2) ** max(math.floor(math.log2(continuous)) - 10, -10)
+    assert sigma2 % step == 0 and discrete_gaussian_delta(float(sigma2), epsilon, sensitivity) <= delta
+    below = [float(k * step) for k in range(math.floor(continuous / 4 / step), int(sigma2 / step))]
+    assert all(discrete_gaussian_delta(float(s), epsilon, sensitivity) > delta for s in below)
+    if (epsilon, delta, sensitivity) == (4.0, 1e-6, 1):
+        assert sigma2 <= Fraction(137, 100)
 
 
 @pytest.mark.parametrize("epsilon,sensitivity", [(1.0, 1), (0.3, 1), (1.0, 16), (0.7, 5)])

@@ -1,0 +1,128 @@
+"""The LDP/central ratio and the three trust models against closed forms, under one relation: replace-one (n public).
+
+A histogram with n public has L1 sensitivity 2 and L2 sensitivity sqrt(2) (counts; over n on the fraction scale),
+a single count 1, a mean over a range of width w: w/n.  The headline ratio compares privacy noise with privacy
+noise (target "reported"); the total ratio adds the sampling variance on both sides."""
+
+import math
+
+import numpy as np
+import pytest
+
+from client_sdk import load_spec, mechanism_from_spec
+from estimators import estimate
+from estimators.central import analytic_gaussian_sigma
+from estimators.distributed import calibrate, estimate_distributed, trust_models
+from estimators.planner import plan
+from estimators.simulate import simulate
+
+N = 10_000
+
+
+def grr_estimate(delta=None):
+    "The issue's example: GRR, epsilon 4, d = 8, n = 1e4"
+    spec = load_spec({"name": "t", "mechanism": "grr", "epsilon": 4.0, "domain": list(range(8)),
+                      **({"delta": delta} if delta else {})})
+    rng = np.random.default_rng(22)
+    truth = rng.choice(8, size=N, p=[0.3, 0.2, 0.15, 0.1, 0.1, 0.1, 0.05, 0.0])
+    return spec, estimate(spec, simulate(spec, truth, rng)).to_dict()
+
+
+def test_the_frequency_ratio_is_privacy_noise_against_replace_one_laplace():
+    spec, result = grr_estimate()
+    m = mechanism_from_spec(spec)
+    p, q = m.p_star, m.q_star
+    f = np.clip([row["estimate"] for row in result["values"]], 0, 1)
+    noise = np.sqrt((f * p * (1 - p) + (1 - f) * q * (1 - q)) / N) / (p - q)  # fixed-data (Wang et al. 2017)
+    population = np.sqrt((q + f * (p - q)) * (1 - q - f * (p - q)) / N) / (p - q)
+    central = math.sqrt(2) * 2 / (N * 4.0)  # Laplace, L1 = 2 counts, on the fraction: 2/n
+    block = result["central_dp"]
+    assert block["relation"] == "replace-one" and block["mechanism"] == "Laplace"
+    assert block["sensitivity"]["l1"] == pytest.approx(2 / N) and block["sensitivity"]["l2"] == pytest.approx(
+        math.sqrt(2) / N)
+    assert block["std_error"] == pytest.approx(central)
+    assert block["ldp_to_central_ratio"] == pytest.approx(math.sqrt(np.mean(noise**2)) / central)
+    assert 15 < block["ldp_to_central_ratio"] < 30  # the issue's 26.1 at its frequencies (95.7 before)
+    total = block["total"]
+    central_total = math.sqrt(central**2 + np.mean(f * (1 - f) / N))
+    assert total["ratio"] == pytest.approx(math.sqrt(np.mean(population**2)) / central_total)
+    assert 1 < total["ratio"] < 2  # sampling dominates both sides: about 1.2, not sqrt(n)
+    for row, reported in zip(result["values"], noise):
+        assert row["std_error_reported"] == pytest.approx(reported)
+    assert result["target"] == "population"
+
+
+def test_with_a_delta_the_central_mechanism_is_the_gaussian_at_l2_sqrt2():
+    _, result = grr_estimate(delta=1e-6)
+    block = result["central_dp"]
+    sigma = analytic_gaussian_sigma(math.sqrt(2) / N, 4.0, 1e-6)
+    assert block["std_error"] == pytest.approx(sigma) and block["mechanism"].startswith("Gaussian")
+    assert block["laplace"]["std_error"] == pytest.approx(math.sqrt(2) * 2 / (N * 4.0))
+    assert block["ldp_to_central_ratio"] == pytest.approx(block["ldp_std_error"] / sigma)
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "piecewise", "hybrid"])
+def test_the_mean_ratio_is_privacy_noise_against_replace_one(mechanism):
+    spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": 1.0, "range": [0, 10]})
+    rng = np.random.default_rng(7)
+    values = rng.uniform(0, 10, size=N)
+    result = estimate(spec, simulate(spec, values, rng)).to_dict()
+    device = mechanism_from_spec(spec)
+    t = 2 * values / 10 - 1
+    noise = math.sqrt(np.mean([device.variance(x) for x in t[:2000]]) / N) * 5  # mean over users of v(t)
+    central = math.sqrt(2) * 10 / N / 1.0  # Laplace, sensitivity w/n
+    block = result["central_dp"]
+    assert block["relation"] == "replace-one" and block["std_error"] == pytest.approx(central)
+    # the noise-only SE is estimated from the reports: within a few per cent of the closed form at n = 1e4
+    assert block["ldp_std_error"] == pytest.approx(noise, rel=0.06)
+    assert result["std_error_reported"] < result["std_error"]
+    assert block["ldp_to_central_ratio"] == pytest.approx(result["std_error_reported"] / central)
+
+
+def test_the_planner_ratio_uses_replace_one():
+    "OUE against central Laplace on one fraction of a histogram (L1 = 2): sqrt(n) eps sqrt(2e)/(2(e-1))"
+    for epsilon in (1.0, 4.0):
+        e = math.exp(epsilon)
+        expected = math.sqrt(1e6) * epsilon * math.sqrt(2 * e) / (2 * (e - 1))
+        assert plan("oue", epsilon, 1_000_000, domain_size=1024).ldp_to_central_ratio == pytest.approx(
+            expected, rel=2e-3)
+
+
+@pytest.mark.parametrize("kind", ["histogram", "count", "sum"])
+@pytest.mark.parametrize("mode", ["gaussian", "laplace"])
+def test_trust_models_under_one_relation(kind, mode):
+    n, epsilon, delta, d = 50_000, 1.0, 1e-6, 16
+    value_range = (0.0, 100.0) if kind == "sum" else None
+    models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=1e-4,
+                          domain_size=d if kind == "histogram" else 2, value_range=value_range, noise_mode=mode)
+    assert models["relation"] == "replace-one" and models["target"] == "reported"
+    e = math.exp(epsilon)
+    if kind == "sum":
+        l1 = l2 = 100.0 / n
+        worst = max(e_var for e_var in (  # the mean mechanisms' worst cases on [-1, 1], scaled by (w/2)^2
+            mechanism_from_spec(load_spec({"name": "x", "mechanism": name, "epsilon": epsilon,
+                                           "range": [0, 100]})).worst_case_variance()
+            for name in ("hybrid",)))
+        local = math.sqrt(worst * 50.0**2 / n)
+    else:
+        l1, l2 = (2 / n, math.sqrt(2) / n) if kind == "histogram" else (1 / n, 1 / n)
+        size = d if kind == "histogram" else 2
+        # fixed-data variance at f = 0: GRR (d-2+e)/(e-1)^2, OUE/OLH 4e/(e-1)^2 (quantized p*, q* move it a little)
+        local = math.sqrt(min((size - 2 + e) / (e - 1) ** 2, 4 * e / (e - 1) ** 2) / n)
+    assert models["local"]["std_error"] == pytest.approx(local, rel=1e-3)
+    central = models["central"]
+    if mode == "laplace":
+        assert central["std_error"] == pytest.approx(math.sqrt(2) * l1 / epsilon) and central["delta"] == 0
+    else:
+        assert central["std_error"] == pytest.approx(analytic_gaussian_sigma(l2, epsilon, delta))
+        assert central["delta"] == delta
+    assert central["epsilon"] == epsilon and models["local"]["epsilon"] == epsilon
+
+
+def test_the_estimate_and_its_trust_models_state_one_central_figure():
+    noise = calibrate("gaussian", epsilon=1.0, delta=1e-6, sensitivity=1)
+    result = estimate_distributed([500] * 8, kind="histogram", n=4000, noise=noise, epsilon=1.0,
+                                  delta=1e-6).to_dict()
+    assert result["central_dp"]["std_error"] == result["trust_models"]["central"]["std_error"]
+    assert result["central_dp"]["mechanism"] == result["trust_models"]["central"]["mechanism"]
+    assert result["central_dp"]["relation"] == result["trust_models"]["relation"] == "replace-one"
