@@ -1,0 +1,99 @@
+"""The audit hook of tests/outside_reads.py catches a test touching files beside the repository, and lets
+temporary folders, the Python installation and $LDP_VDAF_VECTORS through."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.outside_reads import PARENT, REPO, STATE
+
+
+def sibling() -> Path:
+    "A path beside the repository that does not exist (reading it still raises the audit event)"
+    return Path(PARENT) / f"ldp-outside-probe-{secrets.token_hex(4)}" / "Prio3Count_0.json"
+
+
+def test_a_read_beside_the_repository_is_recorded(request):
+    path = sibling()
+    with pytest.raises(FileNotFoundError):
+        path.read_text()
+    with pytest.raises(FileNotFoundError):
+        os.listdir(path.parent)
+    assert STATE.take(request.node.nodeid) == [f"open {path}", f"os.listdir {path.parent}"]
+
+
+def test_a_relative_path_through_the_parent_is_recorded(request, monkeypatch):
+    monkeypatch.chdir(REPO)
+    path = sibling()
+    relative = Path("..") / path.relative_to(PARENT)
+    with pytest.raises(FileNotFoundError):
+        open(relative)
+    assert STATE.take(request.node.nodeid) == [f"open {path}"]
+
+
+def test_a_command_given_a_path_beside_the_repository_is_recorded(request):
+    path = sibling()
+    subprocess.run([sys.executable, "-c", "", str(path)], check=True)
+    assert STATE.take(request.node.nodeid) == [f"subprocess.Popen {path}"]
+
+
+def test_temporary_folders_the_repository_and_the_extra_vectors_are_allowed(request, monkeypatch, tmp_path):
+    (tmp_path / "a").write_text("x")
+    with tempfile.TemporaryDirectory() as temporary:
+        (Path(temporary) / "b").write_text("y")
+    (REPO / "README.md").read_text()
+    extra = sibling()
+    monkeypatch.setenv("LDP_VDAF_VECTORS", str(extra.parent))
+    with pytest.raises(FileNotFoundError):
+        extra.read_text()
+    assert STATE.take(request.node.nodeid) == []
+
+
+def run_pytest(test_file: Path) -> subprocess.CompletedProcess[str]:
+    "pytest with only the plugin over one test file, in a subprocess"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.outside_reads", "-p", "no:cacheprovider", "-q",
+                           str(test_file)], capture_output=True, text=True, cwd=test_file.parent,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+
+
+def test_a_test_that_reads_beside_the_repository_fails_and_the_others_pass(tmp_path):
+    path = sibling()
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent(f"""
+        import pytest
+
+        def test_reads_beside():
+            with pytest.raises(FileNotFoundError):
+                open({str(path)!r})
+
+        def test_reads_nothing():
+            pass
+    """))
+    result = run_pytest(tmp_path / "test_probe.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout
+    assert "FAILED test_probe.py::test_reads_beside" in result.stdout
+    assert f"open {path}" in result.stdout
+
+
+def test_a_read_at_collection_fails_the_session(tmp_path):
+    path = sibling()
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent(f"""
+        try:  # at import, i.e. collection: no test to fail, so the session fails
+            open({str(path)!r})
+        except OSError:
+            pass
+
+        def test_nothing():
+            pass
+    """))
+    result = run_pytest(tmp_path / "test_probe.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 passed" in result.stdout and f"open {path}" in result.stdout
