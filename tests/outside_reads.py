@@ -5,7 +5,9 @@ watches the events that read, list, create or delete files (``open`` and the lik
 path arguments of ``subprocess.Popen``). A path in the tree of the repository's parent directory but outside the
 repository is recorded, unless it is:
 
-- a temporary folder made by ``tempfile`` in this process (``mkdtemp``/``mkstemp``) or pytest's own ``pytest-of-*``,
+- a temporary folder: one made by ``tempfile`` in this process (``mkdtemp``/``mkstemp``), pytest's own
+  ``pytest-of-*``, the collector's ``ldp-metrics-*``, and, where the system's temporary folder is itself beside
+  the repository (a clone in /tmp), anything in it that did not exist when the session started,
 - the Python installation (``sys.prefix``, ``sys.base_prefix``, the site-packages) or a system directory,
 - a per-user dot folder of the home directory (``~/.cache``, ``~/.config``: library caches such as matplotlib's),
 - under ``$LDP_VDAF_VECTORS``, the way to run extra Prio3 test vectors.
@@ -30,6 +32,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PARENT = str(REPO.parent)
+TEMPORARY_PREFIXES = ("pytest-of-", "ldp-metrics-")  # pytest's, and collector.metrics.process_directory's
 # events whose first argument (both, for os.rename) is a path a test reads, lists, creates or deletes
 PATH_EVENTS = {"open": 1, "os.listdir": 1, "os.scandir": 1, "glob.glob": 1, "sqlite3.connect": 1, "os.mkdir": 1,
                "os.remove": 1, "os.rmdir": 1, "os.rename": 2, "shutil.rmtree": 1, "shutil.copytree": 2}
@@ -45,13 +48,20 @@ def _under(path: str, root: str) -> bool:
 class OutsideReads:
     "The audit hook's state: the allowed roots, the test running now and what was recorded, per test"
 
-    def __init__(self) -> None:
-        self.temp_root = os.path.normpath(os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir())
-        self.allowed = [str(REPO), *SYSTEM_ROOTS]
+    def __init__(self, repo: Path = REPO, temp_root: str | None = None) -> None:
+        self.parent = str(repo.parent)
+        self.temp_root = os.path.normpath(temp_root or os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir())
+        self.allowed = [str(repo), *SYSTEM_ROOTS]
         self.allowed += {os.path.normpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                                        *sysconfig.get_paths().values())}
         self.home = os.path.normpath(os.path.expanduser("~"))
         self.temporary: list[str] = []  # made by tempfile in this process
+        # what the temporary folder held before the session: a sibling there (../shared of a clone in /tmp) is
+        # watched, what the tests and their servers create is not
+        try:
+            self.existing = set(os.listdir(self.temp_root))
+        except OSError:
+            self.existing = set()
         self.current: str | None = None  # the node id of the test running now
         self.recorded: dict[str, list[str]] = {}
 
@@ -64,12 +74,14 @@ class OutsideReads:
         if not text.startswith(os.sep):
             text = os.path.join(os.getcwd(), text)
         text = os.path.normpath(text)
-        if not _under(text, PARENT) or any(_under(text, root) for root in self.allowed):
+        if not _under(text, self.parent) or any(_under(text, root) for root in self.allowed):
             return None
         if text == self.temp_root or any(_under(text, root) for root in self.temporary):
             return None
-        if _under(text, self.temp_root) and text[len(self.temp_root) + 1:].startswith("pytest-of-"):
-            return None
+        if _under(text, self.temp_root):
+            first = text[len(self.temp_root) + 1:].split(os.sep, 1)[0]
+            if first.startswith(TEMPORARY_PREFIXES) or first not in self.existing:
+                return None
         if _under(text, self.home) and text[len(self.home) + 1:].startswith("."):
             return None
         extra = os.environ.get("LDP_VDAF_VECTORS")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.outside_reads import PARENT, REPO, STATE
+from tests.outside_reads import PARENT, REPO, STATE, OutsideReads
 
 
 def sibling() -> Path:
@@ -97,3 +97,24 @@ def test_a_read_at_collection_fails_the_session(tmp_path):
     result = run_pytest(tmp_path / "test_probe.py")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 passed" in result.stdout and f"open {path}" in result.stdout
+
+
+def test_in_a_temporary_folder_beside_the_repository_only_what_existed_before_is_watched(tmp_path):
+    "A clone in /tmp: /tmp/shared is a sibling, what the session's servers make in /tmp is a temporary folder"
+    (tmp_path / "clone").mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "ldp-metrics-0-gunicorn-1").mkdir()
+    watcher = OutsideReads(tmp_path / "clone", str(tmp_path))
+    (tmp_path / "made-during-the-session").mkdir()
+    assert watcher.outside(tmp_path / "shared" / "Prio3Count_0.json") == str(tmp_path / "shared" / "Prio3Count_0.json")
+    assert watcher.outside(tmp_path / "made-during-the-session" / "x") is None
+    assert watcher.outside(tmp_path / "ldp-metrics-0-gunicorn-1") is None
+    assert watcher.outside(tmp_path / "pytest-of-someone" / "x") is None
+    assert watcher.outside(tmp_path / "clone" / "README.md") is None
+    assert watcher.outside(tmp_path) is None  # the temporary folder itself (TemporaryFile opens it)
+
+
+def test_a_repository_in_a_folder_inside_the_temporary_folder_watches_its_siblings(tmp_path):
+    (tmp_path / "work" / "clone").mkdir(parents=True)
+    watcher = OutsideReads(tmp_path / "work" / "clone", str(tmp_path))
+    assert watcher.outside(tmp_path / "work" / "shared") == str(tmp_path / "work" / "shared")
