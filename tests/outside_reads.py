@@ -51,9 +51,11 @@ class OutsideReads:
     def __init__(self, repo: Path = REPO, temp_root: str | None = None) -> None:
         self.parent = str(repo.parent)
         self.temp_root = os.path.normpath(temp_root or os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir())
-        self.allowed = [str(repo), *SYSTEM_ROOTS]
-        self.allowed += {os.path.normpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                                       *sysconfig.get_paths().values())}
+        installation = {os.path.normpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                                      *sysconfig.get_paths().values())}
+        # a root holding the repository (a checkout in /opt or /usr/src) would hide its siblings: not allowed whole
+        self.allowed = [str(repo), *(root for root in (*SYSTEM_ROOTS, *sorted(installation))
+                                     if not _under(str(repo), root))]
         self.home = os.path.normpath(os.path.expanduser("~"))
         self.temporary: list[str] = []  # made by tempfile in this process
         # what the temporary folder held before the session: a sibling there (../shared of a clone in /tmp) is

@@ -118,3 +118,9 @@ def test_a_repository_in_a_folder_inside_the_temporary_folder_watches_its_siblin
     (tmp_path / "work" / "clone").mkdir(parents=True)
     watcher = OutsideReads(tmp_path / "work" / "clone", str(tmp_path))
     assert watcher.outside(tmp_path / "work" / "shared") == str(tmp_path / "work" / "shared")
+
+
+def test_a_system_folder_holding_the_repository_does_not_hide_its_siblings(tmp_path):
+    watcher = OutsideReads(Path("/opt/ldp-telemetry"), str(tmp_path))
+    assert watcher.outside("/opt/shared/Prio3Count_0.json") == "/opt/shared/Prio3Count_0.json"
+    assert watcher.outside("/opt/ldp-telemetry/tests/data/x.json") is None
