@@ -21,8 +21,18 @@ def sibling() -> Path:
     return Path(PARENT) / f"ldp-outside-probe-{secrets.token_hex(4)}" / "Prio3Count_0.json"
 
 
-def test_a_read_beside_the_repository_is_recorded(request):
+@pytest.fixture
+def probe(monkeypatch) -> Path:
+    """A sibling() the session's hook watches: in a clone whose parent is the temporary folder (/tmp) only what was
+    there before the session is watched, so its folder counts as such (it is never created)"""
     path = sibling()
+    monkeypatch.setattr(STATE, "existing", STATE.existing | {path.parent.name})
+    assert STATE.outside(path) == str(path)
+    return path
+
+
+def test_a_read_beside_the_repository_is_recorded(request, probe):
+    path = probe
     with pytest.raises(FileNotFoundError):
         path.read_text()
     with pytest.raises(FileNotFoundError):
@@ -30,43 +40,49 @@ def test_a_read_beside_the_repository_is_recorded(request):
     assert STATE.take(request.node.nodeid) == [f"open {path}", f"os.listdir {path.parent}"]
 
 
-def test_a_relative_path_through_the_parent_is_recorded(request, monkeypatch):
+def test_a_relative_path_through_the_parent_is_recorded(request, monkeypatch, probe):
     monkeypatch.chdir(REPO)
-    path = sibling()
+    path = probe
     relative = Path("..") / path.relative_to(PARENT)
     with pytest.raises(FileNotFoundError):
         open(relative)
     assert STATE.take(request.node.nodeid) == [f"open {path}"]
 
 
-def test_a_command_given_a_path_beside_the_repository_is_recorded(request):
-    path = sibling()
+def test_a_command_given_a_path_beside_the_repository_is_recorded(request, probe):
+    path = probe
     subprocess.run([sys.executable, "-c", "", str(path)], check=True)
     assert STATE.take(request.node.nodeid) == [f"subprocess.Popen {path}"]
 
 
-def test_temporary_folders_the_repository_and_the_extra_vectors_are_allowed(request, monkeypatch, tmp_path):
+def test_temporary_folders_the_repository_and_the_extra_vectors_are_allowed(request, monkeypatch, tmp_path, probe):
     (tmp_path / "a").write_text("x")
     with tempfile.TemporaryDirectory() as temporary:
         (Path(temporary) / "b").write_text("y")
     (REPO / "README.md").read_text()
-    extra = sibling()
+    extra = probe
     monkeypatch.setenv("LDP_VDAF_VECTORS", str(extra.parent))
     with pytest.raises(FileNotFoundError):
         extra.read_text()
     assert STATE.take(request.node.nodeid) == []
 
 
-def run_pytest(test_file: Path) -> subprocess.CompletedProcess[str]:
-    "pytest with only the plugin over one test file, in a subprocess"
+def run_pytest(tmp_path: Path, test_text: str) -> subprocess.CompletedProcess[str]:
+    """pytest with only the plugin over one test file, in a subprocess whose temporary folder is in ``tmp_path`` (so
+    that a sibling() is watched there even in a clone in /tmp), the test file in pytest's part of it"""
+    temp_root = tmp_path / "temp"
+    test_file = temp_root / "pytest-of-probe" / "test_probe.py"
+    test_file.parent.mkdir(parents=True)
+    test_file.write_text(textwrap.dedent(test_text))
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.outside_reads", "-p", "no:cacheprovider", "-q",
                            str(test_file)], capture_output=True, text=True, cwd=test_file.parent,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PYTEST_DEBUG_TEMPROOT": str(temp_root)},
+                          timeout=300)
 
 
 def test_a_test_that_reads_beside_the_repository_fails_and_the_others_pass(tmp_path):
     path = sibling()
-    (tmp_path / "test_probe.py").write_text(textwrap.dedent(f"""
+    result = run_pytest(tmp_path, f"""
         import pytest
 
         def test_reads_beside():
@@ -75,8 +91,7 @@ def test_a_test_that_reads_beside_the_repository_fails_and_the_others_pass(tmp_p
 
         def test_reads_nothing():
             pass
-    """))
-    result = run_pytest(tmp_path / "test_probe.py")
+    """)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed, 1 passed" in result.stdout
     assert "FAILED test_probe.py::test_reads_beside" in result.stdout
@@ -85,7 +100,7 @@ def test_a_test_that_reads_beside_the_repository_fails_and_the_others_pass(tmp_p
 
 def test_a_read_at_collection_fails_the_session(tmp_path):
     path = sibling()
-    (tmp_path / "test_probe.py").write_text(textwrap.dedent(f"""
+    result = run_pytest(tmp_path, f"""
         try:  # at import, i.e. collection: no test to fail, so the session fails
             open({str(path)!r})
         except OSError:
@@ -93,8 +108,7 @@ def test_a_read_at_collection_fails_the_session(tmp_path):
 
         def test_nothing():
             pass
-    """))
-    result = run_pytest(tmp_path / "test_probe.py")
+    """)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 passed" in result.stdout and f"open {path}" in result.stdout
 
