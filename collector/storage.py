@@ -1121,15 +1121,15 @@ class Storage(StorageBase):
                     built[day] = (len(ids) // 16, DayFilter.build(ids))  # no copy of the ids
             finally:
                 reader.close()
-            stored = []
+            cache = _day_filter_cache.setdefault(str(self.path), {})
             with self.transaction() as conn:
                 for day, (reports, day_filter) in built.items():
                     if conn.execute("UPDATE day_filters SET reports = ?, bits = ? WHERE day = ? AND reports = -1 "
                                     "AND token = ?", (reports, day_filter.to_bytes(), day, token)).rowcount:
-                        stored.append(day)
-            cache = _day_filter_cache.setdefault(str(self.path), {})
-            for day in stored:
-                cache[day] = (token, built[day][1])
+                        # cached before the commit makes the row visible, so this process's requests never read
+                        # the bits back; an entry whose transaction rolls back is never used (its token is not
+                        # stored)
+                        cache[day] = (token, day_filter)
             return True
         finally:
             os.close(lock_fd)

@@ -44,6 +44,8 @@ from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
 
 DEFAULT_USERS = 2000
 DEFAULT_OUT = Path("ldp-demo-output")
+RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
+                     "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
 BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
 DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
 # Worker processes of the local collector: its one-report requests (5 per user) were the devices phase's bottleneck
@@ -544,10 +546,45 @@ def start_report_worker() -> None:
 
 
 def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
-    "summary.json: every campaign's summary, in order"
+    "summary.json: every campaign's summary, in order; index.html: a link to each report and its one-line summary"
+    from estimators.report import IndexEntry, render_index
+
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
                                           encoding="utf-8")
+    entries = [IndexEntry(s.name, s.files, summary_line(s)) for s in summaries]
+    notes = [RATIO_EXPLANATION] if any(s.ldp_to_central_ratio for s in summaries) else []
+    notes.append("The estimates come from simulated users; each report compares them with the truth it was drawn "
+                 "from. summary.json holds these summaries as data.")
+    (out_dir / "index.html").write_text(render_index("ldp-telemetry demo: the reports", entries, notes),
+                                        encoding="utf-8")
+
+
+def headline(summary: CampaignSummary) -> str:
+    "Mechanism, epsilon, n and the LDP/central ratio of a campaign, as the terminal and the index page state them"
+    from estimators.report.model import ratio_text
+
+    epsilon = f"{summary.epsilon:.3g}" if summary.epsilon is not None else "?"
+    ratio = (f", LDP/central ratio {ratio_text(summary.ldp_to_central_ratio)}"
+             if summary.ldp_to_central_ratio else "")
+    n = f"{summary.n:,}" if summary.n is not None else "?"
+    return f"{summary.mechanism}, epsilon {epsilon}, n {n}{ratio}"
+
+
+def summary_line(summary: CampaignSummary) -> str:
+    "One line on a campaign: its headline and its most frequent value's (or the mean's) estimate against the truth"
+    parts = [headline(summary)]
+    if summary.values:
+        top = summary.values[0]
+        interval = (f", 95% CI [{_number(top.ci_low)}, {_number(top.ci_high)}]"
+                    if top.ci_low is not None and top.ci_high is not None else " (not detected)")
+        parts.append(f"{top.value}: estimate {_number(top.estimate)}{interval}, truth {_number(top.truth)}")
+    if summary.error_bars:
+        parts.append("95% CI half-width " + ", ".join(f"{model} ±{summary.error_bars[model]:.4f}"
+                                                      for model in ("local", "distributed", "central")))
+    if summary.note:
+        parts.append(f"note: {summary.note}")
+    return "; ".join(parts)
 
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
@@ -938,16 +975,13 @@ def _progress(factory: Callable[[int, str], Any] | None, total: int, label: str)
 
 def format_summary(result: DemoResult, top: int = 4) -> str:
     "The per-campaign summary the command prints: estimate against truth, interval, LDP/central ratio"
-    from estimators.report.model import ratio_text
-
     path = "the simulator and the batch API" if result.mode == "bulk" else "the SDK over HTTP"
-    lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s.", ""]
+    lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s."]
+    if any(campaign.ldp_to_central_ratio for campaign in result.campaigns):
+        lines.append(RATIO_EXPLANATION)
+    lines.append("")
     for campaign in result.campaigns:
-        epsilon = f"{campaign.epsilon:.3g}" if campaign.epsilon is not None else "?"
-        ratio = (f", LDP/central ratio {ratio_text(campaign.ldp_to_central_ratio)}"
-                 if campaign.ldp_to_central_ratio else "")
-        n = f"{campaign.n:,}" if campaign.n is not None else "?"
-        lines.append(f"{campaign.name} ({campaign.mechanism}, epsilon {epsilon}, n {n}{ratio})")
+        lines.append(f"{campaign.name} ({headline(campaign)})")
         if campaign.note:
             lines.append(f"  note: {campaign.note}")
         if campaign.error_bars and campaign.error_bar_labels:
@@ -961,7 +995,7 @@ def format_summary(result: DemoResult, top: int = 4) -> str:
             lines.append(f"  {value.value:<12} estimate {_number(value.estimate):>8}  95% CI {interval:<22}"
                          f"  truth {_number(value.truth)}")
         lines.append("")
-    lines.append(f"Reports (HTML, Markdown, JSON) in {result.out_dir.resolve()}")
+    lines.append(f"Reports (HTML, Markdown, JSON) in {result.out_dir.resolve()}; open index.html there first")
     return "\n".join(lines)
 
 

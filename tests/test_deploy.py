@@ -1,5 +1,5 @@
 """The deployment files in docs/deploy/ checked by their own tools, the backup script on a live WAL database, and
-the README tour's wait for /readyz.  The tools are installed by .ci/run; a missing tool fails, it never skips."""
+the README tour's wait for /readyz.  The tools are installed by scripts/test; a missing tool fails, it never skips."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ UNITS = ("ldp-telemetry.service", "ldp-telemetry-backup.service", "ldp-telemetry
 
 
 def tool(name: str) -> str:
-    "The tool's path; fails (never skips) when it is missing: .ci/run installs it"
+    "The tool's path; fails (never skips) when it is missing: scripts/test installs it"
     found = shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
     if found is None:
-        pytest.fail(f"{name} is not installed: run .ci/run, or apt-get install the package it names")
+        pytest.fail(f"{name} is not installed: run scripts/test, or apt-get install the package it names")
     return found
 
 

@@ -1,4 +1,4 @@
-"""The code base passes ruff with the rules in pyproject.toml (CONVENTIONS.md: typed and linted)."""
+"""The code base passes ruff with the rules in pyproject.toml (the project's conventions: typed and linted)."""
 
 import pathlib
 import subprocess

@@ -1,4 +1,4 @@
-"""The library packages type-check with mypy at its default settings (CONVENTIONS.md: typed and linted)."""
+"""The library packages type-check with mypy at its default settings (the project's conventions: typed and linted)."""
 
 import pathlib
 import subprocess

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .index import IndexEntry, render_index
 from .json_report import json_report, render_json, report_schema
 from .model import SCHEMA_VERSION, DailyResult, ReportData, ValueRow, value_rows
 from .table import render_table
@@ -30,7 +31,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "FORMATS", "SCHEMA_VERSION", "DailyResult", "MarkdownReport", "Plot", "ReportData", "ValueRow", "json_report",
-    "render_html", "render_json", "render_markdown", "render_table", "report_plots", "report_schema",
-    "value_rows",
+    "FORMATS", "SCHEMA_VERSION", "DailyResult", "IndexEntry", "MarkdownReport", "Plot", "ReportData", "ValueRow",
+    "json_report", "render_html", "render_index", "render_json", "render_markdown", "render_table", "report_plots",
+    "report_schema", "value_rows",
 ]

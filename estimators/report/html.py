@@ -8,23 +8,10 @@ from html import escape
 
 from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, display_rows
 from .plots import Plot, report_plots
+from .style import STYLE
 from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table
 
 MARK_TITLES = {ZERO_MARK: f"interval includes 0: {NOT_DISTINGUISHABLE}", BELOW_ZERO_MARK: f"interval {BELOW_ZERO}"}
-
-STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 60rem; margin: 2rem auto;
-       padding: 0 1rem; color: #222; line-height: 1.45; }
-h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
-ul.facts { color: #444; padding-left: 1.2rem; }
-table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; }
-th, td { padding: 0.25rem 0.7rem; border-bottom: 1px solid #ddd; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-tr.zero td { color: #888; }
-figure { margin: 1.5rem 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption, .note { color: #555; font-size: 0.9rem; }
-"""
 
 
 def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequence[Plot] | None = None) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from client_sdk.errors import LDPError
 
@@ -39,8 +40,9 @@ class DayType(click.ParamType):
 
 @click.command()
 @click.argument("campaign")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False),
-              help="Read the collector's database directly: a SQLite file or a postgresql:// URL.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), envvar=["LDP_DATABASE", "LDP_DATABASE_URL"],
+              help="Read the collector's database directly: a SQLite file or a postgresql:// URL (env LDP_DATABASE "
+                   "or LDP_DATABASE_URL, unless --url or --aggregate is given).")
 @click.option("--url", help="Ask a running collector instead, e.g. http://127.0.0.1:8000.")
 @click.option("--aggregate", "aggregate_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read an aggregate file instead (as 'ldp-telemetry spark aggregate' writes).")
@@ -67,6 +69,9 @@ def report(campaign: str, db_path: str | None, url: str | None, aggregate_file: 
     browser.aggregate.json;
     ldp-telemetry report browser --url http://127.0.0.1:8000 --token $ADMIN_KEY --format html --out browser.html
     """
+    if click.get_current_context().get_parameter_source("db_path") == ParameterSource.ENVIRONMENT and (
+            url is not None or aggregate_file is not None):
+        db_path = None  # the environment's database, as every command reads it, yields to a source given here
     if [db_path, url, aggregate_file].count(None) != 2:
         raise click.UsageError("give exactly one of --db PATH, --url URL or --aggregate FILE")
     if url is not None and not token:

@@ -19,7 +19,7 @@ def check_vectors(directory: Path) -> None:
 
     Exits 1 if any file fails (or there is none).  Vectors of unsupported types fail; none is skipped.
 
-    Example: ldp-telemetry vdaf check-vectors ../shared/vdaf-test-vectors
+    Example: ldp-telemetry vdaf check-vectors tests/data/vdaf-test-vectors  (in a checkout of the repository)
     """
     from client_sdk.vdaf.vectors import check_vector_file
 

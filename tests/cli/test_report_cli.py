@@ -134,8 +134,37 @@ def test_missing_database_exits_1_and_creates_nothing(tmp_path):
     ["browser", "--db", "x.db", "--format", "pdf"],
 ])
 def test_usage_errors_exit_2(args, monkeypatch):
-    monkeypatch.delenv("LDP_TOKEN", raising=False)
+    for name in ("LDP_TOKEN", "LDP_DATABASE", "LDP_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     assert run(*args).exit_code == 2
+
+
+@pytest.mark.parametrize("variable", ["LDP_DATABASE_URL", "LDP_DATABASE"])
+def test_the_database_comes_from_the_environment_as_for_every_command(db_path, monkeypatch, variable):
+    expected = run("browser", "--db", str(db_path), "--format", "json")
+    monkeypatch.setenv(variable, str(db_path))
+    result = run("browser", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n"] == json.loads(expected.stdout)["n"] == 3 * PER_DAY
+
+
+def test_a_source_given_on_the_command_line_wins_over_the_environments_database(db_path, server, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setenv("LDP_DATABASE_URL", str(tmp_path / "missing.db"))
+    assert "no database at" in run("browser").stderr  # the environment's database is the one read ...
+    assert run("browser", "--db", str(db_path)).exit_code == 0  # ... unless another source is given
+    url, admin, _ = server
+    assert run("browser", "--url", url, "--token", admin).exit_code == 0
+    from collector.archive import AggregateFile, write_aggregate_file
+
+    aggregate = tmp_path / "browser.aggregate.json"
+    with collector_storage.Storage(db_path) as storage:
+        campaign = storage.get_campaign("browser")
+        days = [(day, storage.read_aggregate(campaign, since=day, until=day)) for day in DAYS]
+    write_aggregate_file(aggregate, AggregateFile(campaign.spec, days))
+    result = run("browser", "--aggregate", str(aggregate), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n"] == 3 * PER_DAY
 
 
 def test_help_documents_every_option():

@@ -4,6 +4,7 @@ dependency, that records and delivers to a real collector from a fresh virtual e
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -34,16 +35,43 @@ print(json.dumps({"file": client_sdk.__file__, "statuses": statuses, "sent": res
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    "Build the SDK wheel from a copy of sdk/ and client_sdk/ (no build artefacts in the checkout, no network)"
+def build(tmp_path_factory) -> tuple[Path, Path]:
+    """Build the SDK wheel as documented (``pip wheel --no-deps ./sdk``) in a copy of sdk/ and client_sdk/ laid out
+    as in the repository (no build artefacts in the checkout, no network): the wheel and the copy"""
     work = tmp_path_factory.mktemp("sdk-build")
     ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
-    shutil.copytree(ROOT / "sdk", work / "sdk", ignore=ignore)
+    shutil.copytree(ROOT / "sdk", work / "sdk", ignore=ignore)  # sdk/LICENSE, a link to ../LICENSE, as a file
     shutil.copytree(ROOT / "client_sdk", work / "client_sdk", ignore=ignore)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-w", str(work / "dist"), str(work / "sdk")], check=True, capture_output=True)
+                    "--no-index", "-w", str(work / "dist"), "./sdk"], check=True, capture_output=True, cwd=work)
     (built,) = (work / "dist").glob("ldp_telemetry_sdk-*.whl")
-    return built
+    return built, work
+
+
+@pytest.fixture(scope="module")
+def wheel(build) -> Path:
+    return build[0]
+
+
+def test_building_the_wheel_leaves_nothing_behind(build):
+    "No sdk/build and no ldp_telemetry_sdk.egg-info beside client_sdk (setuptools' own backend left both)"
+    _, work = build
+    assert sorted(p.name for p in work.iterdir()) == ["client_sdk", "dist", "sdk"]
+    assert sorted(p.name for p in (work / "sdk").iterdir() if p.name != "__pycache__") == sorted(
+        p.name for p in (ROOT / "sdk").iterdir() if p.name not in ("__pycache__", "build"))
+
+
+def test_the_wheel_ships_the_license_and_a_self_contained_description(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        (license_name,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(license_name) == (ROOT / "LICENSE").read_bytes()
+    headers, _, description = metadata.partition("\n\n")
+    assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    assert "from client_sdk import Client" in description  # the SDK's own README, not the repository's
+    # a package index shows the description alone: no link relative to the repository
+    assert not re.findall(r"\]\((?!https?://)[^)]*\)", description) and "../" not in description
 
 
 def test_the_wheel_holds_client_sdk_and_nothing_else(wheel):

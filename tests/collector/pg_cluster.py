@@ -41,7 +41,7 @@ def find_bindir() -> Path:
         if directory and (Path(directory) / "initdb").is_file() and (Path(directory) / "pg_ctl").is_file():
             return Path(directory)
     raise ServerNotFound("PostgreSQL server binaries (initdb, pg_ctl) not found: install the distribution's "
-                         "postgresql package (.ci/run does) or set LDP_PG_BINDIR")
+                         "postgresql package (scripts/test does) or set LDP_PG_BINDIR")
 
 
 class PostgresCluster:

@@ -229,3 +229,31 @@ def test_a_day_holding_reports_gets_its_filter_after_the_request_is_answered(sto
     assert order == ["answered", "built"]
     assert storage.conn.execute("SELECT reports FROM day_filters WHERE day = ?",
                                 (dt.date.fromisoformat(DAY).toordinal(),)).fetchone()[0] == 20
+
+
+def test_a_built_filter_is_in_the_process_cache_before_its_row_is_visible(storage):
+    """The build thread caches a filter before committing it: a request of this process that sees the row never
+    reads the bits back (it did, in the moment between the commit and the caching: 8 extra statements)"""
+    campaign, _ = storage.create_campaign(SPECS[0], DAY)
+    insert(storage, [group_of(campaign, ["a"] * 20, seed=1)], DAY)
+    storage_module._day_filter_cache.clear()
+    storage.conn.execute("DELETE FROM day_filters")
+    day = dt.date.fromisoformat(DAY).toordinal()
+    cached_at_commit = []
+
+    def at(statement: str) -> None:
+        if statement == "COMMIT" and storage.conn.execute("SELECT count(*) FROM day_filters WHERE reports >= 0"
+                                                          ).fetchone()[0]:
+            token = storage.conn.execute("SELECT token FROM day_filters WHERE day = ?", (day,)).fetchone()[0]
+            cached = storage_module._day_filter_cache.get(str(storage.path), {}).get(day)
+            cached_at_commit.append(cached is not None and cached[0] == token)
+
+    storage.conn.set_trace_callback(at)
+    try:
+        assert storage._build_day_filters([day])
+    finally:
+        storage.conn.set_trace_callback(None)
+    assert cached_at_commit == [True]
+    statements = traced(storage)
+    assert day in storage._day_filters(range(day, day + 1))
+    assert not [s for s in statements if "SELECT bits" in s]

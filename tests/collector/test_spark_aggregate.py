@@ -27,7 +27,7 @@ def require_java() -> None:
     "Fails (never skips) without Java 17 or later on the PATH"
     java = shutil.which("java")
     if java is None:
-        pytest.fail("no java on the PATH: PySpark needs Java 17 (.ci/run installs openjdk-17-jre-headless)")
+        pytest.fail("no java on the PATH: PySpark needs Java 17 (scripts/test installs openjdk-17-jre-headless)")
     version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     assert '"17' in version or '"2' in version, version  # 17 or later
 

@@ -10,6 +10,7 @@ import sys
 import threading
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
+from html.parser import HTMLParser
 from pathlib import Path
 
 import jsonschema
@@ -18,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from demo.run import (
+    RATIO_EXPLANATION,
     CampaignSummary,
     finish_reports,
     format_summary,
@@ -25,6 +27,7 @@ from demo.run import (
     render_reports,
     report_workers,
     run_demo,
+    summary_line,
     worker_start_method,
 )
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
@@ -106,6 +109,59 @@ def test_summary_states_estimate_truth_interval_and_ratio(demo_run):
     assert "truth" in text and "95% CI" in text and "LDP/central ratio" in text
     assert str(demo_run.out_dir.resolve()) in text
     assert all(c.ldp_to_central_ratio is None or c.ldp_to_central_ratio > 1 for c in demo_run.campaigns)
+
+
+class Links(HTMLParser):
+    "The index page's list items (their text) and links"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.hrefs: list[str] = []
+        self.notes: list[str] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "li":
+            self.items.append("")
+            self._in = "li"
+        elif tag == "p":
+            self.notes.append("")
+            self._in = "p"
+        elif tag == "a":
+            self.hrefs.append(dict(attrs)["href"])
+
+    def handle_endtag(self, tag):
+        if tag in ("li", "p"):
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in == "li":
+            self.items[-1] += data
+        elif self._in == "p":
+            self.notes[-1] += data
+
+
+def test_the_output_folder_has_an_index_linking_every_report_with_its_summary(demo_run):
+    page = Links()
+    page.feed((demo_run.out_dir / "index.html").read_text())
+    names = [c.name for c in (*CAMPAIGNS, *DISTRIBUTED_CAMPAIGNS)]
+    assert len(page.items) == len(names)
+    for name, item, summary in zip(names, page.items, demo_run.campaigns):
+        assert item.startswith(f"{name} (Markdown, JSON): ") and item.endswith(summary_line(summary))
+        assert "estimate" in item and "truth" in item and "\n" not in item  # one line
+        for suffix in (".html", ".md", ".json"):
+            assert f"{name}{suffix}" in page.hrefs
+    assert all((demo_run.out_dir / href).is_file() for href in page.hrefs)
+    assert RATIO_EXPLANATION in page.notes
+
+
+def test_the_summary_explains_its_ratio_in_one_line(demo_run):
+    lines = format_summary(demo_run).splitlines()
+    assert lines[1] == RATIO_EXPLANATION and lines.count(RATIO_EXPLANATION) == 1
+    assert RATIO_EXPLANATION.startswith("LDP/central ratio: ") and "sqrt(n)" in RATIO_EXPLANATION
+    assert sum("LDP/central ratio " in line for line in lines) >= 1  # the ratios it explains
+    assert "index.html" in lines[-1]
 
 
 def test_bulk_path_through_the_simulator_and_batch_api(tmp_path):

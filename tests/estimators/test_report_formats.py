@@ -142,3 +142,17 @@ def test_each_format_alone_draws_each_figure_once(monkeypatch):
     drawn.clear()
     images = render_markdown(browser_data(), simulate_points=False).images
     assert len(drawn) == len(images) == 2
+
+
+def test_an_index_page_links_each_reports_files_and_escapes_its_text():
+    from estimators.report import IndexEntry, render_index
+
+    page = render_index("reports <all>", [
+        IndexEntry("a&b", ["a&b.html", "a&b.md", "a&b.json", "a&b-figure.png"], "n 10 <small>"),
+        IndexEntry("plain", ["plain.json"], "no HTML file"),
+    ], notes=["ratio: x < y"])
+    assert "<title>reports &lt;all&gt;</title>" in page
+    assert ('<li><strong><a href="a&amp;b.html">a&amp;b</a></strong> (<a href="a&amp;b.md">Markdown</a>, '
+            '<a href="a&amp;b.json">JSON</a>): n 10 &lt;small&gt;</li>') in page
+    assert '<li><strong>plain</strong> (<a href="plain.json">JSON</a>): no HTML file</li>' in page
+    assert ".png" not in page and '<p class="note">ratio: x &lt; y</p>' in page

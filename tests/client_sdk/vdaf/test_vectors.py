@@ -1,5 +1,5 @@
-"""Every operation of every test vector in $LDP_VDAF_VECTORS reproduces the draft's bytes; the runner cannot pass a
-wrong, unsupported or wrongly-succeeding vector."""
+"""Every operation of every test vector (the vendored draft-20 ones, plus those in $LDP_VDAF_VECTORS when set)
+reproduces the draft's bytes; the runner cannot pass a wrong, unsupported or wrongly-succeeding vector."""
 
 from __future__ import annotations
 
@@ -10,25 +10,30 @@ import pytest
 
 from client_sdk.vdaf.vectors import check_vector_file
 
-from .vectors_dir import vector_files, vectors_dir
+from .vectors_dir import VENDORED, extra_vectors_dir, vector_files, vector_id
 
 
-def test_vector_directory_exists_and_holds_vectors():
-    directory = vectors_dir()
-    assert directory.is_dir(), (
-        f"test vector directory {directory} does not exist: set LDP_VDAF_VECTORS or put shared/ beside the repo"
-    )
-    names = {p.stem.split("_", 1)[0] for p in vector_files()}
-    assert {"Prio3Count", "XofTurboShake128"} <= names, f"no Prio3 vectors in {directory}"
+def test_the_vendored_vectors_cover_every_implemented_type():
+    names = {p.stem.rsplit("_", 1)[0] for p in VENDORED.glob("*.json")}
+    assert {"Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "Prio3MultihotCountVec", "XofTurboShake128",
+            "XofFixedKeyAes128"} <= names, f"vectors missing from {VENDORED}"
 
 
-@pytest.mark.parametrize("path", vector_files(), ids=lambda p: p.stem)
+def test_an_extra_vector_directory_exists_and_holds_vectors():
+    extra = extra_vectors_dir()
+    if extra is None:
+        return  # no extra vectors asked for: the vendored ones run alone
+    assert extra.is_dir(), f"LDP_VDAF_VECTORS={extra} is not a directory"
+    assert any(extra.glob("*.json")), f"no *.json test vectors in LDP_VDAF_VECTORS={extra}"
+
+
+@pytest.mark.parametrize("path", vector_files(), ids=vector_id)
 def test_vector(path: Path):
     assert check_vector_file(path) is None
 
 
 def _copy(tmp_path: Path, name: str, edit) -> Path:
-    source = vectors_dir() / f"{name}.json"
+    source = VENDORED / f"{name}.json"
     if not source.is_file():
         pytest.fail(f"{source} is missing")
     vector = json.loads(source.read_text())
@@ -91,7 +96,7 @@ def test_an_operation_that_should_fail_but_succeeds_is_reported(tmp_path):
 
 
 def test_a_negative_vector_whose_failure_is_not_reached_is_reported(tmp_path):
-    good = json.loads((vectors_dir() / "Prio3Count_0.json").read_text())
+    good = json.loads((VENDORED / "Prio3Count_0.json").read_text())
 
     def edit(v):  # the bad vector's report replaced by a good one: verification no longer fails
         v["reports"] = good["reports"]

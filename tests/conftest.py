@@ -1,0 +1,3 @@
+"""Session-wide: no test touches files beside the repository (tests/outside_reads.py)."""
+
+pytest_plugins = ("tests.outside_reads",)
