@@ -58,8 +58,10 @@ def test_a_machine_without_the_tools_gets_every_package(tmp_path):
         expected.insert(0, "postgresql")
     os_release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
     expected.append("chromium-browser" if re.search(r"^ID=ubuntu$", os_release, re.M) else "chromium")
+    expected += [package for tool, package in (("node", "nodejs"), ("npm", "npm"))
+                 if shutil.which(tool, path=os.pathsep.join(["/usr/sbin", "/sbin"])) is None]
     assert list_missing(str(bin_dir)) == expected
-    assert "curl" in expected and "chromium" in expected[-1]  # the PATH really hid the tools
+    assert "curl" in expected and "chromium" in expected[-3] and expected[-1] == "npm"  # the PATH really hid them
 
 
 def test_a_python_without_venv_gets_python3_venv(tmp_path):

@@ -48,7 +48,7 @@ async function call(name, path, init) {
 
 
 def chromium() -> str:
-    "Debian's chromium; fails (never skips) when it is missing: .ci/run installs it"
+    "Debian's chromium; fails (never skips) when it is missing: scripts/test installs it"
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
         pytest.fail("chromium is not installed: apt-get install chromium (the README's test command does)")
