@@ -177,12 +177,6 @@ def peer_job(job_id: str) -> Response:
     return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
 
 
-@peer.post("/v1/peer/coin_seed")
-def peer_coin_seed() -> Response:
-    "Commit-and-reveal of the coin subset's seed: take the leader's commitment, answer the helper's value"
-    return jsonify(helper.coin_seed(get_storage(), dist_store(), _peer_body()))
-
-
 @peer.post("/v1/peer/aggregate_shares")
 def peer_aggregate_share() -> Response:
     "The helper's noisy aggregate share of a batch (once)"

@@ -22,7 +22,6 @@ the same lock.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -41,7 +40,7 @@ from client_sdk.spec import Spec
 from ..storage import CampaignVersion, StorageBase, open_storage
 from . import hpke_keys
 from .aggregation import CampaignVdaf, Verified, b64d, b64e
-from .helper import LEADER_ROLE, checksum, selected_coins
+from .helper import LEADER_ROLE, checksum
 from .peer import Backoff, PeerClient, PeerRefused, PeerUnavailable
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
@@ -284,11 +283,8 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
             return Counter()  # another process finished it meanwhile
         count, share = store.agg_share(key, conn)
         if outputs:
-            total = vdaf.add(vdaf.decode(share), [out for out, _ in outputs.values()])
+            total = vdaf.add(vdaf.decode(share), list(outputs.values()))
             DistStore.put_agg_share(conn, key, count + len(outputs), vdaf.encode(total))
-            coins = [(rid, vdaf.encode(coin)) for rid, (_, coin) in outputs.items() if coin is not None]
-            if coins:
-                DistStore.add_coin_shares(conn, key, coins)
         done = "public_share = x'', leader_share = x'', helper_share = ''"  # kept no longer than needed
         conn.executemany(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
                          [(rid,) for rid in outputs])
@@ -310,7 +306,7 @@ def _check_answer(answer: dict, body: dict) -> list[dict]:
 
 
 def _finish(vdaf: CampaignVdaf, sent: list[tuple[Any, Verified]], answers: list[dict],
-            outcome: dict[bytes, str]) -> dict[bytes, tuple[list[int], list[int] | None]]:
+            outcome: dict[bytes, str]) -> dict[bytes, list[int]]:
     "The leader's output shares of the reports the helper accepted; the others' reasons go to ``outcome``"
     outputs = {}
     for (report, mine), answer in zip(sent, answers):
@@ -328,7 +324,7 @@ def _finish(vdaf: CampaignVdaf, sent: list[tuple[Any, Verified]], answers: list[
                            uuid.UUID(bytes=report.report_id))
             outcome[report.report_id] = "joint-randomness-mismatch"
             continue
-        outputs[report.report_id] = vdaf.contribution(out_share, report.report_id)
+        outputs[report.report_id] = vdaf.contribution(out_share)
     return outputs
 
 
@@ -414,10 +410,10 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     _, vdaf = found
     if store.release(key) is not None:
         raise CollectError(409, "batch-collected", f"batch {batch} of {spec.name!r} was collected already")
-    min_batch = max(vdaf.params.min_batch, vdaf.coin_subset or 0)
+    min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
-        raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch, vdaf)
+        raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch)
     with store.transaction() as conn:
         if store.batch_state(key, conn) == "open":
             DistStore.set_batch(conn, key, "closed")  # no upload enters the batch from here on
@@ -435,9 +431,8 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         valid = store.aggregated_ids(key)
         if len(valid) < min_batch:
             with store.transaction() as conn:
-                if store.batch_row(key)[1] is None:  # no coin seed exchanged yet: the batch can take reports again
-                    DistStore.set_batch(conn, key, "open")
-            raise _too_small(len(valid), min_batch, vdaf)
+                DistStore.set_batch(conn, key, "open")  # nothing was released: the batch can take reports again
+            raise _too_small(len(valid), min_batch)
         count, share = store.agg_share(key)
         if count != len(valid):
             raise CollectError(500, "internal", f"aggregate share counts {count} reports, {len(valid)} aggregated")
@@ -445,13 +440,6 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
                                 "report_count": count, "checksum": checksum(valid)}
         try:
-            if vdaf.coins:
-                own = _coin_seed(store, key)
-                answer = peer.coin_seed({"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
-                                         "commitment": b64e(hashlib.sha256(own).digest())})
-                theirs = b64d(answer.get("seed"), "seed")
-                vector = vdaf.add(vector, selected_coins(vdaf, store.coin_shares(key), valid, own + theirs))
-                body["coin_seed"] = b64e(own)
             helper = peer.aggregate_share(body)
         except PeerUnavailable as exc:
             raise CollectError(503, "helper-unavailable", f"the helper did not answer ({exc}); retry",
@@ -466,29 +454,17 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         rejected = store.rejections(key)
         out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
                "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
-               "noise": vdaf.noise.describe(), "coin_subset": vdaf.coin_subset}
+               "noise": vdaf.noise.describe(), "coin_subset": None}
         with store.transaction() as conn:
             conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) VALUES "
                          "(?, ?, ?, ?, ?)", (*key[:2], campaign.version, batch, json.dumps(out)))
             DistStore.set_batch(conn, key, "collected")
-            conn.execute("DELETE FROM dist_coin_shares WHERE campaign = ? AND fingerprint = ? AND batch = ?", key)
     return out
 
 
-def _coin_seed(store: DistStore, key: BatchKey) -> bytes:
-    "The leader's random value for the coin subset, drawn once per batch and kept (a retry commits to the same)"
-    with store.transaction() as conn:
-        own = store.batch_row(key)[1]
-        if own is None:
-            own = secrets.token_bytes(32)
-            DistStore.set_batch(conn, key, store.batch_state(key, conn), seed_own=own)
-    return own
-
-
-def _too_small(count: int, needed: int, vdaf: CampaignVdaf) -> CollectError:
-    why = f"the coin noise needs {vdaf.coin_subset} reports" if vdaf.coin_subset else "min_batch"
+def _too_small(count: int, needed: int) -> CollectError:
     return CollectError(409, "batch-too-small", f"the batch holds {count} valid or pending reports; at least "
-                                                f"{needed} are needed ({why})")
+                                                f"{needed} are needed (min_batch)")
 
 
 # -- the driver ---------------------------------------------------------------------------------------------------

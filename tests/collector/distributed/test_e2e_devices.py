@@ -176,9 +176,9 @@ def test_the_noise_of_repeated_releases_has_the_variance_of_the_formula(servers:
         counts = np.array([values.count(value) for value in domain])
         draws.append(np.array(release["release"]) - counts)
     noise_mode = estimate_release(spec, release)["noise"]
-    from estimators.distributed import calibrate
+    from estimators.distributed import Shift, calibrate
 
-    noise = calibrate("gaussian", epsilon=1.0, delta=1e-6, sensitivity=1)
+    noise = calibrate("gaussian", epsilon=1.0, delta=1e-6, sensitivity=Shift(2, 1))  # replace-one: two buckets
     assert noise_mode["variance"] == pytest.approx(noise.variance())
     samples = np.concatenate(draws).astype(float)
     variance = noise.variance()

@@ -36,7 +36,7 @@ def test_peer_routes_answer_junk_with_a_named_4xx(pair):
     helper = pair.helper_app.test_client()
     peer = {"Authorization": f"Bearer {PEER_TOKEN}", "Content-Type": "application/json"}
     routes = [("put", f"/v1/peer/campaigns/{spec.name}"), ("put", f"/v1/peer/aggregation_jobs/{uuid.uuid4()}"),
-              ("put", "/v1/peer/aggregation_jobs/not-a-uuid"), ("post", "/v1/peer/coin_seed"),
+              ("put", "/v1/peer/aggregation_jobs/not-a-uuid"),
               ("post", "/v1/peer/aggregate_shares")]
     for method, path in routes:
         for body in JUNK:
