@@ -205,9 +205,11 @@ class Client:
         "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
         mechanism = None
+        batch = None  # a distributed report names its batch: one per batch (ledger), sealed into its shares
         try:
             if spec.trust == "distributed":
-                payload = self._seal(spec, campaign, value, report_id)
+                batch = time.strftime("%Y-%m-%d", time.gmtime(now))  # distributed.batch_of, without its import
+                payload = self._seal(spec, campaign, value, report_id, batch)
             else:
                 mechanism = self._checked_mechanism(spec)
                 payload = self._perturb(spec, value, mechanism)  # validates the value before any quota/state check
@@ -223,11 +225,12 @@ class Client:
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
-                if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
+                if self.ledger.refusal(campaign, spec.epsilon, policy, now, batch) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 if spec.mechanism == "rappor" and mechanism is not None:
                     report["payload"] = self._with_stored_secret(spec, value, mechanism, payload)
-                self.ledger.charge(campaign, spec.epsilon, policy, now)
+                delta = (spec.delta or 0.0) if spec.trust == "distributed" else 0.0  # local reports: pure epsilon
+                self.ledger.charge(campaign, spec.epsilon, policy, now, delta=delta, batch=batch)
                 self.queue.put(report, now)
                 pending = self.queue.last_count
         except sqlite3.Error as exc:
@@ -304,8 +307,8 @@ class Client:
         except (ValueError, ArithmeticError) as exc:
             raise InvalidValue(str(exc)) from None
 
-    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str) -> dict:
-        "A distributed report's payload: the value sharded and sealed to the leader and the helper"
+    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict:
+        "A distributed report's payload for ``batch``: the value sharded and sealed to the leader and the helper"
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
@@ -321,7 +324,7 @@ class Client:
         except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
             raise UnsupportedSpec(f"campaign {campaign!r} is distributed: {exc}") from None
         try:
-            return distributed.seal_report(spec, value, *configs, report_id=report_id)
+            return distributed.seal_report(spec, value, *configs, report_id=report_id, batch=batch)
         except distributed.SealError as exc:  # a listed public key HPKE cannot use
             raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
         except TypeError as exc:

@@ -160,10 +160,15 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             continue
         from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
-        info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share)
-        try:
-            input_share = open_sealed(pair, ciphertext, info)
-        except HpkeError:
+        input_share = None
+        for batch in (key[2], None):  # sealed for the job's batch, or (devices of earlier versions) for none
+            try:
+                info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
+                input_share = open_sealed(pair, ciphertext, info)
+                break
+            except HpkeError:
+                continue
+        if input_share is None:  # another key, another report, another batch, or altered
             results[-1]["error"] = "hpke-decrypt-error"
             continue
         candidates.append((position, report_uuid.bytes, public_share, input_share, leader_vs))

@@ -21,6 +21,7 @@ the same lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import logging
@@ -46,7 +47,8 @@ from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
-PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))
+PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))  # and "batch" (devices since 0.x)
+FUTURE_BATCH_DAYS = 1  # a report may name a batch this many days after the leader's day (a device's clock ahead)
 SEALED_FIELDS = frozenset(("config_id", "ciphertext"))
 
 
@@ -122,7 +124,12 @@ class UploadResult:
 
 
 def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersion]], day: str) -> UploadResult:
-    """Check each distributed report, open the leader's share, and store the valid ones in one transaction"""
+    """Check each distributed report, open the leader's share, and store the valid ones in one transaction.
+
+    A report goes into the batch its payload names (a device's clock behind or ahead of the leader's does not move
+    it into another batch), or into ``day`` if it names none (devices of earlier versions).  A batch more than
+    ``FUTURE_BATCH_DAYS`` after ``day`` is refused (``batch-in-future``), one already collected too
+    (``batch-collected``): both are final for the report."""
     from client_sdk import distributed
     from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
@@ -131,6 +138,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     rows: dict[BatchKey, list[tuple]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
+    latest = (dt.date.fromisoformat(day) + dt.timedelta(days=FUTURE_BATCH_DAYS)).isoformat()
     for index, report, campaign in items:
         spec = campaign.spec
         key: BatchKey = (spec.name, spec.fingerprint, day)
@@ -141,18 +149,25 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             continue
         known, vdaf = found
         try:
-            public_share, leader_ct, helper_share, leader_id = _parse_payload(report["payload"], known)
+            public_share, leader_ct, helper_share, leader_id, batch = _parse_payload(report["payload"], known)
         except _Reject as reject:
             result.rejected.append((index, report_id, reject.field, reject.reason))
             reasons.setdefault(key, Counter())[reject.slug] += 1
             continue
+        if batch is not None:
+            if batch > latest:
+                result.rejected.append((index, report_id, "payload.batch", f"names batch {batch}, more than "
+                                        f"{FUTURE_BATCH_DAYS} day(s) after this leader's day {day} (batch-in-future)"))
+                reasons.setdefault(key, Counter())["batch-in-future"] += 1
+                continue
+            key = (spec.name, spec.fingerprint, batch)
         pair = pairs.get(leader_id)
         if pair is None:
             result.rejected.append((index, report_id, "payload.leader_share.config_id",
                                     "is not this leader's HPKE config id (sealed to another key?)"))
             reasons.setdefault(key, Counter())["hpke-unknown-config-id"] += 1
             continue
-        info = distributed.input_share_info(spec, report_id, LEADER_ROLE, public_share)
+        info = distributed.input_share_info(spec, report_id, LEADER_ROLE, public_share, batch)
         try:
             plaintext = open_sealed(pair, leader_ct, info)
         except HpkeError:
@@ -207,10 +222,16 @@ class _Reject(Exception):
         self.field, self.reason, self.slug = field, reason, slug
 
 
-def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dict, int]:
-    "(public share, leader ciphertext, helper sealed share, leader config id), or _Reject naming the field"
-    if not isinstance(payload, dict) or set(payload) != PAYLOAD_FIELDS:
-        raise _Reject("payload", "must be {public_share, leader_share, helper_share}")
+def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dict, int, str | None]:
+    "(public share, leader ciphertext, helper sealed share, leader config id, batch), or _Reject naming the field"
+    from client_sdk.distributed import ShareRejected, check_batch
+
+    if not isinstance(payload, dict) or set(payload) - {"batch"} != PAYLOAD_FIELDS:
+        raise _Reject("payload", "must be {public_share, leader_share, helper_share[, batch]}")
+    try:
+        batch = check_batch(payload["batch"]) if "batch" in payload else None
+    except ShareRejected as exc:
+        raise _Reject(exc.field, "must be a UTC day YYYY-MM-DD") from None
     try:
         public_share = b64d(payload["public_share"], "payload.public_share")
     except ValueError as exc:
@@ -230,7 +251,7 @@ def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dic
     if payload["helper_share"]["config_id"] != helper_config.get("id"):
         raise _Reject("payload.helper_share.config_id", "is not the helper's HPKE config id (sealed to another key?)",
                       "hpke-unknown-config-id")
-    return public_share, shares["leader_share"], payload["helper_share"], payload["leader_share"]["config_id"]
+    return public_share, shares["leader_share"], payload["helper_share"], payload["leader_share"]["config_id"], batch
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------

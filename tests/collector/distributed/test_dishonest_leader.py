@@ -57,10 +57,10 @@ class DishonestLeader:
         # the device-coin noise of earlier versions released only from a batch of its coin subset's size
         self.batch_size = max(MIN_BATCH, int(getattr(self.calibrated, "subset_size", 0)))
 
-    def honest_report(self, value: str) -> tuple[str, dict]:
+    def honest_report(self, value: str, batch: str) -> tuple[str, dict]:
         report_id = str(uuid.uuid4())
         return report_id, distributed.seal_report(self.spec, value, self.pair.config, self.helper_config,
-                                                  report_id=report_id)
+                                                  report_id=report_id, batch=batch)
 
     def injected_report(self, bucket: int) -> tuple[str, dict]:
         "A report of a value the leader knows; its coin bits (coins campaigns) equal their masks: masked, all 0"
@@ -88,19 +88,11 @@ class DishonestLeader:
     def batch(self, day: str, honest_value: str) -> list[int]:
         """Run one batch of the honest report and batch_size - 1 injected ones (bucket 0) with the helper; the
         release minus everything the leader knows (its injected values): the honest value plus the noise"""
-        reports = [self.honest_report(honest_value)] + [self.injected_report(0) for _ in range(self.batch_size - 1)]
-        verified, job = [], []
-        for report_id, payload in reports:
-            public_share = b64d(payload["public_share"], "public_share")
-            info = distributed.input_share_info(self.spec, report_id, LEADER, public_share)
-            plaintext = open_sealed(self.pair, b64d(payload["leader_share"]["ciphertext"], "ct"), info)
-            mine = self.vdaf.verify_init(0, [(uuid.UUID(report_id).bytes, public_share, plaintext)])[0]
-            verified.append(mine)
-            job.append({"report_id": report_id, "public_share": payload["public_share"],
-                        "helper_share": payload["helper_share"],
-                        "leader_verifier_share": b64e(self.vdaf.vdaf.encode_verifier_share(mine.verifier_share))})
+        reports = [self.honest_report(honest_value, day)]
+        reports += [self.injected_report(0) for _ in range(self.batch_size - 1)]
+        verified, job = zip(*(self.job_entry(report_id, payload) for report_id, payload in reports))
         key = {"campaign": self.spec.name, "fingerprint": self.spec.fingerprint, "batch": day}
-        answers = self.peer.aggregation_job(str(uuid.uuid4()), {**key, "reports": job})["reports"]
+        answers = self.peer.aggregation_job(str(uuid.uuid4()), {**key, "reports": list(job)})["reports"]
         p = self.vdaf.modulus
         own = [0] * len(DOMAIN)
         ids = []
@@ -119,6 +111,23 @@ class DishonestLeader:
         share = self.vdaf.decode(b64d(helper["aggregate_share"], "aggregate_share"))
         release = [signed(a + b, p) for a, b in zip(own, share)]  # no noise of the leader's own
         return [release[0] - (self.batch_size - 1), release[1]]
+
+    def job_entry(self, report_id: str, payload: dict) -> tuple[Any, dict]:
+        "The leader's verification of one report (its share opened for the batch the payload names) and its entry"
+        public_share = b64d(payload["public_share"], "public_share")
+        info = distributed.input_share_info(self.spec, report_id, LEADER, public_share, payload.get("batch"))
+        plaintext = open_sealed(self.pair, b64d(payload["leader_share"]["ciphertext"], "ct"), info)
+        mine = self.vdaf.verify_init(0, [(uuid.UUID(report_id).bytes, public_share, plaintext)])[0]
+        return mine, {"report_id": report_id, "public_share": payload["public_share"],
+                      "helper_share": payload["helper_share"],
+                      "leader_verifier_share": b64e(self.vdaf.vdaf.encode_verifier_share(mine.verifier_share))}
+
+    def job_outcome(self, batch: str, report_id: str, payload: dict) -> str:
+        "The helper's answer to a job of this one report sent for ``batch``: continue, or the error"
+        _, entry = self.job_entry(report_id, payload)
+        body = {"campaign": self.spec.name, "fingerprint": self.spec.fingerprint, "batch": batch, "reports": [entry]}
+        answer = self.peer.aggregation_job(str(uuid.uuid4()), body)["reports"][0]
+        return str(answer["result"] if answer["result"] == "continue" else answer["error"])
 
     def own_contribution(self, out_share: list[int], nonce: bytes) -> list[int]:
         """The leader's share of one report in the release: its histogram part, plus (coins campaigns of earlier

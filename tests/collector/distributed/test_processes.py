@@ -96,7 +96,10 @@ class Aggregators:
         return body
 
     def collect(self, name: str) -> tuple[int, Any]:
-        return call("POST", f"{self.leader_url}/v1/campaigns/{name}/collect", self.admin, {"batch": today()})
+        return self.collect_batch(name, today())
+
+    def collect_batch(self, name: str, batch: str) -> tuple[int, Any]:
+        return call("POST", f"{self.leader_url}/v1/campaigns/{name}/collect", self.admin, {"batch": batch})
 
     def aggregated(self, spec: client_sdk.Spec) -> int:
         return exact_sum(self.leader_db, self.helper_db, spec, today())[0]

@@ -202,3 +202,11 @@ def test_a_window_of_batches_adds_the_releases_and_their_noises(mode):
     assert estimate_releases(spec, batches[:1]) == estimate_release(spec, batches[0])
     with pytest.raises(ValueError, match="same length"):
         estimate_releases(spec, [batches[0], {**batches[1], "release": [1, 2]}])
+
+
+def test_the_docs_state_the_assumption_in_the_estimates_words():
+    "docs/distributed.md, the estimate's guarantee and the reports (tests/estimators/test_report_distributed.py)"
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[3] / "docs" / "distributed.md").read_text().split())
+    assert ASSUMPTION in text and "replace-one (n public)" in text
