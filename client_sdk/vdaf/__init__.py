@@ -6,7 +6,6 @@ pycryptodome >= 3.20 (``pip install 'ldp-telemetry-sdk[distributed]'``) and rais
 
 from __future__ import annotations
 
-from .coins import coin_mask_bits, masked_output_share
 from .field import Field, Field64, Field128
 from .prio3 import (
     InputShare,
@@ -35,8 +34,6 @@ __all__ = [
     "VerifyState",
     "XofFixedKeyAes128",
     "XofTurboShake128",
-    "coin_mask_bits",
-    "masked_output_share",
     "prio3_count",
     "prio3_histogram",
     "prio3_histogram_with_coins",

@@ -31,7 +31,7 @@ from collector.distributed.helper import checksum
 from collector.distributed.peer import PeerClient, PeerRefused
 from tests.tolerances import k_sigma
 
-from .kit import PEER_TOKEN
+from .kit import PEER_TOKEN, Pair, configs, exact_sum
 from .test_processes import Aggregators
 
 DOMAIN = ["no", "yes"]
@@ -184,3 +184,44 @@ def test_a_dishonest_leader_is_left_with_the_helpers_calibrated_noise(tmp_path, 
     # and that noise alone is what the release states: (epsilon, delta) from one share
     achieved = share.privacy(spec.epsilon)
     assert achieved[0] <= spec.epsilon and achieved[1] <= spec.delta
+
+
+class NoiselessHelperVdaf(CampaignVdaf):
+    "A dishonest helper's: it adds no noise to its share"
+
+    def add_noise(self, share: list[int]) -> list[int]:
+        return share
+
+
+@pytest.mark.parametrize("noise", ["coins", "gaussian", "laplace"])
+def test_a_helper_that_adds_no_noise_leaves_the_leaders_calibrated_noise(tmp_path, monkeypatch, noise):
+    "The other way round (in process: the helper's code replaced): the release minus the truth is the leader's noise"
+    import collector.distributed.helper as helper_module
+
+    monkeypatch.setattr(helper_module, "CampaignVdaf", NoiselessHelperVdaf)
+    pair = Pair(tmp_path)
+    spec, block = pair.create({**SPEC, "noise": noise, **({"coins": 1} if noise == "coins" else {})})
+    leader_config, helper_config = configs(block)
+    residuals = []
+    for trial in range(TRIALS):
+        day = (dt.date(2025, 1, 1) + dt.timedelta(days=trial)).isoformat()
+        reports = []
+        for value in ("no", "yes"):
+            report_id = str(uuid.uuid4())
+            reports.append({"report_id": report_id, "campaign": spec.name, "fingerprint": spec.fingerprint,
+                            "payload": distributed.seal_report(spec, value, leader_config, helper_config,
+                                                               report_id=report_id, batch=day)})
+        assert pair.upload(reports)["accepted"] == 2
+        pair.aggregate()
+        truth = exact_sum(pair.leader_db, pair.helper_db, spec, day)[2]
+        release = pair.collect(spec.name, day).json
+        residuals += [got - want for got, want in zip(release["release"], truth)]
+    share = CampaignVdaf(spec, b"").noise
+    samples = np.array(residuals, dtype=float)
+    variance = share.share_variance()
+    pmf = share.share_pmf()
+    offsets = np.arange(len(pmf)) - (len(pmf) - 1) // 2
+    kurtosis = float((pmf * offsets**4).sum()) / variance**2
+    k = k_sigma(2)
+    assert abs(samples.mean()) < k * math.sqrt(variance / samples.size), samples
+    assert abs(samples.var() - variance) < k * variance * math.sqrt((kurtosis - 1) / samples.size), samples
