@@ -33,7 +33,7 @@ import numpy as np
 from ..central import NEIGHBOURING_FREQUENCY, NEIGHBOURING_MEAN, analytic_gaussian_sigma, central_block
 from ..errors import NoReports
 from ..planner import compare_mechanisms
-from .noise import NoiseMode, noise_halfwidth
+from .noise import NEIGHBOURING, RELATION, NoiseMode, noise_halfwidth
 
 KINDS = ("histogram", "count", "sum")
 
@@ -128,8 +128,8 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     central = central_block(sensitivity=sensitivity, epsilon=epsilon, confidence=confidence, delta=delta,
                             ldp_std_error=models["local"]["std_error"], neighbouring=neighbouring)
     achieved_epsilon, achieved_delta = noise.privacy(epsilon)
-    guarantee = {"epsilon": achieved_epsilon, "delta": achieved_delta, "neighbouring": neighbouring,
-                 "assumption": noise.describe()["assumption"]}
+    guarantee = {"epsilon": achieved_epsilon, "delta": achieved_delta, "relation": RELATION,
+                 "neighbouring": NEIGHBOURING, "assumption": noise.describe()["assumption"]}
     return DistributedEstimate(
         kind=kind, n=n, epsilon=epsilon, delta=delta, confidence=confidence, values=values, estimates=estimates,
         std_errors=std_errors, ci_low=estimates - halfwidth, ci_high=estimates + halfwidth, scale=scale,
