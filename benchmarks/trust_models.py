@@ -15,7 +15,7 @@ protocol:
                coins (both aggregators' centred Binomials); each share calibrated alone, replace-one (n public):
                the histogram's two buckets, the mean's one sum
 * central      a curator's analytic Gaussian (Balle & Wang 2018) on the exact count or mean, and Laplace (the
-               family to compare distributed Laplace noise with)
+               family to compare distributed Laplace noise with), under the same relation (replace-one)
 
 "predicted" is the standard error each estimate states; RMSE is measured.
 """
@@ -67,9 +67,10 @@ def histogram_rows(n: int, repetitions: int, generator: np.random.Generator) -> 
             errors.append(result.estimates * n - truth)
             predicted = float(result.std_errors[0]) * n
         rows.append((f"distributed, {mode}", rmse(errors), predicted))
-    sigma = analytic_gaussian_sigma(1.0, EPSILON, DELTA)
+    # a curator under the same relation, replace-one (n public): two buckets move by 1 (L2 sqrt 2, L1 2)
+    sigma = analytic_gaussian_sigma(math.sqrt(2), EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma, BUCKETS) for _ in range(repetitions)]), sigma))
-    scale = 1.0 / EPSILON
+    scale = 2.0 / EPSILON
     rows.append(("central, Laplace", rmse([generator.laplace(0, scale, BUCKETS) for _ in range(repetitions)]),
                  math.sqrt(2) * scale))
     return rows
