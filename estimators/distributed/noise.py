@@ -144,7 +144,9 @@ class AggregatorNoise:
         if self.kind == "coins":
             from scipy import stats  # here, not at import: scipy.stats costs a second of CPU
 
-            return stats.binom.pmf(np.arange(self.coins + 1), self.coins, 0.5)
+            half = self.coins // 2
+            reach = min(half, 30 * math.isqrt(self.coins) + 60)  # 60 sd: beyond, the pmf is below exp(-1800)
+            return stats.binom.pmf(np.arange(half - reach, half + reach + 1), self.coins, 0.5)
         half = int(math.ceil(LAPLACE_TAIL * parameter)) + 1
         grid = np.arange(-half, half + 1)
         a = math.exp(-1 / parameter)
