@@ -12,10 +12,10 @@ protocol:
 * distributed  the exact sum (histogram counts; for the mean, values randomly rounded to multiples of 1/B,
                B a power of two >= max(16, sqrt(n)/4), and summed as integers in [0, B]) plus the release noise of
                each mode, then ``estimate_distributed``: gaussian, laplace (both aggregators' exact CKS samplers),
-               coins (Binomial, numpy; coins per report the smallest power of two whose subset fits in n, with
-               honest fraction 1/2)
+               coins (both aggregators' centred Binomials); each share calibrated alone, replace-one (n public):
+               the histogram's two buckets, the mean's one sum
 * central      a curator's analytic Gaussian (Balle & Wang 2018) on the exact count or mean, and Laplace (the
-               family to compare distributed Laplace noise with)
+               family to compare distributed Laplace noise with), under the same relation (replace-one)
 
 "predicted" is the standard error each estimate states; RMSE is measured.
 """
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from client_sdk.randomness import DeterministicRandom  # noqa: E402
 from estimators import estimate  # noqa: E402
 from estimators.central import analytic_gaussian_sigma  # noqa: E402
-from estimators.distributed import CoinNoise, calibrate, estimate_distributed  # noqa: E402
+from estimators.distributed import Shift, calibrate, estimate_distributed  # noqa: E402
 from estimators.planner import compare_mechanisms  # noqa: E402
 from estimators.simulate import simulate  # noqa: E402
 
@@ -45,18 +45,6 @@ EPSILON, DELTA, BUCKETS = 1.0, 1e-6, 16
 def bound_for(n: int) -> int:
     "Grid of the mean: a power of two >= sqrt(n)/4, so the rounding's variance stays below a tenth of the noise's"
     return max(16, 1 << math.ceil(math.log2(math.sqrt(n) / 4)))
-
-
-def coin_noise(n: int, sensitivity: int) -> CoinNoise | None:
-    "The fewest coins per report (a power of two) whose subset fits in a batch of n"
-    coins = 1
-    while coins <= 1 << 16:
-        noise = calibrate("coins", epsilon=EPSILON, delta=DELTA, sensitivity=sensitivity, coins_per_report=coins)
-        assert isinstance(noise, CoinNoise)
-        if noise.subset_size <= n:
-            return noise
-        coins *= 2
-    return None
 
 
 def histogram_rows(n: int, repetitions: int, generator: np.random.Generator) -> list[tuple]:
@@ -71,24 +59,18 @@ def histogram_rows(n: int, repetitions: int, generator: np.random.Generator) -> 
     rows.append((f"local ({best.mechanism})", rmse(errors), best.std_error * n))
     rng = DeterministicRandom(n)
     for mode in ("gaussian", "laplace", "coins"):
-        noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=1) if mode != "coins" else coin_noise(n, 1)
-        if noise is None:
-            continue
+        noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=Shift(2, 1))
         errors, predicted = [], 0.0
         for _ in range(repetitions):
-            if isinstance(noise, CoinNoise):
-                release = truth + noise.release_noise(BUCKETS, generator)
-            else:
-                release = truth + np.array(noise.release_noise(BUCKETS, rng))
+            release = truth + np.array(noise.release_noise(BUCKETS, rng))
             result = estimate_distributed(release, kind="histogram", n=n, noise=noise, epsilon=EPSILON, delta=DELTA)
             errors.append(result.estimates * n - truth)
             predicted = float(result.std_errors[0]) * n
-        label = f"distributed, {mode}" + (f" (c={noise.coins_per_report}, m={noise.subset_size})"
-                                          if isinstance(noise, CoinNoise) else "")
-        rows.append((label, rmse(errors), predicted))
-    sigma = analytic_gaussian_sigma(1.0, EPSILON, DELTA)
+        rows.append((f"distributed, {mode}", rmse(errors), predicted))
+    # a curator under the same relation, replace-one (n public): two buckets move by 1 (L2 sqrt 2, L1 2)
+    sigma = analytic_gaussian_sigma(math.sqrt(2), EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma, BUCKETS) for _ in range(repetitions)]), sigma))
-    scale = 1.0 / EPSILON
+    scale = 2.0 / EPSILON
     rows.append(("central, Laplace", rmse([generator.laplace(0, scale, BUCKETS) for _ in range(repetitions)]),
                  math.sqrt(2) * scale))
     return rows
@@ -106,26 +88,18 @@ def mean_rows(n: int, repetitions: int, generator: np.random.Generator) -> list[
     rng = DeterministicRandom(n + 1)
     bound = bound_for(n)
     for mode in ("gaussian", "laplace", "coins"):
-        noise = (calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=bound) if mode != "coins"
-                 else coin_noise(n, bound))
-        if noise is None:
-            continue
+        noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=bound)
         errors, predicted = [], 0.0
         for _ in range(repetitions):
             scaled = values * bound
             encoded = np.floor(scaled) + (generator.random(n) < scaled - np.floor(scaled))  # randomized rounding
             exact = float(encoded.sum())
-            if isinstance(noise, CoinNoise):
-                release = exact + float(noise.release_noise(1, generator)[0])
-            else:
-                release = exact + noise.release_noise(1, rng)[0]
+            release = exact + noise.release_noise(1, rng)[0]
             result = estimate_distributed(release, kind="sum", n=n, noise=noise, epsilon=EPSILON, delta=DELTA,
                                           value_range=(0.0, 1.0), bound=bound)
             errors.append(float(result.estimates[0]) - true_mean)
             predicted = float(result.std_errors[0])
-        label = f"distributed, {mode}, grid 1/{bound}" + (f" (c={noise.coins_per_report}, m={noise.subset_size})"
-                                                          if isinstance(noise, CoinNoise) else "")
-        rows.append((label, rmse(errors), predicted))
+        rows.append((f"distributed, {mode}, grid 1/{bound}", rmse(errors), predicted))
     sigma = analytic_gaussian_sigma(1.0 / n, EPSILON, DELTA)
     rows.append(("central, Gaussian", rmse([generator.normal(0, sigma) for _ in range(repetitions)]), sigma))
     scale = 1.0 / (n * EPSILON)

@@ -81,6 +81,10 @@ GZIP_MIN_BYTES = 2048
 UPLOAD_SETTING = "upload_enabled"
 HELPER_CONFIGS_SETTING = "helper_hpke_configs"
 DELETED_COUNTER = "deleted_upload_disabled"
+# Distributed reports the leader refused for their batch (each names one, sealed into its shares: never moved to
+# another): collected already (the device's clock lagged by more than the leader's collection grace, or it stayed
+# offline past it), or too far ahead of the leader's clock.  Counted by name (``status().dropped``)
+BATCH_REJECTIONS = {"batch-collected": "rejected_batch_collected", "batch-in-future": "rejected_batch_in_future"}
 
 
 class Jitter(Protocol):
@@ -225,9 +229,11 @@ class Client:
         "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
         mechanism = None
+        batch = None  # a distributed report names its batch: one per batch (ledger), sealed into its shares
         try:
             if spec.trust == "distributed":
-                payload = self._seal(spec, campaign, value, report_id)
+                batch = utc_day(now)  # the UTC day of the clock (distributed.batch_of)
+                payload = self._seal(spec, campaign, value, report_id, batch)
                 if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
                     return Recorded(payload)
             else:
@@ -245,11 +251,12 @@ class Client:
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
-                if self.ledger.refusal(campaign, spec.epsilon, policy, now) is not None:
+                if self.ledger.refusal(campaign, spec.epsilon, policy, now, batch) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 if spec.mechanism == "rappor" and mechanism is not None:
                     report["payload"] = self._with_stored_secret(spec, value, mechanism, payload)
-                self.ledger.charge(campaign, spec.epsilon, policy, now)
+                delta = (spec.delta or 0.0) if spec.trust == "distributed" else 0.0  # local reports: pure epsilon
+                self.ledger.charge(campaign, spec.epsilon, policy, now, delta=delta, batch=batch)
                 self.queue.put(report, now)
                 pending = self.queue.last_count
         except sqlite3.Error as exc:
@@ -363,9 +370,9 @@ class Client:
         except (ValueError, ArithmeticError) as exc:
             raise InvalidValue(str(exc)) from None
 
-    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str) -> dict | RecordStatus:
-        """A distributed report's payload: the value sharded and sealed to the leader and the helper, with HPKE
-        configs the listing names and the app's configuration vouches for; or the status saying why not"""
+    def _seal(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict | RecordStatus:
+        """A distributed report's payload for ``batch``: the value sharded and sealed to the leader and the helper,
+        with HPKE configs the listing names and the app's configuration vouches for; or the status saying why not"""
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
@@ -392,7 +399,7 @@ class Client:
         except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
             raise UnsupportedSpec(f"campaign {campaign!r} is distributed: {exc}") from None
         try:
-            return distributed.seal_report(spec, value, *configs, report_id=report_id)
+            return distributed.seal_report(spec, value, *configs, report_id=report_id, batch=batch)
         except distributed.SealError as exc:  # a listed public key HPKE cannot use
             raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
         except TypeError as exc:
@@ -483,7 +490,8 @@ class Client:
             upload_enabled=self._upload_enabled, pending=count, pending_bytes=size, condition=self._condition,
             detail=self._detail, retry_in=max(0.0, self._next_attempt - self.clock()), recorded=dict(self._counts),
             sent=self._sent, rejected=self._rejected,
-            dropped={name: stored.get(name, 0) for name in (*DROP_COUNTERS, DELETED_COUNTER, *HELD_DROP_COUNTERS)},
+            dropped={name: stored.get(name, 0) for name in (*DROP_COUNTERS, DELETED_COUNTER, *HELD_DROP_COUNTERS,
+                                                            *BATCH_REJECTIONS.values())},
             unknown_campaigns=sorted(self._unknown),
             held=self.held.count() if self._held_campaigns else 0)
 
@@ -916,6 +924,9 @@ class Client:
                 return False
             for report_id, reason in list(verdict.items())[:20]:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
+            for slug, counter in BATCH_REJECTIONS.items():
+                if late := sum(slug in reason for reason in verdict.values()):
+                    self.state.add_to_counter(counter, late)
             if acknowledged is None:
                 self.queue.remove(ids)
             else:

@@ -26,3 +26,10 @@ def utc_day(seconds: float) -> str:
 def utc_today() -> str:
     "Today's UTC day, YYYY-MM-DD"
     return utc_day(time.time())
+
+
+def day_start(day: str) -> float:
+    "The POSIX time at which the UTC day ``day`` (YYYY-MM-DD) begins: the inverse of ``utc_day``"
+    import calendar
+
+    return float(calendar.timegm(time.strptime(day, "%Y-%m-%d")))

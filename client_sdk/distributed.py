@@ -5,12 +5,19 @@ A report's payload (inside the usual ``{"report_id", "campaign", "fingerprint", 
 
     {"public_share": "<b64url>",
      "leader_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"},
-     "helper_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"}}
+     "helper_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"},
+     "batch": "YYYY-MM-DD"}
+
+``batch`` names the batch (a UTC day, ``batch_of``) the device means the report for; the leader puts the report in
+that batch or refuses it, and the device sends at most one report per batch (its privacy ledger), so one device
+adds one report to a batch (the release's replace-one guarantee is per report).  The batch is sealed into both
+shares' HPKE info, so no aggregator can move the report to another batch.  A payload without ``batch`` (devices of
+earlier versions) is put in the leader's day of receipt, with the info of earlier versions.
 
 The Prio3 nonce is the 16 bytes of the report id (a UUID); the Prio3 application context is
-``ctx_for(spec)`` (it names the campaign version); the HPKE ``info`` binds the campaign, its fingerprint, the report
-id and the public share to each sealed share (``input_share_info``), so a share cannot be replayed under other
-metadata.  ``open_input_share`` is the aggregators' inverse.
+``ctx_for(spec)`` (it names the campaign version); the HPKE ``info`` binds the campaign, its fingerprint, the
+report id, the public share and the batch to each sealed share (``input_share_info``), so a share cannot be
+replayed under other metadata.  ``open_input_share`` is the aggregators' inverse.
 
 The Prio3 and HPKE code (``client_sdk.vdaf``) needs the SDK's optional ``distributed`` extra (pycryptodome,
 cryptography); it is imported on first use, so this module and ``encode_value`` work without it.
@@ -35,14 +42,15 @@ if TYPE_CHECKING:
     from .vdaf.hpke import HpkeConfig, HpkeKeyPair
 
 __all__ = [
-    "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "Aggregators", "ReportPayload", "SealError", "ShareRejected",
-    "aggregator_configs", "checked_url", "configured_aggregators", "ctx_for", "encode_value", "input_share_info",
-    "open_input_share", "parse_hpke_configs", "parse_payload", "pinned_config", "report_nonce", "same_url",
-    "seal_report", "vdaf_for",
+    "BATCH_INFO_PREFIX", "CTX_PREFIX", "HELPER", "INFO_PREFIX", "LEADER", "Aggregators", "ReportPayload",
+    "SealError", "ShareRejected", "aggregator_configs", "batch_of", "check_batch", "checked_url",
+    "configured_aggregators", "ctx_for", "encode_value", "input_share_info", "open_input_share",
+    "parse_hpke_configs", "parse_payload", "pinned_config", "report_nonce", "same_url", "seal_report", "vdaf_for",
 ]
 
 CTX_PREFIX = b"ldp-telemetry/v1 "
 INFO_PREFIX = b"ldp-telemetry input share"
+BATCH_INFO_PREFIX = b"ldp-telemetry input share for a batch"  # a batch-bound info never equals an unbound one
 CLIENT = 0x01  # DAP's Role: the sender of an input share
 LEADER = 0x02
 HELPER = 0x03
@@ -178,11 +186,35 @@ def _length_prefixed(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: bytes) -> bytes:
+def batch_of(now: float) -> str:
+    "The batch a report made at ``now`` (seconds since the epoch) is for: its UTC day"
+    from .clock import utc_day
+
+    return utc_day(now)
+
+
+def check_batch(batch: Any, field: str = "payload.batch") -> str:
+    "A batch name (a UTC day YYYY-MM-DD); ShareRejected naming the field otherwise"
+    import datetime as dt
+
+    try:
+        if isinstance(batch, str) and len(batch) == 10 and dt.date.fromisoformat(batch).isoformat() == batch:
+            return batch
+    except ValueError:
+        pass
+    raise ShareRejected("invalid-message", field, "must be a UTC day YYYY-MM-DD")
+
+
+def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: bytes,
+                     batch: str | None = None) -> bytes:
     """The HPKE info of one input share: ``INFO_PREFIX || 0x01 || role || canonical``, where canonical is the
     length-prefixed campaign name, the 16 fingerprint bytes, the 16 report-id bytes and the length-prefixed
-    encoded public share (lengths 4-byte big-endian)"""
-    return _info(spec, report_nonce(report_id), _role(role), public_share)
+    encoded public share (lengths 4-byte big-endian); a report for a named ``batch``: ``BATCH_INFO_PREFIX`` and
+    the length-prefixed batch after canonical"""
+    info = _info(spec, report_nonce(report_id), _role(role), public_share)
+    if batch is None:
+        return info
+    return BATCH_INFO_PREFIX + info[len(INFO_PREFIX):] + _length_prefixed(check_batch(batch).encode("ascii"))
 
 
 def _info(spec: Spec, nonce: bytes, role: int, public_share: bytes) -> bytes:
@@ -193,9 +225,10 @@ def _info(spec: Spec, nonce: bytes, role: int, public_share: bytes) -> bytes:
 
 
 # -- sealing and opening -----------------------------------------------------------------------------------------
-def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, *, report_id: str) -> dict:
-    """Shard ``value`` (validated by encode_value: TypeError, ValueError) and seal each input share: the report's
-    payload; SealError if a config's public key cannot be used"""
+def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, *, report_id: str,
+                batch: str | None = None) -> dict:
+    """Shard ``value`` (validated by encode_value: TypeError, ValueError) and seal each input share, for ``batch``
+    if given: the report's payload; SealError if a config's public key cannot be used"""
     from .vdaf.hpke import HpkeError, b64url, seal
 
     vdaf = vdaf_for(spec)
@@ -206,12 +239,14 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
     payload: dict[str, Any] = {"public_share": b64url(public_share)}
     for key, role, config, share in (("leader_share", LEADER, leader, shares[0]),
                                      ("helper_share", HELPER, helper, shares[1])):
-        info = _info(spec, nonce, role, public_share)
+        info = input_share_info(spec, report_id, role, public_share, batch)
         try:
             sealed = seal(config, vdaf.encode_input_share(share), info)
         except HpkeError as exc:
             raise SealError(f"{key}: {exc}") from None
         payload[key] = {"config_id": config.id, "ciphertext": b64url(sealed)}
+    if batch is not None:
+        payload["batch"] = batch
     return payload
 
 
@@ -378,6 +413,7 @@ class ReportPayload:
     leader_ciphertext: bytes
     helper_config_id: int
     helper_ciphertext: bytes
+    batch: str | None = None
 
 
 def parse_payload(payload: Any) -> ReportPayload:
@@ -389,9 +425,9 @@ def parse_payload(payload: Any) -> ReportPayload:
             raise ShareRejected("invalid-message", field, message)
 
     check(isinstance(payload, dict), "payload", "must be a JSON object")
-    unknown = sorted(set(payload) - {"public_share", "leader_share", "helper_share"})
+    unknown = sorted(set(payload) - {"public_share", "leader_share", "helper_share", "batch"})
     check(not unknown, f"payload.{unknown[0] if unknown else ''}", "unknown field")
-    values: list[Any] = []
+    values: list[Any] = []  # leader id, ciphertext, helper id, ciphertext
     for key in ("leader_share", "helper_share"):
         share = payload.get(key)
         check(isinstance(share, dict) and set(share) == {"config_id", "ciphertext"}, f"payload.{key}",
@@ -401,7 +437,8 @@ def parse_payload(payload: Any) -> ReportPayload:
               "must be an integer in [0, 255]")
         values += [int(config_id), _decoded(from_b64url, share["ciphertext"], f"payload.{key}.ciphertext")]
     public_share = _decoded(from_b64url, payload.get("public_share"), "payload.public_share")
-    return ReportPayload(public_share, *values)
+    batch = check_batch(payload["batch"]) if "batch" in payload else None
+    return ReportPayload(public_share, values[0], values[1], values[2], values[3], batch)
 
 
 def _decoded(from_b64url: Any, text: Any, field: str) -> bytes:
@@ -412,7 +449,7 @@ def _decoded(from_b64url: Any, text: Any, field: str) -> bytes:
 
 
 def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_id: str, public_share: bytes,
-                     sealed: bytes) -> InputShare:
+                     sealed: bytes, batch: str | None = None) -> InputShare:
     """The aggregator's side of ``seal_report``: open ``sealed`` (enc || ct) with ``keypair`` and the report's
     metadata and decode the input share of ``role``.  ShareRejected with reason ``hpke-decrypt-error`` (wrong key,
     other metadata, tampered) or ``invalid-message`` (a malformed share or public share)"""
@@ -427,7 +464,7 @@ def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_i
     except VerifyError as exc:
         raise ShareRejected("invalid-message", "payload.public_share", str(exc)) from None
     try:
-        plaintext = open_sealed(keypair, sealed, input_share_info(spec, report_id, code, public_share))
+        plaintext = open_sealed(keypair, sealed, input_share_info(spec, report_id, code, public_share, batch))
     except HpkeError as exc:
         raise ShareRejected("hpke-decrypt-error", field, str(exc)) from None
     try:

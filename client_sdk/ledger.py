@@ -1,9 +1,16 @@
-"""The on-device privacy ledger: how much epsilon each campaign has spent here, and how often it may report.
+"""The on-device privacy ledger: how much epsilon (and delta) each campaign has spent here, and how often it may
+report.
 
-Spending adds up by basic composition: k reports under epsilon cost k * epsilon for a value that does not change
-(Dwork and Roth 2014, Theorem 3.16; averaging attacks are why a device must cap its reports).  A
+Spending adds up by basic composition: k reports under (epsilon, delta) cost (k epsilon, k delta) for a value that
+does not change (Dwork and Roth 2014, Theorem 3.16; averaging attacks are why a device must cap its reports).  A
 :class:`ReportPolicy` per campaign caps reports per period (by default one per UTC day) and, optionally, the
 total epsilon; ``record`` refuses reports beyond it before anything is queued.
+
+A distributed campaign's report names its batch (``client_sdk.distributed.batch_of``: the UTC day on this device's
+clock), and the leader puts it in that batch, so the ledger keys the report on the batch: at most one per batch,
+and the batches a device reports to only move forward (``last_batch``; a clock set back never reaches a batch it
+has reported to).  Each release is (epsilon, delta)-DP for one report replaced, so one device is one report in it.
+This assumes one device is one identity: a person with several devices (or faked ones, Sybils) is out of scope.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ class Spending:
     campaign: str
     epsilon: float
     reports: int
+    delta: float = 0.0
+    last_batch: str | None = None  # distributed campaigns: the latest batch reported to
 
 
 class PrivacyLedger:
@@ -57,10 +66,15 @@ class PrivacyLedger:
     def __init__(self, state: StateFile) -> None:
         self.state = state  # the tables are created by StateFile
 
-    def refusal(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float) -> str | None:
-        "Why one more report under ``epsilon`` would break ``policy``, or None if it is allowed"
+    def refusal(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float,
+                batch: str | None = None) -> str | None:
+        "Why one more report under ``epsilon`` (for ``batch``, if named) would break ``policy``, or None if allowed"
         with self.state.lock:
             conn = self.state.conn
+            if batch is not None:
+                row = conn.execute("SELECT last_batch FROM ledger WHERE campaign = ?", (campaign,)).fetchone()
+                if row and row[0] is not None and row[0] >= batch:
+                    return f"one report per batch: this device reported to batch {row[0]} (now {batch})"
             if policy.max_reports is not None:
                 row = conn.execute("SELECT reports FROM ledger_periods WHERE campaign = ? AND period = ?",
                                    (campaign, policy.period(now))).fetchone()
@@ -72,12 +86,14 @@ class PrivacyLedger:
                     return f"epsilon budget {policy.max_epsilon:g} would be exceeded (spent {spent:g})"
         return None
 
-    def charge(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float) -> None:
-        "Record one report under ``epsilon`` (call inside the transaction that queues it)"
+    def charge(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float, *, delta: float = 0.0,
+               batch: str | None = None) -> None:
+        "Record one report under (``epsilon``, ``delta``), for ``batch`` (call inside the transaction that queues it)"
         with self.state.transaction() as conn:
-            conn.execute("INSERT INTO ledger (campaign, epsilon, reports) VALUES (?, ?, 1) ON CONFLICT(campaign) "
-                         "DO UPDATE SET epsilon = epsilon + excluded.epsilon, reports = reports + 1",
-                         (campaign, epsilon))
+            conn.execute("INSERT INTO ledger (campaign, epsilon, reports, delta, last_batch) VALUES (?, ?, 1, ?, ?) "
+                         "ON CONFLICT(campaign) DO UPDATE SET epsilon = epsilon + excluded.epsilon, "
+                         "reports = reports + 1, delta = delta + excluded.delta, "
+                         "last_batch = coalesce(excluded.last_batch, last_batch)", (campaign, epsilon, delta, batch))
             period = policy.period(now)
             conn.execute("INSERT INTO ledger_periods (campaign, period, reports) VALUES (?, ?, 1) "
                          "ON CONFLICT(campaign, period) DO UPDATE SET reports = reports + 1", (campaign, period))
@@ -85,11 +101,12 @@ class PrivacyLedger:
 
     def spent(self, campaign: str) -> Spending:
         with self.state.lock:
-            row = self.state.conn.execute("SELECT epsilon, reports FROM ledger WHERE campaign = ?",
-                                          (campaign,)).fetchone()
-        return Spending(campaign, row[0] if row else 0.0, row[1] if row else 0)
+            row = self.state.conn.execute("SELECT campaign, epsilon, reports, delta, last_batch FROM ledger "
+                                          "WHERE campaign = ?", (campaign,)).fetchone()
+        return Spending(*row) if row else Spending(campaign, 0.0, 0)
 
     def all_spent(self) -> list[Spending]:
         with self.state.lock:
-            rows = self.state.conn.execute("SELECT campaign, epsilon, reports FROM ledger ORDER BY campaign").fetchall()
+            rows = self.state.conn.execute("SELECT campaign, epsilon, reports, delta, last_batch FROM ledger "
+                                           "ORDER BY campaign").fetchall()
         return [Spending(*row) for row in rows]

@@ -148,18 +148,27 @@ class Prio3Params(Frozen):
                   min_batch=min_batch, window=window)
 
     @property
-    def sensitivity(self) -> int:
-        "L1 sensitivity of the sum to adding or removing one report: the noise is calibrated to it"
+    def shift(self) -> tuple[int, int]:
+        """(coordinates, size): replacing one report's measurement (n public: replace-one) moves at most
+        ``coordinates`` coordinates of the aggregate, each by at most ``size``; the noise is calibrated to it"""
         if self.type == "sum":
             assert self.max_measurement is not None
-            return self.max_measurement
+            return 1, self.max_measurement
         if self.type == "multihot":
             assert self.max_weight is not None
-            return self.max_weight
+            return 2 * self.max_weight, 1  # the old set's buckets -1, the new set's +1
         if self.type == "sumvec":
             assert self.length is not None and self.max_measurement is not None
-            return self.length * self.max_measurement
-        return 1  # count, histogram (one bucket per report)
+            return self.length, self.max_measurement
+        if self.type == "histogram":
+            return 2, 1  # the old bucket -1, the new one +1
+        return 1, 1  # count
+
+    @property
+    def sensitivity(self) -> int:
+        "L1 sensitivity of the aggregate under replace-one (n public)"
+        coordinates, size = self.shift
+        return coordinates * size
 
     @property
     def encoded_length(self) -> int:

@@ -32,7 +32,9 @@ from typing import Any
 from .errors import StateFileError
 
 STATE_FILE_NAME = "ldp-telemetry.sqlite3"
-SCHEMA_VERSION = 4  # 3: the RAPPOR device secret moved into the database (table device); 4: held values (held.py)
+SCHEMA_VERSION = 5  # 3: the RAPPOR device secret moved into the database (table device); 4: held values (held.py);
+# 5: ledger.delta, .last_batch (distributed batches).  Any earlier version upgrades in one step: SCHEMA (IF NOT EXISTS)
+# and ADDED_COLUMNS
 PAGE_SIZE = 1024  # of new files: a device's state is small, and each commit writes whole pages to the WAL
 
 # Running totals of the queue are kept by triggers, so its length and size cost one indexed read.  Pages written per
@@ -55,8 +57,8 @@ SCHEMA = (
     "UPDATE queue_totals SET reports = reports + 1, bytes = bytes + NEW.size WHERE id = 1; END",
     "CREATE TRIGGER IF NOT EXISTS queue_removed AFTER DELETE ON queue BEGIN "
     "UPDATE queue_totals SET reports = reports - 1, bytes = bytes - OLD.size WHERE id = 1; END",
-    "CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, reports INTEGER NOT NULL) "
-    "WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, reports INTEGER NOT NULL, "
+    "delta REAL NOT NULL DEFAULT 0, last_batch TEXT) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ledger_periods (campaign TEXT NOT NULL, period INTEGER NOT NULL, "
     "reports INTEGER NOT NULL, PRIMARY KEY (campaign, period)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -66,6 +68,15 @@ SCHEMA = (
     "recorded REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS held_campaign ON held (campaign, seq)",
 )
+# Columns added to tables of files made before (version 5): ALTER TABLE on an upgrade, where they are missing
+ADDED_COLUMNS = (("ledger", "delta", "REAL NOT NULL DEFAULT 0"), ("ledger", "last_batch", "TEXT"))
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    "The columns of ``ADDED_COLUMNS`` a file made before lacks (its tables were created without them)"
+    for table, column, declaration in ADDED_COLUMNS:
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 class StateFile:
@@ -98,6 +109,7 @@ class StateFile:
                     with self.transaction() as conn:
                         for statement in SCHEMA:  # not executescript: it would commit the transaction
                             conn.execute(statement)
+                        _add_columns(conn)
                         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             self.conn.close()

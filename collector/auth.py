@@ -49,9 +49,14 @@ Role = str
 CLOCK_OFFSET = float(os.environ.get("LDP_CLOCK_OFFSET") or 0)
 
 
+def clock_now() -> float:
+    "The collector's clock: POSIX time now, moved by ``LDP_CLOCK_OFFSET``"
+    return time.time() + CLOCK_OFFSET
+
+
 def utc_today() -> str:
     "The collector's UTC day, YYYY-MM-DD: ``client_sdk.clock.utc_day`` of now, moved by ``LDP_CLOCK_OFFSET``"
-    return utc_day(time.time() + CLOCK_OFFSET)
+    return utc_day(clock_now())
 
 
 def rate_rule(key: ApiKey) -> RateRule | None:

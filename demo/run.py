@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from client_sdk.clock import utc_day, utc_today
+from client_sdk.clock import day_start, utc_day, utc_today
 from client_sdk.errors import LDPError
 
 from .scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS, DemoCampaign
@@ -635,24 +635,29 @@ def running_aggregators(folder: Path) -> Iterator[DemoAggregators]:
     """A helper and a leader, each a collector child of :func:`running_collector` with its own database.  The
     leader runs no aggregation driver: collection runs the pending aggregation jobs itself.
 
-    A batch (a UTC day) is collected once its day has ended; rather than wait for midnight, ``end_day()`` stops
-    the leader and starts it again on the same database with its clock of days one day on (``LDP_CLOCK_OFFSET``),
-    as if the night had passed: the users' reports are then in yesterday's batch, which it releases."""
+    A batch (a UTC day) is collected once its day has ended and a grace period after it (``COLLECT_GRACE``);
+    rather than wait, ``end_day()`` stops the leader and starts it again on the same database with its clock moved
+    past that (``LDP_CLOCK_OFFSET``), as if the night had passed: the users' reports are then in yesterday's
+    batch, which it releases."""
     with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url, \
             ExitStack() as leaders:
         leader_db = folder / "leader.db"
         admin_key, ingest_key = create_keys(leader_db)
         config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
-        days = [0]
+        offset = [0.0]  # the leader's LDP_CLOCK_OFFSET, seconds
 
         def start_leader() -> str:
             leaders.close()
             return leaders.enter_context(running_collector(
-                leader_db, config, env={"LDP_CLOCK_OFFSET": str(days[0] * 86400)}))
+                leader_db, config, env={"LDP_CLOCK_OFFSET": repr(offset[0])}))
 
         def end_day() -> str:
-            ended = utc_day(time.time() + days[0] * 86400)
-            days[0] += 1
+            from collector.app import DEFAULTS
+
+            now = time.time()
+            ended = utc_day(now + offset[0])
+            # a minute past the ended day's collection grace (COLLECT_GRACE): its batch can be collected
+            offset[0] = day_start(ended) + 86400 + DEFAULTS["COLLECT_GRACE"] + 60 - now
             running.url = start_leader()
             return ended
 
@@ -695,7 +700,8 @@ def report_distributed(url: str, ingest_key: str, created: dict[str, dict], popu
                     for value in values[start:start + DISTRIBUTED_BATCH]:
                         report_id = str(uuid.uuid4())
                         batch.append({"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint,
-                                      "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
+                                      "payload": seal_report(spec, value, leader, helper, report_id=report_id,
+                                                             batch=utc_today())})
                     for done in [f for f in posted if f.done()]:
                         done.result()  # a failed upload stops the sealing at once
                     posted.append(poster.submit(post_batch, uploads, url, name, batch, update))

@@ -2,9 +2,10 @@
 in a fresh directory: two aggregators, devices, then the day's release.
 
 Only what names this machine changes: the example ports (8000, 8001) become free ones, and operations.md's example
-batch day becomes the day the reports were sent.  A batch is collected once its UTC day has ended; rather than
-wait for midnight, between the day's commands and the next day's the test stops the leader and starts it again,
-with the same command, one day later (``LDP_CLOCK_OFFSET``, the collector's clock of days).  The test adds the
+batch day becomes the day the reports were sent.  A batch is collected once its UTC day has ended and the
+collection grace after it (``COLLECT_GRACE``); rather than wait, between the day's commands and the next day's the
+test stops the leader and starts it again, with the same command, a day and the grace later (``LDP_CLOCK_OFFSET``,
+the collector's clock).  The test adds the
 devices operations.md leaves to the README (SDK clients configured with the helper's URL)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 from client_sdk import load_spec
+from collector.app import DEFAULTS
 from tests.collector.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,13 +36,14 @@ def shell_blocks(text: str) -> list[str]:
 
 
 def next_day(script: str) -> str:
-    "Shell lines that stop the leader (a job of the script) and start it again with its own command, a day later"
+    """Shell lines that stop the leader (a job of the script) and start it again with its own command, a day and the
+    collection grace later (from any moment of the day the reports were sent, its batch can then be collected)"""
     jobs = [line for line in script.splitlines() if line.rstrip().endswith("&")]
     leader = next(i for i, line in enumerate(jobs, 1) if "--role leader" in line)
     port = re.search(r"--port (\d+)", jobs[leader - 1])
     assert port is not None
     return (f"kill %{leader}; wait %{leader} || true\n"
-            f"LDP_CLOCK_OFFSET=86400 {jobs[leader - 1]}\n"
+            f"LDP_CLOCK_OFFSET={86400 + DEFAULTS['COLLECT_GRACE'] + 60:g} {jobs[leader - 1]}\n"
             f"for try in $(seq 200); do curl -fs http://127.0.0.1:{port.group(1)}/readyz >/dev/null && break; "
             "sleep 0.1; done\n")
 

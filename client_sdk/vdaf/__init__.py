@@ -7,7 +7,6 @@ raises ``MissingDependency`` without it.
 
 from __future__ import annotations
 
-from .coins import coin_mask_bits, masked_output_share
 from .field import Field, Field64, Field128
 from .prio3 import (
     InputShare,
@@ -36,8 +35,6 @@ __all__ = [
     "VerifyState",
     "XofFixedKeyAes128",
     "XofTurboShake128",
-    "coin_mask_bits",
-    "masked_output_share",
     "prio3_count",
     "prio3_histogram",
     "prio3_histogram_with_coins",

@@ -263,8 +263,9 @@ class HistogramWithCoins(Valid):
 
     Encoding: the one-hot vector of ``length`` buckets, then the coins of bucket 0, of bucket 1, ...  The circuit
     is Histogram's over the whole vector (ParallelSum(Mul) range check on every entry) with the sum check on the
-    buckets only.  Not a variant of draft-irtf-cfrg-vdaf-20: its output keeps every coin, because the aggregators
-    XOR each with a mask bit before summing (``client_sdk.vdaf.coins``)."""
+    buckets only.  Not a variant of draft-irtf-cfrg-vdaf-20: its output keeps every coin.  The aggregators verify
+    the coins and aggregate the histogram part only (``estimators.distributed.noise``: each aggregator adds its own
+    Binomial noise; coins a device sent could be chosen against the noise by an aggregator injecting reports)."""
 
     EVAL_OUTPUT_LEN = 2
 

@@ -70,21 +70,18 @@ class CampaignVdaf:
         if spec.prio3 is None:
             raise ValueError(f"campaign {spec.name!r} is not distributed")
         self.params = params = spec.prio3
+        # a coins campaign's devices also send coin bits (HistogramWithCoins): verified, then dropped (noise.py)
         self.coins = (params.coins or 1) if params.noise == "coins" else 0
         self.length = (params.length or 0) if self.coins else self.vdaf.flp.OUTPUT_LEN
 
     @cached_property
     def noise(self) -> Any:
         "The campaign's NoiseMode (``estimators.distributed.calibrate``)"
-        from estimators.distributed import calibrate
+        from estimators.distributed import Shift, calibrate
 
-        params = self.params
-        kwargs: dict[str, Any] = {}
-        if params.noise == "coins":
-            kwargs = {"coins_per_report": params.coins, "honest_fraction": params.honest_fraction}
         delta = self.spec.delta if self.spec.delta is not None else 0.0
-        return calibrate(params.noise, epsilon=self.spec.epsilon, delta=delta, sensitivity=params.sensitivity,
-                         **kwargs)
+        return calibrate(self.params.noise, epsilon=self.spec.epsilon, delta=delta,
+                         sensitivity=Shift(*self.params.shift))
 
     # -- verification ---------------------------------------------------------------------------------------
     def verify_init(self, agg_id: int, reports: Sequence[tuple[bytes, bytes, bytes]]) -> list[Verified]:
@@ -118,18 +115,9 @@ class CampaignVdaf:
         self.vdaf.decode_input_share(agg_id, encoded)
 
     # -- output shares ----------------------------------------------------------------------------------------
-    def contribution(self, out_share: list[int], nonce: bytes) -> tuple[list[int], list[int] | None]:
-        "(what the report adds to the aggregate share, its masked coin share or None)"
-        if not self.coins:
-            return [x % self.modulus for x in out_share], None
-        from client_sdk.vdaf import coin_mask_bits, masked_output_share
-
-        masks = coin_mask_bits(self.verify_key, nonce, self.length * self.coins)
-        plain = masked_output_share(self.field, out_share, length=self.length, coins=self.coins, mask_bits=masks,
-                                    selected=False)
-        with_coins = masked_output_share(self.field, out_share, length=self.length, coins=self.coins,
-                                         mask_bits=masks, selected=True)
-        return plain, [(a - b) % self.modulus for a, b in zip(with_coins, plain)]
+    def contribution(self, out_share: list[int]) -> list[int]:
+        "What the report adds to the aggregate share: its output share (a coins report: its histogram part only)"
+        return [x % self.modulus for x in out_share[:self.length]]
 
     def add(self, share: list[int] | None, vectors: Sequence[list[int]]) -> list[int]:
         total = list(share) if share is not None else [0] * self.length
@@ -150,9 +138,7 @@ class CampaignVdaf:
         return list(vector)
 
     def add_noise(self, share: list[int]) -> list[int]:
-        "This aggregator's own noise on its share (aggregator modes; coin noise is in the reports)"
-        if self.noise.mode == "coins":
-            return share
+        "This aggregator's own noise on its share, calibrated so that it alone protects the release"
         noise = self.noise.share_noise(self.length)
         return [(a + n) % self.modulus for a, n in zip(share, noise)]
 
@@ -160,7 +146,3 @@ class CampaignVdaf:
         "The release: the shares' sum as signed integers"
         total = self.add(None, shares)
         return [signed(x, self.modulus) for x in total]
-
-    @property
-    def coin_subset(self) -> int | None:
-        return int(self.noise.subset_size) if self.noise.mode == "coins" else None

@@ -196,12 +196,6 @@ def peer_job(job_id: str) -> Response:
     return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
 
 
-@peer.post("/v1/peer/coin_seed")
-def peer_coin_seed() -> Response:
-    "Commit-and-reveal of the coin subset's seed: take the leader's commitment, answer the helper's value"
-    return jsonify(helper.coin_seed(get_storage(), dist_store(), _peer_body()))
-
-
 @peer.post("/v1/peer/aggregate_shares")
 def peer_aggregate_share() -> Response:
     "The helper's noisy aggregate share of a batch (once)"
@@ -240,7 +234,8 @@ def collect(name: str) -> Response:
         raise invalid("version", "must be a positive integer")
     campaign = _campaign(name, version)
     try:
-        return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch))
+        return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch,
+                                      grace=float(current_app.config["COLLECT_GRACE"])))
     except leader.CollectError as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}

@@ -1,26 +1,25 @@
-"""The helper's side: campaign provisioning, aggregation jobs, the coin seed and the aggregate share.
+"""The helper's side: campaign provisioning, aggregation jobs and the aggregate share.
 
 Aggregation job (``PUT /v1/peer/aggregation_jobs/<job_id>``): the helper opens its input share of each report (HPKE,
 role 0x03), runs verify_init on the whole job at once (``collector.vdaf_batch``), combines each verifier share with
 the leader's into the verifier message, and for the reports that pass adds their output shares to the batch's
 aggregate share.  Then, in one transaction: the job's answer is stored under its id, the id of every report whose
 input share opened and decoded is recorded as seen (with its outcome; an entry that does not open or decode is
-rejected by name and recorded nowhere, so garbage cannot burn a report id), and the aggregate share (and the coin
-shares) updated.  The same job id again
-returns the stored answer (a leader retrying after a lost answer counts nothing twice); a different body under the
-same id is refused; a report id seen in an earlier job is rejected ``report-replayed``.
+rejected by name and recorded nowhere, so garbage cannot burn a report id), and the aggregate share updated.  The
+same job id again returns the stored answer (a leader retrying after a lost answer counts nothing twice); a
+different body under the same id is refused; a report id seen in an earlier job is rejected ``report-replayed``.
 
 Aggregate share (``POST /v1/peer/aggregate_shares``): the helper checks that the leader's report count and checksum
 (SHA-256 of the sorted ids) are its own, that the batch reaches ``min_batch`` and has not been collected, adds its
-own noise and answers; the answer is stored and repeated unchanged for a retried request (fresh noise on a retry
-would let the analyst average it away).
+own noise (calibrated so that it alone protects the release: ``estimators.distributed.noise``) and answers; the
+answer is stored and repeated unchanged for a retried request (fresh noise on a retry would let the analyst
+average it away).  Nothing the leader sends reaches this noise.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import uuid
 from typing import Any
 
@@ -163,10 +162,15 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             continue
         from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
-        info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share)
-        try:
-            input_share = open_sealed(pair, ciphertext, info)
-        except HpkeError:
+        input_share = None
+        for batch in (key[2], None):  # sealed for the job's batch, or (devices of earlier versions) for none
+            try:
+                info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
+                input_share = open_sealed(pair, ciphertext, info)
+                break
+            except HpkeError:
+                continue
+        if input_share is None:  # another key, another report, another batch, or altered
             results[-1]["error"] = "hpke-decrypt-error"
             continue
         candidates.append((position, report_uuid.bytes, public_share, input_share, leader_vs))
@@ -174,9 +178,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         raise PeerProblem(400, "invalid-field", "a report id appears twice in the job", "reports")
 
     verified = vdaf.verify_init(1, [(c[1], c[2], c[3]) for c in candidates])
-    outputs: dict[int, tuple[list[int], list[int] | None]] = {}
+    outputs: dict[int, list[int]] = {}
     decoded: set[int] = set()  # the reports whose input share opened and decoded: only their ids are recorded
-    for (position, report_id, _, _, leader_vs), mine in zip(candidates, verified):
+    for (position, _, _, _, leader_vs), mine in zip(candidates, verified):
         if mine.error is not None:
             results[position]["error"] = "invalid-message"  # a share that does not decode
             continue
@@ -187,7 +191,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         except ValueError:
             results[position]["error"] = "invalid-measurement"
             continue
-        outputs[position] = vdaf.contribution(out_share, report_id)
+        outputs[position] = vdaf.contribution(out_share)
         results[position] = {"report_id": results[position]["report_id"], "result": "continue",
                              "verifier_message": b64e(vdaf.vdaf.encode_verifier_message(message))}
 
@@ -205,11 +209,8 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         count, share = store.agg_share(key, conn)
         valid = sorted(outputs)
         if valid:
-            total = vdaf.add(vdaf.decode(share), [outputs[p][0] for p in valid])
+            total = vdaf.add(vdaf.decode(share), [outputs[p] for p in valid])
             DistStore.put_agg_share(conn, key, count + len(valid), vdaf.encode(total))
-            coins = [(ids[p], vdaf.encode(coin)) for p in valid if (coin := outputs[p][1]) is not None]
-            if coins:
-                DistStore.add_coin_shares(conn, key, coins)
         # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
         # (from anyone holding the peer token) is rejected by name and burns nothing.
         fresh = [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed]
@@ -230,41 +231,16 @@ def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
 
 
 # -- collection -------------------------------------------------------------------------------------------------
-def coin_seed(storage: StorageBase, store: DistStore, body: Any) -> dict:
-    "Store the leader's commitment H(s_L) and answer this helper's own random s_H (the same for a retry)"
-    if not isinstance(body, dict) or set(body) != {"campaign", "fingerprint", "batch", "commitment"}:
-        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, commitment}", "body")
-    spec, _ = _campaign(storage, store, body["campaign"], body["fingerprint"])
-    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
-    try:
-        commitment = b64d(body["commitment"], "commitment")
-    except ValueError as exc:
-        raise PeerProblem(400, "invalid-field", str(exc), "commitment") from None
-    if len(commitment) != 32:
-        raise PeerProblem(400, "invalid-field", "commitment must be a SHA-256 digest", "commitment")
-    with store.transaction() as conn:
-        state, own, committed, _ = store.batch_row(key)
-        if state == "collected":
-            raise PeerProblem(409, "batch-collected", "this batch was collected already", "batch")
-        if committed is not None and committed != commitment:
-            raise PeerProblem(409, "seed-mismatch", "another commitment was made for this batch", "commitment")
-        if own is None:
-            own = secrets.token_bytes(32)
-        # the batch closes to new jobs here: the subset must be fixed after the last report is in
-        DistStore.set_batch(conn, key, "closed", seed_own=own, seed_commitment=commitment)
-    return {"seed": b64e(own)}
-
-
 def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
     "This helper's noisy aggregate share of a batch, once (a retried request gets the same answer)"
     fields = {"campaign", "fingerprint", "batch", "report_count", "checksum"}
-    if not isinstance(body, dict) or not fields <= set(body) or set(body) - fields - {"coin_seed"}:
-        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, report_count, checksum"
-                                                "[, coin_seed]}", "body")
+    if not isinstance(body, dict) or set(body) != fields:
+        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, report_count, checksum}",
+                          "body")
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
     key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
     request_digest = digest(body)
-    state, own_seed, commitment, answer = store.batch_row(key)
+    state, _, _, answer = store.batch_row(key)
     if state == "collected":
         assert answer is not None
         stored = json.loads(answer)
@@ -280,39 +256,12 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
     if count < vdaf.params.min_batch:
         raise PeerProblem(409, "batch-too-small", f"{count} valid reports; min_batch is {vdaf.params.min_batch}",
                           "batch")
-    vector = vdaf.decode(share)
-    if vdaf.coins:
-        if own_seed is None or commitment is None or "coin_seed" not in body:
-            raise PeerProblem(409, "seed-missing", "a coin-flip batch needs the seed exchange first", "coin_seed")
-        try:
-            leader_seed = b64d(body["coin_seed"], "coin_seed")
-        except ValueError as exc:
-            raise PeerProblem(400, "invalid-field", str(exc), "coin_seed") from None
-        if hashlib.sha256(leader_seed).digest() != commitment:
-            raise PeerProblem(409, "seed-mismatch", "the leader's seed does not open its commitment", "coin_seed")
-        vector = vdaf.add(vector, selected_coins(vdaf, store.coin_shares(key), valid_ids, leader_seed + own_seed))
-    noisy = vdaf.add_noise(vector)
+    noisy = vdaf.add_noise(vdaf.decode(share))  # this helper's own noise: alone, it protects the release
     out = {"report_count": count, "aggregate_share": b64e(vdaf.encode(noisy))}
     with store.transaction() as conn:
         raced = store.batch_state(key, conn) == "collected"
         if not raced:
             DistStore.set_batch(conn, key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
-            conn.execute("DELETE FROM dist_coin_shares WHERE campaign = ? AND fingerprint = ? AND batch = ?", key)
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
         return aggregate_share(storage, store, body)
     return out
-
-
-def selected_coins(vdaf: CampaignVdaf, coin_shares: dict[bytes, bytes], valid_ids: list[bytes],
-                   seed_material: bytes) -> list[list[int]]:
-    "The masked coin shares of the reports that public randomness selects (the same at both aggregators)"
-    from estimators.distributed import select_coin_reports
-
-    seed = hashlib.sha256(seed_material).digest()
-    subset = vdaf.coin_subset
-    assert subset is not None
-    if len(valid_ids) < subset:
-        raise PeerProblem(409, "batch-too-small", f"{len(valid_ids)} valid reports; the coin noise needs {subset}",
-                          "batch")
-    chosen = select_coin_reports(valid_ids, subset, seed)
-    return [vdaf.decode(coin_shares[valid_ids[i]]) for i in chosen]

@@ -21,8 +21,8 @@ the same lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -42,13 +42,14 @@ from client_sdk.spec import Spec
 from ..storage import CampaignVersion, StorageBase, open_storage
 from . import hpke_keys
 from .aggregation import CampaignVdaf, Verified, b64d, b64e
-from .helper import LEADER_ROLE, checksum, selected_coins
+from .helper import LEADER_ROLE, checksum
 from .peer import Backoff, PeerClient, PeerRefused, PeerUnavailable
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
-PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))
+PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))  # and "batch" (devices since 0.x)
+FUTURE_BATCH_DAYS = 1  # a report may name a batch this many days after the leader's day (a device's clock ahead)
 SEALED_FIELDS = frozenset(("config_id", "ciphertext"))
 
 
@@ -125,7 +126,12 @@ class UploadResult:
 
 
 def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersion]], day: str) -> UploadResult:
-    """Check each distributed report, open the leader's share, and store the valid ones in one transaction"""
+    """Check each distributed report, open the leader's share, and store the valid ones in one transaction.
+
+    A report goes into the batch its payload names (a device's clock behind or ahead of the leader's does not move
+    it into another batch), or into ``day`` if it names none (devices of earlier versions).  A batch more than
+    ``FUTURE_BATCH_DAYS`` after ``day`` is refused (``batch-in-future``), one already collected too
+    (``batch-collected``): both are final for the report."""
     from client_sdk import distributed
     from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
@@ -134,6 +140,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     rows: dict[BatchKey, list[tuple]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
+    latest = (dt.date.fromisoformat(day) + dt.timedelta(days=FUTURE_BATCH_DAYS)).isoformat()
     for index, report, campaign in items:
         spec = campaign.spec
         key: BatchKey = (spec.name, spec.fingerprint, day)
@@ -144,18 +151,25 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             continue
         known, vdaf = found
         try:
-            public_share, leader_ct, helper_share, leader_id = _parse_payload(report["payload"], known)
+            public_share, leader_ct, helper_share, leader_id, batch = _parse_payload(report["payload"], known)
         except _Reject as reject:
             result.rejected.append((index, report_id, reject.field, reject.reason))
             reasons.setdefault(key, Counter())[reject.slug] += 1
             continue
+        if batch is not None:
+            if batch > latest:
+                result.rejected.append((index, report_id, "payload.batch", f"names batch {batch}, more than "
+                                        f"{FUTURE_BATCH_DAYS} day(s) after this leader's day {day} (batch-in-future)"))
+                reasons.setdefault(key, Counter())["batch-in-future"] += 1
+                continue
+            key = (spec.name, spec.fingerprint, batch)
         pair = pairs.get(leader_id)
         if pair is None:
             result.rejected.append((index, report_id, "payload.leader_share.config_id",
                                     "is not this leader's HPKE config id (sealed to another key?)"))
             reasons.setdefault(key, Counter())["hpke-unknown-config-id"] += 1
             continue
-        info = distributed.input_share_info(spec, report_id, LEADER_ROLE, public_share)
+        info = distributed.input_share_info(spec, report_id, LEADER_ROLE, public_share, batch)
         try:
             plaintext = open_sealed(pair, leader_ct, info)
         except HpkeError:
@@ -183,16 +197,12 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
         return result
     existing = store.existing_report_ids([r[0] for group in rows.values() for r in group])
     with store.transaction() as conn:
-        for key, group in list(rows.items()):
-            if store.batch_state(key, conn) != "open" and (moved := _next_batch(key)) is not None:
-                # the request began before midnight and the day was collected since: the report enters today's
-                # batch instead of being lost (a batch is collected only once its day has ended)
-                group = [(row[0], *moved, *row[4:]) for row in group]
-                key = moved
-            if store.batch_state(key, conn) != "open":
+        for key, group in rows.items():
+            if store.batch_state(key, conn) != "open":  # its report is final: refused by name, never moved
                 for row in group:
-                    result.rejected.append((indices[row[0]], str(uuid.UUID(bytes=row[0])), "campaign",
-                                            f"the batch of {key[2]} was collected; it takes no more reports"))
+                    result.rejected.append((indices[row[0]], str(uuid.UUID(bytes=row[0])), "payload.batch",
+                                            f"names batch {key[2]}, which was collected; it takes no more reports "
+                                            "(batch-collected)"))
                 reasons.setdefault(key, Counter())["batch-collected"] += len(group)
                 continue
             fresh = [row for row in group if row[0] not in existing]
@@ -209,14 +219,6 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     return result
 
 
-def _next_batch(key: BatchKey) -> BatchKey | None:
-    "The batch of the collector's current day, if ``key``'s day has ended since the request began"
-    from ..auth import utc_today
-
-    today = utc_today()
-    return (key[0], key[1], today) if today > key[2] else None
-
-
 class _Reject(LDPError):
     "A report's payload is malformed: ``field``, ``reason`` and the rejection counter's ``slug``"
 
@@ -225,10 +227,16 @@ class _Reject(LDPError):
         self.field, self.reason, self.slug = field, reason, slug
 
 
-def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dict, int]:
-    "(public share, leader ciphertext, helper sealed share, leader config id), or _Reject naming the field"
-    if not isinstance(payload, dict) or set(payload) != PAYLOAD_FIELDS:
-        raise _Reject("payload", "must be {public_share, leader_share, helper_share}")
+def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dict, int, str | None]:
+    "(public share, leader ciphertext, helper sealed share, leader config id, batch), or _Reject naming the field"
+    from client_sdk.distributed import ShareRejected, check_batch
+
+    if not isinstance(payload, dict) or set(payload) - {"batch"} != PAYLOAD_FIELDS:
+        raise _Reject("payload", "must be {public_share, leader_share, helper_share[, batch]}")
+    try:
+        batch = check_batch(payload["batch"]) if "batch" in payload else None
+    except ShareRejected as exc:
+        raise _Reject(exc.field, "must be a UTC day YYYY-MM-DD") from None
     try:
         public_share = b64d(payload["public_share"], "payload.public_share")
     except ValueError as exc:
@@ -248,7 +256,7 @@ def _parse_payload(payload: Any, known: DistCampaign) -> tuple[bytes, bytes, dic
     if payload["helper_share"]["config_id"] != helper_config.get("id"):
         raise _Reject("payload.helper_share.config_id", "is not the helper's HPKE config id (sealed to another key?)",
                       "hpke-unknown-config-id")
-    return public_share, shares["leader_share"], payload["helper_share"], payload["leader_share"]["config_id"]
+    return public_share, shares["leader_share"], payload["helper_share"], payload["leader_share"]["config_id"], batch
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
@@ -301,11 +309,8 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
             return Counter()  # another process finished it meanwhile
         count, share = store.agg_share(key, conn)
         if outputs:
-            total = vdaf.add(vdaf.decode(share), [out for out, _ in outputs.values()])
+            total = vdaf.add(vdaf.decode(share), list(outputs.values()))
             DistStore.put_agg_share(conn, key, count + len(outputs), vdaf.encode(total))
-            coins = [(rid, vdaf.encode(coin)) for rid, (_, coin) in outputs.items() if coin is not None]
-            if coins:
-                DistStore.add_coin_shares(conn, key, coins)
         done = "public_share = x'', leader_share = x'', helper_share = ''"  # kept no longer than needed
         conn.executemany(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
                          [(rid,) for rid in outputs])
@@ -327,7 +332,7 @@ def _check_answer(answer: dict, body: dict) -> list[dict]:
 
 
 def _finish(vdaf: CampaignVdaf, sent: list[tuple[Any, Verified]], answers: list[dict],
-            outcome: dict[bytes, str]) -> dict[bytes, tuple[list[int], list[int] | None]]:
+            outcome: dict[bytes, str]) -> dict[bytes, list[int]]:
     "The leader's output shares of the reports the helper accepted; the others' reasons go to ``outcome``"
     outputs = {}
     for (report, mine), answer in zip(sent, answers):
@@ -345,7 +350,7 @@ def _finish(vdaf: CampaignVdaf, sent: list[tuple[Any, Verified]], answers: list[
                            uuid.UUID(bytes=report.report_id))
             outcome[report.report_id] = "joint-randomness-mismatch"
             continue
-        outputs[report.report_id] = vdaf.contribution(out_share, report.report_id)
+        outputs[report.report_id] = vdaf.contribution(out_share)
     return outputs
 
 
@@ -420,14 +425,18 @@ def aggregator_lock(database: str, timeout: float | None = None) -> Iterator[boo
 
 # -- collection -------------------------------------------------------------------------------------------------
 def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
-            lock_timeout: float = 120.0, today: str | None = None) -> dict:
+            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None) -> dict:
     """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
 
-    Only a batch whose UTC day has ended (``today``, default the collector's clock): collecting the open day
-    would close it while devices still send reports into it.  Concurrent collections of one batch take the
-    aggregator lock in turn: the first stores the release, every other gets ``batch-collected`` with that
-    release (so a retried request, after a lost answer, gets the same release and never a second noise draw)."""
-    from ..auth import utc_today
+    Only a batch whose UTC day ended ``grace`` seconds ago or more (``now``, default the collector's clock):
+    collecting earlier would close it while devices still send reports for it (each report names its batch, and
+    one for a collected batch is refused ``batch-collected``, so the grace is what a late device has).
+    Concurrent collections of one batch take the aggregator lock in turn: the first stores the release, every
+    other gets ``batch-collected`` with that release (so a retried request, after a lost answer, gets the same
+    release and never a second noise draw)."""
+    from client_sdk.clock import day_start
+
+    from ..auth import clock_now
 
     spec = campaign.spec
     key: BatchKey = (spec.name, spec.fingerprint, batch)
@@ -438,14 +447,16 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     _, vdaf = found
     if store.release(key) is not None:
         raise _collected(store, key)
-    today = today or utc_today()
-    if batch >= today:
+    now = clock_now() if now is None else now
+    closes = day_start(batch) + 86400 + grace
+    if now < closes:
         raise CollectError(409, "batch-open", f"batch {batch} is still open: it takes reports until the end of that "
-                                              f"UTC day (today is {today}); collect it once the day has ended")
-    min_batch = max(vdaf.params.min_batch, vdaf.coin_subset or 0)
+                                              f"UTC day plus a grace of {grace:g} s (COLLECT_GRACE) for reports "
+                                              f"devices queued that day; collect it in {int(closes - now) + 1} s")
+    min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
-        raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch, vdaf)
+        raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch)
     with store.transaction() as conn:
         if store.batch_state(key, conn) == "open":
             DistStore.set_batch(conn, key, "closed")  # no upload enters the batch from here on
@@ -465,9 +476,8 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         valid = store.aggregated_ids(key)
         if len(valid) < min_batch:
             with store.transaction() as conn:
-                if store.batch_row(key)[1] is None:  # no coin seed exchanged yet: the batch can take reports again
-                    DistStore.set_batch(conn, key, "open")
-            raise _too_small(len(valid), min_batch, vdaf)
+                DistStore.set_batch(conn, key, "open")  # nothing was released: the batch can take reports again
+            raise _too_small(len(valid), min_batch)
         count, share = store.agg_share(key)
         if count != len(valid):
             raise CollectError(500, "internal", f"aggregate share counts {count} reports, {len(valid)} aggregated")
@@ -475,13 +485,6 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
                                 "report_count": count, "checksum": checksum(valid)}
         try:
-            if vdaf.coins:
-                own = _coin_seed(store, key)
-                answer = peer.coin_seed({"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
-                                         "commitment": b64e(hashlib.sha256(own).digest())})
-                theirs = b64d(answer.get("seed"), "seed")
-                vector = vdaf.add(vector, selected_coins(vdaf, store.coin_shares(key), valid, own + theirs))
-                body["coin_seed"] = b64e(own)
             helper = peer.aggregate_share(body)
         except PeerUnavailable as exc:
             raise CollectError(503, "helper-unavailable", f"the helper did not answer ({exc}); retry",
@@ -496,7 +499,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         rejected = store.rejections(key)
         out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
                "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
-               "noise": vdaf.noise.describe(), "coin_subset": vdaf.coin_subset}
+               "noise": vdaf.noise.describe(), "coin_subset": None}
         with store.transaction() as conn:
             inserted = conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) "
                                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -504,7 +507,6 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
             if not inserted:  # another process stored the release first (it holds no lock of ours): keep that one
                 raise _collected(store, key, conn)
             DistStore.set_batch(conn, key, "collected")
-            conn.execute("DELETE FROM dist_coin_shares WHERE campaign = ? AND fingerprint = ? AND batch = ?", key)
     return out
 
 
@@ -516,20 +518,9 @@ def _collected(store: DistStore, key: BatchKey, conn: Any = None) -> CollectErro
                         release=release)
 
 
-def _coin_seed(store: DistStore, key: BatchKey) -> bytes:
-    "The leader's random value for the coin subset, drawn once per batch and kept (a retry commits to the same)"
-    with store.transaction() as conn:
-        own = store.batch_row(key)[1]
-        if own is None:
-            own = secrets.token_bytes(32)
-            DistStore.set_batch(conn, key, store.batch_state(key, conn), seed_own=own)
-    return own
-
-
-def _too_small(count: int, needed: int, vdaf: CampaignVdaf) -> CollectError:
-    why = f"the coin noise needs {vdaf.coin_subset} reports" if vdaf.coin_subset else "min_batch"
+def _too_small(count: int, needed: int) -> CollectError:
     return CollectError(409, "batch-too-small", f"the batch holds {count} valid or pending reports; at least "
-                                                f"{needed} are needed ({why})")
+                                                f"{needed} are needed (min_batch)")
 
 
 # -- the driver ---------------------------------------------------------------------------------------------------

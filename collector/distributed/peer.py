@@ -150,9 +150,6 @@ class PeerClient:
     def aggregation_job(self, job_id: str, body: dict) -> dict:
         return self.call("PUT", f"/v1/peer/aggregation_jobs/{job_id}", body)
 
-    def coin_seed(self, body: dict) -> dict:
-        return self.call("POST", "/v1/peer/coin_seed", body)
-
     def aggregate_share(self, body: dict) -> dict:
         return self.call("POST", "/v1/peer/aggregate_shares", body)
 

@@ -6,8 +6,9 @@ Both roles (``dist_meta`` holds the schema version of these tables, apart from t
 * ``dist_campaigns``     per campaign version (name, fingerprint): the role, the Prio3 verify key, and on the leader
                          the helper's URL and HPKE config (the spec itself is in ``campaigns``, as for local ones)
 * ``dist_agg_shares``    per batch: the aggregator's aggregate share (encoded field vector) and its report count
-* ``dist_coin_shares``   coin-flip campaigns: per valid report, its masked coin share, until collection
-* ``dist_batches``       per batch: open / closed (collection started) / collected, and the coin-seed values
+* ``dist_batches``       per batch: open / closed (collection started) / collected, and the helper's stored answer
+                         (``seed_own``, ``seed_commitment``: the coin subset's seeds of the device-coin noise, no
+                         longer written; ``dist_coin_shares`` of databases made before stays, unused)
 
 Leader only: ``dist_reports`` (each accepted upload: its public share, the leader's opened input share, the helper's
 sealed share, its job and state; the shares are emptied once the report is aggregated or rejected, the id stays
@@ -45,9 +46,6 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS dist_agg_shares (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
     batch TEXT NOT NULL, report_count INTEGER NOT NULL, share BLOB NOT NULL,
     PRIMARY KEY (campaign, fingerprint, batch))""",
-    """CREATE TABLE IF NOT EXISTS dist_coin_shares (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
-    batch TEXT NOT NULL, report_id BLOB NOT NULL, share BLOB NOT NULL,
-    PRIMARY KEY (campaign, fingerprint, batch, report_id)) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS dist_batches (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, batch TEXT NOT NULL,
     state TEXT NOT NULL, seed_own BLOB, seed_commitment BLOB, answer TEXT,
     PRIMARY KEY (campaign, fingerprint, batch))""",
@@ -217,16 +215,6 @@ class DistStore:
         conn.execute("INSERT INTO dist_agg_shares (campaign, fingerprint, batch, report_count, share) "
                      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (campaign, fingerprint, batch) DO UPDATE SET "
                      "report_count = excluded.report_count, share = excluded.share", (*key, report_count, share))
-
-    @staticmethod
-    def add_coin_shares(conn: sqlite3.Connection, key: BatchKey, shares: Sequence[tuple[bytes, bytes]]) -> None:
-        conn.executemany("INSERT INTO dist_coin_shares (campaign, fingerprint, batch, report_id, share) "
-                         "VALUES (?, ?, ?, ?, ?)", [(*key, report_id, share) for report_id, share in shares])
-
-    def coin_shares(self, key: BatchKey) -> dict[bytes, bytes]:
-        rows = self.conn.execute("SELECT report_id, share FROM dist_coin_shares WHERE campaign = ? AND "
-                                 "fingerprint = ? AND batch = ?", key)
-        return {bytes(r[0]): bytes(r[1]) for r in rows}
 
     # -- leader: reports, jobs, rejections, releases ------------------------------------------------------------
     @staticmethod

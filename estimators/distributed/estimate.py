@@ -42,12 +42,9 @@ from ..central import (
 )
 from ..errors import NoReports
 from ..planner import compare_mechanisms
-from .noise import NoiseMode, noise_halfwidth
+from .noise import NEIGHBOURING, NoiseMode, noise_halfwidth
 
 KINDS = ("histogram", "count", "sum")
-# what the release's own calibration protects (its guarantee text, ``estimators.distributed.release``)
-NEIGHBOURING_FREQUENCY = "add/remove one person: histogram L1 = L2 sensitivity 1"
-NEIGHBOURING_MEAN = "replace one person's value, n public: mean sensitivity (high - low) / n"
 
 
 @dataclass
@@ -136,15 +133,14 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     models["distributed"]["ci_halfwidth"] = float(halfwidth)
     if kind == "sum":
         assert value_range is not None
-        sensitivity, neighbouring = mean_sensitivity(value_range[0], value_range[1], n), NEIGHBOURING_MEAN
+        sensitivity = mean_sensitivity(value_range[0], value_range[1], n)
     else:
         sensitivity = count_sensitivity(n) if kind == "count" else histogram_sensitivity(n)
-        neighbouring = NEIGHBOURING_FREQUENCY
     central = central_block(sensitivity=sensitivity, epsilon=epsilon, confidence=confidence, delta=delta,
                             ldp_noise_std_error=models["local"]["std_error"], family=noise.mode)
     achieved_epsilon, achieved_delta = noise.privacy(epsilon)
-    guarantee = {"epsilon": achieved_epsilon, "delta": achieved_delta, "neighbouring": neighbouring,
-                 "assumption": noise.describe()["assumption"]}
+    guarantee = {"epsilon": achieved_epsilon, "delta": achieved_delta, "relation": RELATION,
+                 "neighbouring": NEIGHBOURING, "assumption": noise.describe()["assumption"]}
     return DistributedEstimate(
         kind=kind, n=n, epsilon=epsilon, delta=delta, confidence=confidence, values=values, estimates=estimates,
         std_errors=std_errors, ci_low=estimates - halfwidth, ci_high=estimates + halfwidth, scale=scale,

@@ -1,32 +1,34 @@
-"""The two ways a distributed campaign makes its released sum differentially private, calibrated and accounted.
+"""How a distributed campaign makes its released sum differentially private: each aggregator's own noise.
 
-*Aggregator noise* (``AggregatorNoise``): each of the two aggregators adds its own exact discrete Gaussian (or
-discrete Laplace) noise, calibrated to the full (epsilon, delta) for one report's sensitivity, to its aggregate share
-before release.  If one aggregator colludes with the analyst, the analyst can subtract that aggregator's noise; the
-other's still makes the release (epsilon, delta)-DP.  The released sum therefore carries twice the variance of one
-calibrated noise: that is the price of not trusting either aggregator.
+Each of the two aggregators adds its own noise to its aggregate share before it leaves, drawn from its own CSPRNG
+with an exact sampler and calibrated so that ONE share's noise alone makes the release (epsilon, delta)-DP under
+replace-one (n public) for the shift of one replaced report (``accounting.Shift``).  The modes:
 
-*Coin-flip noise* (``CoinNoise``, Dwork, Kenthapadi, McSherry, Mironov, Naor, "Our Data, Ourselves", 2006): each
-device adds ``coins_per_report`` coin bits per output coordinate to its measurement, proven to be bits by the
-validity circuit; the aggregators XOR them with bits derived from the verify key and the report's nonce
-(``client_sdk.vdaf.coins``), which the device did not know when it uploaded, so every coin is fair.  After upload,
-public randomness picks ``subset_size`` reports whose coins enter the release; the known mean
-``subset_size * coins_per_report / 2`` is subtracted.  The privacy assumption is on the devices: at least a fraction
-``honest_fraction`` of the devices in the batch do not collude with the analyst (whose coins, and the person's own,
-count as known).  The subset is sized so that it holds at least ``n_min`` honest devices other than the person
-protected, except with probability ``delta_select`` (Hoeffding's bound, which holds for sampling without
-replacement: Hoeffding 1963, Theorem 4), and n_min * coins_per_report >= N coins, N the smallest for which
-Bin(N, 1/2) is (epsilon, delta - delta_select)-DP.  The release is then (epsilon, delta)-DP, and its noise,
-Bin(subset_size * coins_per_report, 1/2) - mean, depends on (epsilon, delta) and not on n.
+* ``gaussian``: discrete Gaussian N_Z(0, sigma2) per coordinate (Canonne, Kamath, Steinke 2020 sampler);
+* ``laplace``: discrete Laplace with scale t = L1 / epsilon, pure epsilon;
+* ``coins``: centred Binomial, the sum of N fair bits minus N/2 (the Binomial mechanism of Dwork, Kenthapadi,
+  McSherry, Mironov, Naor, "Our Data, Ourselves", EUROCRYPT 2006, run by each aggregator on its own coins).
 
-``privacy()`` of each mode recomputes (epsilon, delta) from its parameters alone (``accounting``).
+The assumption is the same for every mode (``ASSUMPTION``): at least one of the two aggregators follows the
+protocol and does not collude with the analyst.  The other may do anything: zero or choose its own noise, inject
+any number of reports, know every key it holds.  Its noise is never needed, and nothing it sends reaches the
+honest aggregator's noise: that is drawn, added to the honest share and stored before the share is answered, and
+a retried request gets the stored share, never a fresh draw (which the analyst could average away).  The honest
+aggregator never sees the other's noise, and what the other chooses after seeing the honest (noisy) share can
+change the value of the release (integrity, which needs both aggregators honest) but not its privacy.  The
+released sum carries the variance of both noises: the price of trusting neither aggregator.
+
+Devices of a ``coins`` campaign still send, with their histogram, coin bits proven to be bits (the
+``HistogramWithCoins`` circuit, kept so that deployed devices stay compatible).  Those coins are verified and
+dropped: they could be chosen against their masks by an aggregator that injects reports, so no guarantee is
+claimed from them and they do not enter the release.
+
+``privacy()`` recomputes (epsilon, delta) from the parameters alone (``accounting``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -35,11 +37,15 @@ import numpy as np
 from client_sdk.randomness import SECURE_RANDOM, RandomSource, discrete_gaussian, discrete_laplace
 
 from .accounting import (
+    DIRECT_CONVOLUTION,
     TAIL_SIGMAS,
+    Shift,
+    as_shift,
     binomial_delta,
     calibrate_coins,
     calibrate_discrete_gaussian,
     calibrate_discrete_laplace,
+    convolve,
     discrete_gaussian_delta,
     discrete_gaussian_pmf,
     discrete_gaussian_variance,
@@ -50,20 +56,12 @@ from .accounting import (
 AGGREGATORS = 2
 NOISE_MODES = ("gaussian", "laplace", "coins")
 LAPLACE_TAIL = 60  # scales: the discrete Laplace beyond 60 t holds exp(-60) ~ 1e-26 of its mass
-
-
-DIRECT_CONVOLUTION = 1 << 12  # shorter pmfs are convolved directly (exact sums), longer ones through the FFT
-
-
-def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The pmf of the sum of two independent noises from theirs (on consecutive integer grids): direct for short
-    ones, through numpy's real FFT for long ones (O(n log n); its rounding can leave tiny negatives, clipped to 0)"""
-    if min(len(a), len(b)) <= DIRECT_CONVOLUTION:
-        return np.convolve(a, b)
-    size = len(a) + len(b) - 1
-    padded = 1 << (size - 1).bit_length()
-    product = np.fft.irfft(np.fft.rfft(a, padded) * np.fft.rfft(b, padded), padded)[:size]
-    return np.clip(product, 0.0, None)
+ASSUMPTION = ("at least one of the two aggregators follows the protocol and does not collude with the analyst "
+              "(the other may inject reports, drop or choose its own noise: its share's noise alone is calibrated)")
+RELATION = "replace-one"
+NEIGHBOURING = "replace-one (n public)"
+__all__ = ["AGGREGATORS", "ASSUMPTION", "DIRECT_CONVOLUTION", "NEIGHBOURING", "NOISE_MODES", "RELATION",
+           "AggregatorNoise", "NoiseMode", "calibrate", "convolve", "noise_halfwidth"]
 
 
 def noise_halfwidth(offsets: np.ndarray, pmf: np.ndarray, confidence: float) -> float:
@@ -74,23 +72,40 @@ def noise_halfwidth(offsets: np.ndarray, pmf: np.ndarray, confidence: float) -> 
     return float(np.abs(offsets[order][min(index, len(order) - 1)]))
 
 
+def centred_binomial(rng: RandomSource, coins: int) -> int:
+    "The sum of ``coins`` fair bits minus coins/2 (``coins`` even): exact, from the CSPRNG's bits"
+    return rng.randbits(coins).bit_count() - coins // 2 if coins else 0
+
+
 @dataclass(frozen=True)
 class AggregatorNoise:
-    "Discrete Gaussian (variance parameter ``sigma2``) or discrete Laplace (``scale``) noise from each aggregator"
+    """Discrete Gaussian (variance parameter ``sigma2``), discrete Laplace (``scale``) or centred Binomial (N
+    ``coins``) noise from each aggregator, calibrated to ``shift`` alone"""
 
-    kind: str  # "gaussian" or "laplace"
-    parameter: Fraction  # sigma2 of the discrete Gaussian, or the discrete Laplace scale t
-    sensitivity: int
+    kind: str  # "gaussian", "laplace" or "coins"
+    parameter: Fraction  # sigma2 of the discrete Gaussian, the discrete Laplace scale t, or the number of coins N
+    shift: Shift
     aggregators: int = AGGREGATORS
 
     @property
     def mode(self) -> str:
         return self.kind
 
+    @property
+    def sensitivity(self) -> int:
+        "The L1 norm of one replaced report's shift"
+        return self.shift.l1
+
+    @property
+    def coins(self) -> int:
+        return int(self.parameter) if self.kind == "coins" else 0
+
     def share_variance(self) -> float:
         "The variance of one aggregator's noise (exact, not the continuous approximation)"
         if self.kind == "gaussian":
             return discrete_gaussian_variance(float(self.parameter))
+        if self.kind == "coins":
+            return self.coins / 4
         return discrete_laplace_variance(self.parameter)
 
     def variance(self) -> float:
@@ -98,13 +113,17 @@ class AggregatorNoise:
         return self.aggregators * self.share_variance()
 
     def privacy(self, epsilon: float) -> tuple[float, float]:
-        "(epsilon, delta) of the release, from one aggregator's noise alone (the other may collude)"
+        "(epsilon, delta) of the release, from ONE aggregator's noise alone (the other may be dishonest)"
         if self.kind == "gaussian":
-            return epsilon, discrete_gaussian_delta(float(self.parameter), epsilon, self.sensitivity)
-        return discrete_laplace_epsilon(self.parameter, self.sensitivity), 0.0
+            return epsilon, discrete_gaussian_delta(float(self.parameter), epsilon, self.shift)
+        if self.kind == "coins":
+            return epsilon, binomial_delta(self.coins, epsilon, self.shift)
+        return discrete_laplace_epsilon(self.parameter, self.shift), 0.0
 
     def share_noise(self, length: int, rng: RandomSource = SECURE_RANDOM) -> list[int]:
-        "What one aggregator adds to its aggregate share: exact draws from the CSPRNG (CKS 2020 samplers)"
+        "What one aggregator adds to its aggregate share: exact draws from the CSPRNG"
+        if self.kind == "coins":
+            return [centred_binomial(rng, self.coins) for _ in range(length)]
         draw = discrete_gaussian if self.kind == "gaussian" else discrete_laplace
         return [draw(rng, self.parameter) for _ in range(length)]
 
@@ -116,18 +135,26 @@ class AggregatorNoise:
     def mean(self) -> float:
         return 0.0
 
-    def noise_pmf(self) -> tuple[np.ndarray, np.ndarray]:
-        "(offsets, probabilities) of the release's noise: the convolution of every aggregator's pmf"
+    def share_pmf(self) -> np.ndarray:
+        "One aggregator's noise pmf on the integers -h..h"
         parameter = float(self.parameter)
         if self.kind == "gaussian":
             half = int(math.ceil(TAIL_SIGMAS * math.sqrt(parameter))) + 1
-            grid = np.arange(-half, half + 1)
-            pmf = discrete_gaussian_pmf(parameter, grid)
-        else:
-            half = int(math.ceil(LAPLACE_TAIL * parameter)) + 1
-            grid = np.arange(-half, half + 1)
-            a = math.exp(-1 / parameter)
-            pmf = (1 - a) / (1 + a) * np.exp(-np.abs(grid) / parameter)
+            return discrete_gaussian_pmf(parameter, np.arange(-half, half + 1))
+        if self.kind == "coins":
+            from scipy import stats  # here, not at import: scipy.stats costs a second of CPU
+
+            half = self.coins // 2
+            reach = min(half, 30 * math.isqrt(self.coins) + 60)  # 60 sd: beyond, the pmf is below exp(-1800)
+            return stats.binom.pmf(np.arange(half - reach, half + reach + 1), self.coins, 0.5)
+        half = int(math.ceil(LAPLACE_TAIL * parameter)) + 1
+        grid = np.arange(-half, half + 1)
+        a = math.exp(-1 / parameter)
+        return (1 - a) / (1 + a) * np.exp(-np.abs(grid) / parameter)
+
+    def noise_pmf(self) -> tuple[np.ndarray, np.ndarray]:
+        "(offsets, probabilities) of the release's noise: the convolution of every aggregator's pmf"
+        pmf = self.share_pmf()
         total = pmf
         for _ in range(self.aggregators - 1):
             total = convolve(total, pmf)
@@ -135,120 +162,26 @@ class AggregatorNoise:
         return offsets, total / total.sum()
 
     def describe(self) -> dict:
-        name = "discrete Gaussian" if self.kind == "gaussian" else "discrete Laplace"
-        parameter = "sigma2" if self.kind == "gaussian" else "scale"
-        return {"mode": self.kind, "noise": f"{name} from each of {self.aggregators} aggregators",
-                parameter: float(self.parameter), "sensitivity": self.sensitivity,
-                "variance": self.variance(), "assumption": "at least one aggregator does not collude with the analyst"}
+        name = {"gaussian": "discrete Gaussian", "laplace": "discrete Laplace",
+                "coins": "centred Binomial (N fair coins minus N/2)"}[self.kind]
+        parameter = {"gaussian": "sigma2", "laplace": "scale", "coins": "coins"}[self.kind]
+        value: float | int = self.coins if self.kind == "coins" else float(self.parameter)
+        return {"mode": self.kind, "noise": f"{name} from each of {self.aggregators} aggregators", parameter: value,
+                "sensitivity": self.sensitivity, "shift": self.shift.describe(), "relation": RELATION,
+                "variance": self.variance(), "assumption": ASSUMPTION}
 
 
-@dataclass(frozen=True)
-class CoinNoise:
-    "Binomial noise from the fair (XOR-masked) coins of a public random subset of the reports"
-
-    coins_needed: int  # N: honest coins per coordinate the (epsilon, delta - delta_select) target needs
-    coins_per_report: int
-    honest_fraction: float
-    subset_size: int
-    delta_select: float
-    sensitivity: int
-
-    @property
-    def mode(self) -> str:
-        return "coins"
-
-    @property
-    def n_min(self) -> int:
-        "Honest devices the subset must hold besides the person protected"
-        return math.ceil(self.coins_needed / self.coins_per_report)
-
-    @property
-    def total_coins(self) -> int:
-        return self.subset_size * self.coins_per_report
-
-    def mean(self) -> float:
-        "The known mean of the coins' sum, subtracted from the release"
-        return self.total_coins / 2
-
-    def variance(self) -> float:
-        "Bin(subset_size * coins_per_report, 1/2): every coin is fair once XOR-masked"
-        return self.total_coins / 4
-
-    def privacy(self, epsilon: float) -> tuple[float, float]:
-        "(epsilon, delta): the honest coins' exact binomial delta plus the chance the subset holds too few"
-        honest = self.n_min * self.coins_per_report
-        return epsilon, binomial_delta(honest, epsilon, self.sensitivity) + self.delta_select
-
-    def release_noise(self, length: int, rng: np.random.Generator) -> np.ndarray:
-        "Simulated coins' sum in a release (mean not removed); the real coins come from the devices, XOR-masked"
-        return rng.binomial(self.total_coins, 0.5, size=length)
-
-    def noise_pmf(self) -> tuple[np.ndarray, np.ndarray]:
-        "(offsets from the mean, probabilities) of the coins' sum"
-        reach = 60 * math.isqrt(self.total_coins) + 60
-        k = np.arange(max(0, self.total_coins // 2 - reach), min(self.total_coins, self.total_coins // 2 + reach) + 1)
-        from scipy import stats  # here, not at import: scipy.stats costs a second of CPU (aggregator noise needs none)
-
-        return k - self.mean(), stats.binom.pmf(k, self.total_coins, 0.5)
-
-    def describe(self) -> dict:
-        return {"mode": "coins", "noise": "Binomial: fair coins of a public random subset of reports, mean removed",
-                "coins_needed": self.coins_needed, "coins_per_report": self.coins_per_report,
-                "subset_size": self.subset_size, "honest_fraction": self.honest_fraction, "n_min": self.n_min,
-                "delta_select": self.delta_select, "sensitivity": self.sensitivity, "variance": self.variance(),
-                "assumption": (f"at least a fraction {self.honest_fraction} of the devices in the batch (so at least "
-                               f"{self.n_min} in the subset, except with probability {self.delta_select:g}) do not "
-                               "collude with the analyst, and no device colludes with an aggregator")}
+NoiseMode = AggregatorNoise
 
 
-NoiseMode = AggregatorNoise | CoinNoise
-
-
-def coin_subset_size(honest_needed: int, honest_fraction: float, delta_select: float) -> int:
-    """The smallest m with h m - sqrt(m ln(1/delta_select) / 2) >= honest_needed: a uniform subset of m reports
-    from a batch whose fraction h is honest then holds fewer honest devices with probability <= delta_select"""
-    if not 0 < honest_fraction <= 1:
-        raise ValueError("honest_fraction must be in (0, 1]")
-    if not 0 < delta_select < 1:
-        raise ValueError("delta_select must be strictly between 0 and 1")
-    log_term = math.log(1 / delta_select) / 2
-    # h m - sqrt(m L) = k is a quadratic in sqrt(m); take its positive root, then step to the integer
-    root = (math.sqrt(log_term) + math.sqrt(log_term + 4 * honest_fraction * honest_needed)) / (2 * honest_fraction)
-    m = max(1, math.floor(root * root) - 1)
-    while honest_fraction * m - math.sqrt(m * log_term) < honest_needed:
-        m += 1
-    return m
-
-
-def calibrate(mode: str, *, epsilon: float, delta: float, sensitivity: int, coins_per_report: int = 1,
-              honest_fraction: float = 0.5, select_share: float = 0.5) -> NoiseMode:
-    """The noise meeting (epsilon, delta) for a query of integer ``sensitivity``.
-
-    ``select_share`` is the part of delta spent on the coin subset holding too few honest devices."""
+def calibrate(mode: str, *, epsilon: float, delta: float, sensitivity: int | Shift) -> NoiseMode:
+    """The noise one aggregator adds so that its share alone meets (epsilon, delta) for ``sensitivity`` (a
+    :class:`Shift`, or an integer: one coordinate shifted by it)"""
+    shift = as_shift(sensitivity)
     if mode == "gaussian":
-        return AggregatorNoise("gaussian", calibrate_discrete_gaussian(epsilon, delta, sensitivity), sensitivity)
+        return AggregatorNoise("gaussian", calibrate_discrete_gaussian(epsilon, delta, shift), shift)
     if mode == "laplace":
-        return AggregatorNoise("laplace", calibrate_discrete_laplace(epsilon, sensitivity), sensitivity)
+        return AggregatorNoise("laplace", calibrate_discrete_laplace(epsilon, shift), shift)
     if mode == "coins":
-        if not (isinstance(coins_per_report, int) and coins_per_report >= 1):
-            raise ValueError("coins_per_report must be an integer of at least 1")
-        if not 0 < select_share < 1:
-            raise ValueError("select_share must be strictly between 0 and 1")
-        delta_select = delta * select_share
-        needed = calibrate_coins(epsilon, delta - delta_select, sensitivity)
-        n_min = math.ceil(needed / coins_per_report)
-        # the person protected may be among the honest devices of the subset: their own coins count as known
-        subset = coin_subset_size(n_min + 1, honest_fraction, delta_select)
-        return CoinNoise(needed, coins_per_report, honest_fraction, subset, delta_select, sensitivity)
+        return AggregatorNoise("coins", Fraction(calibrate_coins(epsilon, delta, shift)), shift)
     raise ValueError(f"mode must be one of {list(NOISE_MODES)}")
-
-
-def select_coin_reports(report_ids: Sequence[bytes], subset_size: int, seed: bytes) -> list[int]:
-    """Indices of the reports whose coins enter the release, from public randomness drawn after upload.
-
-    A uniform subset (without replacement) ranked by SHA-256(seed || report id); ``seed`` must be fixed only after
-    the batch is closed (for example the two aggregators' committed random values, opened at collection)."""
-    if subset_size > len(report_ids):
-        raise ValueError(f"the batch has {len(report_ids)} reports; the coin noise needs {subset_size}")
-    ranks = sorted(range(len(report_ids)), key=lambda i: hashlib.sha256(seed + report_ids[i]).digest())
-    return sorted(ranks[:subset_size])

@@ -239,7 +239,7 @@ class TrustModelCurves:
     central: np.ndarray
     current_n: int
     current: dict[str, float]
-    distributed_from: int  # coins: no release below one batch's coin subset
+    distributed_from: int  # the smallest n with a release (1; releases of earlier versions' coin noise: its subset)
     delta: float | None = None
 
 
@@ -248,8 +248,7 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
 
     For the same question, epsilon and delta: local DP's standard error falls as 1/sqrt(n) (the best oracle's
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
-    to one report, so it does not grow with n: the coin subset is sized from epsilon, delta and the honest
-    fraction)."""
+    to one report under replace-one, so it does not grow with n)."""
     from .model import trust_model_halfwidths
 
     errors = trust_model_halfwidths(result)

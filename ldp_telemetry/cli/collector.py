@@ -118,12 +118,16 @@ def _fail(message: str) -> None:
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--collect-grace", default=None, type=click.FloatRange(0),
+              help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
+                   "queued on devices that day [default: 3600].")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
+          collect_grace: float | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
@@ -145,6 +149,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         _check_helper_url(str(helper_url))
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
+        if collect_grace is not None:
+            config["COLLECT_GRACE"] = collect_grace
     from collector.cors import parse_origins
 
     try:  # checked here, before gunicorn starts workers that would fail one by one
@@ -409,14 +415,16 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
         click.echo(json.dumps(_api("POST", str(url), str(token), _campaign_path(name, "/collect"),
                                    {"batch": day})[1], indent=2))
         return
+    from collector.app import DEFAULTS
     from collector.distributed.leader import CollectError, collect
     from collector.storage import CampaignNotFound
 
+    grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
     storage, store, peer = _leader(str(database), helper_url, peer_token)
     with storage:
         try:
             item = storage.get_campaign(name)
-            click.echo(json.dumps(collect(storage, store, peer, item, day), indent=2))
+            click.echo(json.dumps(collect(storage, store, peer, item, day, grace=grace), indent=2))
         except CampaignNotFound as exc:
             _fail(str(exc))
         except CollectError as exc:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from client_sdk.randomness import DeterministicRandom
-from estimators.distributed import calibrate, estimate_releases
+from estimators.distributed import Shift, calibrate, estimate_releases
 from estimators.report import report_schema
 from ldp_telemetry.cli import main
 
@@ -25,7 +25,7 @@ SPEC = {"name": "apps", "trust": "distributed", "prio3": "histogram", "domain": 
 
 
 def stored_release(version, day: str, rng: DeterministicRandom, epsilon: float | None = None) -> dict:
-    noise = calibrate("gaussian", epsilon=epsilon or version.spec.epsilon, delta=1e-6, sensitivity=1)
+    noise = calibrate("gaussian", epsilon=epsilon or version.spec.epsilon, delta=1e-6, sensitivity=Shift(2, 1))
     drawn = noise.release_noise(len(DOMAIN), rng)
     return {"campaign": "apps", "fingerprint": version.fingerprint, "version": version.version, "batch": day,
             "report_count": sum(COUNTS), "rejected": {"invalid-measurement": 1}, "prio3": "histogram",

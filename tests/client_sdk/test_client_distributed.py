@@ -87,9 +87,9 @@ class FakeLeader:
             assert report["fingerprint"] == spec.fingerprint and report["campaign"] == spec.name
             parsed = parse_payload(report["payload"])
             shares = [open_input_share(spec, self.leader, LEADER, report["report_id"], parsed.public_share,
-                                       parsed.leader_ciphertext),
+                                       parsed.leader_ciphertext, parsed.batch),
                       open_input_share(spec, self.helper, HELPER, report["report_id"], parsed.public_share,
-                                       parsed.helper_ciphertext)]
+                                       parsed.helper_ciphertext, parsed.batch)]
             nonce = uuid.UUID(report["report_id"]).bytes
             public = vdaf.decode_public_share(parsed.public_share)
             initial = [vdaf.verify_init(VERIFY_KEY, ctx, i, nonce, public, share) for i, share in enumerate(shares)]
@@ -104,6 +104,28 @@ def fake():
     return FakeLeader()
 
 
+class Days:
+    "A clock one UTC day further at each ``next()``: a distributed campaign takes one report per batch (day)"
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def next(self) -> None:
+        self.now += 86_400
+
+
+def record_daily(client, days: Days, name, values):
+    "One record per day (each in its own batch)"
+    recorded = []
+    for value in values:
+        recorded.append(client.record(name, value))
+        days.next()
+    return recorded
+
+
 def make_client(tmp_path, fake, **kwargs):
     options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
                "campaigns": list(SPECS), "sleep": lambda s: None, "jitter": random.Random(1),
@@ -114,22 +136,24 @@ def make_client(tmp_path, fake, **kwargs):
 
 @pytest.mark.parametrize("name, values, expected", CASES, ids=[case[0] for case in CASES])
 def test_recorded_values_are_sealed_delivered_and_verify(tmp_path, fake, name, values, expected):
-    client = make_client(tmp_path, fake)
-    recorded = [client.record(name, value) for value in values]
+    days = Days()
+    client = make_client(tmp_path, fake, clock=days)
+    recorded = record_daily(client, days, name, values)
     assert all(r.status is RecordStatus.QUEUED for r in recorded)
     assert client.flush().sent == len(values)
     sent = fake.sent()
     assert [r["report_id"] for r in sent] == [r.report_id for r in recorded]
     assert all(set(r) == {"report_id", "campaign", "fingerprint", "payload"} for r in sent)
-    assert all(set(r["payload"]) == {"public_share", "leader_share", "helper_share"} for r in sent)
+    assert all(set(r["payload"]) == {"public_share", "leader_share", "helper_share", "batch"} for r in sent)
+    assert [r["payload"]["batch"] for r in sent] == ["2023-11-14", "2023-11-15", "2023-11-16"]
     assert fake.aggregate(make_spec(name), sent) == expected
     client.close()
 
 
 def test_coin_campaign_reports_verify(tmp_path, fake):
-    client = make_client(tmp_path, fake)
-    for value in ("a", "b", "b"):
-        client.record("coins", value)
+    days = Days()
+    client = make_client(tmp_path, fake, clock=days)
+    record_daily(client, days, "coins", ("a", "b", "b"))
     client.flush()
     total = fake.aggregate(make_spec("coins"), fake.sent())
     assert total[:2] == [1, 2] and len(total) == 2 + 2 * 2
@@ -323,3 +347,57 @@ def test_without_the_distributed_extra_record_names_it(tmp_path, fake, monkeypat
         client.record("apps", "mail")
     assert client.pending() == 0 and client.spent("apps").reports == 0
     client.close()
+
+
+def test_one_report_per_batch_and_delta_in_the_ledger(tmp_path, fake):
+    "Whatever the policy allows, a distributed campaign takes one report per batch, and batches only move forward"
+    days = Days()
+    client = make_client(tmp_path, fake, clock=days, policy=ReportPolicy(max_reports=5))
+    assert client.record("apps", "mail").status is RecordStatus.QUEUED
+    assert client.record("apps", "maps").status is RecordStatus.REFUSED_BY_POLICY  # the same batch
+    days.next()
+    assert client.record("apps", "maps").status is RecordStatus.QUEUED
+    days.now -= 2 * 86_400  # the clock set back two days: an earlier batch
+    assert client.record("apps", "chat").status is RecordStatus.REFUSED_BY_POLICY
+    spent = client.spent("apps")
+    assert (spent.reports, spent.epsilon, spent.delta, spent.last_batch) == (2, 2.0, 2e-6, "2023-11-15")
+    client.close()
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_state_file_of_an_earlier_version_gains_the_ledgers_delta_and_batch(tmp_path, version):
+    """Migration from version 3 (no held table, the old ledger) and 4 (held values, the old ledger): the ledger's
+    rows stay, delta starts at 0 and last_batch unset; a version-3 file gains the held table too"""
+    import sqlite3
+
+    from client_sdk.state_file import SCHEMA, SCHEMA_VERSION, STATE_FILE_NAME, StateFile
+
+    (tmp_path / "state").mkdir(mode=0o700)
+    path = tmp_path / "state" / STATE_FILE_NAME
+    conn = sqlite3.connect(path)
+    old_ledger = ("CREATE TABLE IF NOT EXISTS ledger (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL, "
+                  "reports INTEGER NOT NULL) WITHOUT ROWID")
+    for statement in SCHEMA:
+        if version < 4 and " held" in statement:  # version 4 added the held values
+            continue
+        conn.execute(old_ledger if statement.startswith("CREATE TABLE IF NOT EXISTS ledger ") else statement)
+    conn.execute("INSERT INTO ledger VALUES ('apps', 3.0, 3)")
+    if version == 4:
+        conn.execute("INSERT INTO held (campaign, value, recorded) VALUES ('later', '1', 0)")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+    path.chmod(0o600)
+    state = StateFile(tmp_path / "state")
+    from client_sdk.ledger import PrivacyLedger
+
+    ledger = PrivacyLedger(state)
+    spent = ledger.spent("apps")
+    assert (spent.epsilon, spent.reports, spent.delta, spent.last_batch) == (3.0, 3, 0.0, None)
+    ledger.charge("apps", 1.0, ReportPolicy(), 0.0, delta=1e-6, batch="1970-01-01")
+    assert ledger.spent("apps").delta == 1e-6 and ledger.refusal("apps", 1.0, ReportPolicy.unlimited(), 0.0,
+                                                                  "1970-01-01") is not None
+    assert state.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    held = state.conn.execute("SELECT campaign, value FROM held").fetchall()
+    assert held == ([("later", "1")] if version == 4 else [])  # a version-4 file keeps its held values
+    state.close()

@@ -75,8 +75,9 @@ def test_defaults_and_derived_fields():
 
 
 def test_sensitivity_of_one_report():
+    "replace-one (n public): a histogram's old bucket -1 and new one +1; multihot both sets of max_weight"
     sensitivities = [load_spec(data).prio3.sensitivity for data in EVERY_TYPE]
-    assert sensitivities == [1, 100, 1, 1, 8 * 100, 3]
+    assert sensitivities == [1, 100, 2, 2, 8 * 100, 6]
 
 
 @pytest.mark.parametrize("change", [

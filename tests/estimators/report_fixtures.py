@@ -71,18 +71,17 @@ def distributed_spec(mode: str = "gaussian") -> dict:
 def distributed_result(mode: str = "gaussian", days: tuple[str, ...] = ("2026-11-30",), seed: int = 4) -> dict:
     "The estimate of simulated releases of a distributed histogram campaign (one per day in ``days``)"
     from client_sdk.randomness import DeterministicRandom
-    from estimators.distributed import CoinNoise, calibrate, estimate_releases
+    from estimators.distributed import Shift, calibrate, estimate_releases
 
-    noise = calibrate(mode, epsilon=1.0, delta=1e-6, sensitivity=1)
-    rng, generator = DeterministicRandom(seed), np.random.default_rng(seed)
+    noise = calibrate(mode, epsilon=1.0, delta=1e-6, sensitivity=Shift(2, 1))
+    rng = DeterministicRandom(seed)
     releases = []
     for day in days:
-        drawn = (noise.release_noise(len(APPS), generator) if isinstance(noise, CoinNoise)
-                 else noise.release_noise(len(APPS), rng))
+        drawn = noise.release_noise(len(APPS), rng)
         releases.append({"campaign": "apps", "fingerprint": "0" * 32, "version": 1, "batch": day,
                          "report_count": sum(APP_COUNTS), "rejected": {"invalid-measurement": 2}, "prio3": "histogram",
                          "release": [int(c + d) for c, d in zip(APP_COUNTS, drawn)], "noise": noise.describe(),
-                         "coin_subset": noise.subset_size if isinstance(noise, CoinNoise) else None})
+                         "coin_subset": None})
     return estimate_releases(distributed_spec(mode), releases)
 
 

@@ -114,14 +114,22 @@ class Pair:
 
 
 def end_day() -> str:
-    """Let the collector's current UTC day end (its clock of days moves one day on, ``collector.auth.CLOCK_OFFSET``;
-    the tests' conftest puts it back): that day's batch can be collected, new reports enter the next one.  The
-    day that ended."""
+    """Let the collector's current UTC day end (its clock moves to a minute past that day's collection grace,
+    ``COLLECT_GRACE``, in the next day: ``collector.auth.CLOCK_OFFSET``; the tests' conftest puts it back): that
+    day's batch can be collected, new reports enter the next one.  The day that ended."""
     from collector import auth
 
     ended = auth.utc_today()
-    auth.CLOCK_OFFSET += 86400
+    auth.CLOCK_OFFSET += past_grace(ended) - auth.clock_now()
     return ended
+
+
+def past_grace(day: str) -> float:
+    "A minute past the collection grace of ``day`` (POSIX seconds): its batch can be collected then"
+    from client_sdk.clock import day_start
+    from collector.app import DEFAULTS
+
+    return day_start(day) + 86400 + DEFAULTS["COLLECT_GRACE"] + 60
 
 
 def checked_block(block: dict, helper_url: str, helper_answer: dict) -> dict:
@@ -137,12 +145,16 @@ def configs(block: dict) -> tuple[Any, Any]:
     return (HpkeConfig.from_dict(block["leader"]["hpke_config"]), HpkeConfig.from_dict(block["helper"]["hpke_config"]))
 
 
-def honest_reports(spec: client_sdk.Spec, block: dict, values: list[Any]) -> list[dict]:
+def honest_reports(spec: client_sdk.Spec, block: dict, values: list[Any], batch: str | None = None) -> list[dict]:
+    "Reports sealed as a device does, for ``batch`` (default: the collector's day in this process)"
+    from collector import auth
+
     leader, helper = configs(block)
+    batch = batch or auth.utc_today()
     out = []
     for value in values:
         report_id = str(uuid.uuid4())
-        payload = distributed.seal_report(spec, value, leader, helper, report_id=report_id)
+        payload = distributed.seal_report(spec, value, leader, helper, report_id=report_id, batch=batch)
         out.append({"report_id": report_id, "campaign": spec.name, "fingerprint": spec.fingerprint,
                     "payload": payload})
     return out

@@ -14,10 +14,10 @@ their reports with the SDK, one release per batch, and the estimate and reports 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,11 +31,12 @@ import pytest
 import requests
 
 import client_sdk
+from client_sdk.clock import utc_day
 from estimators.distributed import estimate_release
 from tests.tolerances import k_sigma
 
 from ..helpers import create_key, free_port, ldp_command, running_server
-from .kit import checked_block
+from .kit import checked_block, past_grace
 
 PEER_TOKEN = "e2e-peer-token"
 DEVICES = 2_000
@@ -52,19 +53,20 @@ class Aggregators:
     leader_db: Path
     admin: str
     ingest: str
-    restart_leader: Callable[[int], None]  # the leader again, with LDP_CLOCK_OFFSET of that many days
-    days: int = 0  # how many days the leader's clock has moved on
+    restart_leader: Callable[[float], None]  # the leader again, with LDP_CLOCK_OFFSET of that many seconds
+    offset: float = 0.0  # how far (seconds) the leader's clock has moved on
 
     @property
     def day(self) -> str:
         "The leader's current day: its open batch"
-        return (dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=self.days)).isoformat()
+        return utc_day(time.time() + self.offset)
 
     def end_day(self) -> str:
-        "Let the leader's day end (it restarts one day later): that batch may be collected now; the day that ended"
+        """Let the leader's day end (it restarts in the next day, past the day's collection grace): that batch may
+        be collected now; the day that ended"""
         ended = self.day
-        self.days += 1
-        self.restart_leader(self.days)
+        self.offset = past_grace(ended) - time.time()
+        self.restart_leader(self.offset)
         return ended
 
     def call(self, method: str, path: str, body: Any = None, key: str | None = None, **params: Any) -> Any:
@@ -108,7 +110,8 @@ class Aggregators:
         for value in values:
             report_id = str(uuid.uuid4())
             reports.append({"report_id": report_id, "campaign": spec.name, "fingerprint": spec.fingerprint,
-                            "payload": seal_report(spec, value, leader, helper, report_id=report_id)})
+                            "payload": seal_report(spec, value, leader, helper, report_id=report_id,
+                                                   batch=self.day)})
         accepted = 0
         for start in range(0, len(reports), batch):
             accepted += self.call("POST", "/v1/reports", {"reports": reports[start:start + batch]},
@@ -129,12 +132,12 @@ def aggregators(tmp: Path) -> Iterator[Aggregators]:
                                                            (*common, "--role", "helper")))
         leader: list[ExitStack] = []
 
-        def start_leader(days: int) -> str:
+        def start_leader(offset: float) -> str:
             if leader:
                 leader.pop().close()
             inner = ExitStack()
             with pytest.MonkeyPatch.context() as env:  # the server copies the environment as it starts
-                env.setenv("LDP_CLOCK_OFFSET", str(days * 86400))
+                env.setenv("LDP_CLOCK_OFFSET", repr(offset))
                 url, _ = inner.enter_context(running_server(
                     leader_db, tmp / "leader.log", leader_port, 1,
                     (*common, "--role", "leader", "--helper-url", helper_url, "--aggregate-interval", "0")))
@@ -208,9 +211,9 @@ def test_the_noise_of_repeated_releases_has_the_variance_of_the_formula(servers:
         counts = np.array([values.count(value) for value in domain])
         draws.append(np.array(release["release"]) - counts)
     noise_mode = estimate_release(spec, release)["noise"]
-    from estimators.distributed import calibrate
+    from estimators.distributed import Shift, calibrate
 
-    noise = calibrate("gaussian", epsilon=1.0, delta=1e-6, sensitivity=1)
+    noise = calibrate("gaussian", epsilon=1.0, delta=1e-6, sensitivity=Shift(2, 1))  # replace-one: two buckets
     assert noise_mode["variance"] == pytest.approx(noise.variance())
     samples = np.concatenate(draws).astype(float)
     variance = noise.variance()

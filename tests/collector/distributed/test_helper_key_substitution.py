@@ -26,6 +26,7 @@ import pytest
 
 import client_sdk
 from client_sdk import Client, RecordStatus, ReportPolicy
+from client_sdk.clock import utc_today
 from client_sdk.distributed import HELPER, open_input_share, parse_payload, seal_report
 from client_sdk.vdaf.hpke import HpkeConfig, HpkeKeyPair
 
@@ -86,13 +87,15 @@ def naive_report(spec: client_sdk.Spec, block: dict, value: Any) -> dict:
     leader = HpkeConfig.from_dict(block["leader"]["hpke_config"])
     helper = HpkeConfig.from_dict(block["helper"]["hpke_config"])
     report_id = str(uuid.uuid4())
-    return {"report_id": report_id, "payload": seal_report(spec, value, leader, helper, report_id=report_id)}
+    return {"report_id": report_id, "payload": seal_report(spec, value, leader, helper, report_id=report_id,
+                                                           batch=utc_today())}
 
 
 def attacker_opens(spec: client_sdk.Spec, attacker: HpkeKeyPair, report: dict) -> bool:
     parsed = parse_payload(report["payload"])
     try:
-        open_input_share(spec, attacker, HELPER, report["report_id"], parsed.public_share, parsed.helper_ciphertext)
+        open_input_share(spec, attacker, HELPER, report["report_id"], parsed.public_share, parsed.helper_ciphertext,
+                         parsed.batch)
         return True
     except ValueError:
         return False

@@ -35,7 +35,7 @@ def test_peer_routes_answer_junk_with_a_named_4xx(pair):
     helper = pair.helper_app.test_client()
     peer = {"Authorization": f"Bearer {PEER_TOKEN}", "Content-Type": "application/json"}
     routes = [("put", f"/v1/peer/campaigns/{spec.name}"), ("put", f"/v1/peer/aggregation_jobs/{uuid.uuid4()}"),
-              ("put", "/v1/peer/aggregation_jobs/not-a-uuid"), ("post", "/v1/peer/coin_seed"),
+              ("put", "/v1/peer/aggregation_jobs/not-a-uuid"),
               ("post", "/v1/peer/aggregate_shares")]
     for method, path in routes:
         for body in JUNK:
@@ -48,7 +48,8 @@ def test_leader_upload_and_collect_answer_junk_with_a_named_4xx(pair):
     bad_payloads = [None, 1, [], {}, {"public_share": 5}, {**good["payload"], "leader_share": "x"},
                     {**good["payload"], "leader_share": {"config_id": 999, "ciphertext": "AA"}},
                     {**good["payload"], "helper_share": {"config_id": 1, "ciphertext": "not base64url!"}},
-                    {**good["payload"], "extra": 1}]
+                    {**good["payload"], "extra": 1}, {**good["payload"], "batch": "2026-13-01"},
+                    {**good["payload"], "batch": 20261201}]
     for payload in bad_payloads:
         report = {**good, "report_id": str(uuid.uuid4()), "payload": payload}
         response = pair.leader.post("/v1/reports", json={"reports": [report]}, headers=pair.ingest)

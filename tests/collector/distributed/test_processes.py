@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 import client_sdk
+from client_sdk.clock import utc_day
 
 from ..helpers import create_key, free_port, ldp_command, running_server
-from .kit import PEER_TOKEN, checked_block, exact_sum, honest_reports, spec_json, truth, values_for
+from .kit import PEER_TOKEN, checked_block, exact_sum, honest_reports, past_grace, spec_json, truth, values_for
 
 WAIT_SECONDS = 60.0  # an upper bound for a condition to come true, polled every 0.1 s
 
@@ -57,8 +58,10 @@ class Aggregators:
         self.clock_offset = 0  # seconds: LDP_CLOCK_OFFSET of the servers started from now on
 
     def end_day(self) -> None:
-        "Servers started from now on live one day later: the batch of the day so far has ended and can be collected"
-        self.clock_offset += 86400
+        """Servers started from now on live in the next day, past the collection grace of the day so far: its batch
+        has ended and can be collected"""
+        now = time.time()
+        self.clock_offset = past_grace(utc_day(now + self.clock_offset)) - now
 
     @contextmanager
     def helper(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None) -> Iterator[subprocess.Popen]:
@@ -67,8 +70,8 @@ class Aggregators:
 
     @contextmanager
     def leader(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None, interval: float = 0.2,
-               workers: int = 1) -> Iterator[subprocess.Popen]:
-        extra = ("--helper-url", self.helper_url, "--aggregate-interval", str(interval))
+               workers: int = 1, options: tuple[str, ...] = ()) -> Iterator[subprocess.Popen]:
+        extra = ("--helper-url", self.helper_url, "--aggregate-interval", str(interval), *options)
         with self._server(monkeypatch, failpoint, self.leader_db, self.leader_port, "leader", extra,
                           workers) as process:
             yield process
@@ -104,7 +107,10 @@ class Aggregators:
 
     def collect(self, name: str) -> tuple[int, Any]:
         "Collect the batch of the first day (this test's real today; the leader must have been started after it ended)"
-        return call("POST", f"{self.leader_url}/v1/campaigns/{name}/collect", self.admin, {"batch": today()})
+        return self.collect_batch(name, today())
+
+    def collect_batch(self, name: str, batch: str) -> tuple[int, Any]:
+        return call("POST", f"{self.leader_url}/v1/campaigns/{name}/collect", self.admin, {"batch": batch})
 
     def aggregated(self, spec: client_sdk.Spec) -> int:
         return exact_sum(self.leader_db, self.helper_db, spec, today())[0]

@@ -48,6 +48,22 @@ def test_concurrent_collections_of_one_batch_give_one_release(tmp_path, monkeypa
         assert status == 409 and problem["type"].endswith("batch-collected") and problem["release"] == release
 
 
+def test_serve_collect_grace_sets_how_long_after_its_day_a_batch_stays_open(tmp_path, monkeypatch):
+    "serve --collect-grace: a leader past the default grace (an hour) but within a two-day grace still refuses"
+    servers = Aggregators(tmp_path)
+    with servers.helper(monkeypatch):
+        with servers.leader(monkeypatch, interval=0):
+            spec, block = servers.create(spec_json("histogram", min_batch=2))
+            assert servers.upload(honest_reports(spec, block, values_for("histogram", 3)))["accepted"] == 3
+        servers.end_day()  # a minute past the default grace
+        with servers.leader(monkeypatch, interval=0, options=("--collect-grace", str(2 * 86400))):
+            status, problem = servers.collect(spec.name)
+        assert status == 409 and problem["type"].endswith("batch-open") and "172800 s" in problem["detail"], problem
+        with servers.leader(monkeypatch, interval=0):
+            status, release = servers.collect(spec.name)
+        assert status == 200 and release["report_count"] == 3, release
+
+
 def test_a_batch_is_collected_only_once_its_day_has_ended(tmp_path):
     pair = Pair(tmp_path)
     spec, block = pair.create(spec_json("histogram", min_batch=2))
@@ -64,24 +80,54 @@ def test_a_batch_is_collected_only_once_its_day_has_ended(tmp_path):
     assert released.status_code == 200 and released.json["report_count"] == 8
 
 
-def test_a_report_that_straddles_midnight_and_the_collection_enters_the_next_batch(tmp_path):
-    "An upload that began on the day just collected (its request older than the collection) is not lost"
+def test_a_report_for_a_collected_batch_is_refused_by_name_never_moved(tmp_path):
+    """An upload that began on a day collected since: each report names its batch (sealed into its shares), so the
+    leader cannot put it in another one; it is refused batch-collected by name (the device drops and counts it)"""
     pair = Pair(tmp_path)
     spec, block = pair.create(spec_json("histogram", min_batch=2))
     pair.upload(honest_reports(spec, block, values_for("histogram", 4)))
     day = end_day()
     assert pair.collect(spec.name, day).status_code == 200
-    late = honest_reports(spec, block, ["a", "b"])
+    late = honest_reports(spec, block, ["a", "b"], batch=day)
     with pair.leader_app.app_context(), open_storage(pair.leader_db) as storage:
         from collector.distributed.store import DistStore
         from collector.storage import CampaignVersion
 
         campaign: CampaignVersion = storage.get_campaign(spec.name)
         result = accept_reports(DistStore(storage), [(i, r, campaign) for i, r in enumerate(late)], day)
-    assert result.accepted == 2 and not result.rejected
+    assert result.accepted == 0 and [r[2] for r in result.rejected] == ["payload.batch"] * 2
+    assert all("batch-collected" in r[3] for r in result.rejected)
     with opened(pair.leader_db) as store:
         batches = dict(store.conn.execute("SELECT batch, count(*) FROM dist_reports GROUP BY batch").fetchall())
-    assert batches == {day: 4, today_of_leader(): 2}
+    assert batches == {day: 4}
+
+
+def test_a_report_arriving_after_its_day_within_the_grace_is_released_in_its_batch(tmp_path):
+    """A device whose report names day D and reaches the leader after D ended but before D + COLLECT_GRACE: accepted
+    into D, and the release of D counts it (the grace is what keeps a late device's charged report)"""
+    from collector import auth
+
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram", min_batch=2))
+    day = today_of_leader()
+    pair.upload(honest_reports(spec, block, values_for("histogram", 3)))
+    auth.CLOCK_OFFSET += next_midnight() - auth.clock_now() + 60  # one minute into the next day: inside the grace
+    assert today_of_leader() > day
+    early = pair.collect(spec.name, day)
+    assert early.status_code == 409 and early.json["type"].endswith("batch-open"), early.json
+    answer = pair.upload(honest_reports(spec, block, ["a", "b"], batch=day))
+    assert answer["accepted"] == 2, answer
+    end_day()  # past the grace
+    released = pair.collect(spec.name, day)
+    assert released.status_code == 200 and released.json["report_count"] == 5, released.json
+
+
+def next_midnight() -> float:
+    "The collector's next UTC midnight (POSIX seconds)"
+    from client_sdk.clock import day_start
+    from collector import auth
+
+    return day_start(auth.utc_today()) + 86400
 
 
 def today_of_leader() -> str:
@@ -126,16 +172,16 @@ def test_the_peer_routes_are_rate_limited(tmp_path):
     helper = create_app({"DATABASE": str(tmp_path / "helper.db"), "ROLE": "helper", "PEER_TOKEN": PEER_TOKEN,
                          "RATE_LIMIT": 0, "PEER_RATE_LIMIT": 0.001, "PEER_RATE_BURST": 3}).test_client()
     headers = {"Authorization": f"Bearer {PEER_TOKEN}"}
-    statuses = [helper.post("/v1/peer/coin_seed", json={}, headers=headers).status_code for _ in range(5)]
+    statuses = [helper.post("/v1/peer/aggregate_shares", json={}, headers=headers).status_code for _ in range(5)]
     assert statuses[:3] == [400, 400, 400] and statuses[3:] == [429, 429]
-    limited = helper.post("/v1/peer/aggregate_shares", json={}, headers=headers)
+    limited = helper.put(f"/v1/peer/aggregation_jobs/{uuid.uuid4()}", json={}, headers=headers)
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
     assert limited.json["field"] == "Authorization"
     assert helper.get("/v1/hpke_config").status_code == 200  # the public route is not the peer's
     with pytest.raises(PeerUnavailable, match="429"):  # the leader backs off and retries later
         from collector.distributed.peer import FlaskTransport
 
-        PeerClient(FlaskTransport(helper), PEER_TOKEN, retries=0).coin_seed({})
+        PeerClient(FlaskTransport(helper), PEER_TOKEN, retries=0).aggregate_share({})
 
 
 # -- secrets at rest ---------------------------------------------------------------------------------------------------

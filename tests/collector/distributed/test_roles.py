@@ -351,11 +351,13 @@ COINS = {"noise": "coins", "coins": 8, "epsilon": 2.0, "honest_fraction": 0.5, "
 
 
 def test_coin_flip_noise(pair):
-    from estimators.distributed import calibrate
+    "coins: each aggregator adds its own centred Binomial; the devices' coin bits are verified (a non-bit is "
+    "refused) and do not enter the release"
+    from estimators.distributed import Shift, calibrate
 
     spec, block = pair.create(spec_json("histogram", **COINS))
-    noise = calibrate("coins", epsilon=2.0, delta=1e-6, sensitivity=1, coins_per_report=8, honest_fraction=0.5)
-    values = values_for("histogram", noise.subset_size + 13)
+    noise = calibrate("coins", epsilon=2.0, delta=1e-6, sensitivity=Shift(2, 1))
+    values = values_for("histogram", 13)
     bad_coin = [0, 1, 0, 0] + [0] * 32
     bad_coin[4 + 5] = 2  # a coin "bit" equal to 2
     assert pair.upload(honest_reports(spec, block, values) + [encoded_report(spec, block, bad_coin)])["accepted"] \
@@ -364,30 +366,16 @@ def test_coin_flip_noise(pair):
     assert (summary.aggregated, summary.rejected) == (len(values), 1)
     leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert leader_count == helper_count == len(values) and exact == truth("histogram", values)
-    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
-        key = (spec.name, spec.fingerprint, today())
-        assert len(leader_store.coin_shares(key)) == len(helper_store.coin_shares(key)) == len(values)
 
     end_day()
     release = pair.collect(spec.name, today()).json
-    assert release["coin_subset"] == noise.subset_size and release["noise"]["mode"] == "coins"
+    assert release["coin_subset"] is None and release["noise"]["mode"] == "coins"
+    assert release["noise"]["coins"] == noise.coins and release["noise"]["relation"] == "replace-one"
     assert release["rejected"] == {"invalid-measurement": 1}
-    coins = [got - want for got, want in zip(release["release"], truth("histogram", values))]
-    total = noise.subset_size * 8
-    # each bucket holds the sum of `total` fair coins, never a field element out of range
-    assert all(0 <= c <= total for c in coins)
-    sd = math.sqrt(noise.variance())
-    assert all(abs(c - total / 2) <= K_SIGMAS * sd for c in coins)
-    with opened(pair.leader_db) as leader_store, opened(pair.helper_db) as helper_store:
-        assert leader_store.coin_shares(key) == {} and helper_store.coin_shares(key) == {}  # dropped once released
-
-
-def test_coin_batch_below_the_subset_size_is_refused(pair):
-    spec, block = pair.create(spec_json("histogram", **COINS))
-    pair.upload(honest_reports(spec, block, values_for("histogram", 20)))
-    end_day()
-    response = pair.collect(spec.name, today())
-    assert response.status_code == 409 and "coin noise" in response.json["detail"]
+    drawn = [got - want for got, want in zip(release["release"], truth("histogram", values))]
+    # two centred Binomials of N coins each: within [-N, N] and k sd of 0
+    assert all(abs(d) <= noise.coins for d in drawn)
+    assert all(abs(d) <= K_SIGMAS * math.sqrt(noise.variance()) for d in drawn)
 
 
 def test_collect_checks_its_body(pair):

@@ -7,11 +7,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from client_sdk.randomness import DeterministicRandom, discrete_gaussian
 from estimators.central import analytic_gaussian_sigma, normal_cdf
-from estimators.distributed import calibrate, coin_subset_size
+from estimators.distributed import Shift, calibrate, replace_one_shift
 from estimators.distributed.accounting import (
     binomial_delta,
     calibrate_coins,
@@ -100,7 +99,8 @@ def test_binomial_delta_against_exact_binomial_coefficients(coins, epsilon, sens
 @pytest.mark.parametrize("epsilon,delta,sensitivity", TARGETS)
 def test_coin_calibration_is_the_smallest_count_and_beats_the_2006_bound(epsilon, delta, sensitivity):
     coins = calibrate_coins(epsilon, delta, sensitivity)
-    assert binomial_delta(coins, epsilon, sensitivity) <= delta < binomial_delta(coins - 1, epsilon, sensitivity)
+    assert coins % 2 == 0  # N/2 is subtracted: an integer
+    assert binomial_delta(coins, epsilon, sensitivity) <= delta < binomial_delta(coins - 2, epsilon, sensitivity)
     if sensitivity == 1:
         assert coins <= dwork_2006_coins(epsilon, delta)
     # a binomial of the same privacy has about the analytic Gaussian's variance
@@ -108,22 +108,60 @@ def test_coin_calibration_is_the_smallest_count_and_beats_the_2006_bound(epsilon
     assert 0.8 < coins / 4 / sigma**2 < 1.5
 
 
-@pytest.mark.parametrize("honest_fraction,needed,delta_select", [(0.5, 87, 5e-7), (0.9, 1000, 1e-6), (0.2, 30, 1e-3)])
-def test_the_coin_subset_holds_enough_honest_devices(honest_fraction, needed, delta_select):
-    "The hypergeometric tail of too few honest devices in the subset is below delta_select, for any batch size"
-    m = coin_subset_size(needed, honest_fraction, delta_select)
-    for population in (m, 2 * m, 100 * m):
-        honest = math.ceil(honest_fraction * population)
-        assert stats.hypergeom.cdf(needed - 1, population, honest, m) <= delta_select
-    assert honest_fraction * (m - 1) - math.sqrt((m - 1) * math.log(1 / delta_select) / 2) < needed
+def two_coordinate_hockey_stick(pmf: np.ndarray, epsilon: float) -> float:
+    "delta of independent noise on two coordinates, each shifted by +1: summed over every pair of the grid"
+    p = np.outer(pmf, pmf)
+    shifted = np.zeros_like(pmf)
+    shifted[1:] = pmf[:-1]
+    q = np.outer(shifted, shifted)
+    return float(np.clip(p - math.exp(epsilon) * q, 0, None).sum())
+
+
+@pytest.mark.parametrize("sigma2,epsilon", [(4.0, 0.5), (35.7, 1.0), (120.0, 2.0)])
+def test_two_coordinate_discrete_gaussian_delta_is_the_hockey_stick_over_pairs(sigma2, epsilon):
+    "A histogram under replace-one (two buckets move by 1): the sum-based formula against the 2-D sum over pairs"
+    half = int(45 * math.sqrt(sigma2)) + 2
+    pmf = discrete_gaussian_pmf(sigma2, np.arange(-half, half + 1))
+    direct = two_coordinate_hockey_stick(pmf / pmf.sum(), epsilon)
+    assert discrete_gaussian_delta(sigma2, epsilon, Shift(2, 1)) == pytest.approx(direct, rel=1e-7, abs=1e-15)
+
+
+@pytest.mark.parametrize("coins,epsilon", [(40, 1.0), (148, 1.0), (300, 0.5)])
+def test_two_coordinate_binomial_delta_is_the_hockey_stick_over_pairs(coins, epsilon):
+    "Exact binomial coefficients on both coordinates; the truncated window's left-out mass is added (<= 2e-30)"
+    p = np.array([math.comb(coins, i) for i in range(coins + 2)] + [0], dtype=float) / 2.0**coins
+    p[coins + 1] = 0.0
+    direct = two_coordinate_hockey_stick(p, epsilon)
+    assert binomial_delta(coins, epsilon, Shift(2, 1)) == pytest.approx(direct, rel=1e-9, abs=3e-30)
+
+
+@pytest.mark.parametrize("prio3,kwargs,shift", [
+    ("count", {}, Shift(1, 1)), ("sum", {"max_measurement": 100}, Shift(1, 100)), ("histogram", {}, Shift(2, 1)),
+    ("multihot", {"max_weight": 3}, Shift(6, 1)), ("sumvec", {"length": 4, "max_measurement": 7}, Shift(4, 7))])
+def test_the_replace_one_shift_of_each_prio3_type(prio3, kwargs, shift):
+    "decisions: histogram L1 = 2, L2 = sqrt 2; a count 1; a sum of [0, M] M"
+    assert replace_one_shift(prio3, **kwargs) == shift
+    assert (shift.l1, shift.l2) == (shift.coordinates * shift.size, math.sqrt(shift.coordinates) * shift.size)
+
+
+@pytest.mark.parametrize("mode", ["gaussian", "laplace", "coins"])
+def test_a_histogram_calibrated_for_one_bucket_is_not_private_under_replace_one(mode):
+    "The calibration before replace-one (one bucket by 1) misses the target once two buckets move; the new one meets it"
+    epsilon, delta = 1.0, 1e-6
+    old = calibrate(mode, epsilon=epsilon, delta=delta, sensitivity=1)
+    new = calibrate(mode, epsilon=epsilon, delta=delta, sensitivity=Shift(2, 1))
+    stale = type(old)(old.kind, old.parameter, Shift(2, 1))  # the old noise, accounted for what is released
+    achieved = stale.privacy(epsilon)
+    assert achieved[0] > epsilon or achieved[1] > delta
+    achieved = new.privacy(epsilon)
+    assert achieved[0] <= epsilon and achieved[1] <= delta
 
 
 @pytest.mark.parametrize("mode", ["gaussian", "laplace", "coins"])
 @pytest.mark.parametrize("epsilon,delta,sensitivity", TARGETS)
 def test_a_configured_campaign_meets_its_target(mode, epsilon, delta, sensitivity):
     "(epsilon, delta) recomputed from each noise mode's parameters alone is within the campaign's target"
-    noise = calibrate(mode, epsilon=epsilon, delta=delta, sensitivity=sensitivity, coins_per_report=4,
-                      honest_fraction=0.5)
+    noise = calibrate(mode, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     achieved_epsilon, achieved_delta = noise.privacy(epsilon)
     assert achieved_epsilon <= epsilon and achieved_delta <= delta
 
@@ -135,8 +173,8 @@ def test_calibration_rejects_bad_parameters():
         calibrate("gaussian", epsilon=1, delta=0, sensitivity=1)
     with pytest.raises(ValueError, match="mode"):
         calibrate("uniform", epsilon=1, delta=1e-6, sensitivity=1)
-    with pytest.raises(ValueError, match="honest_fraction"):
-        calibrate("coins", epsilon=1, delta=1e-6, sensitivity=1, honest_fraction=0)
+    with pytest.raises(ValueError, match="coordinates"):
+        calibrate("coins", epsilon=1, delta=1e-6, sensitivity=Shift(0, 1))
 
 
 def test_empirical_audit_of_the_aggregator_noise_on_neighbouring_sums():

@@ -4,10 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from client_sdk.randomness import DeterministicRandom
-from estimators.distributed import AggregatorNoise, CoinNoise, calibrate, estimate_distributed, select_coin_reports
+from estimators.distributed import AggregatorNoise, calibrate, estimate_distributed
 from estimators.distributed.accounting import discrete_gaussian_variance, discrete_laplace_variance
 from estimators.errors import NoReports
 from tests.tolerances import k_sigma, variance_tolerance
@@ -18,10 +17,7 @@ N = int(TRUE_COUNTS.sum())
 
 
 def releases(noise, repetitions: int, seed: int) -> np.ndarray:
-    "Simulated releases of TRUE_COUNTS: the aggregators' exact samplers, or the coins' binomial"
-    if isinstance(noise, CoinNoise):
-        generator = np.random.default_rng(seed)
-        return np.array([TRUE_COUNTS + noise.release_noise(len(TRUE_COUNTS), generator) for _ in range(repetitions)])
+    "Simulated releases of TRUE_COUNTS: the aggregators' exact samplers"
     rng = DeterministicRandom(seed)
     return np.array([TRUE_COUNTS + np.array(noise.release_noise(len(TRUE_COUNTS), rng)) for _ in range(repetitions)])
 
@@ -42,7 +38,7 @@ def test_intervals_cover_and_the_standard_error_is_the_noise_formula(mode):
     std_error = estimates[0].std_errors[0]
     expected_variance = {"gaussian": 2 * discrete_gaussian_variance(float(getattr(noise, "parameter", 1))),
                          "laplace": 2 * discrete_laplace_variance(getattr(noise, "parameter", 1)),
-                         "coins": getattr(noise, "total_coins", 0) / 4}[mode]
+                         "coins": 2 * noise.coins / 4}[mode]
     assert std_error == pytest.approx(math.sqrt(expected_variance) / N, rel=1e-9)
     # the variance counts twice for aggregator noise: two calibrated noises
     if isinstance(noise, AggregatorNoise):
@@ -55,27 +51,27 @@ def test_intervals_cover_and_the_standard_error_is_the_noise_formula(mode):
 
 
 def test_a_mean_from_a_sum_release():
-    "Values in [0, 1] sent as integers in [0, 16]; the coin noise's known mean is removed"
-    noise = calibrate("coins", epsilon=EPSILON, delta=DELTA, sensitivity=16, coins_per_report=8)
-    assert isinstance(noise, CoinNoise)
+    "Values in [0, 1] sent as integers in [0, 16]; each aggregator's centred Binomial on the sum"
+    noise = calibrate("coins", epsilon=EPSILON, delta=DELTA, sensitivity=16)
     n, bound = 10_000, 16
     generator = np.random.default_rng(3)
+    rng = DeterministicRandom(3)
     repetitions = 400
     means = []
     for _ in range(repetitions):
         # values 0.3 sit on no multiple of 1/16: each is rounded up with probability 0.8 (4.8 = 4 + 0.8)
         rounded = 4 * n + generator.binomial(n, 0.8)
-        release = rounded + float(noise.release_noise(1, generator)[0])
+        release = rounded + float(noise.release_noise(1, rng)[0])
         estimate = estimate_distributed(release, kind="sum", n=n, noise=noise, epsilon=EPSILON, delta=DELTA,
                                         value_range=(0.0, 1.0), bound=bound)
         means.append(estimate.estimates[0])
     result = estimate.to_dict()
     assert result["kind"] == "mean" and result["trust"] == "distributed"
     rounding = 1 / (4 * bound * bound * n)  # randomized rounding to multiples of 1/16, at its worst
-    assert result["std_error"] == pytest.approx(math.sqrt(noise.total_coins / 4 / (bound * n) ** 2 + rounding))
+    assert result["std_error"] == pytest.approx(math.sqrt(noise.variance() / (bound * n) ** 2 + rounding))
     assert abs(np.mean(means) - 0.3) < k_sigma(2) * result["std_error"] / math.sqrt(repetitions)
     # the rounding of 0.3 has variance 0.16 / 256 per report, below the worst case 0.25 / 256
-    variance = noise.total_coins / 4 / (bound * n) ** 2 + 0.16 / (bound * bound * n)
+    variance = noise.variance() / (bound * n) ** 2 + 0.16 / (bound * bound * n)
     assert abs(np.var(means) - variance) < variance_tolerance(variance, repetitions, 2)
 
 
@@ -115,18 +111,3 @@ def test_bad_releases_are_refused():
         estimate_distributed(3, kind="sum", n=3, noise=noise, epsilon=EPSILON, delta=DELTA, value_range=(0, 1))
     with pytest.raises(ValueError, match="kind"):
         estimate_distributed(3, kind="median", n=3, noise=noise, epsilon=EPSILON, delta=DELTA)
-
-
-def test_the_coin_subset_is_public_uniform_and_sized():
-    ids = [i.to_bytes(16, "big") for i in range(1_000)]
-    chosen = select_coin_reports(ids, 100, b"seed-1")
-    assert len(set(chosen)) == 100 and chosen == select_coin_reports(ids, 100, b"seed-1")
-    assert chosen != select_coin_reports(ids, 100, b"seed-2")
-    with pytest.raises(ValueError, match="needs 1001"):
-        select_coin_reports(ids, 1_001, b"seed-1")
-    # uniform: over many seeds each report is chosen with probability 1/10
-    hits = np.zeros(len(ids))
-    seeds = 200
-    for s in range(seeds):
-        hits[select_coin_reports(ids, 100, s.to_bytes(4, "big"))] += 1
-    assert stats.chisquare(hits).pvalue > 1e-4

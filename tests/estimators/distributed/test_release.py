@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from client_sdk.randomness import DeterministicRandom
-from estimators.distributed import CoinNoise, ReleaseMismatch, calibrate, estimate_release, estimate_releases
+from estimators.distributed import ASSUMPTION, ReleaseMismatch, Shift, calibrate, estimate_release, estimate_releases
 from estimators.errors import NoReports
 from tests.tolerances import k_sigma
 
@@ -15,6 +15,7 @@ EPSILON, DELTA = 1.0, 1e-6
 DOMAIN = [f"b{i}" for i in range(8)]
 TRUE_COUNTS = np.array([600, 500, 300, 250, 200, 100, 50, 0])
 N = int(TRUE_COUNTS.sum())
+HISTOGRAM = Shift(2, 1)  # replace-one: the old bucket -1, the new one +1
 
 
 def histogram_spec(noise: str, **extra) -> dict:
@@ -26,26 +27,24 @@ def release_of(spec: dict, values, n: int, noise, **extra) -> dict:
     return {"campaign": spec["name"], "fingerprint": "f" * 32, "version": 1, "batch": "2026-11-30",
             "report_count": n, "rejected": {"invalid-measurement": 3}, "prio3": spec["prio3"],
             "release": [int(v) for v in np.atleast_1d(values)], "noise": noise.describe(),
-            "coin_subset": noise.subset_size if isinstance(noise, CoinNoise) else None, **extra}
+            "coin_subset": None, **extra}
 
 
-def noisy(truth: np.ndarray, noise, rng: DeterministicRandom, generator: np.random.Generator) -> np.ndarray:
-    "The release of ``truth``: both aggregators' exact samplers, or the coins of the subset (mean kept in)"
-    if isinstance(noise, CoinNoise):
-        return truth + noise.release_noise(truth.size, generator)
+def noisy(truth: np.ndarray, noise, rng: DeterministicRandom) -> np.ndarray:
+    "The release of ``truth``: both aggregators' exact samplers"
     return truth + np.array(noise.release_noise(truth.size, rng))
 
 
 @pytest.mark.parametrize("mode", ["gaussian", "laplace", "coins"])
 def test_histogram_releases_are_unbiased_and_their_intervals_cover(mode):
     spec = histogram_spec(mode, coins=2) if mode == "coins" else histogram_spec(mode)
-    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=1, coins_per_report=2)
-    rng, generator = DeterministicRandom(7), np.random.default_rng(7)
+    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
+    rng = DeterministicRandom(7)
     repetitions = 400
     truth = TRUE_COUNTS / N
     estimates, covered = [], []
     for _ in range(repetitions):
-        result = estimate_release(spec, release_of(spec, noisy(TRUE_COUNTS, noise, rng, generator), N, noise))
+        result = estimate_release(spec, release_of(spec, noisy(TRUE_COUNTS, noise, rng), N, noise))
         rows = result["values"]
         estimates.append([row["estimate"] for row in rows])
         covered.append([row["ci_low"] <= t <= row["ci_high"] for row, t in zip(rows, truth)])
@@ -69,7 +68,7 @@ def test_a_sum_release_estimates_the_mean_of_integer_measurements():
     true_mean, n = float(measurements.mean()), len(measurements)
     rng = DeterministicRandom(11)
     repetitions = 300
-    results = [estimate_release(spec, release_of(spec, noisy(np.array([measurements.sum()]), noise, rng, generator),
+    results = [estimate_release(spec, release_of(spec, noisy(np.array([measurements.sum()]), noise, rng),
                                                  n, noise)) for _ in range(repetitions)]
     std_error = math.sqrt(noise.variance()) / n
     assert results[0]["kind"] == "mean" and results[0]["std_error"] == pytest.approx(std_error, rel=1e-9)
@@ -93,47 +92,63 @@ def test_a_count_release_gives_the_count_and_the_proportion():
 
 def test_the_trust_models_and_the_guarantees_are_stated():
     spec = histogram_spec("gaussian")
-    noise = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=1)
+    noise = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
     result = estimate_release(spec, release_of(spec, TRUE_COUNTS, N, noise))
     models = result["trust_models"]
     local, distributed, central = (models[k]["std_error"] for k in ("local", "distributed", "central"))
-    assert central < distributed < 2 * central < local
+    assert central < distributed < local  # the ratio to central: "honest"'s trust_models (replace-one there too)
     assert models["distributed"]["mode"] == "gaussian"
     assert {"campaign", "batch", "fingerprint", "rejected", "central_dp", "noise"} <= set(result)
     assert result["mechanism"] == "prio3" and result["prio3"] == "histogram" and result["trust"] == "distributed"
     guarantee = result["guarantee"]
     assert guarantee["epsilon"] <= EPSILON and guarantee["delta"] <= DELTA
     assumptions = " ".join(s["assuming"] for s in guarantee["statements"])
-    assert "do not collude with each other" in assumptions and "one aggregator" in assumptions
-    assert guarantee["replace_one"] == {"epsilon": 2 * guarantee["epsilon"], "delta": 2 * guarantee["delta"],
-                                       "method": guarantee["replace_one"]["method"]}
+    assert "do not collude with each other" in assumptions and ASSUMPTION in assumptions
+    assert guarantee["relation"] == "replace-one" and guarantee["neighbouring"] == "replace-one (n public)"
+    assert f"n = {N:,}" in guarantee["statements"][1]["holds"]
 
 
-def test_coin_guarantee_names_the_honest_devices_and_laplace_replace_one_is_exact():
-    spec = histogram_spec("coins", coins=2, honest_fraction=0.5)
-    noise = calibrate("coins", epsilon=EPSILON, delta=DELTA, sensitivity=1, coins_per_report=2)
-    assert isinstance(noise, CoinNoise)
-    result = estimate_release(spec, release_of(spec, TRUE_COUNTS + noise.total_coins // 2, N, noise))
-    assert result["values"][0]["count"] == pytest.approx(TRUE_COUNTS[0])  # the coins' known mean is removed
-    text = " ".join(s["holds"] + s["assuming"] for s in result["guarantee"]["statements"])
-    assert f"at least {noise.n_min}" in text and "0.5 of the devices" in text and "FEWER" not in text
-    # a release whose subset is smaller than the calibration asks for says so
-    short = estimate_release(spec, release_of(spec, TRUE_COUNTS, N, noise, coin_subset=noise.subset_size - 1))
-    assert "FEWER" in " ".join(s["holds"] for s in short["guarantee"]["statements"])
+@pytest.mark.parametrize("mode", ["gaussian", "laplace", "coins"])
+def test_every_mode_states_the_one_aggregator_assumption_under_replace_one(mode):
+    "The same words for every mode; the (epsilon, delta) is recomputed for two buckets moved, from one share alone"
+    spec = histogram_spec(mode)
+    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
+    result = estimate_release(spec, release_of(spec, TRUE_COUNTS, N, noise))
+    guarantee = result["guarantee"]
+    assert guarantee["assumption"] == ASSUMPTION == result["noise"]["assumption"]
+    assert guarantee["statements"][1]["assuming"] == ASSUMPTION
+    one_share = type(noise)(noise.kind, noise.parameter, noise.shift, aggregators=1)
+    assert (guarantee["epsilon"], guarantee["delta"]) == one_share.privacy(EPSILON)
+    assert guarantee["epsilon"] <= EPSILON and guarantee["delta"] <= DELTA
+    assert result["noise"]["shift"] == {"relation": "replace-one", "coordinates": 2, "size": 1, "l1": 2,
+                                        "l2": math.sqrt(2)}
+
+
+def test_a_device_coin_release_and_an_add_remove_calibration_are_refused():
+    "Releases made before this version: the device-coin subset, or noise calibrated for one bucket moved"
+    spec = histogram_spec("coins", coins=2)
+    noise = calibrate("coins", epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
+    with pytest.raises(ReleaseMismatch, match="device-coin"):
+        estimate_release(spec, release_of(spec, TRUE_COUNTS, N, noise, coin_subset=262))
+    stale = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=1)
+    with pytest.raises(ReleaseMismatch, match="sigma2"):
+        estimate_release(histogram_spec("gaussian"), release_of(spec, TRUE_COUNTS, N, stale))
+
+
+def test_laplace_central_comparison_stays_in_its_family():
     laplace_spec = histogram_spec("laplace")
-    laplace = calibrate("laplace", epsilon=EPSILON, delta=DELTA, sensitivity=1)
+    laplace = calibrate("laplace", epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
     laplace_result = estimate_release(laplace_spec, release_of(laplace_spec, TRUE_COUNTS, N, laplace))
     # central DP is compared in the noise's own family: Laplace at a curator, even with a delta to spend
     central = laplace_result["trust_models"]["central"]
     assert central["mechanism"] == "Laplace" and central["gaussian_std_error"] > central["std_error"]
-    # each model states its (epsilon, delta) under replace-one: the distributed release's is its own guarantee's
+    # each model states its (epsilon, delta) under replace-one: the distributed release's is its own guarantee's,
+    # calibrated there (each aggregator's share alone)
     distributed = laplace_result["trust_models"]["distributed"]
-    assert distributed["epsilon"] == laplace_result["guarantee"]["replace_one"]["epsilon"]
+    guarantee = laplace_result["guarantee"]
+    assert distributed["epsilon"] == guarantee["epsilon"] == pytest.approx(EPSILON) and guarantee["delta"] == 0
     assert central["epsilon"] == EPSILON and laplace_result["trust_models"]["relation"] == "replace-one"
-    if distributed["epsilon"] <= EPSILON:  # calibrated to replace-one: no trusted curator costs at least central's
-        assert central["std_error"] < distributed["std_error"] < 2 * central["std_error"]
-    replace = laplace_result["guarantee"]
-    assert replace["replace_one"] == {"epsilon": 2 * EPSILON, "delta": 0.0, "method": replace["replace_one"]["method"]}
+    assert central["std_error"] < distributed["std_error"]
 
 
 def test_a_spec_object_is_read_through_its_prio3_block():
@@ -141,7 +156,7 @@ def test_a_spec_object_is_read_through_its_prio3_block():
                              coins=1, honest_fraction=0.5)
     spec = SimpleNamespace(name="apps", trust="distributed", epsilon=EPSILON, delta=DELTA, domain=tuple(DOMAIN),
                            prio3=params, fingerprint="f" * 32)
-    noise = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=1)
+    noise = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
     result = estimate_release(spec, release_of(histogram_spec("gaussian"), TRUE_COUNTS, N, noise))
     assert [row["value"] for row in result["values"]] == DOMAIN
     with pytest.raises(ReleaseMismatch, match="fingerprint"):
@@ -152,13 +167,13 @@ def test_a_spec_object_is_read_through_its_prio3_block():
 
 def test_releases_that_are_not_the_specs_are_refused():
     spec = histogram_spec("gaussian")
-    gaussian = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=1)
-    other = calibrate("gaussian", epsilon=0.5, delta=DELTA, sensitivity=1)
+    gaussian = calibrate("gaussian", epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
+    other = calibrate("gaussian", epsilon=0.5, delta=DELTA, sensitivity=HISTOGRAM)
     with pytest.raises(ReleaseMismatch, match="sigma2"):
         estimate_release(spec, release_of(spec, TRUE_COUNTS, N, other))
     with pytest.raises(ReleaseMismatch, match="noise mode"):
         estimate_release(spec, release_of(spec, TRUE_COUNTS, N, calibrate("laplace", epsilon=1, delta=DELTA,
-                                                                          sensitivity=1)))
+                                                                          sensitivity=HISTOGRAM)))
     with pytest.raises(ReleaseMismatch, match="a 'sum'"):
         estimate_release(spec, release_of(spec, TRUE_COUNTS, N, gaussian, prio3="sum"))
     with pytest.raises(ValueError, match="8 values"):
@@ -177,9 +192,9 @@ def test_releases_that_are_not_the_specs_are_refused():
 def test_a_window_of_batches_adds_the_releases_and_their_noises(mode):
     "k batches: the counts and the noises add up, so the variance of the window's noise is k times one batch's"
     spec = histogram_spec(mode)
-    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=1)
-    rng, generator = DeterministicRandom(5), np.random.default_rng(5)
-    batches = [release_of(spec, noisy(TRUE_COUNTS, noise, rng, generator), N, noise, batch=f"2026-11-{day}")
+    noise = calibrate(mode, epsilon=EPSILON, delta=DELTA, sensitivity=HISTOGRAM)
+    rng = DeterministicRandom(5)
+    batches = [release_of(spec, noisy(TRUE_COUNTS, noise, rng), N, noise, batch=f"2026-11-{day}")
                for day in (28, 29, 30)]
     window = estimate_releases(spec, batches)
     assert window["n"] == 3 * N and window["batches"] == ["2026-11-28", "2026-11-29", "2026-11-30"]
@@ -191,3 +206,11 @@ def test_a_window_of_batches_adds_the_releases_and_their_noises(mode):
     assert estimate_releases(spec, batches[:1]) == estimate_release(spec, batches[0])
     with pytest.raises(ValueError, match="same length"):
         estimate_releases(spec, [batches[0], {**batches[1], "release": [1, 2]}])
+
+
+def test_the_docs_state_the_assumption_in_the_estimates_words():
+    "docs/distributed.md, the estimate's guarantee and the reports (tests/estimators/test_report_distributed.py)"
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[3] / "docs" / "distributed.md").read_text().split())
+    assert ASSUMPTION in text and "replace-one (n public)" in text
