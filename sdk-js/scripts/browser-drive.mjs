@@ -9,6 +9,10 @@ const [pageUrl, chromium, devices] = [process.argv[2], process.argv[3], Number(p
 const browser = await puppeteer.launch({ executablePath: chromium, headless: true,
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] });
 const out = { devices: [], console: [] };
+const recordsShown = () => { // the page writes its records' statuses once they are durable
+  const text = document.getElementById("status").textContent;
+  return text !== "starting" && text;
+};
 const waitFor = async (page, check, what) => {
   for (let i = 0; i < 600; i++) {
     const value = await page.evaluate(check);
@@ -24,10 +28,7 @@ try {
     page.on("console", (message) => out.console.push(message.text()));
     page.on("pageerror", (error) => out.console.push(`pageerror: ${error.message}`));
     await page.goto(`${pageUrl}&send=0`);
-    const recorded = await waitFor(page, () => {
-      const text = document.getElementById("status").textContent;
-      return text !== "starting" && text;
-    }, "the page's records");
+    const recorded = await waitFor(page, recordsShown, "the page's records");
     const before = await page.evaluate(async () => telemetry.status());
     const again = await page.evaluate(async () => (await telemetry.record("browser", "chrome")).status);
     await page.goto(pageUrl); // the reload: a new Client over the same IndexedDB, delivering in the background
@@ -35,7 +36,8 @@ try {
       const status = await telemetry.status();
       return status.pending === 0 && status.sent > 0 && status;
     }, "the delivery after the reload");
-    const secondVisit = await page.evaluate(() => document.getElementById("status").textContent);
+    // the background delivery may finish before the reloaded page's own records do: wait for those too
+    const secondVisit = await waitFor(page, recordsShown, "the reloaded page's records");
     out.devices.push({ recorded, before, again, after, secondVisit });
     await context.close();
   }
@@ -43,10 +45,7 @@ try {
   const context = await browser.createBrowserContext();
   const tabs = await Promise.all([context.newPage(), context.newPage()]);
   await Promise.all(tabs.map((tab) => tab.goto(`${pageUrl}&send=0`)));
-  out.tabs = await Promise.all(tabs.map((tab) => waitFor(tab, () => {
-    const text = document.getElementById("status").textContent;
-    return text !== "starting" && text;
-  }, "a tab's records")));
+  out.tabs = await Promise.all(tabs.map((tab) => waitFor(tab, recordsShown, "a tab's records")));
   await context.close();
 } catch (error) {
   out.error = String(error.stack ?? error);
