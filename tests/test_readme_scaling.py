@@ -1,9 +1,10 @@
-"""docs/scaling.md's "Scaling out" commands (linked from the README), run as written against a throwaway PostgreSQL cluster.
+"""docs/scaling.md's "Scaling out" commands (linked from the README), run as written against a throwaway PostgreSQL
+cluster.
 
 Only what names this machine changes: the example database URL becomes the cluster's, and the two example ports
 become free ones (other test runs may hold 8001 and 8002).  The section's shell blocks run in one bash, in a
-directory holding the README tour's ``browser.json``; then the report from the Spark aggregate must equal the report from
-the database.  Needs PostgreSQL's server binaries and Java 17: without them it fails, it does not skip."""
+directory holding the README tour's ``browser.json``; then the report from the Spark aggregate must equal the report
+from the database.  Needs PostgreSQL's server binaries and Java 17: without them it fails, it does not skip."""
 
 from __future__ import annotations
 
