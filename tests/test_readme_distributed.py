@@ -1,12 +1,13 @@
-"""The README's "Distributed campaigns" commands and docs/operations.md's leader-and-helper commands, run as written
-in a fresh directory: two aggregators, devices, then the day's release.
+"""docs/distributed.md's "Distributed campaigns" commands (the first run the README links to) and
+docs/operations.md's leader-and-helper commands, run as written in a fresh directory: two aggregators, devices, then
+the day's release.
 
 Only what names this machine changes: the example ports (8000, 8001) become free ones, and operations.md's example
 batch day becomes the day the reports were sent.  A batch is collected once its UTC day has ended and the
 collection grace after it (``COLLECT_GRACE``); rather than wait, between the day's commands and the next day's the
 test stops the leader and starts it again, with the same command, a day and the grace later (``LDP_CLOCK_OFFSET``,
 the collector's clock).  The test adds the
-devices operations.md leaves to the README (SDK clients configured with the helper's URL)."""
+devices operations.md leaves to distributed.md (SDK clients configured with the helper's URL)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def report(cwd: Path, name: str) -> dict:
 
 
 def test_the_readme_distributed_commands_work_as_written(tmp_path):
-    text = section((ROOT / "README.md").read_text(), "Distributed campaigns")
+    text = section((ROOT / "docs" / "distributed.md").read_text(), "Distributed campaigns")
     assert "ldp-telemetry-sdk[distributed]" not in text  # not a published name: installed from the repository
     assert "pip install './sdk[distributed]'" in text
     today, collect = shell_blocks(text)

@@ -1,9 +1,10 @@
-"""The README's "Scaling out" commands, run as written against a throwaway PostgreSQL cluster.
+"""docs/scaling.md's "Scaling out" commands (linked from the README), run as written against a throwaway PostgreSQL
+cluster.
 
 Only what names this machine changes: the example database URL becomes the cluster's, and the two example ports
 become free ones (other test runs may hold 8001 and 8002).  The section's shell blocks run in one bash, in a
-directory holding the tour's ``browser.json``; then the report from the Spark aggregate must equal the report from
-the database.  Needs PostgreSQL's server binaries and Java 17: without them it fails, it does not skip."""
+directory holding the README tour's ``browser.json``; then the report from the Spark aggregate must equal the report
+from the database.  Needs PostgreSQL's server binaries and Java 17: without them it fails, it does not skip."""
 
 from __future__ import annotations
 
@@ -22,14 +23,17 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_URL = "postgresql://ldp@127.0.0.1:5432/ldp"
 
 
-def section(readme: str, title: str) -> str:
-    start = readme.index(f"## {title}")
-    return readme[start:readme.index("\n## ", start + 1)]
+def section(text: str, title: str) -> str:
+    "The section ``## title`` of a Markdown page, up to the next section or the end of the page"
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else len(text)]
 
 
 def test_the_scaling_out_commands_work_as_written(tmp_path):
     readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", section(readme, "Scaling out"), re.S)
+    scaling = (ROOT / "docs" / "scaling.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", section(scaling, "Scaling out"), re.S)
     assert len(blocks) == 2 and EXAMPLE_URL in blocks[0]
     spec = re.search(r"cat > browser.json <<'EOF'\n(.*?)\nEOF", section(readme, "A five-minute tour"), re.S)
     assert spec is not None
