@@ -26,13 +26,6 @@ DAY = "2024-03-01"
 RAPPOR = {"name": "rappor", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}}
 
 
-@pytest.fixture
-def storage(backend, db_path, tmp_path):
-    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
-        opened.migrate()
-        yield opened
-
-
 def device_batches(campaigns, devices: int, seed: int) -> list[list[ReportGroup]]:
     "Per device, one report per campaign, sent together as one request (the linkable pattern)"
     return [[group_of(c, [c.spec.domain[0] if c.spec.domain else 1.0], seed + 100 * i) for c in campaigns]
