@@ -8,7 +8,7 @@ import pytest
 import client_sdk
 from client_sdk import Client
 from client_sdk.transport import MockTransport, _shared_opener
-from tests.client_sdk.test_client import SPEC, FakeCollector
+from tests.client_sdk.fakes import SPEC, FakeCollector
 from tests.sqltrace import traced_connections
 
 pytestmark = pytest.mark.budget

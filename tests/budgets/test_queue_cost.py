@@ -80,7 +80,7 @@ def test_the_schema_is_created_in_one_transaction_and_checked_with_one_read(tmp_
 
 
 def test_record_costs_the_same_statements_at_any_queue_depth(tmp_path):
-    from tests.client_sdk.test_client import FakeCollector, make_client
+    from tests.client_sdk.fakes import FakeCollector, make_client
 
     counts = []
     for depth, name in ((10, "a"), (20_000, "b")):

@@ -114,7 +114,7 @@ def test_the_first_fsynced_commit_after_the_template_syncs_again(tmp_path):
 def test_a_record_writes_at_most_seven_pages_to_the_wal(tmp_path):
     """Pages per record commit (WAL frames): the queue, its three indexes, its totals, the ledger and its period; 10
     with AUTOINCREMENT (sqlite_sequence) and rowid ledger tables (a table and its key's index each)"""
-    from tests.client_sdk.test_client import FakeCollector, make_client
+    from tests.client_sdk.fakes import FakeCollector, make_client
 
     client = make_client(tmp_path, FakeCollector())
     wal = client.state.path.with_name(STATE_FILE_NAME + "-wal")

@@ -7,7 +7,7 @@ import client_sdk
 from client_sdk import Client
 from client_sdk.transport import MockTransport
 
-from .test_client import SPEC, FakeCollector
+from .fakes import SPEC, FakeCollector
 
 
 def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
