@@ -156,23 +156,6 @@ def test_filters_are_kept_in_the_database_across_restarts(storage, tmp_path):
         assert insert(reopened, [resent(first, 12)], day_after(DAY)).duplicate == 12
 
 
-def test_statements_per_batch_do_not_grow_with_the_days_holding_reports(storage):
-    campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    today = day_after(DAY, DEDUP_DAYS)
-    insert(storage, [group_of(campaign, ["a"] * 10, seed=1)], day_after(DAY, DEDUP_DAYS - 1))
-    insert(storage, [group_of(campaign, ["a"] * 10, seed=2)], today)
-    statements = traced(storage)
-    insert(storage, [group_of(campaign, ["a"] * 1000, seed=3)], today)
-    one_day = len(statements)
-    for offset in range(DEDUP_DAYS - 1):  # now every day of the window holds reports (late inserts)
-        insert(storage, [group_of(campaign, ["a"] * 10, seed=10 + offset)], day_after(DAY, offset))
-    insert(storage, [group_of(campaign, ["a"] * 10, seed=4)], today)  # rebuilds the dropped filters
-    statements.clear()
-    insert(storage, [group_of(campaign, ["a"] * 1000, seed=5)], today)
-    assert len(statements) == one_day
-    assert not [s for s in statements if EXACT_LOOKUP.match(s)]
-
-
 def test_a_version_3_database_gains_the_day_filters(tmp_path):
     path = tmp_path / "v3.db"
     with Storage(path) as storage:
