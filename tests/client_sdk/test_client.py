@@ -4,64 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 
 import pytest
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
-from client_sdk.transport import MockTransport, NetworkError, Request, Response
+from client_sdk.transport import NetworkError, Response
 
-SPEC = client_sdk.load_spec({"name": "browser", "mechanism": "oue", "epsilon": 1.0,
-                             "domain": ["chrome", "firefox", "safari"]})
-
-
-class FakeCollector:
-    "Answers spec fetches and report batches; ``script`` holds the statuses of the next report posts"
-
-    def __init__(self) -> None:
-        self.script: list[Response | Exception] = []
-        self.stored: dict[str, dict] = {}
-        self.posts: list[list[dict]] = []
-        self.spec_fetches = 0
-        self.spec_status = 200
-        self.extra_campaigns: list[dict] = []
-
-    def __call__(self, request: Request) -> Response:
-        if request.method == "GET":
-            self.spec_fetches += 1
-            if self.spec_status != 200:
-                return Response.from_json(self.spec_status, {"detail": "no"})
-            item = {"name": SPEC.name, "version": 1, "fingerprint": SPEC.fingerprint, "spec": SPEC.to_dict()}
-            if request.url.endswith("/v1/campaigns"):
-                return Response.from_json(200, {"campaigns": [item, *self.extra_campaigns]})
-            return Response.from_json(200, item)
-        reports = request.json()["reports"]
-        self.posts.append(reports)
-        if self.script:
-            outcome = self.script.pop(0)
-            if isinstance(outcome, Exception):
-                raise outcome
-            return outcome
-        new = [r for r in reports if r["report_id"] not in self.stored]
-        for report in new:
-            self.stored[report["report_id"]] = report
-        return Response.from_json(200, {"accepted": len(new), "duplicate": len(reports) - len(new), "rejected": 0,
-                                        "errors": []})
-
-
-@pytest.fixture
-def fake():
-    return FakeCollector()
-
-
-def make_client(tmp_path, fake, **kwargs):
-    options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
-               "campaigns": ["browser"],
-               "rng": client_sdk.DeterministicRandom(7), "sleep": lambda s: None, "jitter": random.Random(1)}
-    options.update(kwargs)
-    return Client("http://collector.test", "ldp_key", tmp_path / "state", **options)
+from .fakes import SPEC, make_client
 
 
 def test_record_perturbs_at_once_and_queues_only_the_report(tmp_path, fake):

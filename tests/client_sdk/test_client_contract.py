@@ -14,20 +14,15 @@ import pytest
 import client_sdk
 from client_sdk import RecordStatus, ReportPolicy
 
-from .test_client import SPEC, FakeCollector, make_client
+from .fakes import SPEC, listing, make_client
 
 NUMERIC = client_sdk.load_spec({"name": "load_ms", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 1000]})
 
 
 @pytest.fixture
-def fake():
-    collector = FakeCollector()
-    collector.extra_campaigns = [
-        {"name": NUMERIC.name, "version": 1, "fingerprint": NUMERIC.fingerprint, "spec": NUMERIC.to_dict()},
-        {"name": "future", "version": 1, "fingerprint": "0" * 32,
-         "spec": {"name": "future", "mechanism": "quantum", "epsilon": 1.0}},
-    ]
-    return collector
+def listed_campaigns() -> list[dict]:
+    return [listing(NUMERIC), {"name": "future", "version": 1, "fingerprint": "0" * 32,
+                               "spec": {"name": "future", "mechanism": "quantum", "epsilon": 1.0}}]
 
 
 @pytest.mark.parametrize(("campaign", "value", "error", "builtin"), [

@@ -14,18 +14,15 @@ import client_sdk
 from client_sdk import Client
 from client_sdk.transport import Request, RequestTimeout, Response
 
-from .test_client import SPEC as SPEC_BROWSER
-from .test_client import FakeCollector, make_client
+from .fakes import SPEC as SPEC_BROWSER
+from .fakes import listing, make_client
 
 OTHER = client_sdk.load_spec({"name": "theme", "mechanism": "grr", "epsilon": 1.0, "domain": ["light", "dark"]})
 
 
 @pytest.fixture
-def fake():
-    collector = FakeCollector()
-    collector.extra_campaigns = [{"name": OTHER.name, "version": 1, "fingerprint": OTHER.fingerprint,
-                                  "spec": OTHER.to_dict()}]
-    return collector
+def listed_campaigns() -> list[dict]:
+    return [listing(OTHER)]
 
 
 def test_a_revoked_key_drops_nothing_and_is_reported(tmp_path, fake, caplog):

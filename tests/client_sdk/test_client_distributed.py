@@ -6,7 +6,6 @@ listing that names another helper URL or key is refused (``aggregator_mismatch``
 from __future__ import annotations
 
 import json
-import random
 import uuid
 
 import pytest
@@ -16,6 +15,8 @@ from client_sdk import Client, InvalidValue, InvalidValueType, RecordStatus, Rep
 from client_sdk.distributed import HELPER, LEADER, ctx_for, open_input_share, parse_payload, vdaf_for
 from client_sdk.transport import MockTransport, Request, Response
 from client_sdk.vdaf.hpke import HpkeKeyPair
+
+from . import fakes
 
 VERIFY_KEY = bytes(32)
 SPECS = {
@@ -101,6 +102,7 @@ class FakeLeader:
 
 @pytest.fixture
 def fake():
+    "Overrides conftest's fake collector: this module's devices talk to a leader and its helper"
     return FakeLeader()
 
 
@@ -127,11 +129,9 @@ def record_daily(client, days: Days, name, values):
 
 
 def make_client(tmp_path, fake, **kwargs):
-    options = {"transport": MockTransport(fake), "background": False, "policy": ReportPolicy.unlimited(),
-               "campaigns": list(SPECS), "sleep": lambda s: None, "jitter": random.Random(1),
-               "aggregators": {"helper": HELPER_URL}}
-    options.update(kwargs)
-    return Client(LEADER_URL, "ldp_key", tmp_path / "state", **options)
+    "fakes.make_client for the distributed campaigns: the leader's URL, the helper's, the OS's randomness"
+    options = {"campaigns": list(SPECS), "aggregators": {"helper": HELPER_URL}, "rng": None, **kwargs}
+    return fakes.make_client(tmp_path, fake, url=LEADER_URL, **options)
 
 
 @pytest.mark.parametrize("name, values, expected", CASES, ids=[case[0] for case in CASES])

@@ -17,16 +17,11 @@ from client_sdk import Client, RecordStatus, ReportPolicy
 from client_sdk.held import decode_value, encode_value
 from client_sdk.transport import MockTransport, NetworkError, Response
 
-from .test_client import SPEC, FakeCollector, make_client
+from .fakes import SPEC, FakeCollector, make_client
 
 HELD, QUEUED = RecordStatus.HELD, RecordStatus.QUEUED
 CHANGED = client_sdk.load_spec({"name": "browser", "mechanism": "oue", "epsilon": 2.0,
                                 "domain": ["chrome", "firefox", "safari"]})
-
-
-@pytest.fixture
-def fake():
-    return FakeCollector()
 
 
 def offline(request):

@@ -8,7 +8,7 @@ from client_sdk import RecordStatus, ReportPolicy
 from client_sdk.ledger import PrivacyLedger
 from client_sdk.state_file import StateFile
 
-from .test_client import FakeCollector, make_client
+from .fakes import FakeCollector, make_client
 
 
 def test_once_per_day_is_enforced_on_the_device(tmp_path):

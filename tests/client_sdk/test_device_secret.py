@@ -17,7 +17,7 @@ from client_sdk.device_state import load_or_create_device_state
 from client_sdk.state_file import STATE_FILE_NAME
 from client_sdk.transport import MockTransport
 
-from .test_client import FakeCollector
+from .fakes import FakeCollector
 
 RAPPOR = client_sdk.load_spec({"name": "r", "mechanism": "rappor", "candidates": ["x", "y"],
                                "rappor": {"k": 8, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}})

@@ -7,6 +7,7 @@ in helpers): then it is the session's PostgreSQL database (one throwaway cluster
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,14 @@ def db_path(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Pat
 def app(db_path: Path | str) -> Any:
     return create_app({"DATABASE": str(db_path), "RATE_LIMIT": 0, "MAX_BODY_BYTES": 1024 * 1024,
                        "MAX_BATCH_REPORTS": 2000})
+
+
+@pytest.fixture
+def storage(backend: str, db_path: Path | str, tmp_path: Path) -> Iterator[Any]:
+    "A migrated storage, open for the test: the file ``s.db`` in ``tmp_path``, or the session's PostgreSQL database"
+    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
+        opened.migrate()
+        yield opened
 
 
 @pytest.fixture

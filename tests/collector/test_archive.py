@@ -62,13 +62,6 @@ def fill(storage, specs=MECHANISM_SPECS, groups=None):
     return campaigns, groups
 
 
-@pytest.fixture
-def storage(backend, db_path, tmp_path):
-    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
-        opened.migrate()
-        yield opened
-
-
 def read_rows(path: Path) -> list[bytes]:
     return pq.read_table(path).column("payload").to_pylist()
 

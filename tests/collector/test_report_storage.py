@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import sqlite3
 import uuid
 
 import pytest
-from click.testing import CliRunner
 
 import client_sdk
 import estimators
@@ -17,20 +15,12 @@ from collector import report_codec
 from collector import storage as storage_module
 from collector.report_codec import decode_payload, encode_payload, encode_payloads
 from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage, open_storage
-from tests.sqltrace import traced_connections
 
 from .helpers import on_both_backends
 from .test_storage import SPECS, group_of
 
 DAY = "2024-03-01"
 RAPPOR = {"name": "rappor", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}}
-
-
-@pytest.fixture
-def storage(backend, db_path, tmp_path):
-    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
-        opened.migrate()
-        yield opened
 
 
 def device_batches(campaigns, devices: int, seed: int) -> list[list[ReportGroup]]:
@@ -138,28 +128,6 @@ def traced(storage: Storage) -> list[str]:
 
 def reads_reports(statements: list[str]) -> list[str]:
     return [s for s in statements if re.search(r"\bFROM\s+reports\b", s, re.IGNORECASE)]
-
-
-def test_counts_come_from_the_aggregates(storage):
-    campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    for day in ("2024-03-01", "2024-03-02"):
-        storage.insert_reports([group_of(campaign, ["a"] * 30, seed=len(day))], day)
-    statements = traced(storage)
-    assert storage.count_reports() == 60 and storage.count_reports("grr") == 60
-    assert statements and not reads_reports(statements)
-
-
-def test_campaign_show_runs_no_statement_on_reports(storage, tmp_path):
-    from ldp_telemetry.cli import main
-
-    campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 12, seed=9)], DAY)
-    with traced_connections() as statements:
-        result = CliRunner().invoke(main, ["campaign", "show", "grr", "--db", str(tmp_path / "s.db")])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["reports"] == 12
-    assert any("aggregates" in s for s in statements)
-    assert not reads_reports(statements)
 
 
 @on_both_backends
@@ -277,26 +245,6 @@ def test_iter_reports_filters_by_campaign_and_version(storage):
     assert len(list(storage.iter_reports(version=1))) == 8
 
 
-def insert_statements(storage: Storage, campaign, count: int, seed: int) -> list[str]:
-    statements = traced(storage)
-    storage.insert_reports([group_of(campaign, ["a"] * count, seed=seed)], DAY)
-    storage.conn.set_trace_callback(None)
-    return statements
-
-
-def test_an_insert_runs_no_savepoint_and_a_fixed_number_of_statements(storage):
-    "A savepoint makes SQLite copy every page the insert touches to a statement journal; statements stay constant"
-    campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"], seed=0)], DAY)  # the version id is looked up once
-    first = insert_statements(storage, campaign, 1000, seed=1)
-    for seed in range(2, 6):
-        storage.insert_reports([group_of(campaign, ["b"] * 1000, seed=seed)], DAY)
-    later = insert_statements(storage, campaign, 1000, seed=7)
-    assert not [s for s in first + later if re.match(r"\s*(SAVEPOINT|ROLLBACK TO|RELEASE)", s, re.IGNORECASE)]
-    assert len(later) == len(first)
-    assert storage.count_reports() == 6001
-
-
 def test_same_day_duplicates_are_dropped_in_the_insert_itself(storage):
     campaign, _ = storage.create_campaign(SPECS[0], DAY)
     group = group_of(campaign, ["a", "b"] * 300, seed=3)
@@ -310,20 +258,6 @@ def test_same_day_duplicates_are_dropped_in_the_insert_itself(storage):
     assert not [s for s in statements if re.match(r"\s*SELECT report_id FROM reports WHERE day IN", s)]
     aggregate = storage.read_aggregate(campaign)
     assert aggregate.n == 605 and aggregate == estimators.aggregate(campaign.spec, group.payloads + fresh.payloads)
-
-
-def test_rebuild_reads_the_reports_without_the_memory_map(storage):
-    "A scan of every report through the map would count the whole file in the process's RSS"
-    campaign, _ = storage.create_campaign(SPECS[0], DAY)
-    storage.insert_reports([group_of(campaign, ["a"] * 30, seed=1)], DAY)
-    statements = traced(storage)
-    storage.rebuild_aggregates()
-    storage.conn.set_trace_callback(None)
-    scans = [i for i, s in enumerate(statements) if re.search(r"\bFROM reports\b", s)]
-    maps = [(i, s) for i, s in enumerate(statements) if "mmap_size" in s]
-    assert scans and maps[0][1] == "PRAGMA mmap_size = 0" and maps[0][0] < scans[0]
-    assert maps[-1][0] > scans[-1] and maps[-1][1] != "PRAGMA mmap_size = 0"
-    assert storage.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
 
 
 def test_an_id_repeated_within_an_insert_is_refused_not_counted_twice(storage):

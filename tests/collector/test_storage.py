@@ -9,7 +9,7 @@ import pytest
 
 import client_sdk
 import estimators
-from collector.storage import RateLimited, RateRule, ReportGroup, open_storage, payload_text
+from collector.storage import RateLimited, RateRule, ReportGroup, payload_text
 
 from .helpers import on_both_backends
 
@@ -23,13 +23,6 @@ SPECS = [
     {"name": "piecewise", "mechanism": "piecewise", "epsilon": 1.0, "range": [0, 10]},
     {"name": "hybrid", "mechanism": "hybrid", "epsilon": 2.0, "range": [0, 10]},
 ]
-
-
-@pytest.fixture
-def storage(backend, db_path, tmp_path):
-    with open_storage(db_path if backend == "postgresql" else tmp_path / "s.db") as opened:
-        opened.migrate()
-        yield opened
 
 
 def group_of(campaign, values, seed):

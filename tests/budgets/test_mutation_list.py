@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.budget
+
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("mutations", ROOT / "benchmarks" / "mutations.py")
 mutations = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("mutations", mutations)  # dataclasses look their module up while the class is built

@@ -10,8 +10,10 @@ import sys
 import pytest
 
 from collector.distributed import hpke_keys
+from tests.collector.distributed.conftest import _clock_of_days  # noqa: F401 (the autouse fixture of its old folder)
+from tests.collector.distributed.kit import Pair, honest_reports, spec_json, values_for
 
-from .kit import Pair, honest_reports, spec_json, values_for
+pytestmark = pytest.mark.budget
 
 
 @pytest.fixture
