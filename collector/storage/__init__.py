@@ -17,8 +17,10 @@ the same for PostgreSQL (a ``postgresql://`` URL).
 
 Modules: ``models`` (the records handed out), ``rows`` (values <-> stored columns), ``base`` (:class:`StorageBase`,
 rate buckets, keys), ``faults`` (errors that mean the storage failed), ``sqlite`` with ``sqlite_schema``,
-``group_commit`` and ``filter_builds`` (the SQLite backend), ``postgres`` (loaded only for a PostgreSQL URL).
-Errors live in :mod:`collector.errors` and are re-exported here.
+``group_commit``, ``day_filter`` and ``filter_builds`` (the SQLite backend), ``postgres`` (only for a PostgreSQL URL).
+Errors live in :mod:`collector.errors` and are re-exported here.  A tuning constant is read in the module
+that defines it: patch ``collector.storage.base.REBUILD_CHUNK`` or ``collector.storage.sqlite.CHECKPOINT_REPORTS``,
+not the re-exported name.
 
 Stored per report: its UTC day, its 16 random id bytes, a small version id (``report_versions``: campaign and
 version once per version, not per row) and the payload in a compact form
