@@ -104,7 +104,7 @@ MUTATIONS = (
              "        elif wanted not in methods:", "        elif False:",
              ("tests/collector/test_cors.py", "-k", "only_the_spec_and_report_routes")),
     # issue 24 item 3: a public key reads and reports to its campaigns only, with its own rate limit
-    Mutation("scope-ignored", "collector/storage.py",
+    Mutation("scope-ignored", "collector/storage/models.py",
              "return self.campaigns is None or campaign in self.campaigns", "return True",
              ("tests/collector/test_public_keys.py", "-k", "reads_only or rejected_by_name")),
     Mutation("public-rate-limit-ignored", "collector/auth.py",

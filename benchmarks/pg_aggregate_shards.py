@@ -29,7 +29,7 @@ def run(url: str, shards: int, writers: int, batch: int, seconds: float) -> dict
     import psycopg
 
     import client_sdk
-    import collector.storage_pg as storage_pg
+    import collector.storage.postgres as storage_pg
     import estimators
     from collector.storage import ReportGroup, open_storage
 
@@ -80,7 +80,7 @@ def main() -> None:
         cluster = PostgresCluster(durable=True)
         url = cluster.create_database("shards")
     try:
-        import collector.storage_pg as storage_pg
+        import collector.storage.postgres as storage_pg
 
         rows = [(shards, run(url, shards, args.writers, args.batch, args.seconds))
                 for shards in (1, storage_pg.AGGREGATE_SHARDS)]

@@ -70,3 +70,86 @@ def test_no_function_level_imports_in_the_mechanisms():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 nested = [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
                 assert not nested, f"{path}: import inside {node.name}"
+
+
+def module_level_imports(path):
+    "(module, names) of each import run when a file is loaded: not in functions, not under ``if TYPE_CHECKING``"
+    package = list(path.relative_to(ROOT).with_suffix("").parts)[:-1]
+    pending = list(ast.parse(path.read_text()).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            yield ".".join(base + ([node.module] if node.module else [])), tuple(alias.name for alias in node.names)
+        else:
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+
+
+def module_name(path):
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph():
+    "Module -> the project modules it imports at load time (the parent packages Python loads first are not edges)"
+    modules = {module_name(path): path for package in sorted(PROJECT) for path in files(package)}
+
+    def targets(path):
+        for module, names in module_level_imports(path):
+            submodules = {f"{module}.{name}" for name in names} & modules.keys()
+            # ``from package import module`` loads the package first, but imports the module (no edge to the package)
+            yield from submodules if submodules and len(submodules) == len(names) else {module} | submodules
+
+    return {name: {target for target in targets(path) if target in modules and target != name}
+            for name, path in modules.items()}
+
+
+def import_circles(graph):
+    "The strongly connected components of more than one module (Tarjan)"
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_import_circles_are_found():
+    "The check itself: a circle through three modules is reported, a chain is not"
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_circle_between_the_projects_modules():
+    "No module imports, at load time, a module that (directly or not) imports it back"
+    graph = import_graph()
+    assert "collector.storage.base" in graph["collector.storage.postgres"]  # the graph holds relative imports
+    assert import_circles(graph) == []

@@ -63,7 +63,7 @@ def test_the_scaling_out_commands_work_as_written(tmp_path):
         from_spark, from_database = (json.loads(text) for text in reports)
         assert from_spark == from_database and from_spark["n"] == 100
     finally:
-        from collector.storage_pg import close_pools
+        from collector.storage.postgres import close_pools
 
         close_pools()
         cluster.stop()

@@ -29,7 +29,7 @@ def postgres_cluster() -> Any:
     except ServerNotFound as exc:
         pytest.fail(str(exc))
     yield cluster
-    from collector.storage_pg import close_pools
+    from collector.storage.postgres import close_pools
 
     close_pools()
     cluster.stop()

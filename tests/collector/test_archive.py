@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from collector import archive
-from collector import storage as storage_module
 from collector.archive import AggregateFile, export_campaign, read_aggregate_file, write_aggregate_file
 from collector.report_codec import decode_payload, untagged
 from collector.storage import CampaignNotFound, open_storage
+from collector.storage import base as storage_module
 from ldp_telemetry.cli import main
 
 from .helpers import on_both_backends

@@ -12,9 +12,9 @@ import uuid
 import pytest
 
 from collector import day_filter as day_filter_module
-from collector import storage as storage_module
-from collector.day_filter import BITS_PER_ID, MIN_LOG2_BITS, PROBES, DayFilter
 from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage
+from collector.storage import filter_builds as storage_module
+from collector.storage.day_filter import BITS_PER_ID, MIN_LOG2_BITS, PROBES, DayFilter
 
 from .test_storage import SPECS, group_of
 

@@ -25,8 +25,8 @@ from collector.storage import (
     Storage,
     StorageError,
     StorageUnavailable,
-    _group_commit_queue,
 )
+from collector.storage.group_commit import _group_commit_queue
 
 DAY = "2024-03-01"
 SPEC = {"name": "grr", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b", "c"]}

@@ -18,7 +18,7 @@ import client_sdk
 from client_sdk import Client, ReportPolicy
 from collector import create_app
 from collector.storage import RateLimited, RateRule, StorageUnavailable, open_storage
-from collector.storage_pg import AGGREGATE_SHARDS, SCHEMA_VERSION, PostgresStorage
+from collector.storage.postgres import AGGREGATE_SHARDS, SCHEMA_VERSION, PostgresStorage
 
 from . import pg_cluster
 from .helpers import CATEGORICAL, bearer, free_port, make_reports, running_server, stop

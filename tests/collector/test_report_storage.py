@@ -15,6 +15,7 @@ from collector import report_codec
 from collector import storage as storage_module
 from collector.report_codec import decode_payload, encode_payload, encode_payloads
 from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage, open_storage
+from collector.storage import base as storage_base
 
 from .helpers import on_both_backends
 from .test_storage import SPECS, group_of
@@ -145,7 +146,7 @@ def test_rebuild_reads_in_bounded_chunks(storage, monkeypatch):
         sizes.append(len(payloads))
         return real_aggregate(spec, payloads)
 
-    monkeypatch.setattr(storage_module, "REBUILD_CHUNK", 7, raising=False)
+    monkeypatch.setattr(storage_base, "REBUILD_CHUNK", 7)
     monkeypatch.setattr(estimators, "aggregate", counting)
     assert storage.rebuild_aggregates() == 4
     assert (storage.aggregates_by_day(campaign), storage.aggregates_by_day(other)) == incremental

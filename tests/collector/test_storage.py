@@ -99,7 +99,7 @@ def test_campaign_versions_are_immutable(storage):
 def _checkpoints_of(storage, monkeypatch, requests: list[list[int]]) -> list[str]:
     """The checkpoint statements run while ``requests`` (each a list of value indices, one report each) are
     inserted one request at a time, with CHECKPOINT_REQUESTS = 16 and fresh counters"""
-    from collector import storage as storage_module
+    from collector.storage import sqlite as storage_module
 
     monkeypatch.setattr(storage_module, "CHECKPOINT_REQUESTS", 16)
     monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})
@@ -130,7 +130,7 @@ def test_small_commits_checkpoint_by_request_count_so_the_wal_stays_bounded(stor
 
 def test_large_batches_still_checkpoint_by_reports_not_by_requests(storage, monkeypatch):
     "A batch of many reports counts as one request: CHECKPOINT_REPORTS, not the request count, decides"
-    from collector import storage as storage_module
+    from collector.storage import sqlite as storage_module
 
     monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 1000)
     checkpoints = _checkpoints_of(storage, monkeypatch, [list(range(20)) * 15] * 4)  # 300 reports each
@@ -142,7 +142,7 @@ def test_the_wal_is_checkpointed_after_the_writer_lock_is_released(storage, monk
     import fcntl
     import os
 
-    from collector import storage as storage_module
+    from collector.storage import sqlite as storage_module
 
     monkeypatch.setattr(storage_module, "CHECKPOINT_REPORTS", 300)
     monkeypatch.setattr(storage_module, "_inserted_since_checkpoint", {})

@@ -1,7 +1,7 @@
 """The PostgreSQL backend of the collector's storage: several collector processes (on several hosts) share one database.
 
 Selected by a ``postgresql://`` URL as ``--db`` (or ``LDP_DATABASE_URL``).  Only the SQL and the connection
-handling live here; campaigns, the insert flow, keys and rate buckets are :class:`collector.storage.StorageBase`.
+handling live here; campaigns, the insert flow, keys and rate buckets are :class:`collector.storage.base.StorageBase`.
 
 * Connections: psycopg 3.  The storage of a request thread (``collector.db``) borrows connections from one pool
   per process and URL (re-created after a fork); a storage opened by a command or at start-up uses one connection
@@ -38,20 +38,12 @@ import psycopg_pool
 
 import estimators
 
-from . import storage as _storage
-from .report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
-from .storage import (
-    CampaignVersion,
-    DatabaseCorrupt,
-    DatabaseLocked,
-    DiskFull,
-    InsertResult,
-    ReportGroup,
-    StorageBase,
-    StorageUnavailable,
-    _aggregate,
-    _id_bytes,
-)
+from ..errors import DatabaseCorrupt, DatabaseLocked, DiskFull, StorageUnavailable
+from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
+from . import base as _base
+from .base import StorageBase
+from .models import CampaignVersion, InsertResult, ReportGroup
+from .rows import _aggregate, _id_bytes
 
 AGGREGATE_SHARDS = 8
 POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
@@ -186,7 +178,7 @@ class PostgresStorage(StorageBase):
         "Rows through a server-side cursor, so a rebuild or an export holds one chunk in memory"
         with self._connection() as conn, conn.cursor(name=f"ldp_chunks_{next(_cursor_names)}") as cursor:
             cursor.execute(self._sql(sql), params)
-            while rows := cursor.fetchmany(_storage.REBUILD_CHUNK):
+            while rows := cursor.fetchmany(_base.REBUILD_CHUNK):
                 yield rows
 
     def _encode(self, mechanism: str, payloads: list[Any]) -> list[Any]:

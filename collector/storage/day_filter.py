@@ -1,6 +1,6 @@
 """A compact filter over the report ids of a closed day: which ids are certainly not stored on it.
 
-The duplicate check of an insert looks each report id up in the DEDUP_DAYS days before (``collector.storage``).
+The duplicate check of an insert looks each report id up in the DEDUP_DAYS days before (``collector.storage.sqlite``).
 In a day of millions of reports that is one B-tree seek per id, each into a page not touched before, and it grows
 with the day.  Once a day takes no more reports, a Bloom filter over its ids (built once, stored in the database)
 answers "absent" for nearly every fresh id with a few array reads; only the ids it calls "maybe" are looked up
