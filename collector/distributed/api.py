@@ -182,7 +182,7 @@ def _charge_peer() -> None:
 @peer.put("/v1/peer/campaigns/<name>")
 def peer_campaign(name: str) -> tuple[Response, int]:
     "Provision a campaign from the leader (idempotent)"
-    from .leader import _VDAF_CACHE
+    from .leader.campaigns import _VDAF_CACHE
 
     campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), utc_today())
     _VDAF_CACHE.clear()

@@ -143,8 +143,8 @@ def test_garbage_shares_sealed_to_the_right_keys_are_rejected(pair):
     import os
 
     from client_sdk import distributed
+    from client_sdk.distributed_messages import from_b64url as b64d
     from client_sdk.vdaf.hpke import b64url, seal
-    from collector.distributed.aggregation import b64d
 
     from .kit import configs
 
@@ -204,7 +204,7 @@ def test_replays_are_rejected(pair):
 
 
 def test_a_job_retried_after_the_helper_committed_counts_once(pair, monkeypatch):
-    from collector.distributed import leader
+    from collector.distributed.leader import jobs as leader
 
     spec, block = pair.create(spec_json("histogram"))
     values = values_for("histogram", 15)
