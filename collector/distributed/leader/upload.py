@@ -70,8 +70,9 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
         batch = payload.batch
         if batch is not None:
             if batch > latest:
+                slug = ProtocolError.BATCH_IN_FUTURE
                 reject(index, report_id, key, "payload.batch", f"names batch {batch}, more than {FUTURE_BATCH_DAYS} "
-                       f"day(s) after this leader's day {day} (batch-in-future)", ProtocolError.BATCH_IN_FUTURE)
+                       f"day(s) after this leader's day {day} ({slug})", slug)
                 continue
             key = (spec.name, spec.fingerprint, batch)
         pair = pairs.get(payload.leader_config_id)
