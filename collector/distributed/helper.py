@@ -23,17 +23,19 @@ import json
 import uuid
 from typing import Any
 
+from client_sdk.distributed import HELPER, LEADER, input_share_info
 from client_sdk.distributed_messages import (
     AGGREGATE_SHARE_FIELDS,
     JOB_REPORT_FIELDS,
     ProtocolError,
     b64url,
+    check_batch,
     from_b64url,
     job_answer_entry,
     parse_job_entry,
     parse_job_request,
 )
-from client_sdk.errors import LDPError
+from client_sdk.errors import LDPError, ShareRejected
 from client_sdk.spec import Spec
 
 from ..storage import CampaignVersion, StorageBase
@@ -41,8 +43,7 @@ from . import hpke_keys
 from .aggregation import CampaignVdaf
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
-HELPER_ROLE = 0x03
-LEADER_ROLE = 0x02
+HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to them
 
 
 class PeerProblem(LDPError):
@@ -115,14 +116,10 @@ def _campaign(storage: StorageBase, store: DistStore, name: Any, fingerprint: An
 
 
 def _batch(value: Any) -> str:
-    import datetime as dt
-
     try:
-        if isinstance(value, str) and len(value) == 10:
-            return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        pass
-    raise PeerProblem(400, ProtocolError.INVALID_FIELD, "batch must be a UTC day YYYY-MM-DD", "batch")
+        return check_batch(value, "batch")
+    except ShareRejected:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "batch must be a UTC day YYYY-MM-DD", "batch") from None
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
@@ -144,7 +141,6 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
     key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
     vdaf = CampaignVdaf(spec, campaign.verify_key)
-    from client_sdk import distributed
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
@@ -176,7 +172,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         input_share = None
         for batch in (key[2], None):  # sealed for the job's batch, or (devices of earlier versions) for none
             try:
-                info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
+                info = input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
                 input_share = open_sealed(pair, ciphertext, info)
                 break
             except HpkeError:

@@ -9,13 +9,12 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from client_sdk.distributed import input_share_info
+from client_sdk.distributed import LEADER, input_share_info
 from client_sdk.distributed_messages import ProtocolError, parse_payload
 from client_sdk.errors import ShareRejected
 
 from ...storage import CampaignVersion
 from .. import hpke_keys
-from ..helper import LEADER_ROLE
 from ..store import BatchKey, DistStore
 from .campaigns import campaign_vdaf
 
@@ -80,7 +79,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             reject(index, report_id, key, "payload.leader_share.config_id",
                    "is not this leader's HPKE config id (sealed to another key?)", ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
             continue
-        info = input_share_info(spec, report_id, LEADER_ROLE, payload.public_share, batch)
+        info = input_share_info(spec, report_id, LEADER, payload.public_share, batch)
         try:
             plaintext = open_sealed(pair, payload.leader_ciphertext, info)
         except HpkeError:
