@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from .answers import acknowledgement, campaign_list, condition_for, problem, retry_after
 from .clock import utc_day
+from .distributed_messages import ProtocolError
 from .errors import (
     ClientClosed,
     InvalidValue,
@@ -84,7 +85,8 @@ DELETED_COUNTER = "deleted_upload_disabled"
 # Distributed reports the leader refused for their batch (each names one, sealed into its shares: never moved to
 # another): collected already (the device's clock lagged by more than the leader's collection grace, or it stayed
 # offline past it), or too far ahead of the leader's clock.  Counted by name (``status().dropped``)
-BATCH_REJECTIONS = {"batch-collected": "rejected_batch_collected", "batch-in-future": "rejected_batch_in_future"}
+BATCH_REJECTIONS = {ProtocolError.BATCH_COLLECTED: "rejected_batch_collected",
+                    ProtocolError.BATCH_IN_FUTURE: "rejected_batch_in_future"}
 
 
 class Jitter(Protocol):

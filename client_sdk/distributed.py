@@ -17,7 +17,8 @@ earlier versions) is put in the leader's day of receipt, with the info of earlie
 The Prio3 nonce is the 16 bytes of the report id (a UUID); the Prio3 application context is
 ``ctx_for(spec)`` (it names the campaign version); the HPKE ``info`` binds the campaign, its fingerprint, the
 report id, the public share and the batch to each sealed share (``input_share_info``), so a share cannot be
-replayed under other metadata.  ``open_input_share`` is the aggregators' inverse.
+replayed under other metadata.  ``open_input_share`` is the aggregators' inverse.  The messages themselves
+(the payload's encoding, base64url, the protocol's error names) are ``client_sdk.distributed_messages``.
 
 The Prio3 and HPKE code (``client_sdk.vdaf``) needs the SDK's optional ``distributed`` extra (pycryptodome,
 cryptography); it is imported on first use, so this module and ``encode_value`` work without it.
@@ -33,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .distributed_messages import ProtocolError, ReportPayload, b64url, check_batch, parse_payload  # re-exported
 from .errors import SealError, ShareRejected  # re-exported: part of this module's API
 from .spec import Prio3Params, Spec
 from .wire import is_integer
@@ -193,18 +195,6 @@ def batch_of(now: float) -> str:
     return utc_day(now)
 
 
-def check_batch(batch: Any, field: str = "payload.batch") -> str:
-    "A batch name (a UTC day YYYY-MM-DD); ShareRejected naming the field otherwise"
-    import datetime as dt
-
-    try:
-        if isinstance(batch, str) and len(batch) == 10 and dt.date.fromisoformat(batch).isoformat() == batch:
-            return batch
-    except ValueError:
-        pass
-    raise ShareRejected("invalid-message", field, "must be a UTC day YYYY-MM-DD")
-
-
 def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: bytes,
                      batch: str | None = None) -> bytes:
     """The HPKE info of one input share: ``INFO_PREFIX || 0x01 || role || canonical``, where canonical is the
@@ -229,7 +219,7 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
                 batch: str | None = None) -> dict:
     """Shard ``value`` (validated by encode_value: TypeError, ValueError) and seal each input share, for ``batch``
     if given: the report's payload; SealError if a config's public key cannot be used"""
-    from .vdaf.hpke import HpkeError, b64url, seal
+    from .vdaf.hpke import HpkeError, seal
 
     vdaf = vdaf_for(spec)
     measurement = encode_value(spec, value)
@@ -404,50 +394,6 @@ def pinned_config(config: Any) -> HpkeConfig:
     return config if isinstance(config, HpkeConfig) else HpkeConfig.from_dict(config)
 
 
-@dataclass(frozen=True)
-class ReportPayload:
-    "A distributed payload, decoded from base64url: the public share and each aggregator's (config id, ciphertext)"
-
-    public_share: bytes
-    leader_config_id: int
-    leader_ciphertext: bytes
-    helper_config_id: int
-    helper_ciphertext: bytes
-    batch: str | None = None
-
-
-def parse_payload(payload: Any) -> ReportPayload:
-    "Check the shape of a distributed payload; ShareRejected (reason ``invalid-message``) names the field"
-    from .vdaf.hpke import from_b64url
-
-    def check(condition: bool, field: str, message: str) -> None:
-        if not condition:
-            raise ShareRejected("invalid-message", field, message)
-
-    check(isinstance(payload, dict), "payload", "must be a JSON object")
-    unknown = sorted(set(payload) - {"public_share", "leader_share", "helper_share", "batch"})
-    check(not unknown, f"payload.{unknown[0] if unknown else ''}", "unknown field")
-    values: list[Any] = []  # leader id, ciphertext, helper id, ciphertext
-    for key in ("leader_share", "helper_share"):
-        share = payload.get(key)
-        check(isinstance(share, dict) and set(share) == {"config_id", "ciphertext"}, f"payload.{key}",
-              'must be {"config_id": <0..255>, "ciphertext": <base64url>}')
-        config_id = share["config_id"]
-        check(is_integer(config_id) and 0 <= config_id <= 255, f"payload.{key}.config_id",
-              "must be an integer in [0, 255]")
-        values += [int(config_id), _decoded(from_b64url, share["ciphertext"], f"payload.{key}.ciphertext")]
-    public_share = _decoded(from_b64url, payload.get("public_share"), "payload.public_share")
-    batch = check_batch(payload["batch"]) if "batch" in payload else None
-    return ReportPayload(public_share, values[0], values[1], values[2], values[3], batch)
-
-
-def _decoded(from_b64url: Any, text: Any, field: str) -> bytes:
-    try:
-        return from_b64url(text, field)
-    except ValueError as exc:
-        raise ShareRejected("invalid-message", field, str(exc).split(": ", 1)[-1]) from None
-
-
 def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_id: str, public_share: bytes,
                      sealed: bytes, batch: str | None = None) -> InputShare:
     """The aggregator's side of ``seal_report``: open ``sealed`` (enc || ct) with ``keypair`` and the report's
@@ -462,12 +408,12 @@ def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_i
     try:
         vdaf.decode_public_share(public_share)
     except VerifyError as exc:
-        raise ShareRejected("invalid-message", "payload.public_share", str(exc)) from None
+        raise ShareRejected(ProtocolError.INVALID_MESSAGE, "payload.public_share", str(exc)) from None
     try:
         plaintext = open_sealed(keypair, sealed, input_share_info(spec, report_id, code, public_share, batch))
     except HpkeError as exc:
-        raise ShareRejected("hpke-decrypt-error", field, str(exc)) from None
+        raise ShareRejected(ProtocolError.HPKE_DECRYPT_ERROR, field, str(exc)) from None
     try:
         return vdaf.decode_input_share(_AGG_IDS[code], plaintext)
     except (VerifyError, ValueError) as exc:
-        raise ShareRejected("invalid-message", field, f"the input share does not decode: {exc}") from None
+        raise ShareRejected(ProtocolError.INVALID_MESSAGE, field, f"the input share does not decode: {exc}") from None

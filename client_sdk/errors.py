@@ -165,6 +165,7 @@ class ShareRejected(LDPError, ValueError):
         super().__init__(f"{field}: {message}")
         self.reason = reason
         self.field = field
+        self.message = message
 
 
 class HpkeError(LDPError, ValueError):

@@ -12,12 +12,11 @@ imports it, and without cryptography it raises ``MissingDependency``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..distributed_messages import b64url, from_b64url  # re-exported: the one base64url
 from ..errors import HpkeError, MissingDependency
 from .xof import INSTALL_HINT
 
@@ -36,24 +35,6 @@ PUBLIC_KEY_SIZE = 32
 ENC_SIZE = 32  # X25519's encapsulated key
 TAG_SIZE = 16  # AES-128-GCM's tag
 _SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
-
-
-def b64url(data: bytes) -> str:
-    "base64url without padding (RFC 4648 section 5)"
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def from_b64url(text: Any, field: str) -> bytes:
-    "Strict base64url without padding; ValueError naming ``field`` for anything else"
-    if not isinstance(text, str) or not text.isascii() or "=" in text or len(text) % 4 == 1:
-        raise ValueError(f"{field}: must be base64url without padding")
-    try:
-        data = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"{field}: must be base64url without padding") from None
-    if b64url(data) != text:  # non-canonical trailing bits
-        raise ValueError(f"{field}: must be canonical base64url without padding")
-    return data
 
 
 def _config_id(value: Any, field: str) -> int:

@@ -9,35 +9,12 @@ sized: a release would need more than 2^62 reports to wrap).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from client_sdk.spec import Spec
-
-B64URL = re.compile(r"[A-Za-z0-9_-]*")
-
-
-def b64e(data: bytes) -> str:
-    "base64url without padding"
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def b64d(text: Any, field: str) -> bytes:
-    "Strict base64url without padding; ValueError naming the field"
-    if not isinstance(text, str) or not B64URL.fullmatch(text) or len(text) % 4 == 1:
-        raise ValueError(f"{field}: must be base64url without padding")
-    try:
-        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        raise ValueError(f"{field}: must be base64url without padding") from None
-    if b64e(data) != text:
-        raise ValueError(f"{field}: is not canonical base64url")
-    return data
 
 
 def signed(value: int, modulus: int) -> int:

@@ -13,6 +13,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from client_sdk.distributed_messages import ProtocolError
+
 from ..auth import require, utc_today
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
@@ -49,7 +51,7 @@ def peer_client() -> PeerClient:
                           retries=0)
     url = str(current_app.config.get("HELPER_URL", ""))
     if not url:
-        raise Problem(409, "this leader has no HELPER_URL configured", slug="helper-not-configured",
+        raise Problem(409, "this leader has no HELPER_URL configured", slug=ProtocolError.HELPER_NOT_CONFIGURED,
                       field="HELPER_URL")
     return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config.get("PEER_TIMEOUT", 30.0)))
 
@@ -67,7 +69,7 @@ def create_campaign(body: dict, day: str) -> tuple[CampaignVersion, bool]:
 
     if role() != "leader":
         raise Problem(409, f"a distributed campaign is created on its leader; this collector runs as {role()!r} "
-                           "(serve --role leader --helper-url ...)", slug="distributed-needs-leader",
+                           "(serve --role leader --helper-url ...)", slug=ProtocolError.DISTRIBUTED_NEEDS_LEADER,
                       title="Distributed campaign needs a leader", field="trust")
     client = peer_client()
     store = dist_store()
@@ -78,9 +80,10 @@ def create_campaign(body: dict, day: str) -> tuple[CampaignVersion, bool]:
         raise invalid(exc.field, exc.reason) from None
     except PeerUnavailable as exc:
         raise Problem(503, f"the helper could not be provisioned ({exc}); nothing was created here, retry",
-                      slug="helper-unavailable", headers={"Retry-After": "10"}, field="HELPER_URL") from None
+                      slug=ProtocolError.HELPER_UNAVAILABLE, headers={"Retry-After": "10"},
+                      field="HELPER_URL") from None
     except PeerRefused as exc:
-        raise Problem(502, f"the helper refused the campaign: {exc.detail}", slug="helper-refused",
+        raise Problem(502, f"the helper refused the campaign: {exc.detail}", slug=ProtocolError.HELPER_REFUSED,
                       field="HELPER_URL") from None
 
 
@@ -109,8 +112,8 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
         releases = [r for r in releases if r["batch"] == batch]
     if not releases:
         raise Problem(409, f"campaign {campaign.name!r} version {campaign.version} has no release yet: collect a "
-                           "batch first (POST /v1/campaigns/<name>/collect)", slug="no-release", title="No release",
-                      field="batch")
+                           "batch first (POST /v1/campaigns/<name>/collect)", slug=ProtocolError.NO_RELEASE,
+                      title="No release", field="batch")
     release = releases[-1]
     try:
         from estimators.distributed.release import estimate_release  # type: ignore[import-not-found]
@@ -121,11 +124,11 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
     try:
         return dict(estimate_release(campaign.spec, release, confidence=confidence))
     except NoReports:
-        raise Problem(404, f"the release of batch {release['batch']} holds no reports", slug="no-reports",
+        raise Problem(404, f"the release of batch {release['batch']} holds no reports", slug=ProtocolError.NO_REPORTS,
                       field="batch") from None
     except ValueError as exc:  # e.g. a Prio3 type without an estimator: the release itself stays available
         raise Problem(409, f"no estimate for this release ({exc}); GET /v1/campaigns/{campaign.name}/releases "
-                           "has it", slug="no-estimator", field="prio3") from None
+                           "has it", slug=ProtocolError.NO_ESTIMATOR, field="prio3") from None
 
 
 # -- public -----------------------------------------------------------------------------------------------------
@@ -182,7 +185,7 @@ def _charge_peer() -> None:
 @peer.put("/v1/peer/campaigns/<name>")
 def peer_campaign(name: str) -> tuple[Response, int]:
     "Provision a campaign from the leader (idempotent)"
-    from .leader import _VDAF_CACHE
+    from .leader.campaigns import _VDAF_CACHE
 
     campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), utc_today())
     _VDAF_CACHE.clear()
@@ -213,7 +216,7 @@ def _campaign(name: str, version: int | None = None) -> CampaignVersion:
     except CampaignNotFound as exc:
         raise Problem(404, str(exc), field="version" if version else "name") from None
     if not is_distributed(campaign):
-        raise Problem(409, f"campaign {name!r} is not distributed", slug="not-distributed", field="name")
+        raise Problem(409, f"campaign {name!r} is not distributed", slug=ProtocolError.NOT_DISTRIBUTED, field="name")
     return campaign
 
 

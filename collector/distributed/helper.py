@@ -23,18 +23,27 @@ import json
 import uuid
 from typing import Any
 
-from client_sdk.errors import LDPError
+from client_sdk.distributed import HELPER, LEADER, input_share_info
+from client_sdk.distributed_messages import (
+    AGGREGATE_SHARE_FIELDS,
+    JOB_REPORT_FIELDS,
+    ProtocolError,
+    b64url,
+    check_batch,
+    from_b64url,
+    job_answer_entry,
+    parse_job_entry,
+    parse_job_request,
+)
+from client_sdk.errors import LDPError, ShareRejected
 from client_sdk.spec import Spec
 
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
-from .aggregation import CampaignVdaf, b64d, b64e
+from .aggregation import CampaignVdaf
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
-HELPER_ROLE = 0x03
-LEADER_ROLE = 0x02
-JOB_FIELDS = frozenset(("campaign", "fingerprint", "batch", "reports"))
-JOB_REPORT_FIELDS = frozenset(("report_id", "public_share", "helper_share", "leader_verifier_share"))
+HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to them
 
 
 class PeerProblem(LDPError):
@@ -58,16 +67,16 @@ def checksum(report_ids: list[bytes]) -> str:
 def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day: str) -> tuple[CampaignVersion, bool]:
     "Store the leader's campaign (same spec, same fingerprint) and its verify key; idempotent"
     if not isinstance(body, dict) or set(body) != {"spec", "verify_key"}:
-        raise PeerProblem(400, "invalid-field", "body must be {\"spec\", \"verify_key\"}", "body")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {\"spec\", \"verify_key\"}", "body")
     spec_source = body["spec"]
     if not isinstance(spec_source, dict) or spec_source.get("name") != name:
-        raise PeerProblem(400, "invalid-field", "spec must be an object whose name is the path's", "spec")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
     if spec_source.get("trust") != "distributed":
-        raise PeerProblem(400, "invalid-field", "spec must be a distributed campaign", "spec.trust")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be a distributed campaign", "spec.trust")
     try:
-        verify_key = b64d(body["verify_key"], "verify_key")
+        verify_key = from_b64url(body["verify_key"], "verify_key")
     except ValueError as exc:
-        raise PeerProblem(400, "invalid-field", str(exc), "verify_key") from None
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
     from client_sdk.errors import SpecError
 
     source = {k: v for k, v in spec_source.items() if k not in ("version", "fingerprint", "derived")}
@@ -77,12 +86,14 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
         spec = load_spec(source)
         vdaf = CampaignVdaf(spec, verify_key)
     except SpecError as exc:
-        raise PeerProblem(400, "invalid-field", f"spec: {exc}", f"spec.{exc.field}") from None
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"spec: {exc}", f"spec.{exc.field}") from None
     if len(verify_key) != vdaf.vdaf.VERIFY_KEY_SIZE:
-        raise PeerProblem(400, "invalid-field", f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+                          f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")
     known = store.campaign(spec.name, spec.fingerprint)
     if known is not None and known.verify_key != verify_key:
-        raise PeerProblem(409, "verify-key-mismatch", "this campaign was provisioned with another verify key",
+        raise PeerProblem(409, ProtocolError.VERIFY_KEY_MISMATCH,
+                          "this campaign was provisioned with another verify key",
                           "verify_key")
     campaign, created = storage.create_campaign(source, day)
     if known is None:
@@ -94,24 +105,21 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
 
 def _campaign(storage: StorageBase, store: DistStore, name: Any, fingerprint: Any) -> tuple[Spec, DistCampaign]:
     if not isinstance(name, str) or not isinstance(fingerprint, str):
-        raise PeerProblem(400, "invalid-field", "campaign and fingerprint must be strings", "campaign")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "campaign and fingerprint must be strings", "campaign")
     known = store.campaign(name, fingerprint)
     version = storage.find_version(name, fingerprint)
     if known is None or version is None or known.role != "helper":
-        raise PeerProblem(404, "unknown-campaign", f"no distributed campaign {name!r} with this fingerprint here",
+        raise PeerProblem(404, ProtocolError.UNKNOWN_CAMPAIGN,
+                          f"no distributed campaign {name!r} with this fingerprint here",
                           "campaign")
     return version.spec, known
 
 
 def _batch(value: Any) -> str:
-    import datetime as dt
-
     try:
-        if isinstance(value, str) and len(value) == 10:
-            return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        pass
-    raise PeerProblem(400, "invalid-field", "batch must be a UTC day YYYY-MM-DD", "batch")
+        return check_batch(value, "batch")
+    except ShareRejected:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "batch must be a UTC day YYYY-MM-DD", "batch") from None
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
@@ -120,9 +128,12 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     try:
         uuid.UUID(job_id)
     except ValueError:
-        raise PeerProblem(400, "invalid-field", "job id must be a UUID", "job_id") from None
-    if not isinstance(body, dict) or set(body) != JOB_FIELDS or not isinstance(body["reports"], list):
-        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, reports: [...]}", "body")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "job id must be a UUID", "job_id") from None
+    try:
+        entries = parse_job_request(body)
+    except ValueError:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {campaign, fingerprint, batch, reports: "
+                          "[...]}", "body") from None
     request_digest = digest(body)
     stored = DistStore.helper_job(store.conn, job_id)
     if stored is not None:
@@ -130,70 +141,66 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
     key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
     vdaf = CampaignVdaf(spec, campaign.verify_key)
-    from client_sdk import distributed
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
     pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per job, not per report
     ids: list[bytes] = []
-    for position, report in enumerate(body["reports"]):
+    for position, report in enumerate(entries):
         if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
-            raise PeerProblem(400, "invalid-field", f"reports[{position}] must have {sorted(JOB_REPORT_FIELDS)}",
+            raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+                              f"reports[{position}] must have {sorted(JOB_REPORT_FIELDS)}",
                               f"reports[{position}]")
         try:
             report_uuid = uuid.UUID(report["report_id"])
         except (ValueError, TypeError, AttributeError):
-            raise PeerProblem(400, "invalid-field", f"reports[{position}].report_id must be a UUID",
+            raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"reports[{position}].report_id must be a UUID",
                               f"reports[{position}].report_id") from None
         ids.append(report_uuid.bytes)
-        results.append({"report_id": report["report_id"], "result": "reject", "error": "invalid-message"})
+        results.append(job_answer_entry(report["report_id"], error=ProtocolError.INVALID_MESSAGE))
         try:
-            public_share = b64d(report["public_share"], "public_share")
-            sealed = report["helper_share"]
-            if not isinstance(sealed, dict) or set(sealed) != {"config_id", "ciphertext"}:
-                raise ValueError("helper_share must be {config_id, ciphertext}")
-            ciphertext = b64d(sealed["ciphertext"], "helper_share.ciphertext")
-            leader_vs = vdaf.vdaf.decode_verifier_share(b64d(report["leader_verifier_share"], "leader_verifier_share"))
+            public_share, config_id, ciphertext, encoded_vs = parse_job_entry(report)
+            leader_vs = vdaf.vdaf.decode_verifier_share(encoded_vs)
         except ValueError:
             continue  # VerifyError is a ValueError: a malformed leader message or share
-        pair = pairs.get(sealed["config_id"]) if type(sealed["config_id"]) is int else None
+        pair = pairs.get(config_id) if type(config_id) is int else None
         if pair is None:
-            results[-1]["error"] = "hpke-unknown-config-id"
+            results[-1]["error"] = ProtocolError.HPKE_UNKNOWN_CONFIG_ID
             continue
         from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
         input_share = None
         for batch in (key[2], None):  # sealed for the job's batch, or (devices of earlier versions) for none
             try:
-                info = distributed.input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
+                info = input_share_info(spec, str(report_uuid), HELPER_ROLE, public_share, batch)
                 input_share = open_sealed(pair, ciphertext, info)
                 break
             except HpkeError:
                 continue
         if input_share is None:  # another key, another report, another batch, or altered
-            results[-1]["error"] = "hpke-decrypt-error"
+            results[-1]["error"] = ProtocolError.HPKE_DECRYPT_ERROR
             continue
         candidates.append((position, report_uuid.bytes, public_share, input_share, leader_vs))
     if len(set(ids)) != len(ids):
-        raise PeerProblem(400, "invalid-field", "a report id appears twice in the job", "reports")
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "a report id appears twice in the job", "reports")
 
     verified = vdaf.verify_init(1, [(c[1], c[2], c[3]) for c in candidates])
     outputs: dict[int, list[int]] = {}
     decoded: set[int] = set()  # the reports whose input share opened and decoded: only their ids are recorded
     for (position, _, _, _, leader_vs), mine in zip(candidates, verified):
         if mine.error is not None:
-            results[position]["error"] = "invalid-message"  # a share that does not decode
+            results[position]["error"] = ProtocolError.INVALID_MESSAGE  # a share that does not decode
             continue
         decoded.add(position)
         try:
             message = vdaf.vdaf.verifier_shares_to_message(vdaf.ctx, [leader_vs, mine.verifier_share])
             out_share = vdaf.vdaf.verify_next(vdaf.ctx, mine.state, message)
         except ValueError:
-            results[position]["error"] = "invalid-measurement"
+            results[position]["error"] = ProtocolError.INVALID_MEASUREMENT
             continue
         outputs[position] = vdaf.contribution(out_share)
-        results[position] = {"report_id": results[position]["report_id"], "result": "continue",
-                             "verifier_message": b64e(vdaf.vdaf.encode_verifier_message(message))}
+        results[position] = job_answer_entry(results[position]["report_id"],
+                                             vdaf.vdaf.encode_verifier_message(message))
 
     with store.transaction() as conn:
         stored = DistStore.helper_job(conn, job_id)  # a concurrent retry of the same job committed first
@@ -204,8 +211,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         for position, report_id in enumerate(ids):
             if report_id in replayed or collected:
                 outputs.pop(position, None)
-                results[position] = {"report_id": results[position]["report_id"], "result": "reject",
-                                     "error": "report-replayed" if report_id in replayed else "batch-collected"}
+                results[position] = job_answer_entry(
+                    results[position]["report_id"], error=ProtocolError.REPORT_REPLAYED if report_id in replayed
+                    else ProtocolError.BATCH_COLLECTED)
         count, share = store.agg_share(key, conn)
         valid = sorted(outputs)
         if valid:
@@ -226,16 +234,16 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
 def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
     if stored[0] != request_digest:
-        raise PeerProblem(409, "job-mismatch", "this job id was used with another request", "job_id")
+        raise PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
     return json.loads(stored[1])
 
 
 # -- collection -------------------------------------------------------------------------------------------------
 def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
     "This helper's noisy aggregate share of a batch, once (a retried request gets the same answer)"
-    fields = {"campaign", "fingerprint", "batch", "report_count", "checksum"}
-    if not isinstance(body, dict) or set(body) != fields:
-        raise PeerProblem(400, "invalid-field", "body must be {campaign, fingerprint, batch, report_count, checksum}",
+    if not isinstance(body, dict) or set(body) != AGGREGATE_SHARE_FIELDS:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+                          "body must be {campaign, fingerprint, batch, report_count, checksum}",
                           "body")
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
     key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
@@ -245,19 +253,21 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
         assert answer is not None
         stored = json.loads(answer)
         if stored.pop("request_digest") != request_digest:
-            raise PeerProblem(409, "batch-collected", "this batch was collected already", "batch")
+            raise PeerProblem(409, ProtocolError.BATCH_COLLECTED, "this batch was collected already", "batch")
         return stored
     vdaf = CampaignVdaf(spec, campaign.verify_key)
     valid_ids = store.helper_valid_ids(key)
     count, share = store.agg_share(key)
     if body["report_count"] != count or body["checksum"] != checksum(valid_ids):
-        raise PeerProblem(409, "batch-mismatch", f"the helper holds {count} valid reports with another checksum",
+        raise PeerProblem(409, ProtocolError.BATCH_MISMATCH,
+                          f"the helper holds {count} valid reports with another checksum",
                           "checksum")
     if count < vdaf.params.min_batch:
-        raise PeerProblem(409, "batch-too-small", f"{count} valid reports; min_batch is {vdaf.params.min_batch}",
+        raise PeerProblem(409, ProtocolError.BATCH_TOO_SMALL,
+                          f"{count} valid reports; min_batch is {vdaf.params.min_batch}",
                           "batch")
     noisy = vdaf.add_noise(vdaf.decode(share))  # this helper's own noise: alone, it protects the release
-    out = {"report_count": count, "aggregate_share": b64e(vdaf.encode(noisy))}
+    out = {"report_count": count, "aggregate_share": b64url(vdaf.encode(noisy))}
     with store.transaction() as conn:
         raced = store.batch_state(key, conn) == "collected"
         if not raced:

@@ -175,6 +175,7 @@ def test_shares_do_not_open_under_other_metadata_or_keys(keys):
     spec = make_spec("histogram")
     report_id, parsed = sealed_report(spec, keys, "a")
     other_public = sealed_report(spec, keys, "a")[1].public_share
+    flipped = parsed.leader_ciphertext[:-1] + bytes([parsed.leader_ciphertext[-1] ^ 1])
     attempts = [
         (spec, keys[0], LEADER, str(uuid.uuid4()), parsed.public_share, parsed.leader_ciphertext),  # other report
         (spec, keys[0], LEADER, report_id, other_public, parsed.leader_ciphertext),  # other public share
@@ -183,7 +184,7 @@ def test_shares_do_not_open_under_other_metadata_or_keys(keys):
         (spec, keys[1], HELPER, report_id, parsed.public_share, parsed.leader_ciphertext),  # the other aggregator
         (spec, keys[0], HELPER, report_id, parsed.public_share, parsed.leader_ciphertext),  # other role
         (spec, HpkeKeyPair.generate(1), LEADER, report_id, parsed.public_share, parsed.leader_ciphertext),
-        (spec, keys[0], LEADER, report_id, parsed.public_share, parsed.leader_ciphertext[:-1] + b"\x00"),
+        (spec, keys[0], LEADER, report_id, parsed.public_share, flipped),  # altered (a last byte of 0 set to 0 was not)
     ]
     assert open_input_share(*attempts[0][:3], report_id, parsed.public_share, parsed.leader_ciphertext)
     for attempt in attempts:

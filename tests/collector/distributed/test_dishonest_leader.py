@@ -24,9 +24,11 @@ import pytest
 
 import client_sdk
 from client_sdk import distributed
+from client_sdk.distributed_messages import b64url as b64e
+from client_sdk.distributed_messages import from_b64url as b64d
 from client_sdk.vdaf.hpke import HpkeConfig, HpkeKeyPair, b64url, open_sealed, seal
 from client_sdk.vdaf.xof import XofTurboShake128
-from collector.distributed.aggregation import CampaignVdaf, b64d, b64e, signed
+from collector.distributed.aggregation import CampaignVdaf, signed
 from collector.distributed.helper import checksum
 from collector.distributed.peer import PeerClient, PeerRefused
 from tests.tolerances import k_sigma

@@ -138,13 +138,39 @@ def test_malicious_devices_are_rejected_with_reasons(pair):
     assert release["rejected"] == {"hpke-decrypt-error": 4, "invalid-measurement": 3}
 
 
+@pytest.mark.parametrize("mutate, field", [
+    (lambda p: "text", "payload"),
+    (lambda p: {**p, "extra": 1}, "payload.extra"),
+    (lambda p: {k: v for k, v in p.items() if k != "helper_share"}, "payload.helper_share"),
+    (lambda p: {**p, "public_share": p["public_share"] + "="}, "payload.public_share"),
+    (lambda p: {**p, "batch": "2026-13-01"}, "payload.batch"),
+    (lambda p: {**p, "leader_share": {**p["leader_share"], "config_id": "1"}}, "payload.leader_share.config_id"),
+    (lambda p: {**p, "helper_share": {**p["helper_share"], "ciphertext": "+/"}}, "payload.helper_share.ciphertext"),
+])
+def test_the_leader_names_the_field_of_a_malformed_payload_as_the_sdk_does(pair, mutate, field):
+    "The leader parses an upload with the shared codec: the same field as parse_payload, nothing stored"
+    from client_sdk.distributed_messages import parse_payload
+    from client_sdk.errors import ShareRejected
+
+    spec, block = pair.create(spec_json("histogram"))
+    report = honest_reports(spec, block, ["a"])[0]
+    report["payload"] = mutate(report["payload"])
+    with pytest.raises(ShareRejected) as info:
+        parse_payload(report["payload"])
+    answer = pair.upload([report])
+    assert answer["accepted"] == 0 and answer["rejected"] == 1
+    assert answer["errors"][0]["field"] == f"reports[0].{field}" == f"reports[0].{info.value.field}"
+    with opened(pair.leader_db) as store:
+        assert store.existing_report_ids([uuid.UUID(report["report_id"]).bytes]) == set()
+
+
 def test_garbage_shares_sealed_to_the_right_keys_are_rejected(pair):
     "Random bytes of the right or a wrong length, properly sealed: rejected at upload or at verification"
     import os
 
     from client_sdk import distributed
+    from client_sdk.distributed_messages import from_b64url as b64d
     from client_sdk.vdaf.hpke import b64url, seal
-    from collector.distributed.aggregation import b64d
 
     from .kit import configs
 
@@ -204,7 +230,7 @@ def test_replays_are_rejected(pair):
 
 
 def test_a_job_retried_after_the_helper_committed_counts_once(pair, monkeypatch):
-    from collector.distributed import leader
+    from collector.distributed.leader import jobs as leader
 
     spec, block = pair.create(spec_json("histogram"))
     values = values_for("histogram", 15)

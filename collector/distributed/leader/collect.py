@@ -1,0 +1,133 @@
+"""The leader's collection of a batch: close it, finish its jobs, gather both noisy aggregate shares, unshard and
+store the release (once)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from client_sdk.distributed_messages import ProtocolError, from_b64url
+from client_sdk.errors import LDPError
+
+from ...storage import CampaignVersion, StorageBase
+from ..helper import checksum
+from ..peer import PeerClient, PeerRefused, PeerUnavailable
+from ..store import BatchKey, DistStore
+from .campaigns import campaign_vdaf
+from .jobs import PendingWork, aggregator_lock, run_pending
+
+
+class CollectError(LDPError):
+    "Collection cannot proceed: (status, slug, detail, field); ``release`` is the batch's stored one, if collected"
+
+    def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
+                 retry_after: int | None = None, release: dict | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.slug, self.detail, self.field, self.retry_after = status, slug, detail, field, retry_after
+        self.release = release
+
+
+
+def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
+            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None) -> dict:
+    """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
+
+    Only a batch whose UTC day ended ``grace`` seconds ago or more (``now``, default the collector's clock):
+    collecting earlier would close it while devices still send reports for it (each report names its batch, and
+    one for a collected batch is refused ``batch-collected``, so the grace is what a late device has).
+    Concurrent collections of one batch take the aggregator lock in turn: the first stores the release, every
+    other gets ``batch-collected`` with that release (so a retried request, after a lost answer, gets the same
+    release and never a second noise draw)."""
+    from client_sdk.clock import day_start
+
+    from ...auth import clock_now
+
+    spec = campaign.spec
+    key: BatchKey = (spec.name, spec.fingerprint, batch)
+    found = campaign_vdaf(store, spec)
+    if found is None:
+        raise CollectError(409, ProtocolError.NOT_DISTRIBUTED,
+                           f"campaign {spec.name!r} is not a distributed campaign of this leader", "name")
+    _, vdaf = found
+    if store.release(key) is not None:
+        raise _collected(store, key)
+    now = clock_now() if now is None else now
+    closes = day_start(batch) + 86400 + grace
+    if now < closes:
+        raise CollectError(409, ProtocolError.BATCH_OPEN,
+                           f"batch {batch} is still open: it takes reports until the end of that "
+                           f"UTC day plus a grace of {grace:g} s (COLLECT_GRACE) for reports "
+                           f"devices queued that day; collect it in {int(closes - now) + 1} s")
+    min_batch = vdaf.params.min_batch
+    states = store.report_states(key)
+    if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
+        raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch)
+    with store.transaction() as conn:
+        if store.batch_state(key, conn) == "open":
+            DistStore.set_batch(conn, key, "closed")  # no upload enters the batch from here on
+    with aggregator_lock(str(store.storage.path), lock_timeout) as held:
+        if not held:
+            raise CollectError(503, ProtocolError.BUSY,
+                               "another process is running this leader's jobs; retry", retry_after=5)
+        if store.release(key) is not None:  # a concurrent collection finished while this one waited for the lock
+            raise _collected(store, key)
+        try:
+            run_pending(storage, store, peer, key)
+        except PendingWork as exc:
+            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
+                               "is closed and nothing is lost: retry", retry_after=10) from None
+        if store.pending_jobs(key):
+            raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
+                               + "; ".join(str(e) for e in store.pending_jobs(key)[:3]))
+        valid = store.aggregated_ids(key)
+        if len(valid) < min_batch:
+            with store.transaction() as conn:
+                DistStore.set_batch(conn, key, "open")  # nothing was released: the batch can take reports again
+            raise _too_small(len(valid), min_batch)
+        count, share = store.agg_share(key)
+        if count != len(valid):
+            raise CollectError(500, ProtocolError.INTERNAL,
+                               f"aggregate share counts {count} reports, {len(valid)} aggregated")
+        vector = vdaf.decode(share)
+        body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
+                                "report_count": count, "checksum": checksum(valid)}
+        try:
+            helper = peer.aggregate_share(body)
+        except PeerUnavailable as exc:
+            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); retry",
+                               retry_after=10) from None
+        except PeerRefused as exc:
+            status = 409 if exc.status == 409 else 502
+            raise CollectError(status, exc.slug, f"the helper refused: {exc.detail}") from None
+        if helper.get("report_count") != count:
+            raise CollectError(502, ProtocolError.BATCH_MISMATCH, "the helper's share counts another number of reports")
+        helper_vector = vdaf.decode(from_b64url(helper.get("aggregate_share"), "aggregate_share"))
+        release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
+        rejected = store.rejections(key)
+        out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
+               "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
+               "noise": vdaf.noise.describe(), "coin_subset": None}
+        with store.transaction() as conn:
+            inserted = conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) "
+                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                    (*key[:2], campaign.version, batch, json.dumps(out))).rowcount
+            if not inserted:  # another process stored the release first (it holds no lock of ours): keep that one
+                raise _collected(store, key, conn)
+            DistStore.set_batch(conn, key, "collected")
+    return out
+
+
+def _collected(store: DistStore, key: BatchKey, conn: Any = None) -> CollectError:
+    "batch-collected, with the stored release"
+    release = store.release(key, conn)
+    return CollectError(409, ProtocolError.BATCH_COLLECTED,
+                        f"batch {key[2]} of {key[0]!r} was collected already; the release "
+                        "is in this answer and in GET /v1/campaigns/<name>/releases",
+                        release=release)
+
+
+def _too_small(count: int, needed: int) -> CollectError:
+    return CollectError(409, ProtocolError.BATCH_TOO_SMALL,
+                        f"the batch holds {count} valid or pending reports; at least "
+                        f"{needed} are needed (min_batch)")
+

@@ -1,0 +1,52 @@
+"""The aggregation driver: a thread in every gunicorn worker of ``serve --role leader`` that runs pending jobs; the
+aggregator lock lets one worker at a time work."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ...storage import open_storage
+from ..peer import Backoff, PeerClient, PeerUnavailable
+from ..store import DistStore
+from .jobs import JOB_SIZE, aggregator_lock, run_pending
+
+logger = logging.getLogger("collector")
+
+
+class Driver(threading.Thread):
+    "Runs pending jobs every ``interval`` seconds; after a failure waits with exponential backoff"
+
+    def __init__(self, database: str, helper_url: str, token: str, interval: float,
+                 backoff: Backoff | None = None) -> None:
+        super().__init__(name="ldp-aggregation-driver", daemon=True)
+        self.database, self.helper_url, self.token, self.interval = database, helper_url, token, interval
+        self.backoff = backoff or Backoff(base=max(interval, 0.5), cap=60.0)
+        self.stopping = threading.Event()
+        self.failures = 0
+
+    def run(self) -> None:
+        delay = self.interval
+        while not self.stopping.wait(delay):
+            delay = self.step()
+
+    def step(self) -> float:
+        "One round; the delay before the next"
+        try:
+            with aggregator_lock(self.database, 0) as held:
+                if held:
+                    with open_storage(self.database) as storage:
+                        store = DistStore(storage)
+                        if store.pending_batches():
+                            run_pending(storage, store, PeerClient.for_url(self.helper_url, self.token, retries=0),
+                                        job_size=JOB_SIZE)
+            self.failures = 0
+            return self.interval
+        except PeerUnavailable as exc:
+            self.failures += 1
+            logger.warning("aggregation jobs pending, helper unavailable (attempt %d): %s", self.failures, exc)
+        except Exception:  # noqa: BLE001 (the driver must survive anything and try again later)
+            self.failures += 1
+            logger.exception("aggregation driver round failed")
+        return self.backoff.delay(self.failures - 1)
+
