@@ -67,17 +67,17 @@ def test_clients_share_one_urllib_opener(monkeypatch):
 
 def test_devices_of_one_process_parse_the_same_listing_once(tmp_path, monkeypatch):
     "Specs are immutable: the same listing bytes are parsed (and checked against their fingerprints) once"
-    import client_sdk.client as client_module
+    import client_sdk.spec_cache as spec_cache_module
 
     parsed: list[str] = []
-    original = client_module.load_spec
+    original = spec_cache_module.load_spec
 
     def counting(body):
         parsed.append(body["name"])
         return original(body)
 
-    monkeypatch.setattr(client_module, "load_spec", counting)
-    monkeypatch.setattr(client_module, "_LAST_LISTING", [])
+    monkeypatch.setattr(spec_cache_module, "load_spec", counting)
+    monkeypatch.setattr(spec_cache_module, "_LAST_LISTING", [])
     fake = FakeCollector()
     for device in range(3):
         client = Client("http://collector.test", "key", tmp_path / f"d{device}", transport=MockTransport(fake),
@@ -105,14 +105,14 @@ def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
                       background=False, campaigns=["browser", "r"]) for i in range(2)]
     for client in clients:
         assert client.record("browser", "chrome") and client.record("r", "x")
-    first, second = (c._mechanisms for c in clients)
+    first, second = (c._recorder.mechanisms for c in clients)
     assert first[SPEC.fingerprint] is second[SPEC.fingerprint]
     assert first[rappor.fingerprint] is not second[rappor.fingerprint]
     assert first[rappor.fingerprint].secret != second[rappor.fingerprint].secret
     seeded = Client("http://collector.test", "key", tmp_path / "seeded", transport=MockTransport(fake),
                     background=False, campaigns=["browser"], rng=client_sdk.DeterministicRandom(1))
     assert seeded.record("browser", "chrome")
-    assert seeded._mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
+    assert seeded._recorder.mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
     for client in (*clients, seeded):
         client.close(timeout=0)
 
