@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .errors import ClientClosed, InvalidValueType, LDPError
 from .held import HELD_DROP_COUNTERS, HeldValues, spec_times_and_held
@@ -62,12 +62,44 @@ UPLOAD_SETTING = "upload_enabled"
 DELETED_COUNTER = "deleted_upload_disabled"
 
 
+T = TypeVar("T")
+
+
+class _Setting(Generic[T]):
+    """A setting of ``Client`` that its parts keep: reading it reads the first part's, assigning it assigns every
+    part's (``client.timeout = 5`` takes effect as before the split)"""
+
+    def __init__(self, *places: str) -> None:
+        self.places = [tuple(place.split(".")) for place in places]
+
+    def __get__(self, client: Any, owner: type | None = None) -> T:
+        part, name = self.places[0]
+        return getattr(getattr(client, part), name)
+
+    def __set__(self, client: Any, value: T) -> None:
+        for part, name in self.places:
+            setattr(getattr(client, part), name, value)
+
+
 class Client:
     """The SDK's entry point: ``record``, ``flush``, ``close``; safe to use from several threads.
 
     A facade over three parts: the spec cache (``spec_cache.py``: which spec each campaign has), the recorder
     (``recorder.py``: value to queued report) and the uploader (``uploader.py``: queued reports to the collector).
     The background sender thread and the consent switch live here."""
+
+    url: _Setting[str] = _Setting("_uploader.url", "_specs.url")
+    rng: _Setting[RandomSource | None] = _Setting("_recorder.rng")
+    policy: _Setting[ReportPolicy] = _Setting("_recorder.policy")
+    policies: _Setting[dict[str, ReportPolicy]] = _Setting("_recorder.policies")
+    batch_size: _Setting[int] = _Setting("_uploader.batch_size", "_recorder.batch_size")
+    max_request_bytes: _Setting[int] = _Setting("_uploader.max_request_bytes")
+    timeout: _Setting[float] = _Setting("_uploader.timeout")
+    backoff_base: _Setting[float] = _Setting("_uploader.backoff_base")
+    backoff_cap: _Setting[float] = _Setting("_uploader.backoff_cap")
+    spec_ttl: _Setting[float] = _Setting("_specs.spec_ttl")
+    clock: _Setting[Callable[[], float]] = _Setting("_uploader.clock", "_specs.clock", "_recorder.clock")
+    sleep: _Setting[Callable[[float], None]] = _Setting("_uploader.sleep")
 
     def __init__(self, url: str, api_key: str, state_dir: str | Path, *, campaigns: Iterable[str] = (),
                  transport: Transport | None = None, rng: RandomSource | None = None,
@@ -89,23 +121,14 @@ class Client:
         if flush_at_exit is not None and not flush_at_exit >= 0:
             raise ValueError("flush_at_exit must be a number of seconds >= 0, or None")
         shipped = shipped_specs(specs)  # SpecError naming specs[i].field, before any file is touched
-        self.url = url.rstrip("/")
+        url = url.rstrip("/")
         self.state_dir = Path(state_dir)
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
         if transport is None:
             transport = HttpTransport()
         self.transport: Transport = transport
-        self.rng = rng
-        self.policy = policy or ReportPolicy()
-        self.policies = dict(policies or {})
-        self.batch_size = batch_size
-        self.max_request_bytes = max_request_bytes
         self.flush_interval = flush_interval
-        self.spec_ttl = spec_ttl
-        self.timeout = timeout
-        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         self.close_timeout = close_timeout
-        self.clock, self.sleep = clock, sleep
         self.max_held = max_held
         # Distributed campaigns: what the app knows out of band (``aggregators``: the helper's URL, whose HPKE
         # configs are fetched from the helper itself, and optional pins; ``helper_hpke_config`` is the older way to
@@ -116,7 +139,7 @@ class Client:
         if aggregators is not None:
             from .distributed import configured_aggregators
 
-            trusted = configured_aggregators(aggregators, self.url)  # ValueError naming the field
+            trusted = configured_aggregators(aggregators, url)  # ValueError naming the field
         self.state = StateFile(self.state_dir)
         self.queue = ReportQueue(self.state, queue_limits)
         self.ledger = PrivacyLedger(self.state)
@@ -132,18 +155,19 @@ class Client:
         self._wake = threading.Event()
         log_once = OnceLog()
         self._uploader = Uploader(
-            self.url, headers, self.queue, self.state, self._send, batch_size=batch_size,
+            url, headers, self.queue, self.state, self._send, batch_size=batch_size,
             max_request_bytes=max_request_bytes, timeout=timeout, backoff_base=backoff_base, backoff_cap=backoff_cap,
             clock=clock, sleep=sleep, jitter=jitter, on_condition=on_condition,
             upload_enabled=lambda: self._upload_enabled, closed=lambda: self._closed)
         self._specs = SpecCache(
-            self.url, headers, self.state, self._send, self._uploader, shipped=shipped, trusted=trusted,
+            url, headers, self.state, self._send, self._uploader, shipped=shipped, trusted=trusted,
             cached_at=cached_at, wanted=(*campaigns, *shipped, *held_campaigns), spec_ttl=spec_ttl, clock=clock,
             wake=self._wake, log_once=log_once)
         self._recorder = Recorder(
-            self.state_dir, self.state, self.queue, self.ledger, self.held, self._specs, rng=rng, policy=self.policy,
-            policies=self.policies, batch_size=batch_size, held_campaigns=held_campaigns, clock=clock,
-            upload_enabled=lambda: self._upload_enabled, wake=self._wake, log_once=log_once)
+            self.state_dir, self.state, self.queue, self.ledger, self.held, self._specs, rng=rng,
+            policy=policy or ReportPolicy(), policies=dict(policies or {}), batch_size=batch_size,
+            held_campaigns=held_campaigns, clock=clock, upload_enabled=lambda: self._upload_enabled, wake=self._wake,
+            log_once=log_once)
         self._thread: threading.Thread | None = None
         self._flush_at_exit = flush_at_exit
         if flush_at_exit is not None:
