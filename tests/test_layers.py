@@ -47,6 +47,52 @@ def test_the_estimators_import_only_the_device_layer():
             assert top not in PROJECT - {"client_sdk", "estimators"}, f"{path}: {name}"
 
 
+# client_sdk is two packages in one (docs/architecture.md, "The device"): the device runtime, which only a device runs
+# (records, queues, delivers: sqlite3, threads, HTTP), and the shared core every side uses (specs, randomizers,
+# payloads, Prio3).  Every module of client_sdk is one or the other, except the package's ``__init__``, which
+# re-exports both (the runtime's names imported on first use, checked by the client's import-cost test).
+DEVICE_RUNTIME = {"client", "spec_cache", "recorder", "uploader", "queue", "ledger", "state_file", "held", "shipped",
+                  "transport", "device_state", "status", "answers"}
+SHARED_CORE = {"spec", "frozen", "mechanisms", "wire", "rappor", "randomness", "errors", "clock", "vdaf",
+               "distributed", "distributed_messages"}
+# the runtime's names ``client_sdk`` re-exports, imported on first use (client_sdk/__init__.py's _LAZY)
+RUNTIME_NAMES = {"Client", "delete_local_data", "ClientStatus", "FlushResult", "Recorded", "RecordStatus",
+                 "ReportPolicy", "QueueLimits"}
+
+
+def runtime_imports(path):
+    "The device-runtime modules and names a file imports (``client_sdk.queue``, ``from client_sdk import Client``)"
+    for name, node in imports(path):
+        parts = name.split(".")
+        if parts[0] != "client_sdk":
+            continue
+        if len(parts) > 1 and parts[1] in DEVICE_RUNTIME:
+            yield name
+        elif len(parts) == 1 and isinstance(node, ast.ImportFrom):
+            yield from (alias.name for alias in node.names if alias.name in DEVICE_RUNTIME | RUNTIME_NAMES)
+
+
+def test_every_device_module_is_runtime_or_core():
+    modules = {p.relative_to(ROOT / "client_sdk").parts[0].removesuffix(".py") for p in files("client_sdk")}
+    both = DEVICE_RUNTIME | SHARED_CORE | {"__init__"}
+    assert modules == both and not DEVICE_RUNTIME & SHARED_CORE, modules ^ both
+
+
+def test_the_shared_core_imports_no_device_runtime():
+    "Specs, randomizers, payloads and Prio3 stand without the queue, the state file or HTTP"
+    for path in files("client_sdk"):
+        if path.relative_to(ROOT / "client_sdk").parts[0].removesuffix(".py") in SHARED_CORE:
+            assert not list(runtime_imports(path)), f"{path}: {list(runtime_imports(path))}"
+
+
+def test_the_server_side_imports_no_device_runtime():
+    """The collector, the estimators (reports included) and the CLI use the shared core only; a device's runtime is
+    imported by the demo (it simulates devices with ``Client``) and the tests, nowhere else"""
+    for package in ("collector", "estimators", "ldp_telemetry"):
+        for path in files(package):
+            assert not list(runtime_imports(path)), f"{path}: {list(runtime_imports(path))}"
+
+
 def test_spec_and_shared_modules_import_no_randomizer():
     "The randomizers build on the spec, never the other way (no cycle, no function-level imports)"
     for module in ("spec", "rappor", "wire", "errors", "randomness"):

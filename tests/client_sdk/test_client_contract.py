@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -159,3 +160,18 @@ def test_state_left_open_by_an_older_version_is_tightened(tmp_path, fake):
     make_client(tmp_path, fake).close()
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in state.iterdir())
+
+
+def test_settings_assigned_after_construction_take_effect(tmp_path, fake):
+    "Client's settings live in its parts (recorder, uploader, spec cache): assigning one on the client reaches them"
+    client = make_client(tmp_path, fake, policy=ReportPolicy(max_reports=1))
+    assert client.record("browser", "chrome").status is RecordStatus.QUEUED
+    assert client.record("browser", "chrome").status is RecordStatus.REFUSED_BY_POLICY
+    client.policy = ReportPolicy(max_reports=2)
+    assert client.record("browser", "chrome").status is RecordStatus.QUEUED
+    assert client.record("browser", "chrome").status is RecordStatus.REFUSED_BY_POLICY
+    later = time.time() + 2 * 86400.0
+    client.clock = lambda: later  # a new period of the policy
+    assert client.record("browser", "chrome").status is RecordStatus.QUEUED
+    assert client.flush().remaining == 0 and len(fake.posts[0]) == 3
+    client.close()

@@ -92,7 +92,7 @@ def test_each_request_carries_one_campaign_in_a_random_order(tmp_path, fake, mon
     client = make_client(tmp_path, fake, campaigns=["browser", "theme"])
     orders = []
     for pick in (lambda n: 0, lambda n: n - 1):  # two outcomes of the CSPRNG's draw
-        monkeypatch.setattr(client_sdk.client.secrets, "randbelow", pick)
+        monkeypatch.setattr(client_sdk.uploader.secrets, "randbelow", pick)
         for _ in range(3):
             client.record("browser", "chrome")
             client.record("theme", "dark")

@@ -20,13 +20,13 @@ def test_only_stateless_randomizers_are_shared_between_devices(tmp_path):
                       background=False, campaigns=["browser", "r"]) for i in range(2)]
     for client in clients:
         assert client.record("browser", "chrome") and client.record("r", "x")
-    first, second = (c._mechanisms for c in clients)
+    first, second = (c._recorder.mechanisms for c in clients)
     assert first[SPEC.fingerprint] is second[SPEC.fingerprint]
     assert first[rappor.fingerprint] is not second[rappor.fingerprint]
     assert first[rappor.fingerprint].secret != second[rappor.fingerprint].secret
     seeded = Client("http://collector.test", "key", tmp_path / "seeded", transport=MockTransport(fake),
                     background=False, campaigns=["browser"], rng=client_sdk.DeterministicRandom(1))
     assert seeded.record("browser", "chrome")
-    assert seeded._mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
+    assert seeded._recorder.mechanisms[SPEC.fingerprint] is not first[SPEC.fingerprint]  # an injected rng is its own
     for client in (*clients, seeded):
         client.close(timeout=0)

@@ -55,14 +55,14 @@ def test_the_secret_is_stored_with_the_first_report_and_kept_across_restarts(tmp
     first = client(tmp_path)
     assert stored_secret(tmp_path) is None  # nothing drawn yet
     assert first.record("r", "x")
-    secret = first._mechanisms[RAPPOR.fingerprint].secret
-    prr = bytes(first._mechanisms[RAPPOR.fingerprint].permanent_bits("x"))
+    secret = first._recorder.mechanisms[RAPPOR.fingerprint].secret
+    prr = bytes(first._recorder.mechanisms[RAPPOR.fingerprint].permanent_bits("x"))
     assert stored_secret(tmp_path) == secret and len(secret) == 32
     first.close(timeout=0)
     again = client(tmp_path)
     assert again.record("r", "x")
-    assert again._mechanisms[RAPPOR.fingerprint].secret == secret
-    assert bytes(again._mechanisms[RAPPOR.fingerprint].permanent_bits("x")) == prr  # memoized across restarts
+    assert again._recorder.mechanisms[RAPPOR.fingerprint].secret == secret
+    assert bytes(again._recorder.mechanisms[RAPPOR.fingerprint].permanent_bits("x")) == prr  # memoized across restarts
     again.close(timeout=0)
     assert sorted(os.listdir(tmp_path)) == [STATE_FILE_NAME]  # no secret file
     assert stat.S_IMODE(os.stat(tmp_path / STATE_FILE_NAME).st_mode) == 0o600
@@ -80,12 +80,12 @@ def test_two_clients_on_one_directory_report_with_one_secret(tmp_path):
     "Both draw a secret before either stores one; the second finds the first's and perturbs again with it"
     fake = fake_collector()
     one, two = client(tmp_path, fake), client(tmp_path, fake)
-    mechanisms = [c._checked_mechanism(RAPPOR) for c in (one, two)]
+    mechanisms = [c._recorder.checked_mechanism(RAPPOR) for c in (one, two)]
     assert mechanisms[0].secret != mechanisms[1].secret  # both pending
     assert one.record("r", "x") and two.record("r", "y")
     secret = stored_secret(tmp_path)
-    assert one._secret == two._secret == secret
-    assert two._mechanisms[RAPPOR.fingerprint].secret == secret
+    assert one._recorder.secret == two._recorder.secret == secret
+    assert two._recorder.mechanisms[RAPPOR.fingerprint].secret == secret
     assert len(queued_cohorts(tmp_path)) == 1  # both reports drawn in the stored secret's cohort
     for device in (one, two):
         device.close(timeout=0)
@@ -109,7 +109,7 @@ if when == "before-commit":  # the process dies inside the record's transaction,
 
     client_sdk.state_file.StateFile.store_device_secret = store_then_die
 device.record("r", "x")
-print(bytes(device._mechanisms[RAPPOR.fingerprint].permanent_bits("x")).hex(), flush=True)
+print(bytes(device._recorder.mechanisms[RAPPOR.fingerprint].permanent_bits("x")).hex(), flush=True)
 os._exit(0)  # no close: the record's commit is all there is
 """
 
@@ -142,11 +142,11 @@ def test_an_older_sdks_secret_file_is_imported_once_then_removed(tmp_path):
     legacy = load_or_create_device_state(tmp_path)  # what an older SDK left
     device = client(tmp_path)
     assert device.record("r", "x")
-    assert device._mechanisms[RAPPOR.fingerprint].secret == legacy.secret == stored_secret(tmp_path)
+    assert device._recorder.mechanisms[RAPPOR.fingerprint].secret == legacy.secret == stored_secret(tmp_path)
     assert not (tmp_path / "rappor_device.json").exists()
     device.close(timeout=0)
     again = client(tmp_path)
-    assert again.record("r", "y") and again._secret == legacy.secret
+    assert again.record("r", "y") and again._recorder.secret == legacy.secret
     again.close(timeout=0)
 
 
@@ -174,7 +174,7 @@ def test_a_file_left_after_a_committed_import_is_removed(tmp_path):
     device.close(timeout=0)
     (tmp_path / "rappor_device.json").write_text('{"version": 1, "secret": "' + "ab" * 32 + '"}')  # stale copy
     again = client(tmp_path)
-    assert again.record("r", "x") and again._secret == legacy.secret  # the database's secret rules
+    assert again.record("r", "x") and again._recorder.secret == legacy.secret  # the database's secret rules
     assert not (tmp_path / "rappor_device.json").exists()
     again.close(timeout=0)
 

@@ -1,0 +1,329 @@
+"""The recorder: validate a value, ask the policy and the ledger, perturb or seal it, and queue the report.
+
+The value is validated (perturbed, or sharded and sealed for a distributed campaign) first, then the privacy ledger
+is asked, then the ledger charge and the queue insert happen in one transaction.  A value recorded before its
+campaign's spec reached the device is held, raw, in the state file (``held.py``) and released here when the spec
+arrives, in the transaction that deletes it.  The randomizers are built once per spec; a RAPPOR one holds this
+device's secret (read from the state file, imported from an older SDK's file, or drawn and stored with the first
+report made with it).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .clock import utc_day
+from .errors import (
+    InvalidValue,
+    InvalidValueType,
+    LDPError,
+    RecordingError,
+    SpecError,
+    StateFileError,
+    UnsupportedSpec,
+)
+from .held import HeldValues, decode_value, encode_value
+from .ledger import PrivacyLedger, ReportPolicy
+from .mechanisms import Mechanism, mechanism_from_spec
+from .queue import ReportQueue
+from .randomness import RandomSource
+from .spec import Spec
+from .spec_cache import OnceLog, SpecCache
+from .state_file import StateFile
+from .status import Recorded, RecordStatus
+
+logger = logging.getLogger("client_sdk")
+
+
+class Recorder:
+    """Turns values into queued reports, and keeps what ``status().recorded`` counts.
+
+    ``upload_enabled`` is the consent switch's current state; ``wake`` asks the sender to send a full batch."""
+
+    def __init__(self, state_dir: Path, state: StateFile, queue: ReportQueue, ledger: PrivacyLedger, held: HeldValues,
+                 specs: SpecCache, *, rng: RandomSource | None, policy: ReportPolicy,
+                 policies: dict[str, ReportPolicy], batch_size: int, held_campaigns: set[str],
+                 clock: Callable[[], float], upload_enabled: Callable[[], bool], wake: threading.Event,
+                 log_once: OnceLog) -> None:
+        self.state_dir, self.state, self.queue, self.ledger = state_dir, state, queue, ledger
+        self.held, self.specs = held, specs
+        self.rng, self.policy, self.policies, self.batch_size = rng, policy, policies, batch_size
+        self.clock, self.upload_enabled, self.wake, self.log_once = clock, upload_enabled, wake, log_once
+        self.mechanisms: dict[str, Mechanism] = {}
+        # The RAPPOR device secret: read from the state file on first use, or drawn and stored (pending) in the
+        # transaction of the first report made with it
+        self.secret: bytes | None = None
+        self.secret_pending = False
+        self.held_campaigns = held_campaigns  # campaigns with values held in the state file
+        self.held_lock = threading.Lock()  # a hold and its campaign's entry here, against a release's re-read
+        self.counts: dict[str, int] = {}
+        self.count_lock = threading.Lock()
+
+    def count(self, name: str, amount: int = 1) -> None:
+        if not amount:
+            return
+        with self.count_lock:
+            self.counts[name] = self.counts.get(name, 0) + amount
+
+    def outcome(self, status: RecordStatus, campaign: str, detail: str = "", report_id: str | None = None
+                ) -> Recorded:
+        "Count ``status`` (and log it once if the value was not recorded)"
+        self.count(status.value)
+        if status not in (RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY, RecordStatus.HELD):
+            self.log_once((status.value, campaign), "campaign %s: value not recorded (%s) %s", campaign,
+                          status.value, detail)
+        return Recorded(status, report_id)
+
+    def queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
+        "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
+        report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
+        mechanism = None
+        batch = None  # a distributed report names its batch: one per batch (ledger), sealed into its shares
+        try:
+            if spec.trust == "distributed":
+                batch = utc_day(now)  # the UTC day of the clock (distributed.batch_of)
+                payload = self.seal(spec, campaign, value, report_id, batch)
+                if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
+                    return Recorded(payload)
+            else:
+                mechanism = self.checked_mechanism(spec)
+                payload = self.perturb(spec, value, mechanism)  # validates the value before any quota/state check
+        except RecordingError:
+            raise
+        except LDPError:  # the RAPPOR device secret could not be read
+            return Recorded(RecordStatus.STATE_ERROR)
+        if not self.upload_enabled():
+            return Recorded(RecordStatus.UPLOAD_DISABLED)
+        if spec.expired_on(utc_day(now)):  # the collector would reject it
+            return Recorded(RecordStatus.CAMPAIGN_CLOSED)
+        policy = self.policies.get(campaign, self.policy)
+        report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
+        try:
+            with self.state.transaction():
+                if self.ledger.refusal(campaign, spec.epsilon, policy, now, batch) is not None:
+                    return Recorded(RecordStatus.REFUSED_BY_POLICY)
+                if spec.mechanism == "rappor" and mechanism is not None:
+                    report["payload"] = self.with_stored_secret(spec, value, mechanism, payload)
+                delta = (spec.delta or 0.0) if spec.trust == "distributed" else 0.0  # local reports: pure epsilon
+                self.ledger.charge(campaign, spec.epsilon, policy, now, delta=delta, batch=batch)
+                self.queue.put(report, now)
+                pending = self.queue.last_count
+        except sqlite3.Error as exc:
+            self.log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return Recorded(RecordStatus.STATE_ERROR)
+        if pending >= self.batch_size:
+            self.wake.set()
+        return Recorded(RecordStatus.QUEUED, report_id)
+
+    # -- values held for their spec ---------------------------------------------------------------------------
+    def hold(self, campaign: str, value: Any) -> RecordStatus:
+        "Keep a value whose spec has not reached the device in the state file (fsynced, like a record)"
+        text = encode_value(value)  # InvalidValue(Type) for a value no campaign takes: a bug shows at once
+        try:
+            with self.held_lock:
+                held = self.held.max_values > 0 and self.held.hold(campaign, text, self.clock())
+                if held:
+                    self.held_campaigns.add(campaign)
+        except sqlite3.Error as exc:
+            self.log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+            return RecordStatus.STATE_ERROR
+        return RecordStatus.HELD if held else RecordStatus.SPEC_UNAVAILABLE
+
+    def release_held(self) -> None:
+        """Queue the values held for campaigns whose spec is now known, each exactly as ``record`` would now (the
+        ledger and policy asked at this moment), in the transaction that deletes it; drop, counted by reason, those
+        of campaigns the collector does not have or closed and those the spec rejects"""
+        try:
+            self._release_each_held()
+        except sqlite3.Error as exc:  # flush() and prepare() never raise for the state file: the values stay held
+            self.log_once(("state", type(exc).__name__), "the state file cannot be written: %s", exc)
+
+    def _release_each_held(self) -> None:
+        released = False
+        for campaign in sorted(self.held_campaigns):
+            if not self.specs.answered(campaign):
+                continue  # still no word from the collector
+            try:
+                spec = self.specs.known(campaign)
+            except UnsupportedSpec as exc:
+                spec = RecordStatus.SPEC_UNAVAILABLE
+                self.log_once(("held_invalid", campaign), "campaign %s: held values dropped: %s", campaign, exc)
+                self.count("held_dropped_invalid", self.held.drop([campaign], "held_dropped_invalid"))
+            if isinstance(spec, RecordStatus):
+                if spec is not RecordStatus.SPEC_UNAVAILABLE:  # unknown or closed: never reported
+                    self.count(f"held_{spec.value}", self.held.drop([campaign], f"held_dropped_{spec.value}"))
+            elif not self._release_campaign(spec, campaign):
+                break  # the state file cannot be written: the rest waits for the next pass
+            released = True
+        if released:
+            with self.held_lock:
+                self.held_campaigns = self.held.campaigns()
+                if not self.held_campaigns:
+                    self.held.scrub()
+
+    def _release_campaign(self, spec: Spec, campaign: str) -> bool:
+        "Release one campaign's held values; False if the state file could not be written (the rest stays held)"
+        self.held.expire(self.clock())
+        outcomes, complete = self.held.release(campaign, lambda text: self._release_one(spec, campaign, text))
+        for outcome in outcomes:
+            self.count(f"held_{outcome}")
+        return complete
+
+    def _release_one(self, spec: Spec, campaign: str, text: str) -> str | None:
+        "Queue one held value (inside the release's transaction); the outcome's name, None for a state error"
+        try:
+            status = self.queue_value(spec, campaign, decode_value(text), self.clock()).status
+        except RecordingError as exc:  # the caller is gone: count and log instead of raising
+            self.log_once(("held_invalid", campaign), "campaign %s: a held value was invalid: %s", campaign, exc)
+            self.state.add_to_counter("held_dropped_invalid", 1)
+            return "dropped_invalid"
+        if status is RecordStatus.CAMPAIGN_CLOSED:  # the spec's last day passed while the value waited
+            self.state.add_to_counter("held_dropped_campaign_closed", 1)
+        return None if status is RecordStatus.STATE_ERROR else status.value
+
+    def drop_all_held(self) -> None:
+        "Forget the held campaigns after the consent switch deleted their values; scrub what they left"
+        with self.held_lock:
+            self.held_campaigns = set()
+            self.held.scrub()
+
+    # -- local campaigns: the randomizers -----------------------------------------------------------------------
+    def checked_mechanism(self, spec: Spec) -> Mechanism:
+        try:
+            return self._mechanism(spec)
+        except (SpecError, TypeError) as exc:
+            raise UnsupportedSpec(f"campaign {spec.name!r}: {exc}") from None
+
+    def with_stored_secret(self, spec: Spec, value: Any, mechanism: Mechanism, payload: Any) -> Any:
+        """The payload of a RAPPOR report, drawn with the secret the state file holds (call inside the record's
+        transaction).  A secret drawn by this client is stored now, with the first report made with it; if another
+        client on this directory stored one first, the mechanisms are rebuilt with that one and the value perturbed
+        again, so a value never gets two permanent responses."""
+        if self.secret_pending:
+            assert self.secret is not None
+            stored = self.state.store_device_secret(self.secret)
+            self.secret_pending = False
+            if stored != self.secret:
+                self.secret = stored
+                self.mechanisms = {k: m for k, m in self.mechanisms.items() if m.spec.mechanism != "rappor"}
+        if getattr(mechanism, "secret", None) == self.secret:
+            return payload
+        return self.perturb(spec, value, self.checked_mechanism(spec))
+
+    def perturb(self, spec: Spec, value: Any, mechanism: Mechanism) -> Any:
+        from .errors import ValueNotInDomain
+
+        if isinstance(value, float) and value != value:
+            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
+        try:
+            return mechanism.perturb(value)
+        except (ValueNotInDomain, SpecError) as exc:
+            raise InvalidValue(str(exc)) from None
+        except LDPError:
+            raise
+        except TypeError as exc:
+            raise InvalidValueType(str(exc)) from None
+        except (ValueError, ArithmeticError) as exc:
+            raise InvalidValue(str(exc)) from None
+
+    def _mechanism(self, spec: Spec) -> Mechanism:
+        mechanism = self.mechanisms.get(spec.fingerprint)
+        if mechanism is None:
+            if spec.mechanism == "rappor":  # its memoized responses belong to this device's secret
+                mechanism = mechanism_from_spec(spec, rng=self.rng, **self._rappor_options(spec))
+            elif self.rng is None:
+                mechanism = _shared_mechanism(spec)
+            else:
+                mechanism = mechanism_from_spec(spec, rng=self.rng)
+            self.mechanisms[spec.fingerprint] = mechanism
+        return mechanism
+
+    def _rappor_options(self, spec: Spec) -> dict[str, Any]:
+        "The device secret and its cohort (see :meth:`_device_secret`)"
+        from .rappor import cohort_from_secret
+
+        secret = self._device_secret()
+        assert spec.rappor is not None  # only RAPPOR specs come here
+        return {"secret": secret, "cohort": cohort_from_secret(secret, spec.rappor.m)}
+
+    def _device_secret(self) -> bytes:
+        """The RAPPOR device secret: the state file's; else an older SDK's secret file, imported (committed, then the
+        file removed); else a fresh one from the OS CSPRNG, stored with the first report made with it"""
+        with self.state.lock:
+            if self.secret is None:
+                from . import device_state
+
+                try:
+                    stored = None if self.state.fresh else self.state.device_secret()
+                    if stored is not None:
+                        device_state.remove_legacy_file(self.state_dir)  # if a crash left it after its import
+                    else:
+                        stored = device_state.import_legacy_secret(self.state_dir, self.state.store_device_secret)
+                except (sqlite3.Error, OSError) as exc:  # a STATE_ERROR for record(), like a damaged secret file
+                    raise StateFileError(f"the RAPPOR device secret cannot be read or stored: {exc}") from None
+                if stored is None:
+                    self.secret, self.secret_pending = secrets.token_bytes(device_state.SECRET_BYTES), True
+                else:
+                    self.secret = stored
+            return self.secret
+
+    # -- distributed campaigns ----------------------------------------------------------------------------------
+    def seal(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict | RecordStatus:
+        """A distributed report's payload for ``batch``: the value sharded and sealed to the leader and the helper,
+        with HPKE configs the listing names and the app's configuration vouches for; or the status saying why not"""
+        if isinstance(value, float) and value != value:
+            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
+        try:
+            from . import distributed
+            from .errors import AggregatorMismatch
+
+            if self.specs.trusted is None:
+                self.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "
+                              "aggregators configured (Client(aggregators=...)): nothing is sealed", campaign)
+                return RecordStatus.AGGREGATORS_NOT_CONFIGURED
+            configs = self.specs.sealing_configs(campaign)
+        except AggregatorMismatch as exc:
+            self.log_once(("aggregator_mismatch", campaign), "campaign %s: refused, the leader's listing does not "
+                          "match the configured aggregators (%s)", campaign, exc)
+            return RecordStatus.AGGREGATOR_MISMATCH
+        except SpecError as exc:
+            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
+        except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
+            raise UnsupportedSpec(f"campaign {campaign!r} is distributed: {exc}") from None
+        try:
+            return distributed.seal_report(spec, value, *configs, report_id=report_id, batch=batch)
+        except distributed.SealError as exc:  # a listed public key HPKE cannot use
+            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
+        except TypeError as exc:
+            raise InvalidValueType(str(exc)) from None
+        except ValueError as exc:  # ValueNotInDomain too
+            raise InvalidValue(str(exc)) from None
+
+
+_SHARED_MECHANISMS: dict[str, Mechanism] = {}
+
+
+def _shared_mechanism(spec: Spec) -> Mechanism:
+    """The process's randomizer for ``spec`` drawing from the OS CSPRNG (built once per spec: it keeps no state
+    between reports); never a RAPPOR one, whose memoized responses belong to one device"""
+    mechanism = _SHARED_MECHANISMS.get(spec.fingerprint)
+    if mechanism is None:
+        if len(_SHARED_MECHANISMS) >= 256:
+            _SHARED_MECHANISMS.clear()
+        mechanism = _SHARED_MECHANISMS[spec.fingerprint] = mechanism_from_spec(spec)
+    return mechanism
+
+
+def _uuid4() -> str:
+    "A random (version 4) UUID from the OS CSPRNG, without importing ``uuid``"
+    raw = bytearray(secrets.token_bytes(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
