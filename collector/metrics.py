@@ -47,11 +47,19 @@ def process_directory(kind: str, pid: int) -> Path:
     root = Path(tempfile.gettempdir())
     for stale in root.glob(prefix + "*"):
         other = stale.name[len(prefix):]
-        if other.isdigit() and int(other) != pid and not _alive(int(other)) and stale.stat().st_uid == os.getuid():
+        if other.isdigit() and int(other) != pid and not _alive(int(other)) and _owned(stale):
             shutil.rmtree(stale, ignore_errors=True)
     directory = root / f"{prefix}{pid}"
     directory.mkdir(mode=0o700, exist_ok=True)
     return directory
+
+
+def _owned(path: Path) -> bool:
+    "Whether ``path`` belongs to this user; False once gone (another process starting beside us removed it first)"
+    try:
+        return path.stat().st_uid == os.getuid()
+    except FileNotFoundError:
+        return False
 
 
 def _alive(pid: int) -> bool:

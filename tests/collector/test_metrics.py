@@ -83,3 +83,22 @@ def test_plain_gunicorn_workers_share_their_counters(tmp_path):
         stop(process)
         shutil.rmtree(Path(tempfile.gettempdir()) / f"ldp-metrics-{os.getuid()}-gunicorn-{process.pid}",
                       ignore_errors=True)
+
+
+def test_a_stale_directory_removed_by_another_starting_process_is_skipped(tmp_path, monkeypatch):
+    """Two servers starting at once both sweep the stale metrics directories: the one that finds a directory gone
+    between listing and checking it goes on (seen as a FileNotFoundError from stat() under load)"""
+    from collector import metrics
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale = tmp_path / f"ldp-metrics-{os.getuid()}-test-999999999"
+    stale.mkdir()
+
+    def dead_and_swept_by_the_other(pid: int) -> bool:
+        shutil.rmtree(stale)  # the other process removes it first
+        return False
+
+    monkeypatch.setattr(metrics, "_alive", dead_and_swept_by_the_other)
+    directory = metrics.process_directory("test", 12345)
+    assert directory == tmp_path / f"ldp-metrics-{os.getuid()}-test-12345" and directory.is_dir()
+    assert not stale.exists()
