@@ -199,7 +199,7 @@ def test_a_numeric_unit_is_kept_and_fingerprinted_and_its_absence_changes_nothin
 def test_an_invalid_unit_is_refused_by_name(unit):
     with pytest.raises(SpecError) as info:
         load_spec({**NUMERIC, "unit": unit})
-    assert info.value.field == "unit"
+    assert info.value.field == "unit" and "unknown" not in str(info.value)  # a known field, refused on its value
 
 
 @pytest.mark.parametrize("spec", [
@@ -213,4 +213,4 @@ def test_a_unit_is_only_for_numeric_campaigns(spec):
     "As 'range': a categorical, RAPPOR or distributed campaign refuses it, naming the field"
     with pytest.raises(SpecError) as info:
         load_spec(spec)
-    assert info.value.field == "unit"
+    assert info.value.field == "unit" and "unknown" not in str(info.value)
