@@ -15,8 +15,11 @@ The fingerprint is the SHA-256 of the canonical JSON of every field that changes
 mechanism, epsilon, domain, catch-all, range, RAPPOR parameters, and the candidates of basic RAPPOR, where they
 define the bits).  Every report carries it, so reports made under other parameters can never be mixed into an
 estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so a changed candidate list is a
-new version.  ``expires`` (the last UTC day on which devices record) is part of it too.  Fields used only for
-analysis (``delta``, ``description``, ``version``) are not part of it.
+new version.  ``expires`` (the last UTC day on which devices record) is part of it too, and so is a numeric
+campaign's ``unit`` ("ms", "MB": what the recorded numbers measure, shown on the reports' axes and headers) when one
+is given: a changed unit changes what a value means, so it is a new version.  A spec without these fields keeps the
+fingerprint it always had.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
+it.
 
 A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being
 perturbed on the device (``client_sdk.distributed``)::
@@ -88,6 +91,7 @@ MAX_EPSILON = 20.0
 # enough and finite.
 MAX_RANGE_MAGNITUDE = 1e15
 MIN_RANGE_WIDTH = 1e-9
+MAX_UNIT_LENGTH = 16  # a numeric campaign's unit ("ms", "MB"): short, shown on axes and table headers
 MAX_DOMAIN_SIZE = 1 << 20
 MAX_DOMAIN_INT = 1 << 63  # integer domain entries fit a signed 64-bit integer
 # Above this many values an OUE report (one bit per value) gets large; OLH sends three integers instead.
@@ -98,7 +102,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 DomainValue = str | int
 _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-    "description", "version", "derived", "fingerprint", "expires",
+    "description", "version", "derived", "fingerprint", "expires", "unit",
 }
 TRUST_MODELS = ("local", "distributed")
 # Distributed (Prio3) campaigns: the fields of Prio3Params, given flat in the JSON ("prio3" names the type).
@@ -219,7 +223,7 @@ class Spec(Frozen):
     "A validated campaign spec; build it with :meth:`from_dict`"
 
     _fields = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-               "description", "version", "expires", "trust", "prio3")
+               "description", "version", "expires", "trust", "prio3", "unit")
     __slots__ = (*_fields, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
     name: str
     mechanism: str
@@ -235,6 +239,7 @@ class Spec(Frozen):
     expires: str | None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
     trust: str  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
     prio3: Prio3Params | None
+    unit: str | None  # numeric campaigns: what the values measure ("ms"); part of the fingerprint when given
     _index: dict[tuple[type, DomainValue], int]
     _fingerprint: str | None
 
@@ -242,10 +247,10 @@ class Spec(Frozen):
                  catch_all: DomainValue | None = None, range: tuple[float, float] | None = None,
                  rappor: RapporParams | None = None, candidates: tuple[str, ...] | None = None,
                  delta: float | None = None, description: str = "", version: int = 1, expires: str | None = None,
-                 trust: str = "local", prio3: Prio3Params | None = None) -> None:
+                 trust: str = "local", prio3: Prio3Params | None = None, unit: str | None = None) -> None:
         self._set(name=name, mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, range=range,
                   rappor=rappor, candidates=candidates, delta=delta, description=description, version=version,
-                  expires=expires, trust=trust, prio3=prio3, _index={}, _fingerprint=None)
+                  expires=expires, trust=trust, prio3=prio3, unit=unit, _index={}, _fingerprint=None)
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
@@ -300,10 +305,12 @@ class Spec(Frozen):
                 if forbidden in data:
                     raise SpecError(forbidden, f"numeric mechanism {mechanism!r} takes 'range', not {forbidden!r}")
             value_range = _validate_range(data.get("range"))
-            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, **common)._checked(data)
+            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, unit=_validate_unit(data.get("unit")),
+                       **common)._checked(data)
 
-        if "range" in data:
-            raise SpecError("range", f"categorical mechanism {mechanism!r} takes 'domain', not 'range'")
+        for forbidden in ("range", "unit"):
+            if forbidden in data:
+                raise SpecError(forbidden, f"categorical mechanism {mechanism!r} takes 'domain', not {forbidden!r}")
         domain = _validate_domain(data.get("domain"))
         catch_all = data.get("catch_all")
         if catch_all is not None and catch_all not in domain:
@@ -324,7 +331,7 @@ class Spec(Frozen):
         "A distributed (Prio3) campaign: the circuit's parameters, the noise and the release's batch rules"
         if data.get("mechanism", "prio3") != "prio3":
             raise SpecError("mechanism", "must be 'prio3' (or absent) with trust 'distributed'")
-        for forbidden in ("range", "catch_all", "rappor", "candidates"):
+        for forbidden in ("range", "catch_all", "rappor", "candidates", "unit"):
             if forbidden in data:
                 raise SpecError(forbidden, "not allowed with trust 'distributed'")
         kind = data.get("prio3")
@@ -388,7 +395,7 @@ class Spec(Frozen):
 
     @classmethod
     def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        for forbidden in ("domain", "range", "catch_all"):
+        for forbidden in ("domain", "range", "catch_all", "unit"):
             if forbidden in data:
                 raise SpecError(forbidden, "not allowed with mechanism 'rappor' (use 'candidates' for decoding)")
         params = RapporParams.from_dict(data.get("rappor"))
@@ -457,6 +464,8 @@ class Spec(Frozen):
             out["range"] = list(self.range)
         if self.expires is not None:
             out["expires"] = self.expires
+        if self.unit is not None:
+            out["unit"] = self.unit
         return out
 
     def expired_on(self, day: str) -> bool:
@@ -558,6 +567,16 @@ def _validate_day(name: str, value: Any) -> str | None:
     if isinstance(value, str) and is_day(value):
         return value
     raise SpecError(name, "must be a UTC date written YYYY-MM-DD")
+
+
+def _validate_unit(value: Any) -> str | None:
+    "None, or 1-16 characters without control characters (C0, DEL, C1) or lone surrogates"
+    if value is None:
+        return None
+    if (isinstance(value, str) and 1 <= len(value) <= MAX_UNIT_LENGTH and _is_utf8(value)
+            and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)):
+        return value
+    raise SpecError("unit", f"must be a string of 1-{MAX_UNIT_LENGTH} characters without control characters")
 
 
 def is_day(text: str) -> bool:

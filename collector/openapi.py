@@ -57,6 +57,9 @@ SPEC_SCHEMA = {
         "version": {"type": "integer", "minimum": 1},
         "expires": {"type": "string", "format": "date",
                     "description": "last UTC day on which devices record; part of the fingerprint"},
+        "unit": {"type": "string", "minLength": 1, "maxLength": 16,
+                 "description": "numeric campaigns only: what the values measure ('ms', 'MB'), shown on report axes "
+                                "and headers; 1-16 characters, no control characters; part of the fingerprint"},
     },
 }
 CAMPAIGN_SCHEMA = {

@@ -84,7 +84,7 @@ CAMPAIGNS: tuple[DemoCampaign, ...] = (
          "description": "Which app version is installed (free-form strings)"},
         APP_VERSION_SHARES),
     DemoCampaign(
-        {"name": "page_load_ms", "mechanism": "hybrid", "epsilon": 2.0, "range": list(PAGE_LOAD_RANGE),
+        {"name": "page_load_ms", "mechanism": "hybrid", "epsilon": 2.0, "range": list(PAGE_LOAD_RANGE), "unit": "ms",
          "delta": 1e-6, "description": "Time to load the home page, in milliseconds"}),
     DemoCampaign(
         {"name": "analytics_opt_in", "mechanism": "grr", "epsilon": 1.0, "domain": list(OPT_IN_SHARES),

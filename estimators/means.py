@@ -51,7 +51,8 @@ class MeanEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.spec.range or (0.0, 0.0)
-        return {
+        unit = {"unit": self.spec.unit} if self.spec.unit is not None else {}  # the spec's, for axes and headers
+        return {**unit,
             "kind": "mean", "campaign": self.spec.name, "mechanism": self.spec.mechanism,
             "epsilon": self.spec.epsilon, "fingerprint": self.spec.fingerprint, "n": int(self.n),
             "confidence": self.confidence, "target": TARGET_POPULATION, "targets": TARGETS, "range": [low, high],

@@ -280,6 +280,12 @@ def epsilon_text(result: dict) -> str:
     return f"{epsilon:.4g}" if _is_number(epsilon) else "?"
 
 
+def with_unit(label: str, result: dict) -> str:
+    "``label`` with the campaign's unit, when its spec gives one: 'mean (ms)'"
+    unit = result.get("unit")
+    return f"{label} ({unit})" if isinstance(unit, str) and unit else label
+
+
 def confidence_percent(result: dict) -> str:
     confidence = result.get("confidence", 0.95)
     return f"{100 * confidence:.4g}%" if _is_number(confidence) else "?"

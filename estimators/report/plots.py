@@ -39,6 +39,7 @@ from .model import (
     is_mean,
     report_count,
     value_rows,
+    with_unit,
 )
 from .scaling import ScalingCurves, TrustModelCurves, scaling_curves, trust_model_curves
 
@@ -345,15 +346,18 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
             estimate_axes.errorbar([truth], [-position], xerr=width, fmt="none", color=colour, capsize=6,
                                    linewidth=2, label=f"{label.splitlines()[0]} around the truth")
     estimate_axes.set_yticks([])
-    estimate_axes.set_xlabel(f"mean ({confidence_percent(result)} CI)")
+    unit = result.get("unit")
+    estimate_axes.set_xlabel(f"mean ({unit}, {confidence_percent(result)} CI)" if unit else
+                             f"mean ({confidence_percent(result)} CI)")
     estimate_axes.legend(fontsize=7, loc="upper right")
     positions = np.arange(len(widths))[::-1]
     width_axes.barh(positions, [width for _, width, _ in widths], color=[colour for _, _, colour in widths])
     width_axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
     width_axes.set_xscale("log")
-    width_axes.set_xlabel(f"{confidence_percent(result)} CI half-width, same ε")
+    width_axes.set_xlabel(with_unit(f"{confidence_percent(result)} CI half-width, same ε", result))
     estimate_axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, {_privacy_text(result)}")
-    caption = (f"Mean {format_number(mean)} ± {format_number(ldp_width)} under {model}")
+    suffix = f" {unit}" if unit else ""
+    caption = (f"Mean {format_number(mean)}{suffix} ± {format_number(ldp_width)}{suffix} under {model}")
     if distributed and len(widths) > 1 and widths[1][0].startswith("local"):
         caption += f"; local DP's best mechanism would give ± {format_number(widths[1][1])} at the same ε"
     if isinstance(central.get("ci_halfwidth"), (int, float)):
@@ -391,7 +395,7 @@ def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
         axes.plot(x, values[:, 0], marker="o", color=colour, label=_short(label))
         axes.fill_between(x, values[:, 1], values[:, 2], color=colour, alpha=0.18)
     axes.set_xticks(x, [d.day for d in days], rotation=30 if len(days) > 7 else 0)
-    axes.set_ylabel("mean" if "mean" in series else "fraction of reports")
+    axes.set_ylabel(with_unit("mean", days[0].result) if "mean" in series else "fraction of reports")
     axes.set_title(f"Per day, with {confidence_percent(days[0].result)} CI bands")
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     shown = "the mean" if "mean" in series else f"the {len(series)} largest values"

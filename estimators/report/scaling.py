@@ -142,7 +142,7 @@ def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int,
         sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec), result, confidence, rng)
     return ScalingCurves(
         mechanism=str(result.get("mechanism", "")), epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
-        quantity="the mean", unit="value units",
+        quantity="the mean", unit=str(result.get("unit") or "value units"),
         n=n, ldp_halfwidth=current_ldp * np.sqrt(n_now / n),
         central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,

@@ -25,6 +25,7 @@ from .model import (
     target_text,
     trust_models_text,
     value_rows,
+    with_unit,
 )
 
 ZERO_MARK = "~0"
@@ -88,7 +89,7 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     result = data.result
     if is_mean(result):
         central = result.get("central_dp") or {}
-        columns = ["mean", "std error", "CI low", "CI high", "central DP CI +-"]
+        columns = [with_unit(name, result) for name in ("mean", "std error", "CI low", "CI high", "central DP CI +-")]
         cells = [[format_number(result.get("mean")), format_number(result.get("std_error")),
                   format_number(result.get("ci_low")), format_number(result.get("ci_high")),
                   format_number(central.get("ci_halfwidth"))]]

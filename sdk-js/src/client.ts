@@ -328,7 +328,7 @@ export class Client {
 
   /** The payload for ``value``; ``dryRun`` only validates (RAPPOR with a throwaway secret: nothing is kept). */
   #perturb(spec: Spec, value: unknown, dryRun = false): Payload {
-    if (typeof value === "number" && Number.isNaN(value)) throw new InvalidValue(`campaign ${spec.name} cannot report NaN`);
+    if (Number.isNaN(value)) throw new InvalidValue(`campaign ${spec.name} cannot report NaN`);
     try {
       if (dryRun || !isLoaded(spec.mechanism)) { // validated now, perturbed once the randomizer is loaded
         if (spec.rappor) mechanismFromSpec(spec, { secret: new Uint8Array(32) }).perturb(value); // a throwaway secret

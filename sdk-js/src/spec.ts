@@ -21,7 +21,7 @@ const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
 const DISTRIBUTED_FIELDS = ["prio3", "max_measurement", "length", "max_weight", "noise", "coins",
   "honest_fraction", "min_batch", "window"];
 const KNOWN_FIELDS = new Set(["name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates",
-  "delta", "description", "version", "derived", "fingerprint", "expires", "trust", ...DISTRIBUTED_FIELDS]);
+  "delta", "description", "version", "derived", "fingerprint", "expires", "unit", "trust", ...DISTRIBUTED_FIELDS]);
 
 export type DomainValue = string | number;
 
@@ -75,6 +75,7 @@ export class Spec {
     readonly rappor: RapporParams | null,
     readonly candidates: string[] | null,
     readonly expires: string | null,
+    readonly unit?: string | null,
   ) {
     if (syncSha256 !== null) this.fingerprint = toHex(syncSha256(utf8(canonicalJson(this.identity())))).slice(0, 32);
   }
@@ -104,10 +105,11 @@ export class Spec {
     } else {
       out.epsilon = new PyFloat(this.epsilon);
     }
-    if (this.domain !== null) out.domain = this.domain;
+    if (this.domain) out.domain = this.domain;
     if (this.catchAll !== null) out.catch_all = this.catchAll;
-    if (this.range !== null) out.range = this.range.map((x) => new PyFloat(x));
-    if (this.expires !== null) out.expires = this.expires;
+    if (this.range) out.range = this.range.map((x) => new PyFloat(x));
+    if (this.expires) out.expires = this.expires;
+    if (this.unit) out.unit = this.unit;
     return out;
   }
 
@@ -119,7 +121,7 @@ export class Spec {
 
 function domainKey(value: unknown): string | null {
   if (typeof value === "string") return `s${value}`;
-  if (typeof value === "number" && Number.isInteger(value)) return `i${value}`;
+  if (Number.isInteger(value)) return `i${value}`;
   return null;
 }
 
@@ -136,9 +138,10 @@ export function loadSpec(source: unknown): Spec {
   return specFromDict(source);
 }
 
-const isNumber = (v: unknown): v is number => typeof v === "number";
-const isFinite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isFinite = Number.isFinite as (v: unknown) => v is number;
 const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed(); // no lone surrogates
+/** A string of at most ``max`` code points, without lone surrogates. */
+const text = (v: unknown, max: number): v is string => typeof v == "string" && [...v].length <= max && wellFormed(v);
 
 export function specFromDict(data: unknown): Spec {
   if (data === null || typeof data !== "object" || Array.isArray(data)) throw new SpecError("spec", "must be a JSON object");
@@ -157,37 +160,42 @@ export function specFromDict(data: unknown): Spec {
     throw new SpecError("mechanism", `must be one of ${ALLOWED}`);
   }
   const description = has("description") ? d.description : "";
-  if (typeof description !== "string" || [...description].length > 1000 || !wellFormed(description)) {
+  if (!text(description, 1000)) {
     throw new SpecError("description", "must be a string (<= 1000 characters)");
   }
   const version = has("version") ? d.version : 1;
-  if (typeof version !== "number" || !Number.isInteger(version) || version < 1 || version > 2 ** 31) {
+  if (!Number.isInteger(version) || (version as number) < 1 || (version as number) > 2 ** 31) {
     throw new SpecError("version", "must be a positive integer");
   }
   const delta = d.delta;
-  if (delta !== undefined && delta !== null && (!isNumber(delta) || !(delta > 0 && delta < 1))) {
+  if (delta != null && (typeof delta != "number" || !(delta > 0 && delta < 1))) {
     throw new SpecError("delta", "must be in (0, 1)");
   }
   const expires = validateDay(d.expires);
   if (trust === "distributed") {
     throw new SpecError("trust", "distributed campaigns are not supported by this SDK");
   }
-  for (const field of DISTRIBUTED_FIELDS) if (has(field)) throw new SpecError(field, "only with trust distributed");
+  forbid(d, DISTRIBUTED_FIELDS, "only with trust distributed");
   if (mechanism === "rappor") return rapporSpec(d, name, expires);
-  for (const field of ["rappor", "candidates"]) if (has(field)) throw new SpecError(field, "only with mechanism rappor");
+  forbid(d, ["rappor", "candidates"], "only with mechanism rappor");
   const epsilon = d.epsilon;
   if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
     throw new SpecError("epsilon", "must be a number in [0.01, 20]");
   }
   if (NUMERIC_MECHANISMS.includes(mechanism as string)) {
-    for (const field of ["domain", "catch_all"]) if (has(field)) throw new SpecError(field, "not with a numeric mechanism");
-    return checked(d, new Spec(name, mechanism as string, epsilon, null, null, validateRange(d.range), null, null, expires));
+    forbid(d, ["domain", "catch_all"], "not with a numeric mechanism");
+    // 1-16 code points, none a control character (C0, DEL, C1) or a lone surrogate
+    const unit = d.unit;
+    if (unit != null && !(text(unit, 16) && /^\P{Cc}+$/u.test(unit))) {
+      throw new SpecError("unit", "must be 1-16 characters, no controls");
+    }
+    return checked(d, new Spec(name, mechanism as string, epsilon, null, null, validateRange(d.range), null, null, expires, unit));
   }
-  if (has("range")) throw new SpecError("range", "not with a categorical mechanism");
+  forbid(d, ["range", "unit"], "not with a categorical mechanism");
   const domain = validateDomain(d.domain);
   const catchAll = d.catch_all;
   let catchAllValue: DomainValue | null = null;
-  if (catchAll !== undefined && catchAll !== null) {
+  if (catchAll != null) {
     if (!domain.some((v) => v === catchAll)) throw new SpecError("catch_all", "must be in the domain");
     catchAllValue = catchAll as DomainValue;
   }
@@ -203,23 +211,21 @@ export function resolveAuto(domainSize: number, epsilon: number): string {
 }
 
 function rapporSpec(d: Record<string, unknown>, name: string, expires: string | null): Spec {
-  for (const field of ["domain", "range", "catch_all"]) {
-    if (field in d) throw new SpecError(field, "not with mechanism rappor");
-  }
+  forbid(d, ["domain", "range", "catch_all", "unit"], "not with mechanism rappor");
   if (rapporSupport === null) throw new SpecError("mechanism", "rappor is not loaded (await loadMechanism(\"rappor\"))");
   const params = rapporSupport.fromDict(d.rappor);
   const epsilon = rapporSupport.epsilonOne(params);
   if (!(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
     throw new SpecError("rappor", `gives epsilon ${epsilon}, outside [0.01, 20]`);
   }
-  if (d.epsilon !== undefined && d.epsilon !== null) {
+  if (d.epsilon != null) {
     const claimed = d.epsilon;
     if (!isFinite(claimed) || Math.abs(claimed - epsilon) > 1e-9 * Math.max(Math.abs(claimed), Math.abs(epsilon))) {
       throw new SpecError("epsilon", `is derived for RAPPOR (${epsilon})`);
     }
   }
   let candidates: string[] | null = null;
-  if (d.candidates !== undefined && d.candidates !== null) {
+  if (d.candidates != null) {
     const list = d.candidates;
     if (!Array.isArray(list) || !list.every((c) => typeof c === "string" && wellFormed(c))) {
       throw new SpecError("candidates", "must be strings");
@@ -229,6 +235,11 @@ function rapporSpec(d: Record<string, unknown>, name: string, expires: string | 
     candidates = list as string[];
   }
   return checked(d, new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires));
+}
+
+/** Throws SpecError naming the first of ``fields`` that ``d`` has. */
+function forbid(d: Record<string, unknown>, fields: string[], why: string): void {
+  for (const field of fields) if (field in d) throw new SpecError(field, why);
 }
 
 function checked(d: Record<string, unknown>, spec: Spec): Spec {
@@ -261,7 +272,7 @@ function validateDomain(domain: unknown): DomainValue[] {
   for (const entry of domain) {
     if (typeof entry === "string") {
       if (!wellFormed(entry)) throw new SpecError("domain", "has invalid Unicode");
-    } else if (typeof entry !== "number" || !Number.isInteger(entry)) {
+    } else if (!Number.isInteger(entry)) {
       throw new SpecError("domain", "takes strings and integers");
     } else if (!Number.isSafeInteger(entry)) {
       // JSON.parse has already rounded such an integer: its fingerprint cannot be the collector's
@@ -272,14 +283,12 @@ function validateDomain(domain: unknown): DomainValue[] {
   return domain as DomainValue[];
 }
 
-const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
 function validateDay(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
+  if (value == null) return null;
   if (typeof value === "string" && /^\d{4}-\d{2}-\d{2}$/.test(value)) {
     const [y, m, day] = value.split("-").map(Number);
-    const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
-    if (y >= 1 && m >= 1 && m <= 12 && day >= 1 && day <= DAYS[m - 1] + (m === 2 && leap ? 1 : 0)) return value;
+    // the month's last day; Date.UTC reads years 0-99 as 1900-1999, which have the same leap years for y >= 1
+    if (y >= 1 && m >= 1 && m <= 12 && day >= 1 && day <= new Date(Date.UTC(y, m, 0)).getUTCDate()) return value;
   }
   throw new SpecError("expires", "must be a date YYYY-MM-DD");
 }

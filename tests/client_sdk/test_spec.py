@@ -176,3 +176,41 @@ def test_domain_entries_must_be_storable(domain):
     with pytest.raises(SpecError) as info:
         load_spec(categorical(domain=domain))
     assert info.value.field == "domain"
+
+
+NUMERIC = {"name": "load_ms", "mechanism": "piecewise", "epsilon": 2.0, "range": [0, 5000]}
+
+
+def test_a_numeric_unit_is_kept_and_fingerprinted_and_its_absence_changes_nothing():
+    "issue 22 §4: an optional unit; a spec without one keeps its fingerprint (pinned from before the field existed)"
+    assert load_spec(NUMERIC).fingerprint == "3be1edd387a08e35fdd5ecdf26d86c43"
+    assert load_spec({**NUMERIC, "unit": None}).fingerprint == "3be1edd387a08e35fdd5ecdf26d86c43"
+    spec = load_spec({**NUMERIC, "unit": "ms"})
+    assert spec.unit == "ms" and spec.to_dict()["unit"] == "ms"
+    assert spec.fingerprint != load_spec(NUMERIC).fingerprint  # a changed unit changes what a value means
+    assert spec.fingerprint != load_spec({**NUMERIC, "unit": "s"}).fingerprint
+    again = load_spec(json.loads(spec.to_json()))
+    assert again == spec and again.fingerprint == spec.fingerprint
+    for unit in ("\u00b0C per 1000 rows", "\U0001d52a" * 16, "x"):  # 16 code points at most, not UTF-16 units
+        assert load_spec({**NUMERIC, "unit": unit}).unit == unit
+
+
+@pytest.mark.parametrize("unit", ["", "x" * 17, "m\ts", "m\ns", "\x7f", "m\u0085s", "\ud800", 7, ["ms"], True])
+def test_an_invalid_unit_is_refused_by_name(unit):
+    with pytest.raises(SpecError) as info:
+        load_spec({**NUMERIC, "unit": unit})
+    assert info.value.field == "unit" and "unknown" not in str(info.value)  # a known field, refused on its value
+
+
+@pytest.mark.parametrize("spec", [
+    categorical(unit="ms"),
+    categorical(unit=None),
+    {"name": "r", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4}, "unit": "ms"},
+    {"name": "d", "trust": "distributed", "prio3": "sum", "max_measurement": 10, "epsilon": 1.0, "noise": "laplace",
+     "unit": "ms"},
+])
+def test_a_unit_is_only_for_numeric_campaigns(spec):
+    "As 'range': a categorical, RAPPOR or distributed campaign refuses it, naming the field"
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    assert info.value.field == "unit" and "unknown" not in str(info.value)

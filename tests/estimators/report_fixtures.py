@@ -35,11 +35,12 @@ def daily_browser() -> list[DailyResult]:
     return [DailyResult(f"2025-03-0{day}", browser_result(n=1500, seed=10 + day)) for day in (1, 2, 3)]
 
 
-def load_time_result(n: int = 3000, seed: int = 2) -> dict:
+def load_time_result(n: int = 3000, seed: int = 2, unit: str | None = None) -> dict:
     from estimators.simulate import simulate
 
     rng = np.random.default_rng(seed)
-    spec = load_spec({"name": "load_ms", "mechanism": "hybrid", "epsilon": 1.0, "range": [0, 5000], "delta": 1e-6})
+    spec = load_spec({"name": "load_ms", "mechanism": "hybrid", "epsilon": 1.0, "range": [0, 5000], "delta": 1e-6,
+                      **({"unit": unit} if unit else {})})
     return estimate(spec, simulate(spec, rng.gamma(2.0, 400.0, size=n), rng)).to_dict()
 
 

@@ -156,3 +156,17 @@ def test_an_index_page_links_each_reports_files_and_escapes_its_text():
             '<a href="a&amp;b.json">JSON</a>): n 10 &lt;small&gt;</li>') in page
     assert '<li><strong>plain</strong> (<a href="plain.json">JSON</a>): no HTML file</li>' in page
     assert ".png" not in page and '<p class="note">ratio: x &lt; y</p>' in page
+
+
+def test_a_numeric_campaigns_unit_heads_the_table_in_markdown_html_and_terminal():
+    "issue 22 §4: numeric axes and headers carry the spec's unit; without one they stay as they were"
+    from estimators.report import render_table
+
+    with_unit, without = ReportData(load_time_result(unit="ms")), ReportData(load_time_result())
+    assert with_unit.result["unit"] == "ms" and "unit" not in without.result
+    markdown = render_markdown(with_unit, image_prefix=None).text
+    assert "| mean (ms) | std error (ms) | CI low (ms) | CI high (ms) | central DP CI +- (ms) |" in markdown
+    assert "<th>mean (ms)</th>" in render_html(with_unit, simulate_points=False)
+    assert "mean (ms)" in render_table(with_unit)
+    plain = render_markdown(without, image_prefix=None).text
+    assert "| mean | std error | CI low | CI high | central DP CI +- |" in plain and "(ms)" not in plain

@@ -220,3 +220,13 @@ def test_log_axes_are_labelled_in_plain_text_at_each_power_of_ten(monkeypatch):
     texts = [text for text, _ in drawn_texts(monkeypatch, plot)]
     assert sum(text.startswith("10") and "$" not in text for text in texts) >= 4
     assert not any("$" in text for text in texts)
+
+
+def test_the_mean_figures_axes_carry_the_specs_unit():
+    "issue 22 §4: 'mean (ms, 95% CI)' on the estimate's axis, the unit on the half-widths' axis and caption"
+    plot = mean_figure(load_time_result(unit="ms"))
+    estimate_axes, width_axes = plot.figure.axes
+    assert estimate_axes.get_xlabel() == "mean (ms, 95% CI)"
+    assert width_axes.get_xlabel().endswith("(ms)") and " ms ± " in plot.caption
+    plain_axes, plain_widths = mean_figure(load_time_result()).figure.axes
+    assert plain_axes.get_xlabel() == "mean (95% CI)" and "(" not in plain_widths.get_xlabel()
