@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from collector.storage import day_filter as day_filter_module
 from collector.storage import DEDUP_DAYS, LATEST_SCHEMA_VERSION, ReportGroup, Storage
+from collector.storage import day_filter as day_filter_module
 from collector.storage import filter_builds as storage_module
 from collector.storage.day_filter import BITS_PER_ID, MIN_LOG2_BITS, PROBES, DayFilter
 
