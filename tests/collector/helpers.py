@@ -7,11 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +105,16 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=5)
+
+
+@contextmanager
+def loopback_http_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
+    "A threaded HTTP server on 127.0.0.1 (a free port) with ``handler``; yields its base URL, shut down afterwards"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

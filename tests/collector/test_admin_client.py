@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from collector.admin_client import AdminClient, campaign_path
 from collector.errors import AdminApiError
+
+from .helpers import loopback_http_server
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -43,14 +44,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http_server(Handler) as base:
+        yield base + "/"
 
 
 def test_a_2xx_gives_status_and_json_with_the_token_and_a_quoted_campaign(url):

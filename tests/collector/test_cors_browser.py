@@ -9,10 +9,9 @@ import json
 import re
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 import client_sdk
 from collector.storage import open_storage
 
-from .helpers import CATEGORICAL, make_reports, running_server
+from .helpers import CATEGORICAL, loopback_http_server, make_reports, running_server
 
 OTHER = {**CATEGORICAL, "name": "secret_survey"}
 # What the page does: each call's status and JSON body, or the error fetch() raised (a CORS refusal is a TypeError)
@@ -64,14 +63,8 @@ class QuietHandler(SimpleHTTPRequestHandler):
 def page_server(directory: Path) -> Iterator[str]:
     "A static file server on loopback: the page's origin"
     handler = functools.partial(QuietHandler, directory=str(directory))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http_server(handler) as base:
+        yield base
 
 
 def run_page(tmp_path: Path, origin: str, name: str) -> dict:

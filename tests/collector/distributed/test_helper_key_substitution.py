@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -29,6 +28,7 @@ from client_sdk import Client, RecordStatus, ReportPolicy
 from client_sdk.clock import utc_today
 from client_sdk.distributed import HELPER, open_input_share, parse_payload, seal_report
 from client_sdk.vdaf.hpke import HpkeConfig, HpkeKeyPair
+from tests.collector.helpers import loopback_http_server
 
 from .kit import spec_json
 from .test_processes import Aggregators, call
@@ -66,14 +66,8 @@ def rewriting_proxy(target: str, rewrite: Callable[[dict], None]) -> Iterator[st
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http_server(Handler) as base:
+        yield base
 
 
 def listing(url: str, key: str, name: str) -> dict:
