@@ -1,6 +1,7 @@
 """Reports sharded by the JavaScript SDK's Prio3 (sdk-js/src/vdaf, run in Node) verify under the Python Prio3 the
 aggregators run: honest ones are accepted and aggregate to their measurement, and a JavaScript client that shards a
-tampered encoded measurement (``Prio3.shardEncoded``, skipping validation: a malicious client) is rejected."""
+tampered encoded measurement (``Prio3.shardEncoded``, skipping validation: a malicious client) is rejected; the
+packed npm package exports the sharder as ``ldp-telemetry/vdaf``."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ console.log(JSON.stringify({
   tampered: tampered.map(([params, encoded]) => {
     const vdaf = prio3For(params);
     const nonce = fresh(16);
-    return out(nonce, vdaf.shardEncoded(ctxBytes, encoded.map(BigInt), nonce, fresh(vdaf.randSize)));
+    return out(nonce, vdaf.shardEncoded(ctxBytes, encoded, nonce, fresh(vdaf.randSize)));
   }),
 }));
 """
@@ -119,3 +120,32 @@ def test_tampered_javascript_reports_are_rejected(sharded: dict) -> None:
         assert len(encoded) == vdaf.flp.MEAS_LEN, kind
         with pytest.raises(VerifyError):
             _verify(vdaf, report)
+
+
+def test_packed_sdk_shards_through_its_vdaf_export(sdk_js: Path, tmp_path: Path) -> None:
+    """The published shape: ``npm pack``, installed with the optional peer @noble/hashes (from npm's cache), and
+    ``ldp-telemetry/vdaf`` imported by name shards a conformance case to the Python SDK's bytes"""
+    from .conftest import run_npm
+
+    npm = shutil.which("npm") or "npm"
+    done = run_npm("pack", "--pack-destination", str(tmp_path))
+    tarball = tmp_path / done.stdout.strip().splitlines()[-1]
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "package.json").write_text('{"name": "app", "version": "1.0.0", "type": "module"}')
+    noble = json.loads((sdk_js / "package.json").read_text())["devDependencies"]["@noble/hashes"]
+    installed = subprocess.run([npm, "install", "--offline", "--no-audit", "--no-fund", str(tarball),
+                                f"@noble/hashes@{noble}"], cwd=app, capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    case = json.loads((sdk_js.parent / "conformance" / "prio3.json").read_text())[-1]
+    (app / "main.js").write_text("""
+import { ctxFor, shardPrio3 } from "ldp-telemetry/vdaf";
+const c = JSON.parse(process.argv[2]);
+const bytes = (hex) => Buffer.from(hex, "hex");
+const { publicShare, inputShares } = shardPrio3(c.prio3, c.measurement, bytes(c.nonce), bytes(c.rand), ctxFor(c.fingerprint));
+console.log(JSON.stringify([publicShare, ...inputShares].map((b) => Buffer.from(b).toString("hex"))));
+""")
+    ran = subprocess.run([shutil.which("node") or "node", "main.js", json.dumps(case)], cwd=app, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert json.loads(ran.stdout) == [case["public_share"], *case["input_shares"]]
