@@ -142,7 +142,8 @@ def test_packed_sdk_shards_through_its_vdaf_export(sdk_js: Path, tmp_path: Path)
 import { ctxFor, shardPrio3 } from "ldp-telemetry/vdaf";
 const c = JSON.parse(process.argv[2]);
 const bytes = (hex) => Buffer.from(hex, "hex");
-const { publicShare, inputShares } = shardPrio3(c.prio3, c.measurement, bytes(c.nonce), bytes(c.rand), ctxFor(c.fingerprint));
+const { publicShare, inputShares } = shardPrio3(c.prio3, c.measurement, bytes(c.nonce), bytes(c.rand),
+  ctxFor(c.fingerprint));
 console.log(JSON.stringify([publicShare, ...inputShares].map((b) => Buffer.from(b).toString("hex"))));
 """)
     ran = subprocess.run([shutil.which("node") or "node", "main.js", json.dumps(case)], cwd=app, capture_output=True,
