@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from client_sdk.vdaf import Prio3, prio3_count, prio3_histogram, prio3_sum  # noqa: E402
+from client_sdk.vdaf import Prio3, prio3_count, prio3_histogram, prio3_histogram_with_coins, prio3_sum  # noqa: E402
 
 NODE_BENCH = REPO / "sdk-js" / "bench" / "prio3.mjs"
 CTX = b"ldp-telemetry/v1 00112233445566778899aabbccddeeff"
@@ -37,6 +37,8 @@ CASES: list[tuple[str, Callable[[], Prio3], Callable[[int], object], int]] = [
     ("Sum(255)", lambda: prio3_sum(255), lambda i: i % 256, 2000),
     ("Histogram(16)", lambda: prio3_histogram(16, 4), lambda i: i % 16, 2000),
     ("Histogram(1024)", lambda: prio3_histogram(1024, 32), lambda i: i % 1024, 60),
+    # the largest encoded measurement a spec allows (16,384 field elements)
+    ("Histogram(4096), 3 coins", lambda: prio3_histogram_with_coins(4096, 3, 128), lambda i: i % 4096, 6),
 ]
 
 

@@ -15,6 +15,9 @@ const CASES = [
   ["Sum(255)", { type: "sum", max_measurement: 255 }, (i) => i % 256, 2000],
   ["Histogram(16)", { type: "histogram", length: 16, chunk_length: 4 }, (i) => i % 16, 2000],
   ["Histogram(1024)", { type: "histogram", length: 1024, chunk_length: 32 }, (i) => i % 1024, 60],
+  // the largest encoded measurement a spec allows (16,384 field elements)
+  ["Histogram(4096), 3 coins", { type: "histogram", length: 4096, noise: "coins", coins: 3, chunk_length: 128 },
+    (i) => i % 4096, 6],
 ];
 const ctx = ctxFor("00112233445566778899aabbccddeeff");
 const cpuMs = () => {
