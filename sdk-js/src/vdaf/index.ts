@@ -36,7 +36,7 @@ export function ctxFor(fingerprint: string): Uint8Array {
 }
 
 function bitLength(n: number): number {
-  return n > 0 ? Math.floor(Math.log2(n)) + 1 : 0;
+  return n > 0 ? n.toString(2).length : 0;
 }
 
 /** Field elements of the encoded measurement (what the range checks run over). */
