@@ -77,6 +77,7 @@ class Uploader:
         self.condition: str | None = None
         self.detail: str | None = None
         self.sent = self.rejected = 0
+        self.pending_counters: dict[str, int] = {}  # rejections of the acknowledged reports not yet removed
         self.flushed_totals = (0, 0)  # sent and rejected when the last flush ended: flush() reports the rest
 
     def account_background(self, result: FlushResult) -> None:
@@ -134,10 +135,14 @@ class Uploader:
                 self.remove(acknowledged)
 
     def remove(self, acknowledged: list[str]) -> None:
-        "Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove)"
-        if acknowledged:
-            self.queue.remove(acknowledged)
+        """Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove), counting their
+        rejections in the same transaction (if it fails, the reports stay queued and are counted when resent)"""
+        try:
+            if acknowledged:
+                self.queue.remove(acknowledged, self.pending_counters)
+        finally:
             acknowledged.clear()
+            self.pending_counters.clear()
 
     def send_batch(self, campaign: str, result: FlushResult, timeout: float,
                    acknowledged: list[str] | None = None) -> bool:
@@ -167,13 +172,14 @@ class Uploader:
                 return False
             for report_id, reason in list(verdict.items())[:20]:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
-            for slug, counter in BATCH_REJECTIONS.items():
-                if late := sum(slug in reason for reason in verdict.values()):
-                    self.state.add_to_counter(counter, late)
+            rejections = {counter: sum(slug in reason for reason in verdict.values())
+                          for slug, counter in BATCH_REJECTIONS.items()}
             if acknowledged is None:
-                self.queue.remove(ids)
+                self.queue.remove(ids, rejections)
             else:
                 acknowledged.extend(ids)
+                for counter, amount in rejections.items():
+                    self.pending_counters[counter] = self.pending_counters.get(counter, 0) + amount
             result.sent += len(ids) - len(verdict)
             result.rejected += len(verdict)
             self.sent += len(ids) - len(verdict)
