@@ -36,7 +36,7 @@ Hierarchy (the module on the right, when not this one)::
     │   ├── AggregateMismatch                 aggregates of different specs
     │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
     ├── ReleaseMismatch (ValueError)          estimators.distributed.release: a release is not the spec's
-    ├── SourceError                           estimators.report.source: a report's data cannot be fetched
+    ├── SourceError                           estimators.errors: a report's data cannot be fetched
     ├── ReportError                           ldp_telemetry.cli.report: a report cannot be built
     ├── StorageError                          collector.errors: CampaignNotFound, VersionConflict, RateLimited,
     │                                         CampaignClosed (a closed campaign takes no new version)

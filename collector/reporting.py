@@ -1,8 +1,8 @@
 """A report's data from a collector: its database (``--db``) or its HTTP API (``--url``, admin key).
 
-:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.report.ReportData`
+:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.window.ReportData`
 that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
-estimate itself is made by :func:`estimators.report.source.window_estimate`, the function the ``/estimate``
+estimate itself is made by :func:`estimators.window.window_estimate`, the function the ``/estimate``
 endpoint calls too.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
 """
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import estimators
-from estimators.report.model import DailyResult, ReportData
-from estimators.report.source import (
-    SourceError,
+from estimators.errors import SourceError
+from estimators.window import (
+    DailyResult,
+    ReportData,
     daily_estimates,
     daily_releases,
     in_window,

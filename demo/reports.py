@@ -37,7 +37,7 @@ def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
     from dataclasses import replace
 
     from collector.reporting import report_data_from_url
-    from estimators.report.source import SourceError
+    from estimators.errors import SourceError
 
     fetched: list[Any] = []
     for campaign in campaigns:

@@ -34,7 +34,7 @@ def project_exceptions():
 
 def test_the_walk_reaches_every_package_and_module():
     names = {module.__name__ for module in project_modules()}
-    assert {"client_sdk.vdaf.hpke", "collector.distributed.leader", "estimators.report.source",
+    assert {"client_sdk.vdaf.hpke", "collector.distributed.leader", "estimators.window",
             "ldp_telemetry.cli.report", "demo.run", "demo.servers", "collector.spark_aggregate"} <= names
 
 

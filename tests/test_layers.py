@@ -107,6 +107,16 @@ def test_the_collector_imports_no_cli_or_demo():
             assert name.split(".")[0] not in {"ldp_telemetry", "demo"}, f"{path}: {name}"
 
 
+def test_the_collector_never_imports_the_reports():
+    "The reports render estimates; the collector makes and serves them with the estimators proper (estimators.window)"
+    for path in files("collector"):
+        for name, node in imports(path):
+            reports = name == "estimators.report" or name.startswith("estimators.report.") or (
+                name == "estimators" and isinstance(node, ast.ImportFrom)
+                and any(alias.name == "report" for alias in node.names))
+            assert not reports, f"{path}: {name}"
+
+
 def test_no_function_level_imports_in_the_mechanisms():
     paths = [ROOT / "client_sdk" / "spec.py", ROOT / "client_sdk" / "rappor.py",
              *files("client_sdk/mechanisms"), *files("estimators/mechanisms")]

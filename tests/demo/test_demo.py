@@ -274,7 +274,7 @@ def test_each_fetched_report_is_handed_over_before_the_next_is_fetched(monkeypat
     "run_demo's worker starts drawing the first local report while this process fetches the others"
     import collector.reporting
     from demo.reports import fetch_reports
-    from estimators.report.source import SourceError
+    from estimators.errors import SourceError
 
     events = []
 
