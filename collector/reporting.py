@@ -25,6 +25,8 @@ from estimators.window import (
 )
 
 from .admin_client import AdminClient, campaign_path
+from .archive import ArchiveError, read_aggregate_file
+from .distributed.store import DistStore
 from .errors import AdminApiError
 from .storage import CampaignNotFound, is_database_url, open_storage
 
@@ -42,8 +44,6 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
         except CampaignNotFound:
             raise SourceError(f"unknown campaign {campaign!r}") from None
         if is_distributed_spec(version.spec):
-            from .distributed.store import DistStore
-
             releases = [r for r in DistStore(storage).releases(campaign) if r.get("fingerprint") ==
                         version.spec.fingerprint]
             return _distributed_data(version.spec, version.spec.to_dict(), releases, since, until, confidence, daily)
@@ -63,8 +63,6 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
                                     until: str | None = None, confidence: float = 0.95,
                                     daily: bool = True) -> ReportData:
     "The same from an aggregate file (``collector.archive``, as ``ldp-telemetry spark aggregate`` writes it)"
-    from .archive import ArchiveError, read_aggregate_file
-
     try:
         loaded = read_aggregate_file(path)
     except ArchiveError as exc:

@@ -7,7 +7,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
+
+from estimators.report import IndexEntry, render_index
+from estimators.report.model import epsilon_text, is_distributed, ldp_to_central_ratio, ratio_text, value_rows
 
 RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
                      "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
@@ -58,8 +62,6 @@ class DemoResult:
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
     "The estimate against the truth, value by value (or for the mean)"
-    from estimators.report.model import epsilon_text, is_distributed, ldp_to_central_ratio, value_rows
-
     result = data.result
     epsilon = epsilon_text(result)
     summary = CampaignSummary(data.campaign, str(result.get("mechanism", "")),
@@ -87,8 +89,6 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 
 def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
     "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
-    from statistics import NormalDist
-
     z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
     models = result["trust_models"]
     bars = {name: z * float(models[name]["std_error"]) for name in ("local", "distributed", "central")}
@@ -110,8 +110,6 @@ def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> l
 
 def headline(summary: CampaignSummary) -> str:
     "Mechanism, epsilon, n and the LDP/central ratio of a campaign, as the terminal and the index page state them"
-    from estimators.report.model import ratio_text
-
     epsilon = f"{summary.epsilon:.3g}" if summary.epsilon is not None else "?"
     ratio = (f", LDP/central ratio {ratio_text(summary.ldp_to_central_ratio)}"
              if summary.ldp_to_central_ratio else "")
@@ -173,8 +171,6 @@ def _number(value: float | None) -> str:
 
 def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
     "summary.json: every campaign's summary, in order; index.html: a link to each report and its one-line summary"
-    from estimators.report import IndexEntry, render_index
-
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
                                           encoding="utf-8")

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import estimators
+from estimators.distributed import estimate_releases
+from estimators.errors import NoReports
+
 
 @dataclass(frozen=True)
 class DailyResult:
@@ -59,8 +63,6 @@ def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict
     """The JSON estimate of one window's merged aggregate; non-finite numbers become null (JSON has none).
 
     Raises :class:`estimators.NoReports` for an empty window."""
-    import estimators
-
     result = estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_dict()
     return finite_json(common_shape(result, spec.name))
 
@@ -82,9 +84,6 @@ def releases_estimate(spec: Any, releases: Sequence[dict], confidence: float = 0
     """The JSON estimate of a distributed campaign over the releases of a window (their batches added up).
 
     Raises :class:`estimators.NoReports` when the window holds no release."""
-    from estimators.distributed import estimate_releases
-    from estimators.errors import NoReports
-
     if not releases:
         raise NoReports("no release in this window")
     return finite_json(estimate_releases(spec, releases, confidence))

@@ -67,6 +67,7 @@ def _day_text(day_number: int) -> str:
 
 
 def _aggregate(campaign: CampaignVersion, n: int, counts: str) -> estimators.Aggregate:
+    # imported here: numpy and the estimators (+250 ms) load with the first aggregate, not with a key command
     import estimators
 
     return estimators.Aggregate.from_dict({"mechanism": campaign.spec.mechanism, "fingerprint": campaign.fingerprint,
@@ -77,6 +78,7 @@ def merged_counts(campaign: CampaignVersion, row: tuple[int, str] | None,
                   aggregate: estimators.Aggregate) -> tuple[int, str]:
     """(n, counts as stored) of the stored aggregate ``row`` (n, counts JSON; None: none yet) plus ``aggregate``,
     merged by ``Aggregate.merge`` (AggregateMismatch for another spec or shape)"""
+    # imported here: numpy and the estimators (+250 ms) load with the first aggregate, not with a key command
     import estimators
 
     stored = _aggregate(campaign, *row) if row is not None else estimators.Aggregate.empty(campaign.spec)
