@@ -11,6 +11,7 @@ The spec cache's fetches share this backoff and condition.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import secrets
 import threading
@@ -156,8 +157,6 @@ class Uploader:
         body = ('{"reports":[' + ",".join(r.text for r in batch) + "]}").encode()
         headers = {**self.headers, "Content-Type": "application/json"}
         if len(body) >= GZIP_MIN_BYTES:
-            import gzip
-
             body, headers["Content-Encoding"] = gzip.compress(body, 6), "gzip"
         ids = [r.report_id for r in batch]
         try:
