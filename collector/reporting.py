@@ -1,8 +1,8 @@
 """A report's data from a collector: its database (``--db``) or its HTTP API (``--url``, admin key).
 
-:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.report.ReportData`
+:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.window.ReportData`
 that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
-estimate itself is made by :func:`estimators.report.source.window_estimate`, the function the ``/estimate``
+estimate itself is made by :func:`estimators.window.window_estimate`, the function the ``/estimate``
 endpoint calls too.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
 """
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import estimators
-from estimators.report.model import DailyResult, ReportData
-from estimators.report.source import (
-    SourceError,
+from estimators.errors import SourceError
+from estimators.window import (
+    DailyResult,
+    ReportData,
     daily_estimates,
     daily_releases,
     in_window,
@@ -24,6 +25,8 @@ from estimators.report.source import (
 )
 
 from .admin_client import AdminClient, campaign_path
+from .archive import ArchiveError, read_aggregate_file
+from .distributed.store import DistStore
 from .errors import AdminApiError
 from .storage import CampaignNotFound, is_database_url, open_storage
 
@@ -41,8 +44,6 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
         except CampaignNotFound:
             raise SourceError(f"unknown campaign {campaign!r}") from None
         if is_distributed_spec(version.spec):
-            from .distributed.store import DistStore
-
             releases = [r for r in DistStore(storage).releases(campaign) if r.get("fingerprint") ==
                         version.spec.fingerprint]
             return _distributed_data(version.spec, version.spec.to_dict(), releases, since, until, confidence, daily)
@@ -62,8 +63,6 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
                                     until: str | None = None, confidence: float = 0.95,
                                     daily: bool = True) -> ReportData:
     "The same from an aggregate file (``collector.archive``, as ``ldp-telemetry spark aggregate`` writes it)"
-    from .archive import ArchiveError, read_aggregate_file
-
     try:
         loaded = read_aggregate_file(path)
     except ArchiveError as exc:

@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 import estimators
 from client_sdk.errors import PrivacyWarning, SpecError
 from client_sdk.spec import NAME_PATTERN
-from estimators.report.source import finite_json, window_estimate
+from estimators.window import finite_json, window_estimate
 
 from ..auth import require, require_scope, utc_today
 from ..cors import browser_route

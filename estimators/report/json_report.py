@@ -7,10 +7,11 @@ included."""
 from __future__ import annotations
 
 import json
+from importlib.resources import files
 from typing import Any
 
-from .model import SCHEMA_VERSION, ReportData, parse_row, row_list_key
-from .source import common_shape, finite_json
+from ..window import ReportData, common_shape, finite_json
+from .model import SCHEMA_VERSION, parse_row, row_list_key
 
 
 def json_report(data: ReportData) -> dict[str, Any]:
@@ -33,8 +34,6 @@ def json_report(data: ReportData) -> dict[str, Any]:
 
 def report_schema() -> dict[str, Any]:
     "The published JSON Schema of :func:`json_report` (``report.schema.json``, shipped in this package)"
-    from importlib.resources import files
-
     return json.loads(files(__package__).joinpath("report.schema.json").read_text(encoding="utf-8"))
 
 

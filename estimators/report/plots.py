@@ -24,11 +24,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from ..window import DailyResult, ReportData, report_count
 from .model import (
     DAILY_SERIES,
     NOT_DISTINGUISHABLE,
-    DailyResult,
-    ReportData,
     central_halfwidth,
     central_mechanism,
     confidence_percent,
@@ -37,7 +36,6 @@ from .model import (
     format_number,
     is_distributed,
     is_mean,
-    report_count,
     value_rows,
     with_unit,
 )

@@ -26,7 +26,12 @@ import numpy as np
 from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
-from .model import central_halfwidth, is_mean, report_count, typical_ldp_halfwidth, value_rows
+from ..aggregation import aggregate
+from ..frequency import estimate_frequencies
+from ..means import estimate_mean
+from ..simulate import simulate
+from ..window import report_count
+from .model import central_halfwidth, is_mean, trust_model_halfwidths, typical_ldp_halfwidth, value_rows
 
 SIMULATED_N = (100, 1_000, 10_000, 100_000)
 SIMULATION_BUDGET = 1_000_000  # reports x domain values per simulated point
@@ -109,10 +114,6 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
 
 def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator,
                           result: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    from ..aggregation import aggregate
-    from ..frequency import estimate_frequencies
-    from ..simulate import simulate
-
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
@@ -157,10 +158,6 @@ def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int,
 
 def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    from ..aggregation import aggregate
-    from ..means import estimate_mean
-    from ..simulate import simulate
-
     low, high = spec.range  # type: ignore[misc]
     mean = result.get("mean_clamped", result.get("mean", low))
     value = min(max(float(mean if mean is not None else low), low), high)
@@ -249,8 +246,6 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
     For the same question, epsilon and delta: local DP's standard error falls as 1/sqrt(n) (the best oracle's
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
     to one report under replace-one, so it does not grow with n)."""
-    from .model import trust_model_halfwidths
-
     errors = trust_model_halfwidths(result)
     n_now = report_count(result) or 0
     if errors is None or n_now <= 0:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..window import ReportData
 from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
     RATIO_DEFINITION,
-    ReportData,
     ValueRow,
     central_mechanism,
     chance_exclusions_text,
