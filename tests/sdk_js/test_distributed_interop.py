@@ -52,7 +52,7 @@ def test_shares_sealed_in_javascript_open_with_the_aggregators_keys(sdk_js: Path
 
 @pytest.mark.parametrize("change", ["report_id", "role", "batch", "public_share", "key"])
 def test_a_share_sealed_in_javascript_opens_only_under_its_own_metadata(sdk_js: Path, change: str) -> None:
-    "The attacker (a leader, a network) moves a JS-sealed share to another report, role, batch or key: it no longer opens"
+    "An attacker (leader, network) moves a JS-sealed share to another report, role, batch or key: it does not open"
     keypair, other = HpkeKeyPair.generate(1), HpkeKeyPair.generate(1)
     case = _case(HELPER, "2026-12-01", b"a helper share", b"public share")
     [ciphertext] = _seal_in_node(sdk_js, keypair, [case])
