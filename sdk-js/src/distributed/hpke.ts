@@ -4,6 +4,8 @@
  * >= 133, Firefox >= 130, Safari >= 17), so no crypto library ships with the SDK. The ephemeral key is drawn by
  * WebCrypto from the OS CSPRNG; ``info`` binds the report's metadata, the AEAD's AAD is empty (as the Python SDK). */
 
+import { LDPError } from "../errors.js";
+
 export const KEM_X25519_HKDF_SHA256 = 0x0020;
 export const KDF_HKDF_SHA256 = 0x0001;
 export const AEAD_AES_128_GCM = 0x0001;
@@ -61,9 +63,7 @@ const HPKE_SUITE = concat(bytes("HPKE"), i2osp(KEM_X25519_HKDF_SHA256, 2), i2osp
 const EMPTY = new Uint8Array(0);
 
 /** A refused public key (low order: the shared secret would be all zero) or an unsupported config. */
-export class HpkeError extends Error {
-  override name = "HpkeError";
-}
+export class HpkeError extends LDPError {}
 
 /** Check a published config (the one suite, a 32-byte key); throws HpkeError naming the field. */
 export function checkedConfig(config: unknown, decode: (text: string) => Uint8Array): HpkeConfig {

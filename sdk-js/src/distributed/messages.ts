@@ -4,7 +4,6 @@
 import { fromHex } from "../hash.js";
 import { concat } from "./hpke.js";
 
-export const CTX_PREFIX = "ldp-telemetry/v1 ";
 export const INFO_PREFIX = "ldp-telemetry input share";
 export const BATCH_INFO_PREFIX = "ldp-telemetry input share for a batch"; // a batch-bound info never equals an unbound one
 const CLIENT = 0x01; // DAP's Role: the sender of an input share
@@ -28,9 +27,6 @@ export function fromB64url(text: string): Uint8Array {
   if (b64url(out) !== text) throw new RangeError("must be canonical base64url without padding");
   return out;
 }
-
-/** The Prio3 application context: "ldp-telemetry/v1 " + the spec's fingerprint (ASCII hex). */
-export const ctxFor = (fingerprint: string): Uint8Array => encoder.encode(CTX_PREFIX + fingerprint);
 
 /** The Prio3 nonce of a report: the 16 bytes of its id (a UUID in canonical lower-case text). */
 export function reportNonce(reportId: string): Uint8Array {
