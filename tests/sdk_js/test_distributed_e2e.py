@@ -12,14 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from estimators.distributed import estimate_release
 from tests.collector.distributed.test_e2e_devices import Aggregators, aggregators, histogram_spec
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
-    with aggregators(tmp_path_factory.mktemp("distributed-js")) as running:
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[Aggregators]:
+    with aggregators(tmp_path) as running:
         yield running
 
 
@@ -33,22 +35,58 @@ def js_devices_record(sdk_js: Path, servers: Aggregators, campaign: str, values:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize(("kind", "extra", "values", "expected"), [
-    ("count", {}, [True, False, True, True], [3]),
-    ("sum", {"max_measurement": 100}, [0, 100, 7, 55], [162]),
-    ("histogram", {"domain": ["a", "b", "c"]}, ["a", "c", "c", "b"], [1, 1, 2]),
-    ("sumvec", {"length": 3, "max_measurement": 9}, [[1, 2, 3], [9, 0, 9], [0, 0, 0], [4, 4, 4]], [14, 6, 16]),
-    ("multihot", {"domain": ["en", "fr", "de"], "max_weight": 2}, [["en"], ["fr", "de"], [], ["en", "de"]], [2, 1, 2]),
-])
-def test_node_devices_record_every_prio3_type_and_the_release_counts_them(
-        sdk_js: Path, servers: Aggregators, kind: str, extra: dict, values: list, expected: list) -> None:
-    name = f"js_{kind}"
-    spec = {"name": name, "trust": "distributed", "prio3": kind, "epsilon": 1.0, "delta": 1e-6,
-            "noise": "gaussian", "min_batch": 2, **extra}
-    servers.create(spec)
-    outcomes = js_devices_record(sdk_js, servers, name, values)
-    for outcome in outcomes:
-        assert outcome["status"] == "queued" and outcome["sent"] == 1 and not outcome["remaining"], outcome
-        assert outcome["spent"] == {"epsilon": 1.0, "reports": 1, "delta": 1e-6, "lastBatch": servers.day}, outcome
-    pending = servers.call("GET", f"/v1/campaigns/{name}")
-    assert pending is not None
+TYPES = [  # (prio3 type, its parameters, the devices' values)
+    ("count", {}, [True, False, True, True]),
+    ("sum", {"max_measurement": 100}, [0, 100, 7, 55]),
+    ("histogram", {"domain": ["a", "b", "c"]}, ["a", "c", "c", "b"]),
+    ("sumvec", {"length": 3, "max_measurement": 9}, [[1, 2, 3], [9, 0, 9], [0, 0, 0], [4, 4, 4]]),
+    ("multihot", {"domain": ["en", "fr", "de"], "max_weight": 2}, [["en"], ["fr", "de"], [], ["en", "de"]]),
+    ("histogram", {"domain": ["x", "y"], "noise": "coins", "coins": 2}, ["x", "y", "y", "y"]),
+]
+
+
+def test_node_devices_record_every_prio3_type_and_each_release_counts_their_reports(
+        sdk_js: Path, servers: Aggregators) -> None:
+    names = []
+    for index, (kind, extra, values) in enumerate(TYPES):
+        name = f"js_{kind}_{index}"
+        servers.create({"name": name, "trust": "distributed", "prio3": kind, "epsilon": 1.0, "delta": 1e-6,
+                        "noise": "gaussian", "min_batch": 2, **extra})
+        for outcome in js_devices_record(sdk_js, servers, name, values):
+            assert outcome["status"] == "queued" and outcome["sent"] == 1, outcome
+            assert not (outcome["remaining"] or outcome["rejected"]), outcome
+            # the ledger: epsilon and delta, and the batch (one report per batch)
+            assert outcome["spent"] == {"epsilon": 1.0, "reports": 1, "delta": 1e-6, "lastBatch": servers.day}
+        names.append((name, len(values)))
+    batch = servers.end_day()
+    for name, reports in names:
+        release = servers.call("POST", f"/v1/campaigns/{name}/collect", {"batch": batch})
+        assert release["report_count"] == reports and not release["rejected"], release
+
+
+MIXED_DEVICES = 2_000  # half Python (client_sdk), half JavaScript (sdk-js in Node)
+DOMAIN = [f"app{i:02d}" for i in range(16)]
+FAMILY_ALPHA = 1e-4  # every bucket's interval holds at once except with this probability (Bonferroni)
+
+
+def test_python_and_javascript_devices_in_one_release_every_bucket_within_its_interval(
+        sdk_js: Path, servers: Aggregators, tmp_path: Path) -> None:
+    generator = np.random.default_rng(2025)
+    weights = 0.75 ** np.arange(len(DOMAIN))
+    values = [DOMAIN[i] for i in generator.choice(len(DOMAIN), size=MIXED_DEVICES, p=weights / weights.sum())]
+    truth = {value: values.count(value) / MIXED_DEVICES for value in DOMAIN}
+    spec, _ = servers.create(histogram_spec("mixed", DOMAIN, min_batch=100))
+    half = MIXED_DEVICES // 2
+    servers.devices_record("mixed", values[:half], tmp_path / "python-devices")
+    outcomes = js_devices_record(sdk_js, servers, "mixed", values[half:])
+    assert all(o["status"] == "queued" and o["sent"] == 1 and not o["remaining"] for o in outcomes), outcomes[:3]
+
+    batch = servers.end_day()
+    release = servers.call("POST", "/v1/campaigns/mixed/collect", {"batch": batch})
+    assert release["report_count"] == MIXED_DEVICES and not release["rejected"], release["rejected"]
+    # the release's own intervals, each at confidence 1 - alpha/16: all 16 hold at once with probability >= 1 - alpha
+    confidence = 1 - FAMILY_ALPHA / len(DOMAIN)
+    estimate = servers.call("GET", "/v1/campaigns/mixed/estimate", confidence=confidence)
+    assert estimate == json.loads(json.dumps(estimate_release(spec, release, confidence)))
+    for row in estimate["values"]:
+        assert row["ci_low"] <= truth[row["value"]] <= row["ci_high"], row
