@@ -90,3 +90,31 @@ def test_python_and_javascript_devices_in_one_release_every_bucket_within_its_in
     assert estimate == json.loads(json.dumps(estimate_release(spec, release, confidence)))
     for row in estimate["values"]:
         assert row["ci_low"] <= truth[row["value"]] <= row["ci_high"], row
+
+
+def test_malicious_reports_made_with_the_javascript_sharder_are_rejected_by_name(
+        sdk_js: Path, servers: Aggregators) -> None:
+    "A device playing the attacker with sdk-js's own sharder and HPKE: the aggregators reject each report by name"
+    domain = ["a", "b", "c", "d"]
+    servers.create(histogram_spec("js_tampered", domain, min_batch=2))
+    honest = js_devices_record(sdk_js, servers, "js_tampered", ["a", "b", "b", "d"])
+    assert all(o["status"] == "queued" and o["sent"] == 1 for o in honest), honest
+    listed = servers.call("GET", "/v1/campaigns/js_tampered", key=servers.ingest)
+    body = {"spec": {**listed["spec"], "aggregators": listed["aggregators"]}, "batch": servers.day,
+            "measurements": [[1, 1, 0, 0], [2, 0, 0, 0], [0, 0, 0, 0]]}  # two ones, a 2, no one at all
+    done = subprocess.run([shutil.which("node") or "node", "scripts/malicious-reports.mjs"], cwd=sdk_js,
+                          input=json.dumps(body), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    made = json.loads(done.stdout)
+    reports = [*made["invalid"], made["flipped"], made["moved"]]
+    answer = servers.call("POST", "/v1/reports", {"reports": reports}, key=servers.ingest)
+    # each invalid report opens and decodes (its shares are well formed): only the proof's verification catches it
+    assert answer["accepted"] == 4 and answer["rejected"] == 1, answer
+    [error] = answer["errors"]
+    assert error["report_id"] == made["moved"]["report_id"]
+    assert error["field"].endswith("payload.leader_share.ciphertext"), error  # sealed for another report id
+
+    batch = servers.end_day()
+    release = servers.call("POST", "/v1/campaigns/js_tampered/collect", {"batch": batch})
+    assert release["report_count"] == len(honest), release
+    assert release["rejected"] == {"invalid-measurement": 4, "hpke-decrypt-error": 1}, release["rejected"]
