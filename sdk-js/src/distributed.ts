@@ -171,10 +171,5 @@ export class Prio3Sealer {
   }
 }
 
-/** Check a client's ``aggregators`` option now (the Client calls it when the module is loaded). */
-export function checkAggregators(context: DistributedContext): void {
-  agentOf(context);
-}
-
 registerSpecParser("prio3", distributedFromDict);
 registerMechanism("prio3", (spec) => new Prio3Sealer(spec as DistributedSpec));

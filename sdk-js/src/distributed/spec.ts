@@ -126,5 +126,5 @@ export function distributedFromDict(d: Record<string, unknown>, name: string, ex
     throw new SpecError(noise === "coins" ? "coins" : "length", `the encoded measurement would have ${encoded} field elements`);
   }
   params.chunk_length = deriveChunkLength(params);
-  return new DistributedSpec(name, epsilon, domain, expires, delta, params, d.aggregators ?? null);
+  return new DistributedSpec(name, epsilon, domain, expires, delta ?? null, params, d.aggregators ?? null);
 }
