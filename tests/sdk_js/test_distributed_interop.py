@@ -63,3 +63,51 @@ def test_a_share_sealed_in_javascript_opens_only_under_its_own_metadata(sdk_js: 
         open_sealed(other if change == "key" else keypair, ciphertext, info)
     assert open_sealed(keypair, ciphertext, input_share_info(SPEC, case["report_id"], HELPER, case["public_share"],
                                                              case["batch"])) == b"a helper share"
+
+
+BASE = {"name": "c1", "trust": "distributed", "epsilon": 1.0, "delta": 1e-6, "noise": "gaussian"}
+VALID = [
+    {**BASE, "prio3": "count"},
+    {**BASE, "prio3": "sum", "max_measurement": 4294967295, "noise": "laplace", "delta": None},
+    {**BASE, "prio3": "sum", "max_measurement": 255, "min_batch": 2, "expires": "2030-01-01"},
+    {**BASE, "prio3": "histogram", "domain": ["a", "b", 3], "epsilon": 0.3},
+    {**BASE, "prio3": "histogram", "domain": [f"v{i}" for i in range(1024)], "delta": 1e-9},
+    {**BASE, "prio3": "histogram", "domain": ["x", "y"], "noise": "coins", "coins": 3, "honest_fraction": 0.25},
+    {**BASE, "prio3": "histogram", "domain": ["x", "y"], "noise": "coins"},
+    {**BASE, "prio3": "sumvec", "length": 7, "max_measurement": 9, "description": "ignored", "version": 3},
+    {**BASE, "prio3": "multihot", "domain": ["en", "fr", "de", "es"], "max_weight": 2, "mechanism": "prio3"},
+]
+INVALID = [
+    ({**BASE, "prio3": "median"}, "prio3"),
+    ({**BASE, "prio3": "count", "noise": "coins"}, "noise"),
+    ({**BASE, "prio3": "count", "delta": None}, "delta"),
+    ({**BASE, "prio3": "sum"}, "max_measurement"),
+    ({**BASE, "prio3": "sum", "max_measurement": 2**32}, "max_measurement"),
+    ({**BASE, "prio3": "count", "domain": ["a", "b"]}, "domain"),
+    ({**BASE, "prio3": "histogram", "domain": ["a", "b"], "range": [0, 1]}, "range"),
+    ({**BASE, "prio3": "multihot", "domain": ["a", "b"], "max_weight": 3}, "max_weight"),
+    ({**BASE, "prio3": "sumvec", "length": 4096, "max_measurement": 2**20}, "length"),
+    ({**BASE, "prio3": "histogram", "domain": ["a"] * 2}, "domain"),
+    ({**BASE, "prio3": "count", "honest_fraction": 0.5}, "honest_fraction"),
+    ({**BASE, "prio3": "count", "window": "week"}, "window"),
+    ({**BASE, "prio3": "count", "mechanism": "oue"}, "mechanism"),
+    ({**BASE, "prio3": "count", "epsilon": 25}, "epsilon"),
+    ({"name": "local", "mechanism": "oue", "epsilon": 1.0, "domain": ["a", "b"], "prio3": "count"}, "prio3"),
+]
+
+
+def test_distributed_specs_read_as_the_python_sdk_reads_them(sdk_js: Path) -> None:
+    "The same fingerprint (so the same Prio3 context and HPKE info) and the same field named for a bad spec"
+    from client_sdk.errors import SpecError
+
+    specs = [{k: v for k, v in spec.items() if v is not None} for spec in VALID] + [spec for spec, _ in INVALID]
+    done = subprocess.run([shutil.which("node") or "node", "scripts/spec-fingerprints.mjs"], cwd=sdk_js,
+                          input=json.dumps(specs), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout)
+    for spec, answer in zip(specs[:len(VALID)], answers, strict=False):
+        assert answer == {"fingerprint": client_sdk.load_spec(spec).fingerprint}, spec
+    for (spec, field), answer in zip(INVALID, answers[len(VALID):], strict=True):
+        with pytest.raises(SpecError) as error:
+            client_sdk.load_spec(spec)
+        assert answer == {"field": error.value.field} == {"field": field}, spec
