@@ -23,6 +23,7 @@ function integer(value: unknown, what: string): bigint {
 function bit(value: unknown, what: string): bigint {
   if (value === true || value === 1) return 1n;
   if (value === false || value === 0) return 0n;
+  if (typeof value === "number" && Number.isInteger(value)) throw new RangeError(`${what} must be 0 or 1, got ${value}`);
   throw new TypeError(`${what} must be a boolean (or 0 or 1), got ${String(value)}`);
 }
 

@@ -125,7 +125,7 @@ export class Field {
       for (let start = 0; start < n; start += 2 * half) {
         for (let j = 0; j < half; j++) {
           const u = a[start + j];
-          const v = (a[start + j + half] * tw[j]) % p;
+          const v = j === 0 ? a[start + half] : (a[start + j + half] * tw[j]) % p; // the first twiddle is 1
           const sum = u + v;
           a[start + j] = sum >= p ? sum - p : sum;
           a[start + j + half] = u >= v ? u - v : u - v + p;

@@ -36,7 +36,7 @@ export function ctxFor(fingerprint: string): Uint8Array {
 }
 
 function bitLength(n: number): number {
-  return n > 0 ? Math.floor(Math.log2(n)) + 1 : 0;
+  return n > 0 ? n.toString(2).length : 0;
 }
 
 /** Field elements of the encoded measurement (what the range checks run over). */
@@ -70,7 +70,10 @@ function required(params: Prio3Params, key: "length" | "max_measurement" | "max_
   return value;
 }
 
+const TYPES: readonly string[] = ["count", "sum", "histogram", "sumvec", "multihot"];
+
 function build(params: Prio3Params): Prio3 {
+  if (!TYPES.includes(params.type)) throw new RangeError(`prio3: type must be one of ${TYPES.join(", ")}, got ${JSON.stringify(params.type)}`);
   if (params.type === "count") return prio3Count();
   if (params.type === "sum") return prio3Sum(required(params, "max_measurement"));
   const chunk = params.chunk_length ?? deriveChunkLength(params) ?? 1;
@@ -80,8 +83,7 @@ function build(params: Prio3Params): Prio3 {
       return params.noise === "coins" ? prio3HistogramWithCoins(length, required(params, "coins"), chunk)
         : prio3Histogram(length, chunk);
     case "sumvec": return prio3SumVec(length, required(params, "max_measurement"), chunk);
-    case "multihot": return prio3MultihotCountVec(length, required(params, "max_weight"), chunk);
-    default: throw new RangeError(`prio3: unknown type ${JSON.stringify((params as { type: unknown }).type)}`);
+    default: return prio3MultihotCountVec(length, required(params, "max_weight"), chunk);
   }
 }
 

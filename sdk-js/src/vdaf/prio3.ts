@@ -50,12 +50,17 @@ export class Prio3 {
 
   /** Validate and encode ``measurement``, then shard it with ``rand`` (randSize bytes). */
   shard(ctx: Uint8Array, measurement: unknown, nonce: Uint8Array, rand: Uint8Array): Shards {
-    return this.shardEncoded(ctx, this.circuit.encode(measurement), nonce, rand);
+    return this.shardReduced(ctx, this.circuit.encode(measurement), nonce, rand);
   }
 
   /** Shard an already-encoded, possibly invalid, measurement (tests use it to play a malicious client; product code
    * calls {@link shard}). */
-  shardEncoded(ctx: Uint8Array, meas: readonly bigint[], nonce: Uint8Array, rand: Uint8Array): Shards {
+  shardEncoded(ctx: Uint8Array, encoded: readonly (bigint | number)[], nonce: Uint8Array, rand: Uint8Array): Shards {
+    const p = this.field.modulus;
+    return this.shardReduced(ctx, encoded.map((x) => ((BigInt(x) % p) + p) % p), nonce, rand);
+  }
+
+  private shardReduced(ctx: Uint8Array, meas: readonly bigint[], nonce: Uint8Array, rand: Uint8Array): Shards {
     if (nonce.length !== NONCE_SIZE) throw new RangeError(`nonce must be ${NONCE_SIZE} bytes, got ${nonce.length}`);
     if (rand.length !== this.randSize) throw new RangeError(`rand must be ${this.randSize} bytes, got ${rand.length}`);
     if (meas.length !== this.circuit.measLen) throw new RangeError("the encoded measurement has the wrong length");

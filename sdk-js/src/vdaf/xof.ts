@@ -31,8 +31,8 @@ export class XofTurboShake128 {
     return this.hash.xof(length);
   }
 
-  /** The next ``length`` field elements by rejection sampling (draft: Xof.next_vec). Both fields' moduli are
-   * just below a power of 2**64, so no bits are masked off; values >= modulus are dropped. */
+  /** The next ``length`` field elements by rejection sampling (draft: Xof.next_vec). The moduli lie just below
+   * 2**64 and 2**128 (the encoded sizes), so no bits are masked off; values >= modulus are dropped. */
   nextVec(field: Field, length: number): bigint[] {
     const size = field.encodedSize;
     const vec = field.unpack(this.next(length * size));
