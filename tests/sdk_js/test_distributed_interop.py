@@ -21,13 +21,14 @@ SPEC = client_sdk.load_spec({"name": "apps.v2", "trust": "distributed", "prio3":
                              "delta": 1e-6, "domain": ["mail", "maps", "chat"], "noise": "gaussian"})
 
 
-def _seal_in_node(sdk_js: Path, keypair: HpkeKeyPair, cases: list[dict]) -> list[bytes]:
+def _seal_in_node(sdk_js: Path, keypair: HpkeKeyPair, cases: list[dict], backend: str = "node") -> list[bytes]:
     from client_sdk.distributed_messages import from_b64url
 
     body = {"public_key": b64url(keypair.config.public_key),
             "cases": [{**case, "public_share": b64url(case["public_share"]), "plaintext": b64url(case["plaintext"])}
                       for case in cases]}
-    done = subprocess.run([shutil.which("node") or "node", "scripts/seal-shares.mjs"], cwd=sdk_js,
+    flags = ["--webcrypto"] if backend == "webcrypto" else []
+    done = subprocess.run([shutil.which("node") or "node", "scripts/seal-shares.mjs", *flags], cwd=sdk_js,
                           input=json.dumps(body), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return [from_b64url(text, "sealed") for text in json.loads(done.stdout)]
@@ -38,12 +39,13 @@ def _case(role: int, batch: str | None, plaintext: bytes, public_share: bytes) -
             "batch": batch, "plaintext": plaintext, "public_share": public_share}
 
 
-def test_shares_sealed_in_javascript_open_with_the_aggregators_keys(sdk_js: Path) -> None:
+@pytest.mark.parametrize("backend", ["node", "webcrypto"])  # node:crypto (Node's entry point), WebCrypto (browsers)
+def test_shares_sealed_in_javascript_open_with_the_aggregators_keys(sdk_js: Path, backend: str) -> None:
     keypair = HpkeKeyPair.generate(7)
     cases = [_case(LEADER, "2026-12-01", b"leader share " * 40, b""), _case(HELPER, "2026-12-01", bytes(range(256)),
                                                                             b"\x01" * 64),
              _case(HELPER, None, b"", b"public"), _case(LEADER, "2027-01-31", b"x" * 20_000, bytes(32))]
-    sealed = _seal_in_node(sdk_js, keypair, cases)
+    sealed = _seal_in_node(sdk_js, keypair, cases, backend)
     assert len({s[:32] for s in sealed}) == len(sealed)  # a fresh ephemeral key per share
     for case, ciphertext in zip(cases, sealed, strict=True):
         info = input_share_info(SPEC, case["report_id"], case["role"], case["public_share"], case["batch"])
