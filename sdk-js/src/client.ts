@@ -529,7 +529,8 @@ export class Client {
       this.#fail("unexpected_answer", "no campaign list", null);
       return false;
     }
-    await loadFor(items.map((item) => item?.spec)).catch(() => undefined);
+    // the modules of the wanted campaigns only (a page of local campaigns never downloads the distributed code)
+    await loadFor(items.filter((item) => this.#wanted.has(item?.name)).map((item) => item.spec)).catch(() => undefined);
     const listing = new Map<string, Record<string, unknown>>();
     for (const item of items) {
       if (item && typeof item === "object" && typeof item.name === "string" && item.spec && typeof item.spec === "object") {

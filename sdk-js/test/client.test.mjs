@@ -327,3 +327,16 @@ test("Node: a client with its background timer never keeps the process alive", a
   assert.equal(done.status, 0, done.stderr);
   assert.equal(done.stdout.trim(), "queued");
 });
+
+test("a listing with a distributed campaign this client does not want loads no distributed code", async () => {
+  const distributed = { name: "dist", trust: "distributed", prio3: "count", epsilon: 1.0, noise: "laplace" };
+  const collector = fakeCollector([BROWSER]);
+  collector.answer = (request) => request.path === "/v1/campaigns" && Response.json({ campaigns: [
+    { name: "browser", spec: BROWSER, fingerprint: loadSpec(BROWSER).fingerprint },
+    { name: "dist", spec: distributed, fingerprint: "0".repeat(32) }] });
+  const c = client(tmp(), collector, { campaigns: ["browser"] });
+  assert.ok(await c.prepare());
+  assert.throws(() => loadSpec(distributed), (error) => error.field === "trust"); // the module was not loaded
+  assert.equal((await c.record("browser", "chrome")).status, "queued");
+  await c.close();
+});
