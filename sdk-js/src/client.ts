@@ -321,7 +321,7 @@ export class Client {
       if (spec.expiredOn(day)) return recorded("campaign_closed");
       let body = payload;
       if (prio3) {
-        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, day, this.#options);
+        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, day, this.#options, this.store);
         if (sealed === "held") this.#held.push({ campaign, value, when: now }); // until the helper answers
         if (typeof sealed === "string") return recorded(sealed as RecordStatus);
         body = sealed;

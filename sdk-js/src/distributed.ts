@@ -12,6 +12,7 @@ import { InvalidValueType, UnsupportedSpec, ValueNotInDomain } from "./errors.js
 import { registerMechanism, type Payload } from "./mechanisms.js";
 import { registerSpecParser, type Spec } from "./spec.js";
 import type { ClientOptions } from "./client.js";
+import type { Store } from "./store.js";
 import { ctxFor, randSize, shardPrio3 } from "./vdaf/index.js";
 
 export { DistributedSpec, type Prio3Params } from "./distributed/spec.js";
@@ -21,6 +22,7 @@ export type DistributedContext = Pick<ClientOptions, "aggregators" | "url" | "fe
 
 export type SealOutcome = Payload | "aggregators_not_configured" | "aggregator_mismatch" | "held";
 
+const HELPER_SETTING = "helper_hpke_configs"; // kept in the store as the Python SDK keeps it in its state file
 const HELPER_CONFIG_TTL = 3600; // seconds: the helper may rotate its key; a mismatch refetches sooner
 const MISMATCH_REFETCH = 10;
 
@@ -32,6 +34,7 @@ class Agent {
   readonly clock: () => number;
   #configs: HpkeConfig[] | null = null;
   #fetched = -Infinity;
+  #loaded = false;
 
   constructor(options: DistributedContext) { // the Client's defaults
     this.trusted = options.aggregators == null ? null : configuredAggregators(options.aggregators, options.url.replace(/\/+$/, ""));
@@ -40,10 +43,20 @@ class Agent {
     this.clock = options.clock ?? (() => Date.now() / 1000);
   }
 
-  /** ``GET <helper>/v1/hpke_config`` from the helper itself, without the API key (not the leader's to see). */
-  async helperConfigs(force: boolean): Promise<HpkeConfig[] | null> {
+  /** ``GET <helper>/v1/hpke_config`` from the helper itself, without the API key (not the leader's to see); the
+   * last answer is kept in ``store``, so a device restarted while the helper is unreachable still seals. */
+  async helperConfigs(force: boolean, store: Store): Promise<HpkeConfig[] | null> {
     const trusted = this.trusted!;
     if (trusted.helperPin !== null) return [trusted.helperPin];
+    if (!this.#loaded) {
+      this.#loaded = true;
+      try {
+        const kept = JSON.parse((await store.load()).settings[HELPER_SETTING] ?? "null");
+        if (kept?.url === trusted.helperUrl) this.#configs = parseHpkeConfigs(kept);
+      } catch {
+        // nothing kept, or an unreadable record of it: fetched below
+      }
+    }
     const now = this.clock();
     const age = now - this.#fetched;
     if (this.#configs !== null && age < (force ? MISMATCH_REFETCH : HELPER_CONFIG_TTL)) return this.#configs;
@@ -56,6 +69,7 @@ class Agent {
       if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
       this.#configs = parseHpkeConfigs(await response.json());
       this.#fetched = now;
+      await store.setSetting(HELPER_SETTING, JSON.stringify({ url: trusted.helperUrl, configs: this.#configs }));
     } catch {
       // unreachable or a bad answer: the configs fetched before (if any) still hold until the next try
     } finally {
@@ -147,12 +161,13 @@ export class Prio3Sealer {
     return encodeValue(this.spec, value) as Payload;
   }
 
-  async seal(measurement: unknown, reportId: string, batch: string, context: DistributedContext): Promise<SealOutcome> {
+  async seal(measurement: unknown, reportId: string, batch: string, context: DistributedContext, store: Store
+  ): Promise<SealOutcome> {
     const agent = agentOf(context);
     if (agent.trusted === null) return "aggregators_not_configured";
     let configs: [HpkeConfig, HpkeConfig] | null = null;
     for (const force of [false, true]) {
-      const helperConfigs = await agent.helperConfigs(force);
+      const helperConfigs = await agent.helperConfigs(force, store);
       if (helperConfigs === null) return "held"; // the helper has not answered yet: the value waits in memory
       try {
         configs = aggregatorConfigs(this.spec.aggregators, agent.trusted, helperConfigs);

@@ -163,3 +163,27 @@ test("the aggregators option is checked as in the Python SDK (https, or http to 
   const loopback = client(fake, { url: "http://127.0.0.1:9", aggregators: { helper: "http://localhost:8001" } });
   await loopback.close();
 });
+
+test("the helper's configs are kept in the store: a restarted device seals while the helper is unreachable", async () => {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { FileStore } = await import("../dist/node.js");
+  const dir = mkdtempSync(join(tmpdir(), "ldp-js-dist-"));
+  const fake = await fakeAggregators();
+  const first = client(fake, { store: new FileStore(dir) });
+  await first.prepare();
+  assert.equal((await first.record("apps", "mail")).status, "queued");
+  await first.close(0);
+  fake.helperUp = false;
+  const again = client(fake, { store: new FileStore(dir), policy: { maxReports: null } });
+  await again.prepare();
+  assert.equal((await again.record("spend", 3)).status, "queued"); // sealed with the kept config
+  assert.ok(fake.requests.some((r) => r.origin === HELPER_URL && r.path === "/v1/hpke_config"));
+  await again.close(0);
+  // kept for another helper URL, it is not used
+  const other = client(fake, { store: new FileStore(dir), aggregators: { helper: "https://helper2.test" } });
+  await other.prepare();
+  assert.equal((await other.record("spend", 3)).status, "held");
+  await other.close(0);
+});
