@@ -150,3 +150,29 @@ console.log(JSON.stringify([publicShare, ...inputShares].map((b) => Buffer.from(
                          text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert json.loads(ran.stdout) == [case["public_share"], *case["input_shares"]]
+
+
+def test_rejection_sampling_reads_the_xof_stream_as_python_does(sdk_js: Path) -> None:
+    """Field elements >= the modulus are dropped and the stream read on: with Field64 and Field128 that happens once
+    in 2**32 and 2**59 draws (never in the vectors), so a modulus of 3/4 * 2**64 plays it here, in both SDKs"""
+    from client_sdk.vdaf.field import Field
+    from client_sdk.vdaf.xof import XofTurboShake128
+
+    class Toy(Field):
+        MODULUS = 3 << 62
+        ENCODED_SIZE = 8
+
+    seed, dst, binder = bytes(range(32)), b"toy field", b"\x01"
+    script = """
+import { Field, XofTurboShake128 } from "./dist/vdaf/index.js";
+const toy = new Field("Toy", 3n << 62n, 8, 1n, 1n, 1n);
+const [seed, dst, binder] = process.argv.slice(1, 4).map((hex) => Buffer.from(hex, "hex"));
+console.log(JSON.stringify(XofTurboShake128.expandIntoVec(toy, seed, dst, binder, 200).map(String)));
+"""
+    done = subprocess.run([shutil.which("node") or "node", "--input-type=module", "-e", script, seed.hex(), dst.hex(),
+                           binder.hex()], cwd=sdk_js, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = XofTurboShake128.expand_into_vec(Toy, seed, dst, binder, 200)
+    assert [int(x) for x in json.loads(done.stdout)] == expected
+    read = XofTurboShake128(seed, dst, binder).next(8 * 200)
+    assert sum(int.from_bytes(read[i:i + 8], "little") >= Toy.MODULUS for i in range(0, len(read), 8)) > 20
