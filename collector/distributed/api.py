@@ -16,6 +16,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from client_sdk.distributed_messages import ProtocolError
 
 from ..auth import require, utc_today
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
 from ..storage import CampaignNotFound, CampaignVersion
@@ -133,6 +134,7 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
 
 # -- public -----------------------------------------------------------------------------------------------------
 @public.get("/v1/hpke_config")
+@browser_route  # a page's device fetches the helper's config from the helper itself (sdk-js)
 def hpke_config() -> Response:
     "This aggregator's HPKE configs (no key needed: devices and the leader read them)"
     return jsonify({"configs": hpke_keys.configs(dist_store())})

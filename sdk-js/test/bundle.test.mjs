@@ -4,9 +4,11 @@ import { readFileSync, readdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 
 const BUDGET = 12 * 1000; // bytes, minified and gzipped (issue 24: at most 12 KB)
-// The Prio3 sharder of distributed campaigns (issue 25), loaded only for them: 7,905 bytes gzipped when measured
-const DISTRIBUTED = ["vdaf.js"];
-const DISTRIBUTED_BUDGET = 8_700;
+// Distributed campaigns (issue 25), loaded only for them: the Prio3 sharder (vdaf.js, 7,994 bytes gzipped when
+// measured) and the distributed module that loads it (distributed.js: specs, HPKE on WebCrypto, aggregator checks,
+// 6,632 bytes gzipped when measured; it takes the SDK's shared code from the main module)
+const DISTRIBUTED = ["distributed.js", "vdaf.js"];
+const DISTRIBUTED_BUDGET = 16_000;
 const DIR = new URL("../dist/browser/", import.meta.url);
 const read = (name) => readFileSync(new URL(name, DIR));
 
@@ -40,8 +42,8 @@ test("the browser bundle for local campaigns is at most 12 KB minified and gzipp
 test("the distributed chunk (Prio3 sharder) is self-contained, within its budget, and not loaded by local pages", () => {
   const local = staticClosure("ldp-telemetry.min.js");
   for (const name of DISTRIBUTED) assert.ok(!local.has(name), `${name} is not imported by the main module`);
-  const closure = [...new Set(DISTRIBUTED.flatMap((name) => [...staticClosure(name)]))];
-  assert.deepEqual(closure.sort(), [...DISTRIBUTED].sort(), "imports nothing else");
+  const closure = [...new Set(DISTRIBUTED.flatMap((name) => [...staticClosure(name)]))].filter((f) => !local.has(f));
+  assert.deepEqual(closure.sort(), [...DISTRIBUTED].sort(), "imports nothing else (but the main module)");
   const gzipped = closure.reduce((sum, f) => sum + gzipSync(read(f), { level: 9 }).length, 0);
   console.log(`distributed chunk: ${closure.join(" + ")}: ${gzipped} bytes gzipped (budget ${DISTRIBUTED_BUDGET})`);
   assert.ok(gzipped <= DISTRIBUTED_BUDGET, `${gzipped} bytes gzipped`);
