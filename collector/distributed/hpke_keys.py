@@ -21,12 +21,12 @@ def _hpke() -> Any:
     return hpke
 
 
-_CACHE: dict[str, list[Any]] = {}  # database path -> key pairs (a stored key pair never changes)
+_CACHE: dict[str, list[Any]] = {}  # database file or URL -> key pairs (a stored key pair never changes)
 
 
 def key_pairs(store: DistStore) -> list[Any]:
     "The aggregator's key pairs (``HpkeKeyPair``), generating the first one if there is none"
-    cache_key = str(store.storage.path.resolve())
+    cache_key = store.location
     cached = _CACHE.get(cache_key)
     if cached is not None:
         return cached

@@ -1,5 +1,5 @@
-"""The aggregation driver: a thread in every gunicorn worker of ``serve --role leader`` that runs pending jobs; the
-aggregator lock lets one worker at a time work."""
+"""The aggregation driver: a thread in every gunicorn worker of every ``serve --role leader`` process on a database
+that runs pending jobs; each job is leased to one driver at a time (``jobs``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from ...storage import open_storage
 from ..peer import Backoff, PeerClient, PeerUnavailable
 from ..store import DistStore
-from .jobs import JOB_SIZE, aggregator_lock, run_pending
+from .jobs import JOB_SIZE, LEASE_SECONDS, run_pending
 
 logger = logging.getLogger("collector")
 
@@ -18,9 +18,10 @@ class Driver(threading.Thread):
     "Runs pending jobs every ``interval`` seconds; after a failure waits with exponential backoff"
 
     def __init__(self, database: str, helper_url: str, token: str, interval: float,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, lease_seconds: float = LEASE_SECONDS) -> None:
         super().__init__(name="ldp-aggregation-driver", daemon=True)
         self.database, self.helper_url, self.token, self.interval = database, helper_url, token, interval
+        self.lease_seconds = lease_seconds
         self.backoff = backoff or Backoff(base=max(interval, 0.5), cap=60.0)
         self.stopping = threading.Event()
         self.failures = 0
@@ -33,13 +34,11 @@ class Driver(threading.Thread):
     def step(self) -> float:
         "One round; the delay before the next"
         try:
-            with aggregator_lock(self.database, 0) as held:
-                if held:
-                    with open_storage(self.database) as storage:
-                        store = DistStore(storage)
-                        if store.pending_batches():
-                            run_pending(storage, store, PeerClient.for_url(self.helper_url, self.token, retries=0),
-                                        job_size=JOB_SIZE)
+            with open_storage(self.database) as storage:
+                store = DistStore(storage)
+                if store.pending_batches():
+                    run_pending(storage, store, PeerClient.for_url(self.helper_url, self.token, retries=0),
+                                job_size=JOB_SIZE, lease_seconds=self.lease_seconds)
             self.failures = 0
             return self.interval
         except PeerUnavailable as exc:

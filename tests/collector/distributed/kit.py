@@ -196,7 +196,13 @@ def exact_sum(leader_db: Path, helper_db: Path, spec: client_sdk.Spec, batch: st
     return counts[0], counts[1], vdaf.unshard(shares)
 
 
+def query(db: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
+    "The rows of a query on a leader's or helper's database, SQLite or PostgreSQL (``?`` placeholders)"
+    with open_storage(db) as storage:
+        return [tuple(row) for row in storage._all(sql, params)]
+
+
 @contextmanager
-def opened(path: Path) -> Iterator[DistStore]:
+def opened(path: Path | str) -> Iterator[DistStore]:
     with open_storage(path) as storage:
         yield DistStore(storage)

@@ -18,7 +18,7 @@ from collector.distributed.peer import PeerClient, PeerUnavailable
 from collector.storage import open_storage
 from ldp_telemetry.cli import main
 
-from .kit import PEER_TOKEN, Pair, end_day, honest_reports, opened, spec_json, values_for
+from .kit import PEER_TOKEN, Pair, end_day, honest_reports, query, spec_json, values_for
 from .test_processes import Aggregators, today
 
 
@@ -97,8 +97,7 @@ def test_a_report_for_a_collected_batch_is_refused_by_name_never_moved(tmp_path)
         result = accept_reports(DistStore(storage), [(i, r, campaign) for i, r in enumerate(late)], day)
     assert result.accepted == 0 and [r[2] for r in result.rejected] == ["payload.batch"] * 2
     assert all("batch-collected" in r[3] for r in result.rejected)
-    with opened(pair.leader_db) as store:
-        batches = dict(store.conn.execute("SELECT batch, count(*) FROM dist_reports GROUP BY batch").fetchall())
+    batches = dict(query(pair.leader_db, "SELECT batch, count(*) FROM dist_reports GROUP BY batch"))
     assert batches == {day: 4}
 
 
@@ -161,8 +160,7 @@ def test_garbage_under_real_report_ids_burns_no_id(tmp_path):
     answer = PeerClient(pair.transport, PEER_TOKEN).aggregation_job(str(uuid.uuid4()), body)
     assert [r["result"] for r in answer["reports"]] == ["reject"] * 4
     assert all(r["error"] for r in answer["reports"])
-    with opened(pair.helper_db) as store:
-        assert store.conn.execute("SELECT count(*) FROM dist_helper_seen").fetchone()[0] == 0
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(0,)]
     summary = pair.aggregate()
     assert summary.aggregated == 4 and summary.rejected == 0
 
