@@ -17,9 +17,12 @@ from client_sdk.clock import utc_today
 from client_sdk.distributed import seal_report
 from client_sdk.vdaf.hpke import HpkeConfig
 
+from ..helpers import on_both_backends
 from .kit import query, spec_json
 from .test_dishonest_leader import DishonestLeader
 from .test_processes import Aggregators
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 DAY = 86_400
 

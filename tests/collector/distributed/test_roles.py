@@ -13,7 +13,7 @@ from collector.distributed.aggregation import signed
 from collector.distributed.leader import PendingWork
 from collector.distributed.peer import PeerClient
 
-from ..helpers import bearer
+from ..helpers import bearer, on_both_backends
 from .kit import (
     DOMAIN,
     PEER_TOKEN,
@@ -28,6 +28,8 @@ from .kit import (
     truth,
     values_for,
 )
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 K_SIGMAS = 5  # the release is within 5 standard errors of the noise of the truth (two-sided, p < 6e-7)
 
