@@ -128,6 +128,12 @@ class DistStore:
             found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), chunk)}
         return found
 
+    def _update_ids(self, sql: str, params: Sequence[object], ids: Sequence[bytes]) -> None:
+        "Run ``sql`` (``params``, then one ``IN ({marks})``) over every chunk of ``ids``: one statement per chunk"
+        for start in range(0, len(ids), IDS_PER_QUERY):
+            chunk = list(ids[start:start + IDS_PER_QUERY])
+            self.storage._run(sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk))
+
     # -- HPKE keys ----------------------------------------------------------------------------------------------
     def hpke_keys(self) -> list[tuple[int, bytes]]:
         return [(int(r[0]), bytes(r[1])) for r in
@@ -281,8 +287,8 @@ class DistStore:
                 job_id = new_id()
                 self.storage._run("INSERT INTO dist_jobs (job_id, campaign, fingerprint, batch, state) "
                                   "VALUES (?, ?, ?, ?, 'pending')", (job_id, *key))
-                self.storage._run_many("UPDATE dist_reports SET job_id = ? WHERE report_id = ?",
-                                       [(job_id, rid) for rid in ids[start:start + job_size]])
+                self._update_ids("UPDATE dist_reports SET job_id = ? WHERE report_id IN ({marks})", (job_id,),
+                                 ids[start:start + job_size])
                 jobs += 1
         return jobs
 
@@ -343,8 +349,8 @@ class DistStore:
             if merge is not None:
                 self.put_agg_share(key, *merge(count, share))
             done = "public_share = ?, leader_share = ?, helper_share = ''"
-            self.storage._run_many(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
-                                   [(b"", b"", rid) for rid in aggregated])
+            self._update_ids(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id IN ({{marks}})",
+                             (b"", b""), aggregated)
             self.storage._run_many(f"UPDATE dist_reports SET state = 'rejected', error = ?, {done} WHERE report_id = ?",
                                    [(error, b"", b"", rid) for rid, error in rejected.items()])
             self.count_rejections(key, reasons)
