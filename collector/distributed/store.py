@@ -242,12 +242,12 @@ class DistStore:
         batch as pending, skipping ids stored already; how many were new"""
         if not rows:
             return 0
-        if self.storage.dialect == "postgresql":  # one statement, whatever the number of reports
+        if self.storage.dialect == "postgresql":  # one statement, whatever the number of reports; shares in binary
             columns = [[row[i] for row in rows] for i in range(4)]
             return len(self._all(
                 "INSERT INTO dist_reports (report_id, campaign, fingerprint, batch, public_share, leader_share, "
-                "helper_share, state) SELECT r, ?, ?, ?, p, l, h, 'pending' FROM unnest(?::bytea[], ?::bytea[], "
-                "?::bytea[], ?::text[]) AS t(r, p, l, h) ON CONFLICT (report_id) DO NOTHING RETURNING 1",
+                "helper_share, state) SELECT r, ?, ?, ?, p, l, h, 'pending' FROM unnest(%b::bytea[], %b::bytea[], "
+                "%b::bytea[], ?::text[]) AS t(r, p, l, h) ON CONFLICT (report_id) DO NOTHING RETURNING 1",
                 (*key, *columns)))
         conn = self.storage.conn  # type: ignore[attr-defined]
         before = conn.total_changes
@@ -331,8 +331,13 @@ class DistStore:
                           (error[:500], job_id, owner))
 
     def job_reports(self, job_id: str) -> list[StoredReport]:
-        rows = self._all("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports "
-                         "WHERE job_id = ? ORDER BY report_id", (job_id,))
+        sql = ("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports WHERE job_id = ? "
+               "ORDER BY report_id")
+        if self.storage.dialect == "postgresql":  # the shares in binary: no hex text to parse
+            with self.storage._connection() as conn:
+                rows = conn.execute(self.storage._sql(sql), (job_id,), binary=True).fetchall()
+        else:
+            rows = self._all(sql, (job_id,))
         return [StoredReport(bytes(r[0]), bytes(r[1]), bytes(r[2]), json.loads(r[3])) for r in rows]
 
     def finish_job(self, job_id: str, key: BatchKey, merge: Callable[[int, bytes | None], tuple[int, bytes]] | None,
