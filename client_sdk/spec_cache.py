@@ -116,6 +116,17 @@ class SpecCache:
             return RecordStatus.SPEC_UNAVAILABLE
         return held[0]
 
+    def expire(self, campaign: str) -> None:
+        """Fetch ``campaign``'s listing (and the helper's configs) again at the next chance: an aggregator refused a
+        report as sealed to a key it retired or does not know.  Takes no lock: the uploader calls it while sending."""
+        held = self.specs.get(campaign)
+        if held is not None:
+            self.specs[campaign] = (held[0], float("-inf"))
+        if campaign in self.cached_at:
+            self.cached_at[campaign] = float("-inf")
+        self.wanted.add(campaign)
+        self.wake.set()
+
     def needed(self) -> bool:
         "Whether a wanted spec (or the helper's configs) is missing or older than ``spec_ttl``"
         if self.helper_configs_wanted:

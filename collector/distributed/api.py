@@ -42,6 +42,11 @@ def dist_store() -> DistStore:
     return DistStore(get_storage())
 
 
+def overlap_days() -> int:
+    "Days an older HPKE key still opens reports after its successor was made (``serve --hpke-overlap-days``)"
+    return int(current_app.config.get("HPKE_OVERLAP_DAYS", hpke_keys.DEFAULT_OVERLAP_DAYS))
+
+
 def peer_client() -> PeerClient:
     "The leader's client to its helper (a test may put a transport in app.extensions['ldp_peer_transport'])"
     transport = current_app.extensions.get("ldp_peer_transport")
@@ -100,7 +105,7 @@ def ingest(items: list[tuple[int, dict, CampaignVersion]], day: str) -> leader.U
         reason = "is a distributed campaign: it takes reports on its leader only"
         result.rejected = [(i, r["report_id"], "campaign", reason) for i, r, _ in items]
         return result
-    return leader.accept_reports(dist_store(), items, day)
+    return leader.accept_reports(dist_store(), items, day, overlap_days())
 
 
 def estimate(campaign: CampaignVersion, confidence: float) -> dict:
@@ -134,8 +139,8 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
 # -- public -----------------------------------------------------------------------------------------------------
 @public.get("/v1/hpke_config")
 def hpke_config() -> Response:
-    "This aggregator's HPKE configs (no key needed: devices and the leader read them)"
-    return jsonify({"configs": hpke_keys.configs(dist_store())})
+    "This aggregator's HPKE configs, newest first (no key needed: devices and the leader read them)"
+    return jsonify({"configs": hpke_keys.configs(dist_store(), utc_today(), overlap_days())})
 
 
 # -- peer (helper) ------------------------------------------------------------------------------------------------
@@ -196,7 +201,7 @@ def peer_campaign(name: str) -> tuple[Response, int]:
 @peer.put("/v1/peer/aggregation_jobs/<job_id>")
 def peer_job(job_id: str) -> Response:
     "Verify and aggregate one job of reports (the same job id again: the stored answer)"
-    return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
+    return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body(), overlap_days()))
 
 
 @peer.post("/v1/peer/aggregate_shares")

@@ -2,7 +2,8 @@
 
 Both roles (``dist_meta`` holds the schema version of these tables, apart from the collector's ``user_version``):
 
-* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key)
+* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key, creation day, and since
+                         schema 2 ``seq``: the order of rotation, newest highest; ``hpke_keys`` has the overlap rule)
 * ``dist_campaigns``     per campaign version (name, fingerprint): the role, the Prio3 verify key, and on the leader
                          the helper's URL and HPKE config (the spec itself is in ``campaigns``, as for local ones)
 * ``dist_agg_shares``    per batch: the aggregator's aggregate share (encoded field vector) and its report count
@@ -34,7 +35,7 @@ from client_sdk.errors import LDPError
 
 from ..storage import Storage, StorageBase, restrict_database
 
-DIST_SCHEMA_VERSION = 1
+DIST_SCHEMA_VERSION = 2
 BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dist_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -70,6 +71,8 @@ SCHEMA = (
     fingerprint TEXT NOT NULL, batch TEXT NOT NULL, job_id TEXT NOT NULL, valid INTEGER NOT NULL) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS idx_dist_helper_seen_batch ON dist_helper_seen (campaign, fingerprint, batch, valid)",
 )
+# Schema 2 (key rotation): each key's place in the rotation order.  Keys of schema 1 (one per aggregator) get 0.
+SCHEMA_2 = ("ALTER TABLE dist_hpke_keys ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",)
 
 
 FAILPOINT_ENV = "LDP_FAILPOINT"
@@ -95,8 +98,37 @@ class DistCampaign:
     role: str
     verify_key: bytes
     helper_url: str | None
-    helper_hpke_config: dict | None
+    helper_hpke_config: dict | None  # one config (databases of before rotation) or ``helper_config_block``'s
     state: str
+
+    def helper_configs(self) -> list[dict]:
+        "The helper's HPKE configs as this leader last read them (``GET /v1/hpke_config``), newest first"
+        block = self.helper_hpke_config
+        if block is None:
+            return []
+        return list(block["published"]) if "published" in block else [block]
+
+    def helper_retired_ids(self) -> set[int]:
+        "Config ids the helper published before and no longer does (retired: its reports are refused by name)"
+        return set((self.helper_hpke_config or {}).get("retired_ids", []))
+
+
+def helper_config_block(published: list[dict], before: DistCampaign | None) -> dict:
+    "What a leader stores of the helper's configs: the published ones, and every id it stopped publishing"
+    ids = {config.get("id") for config in published}
+    retired = set() if before is None else before.helper_retired_ids() | {
+        config["id"] for config in before.helper_configs() if config.get("id") not in ids}
+    return {"published": published, "retired_ids": sorted(retired - ids)}
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    "One HPKE key pair of this aggregator as stored"
+
+    config_id: int
+    private_key: bytes
+    created_day: str
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -138,6 +170,9 @@ class DistStore:
         with self.transaction() as conn:
             for statement in SCHEMA:
                 conn.execute(statement)
+            if row is None or row < 2:
+                for statement in SCHEMA_2:
+                    conn.execute(statement)
             conn.execute("INSERT INTO dist_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
                          "DO UPDATE SET value = excluded.value", (str(DIST_SCHEMA_VERSION),))
 
@@ -149,17 +184,28 @@ class DistStore:
         return int(row[0]) if row else None
 
     # -- HPKE keys ----------------------------------------------------------------------------------------------
-    def hpke_keys(self) -> list[tuple[int, bytes]]:
-        return [(int(r[0]), bytes(r[1])) for r in
-                self.conn.execute("SELECT config_id, private_key FROM dist_hpke_keys ORDER BY config_id")]
+    def hpke_keys(self) -> list[StoredKey]:
+        "Every key pair of this aggregator, newest (highest ``seq``) first"
+        rows = self.conn.execute("SELECT config_id, private_key, created_day, seq FROM dist_hpke_keys "
+                                 "ORDER BY seq DESC, config_id")
+        return [StoredKey(int(r[0]), bytes(r[1]), r[2], int(r[3])) for r in rows]
 
-    def add_hpke_key(self, config_id: int, private_key: bytes, day: str) -> bool:
-        "Store a key pair unless one exists already (another worker won the race); True if stored"
+    def hpke_keys_version(self) -> tuple[int, int]:
+        "(number of keys, highest seq): changes with every rotation, read to know a cached key list is current"
+        row = self.conn.execute("SELECT count(*), coalesce(max(seq), -1) FROM dist_hpke_keys").fetchone()
+        return int(row[0]), int(row[1])
+
+    def add_hpke_key(self, config_id: int, private_key: bytes, day: str, *, first: bool = True) -> bool:
+        """Store a key pair as the newest; with ``first``, only if there is none yet (another worker won the race of
+        the first start).  False if not stored: ``first`` and a key exists, or ``config_id`` is taken."""
         with self.transaction() as conn:
-            if conn.execute("SELECT 1 FROM dist_hpke_keys").fetchone() is not None:
+            if first and conn.execute("SELECT 1 FROM dist_hpke_keys").fetchone() is not None:
                 return False
-            conn.execute("INSERT INTO dist_hpke_keys (config_id, private_key, created_day) VALUES (?, ?, ?)",
-                         (config_id, private_key, day))
+            if conn.execute("SELECT 1 FROM dist_hpke_keys WHERE config_id = ?", (config_id,)).fetchone():
+                return False
+            seq = conn.execute("SELECT coalesce(max(seq), -1) + 1 FROM dist_hpke_keys").fetchone()[0]
+            conn.execute("INSERT INTO dist_hpke_keys (config_id, private_key, created_day, seq) VALUES (?, ?, ?, ?)",
+                         (config_id, private_key, day, seq))
             return True
 
     # -- campaigns ----------------------------------------------------------------------------------------------
@@ -171,6 +217,12 @@ class DistStore:
             return None
         return DistCampaign(row[0], row[1], row[2], bytes(row[3]), row[4],
                             json.loads(row[5]) if row[5] else None, row[6])
+
+    def leader_campaigns(self) -> list[DistCampaign]:
+        "The ready campaigns this aggregator leads"
+        rows = self.conn.execute("SELECT name, fingerprint FROM dist_campaigns WHERE role = 'leader' AND "
+                                 "state = 'ready' ORDER BY name, fingerprint").fetchall()
+        return [c for c in (self.campaign(r[0], r[1]) for r in rows) if c is not None]
 
     def put_campaign(self, campaign: DistCampaign, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO dist_campaigns (name, fingerprint, role, verify_key, helper_url, helper_hpke_config, "

@@ -121,13 +121,16 @@ def _fail(message: str) -> None:
 @click.option("--collect-grace", default=None, type=click.FloatRange(0),
               help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
                    "queued on devices that day [default: 3600].")
+@click.option("--hpke-overlap-days", default=None, type=click.IntRange(0, 3650), envvar="LDP_HPKE_OVERLAP_DAYS",
+              help="Leader or helper: days an older HPKE key still opens reports after 'hpke-keys rotate' "
+                   "(env LDP_HPKE_OVERLAP_DAYS) [default: 7].")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
-          collect_grace: float | None,
+          collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
@@ -144,6 +147,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not peer_token:
             _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
         config["PEER_TOKEN"] = peer_token
+        if hpke_overlap_days is not None:
+            config["HPKE_OVERLAP_DAYS"] = hpke_overlap_days
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")

@@ -11,7 +11,7 @@ The names below are this package's API (the blueprints, the CLI and the tests im
 
 from __future__ import annotations
 
-from .campaigns import aggregators_block, campaign_vdaf, provision_campaign
+from .campaigns import aggregators_block, campaign_vdaf, provision_campaign, refresh_helper_configs
 from .collect import CollectError, collect
 from .driver import Driver
 from .jobs import JOB_SIZE, PendingWork, RunSummary, aggregator_lock, create_jobs, run_job, run_pending
@@ -20,5 +20,5 @@ from .upload import FUTURE_BATCH_DAYS, UploadResult, accept_reports
 __all__ = [
     "FUTURE_BATCH_DAYS", "JOB_SIZE", "CollectError", "Driver", "PendingWork", "RunSummary",
     "UploadResult", "accept_reports", "aggregator_lock", "aggregators_block", "campaign_vdaf", "collect",
-    "create_jobs", "provision_campaign", "run_job", "run_pending",
+    "create_jobs", "provision_campaign", "refresh_helper_configs", "run_job", "run_pending",
 ]
