@@ -333,6 +333,8 @@ class Client:
                     result.dropped = self.queue.drop_expired(self.clock())
                     uploader.deliver(result, deadline, retry)
                     remaining = None
+                if self._specs.keys_refused:  # sealed to a key an aggregator retired: the next report uses the new
+                    self._specs.refresh(max(0.001, min(self.timeout, deadline - time.monotonic())))
                 uploader.account_background(result)
             finally:
                 uploader.lock.release()

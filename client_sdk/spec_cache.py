@@ -70,6 +70,7 @@ class SpecCache:
         self.helper_configs_loaded = False
         self.helper_configs_wanted = False
         self.sealers: dict[str, tuple[Any, Any]] = {}
+        self.keys_refused = False  # an aggregator refused a report's HPKE key: fetch the listing after this send
 
     def has_spec(self, campaign: str) -> bool:
         "A spec fetched, cached or shipped (one the collector has not listed as unknown)"
@@ -125,6 +126,7 @@ class SpecCache:
         if campaign in self.cached_at:
             self.cached_at[campaign] = float("-inf")
         self.wanted.add(campaign)
+        self.keys_refused = True
         self.wake.set()
 
     def needed(self) -> bool:
@@ -175,6 +177,7 @@ class SpecCache:
             if any(spec.trust == "distributed" for spec, _, _ in fresh.values()):
                 self.fetch_helper_configs(timeout)  # with every listing: the helper may have rotated its key
             self.checked = now
+            self.keys_refused = False
             self.uploader.succeeded()
             return True
 
