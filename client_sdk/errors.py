@@ -54,6 +54,7 @@ Hierarchy (the module on the right, when not this one)::
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
     ├── DistributedNeedsSqlite                collector.distributed.store: distributed state needs SQLite
+    ├── NoFreeConfigId                        collector.distributed.hpke_keys: every HPKE config id is taken
     └── DemoStopped (RuntimeError)            demo.run: a demo phase stops (the other failed, or Ctrl-C)
 
     PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)

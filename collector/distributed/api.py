@@ -247,7 +247,22 @@ def collect(name: str) -> Response:
     except leader.CollectError as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}
+        extra.update(exc.extra)
         raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers, **extra) from None
+
+
+@leader_api.get("/v1/campaigns/<name>/progress")
+@require("admin")
+def progress(name: str) -> Response:
+    "Where each batch of a version stands: accepted, rejected by reason, pending, aggregated, distance to min_batch"
+    version = request.args.get("version")
+    if version is not None and not (version.isdigit() and 1 <= int(version) <= 2**31):
+        raise invalid("version", "must be a positive integer")
+    campaign = _campaign(name, int(version) if version is not None else None)
+    from ..auth import clock_now
+
+    return jsonify(leader.campaign_progress(dist_store(), campaign, now=clock_now(),
+                                            grace=float(current_app.config["COLLECT_GRACE"])))
 
 
 @leader_api.get("/v1/campaigns/<name>/releases")

@@ -321,6 +321,33 @@ class DistStore:
                                  "WHERE job_id = ? ORDER BY report_id", (job_id,))
         return [StoredReport(bytes(r[0]), bytes(r[1]), bytes(r[2]), json.loads(r[3])) for r in rows]
 
+    def progress_rows(self, name: str, fingerprint: str) -> dict[str, dict]:
+        """Per batch of a campaign version: report counts by state (``reports``), of those pending in a job
+        (``in_jobs``), rejections by reason (``rejected``), the stored batch state and whether it was released"""
+        key = (name, fingerprint)
+        out: dict[str, dict] = {}
+
+        def row(batch: str) -> dict:
+            return out.setdefault(batch, {"reports": {}, "in_jobs": 0, "rejected": {}, "state": "open",
+                                          "released": False})
+
+        for batch, state, count, in_jobs in self.conn.execute(
+                "SELECT batch, state, count(*), sum(CASE WHEN job_id IS NULL THEN 0 ELSE 1 END) FROM dist_reports "
+                "WHERE campaign = ? AND fingerprint = ? GROUP BY batch, state", key):
+            row(batch)["reports"][state] = int(count)
+            if state == "pending":
+                row(batch)["in_jobs"] = int(in_jobs or 0)
+        for batch, reason, count in self.conn.execute(
+                "SELECT batch, reason, count FROM dist_rejections WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["rejected"][reason] = int(count)
+        for batch, state in self.conn.execute(
+                "SELECT batch, state FROM dist_batches WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["state"] = state
+        for (batch,) in self.conn.execute(
+                "SELECT batch FROM dist_releases WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["released"] = True
+        return out
+
     def releases(self, name: str) -> list[dict]:
         rows = self.conn.execute("SELECT release FROM dist_releases WHERE campaign = ? ORDER BY batch, version",
                                  (name,))

@@ -336,19 +336,47 @@ def campaign_list(database: str | None, url: str | None, token: str | None, as_j
 @click.argument("name")
 @click.option("--version", "version", type=click.IntRange(1), default=None, help="Version [default: latest].")
 def campaign_show(database: str | None, url: str | None, token: str | None, name: str, version: int | None) -> None:
-    "Print one campaign version as JSON (with its report count when read from --db)."
+    """Print one campaign version as JSON (with its report count when read from --db).
+
+    A distributed campaign on its leader also shows its "progress": per batch, reports accepted, rejected by reason,
+    pending, aggregated, the distance to min_batch and the batch's state (open, ready, below_min_batch, ...)."""
     from collector.storage import CampaignNotFound
 
     if _target(database, url, token) == "url":
         query = f"?version={version}" if version else ""
-        click.echo(json.dumps(_api("GET", str(url), str(token), _campaign_path(name, query))[1], indent=2))
+        out = _api("GET", str(url), str(token), _campaign_path(name, query))[1]
+        if out.get("spec", {}).get("trust") == "distributed":
+            out["progress"] = _api("GET", str(url), str(token), _campaign_path(name, "/progress" + query))[1]
+        click.echo(json.dumps(out, indent=2))
         return
     with _storage(str(database)) as storage:
         try:
             item = storage.get_campaign(name, version)
         except CampaignNotFound as exc:
             _fail(str(exc))
-        click.echo(json.dumps({**_campaign_json(storage, item), "reports": storage.count_reports(name)}, indent=2))
+        out = {**_campaign_json(storage, item), "reports": storage.count_reports(name)}
+        if getattr(item.spec, "trust", "local") == "distributed":
+            out["progress"] = _progress(storage, item)
+        click.echo(json.dumps(out, indent=2))
+
+
+def _progress(storage: Any, item: Any) -> dict | None:
+    "A distributed campaign's progress from a leader's database (None elsewhere), as its serve would answer it"
+    from collector.app import DEFAULTS
+    from collector.auth import clock_now
+    from collector.distributed.leader import campaign_progress
+    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+
+    try:
+        store = DistStore(storage)
+    except DistributedNeedsSqlite:
+        return None
+    store.migrate()
+    known = store.campaign(item.name, item.fingerprint)
+    if known is None or known.role != "leader":
+        return None
+    grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
+    return campaign_progress(store, item, now=clock_now(), grace=grace)
 
 
 @campaign.command("close")
