@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
     "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
     "JOB_LEASE": 60.0,  # leader: seconds a claimed aggregation job stays with its driver (collector.distributed.leader)
     "COLLECT_GRACE": 3600.0,  # leader: seconds after a batch's day has ended before it may be collected
+    "HPKE_OVERLAP_DAYS": 7,  # leader and helper: days an older HPKE key still opens reports after a rotation
+    "HPKE_REFRESH_INTERVAL": 300.0,  # leader: seconds between reads of the helper's HPKE configs by the driver
     "CORS_ORIGINS": (),  # web origins allowed to call the spec and report routes (LDP_CORS_ORIGINS: comma-separated)
 }
 ENV_PREFIX = "LDP_"
@@ -159,7 +161,8 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
         from .distributed.leader import Driver
 
         driver = Driver(str(settings["DATABASE"]), str(settings["HELPER_URL"]), str(settings["PEER_TOKEN"]),
-                        float(settings["AGGREGATE_INTERVAL"]), lease_seconds=float(settings["JOB_LEASE"]))
+                        float(settings["AGGREGATE_INTERVAL"]), lease_seconds=float(settings["JOB_LEASE"]),
+                        refresh_interval=float(settings["HPKE_REFRESH_INTERVAL"]))
         app.extensions["ldp_aggregation_driver"] = driver
         driver.start()
 

@@ -18,6 +18,7 @@ average it away).  Nothing the leader sends reaches this noise.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import uuid
@@ -122,8 +123,14 @@ def _batch(value: Any) -> str:
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
-def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: Any) -> dict:
-    "Run (or replay the stored answer of) one aggregation job; see the module doc"
+def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: Any,
+                    overlap_days: int = hpke_keys.DEFAULT_OVERLAP_DAYS) -> dict:
+    """Run (or replay the stored answer of) one aggregation job; see the module doc.
+
+    A share sealed to a retired key of this helper is rejected ``outdated-config`` if its batch is after the key's
+    retirement day: the leader refuses such shares at upload from that day on (when it has read the helper's
+    configs since), and a report it accepted the day before may name the next day's batch (a device's clock ahead),
+    so an acknowledged report is never refused here for a key that retired while its job waited."""
     try:
         uuid.UUID(job_id)
     except ValueError:
@@ -143,7 +150,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
-    pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per job, not per report
+    keys = hpke_keys.keys(store)  # once per job, not per report
+    as_of = (dt.date.fromisoformat(key[2]) - dt.timedelta(days=1)).isoformat()  # retired for batches after the day
+    pairs, retired = keys.usable(as_of, overlap_days), keys.retired(as_of, overlap_days)
     ids: list[bytes] = []
     for position, report in enumerate(entries):
         if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
@@ -164,7 +173,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             continue  # VerifyError is a ValueError: a malformed leader message or share
         pair = pairs.get(config_id) if type(config_id) is int else None
         if pair is None:
-            results[-1]["error"] = ProtocolError.HPKE_UNKNOWN_CONFIG_ID
+            retired_key = type(config_id) is int and config_id in retired
+            results[-1]["error"] = (ProtocolError.OUTDATED_CONFIG if retired_key
+                                    else ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
             continue
         from client_sdk.vdaf.hpke import HpkeError, open_sealed
 

@@ -3,7 +3,8 @@ PostgreSQL), and every statement on them: the leader's and helper's modules call
 
 Both roles:
 
-* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key)
+* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key, creation day, and since
+                         schema 2 ``seq``: the order of rotation, newest highest; ``hpke_keys`` has the overlap rule)
 * ``dist_campaigns``     per campaign version (name, fingerprint): the role, the Prio3 verify key, and on the leader
                          the helper's URL and HPKE config (the spec itself is in ``campaigns``, as for local ones)
 * ``dist_agg_shares``    per batch: the aggregator's aggregate share (encoded field vector) and its report count
@@ -62,8 +63,37 @@ class DistCampaign:
     role: str
     verify_key: bytes
     helper_url: str | None
-    helper_hpke_config: dict | None
+    helper_hpke_config: dict | None  # one config (databases of before rotation) or ``helper_config_block``'s
     state: str
+
+    def helper_configs(self) -> list[dict]:
+        "The helper's HPKE configs as this leader last read them (``GET /v1/hpke_config``), newest first"
+        block = self.helper_hpke_config
+        if block is None:
+            return []
+        return list(block["published"]) if "published" in block else [block]
+
+    def helper_retired_ids(self) -> set[int]:
+        "Config ids the helper published before and no longer does (retired: its reports are refused by name)"
+        return set((self.helper_hpke_config or {}).get("retired_ids", []))
+
+
+def helper_config_block(published: list[dict], before: DistCampaign | None) -> dict:
+    "What a leader stores of the helper's configs: the published ones, and every id it stopped publishing"
+    ids = {config.get("id") for config in published}
+    retired = set() if before is None else before.helper_retired_ids() | {
+        config["id"] for config in before.helper_configs() if config.get("id") not in ids}
+    return {"published": published, "retired_ids": sorted(retired - ids)}
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    "One HPKE key pair of this aggregator as stored"
+
+    config_id: int
+    private_key: bytes
+    created_day: str
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -135,18 +165,29 @@ class DistStore:
             self.storage._run(sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk))
 
     # -- HPKE keys ----------------------------------------------------------------------------------------------
-    def hpke_keys(self) -> list[tuple[int, bytes]]:
-        return [(int(r[0]), bytes(r[1])) for r in
-                self._all("SELECT config_id, private_key FROM dist_hpke_keys ORDER BY config_id")]
+    def hpke_keys(self) -> list[StoredKey]:
+        "Every key pair of this aggregator, newest (highest ``seq``) first"
+        rows = self._all("SELECT config_id, private_key, created_day, seq FROM dist_hpke_keys ORDER BY seq DESC, "
+                         "config_id")
+        return [StoredKey(int(r[0]), bytes(r[1]), r[2], int(r[3])) for r in rows]
 
-    def add_hpke_key(self, config_id: int, private_key: bytes, day: str) -> bool:
-        "Store a key pair unless one exists already (another process won the race); True if stored"
+    def hpke_keys_version(self) -> tuple[int, int]:
+        "(number of keys, highest seq): changes with every rotation, read to know a cached key list is current"
+        row = self._one("SELECT count(*), coalesce(max(seq), -1) FROM dist_hpke_keys")
+        return int(row[0]), int(row[1])
+
+    def add_hpke_key(self, config_id: int, private_key: bytes, day: str, *, first: bool = True) -> bool:
+        """Store a key pair as the newest; with ``first``, only if there is none yet (another process won the race
+        of the first start).  False if not stored: ``first`` and a key exists, or ``config_id`` is taken."""
         with self.transaction():
             self._lock_name("dist_hpke_keys")
-            if self._one("SELECT 1 FROM dist_hpke_keys") is not None:
+            if first and self._one("SELECT 1 FROM dist_hpke_keys") is not None:
                 return False
-            self.storage._run("INSERT INTO dist_hpke_keys (config_id, private_key, created_day) VALUES (?, ?, ?)",
-                              (config_id, private_key, day))
+            if self._one("SELECT 1 FROM dist_hpke_keys WHERE config_id = ?", (config_id,)):
+                return False
+            seq = self._one("SELECT coalesce(max(seq), -1) + 1 FROM dist_hpke_keys")[0]
+            self.storage._run("INSERT INTO dist_hpke_keys (config_id, private_key, created_day, seq) "
+                              "VALUES (?, ?, ?, ?)", (config_id, private_key, day, seq))
             return True
 
     def _lock_name(self, name: str) -> None:
@@ -162,6 +203,12 @@ class DistStore:
             return None
         r = list(row)
         return DistCampaign(r[0], r[1], r[2], bytes(r[3]), r[4], json.loads(r[5]) if r[5] else None, r[6])
+
+    def leader_campaigns(self) -> list[DistCampaign]:
+        "The ready campaigns this aggregator leads"
+        rows = self._all("SELECT name, fingerprint FROM dist_campaigns WHERE role = 'leader' AND state = 'ready' "
+                         "ORDER BY name, fingerprint")
+        return [c for c in (self.campaign(r[0], r[1]) for r in rows) if c is not None]
 
     def put_campaign(self, campaign: DistCampaign) -> None:
         self.storage._run(
@@ -367,6 +414,34 @@ class DistStore:
         "(attempts, last error) of a job"
         row = self._one("SELECT attempts, last_error FROM dist_jobs WHERE job_id = ?", (job_id,))
         return (int(row[0]), row[1]) if row else (0, None)
+
+    # -- leader: releases ---------------------------------------------------------------------------------------
+
+    def progress_rows(self, name: str, fingerprint: str) -> dict[str, dict]:
+        """Per batch of a campaign version: report counts by state (``reports``), of those pending in a job
+        (``in_jobs``), rejections by reason (``rejected``), the stored batch state and whether it was released"""
+        key = (name, fingerprint)
+        out: dict[str, dict] = {}
+
+        def row(batch: str) -> dict:
+            return out.setdefault(batch, {"reports": {}, "in_jobs": 0, "rejected": {}, "state": "open",
+                                          "released": False})
+
+        for batch, state, count, in_jobs in self._all(
+                "SELECT batch, state, count(*), sum(CASE WHEN job_id IS NULL THEN 0 ELSE 1 END) FROM dist_reports "
+                "WHERE campaign = ? AND fingerprint = ? GROUP BY batch, state", key):
+            row(batch)["reports"][state] = int(count)
+            if state == "pending":
+                row(batch)["in_jobs"] = int(in_jobs or 0)
+        for batch, reason, count in self._all(
+                "SELECT batch, reason, count FROM dist_rejections WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["rejected"][reason] = int(count)
+        for batch, state in self._all(
+                "SELECT batch, state FROM dist_batches WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["state"] = state
+        for (batch,) in self._all("SELECT batch FROM dist_releases WHERE campaign = ? AND fingerprint = ?", key):
+            row(batch)["released"] = True
+        return out
 
     # -- leader: releases ---------------------------------------------------------------------------------------
     def releases(self, name: str) -> list[dict]:

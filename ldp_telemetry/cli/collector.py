@@ -124,13 +124,16 @@ def _fail(message: str) -> None:
 @click.option("--collect-grace", default=None, type=click.FloatRange(0),
               help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
                    "queued on devices that day [default: 3600].")
+@click.option("--hpke-overlap-days", default=None, type=click.IntRange(0, 3650), envvar="LDP_HPKE_OVERLAP_DAYS",
+              help="Leader or helper: days an older HPKE key still opens reports after 'hpke-keys rotate' "
+                   "(env LDP_HPKE_OVERLAP_DAYS) [default: 7].")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
-          job_lease: float | None, collect_grace: float | None,
+          job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
@@ -143,6 +146,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not peer_token:
             _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
         config["PEER_TOKEN"] = peer_token
+        if hpke_overlap_days is not None:
+            config["HPKE_OVERLAP_DAYS"] = hpke_overlap_days
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
@@ -332,19 +337,44 @@ def campaign_list(database: str | None, url: str | None, token: str | None, as_j
 @click.argument("name")
 @click.option("--version", "version", type=click.IntRange(1), default=None, help="Version [default: latest].")
 def campaign_show(database: str | None, url: str | None, token: str | None, name: str, version: int | None) -> None:
-    "Print one campaign version as JSON (with its report count when read from --db)."
+    """Print one campaign version as JSON (with its report count when read from --db).
+
+    A distributed campaign on its leader also shows its "progress": per batch, reports accepted, rejected by reason,
+    pending, aggregated, the distance to min_batch and the batch's state (open, ready, below_min_batch, ...)."""
     from collector.storage import CampaignNotFound
 
     if _target(database, url, token) == "url":
         query = f"?version={version}" if version else ""
-        click.echo(json.dumps(_api("GET", str(url), str(token), _campaign_path(name, query))[1], indent=2))
+        out = _api("GET", str(url), str(token), _campaign_path(name, query))[1]
+        if out.get("spec", {}).get("trust") == "distributed":
+            out["progress"] = _api("GET", str(url), str(token), _campaign_path(name, "/progress" + query))[1]
+        click.echo(json.dumps(out, indent=2))
         return
     with _storage(str(database)) as storage:
         try:
             item = storage.get_campaign(name, version)
         except CampaignNotFound as exc:
             _fail(str(exc))
-        click.echo(json.dumps({**_campaign_json(storage, item), "reports": storage.count_reports(name)}, indent=2))
+        out = {**_campaign_json(storage, item), "reports": storage.count_reports(name)}
+        if getattr(item.spec, "trust", "local") == "distributed":
+            out["progress"] = _progress(storage, item)
+        click.echo(json.dumps(out, indent=2))
+
+
+def _progress(storage: Any, item: Any) -> dict | None:
+    "A distributed campaign's progress from a leader's database (None elsewhere), as its serve would answer it"
+    from collector.app import DEFAULTS
+    from collector.auth import clock_now
+    from collector.distributed.leader import campaign_progress
+    from collector.distributed.store import DistStore
+
+    store = DistStore(storage)
+    store.migrate()
+    known = store.campaign(item.name, item.fingerprint)
+    if known is None or known.role != "leader":
+        return None
+    grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
+    return campaign_progress(store, item, now=clock_now(), grace=grace)
 
 
 @campaign.command("close")

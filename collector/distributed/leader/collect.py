@@ -20,13 +20,14 @@ JOB_POLL_SECONDS = 0.2  # while another driver runs a job of the batch being col
 
 
 class CollectError(LDPError):
-    "Collection cannot proceed: (status, slug, detail, field); ``release`` is the batch's stored one, if collected"
+    "Collection cannot proceed: (status, slug, detail, field), the stored ``release``, more problem members ``extra``"
 
     def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
-                 retry_after: int | None = None, release: dict | None = None) -> None:
+                 retry_after: int | None = None, release: dict | None = None, extra: dict | None = None) -> None:
         super().__init__(detail)
         self.status, self.slug, self.detail, self.field, self.retry_after = status, slug, detail, field, retry_after
         self.release = release
+        self.extra = extra or {}
 
 
 
@@ -143,7 +144,9 @@ def _collected(store: DistStore, key: BatchKey) -> CollectError:
 
 
 def _too_small(count: int, needed: int) -> CollectError:
+    "batch-too-small, in state below_min_batch: the batch's window has ended (``progress``)"
     return CollectError(409, ProtocolError.BATCH_TOO_SMALL,
-                        f"the batch holds {count} valid or pending reports; at least "
-                        f"{needed} are needed (min_batch)")
+                        f"the batch's window has ended with {count} valid or pending reports; at least "
+                        f"{needed} are needed (min_batch): it is not released (state below_min_batch)",
+                        extra={"state": "below_min_batch", "report_count": count, "min_batch": needed})
 

@@ -66,7 +66,7 @@ def test_a_database_made_before_the_shared_migrations_opens_and_is_upgraded(tmp_
         assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION  # type: ignore
         tables = {r[0] for r in storage.conn.execute("SELECT name FROM sqlite_master")}  # type: ignore
         assert "dist_meta" not in tables
-        assert store.hpke_keys() == [(7, b"\x01")]
+        assert [(k.config_id, k.private_key, k.seq) for k in store.hpke_keys()] == [(7, b"\x01", 0)]
         claimed = store.claim_job("driver-a", 30)  # the job of the old file, leased with the new columns
         assert claimed is not None and claimed.job_id == "job-1" and claimed.key == KEY
         assert [r.report_id for r in store.job_reports("job-1")] == [b"\x00"]
