@@ -48,6 +48,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.collector_load import session_cpu_seconds  # noqa: E402
 from client_sdk import load_spec  # noqa: E402
 from client_sdk.distributed import seal_report  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeConfig, from_b64url  # noqa: E402
@@ -73,19 +74,6 @@ def start(role: str, db: Path, port: int, log: Path, *extra: str) -> subprocess.
     return process
 
 
-def group_cpu(pgid: int) -> float:
-    "CPU seconds (user + system) of the live processes of a process group: a server's gunicorn master and workers"
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:  # fields after the command: state, ppid, pgrp, ..., utime (12), stime (13)
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def postgres_cpu(server: Any) -> float | None:
     """CPU seconds of a throwaway cluster's server so far: the postmaster, its live backends, and (``cutime``) the
     backends that have exited; None for a server this benchmark did not start"""
@@ -96,14 +84,12 @@ def postgres_cpu(server: Any) -> float | None:
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state, ppid, pgrp, ...; utime is fields[11]
         except OSError:
             continue
-        pid = int(stat.parent.name)
-        if pid == postmaster:
-            total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-        elif int(fields[1]) == postmaster:
-            total += int(fields[11]) + int(fields[12])
+        own = int(stat.parent.name) == postmaster
+        if own or int(fields[1]) == postmaster:
+            total += sum(int(value) for value in fields[11:15 if own else 13])  # the postmaster's: + cutime, cstime
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -215,23 +201,23 @@ def run_one(backend: str, server: Any, buckets: int, count: int, batch: int, fol
 
         chunks = [reports[i:i + batch] for i in range(0, count, batch)]
         database_cpu = postgres_cpu(server) if backend == "postgresql" else None
-        leader_cpu, started = group_cpu(processes[1].pid), time.perf_counter()
+        leader_cpu, started = session_cpu_seconds(processes[1].pid), time.perf_counter()
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda chunk: request("POST", leader_url + "/v1/reports", ingest,
                                                           {"reports": chunk}), chunks))
         upload = count / (time.perf_counter() - started)
-        upload_cpu = (group_cpu(processes[1].pid) - leader_cpu) / count
+        upload_cpu = (session_cpu_seconds(processes[1].pid) - leader_cpu) / count
         upload_db = None if database_cpu is None else (postgres_cpu(server) - database_cpu) / count  # type: ignore
         accepted = sum(int(a.get("accepted", 0)) for a in answers)
         if accepted < count:
             print(f"warning: {count - accepted} reports not accepted: {answers[0]}", file=sys.stderr)
 
         database_cpu = postgres_cpu(server) if backend == "postgresql" else None
-        helper_cpu, own_cpu, started = group_cpu(processes[0].pid), time.process_time(), time.perf_counter()
+        helper_cpu, own_cpu, started = session_cpu_seconds(processes[0].pid), time.process_time(), time.perf_counter()
         summary = aggregate_in_process(leader_db, helper_url)
         seconds = time.perf_counter() - started
         leader_cpu = (time.process_time() - own_cpu) / accepted
-        helper_only = (group_cpu(processes[0].pid) - helper_cpu) / accepted
+        helper_only = (session_cpu_seconds(processes[0].pid) - helper_cpu) / accepted
         aggregate_cpu = leader_cpu + helper_only
         aggregate_db = None if database_cpu is None else (postgres_cpu(server) - database_cpu) / accepted  # type: ignore
 
