@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
     "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
+    "JOB_LEASE": 60.0,  # leader: seconds a claimed aggregation job stays with its driver (collector.distributed.leader)
     "COLLECT_GRACE": 3600.0,  # leader: seconds after a batch's day has ended before it may be collected
     "HPKE_OVERLAP_DAYS": 7,  # leader and helper: days an older HPKE key still opens reports after a rotation
     "HPKE_REFRESH_INTERVAL": 300.0,  # leader: seconds between reads of the helper's HPKE configs by the driver
@@ -146,7 +147,7 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
 
         checked_helper_url(str(settings["HELPER_URL"]))  # https, or http to loopback only
     with open_storage(settings["DATABASE"]) as storage:
-        DistStore(storage).migrate()  # DistributedNeedsSqlite for a postgresql:// URL
+        DistStore(storage).migrate()
     # Collections calibrate their noise with estimators.distributed, whose scipy imports cost about a second of
     # CPU: paid here, as the worker starts, not inside the first collection (on the helper, while the leader
     # waits for its answer), and in this thread, before any request thread could import it concurrently.
@@ -160,7 +161,7 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
         from .distributed.leader import Driver
 
         driver = Driver(str(settings["DATABASE"]), str(settings["HELPER_URL"]), str(settings["PEER_TOKEN"]),
-                        float(settings["AGGREGATE_INTERVAL"]),
+                        float(settings["AGGREGATE_INTERVAL"]), lease_seconds=float(settings["JOB_LEASE"]),
                         refresh_interval=float(settings["HPKE_REFRESH_INTERVAL"]))
         app.extensions["ldp_aggregation_driver"] = driver
         driver.start()

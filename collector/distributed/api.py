@@ -243,7 +243,8 @@ def collect(name: str) -> Response:
     campaign = _campaign(name, version)
     try:
         return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch,
-                                      grace=float(current_app.config["COLLECT_GRACE"])))
+                                      grace=float(current_app.config["COLLECT_GRACE"]),
+                                      lease_seconds=float(current_app.config["JOB_LEASE"])))
     except leader.CollectError as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}

@@ -98,9 +98,8 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
                           "verify_key")
     campaign, created = storage.create_campaign(source, day)
     if known is None:
-        with store.transaction() as conn:
-            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"),
-                               conn)
+        with store.transaction():
+            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"))
     return campaign, created
 
 
@@ -142,7 +141,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {campaign, fingerprint, batch, reports: "
                           "[...]}", "body") from None
     request_digest = digest(body)
-    stored = DistStore.helper_job(store.conn, job_id)
+    stored = store.helper_job(job_id)
     if stored is not None:
         return _replayed(stored, request_digest)
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
@@ -213,31 +212,30 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         results[position] = job_answer_entry(results[position]["report_id"],
                                              vdaf.vdaf.encode_verifier_message(message))
 
-    with store.transaction() as conn:
-        stored = DistStore.helper_job(conn, job_id)  # a concurrent retry of the same job committed first
+    with store.transaction():
+        # the batch's aggregate share first: two processes running jobs of one batch (or one job twice, retried by
+        # two leader processes) take turns here, and each reads what the other committed
+        count, share = store.lock_agg_share(key)
+        stored = store.helper_job(job_id)  # a concurrent retry of the same job committed first
         if stored is not None:
             return _replayed(stored, request_digest)
-        collected = store.batch_state(key, conn) != "open"
-        replayed = DistStore.seen_ids(conn, ids)
+        collected = store.batch_state(key) != "open"
+        replayed = store.seen_ids(ids)
         for position, report_id in enumerate(ids):
             if report_id in replayed or collected:
                 outputs.pop(position, None)
                 results[position] = job_answer_entry(
                     results[position]["report_id"], error=ProtocolError.REPORT_REPLAYED if report_id in replayed
                     else ProtocolError.BATCH_COLLECTED)
-        count, share = store.agg_share(key, conn)
         valid = sorted(outputs)
         if valid:
             total = vdaf.add(vdaf.decode(share), [outputs[p] for p in valid])
-            DistStore.put_agg_share(conn, key, count + len(valid), vdaf.encode(total))
+            store.put_agg_share(key, count + len(valid), vdaf.encode(total))
         # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
         # (from anyone holding the peer token) is rejected by name and burns nothing.
-        fresh = [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed]
-        conn.executemany("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in fresh])
+        store.add_seen(key, job_id, [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed])
         answer = {"reports": results}
-        conn.execute("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, response) "
-                     "VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+        store.put_helper_job(job_id, key, request_digest, answer)
         failpoint("helper-job-before-commit")
     failpoint("helper-job-committed")
     return answer
@@ -279,10 +277,10 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
                           "batch")
     noisy = vdaf.add_noise(vdaf.decode(share))  # this helper's own noise: alone, it protects the release
     out = {"report_count": count, "aggregate_share": b64url(vdaf.encode(noisy))}
-    with store.transaction() as conn:
-        raced = store.batch_state(key, conn) == "collected"
+    with store.transaction():
+        raced = store.lock_batch(key, exclusive=True) == "collected"
         if not raced:
-            DistStore.set_batch(conn, key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
+            store.set_batch(key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
         return aggregate_share(storage, store, body)
     return out

@@ -83,13 +83,13 @@ class Keys:
         return out
 
 
-_CACHE: dict[str, Keys] = {}  # database path -> its keys at the version read last
+_CACHE: dict[str, Keys] = {}  # database file or URL -> its keys at the version read last
 
 
 def keys(store: DistStore) -> Keys:
     """The aggregator's keys, generating the first one if there is none.  One small query per call tells whether
     another process (``hpke-keys rotate``) changed them since they were read; the pairs are parsed only then."""
-    cache_key = str(store.storage.path.resolve())
+    cache_key = store.location
     version = store.hpke_keys_version()
     cached = _CACHE.get(cache_key)
     if cached is not None and cached.version == version:

@@ -118,6 +118,9 @@ def _fail(message: str) -> None:
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--job-lease", default=None, type=click.FloatRange(1),
+              help="Leader: seconds an aggregation job stays with the driver that claimed it; a crashed driver's job "
+                   "is taken over by another after this (env LDP_JOB_LEASE) [default: 60].")
 @click.option("--collect-grace", default=None, type=click.FloatRange(0),
               help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
                    "queued on devices that day [default: 3600].")
@@ -130,7 +133,7 @@ def _fail(message: str) -> None:
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
-          collect_grace: float | None, hpke_overlap_days: int | None,
+          job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
@@ -138,12 +141,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
     workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
     fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
-    from collector.storage import is_database_url
-
     config: dict[str, Any] = {"ROLE": role}
     if role != "standalone":
-        if is_database_url(database):
-            _fail(f"--role {role} keeps its state in SQLite only: give --db a file, not a postgresql:// URL")
         if not peer_token:
             _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
         config["PEER_TOKEN"] = peer_token
@@ -156,6 +155,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
         if collect_grace is not None:
             config["COLLECT_GRACE"] = collect_grace
+        if job_lease is not None:
+            config["JOB_LEASE"] = job_lease
     from collector.cors import parse_origins
 
     try:  # checked here, before gunicorn starts workers that would fail one by one
@@ -365,13 +366,9 @@ def _progress(storage: Any, item: Any) -> dict | None:
     from collector.app import DEFAULTS
     from collector.auth import clock_now
     from collector.distributed.leader import campaign_progress
-    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+    from collector.distributed.store import DistStore
 
-    try:
-        store = DistStore(storage)
-    except DistributedNeedsSqlite:
-        return None
-    store.migrate()
+    store = DistStore(storage)
     known = store.campaign(item.name, item.fingerprint)
     if known is None or known.role != "leader":
         return None
@@ -412,16 +409,13 @@ def _check_helper_url(url: str) -> None:
 def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tuple[Any, Any, Any]:
     "(storage, distributed store, peer client) of a leader database"
     from collector.distributed.peer import PeerClient
-    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+    from collector.distributed.store import DistStore
 
     if not helper_url or not peer_token:
         _fail("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and LDP_PEER_TOKEN)")
     _check_helper_url(str(helper_url))
     storage = _storage(database)
-    try:
-        store = DistStore(storage)
-    except DistributedNeedsSqlite as exc:
-        _fail(str(exc))
+    store = DistStore(storage)
     store.migrate()
     return storage, store, PeerClient.for_url(str(helper_url), str(peer_token))
 
@@ -453,11 +447,13 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
     from collector.storage import CampaignNotFound
 
     grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
+    lease = float(os.environ.get("LDP_JOB_LEASE") or DEFAULTS["JOB_LEASE"])
     storage, store, peer = _leader(str(database), helper_url, peer_token)
     with storage:
         try:
             item = storage.get_campaign(name)
-            click.echo(json.dumps(collect(storage, store, peer, item, day, grace=grace), indent=2))
+            click.echo(json.dumps(collect(storage, store, peer, item, day, grace=grace, lease_seconds=lease),
+                                  indent=2))
         except CampaignNotFound as exc:
             _fail(str(exc))
         except CollectError as exc:
@@ -468,16 +464,19 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
 @DB_OPTION
 @HELPER_URL_OPTION
 @PEER_TOKEN_OPTION
-def run_jobs(database: str, helper_url: str | None, peer_token: str | None) -> None:
-    """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."""
-    from collector.distributed.leader import PendingWork, aggregator_lock, run_pending
+@click.option("--job-lease", default=None, type=click.FloatRange(1), envvar="LDP_JOB_LEASE",
+              help="Seconds a claimed job stays with this command (env LDP_JOB_LEASE) [default: 60].")
+def run_jobs(database: str, helper_url: str | None, peer_token: str | None, job_lease: float | None) -> None:
+    """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer).
+
+    Jobs another driver holds (a leader's worker, another run-jobs) are left to it; safe to run at any time."""
+    from collector.app import DEFAULTS
+    from collector.distributed.leader import PendingWork, run_pending
 
     storage, store, peer = _leader(database, helper_url, peer_token)
-    with storage, aggregator_lock(database, 60.0) as held:
-        if not held:
-            _fail("another process is running this leader's jobs")
+    with storage:
         try:
-            summary = run_pending(storage, store, peer)
+            summary = run_pending(storage, store, peer, lease_seconds=job_lease or float(DEFAULTS["JOB_LEASE"]))
         except PendingWork as exc:
             click.echo(json.dumps(exc.summary.to_dict(), indent=2))
             _fail(f"the helper did not answer; {exc.summary.pending_jobs} jobs stay pending, retry later")

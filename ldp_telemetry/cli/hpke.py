@@ -21,14 +21,10 @@ def hpke_keys() -> None:
 
 
 def _store(database: str) -> Any:
-    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+    from collector.distributed.store import DistStore
 
     storage = _storage(database)
-    try:
-        store = DistStore(storage)
-    except DistributedNeedsSqlite as exc:
-        storage.close()
-        _fail(str(exc))
+    store = DistStore(storage)
     store.migrate()
     return storage, store
 

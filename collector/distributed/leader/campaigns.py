@@ -28,19 +28,21 @@ def provision_campaign(storage: StorageBase, store: DistStore, peer: PeerClient,
         return existing, False
     vdaf_size = CampaignVdaf(spec, b"").vdaf.VERIFY_KEY_SIZE
     if known is None:
-        with store.transaction() as conn:
+        with store.transaction():
             known = store.campaign(spec.name, spec.fingerprint)
             if known is None:
                 known = DistCampaign(spec.name, spec.fingerprint, "leader", secrets.token_bytes(vdaf_size),
                                      helper_url, None, "provisioning")
-                store.put_campaign(known, conn)
+                store.put_campaign(known)
+        known = store.campaign(spec.name, spec.fingerprint)  # another leader process may have stored its key first
+        assert known is not None
     helper_configs = peer.hpke_configs()
     spec_dict = {k: v for k, v in spec.to_dict(derived=False).items() if k not in ("version", "fingerprint")}
     peer.provision(spec.name, {"spec": spec_dict, "verify_key": b64url(known.verify_key)})
     campaign, created = storage.create_campaign(source, day)
-    with store.transaction() as conn:
+    with store.transaction():
         store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "leader", known.verify_key, helper_url,
-                                        helper_config_block(helper_configs, known), "ready"), conn)
+                                        helper_config_block(helper_configs, known), "ready"))
     _VDAF_CACHE.clear()
     return campaign, created
 
@@ -63,9 +65,9 @@ def refresh_helper_configs(store: DistStore, peer: PeerClient) -> int:
     for known in store.leader_campaigns():
         block = helper_config_block(published, known)
         if block != known.helper_hpke_config:
-            with store.transaction() as conn:
+            with store.transaction():
                 store.put_campaign(DistCampaign(known.name, known.fingerprint, known.role, known.verify_key,
-                                                known.helper_url, block, known.state), conn)
+                                                known.helper_url, block, known.state))
             changed += 1
     if changed:
         _VDAF_CACHE.clear()
@@ -76,7 +78,7 @@ _VDAF_CACHE: dict[tuple[str, str, str], tuple[DistCampaign, CampaignVdaf]] = {}
 
 
 def campaign_vdaf(store: DistStore, spec: Spec) -> tuple[DistCampaign, CampaignVdaf] | None:
-    key = (str(store.storage.path), spec.name, spec.fingerprint)
+    key = (store.location, spec.name, spec.fingerprint)
     cached = _VDAF_CACHE.get(key)
     if cached is None:
         known = store.campaign(spec.name, spec.fingerprint)

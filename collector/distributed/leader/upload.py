@@ -43,7 +43,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     keys = hpke_keys.keys(store)  # once per upload, not per report
     pairs, retired = keys.usable(day, overlap_days), keys.retired(day, overlap_days)
     helpers: dict[tuple[str, str], DistCampaign | None] = {}  # read per upload: a leader process refreshes them
-    rows: dict[BatchKey, list[tuple]] = {}
+    rows: dict[BatchKey, list[tuple[bytes, bytes, bytes, str]]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
     latest = (dt.date.fromisoformat(day) + dt.timedelta(days=FUTURE_BATCH_DAYS)).isoformat()
@@ -116,29 +116,23 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             continue
         raw_id = uuid.UUID(report_id).bytes
         indices[raw_id] = index
-        rows.setdefault(key, []).append((raw_id, *key, payload.public_share, plaintext,
-                                         json.dumps(payload.helper_share())))
+        rows.setdefault(key, []).append((raw_id, payload.public_share, plaintext, json.dumps(payload.helper_share())))
     if not rows and not reasons:
         return result
     existing = store.existing_report_ids([r[0] for group in rows.values() for r in group])
-    with store.transaction() as conn:
+    with store.transaction():
         for key, group in rows.items():
-            if store.batch_state(key, conn) != "open":  # its report is final: refused by name, never moved
+            if store.lock_batch(key, exclusive=False) != "open":  # its report is final: refused by name, never moved
                 for row in group:
                     result.rejected.append((indices[row[0]], str(uuid.UUID(bytes=row[0])), "payload.batch",
                                             f"names batch {key[2]}, which was collected; it takes no more reports "
                                             f"({ProtocolError.BATCH_COLLECTED})"))
                 reasons.setdefault(key, Counter())[ProtocolError.BATCH_COLLECTED] += len(group)
                 continue
-            fresh = [row for row in group if row[0] not in existing]
-            before = conn.total_changes
-            conn.executemany("INSERT INTO dist_reports (report_id, campaign, fingerprint, batch, public_share, "
-                             "leader_share, helper_share, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending') "
-                             "ON CONFLICT (report_id) DO NOTHING", fresh)
-            inserted = conn.total_changes - before
+            inserted = store.insert_reports(key, [row for row in group if row[0] not in existing])
             result.accepted += inserted
             result.duplicate += len(group) - inserted
         for key, counter in reasons.items():
-            DistStore.count_rejections(conn, key, dict(counter))
+            store.count_rejections(key, dict(counter))
     result.rejected.sort()
     return result
