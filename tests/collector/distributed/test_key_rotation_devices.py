@@ -18,14 +18,15 @@ from pathlib import Path
 
 from client_sdk import Client, ReportPolicy
 
-from ..helpers import ldp_command
+from ..helpers import ldp_command, on_both_backends
 from .kit import exact_sum, spec_json, truth, values_for
 from .test_processes import Aggregators, call, today, wait_for
 
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 DAY = 86_400
 
 
-def rotate(db: Path) -> int:
+def rotate(db: Path | str) -> int:
     done = subprocess.run(ldp_command("hpke-keys", "rotate", "--db", str(db)), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -14,8 +14,11 @@ from click.testing import CliRunner
 from collector import auth
 from ldp_telemetry.cli import main
 
+from ..helpers import on_both_backends
 from ..test_cli_and_docs import ROOT
 from .kit import Pair, encoded_report, end_day, honest_reports, spec_json, values_for
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 
 @pytest.fixture
