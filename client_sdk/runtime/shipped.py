@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
-from .spec import Spec, load_spec
+from ..errors import SpecError
+from ..spec import Spec, load_spec
 
 ShippedSpec = tuple[Spec, Any]  # the spec and its aggregators block (None for a local campaign)
 
