@@ -9,7 +9,7 @@ helper).  ``collector.distributed.store`` describes each table; this module hold
 from __future__ import annotations
 
 _TABLES = (
-    # seq: the key's place in the rotation order, newest highest (collector.distributed.hpke_keys)
+    # seq: each key's place in the rotation order (collector.distributed.hpke_keys), newest highest
     """CREATE TABLE IF NOT EXISTS dist_hpke_keys (config_id INTEGER PRIMARY KEY, private_key {blob} NOT NULL,
     created_day TEXT NOT NULL, seq INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS dist_campaigns (name TEXT NOT NULL, fingerprint TEXT NOT NULL, role TEXT NOT NULL,
@@ -47,7 +47,7 @@ TABLES = ("dist_hpke_keys", "dist_campaigns", "dist_agg_shares", "dist_batches",
           "dist_rejections", "dist_releases", "dist_helper_jobs", "dist_helper_seen")
 # Columns added after the first release of these tables (SQLite files made before carry the tables without them)
 ADDED_COLUMNS = (("dist_jobs", "lease_owner", "TEXT"), ("dist_jobs", "lease_expires", "DOUBLE PRECISION"),
-                 ("dist_hpke_keys", "seq", "INTEGER NOT NULL DEFAULT 0"))  # key rotation (s8-distops)
+                 ("dist_hpke_keys", "seq", "INTEGER NOT NULL DEFAULT 0"))
 _TYPES = {"sqlite": {"blob": "BLOB", "without_rowid": " WITHOUT ROWID"},
           "postgresql": {"blob": "bytea", "without_rowid": ""}}
 

@@ -3,8 +3,8 @@ PostgreSQL), and every statement on them: the leader's and helper's modules call
 
 Both roles:
 
-* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key, creation day, and
-                         ``seq``: the order of rotation, newest highest; ``hpke_keys`` has the overlap rule)
+* ``dist_hpke_keys``     the aggregator's HPKE key pairs (config id, raw X25519 private key, creation day, and since
+                         schema 2 ``seq``: the order of rotation, newest highest; ``hpke_keys`` has the overlap rule)
 * ``dist_campaigns``     per campaign version (name, fingerprint): the role, the Prio3 verify key, and on the leader
                          the helper's URL and HPKE config (the spec itself is in ``campaigns``, as for local ones)
 * ``dist_agg_shares``    per batch: the aggregator's aggregate share (encoded field vector) and its report count
@@ -158,11 +158,17 @@ class DistStore:
             found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), chunk)}
         return found
 
+    def _update_ids(self, sql: str, params: Sequence[object], ids: Sequence[bytes]) -> None:
+        "Run ``sql`` (``params``, then one ``IN ({marks})``) over every chunk of ``ids``: one statement per chunk"
+        for start in range(0, len(ids), IDS_PER_QUERY):
+            chunk = list(ids[start:start + IDS_PER_QUERY])
+            self.storage._run(sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk))
+
     # -- HPKE keys ----------------------------------------------------------------------------------------------
     def hpke_keys(self) -> list[StoredKey]:
         "Every key pair of this aggregator, newest (highest ``seq``) first"
-        rows = self._all("SELECT config_id, private_key, created_day, seq FROM dist_hpke_keys "
-                         "ORDER BY seq DESC, config_id")
+        rows = self._all("SELECT config_id, private_key, created_day, seq FROM dist_hpke_keys ORDER BY seq DESC, "
+                         "config_id")
         return [StoredKey(int(r[0]), bytes(r[1]), r[2], int(r[3])) for r in rows]
 
     def hpke_keys_version(self) -> tuple[int, int]:
@@ -177,7 +183,7 @@ class DistStore:
             self._lock_name("dist_hpke_keys")
             if first and self._one("SELECT 1 FROM dist_hpke_keys") is not None:
                 return False
-            if self._one("SELECT 1 FROM dist_hpke_keys WHERE config_id = ?", (config_id,)) is not None:
+            if self._one("SELECT 1 FROM dist_hpke_keys WHERE config_id = ?", (config_id,)):
                 return False
             seq = self._one("SELECT coalesce(max(seq), -1) + 1 FROM dist_hpke_keys")[0]
             self.storage._run("INSERT INTO dist_hpke_keys (config_id, private_key, created_day, seq) "
@@ -283,12 +289,12 @@ class DistStore:
         batch as pending, skipping ids stored already; how many were new"""
         if not rows:
             return 0
-        if self.storage.dialect == "postgresql":  # one statement, whatever the number of reports
+        if self.storage.dialect == "postgresql":  # one statement, whatever the number of reports; shares in binary
             columns = [[row[i] for row in rows] for i in range(4)]
             return len(self._all(
                 "INSERT INTO dist_reports (report_id, campaign, fingerprint, batch, public_share, leader_share, "
-                "helper_share, state) SELECT r, ?, ?, ?, p, l, h, 'pending' FROM unnest(?::bytea[], ?::bytea[], "
-                "?::bytea[], ?::text[]) AS t(r, p, l, h) ON CONFLICT (report_id) DO NOTHING RETURNING 1",
+                "helper_share, state) SELECT r, ?, ?, ?, p, l, h, 'pending' FROM unnest(%b::bytea[], %b::bytea[], "
+                "%b::bytea[], ?::text[]) AS t(r, p, l, h) ON CONFLICT (report_id) DO NOTHING RETURNING 1",
                 (*key, *columns)))
         conn = self.storage.conn  # type: ignore[attr-defined]
         before = conn.total_changes
@@ -328,8 +334,8 @@ class DistStore:
                 job_id = new_id()
                 self.storage._run("INSERT INTO dist_jobs (job_id, campaign, fingerprint, batch, state) "
                                   "VALUES (?, ?, ?, ?, 'pending')", (job_id, *key))
-                self.storage._run_many("UPDATE dist_reports SET job_id = ? WHERE report_id = ?",
-                                       [(job_id, rid) for rid in ids[start:start + job_size]])
+                self._update_ids("UPDATE dist_reports SET job_id = ? WHERE report_id IN ({marks})", (job_id,),
+                                 ids[start:start + job_size])
                 jobs += 1
         return jobs
 
@@ -372,9 +378,44 @@ class DistStore:
                           (error[:500], job_id, owner))
 
     def job_reports(self, job_id: str) -> list[StoredReport]:
-        rows = self._all("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports "
-                         "WHERE job_id = ? ORDER BY report_id", (job_id,))
+        sql = ("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports WHERE job_id = ? "
+               "ORDER BY report_id")
+        if self.storage.dialect == "postgresql":  # the shares in binary: no hex text to parse
+            with self.storage._connection() as conn:
+                rows = conn.execute(self.storage._sql(sql), (job_id,), binary=True).fetchall()
+        else:
+            rows = self._all(sql, (job_id,))
         return [StoredReport(bytes(r[0]), bytes(r[1]), bytes(r[2]), json.loads(r[3])) for r in rows]
+
+    def finish_job(self, job_id: str, key: BatchKey, merge: Callable[[int, bytes | None], tuple[int, bytes]] | None,
+                   aggregated: Sequence[bytes], rejected: Mapping[bytes, str], reasons: Mapping[str, int]) -> bool:
+        """In one transaction: add the job's output shares to the batch's aggregate share (``merge(count, share)``
+        gives the new one), mark its reports aggregated or rejected (their shares emptied: kept no longer than
+        needed), count the rejections and mark the job done.  False, with nothing written, if the job was done
+        already (another driver finished it after this one's lease expired): every report is counted once."""
+        with self.transaction():
+            count, share = self.lock_agg_share(key)  # first: serializes every writer of this batch
+            row = self._one("SELECT state FROM dist_jobs WHERE job_id = ?" + self._for_update, (job_id,))
+            if row is None or row[0] == "done":
+                return False
+            if merge is not None:
+                self.put_agg_share(key, *merge(count, share))
+            done = "public_share = ?, leader_share = ?, helper_share = ''"
+            self._update_ids(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id IN ({{marks}})",
+                             (b"", b""), aggregated)
+            self.storage._run_many(f"UPDATE dist_reports SET state = 'rejected', error = ?, {done} WHERE report_id = ?",
+                                   [(error, b"", b"", rid) for rid, error in rejected.items()])
+            self.count_rejections(key, reasons)
+            self.storage._run("UPDATE dist_jobs SET state = 'done', attempts = attempts + 1, last_error = NULL, "
+                              "lease_owner = NULL, lease_expires = NULL WHERE job_id = ?", (job_id,))
+        return True
+
+    def job_attempts(self, job_id: str) -> tuple[int, str | None]:
+        "(attempts, last error) of a job"
+        row = self._one("SELECT attempts, last_error FROM dist_jobs WHERE job_id = ?", (job_id,))
+        return (int(row[0]), row[1]) if row else (0, None)
+
+    # -- leader: releases ---------------------------------------------------------------------------------------
 
     def progress_rows(self, name: str, fingerprint: str) -> dict[str, dict]:
         """Per batch of a campaign version: report counts by state (``reports``), of those pending in a job
@@ -398,38 +439,9 @@ class DistStore:
         for batch, state in self._all(
                 "SELECT batch, state FROM dist_batches WHERE campaign = ? AND fingerprint = ?", key):
             row(batch)["state"] = state
-        for (batch,) in self._all(
-                "SELECT batch FROM dist_releases WHERE campaign = ? AND fingerprint = ?", key):
+        for (batch,) in self._all("SELECT batch FROM dist_releases WHERE campaign = ? AND fingerprint = ?", key):
             row(batch)["released"] = True
         return out
-
-    def finish_job(self, job_id: str, key: BatchKey, merge: Callable[[int, bytes | None], tuple[int, bytes]] | None,
-                   aggregated: Sequence[bytes], rejected: Mapping[bytes, str], reasons: Mapping[str, int]) -> bool:
-        """In one transaction: add the job's output shares to the batch's aggregate share (``merge(count, share)``
-        gives the new one), mark its reports aggregated or rejected (their shares emptied: kept no longer than
-        needed), count the rejections and mark the job done.  False, with nothing written, if the job was done
-        already (another driver finished it after this one's lease expired): every report is counted once."""
-        with self.transaction():
-            count, share = self.lock_agg_share(key)  # first: serializes every writer of this batch
-            row = self._one("SELECT state FROM dist_jobs WHERE job_id = ?" + self._for_update, (job_id,))
-            if row is None or row[0] == "done":
-                return False
-            if merge is not None:
-                self.put_agg_share(key, *merge(count, share))
-            done = "public_share = ?, leader_share = ?, helper_share = ''"
-            self.storage._run_many(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
-                                   [(b"", b"", rid) for rid in aggregated])
-            self.storage._run_many(f"UPDATE dist_reports SET state = 'rejected', error = ?, {done} WHERE report_id = ?",
-                                   [(error, b"", b"", rid) for rid, error in rejected.items()])
-            self.count_rejections(key, reasons)
-            self.storage._run("UPDATE dist_jobs SET state = 'done', attempts = attempts + 1, last_error = NULL, "
-                              "lease_owner = NULL, lease_expires = NULL WHERE job_id = ?", (job_id,))
-        return True
-
-    def job_attempts(self, job_id: str) -> tuple[int, str | None]:
-        "(attempts, last error) of a job"
-        row = self._one("SELECT attempts, last_error FROM dist_jobs WHERE job_id = ?", (job_id,))
-        return (int(row[0]), row[1]) if row else (0, None)
 
     # -- leader: releases ---------------------------------------------------------------------------------------
     def releases(self, name: str) -> list[dict]:

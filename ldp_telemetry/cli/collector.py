@@ -369,6 +369,7 @@ def _progress(storage: Any, item: Any) -> dict | None:
     from collector.distributed.store import DistStore
 
     store = DistStore(storage)
+    store.migrate()
     known = store.campaign(item.name, item.fingerprint)
     if known is None or known.role != "leader":
         return None

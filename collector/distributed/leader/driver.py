@@ -22,8 +22,8 @@ class Driver(threading.Thread):
     "Runs pending jobs every ``interval`` seconds; after a failure waits with exponential backoff"
 
     def __init__(self, database: str, helper_url: str, token: str, interval: float,
-                 backoff: Backoff | None = None, lease_seconds: float = LEASE_SECONDS,
-                 refresh_interval: float = 300.0) -> None:
+                 backoff: Backoff | None = None, refresh_interval: float = 300.0,
+                 lease_seconds: float = LEASE_SECONDS) -> None:
         super().__init__(name="ldp-aggregation-driver", daemon=True)
         self.database, self.helper_url, self.token, self.interval = database, helper_url, token, interval
         self.lease_seconds = lease_seconds
