@@ -20,7 +20,7 @@ from pathlib import Path
 from client_sdk import Client, ReportPolicy
 
 from ..helpers import ldp_command, on_both_backends
-from .kit import exact_sum, honest_reports, spec_json, truth, values_for
+from .kit import PEER_TOKEN, exact_sum, honest_reports, spec_json, truth, values_for
 from .test_processes import Aggregators, call, today, wait_for
 
 pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
@@ -112,6 +112,21 @@ def assert_three_views_agree(servers: Aggregators, name: str, accepted: int, rej
     assert f'ldp_distributed_reports{{{label},state="aggregated"}} {float(accepted)}' in text
     for reason, count in rejected.items():
         assert f'ldp_distributed_rejected_reports{{{label},reason="{reason}"}} {float(count)}' in text
+
+
+def test_without_a_driver_run_jobs_reads_the_rotated_helper_key_into_the_listing(tmp_path, monkeypatch):
+    "--aggregate-interval 0 (jobs left to cron): ldp-telemetry run-jobs reads the helper's configs as the driver does"
+    servers = Aggregators(tmp_path)
+    with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
+        spec, _ = servers.create(spec_json("histogram", name="cron", min_batch=2))
+        leader_id, _ = listed_ids(servers, spec.name)
+        new_helper = rotate(servers.helper_db)
+        assert listed_ids(servers, spec.name)[1] != new_helper  # no driver: nothing read it yet
+        ran = subprocess.run(ldp_command("run-jobs", "--db", str(servers.leader_db), "--helper-url",
+                                         servers.helper_url, "--peer-token", PEER_TOKEN),
+                             capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        assert listed_ids(servers, spec.name) == (leader_id, new_helper)
 
 
 class Clock:
