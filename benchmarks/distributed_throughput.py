@@ -48,6 +48,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.collector_load import session_cpu_seconds  # noqa: E402
 from client_sdk import load_spec  # noqa: E402
 from client_sdk.distributed import seal_report  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeConfig, from_b64url  # noqa: E402
@@ -73,16 +74,22 @@ def start(role: str, db: Path, port: int, log: Path, *extra: str) -> subprocess.
     return process
 
 
-def group_cpu(pgid: int) -> float:
-    "CPU seconds (user + system) of the live processes of a process group: a server's gunicorn master and workers"
+def postgres_cpu(server: Any) -> float | None:
+    """CPU seconds of a throwaway cluster's server so far: the postmaster, its live backends, and (``cutime``) the
+    backends that have exited; None for a server this benchmark did not start"""
+    data = getattr(server, "data", None)
+    if data is None:
+        return None
+    postmaster = int((Path(data) / "postmaster.pid").read_text().split()[0])
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state, ppid, pgrp, ...; utime is fields[11]
         except OSError:
             continue
-        if int(fields[2]) == pgid:  # fields after the command: state, ppid, pgrp, ..., utime (12), stime (13)
-            total += int(fields[11]) + int(fields[12])
+        own = int(stat.parent.name) == postmaster
+        if own or int(fields[1]) == postmaster:
+            total += sum(int(value) for value in fields[11:15 if own else 13])  # the postmaster's: + cutime, cstime
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -193,22 +200,26 @@ def run_one(backend: str, server: Any, buckets: int, count: int, batch: int, fol
                   + sum(len(from_b64url(payload[s]["ciphertext"], s)) for s in ("leader_share", "helper_share")))
 
         chunks = [reports[i:i + batch] for i in range(0, count, batch)]
-        leader_cpu, started = group_cpu(processes[1].pid), time.perf_counter()
+        database_cpu = postgres_cpu(server) if backend == "postgresql" else None
+        leader_cpu, started = session_cpu_seconds(processes[1].pid), time.perf_counter()
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda chunk: request("POST", leader_url + "/v1/reports", ingest,
                                                           {"reports": chunk}), chunks))
         upload = count / (time.perf_counter() - started)
-        upload_cpu = (group_cpu(processes[1].pid) - leader_cpu) / count
+        upload_cpu = (session_cpu_seconds(processes[1].pid) - leader_cpu) / count
+        upload_db = None if database_cpu is None else (postgres_cpu(server) - database_cpu) / count  # type: ignore
         accepted = sum(int(a.get("accepted", 0)) for a in answers)
         if accepted < count:
             print(f"warning: {count - accepted} reports not accepted: {answers[0]}", file=sys.stderr)
 
-        helper_cpu, own_cpu, started = group_cpu(processes[0].pid), time.process_time(), time.perf_counter()
+        database_cpu = postgres_cpu(server) if backend == "postgresql" else None
+        helper_cpu, own_cpu, started = session_cpu_seconds(processes[0].pid), time.process_time(), time.perf_counter()
         summary = aggregate_in_process(leader_db, helper_url)
         seconds = time.perf_counter() - started
         leader_cpu = (time.process_time() - own_cpu) / accepted
-        helper_only = (group_cpu(processes[0].pid) - helper_cpu) / accepted
+        helper_only = (session_cpu_seconds(processes[0].pid) - helper_cpu) / accepted
         aggregate_cpu = leader_cpu + helper_only
+        aggregate_db = None if database_cpu is None else (postgres_cpu(server) - database_cpu) / accepted  # type: ignore
 
         # where the CPU goes: the same steps in this process, once plain (its CPU) and once under a CPU profiler (the
         # shares of that CPU: profiling slows every function call, so only its proportions are used)
@@ -223,7 +234,7 @@ def run_one(backend: str, server: Any, buckets: int, count: int, batch: int, fol
                 "json_bytes": json_bytes, "binary_bytes": binary, "summary": summary, "upload_cpu": upload_cpu,
                 "aggregate_cpu": aggregate_cpu, "upload_step_cpu": step_cpu,
                 "upload_split": shares(upload_split, step_cpu), "leader_split": shares(leader_split, leader_cpu),
-                "helper_cpu": helper_only}
+                "helper_cpu": helper_only, "upload_db": upload_db, "aggregate_db": aggregate_db}
     finally:
         for process in reversed(processes):
             stop(process)
@@ -259,16 +270,19 @@ def main() -> None:
               f"{row['upload']:,.0f} | {row['aggregate']:,.0f} | {row['json_bytes']:,.0f} / {row['binary_bytes']:,} |")
     print("\nCPU ms per report.  Upload: the leader server's CPU (all of it), split by a profiled in-process run of "
           "its check/open/decode/store step (HTTP + JSON + Flask = the rest).  Aggregation: the leader's side "
-          "(profiled) and the helper server's CPU.  The database server's own CPU is not included.")
+          "(profiled) and the helper server's CPU.  PostgreSQL server: its own CPU (both databases), apart; SQLite's "
+          "is in the processes' (store).")
     print("\n| histogram | backend | upload total | HPKE open | decode | store | HTTP, JSON, other | "
-          "aggregation total | leader: verify | leader: store | leader: HTTP, JSON, other | helper |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "aggregation total | leader: verify | leader: store | leader: HTTP, JSON, other | helper | "
+          "PostgreSQL server: upload / aggregation |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for buckets, backend, row in rows:
         up, lead = row["upload_split"], row["leader_split"]
         rest = row["upload_cpu"] - up["hpke"] - up["vdaf"] - up["store"]  # HTTP, JSON, Flask and the step's rest
         print(f"| Histogram({buckets}) | {backend} | {ms(row['upload_cpu'])} | {ms(up['hpke'])} | {ms(up['vdaf'])} | "
               f"{ms(up['store'])} | {ms(rest)} | {ms(row['aggregate_cpu'])} | {ms(lead['vdaf'] + lead['hpke'])} | "
-              f"{ms(lead['store'])} | {ms(lead['http+json'] + lead['other'])} | {ms(row['helper_cpu'])} |")
+              f"{ms(lead['store'])} | {ms(lead['http+json'] + lead['other'])} | {ms(row['helper_cpu'])} | "
+              + (f"{ms(row['upload_db'])} / {ms(row['aggregate_db'])} |" if row["upload_db"] is not None else "- |"))
 
 
 @contextmanager

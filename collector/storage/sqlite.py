@@ -41,6 +41,7 @@ from .sqlite_schema import (
     DIST_SCHEMA_VERSION,
     FILTERS_SCHEMA_VERSION,
     KEY_SCOPES_SCHEMA_VERSION,
+    LATEST_SCHEMA_VERSION,
     LIFETIMES_SCHEMA_VERSION,
     REPORTS_TABLE,
     SCHEMA_VERSION,
@@ -122,6 +123,7 @@ class Storage(StorageBase):
     def migrate(self) -> None:
         "Create the tables if they are missing and switch the file to WAL; idempotent"
         self.conn.execute("PRAGMA journal_mode = WAL")
+        before = self.conn.execute("PRAGMA user_version").fetchone()[0]
         for statement in BASE_SCHEMA:
             self.conn.execute(statement)
         self._migrate_reports()
@@ -129,6 +131,10 @@ class Storage(StorageBase):
         self._migrate_day_filters()
         self._migrate_key_scopes()
         self._migrate_distributed()
+        if before < LATEST_SCHEMA_VERSION:
+            # the migration's pages (a new file: every table and index) leave the WAL at once, so that the WAL's
+            # size is set by the commits of reports, which the checkpoint policy bounds
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _schema_step(self, version: int, apply: Callable[[sqlite3.Connection], object]) -> None:
         """``apply(conn)`` and ``PRAGMA user_version = version`` in one transaction, unless the file is at

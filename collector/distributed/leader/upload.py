@@ -119,7 +119,6 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
         rows.setdefault(key, []).append((raw_id, payload.public_share, plaintext, json.dumps(payload.helper_share())))
     if not rows and not reasons:
         return result
-    existing = store.existing_report_ids([r[0] for group in rows.values() for r in group])
     with store.transaction():
         for key, group in rows.items():
             if store.lock_batch(key, exclusive=False) != "open":  # its report is final: refused by name, never moved
@@ -129,7 +128,7 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
                                             f"({ProtocolError.BATCH_COLLECTED})"))
                 reasons.setdefault(key, Counter())[ProtocolError.BATCH_COLLECTED] += len(group)
                 continue
-            inserted = store.insert_reports(key, [row for row in group if row[0] not in existing])
+            inserted = store.insert_reports(key, group)  # an id stored already is skipped: a duplicate
             result.accepted += inserted
             result.duplicate += len(group) - inserted
         for key, counter in reasons.items():
