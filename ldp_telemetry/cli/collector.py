@@ -470,12 +470,18 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
 def run_jobs(database: str, helper_url: str | None, peer_token: str | None, job_lease: float | None) -> None:
     """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer).
 
-    Jobs another driver holds (a leader's worker, another run-jobs) are left to it; safe to run at any time."""
+    Jobs another driver holds (a leader's worker, another run-jobs) are left to it; safe to run at any time.  Reads
+    the helper's HPKE configs again first (a rotated helper key reaches the campaign listing, as the driver does)."""
     from collector.app import DEFAULTS
-    from collector.distributed.leader import PendingWork, run_pending
+    from collector.distributed.leader import PendingWork, refresh_helper_configs, run_pending
+    from collector.distributed.peer import PeerError
 
     storage, store, peer = _leader(database, helper_url, peer_token)
     with storage:
+        try:
+            refresh_helper_configs(store, peer)
+        except PeerError as exc:  # the jobs below say what a helper that does not answer means for them
+            click.echo(f"warning: the helper's HPKE configs were not read again ({exc})", err=True)
         try:
             summary = run_pending(storage, store, peer, lease_seconds=job_lease or float(DEFAULTS["JOB_LEASE"]))
         except PendingWork as exc:

@@ -15,8 +15,10 @@ from collector.distributed import hpke_keys
 from collector.distributed.leader import refresh_helper_configs
 from collector.distributed.peer import PeerClient
 
+from ..helpers import on_both_backends
 from .kit import PEER_TOKEN, Pair, end_day, exact_sum, honest_reports, opened, spec_json, truth, values_for
 
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 DAY = 86_400
 OVERLAP = int(DEFAULTS["HPKE_OVERLAP_DAYS"])
 

@@ -14,18 +14,20 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 from client_sdk import Client, ReportPolicy
 
-from ..helpers import ldp_command
-from .kit import exact_sum, spec_json, truth, values_for
+from ..helpers import ldp_command, on_both_backends
+from .kit import PEER_TOKEN, exact_sum, honest_reports, spec_json, truth, values_for
 from .test_processes import Aggregators, call, today, wait_for
 
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 DAY = 86_400
 
 
-def rotate(db: Path) -> int:
+def rotate(db: Path | str) -> int:
     done = subprocess.run(ldp_command("hpke-keys", "rotate", "--db", str(db)), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
@@ -79,13 +81,52 @@ def test_devices_seal_to_the_old_keys_the_operator_rotates_and_every_report_is_c
             assert client.flush(timeout=60).sent == 1
         for client in early + late:
             client.close()
+        new_block = servers.create(spec_json("histogram", name="rotating", min_batch=6))[1]  # the same: listed again
+        altered = honest_reports(spec, new_block, ["a"])  # and its leader share altered: refused at upload
+        ciphertext = altered[0]["payload"]["leader_share"]["ciphertext"]
+        altered[0]["payload"]["leader_share"]["ciphertext"] = ("A" if ciphertext[0] != "A" else "B") + ciphertext[1:]
+        assert servers.upload(altered)["rejected"] == 1
         wait_for(lambda: servers.aggregated(spec) == 12, "the driver to aggregate every report")
+        assert_three_views_agree(servers, spec.name, accepted=12, rejected={"hpke-decrypt-error": 1})
     servers.end_day()
     with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
         status, release = servers.collect(spec.name)
     assert status == 200, release
-    assert release["report_count"] == 12 and not release["rejected"]
+    assert release["report_count"] == 12 and release["rejected"] == {"hpke-decrypt-error": 1}
     assert exact_sum(servers.leader_db, servers.helper_db, spec, today()) == (12, 12, truth("histogram", values))
+
+
+def assert_three_views_agree(servers: Aggregators, name: str, accepted: int, rejected: dict[str, int]) -> None:
+    "campaign show --url, GET /v1/campaigns/<name>/progress and /metrics of the running leader say the same"
+    _, progress = call("GET", f"{servers.leader_url}/v1/campaigns/{name}/progress", servers.admin)
+    (batch,) = progress["batches"]
+    assert (batch["state"], batch["accepted"], batch["aggregated"], batch["pending"], batch["rejected"],
+            batch["to_min_batch"]) == ("open", accepted, accepted, 0, rejected, 0)
+    shown = subprocess.run(ldp_command("campaign", "show", name, "--url", servers.leader_url, "--token",
+                                       servers.admin), capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["progress"] == progress
+    with urllib.request.urlopen(f"{servers.leader_url}/metrics", timeout=60) as response:
+        text = response.read().decode()
+    label = f'campaign="{name}"'
+    assert f'ldp_distributed_reports{{{label},state="aggregated"}} {float(accepted)}' in text
+    for reason, count in rejected.items():
+        assert f'ldp_distributed_rejected_reports{{{label},reason="{reason}"}} {float(count)}' in text
+
+
+def test_without_a_driver_run_jobs_reads_the_rotated_helper_key_into_the_listing(tmp_path, monkeypatch):
+    "--aggregate-interval 0 (jobs left to cron): ldp-telemetry run-jobs reads the helper's configs as the driver does"
+    servers = Aggregators(tmp_path)
+    with servers.helper(monkeypatch), servers.leader(monkeypatch, interval=0):
+        spec, _ = servers.create(spec_json("histogram", name="cron", min_batch=2))
+        leader_id, _ = listed_ids(servers, spec.name)
+        new_helper = rotate(servers.helper_db)
+        assert listed_ids(servers, spec.name)[1] != new_helper  # no driver: nothing read it yet
+        ran = subprocess.run(ldp_command("run-jobs", "--db", str(servers.leader_db), "--helper-url",
+                                         servers.helper_url, "--peer-token", PEER_TOKEN),
+                             capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        assert listed_ids(servers, spec.name) == (leader_id, new_helper)
 
 
 class Clock:

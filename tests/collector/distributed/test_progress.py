@@ -14,8 +14,11 @@ from click.testing import CliRunner
 from collector import auth
 from ldp_telemetry.cli import main
 
-from ..test_cli_and_docs import ROOT
+from ..helpers import on_both_backends
+from ..test_cli_and_docs import assert_openapi_documents_the_routes
 from .kit import Pair, encoded_report, end_day, honest_reports, spec_json, values_for
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 
 @pytest.fixture
@@ -123,15 +126,4 @@ def test_metric_labels_are_bounded_whatever_a_helper_answers(pair, monkeypatch):
 
 
 def test_the_leaders_openapi_document_names_every_route_and_the_docs_describe_them(pair):
-    document = pair.leader.get("/openapi.json").json
-    documented = {(path, method) for path, item in document["paths"].items() for method in item}
-    routes = set()
-    for rule in pair.leader_app.url_map.iter_rules():
-        if rule.endpoint == "static":
-            continue
-        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
-        routes |= {(path, m.lower()) for m in rule.methods - {"HEAD", "OPTIONS"}}
-    assert routes == documented
-    api_md = (ROOT / "docs" / "api.md").read_text()
-    for path, method in documented:
-        assert f"`{method.upper()} {path}`" in api_md, f"docs/api.md does not describe {method.upper()} {path}"
+    assert_openapi_documents_the_routes(pair.leader_app, pair.leader.get("/openapi.json").json)
