@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import uuid
 
 import pytest
 
+from collector.distributed.leader import create_jobs, run_job
+from collector.distributed.peer import PeerClient
 from collector.distributed.store import DistStore
 from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
 
 from ..helpers import on_both_backends
+from .kit import PEER_TOKEN, Pair, exact_sum, honest_reports, opened, query, spec_json, truth, values_for
+from .test_processes import today
 
 KEY = ("apps", "f" * 16, "2026-03-01")
+HOLD_SECONDS = 0.5
 # The distributed tables as the code before the shared migrations created them (their own version in dist_meta)
 OLD_DDL = """
 CREATE TABLE dist_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -153,3 +159,57 @@ def test_postgres_claims_skip_a_job_another_driver_is_claiming(storage):
         other._one("SELECT job_id FROM dist_jobs WHERE job_id = ? FOR UPDATE", (first_job,))
         claimed = store.claim_job("driver-b", 10)
         assert claimed is not None and claimed.job_id != first_job
+
+
+@on_both_backends
+def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch):
+    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
+    running): the helper counts its reports once and answers both alike, and the leader adds them once.  The first
+    helper transaction is held open until the second request is in, so that the two overlap."""
+    from collector.distributed import helper
+
+    arrived, both_in = [], threading.Event()
+    parse = helper.parse_job_request
+
+    def arriving(body):
+        arrived.append(1)
+        if len(arrived) == 2:
+            both_in.set()
+        return parse(body)
+
+    def hold(name: str) -> None:
+        if name == "helper-job-before-commit" and not getattr(hold, "held", False):
+            hold.held = True  # type: ignore[attr-defined]
+            both_in.wait(30)
+            time.sleep(HOLD_SECONDS)  # the second request runs up to the lock it waits for
+
+    monkeypatch.setattr(helper, "parse_job_request", arriving)
+    monkeypatch.setattr(helper, "failpoint", hold)
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    values = values_for("histogram", 24)
+    pair.upload(honest_reports(spec, block, values))
+    key = (spec.name, spec.fingerprint, today())
+    with opened(pair.leader_db) as store:
+        create_jobs(store, key)
+        ((job_id, _),) = store.pending_jobs()
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def driver() -> None:
+        with open_storage(pair.leader_db) as storage:
+            barrier.wait()
+            try:
+                outcomes.append(run_job(storage, DistStore(storage), PeerClient(pair.transport, PEER_TOKEN, retries=0),
+                                        job_id, key))
+            except BaseException as exc:  # noqa: BLE001 (reported below)
+                outcomes.append(exc)
+
+    threads = [threading.Thread(target=driver) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(sum(counts.values()) for counts in outcomes) == [0, 24], outcomes  # type: ignore[attr-defined]
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today()) == (24, 24, truth("histogram", values))
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
