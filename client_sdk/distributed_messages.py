@@ -39,6 +39,7 @@ class ProtocolError(str, Enum):
     INVALID_MEASUREMENT = "invalid-measurement"
     HPKE_DECRYPT_ERROR = "hpke-decrypt-error"
     HPKE_UNKNOWN_CONFIG_ID = "hpke-unknown-config-id"
+    OUTDATED_CONFIG = "outdated-config"  # sealed to a retired HPKE key (DAP's outdatedConfig): fetch the configs again
     REPORT_REPLAYED = "report-replayed"
     BATCH_COLLECTED = "batch-collected"
     BATCH_OPEN = "batch-open"

@@ -53,7 +53,7 @@ Hierarchy (the module on the right, when not this one)::
     │   └── PeerRefused                       permanent (a 4xx problem from the helper)
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
-    ├── DistributedNeedsSqlite                collector.distributed.store: distributed state needs SQLite
+    ├── NoFreeConfigId                        collector.distributed.hpke_keys: every HPKE config id is taken
     └── DemoStopped (RuntimeError)            demo.errors: a demo phase stops (the other failed, or Ctrl-C)
 
     PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)

@@ -90,7 +90,7 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
 
         checked_helper_url(str(settings["HELPER_URL"]))  # https, or http to loopback only
     with open_storage(settings["DATABASE"]) as storage:
-        DistStore(storage).migrate()  # DistributedNeedsSqlite for a postgresql:// URL
+        DistStore(storage).migrate()
     # Collections calibrate their noise with estimators.distributed, whose scipy imports cost about a second of
     # CPU: paid here, as the worker starts, not inside the first collection (on the helper, while the leader
     # waits for its answer), and in this thread, before any request thread could import it concurrently.
@@ -105,7 +105,8 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
         from .distributed.leader import Driver
 
         driver = Driver(str(settings["DATABASE"]), str(settings["HELPER_URL"]), str(settings["PEER_TOKEN"]),
-                        float(settings["AGGREGATE_INTERVAL"]))
+                        float(settings["AGGREGATE_INTERVAL"]), lease_seconds=float(settings["JOB_LEASE"]),
+                        refresh_interval=float(settings["HPKE_REFRESH_INTERVAL"]))
         app.extensions["ldp_aggregation_driver"] = driver
         driver.start()
 

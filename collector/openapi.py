@@ -1,14 +1,14 @@
 """The OpenAPI 3.0 document of the collector, served at ``/openapi.json``.
 
 Written by hand next to the views so it stays readable; a test checks that it names every route of the app and
-that docs/api.md describes every operation in it.
+that docs/api.md describes every operation in it.  A leader (``serve --role leader``) adds ``LEADER_PATHS``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, current_app, jsonify
 
 from client_sdk.spec import MAX_EPSILON, MAX_RANGE_MAGNITUDE, MECHANISMS, MIN_EPSILON
 
@@ -229,7 +229,55 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
+BATCH_PROGRESS = {
+    "type": "object",
+    "required": ["batch", "state", "accepted", "rejected", "pending", "pending_in_jobs", "aggregated", "min_batch",
+                 "to_min_batch"],
+    "properties": {
+        "batch": {"type": "string", "format": "date"},
+        "state": {"type": "string", "enum": ["open", "ready", "below_min_batch", "collecting", "collected"]},
+        "accepted": {"type": "integer"}, "pending": {"type": "integer"}, "pending_in_jobs": {"type": "integer"},
+        "aggregated": {"type": "integer"}, "min_batch": {"type": "integer"}, "to_min_batch": {"type": "integer"},
+        "rejected": {"type": "object", "additionalProperties": {"type": "integer"},
+                     "description": "rejected reports by reason (the protocol's problem type slugs)"},
+    },
+}
+PROGRESS = {
+    "type": "object", "required": ["campaign", "version", "fingerprint", "min_batch", "totals", "batches"],
+    "properties": {"campaign": {"type": "string"}, "version": {"type": "integer"}, "fingerprint": {"type": "string"},
+                   "min_batch": {"type": "integer"}, "totals": {"type": "object"},
+                   "batches": {"type": "array", "items": BATCH_PROGRESS, "description": "newest first"}},
+}
+LEADER_PATHS: dict[str, Any] = {
+    "/v1/hpke_config": {"get": {
+        "operationId": "hpkeConfig", "summary": "This aggregator's HPKE configs, newest first (no key)", "security": [],
+        "responses": {"200": _json({"type": "object"}, "{configs: [...]}"), **_problem_responses()}}},
+    "/v1/campaigns/{name}/collect": {"post": {
+        "operationId": "collectBatch", "summary": "Collect one batch of a distributed campaign (admin key)",
+        "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+        "requestBody": {"required": True, "content": {JSON: {"schema": {
+            "type": "object", "required": ["batch"], "properties": {"batch": {"type": "string", "format": "date"},
+                                                                    "version": {"type": "integer"}}}}}},
+        "responses": {"200": _json({"type": "object"}, "the release"),
+                      **_problem_responses(400, 401, 403, 404, 409, 502)}}},
+    "/v1/campaigns/{name}/releases": {"get": {
+        "operationId": "listReleases", "summary": "Every release of a distributed campaign (admin key)",
+        "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+        "responses": {"200": _json({"type": "object"}, "{campaign, releases}"),
+                      **_problem_responses(401, 403, 404, 409)}}},
+    "/v1/campaigns/{name}/progress": {"get": {
+        "operationId": "campaignProgress",
+        "summary": "Per batch: reports accepted, rejected by reason, pending, aggregated, distance to min_batch "
+                   "(admin key)",
+        "security": ADMIN, "parameters": [CAMPAIGN_NAME, VERSION],
+        "responses": {"200": _json(PROGRESS, "the campaign version's progress"),
+                      **_problem_responses(400, 401, 403, 404, 409)}}},
+}
+
+
 @blueprint.get("/openapi.json")
 def openapi() -> Response:
-    "The OpenAPI document"
+    "The OpenAPI document (with the leader's routes on a leader)"
+    if current_app.config.get("ROLE") == "leader":
+        return jsonify({**DOCUMENT, "paths": {**DOCUMENT["paths"], **LEADER_PATHS}})
     return jsonify(DOCUMENT)

@@ -165,6 +165,7 @@ class Client:
             url, headers, self.state, self._send, self._uploader, shipped=shipped, trusted=trusted,
             cached_at=cached_at, wanted=(*campaigns, *shipped, *held_campaigns), spec_ttl=spec_ttl, clock=clock,
             wake=self._wake, log_once=log_once)
+        self._uploader.on_stale_keys = self._specs.expire  # a refusal naming a retired key: fetch the listing again
         self._recorder = Recorder(
             self.state_dir, self.state, self.queue, self.ledger, self.held, self._specs, rng=rng,
             policy=policy or ReportPolicy(), policies=dict(policies or {}), batch_size=batch_size,
@@ -332,6 +333,8 @@ class Client:
                     result.dropped = self.queue.drop_expired(self.clock())
                     uploader.deliver(result, deadline, retry)
                     remaining = None
+                if self._specs.keys_refused:  # sealed to a key an aggregator retired: the next report uses the new
+                    self._specs.refresh(max(0.001, min(self.timeout, deadline - time.monotonic())))
                 uploader.account_background(result)
             finally:
                 uploader.lock.release()

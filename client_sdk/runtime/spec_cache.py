@@ -71,6 +71,7 @@ class SpecCache:
         self.helper_configs_loaded = False
         self.helper_configs_wanted = False
         self.sealers: dict[str, tuple[Any, Any]] = {}
+        self.keys_refused = False  # an aggregator refused a report's HPKE key: fetch the listing after this send
 
     def has_spec(self, campaign: str) -> bool:
         "A spec fetched, cached or shipped (one the collector has not listed as unknown)"
@@ -116,6 +117,18 @@ class SpecCache:
             self.wake.set()
             return RecordStatus.SPEC_UNAVAILABLE
         return held[0]
+
+    def expire(self, campaign: str) -> None:
+        """Fetch ``campaign``'s listing (and the helper's configs) again at the next chance: an aggregator refused a
+        report as sealed to a key it retired or does not know.  Takes no lock: the uploader calls it while sending."""
+        held = self.specs.get(campaign)
+        if held is not None:
+            self.specs[campaign] = (held[0], float("-inf"))
+        if campaign in self.cached_at:
+            self.cached_at[campaign] = float("-inf")
+        self.wanted.add(campaign)
+        self.keys_refused = True
+        self.wake.set()
 
     def needed(self) -> bool:
         "Whether a wanted spec (or the helper's configs) is missing or older than ``spec_ttl``"
@@ -165,6 +178,7 @@ class SpecCache:
             if any(spec.trust == "distributed" for spec, _, _ in fresh.values()):
                 self.fetch_helper_configs(timeout)  # with every listing: the helper may have rotated its key
             self.checked = now
+            self.keys_refused = False
             self.uploader.succeeded()
             return True
 

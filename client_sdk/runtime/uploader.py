@@ -30,12 +30,14 @@ logger = logging.getLogger("client_sdk")
 GZIP_MIN_BYTES = 2048
 # Distributed reports the leader refused for their batch (each names one, sealed into its shares: never moved to
 # another): collected already (the device's clock lagged by more than the leader's collection grace, or it stayed
-# offline past it), or too far ahead of the leader's clock.  Counted by name (``status().dropped``)
-# Distributed reports the leader refused for their batch (each names one, sealed into its shares: never moved to
-# another): collected already (the device's clock lagged by more than the leader's collection grace, or it stayed
-# offline past it), or too far ahead of the leader's clock.  Counted by name (``status().dropped``)
+# offline past it), or too far ahead of the leader's clock.  Or sealed to an
+# HPKE key the aggregator has retired (``outdated-config``: the report was sealed when recorded and its value is
+# not kept, so it cannot be sealed again).  Counted by name (``status().dropped``)
 BATCH_REJECTIONS = {ProtocolError.BATCH_COLLECTED: "rejected_batch_collected",
-                    ProtocolError.BATCH_IN_FUTURE: "rejected_batch_in_future"}
+                    ProtocolError.BATCH_IN_FUTURE: "rejected_batch_in_future",
+                    ProtocolError.OUTDATED_CONFIG: "rejected_outdated_config"}
+# Refusals that say the device's copy of an aggregator's HPKE configs is stale: its campaign listing is fetched again
+STALE_KEY_REJECTIONS = (ProtocolError.OUTDATED_CONFIG, ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
 
 Send = Callable[[Request, "float | None"], Response]
 
@@ -69,6 +71,7 @@ class Uploader:
         self.clock, self.sleep = clock, sleep
         self.jitter: Jitter = jitter or SecureJitter()
         self.on_condition = on_condition
+        self.on_stale_keys: Callable[[str], None] | None = None  # set by the client: its spec cache's ``expire``
         self.upload_enabled, self.closed = upload_enabled, closed
         self.lock = threading.Lock()
         self.batch_limit = batch_size
@@ -173,6 +176,9 @@ class Uploader:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
             rejections = {counter: sum(slug in reason for reason in verdict.values())
                           for slug, counter in BATCH_REJECTIONS.items()}
+            if self.on_stale_keys is not None and any(slug in reason for slug in STALE_KEY_REJECTIONS
+                                                      for reason in verdict.values()):
+                self.on_stale_keys(campaign)
             if acknowledged is None:
                 self.queue.remove(ids, rejections)
             else:

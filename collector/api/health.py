@@ -38,6 +38,14 @@ def readyz() -> Response:
 
 @blueprint.get("/metrics")
 def metrics() -> Response:
-    "Prometheus text exposition of every worker's counters"
+    "Prometheus text exposition of every worker's counters (and on a leader, its distributed campaigns' progress)"
     text = current_app.extensions["ldp_metrics"].exposition()
+    if current_app.config.get("ROLE") == "leader":
+        from ..auth import clock_now
+        from ..distributed.metrics import progress_exposition
+        from ..distributed.store import DistStore
+
+        storage = get_storage()
+        text += progress_exposition(storage, DistStore(storage), now=clock_now(),
+                                    grace=float(current_app.config["COLLECT_GRACE"]))
     return Response(text, mimetype="text/plain", content_type="text/plain; version=0.0.4; charset=utf-8")

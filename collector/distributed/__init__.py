@@ -1,6 +1,7 @@
 """Distributed campaigns on the collector: the leader and helper roles of two aggregators (Prio3, DAP-like).
 
-``store`` (the SQLite tables of both roles), ``hpke_keys`` (each aggregator's HPKE key pair), ``aggregation``
+``store`` (the tables of both roles and every statement on them, SQLite or PostgreSQL; ``schema`` their DDL),
+``hpke_keys`` (each aggregator's HPKE key pair), ``aggregation``
 (verification, shares, noise and unsharding, no I/O), ``helper`` and ``leader`` (the two sides of the protocol; the
 leader a package with one module per stage; their messages are ``client_sdk.distributed_messages``),
 ``peer`` (the leader's HTTP client to the helper), ``api`` (the blueprints and the hooks of the collector's views).

@@ -50,6 +50,11 @@ def dist_store() -> DistStore:
     return DistStore(get_storage())
 
 
+def overlap_days() -> int:
+    "Days an older HPKE key still opens reports after its successor was made (``serve --hpke-overlap-days``)"
+    return int(current_app.config.get("HPKE_OVERLAP_DAYS", hpke_keys.DEFAULT_OVERLAP_DAYS))
+
+
 def peer_client() -> PeerClient:
     "The leader's client to its helper (a test may put a transport in app.extensions['ldp_peer_transport'])"
     transport = current_app.extensions.get("ldp_peer_transport")
@@ -106,7 +111,7 @@ def ingest(items: list[tuple[int, dict, CampaignVersion]], day: str) -> leader.U
         reason = "is a distributed campaign: it takes reports on its leader only"
         result.rejected = [(i, r["report_id"], "campaign", reason) for i, r, _ in items]
         return result
-    return leader.accept_reports(dist_store(), items, day)
+    return leader.accept_reports(dist_store(), items, day, overlap_days())
 
 
 def estimate(campaign: CampaignVersion, confidence: float) -> dict:
@@ -135,8 +140,8 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
 @public.get("/v1/hpke_config")
 @browser_route  # a page's device fetches the helper's config from the helper itself (sdk-js)
 def hpke_config() -> Response:
-    "This aggregator's HPKE configs (no key needed: devices and the leader read them)"
-    return jsonify({"configs": hpke_keys.configs(dist_store())})
+    "This aggregator's HPKE configs, newest first (no key needed: devices and the leader read them)"
+    return jsonify({"configs": hpke_keys.configs(dist_store(), utc_today(), overlap_days())})
 
 
 # -- peer (helper) ------------------------------------------------------------------------------------------------
@@ -188,7 +193,7 @@ def peer_campaign(name: str) -> tuple[Response, int]:
 @peer.put("/v1/peer/aggregation_jobs/<job_id>")
 def peer_job(job_id: str) -> Response:
     "Verify and aggregate one job of reports (the same job id again: the stored answer)"
-    return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body()))
+    return jsonify(helper.aggregation_job(get_storage(), dist_store(), job_id, _peer_body(), overlap_days()))
 
 
 @peer.post("/v1/peer/aggregate_shares")
@@ -226,11 +231,27 @@ def collect(name: str) -> Response:
     campaign = _campaign(name, version)
     try:
         return jsonify(leader.collect(get_storage(), dist_store(), peer_client(), campaign, batch,
-                                      grace=float(current_app.config["COLLECT_GRACE"])))
+                                      grace=float(current_app.config["COLLECT_GRACE"]),
+                                      lease_seconds=float(current_app.config["JOB_LEASE"])))
     except leader.CollectError as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}
+        extra.update(exc.extra)
         raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers, **extra) from None
+
+
+@leader_api.get("/v1/campaigns/<name>/progress")
+@require("admin")
+def progress(name: str) -> Response:
+    "Where each batch of a version stands: accepted, rejected by reason, pending, aggregated, distance to min_batch"
+    version = request.args.get("version")
+    if version is not None and not (version.isdigit() and 1 <= int(version) <= 2**31):
+        raise invalid("version", "must be a positive integer")
+    campaign = _campaign(name, int(version) if version is not None else None)
+    from ..auth import clock_now
+
+    return jsonify(leader.campaign_progress(dist_store(), campaign, now=clock_now(),
+                                            grace=float(current_app.config["COLLECT_GRACE"])))
 
 
 @leader_api.get("/v1/campaigns/<name>/releases")

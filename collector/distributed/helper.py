@@ -18,6 +18,7 @@ average it away).  Nothing the leader sends reaches this noise.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import uuid
@@ -95,9 +96,8 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
                           "verify_key")
     campaign, created = storage.create_campaign(source, day)
     if known is None:
-        with store.transaction() as conn:
-            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"),
-                               conn)
+        with store.transaction():
+            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"))
     return campaign, created
 
 
@@ -121,8 +121,14 @@ def _batch(value: Any) -> str:
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
-def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: Any) -> dict:
-    "Run (or replay the stored answer of) one aggregation job; see the module doc"
+def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: Any,
+                    overlap_days: int = hpke_keys.DEFAULT_OVERLAP_DAYS) -> dict:
+    """Run (or replay the stored answer of) one aggregation job; see the module doc.
+
+    A share sealed to a retired key of this helper is rejected ``outdated-config`` if its batch is after the key's
+    retirement day: the leader refuses such shares at upload from that day on (when it has read the helper's
+    configs since), and a report it accepted the day before may name the next day's batch (a device's clock ahead),
+    so an acknowledged report is never refused here for a key that retired while its job waited."""
     try:
         uuid.UUID(job_id)
     except ValueError:
@@ -133,7 +139,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {campaign, fingerprint, batch, reports: "
                           "[...]}", "body") from None
     request_digest = digest(body)
-    stored = DistStore.helper_job(store.conn, job_id)
+    stored = store.helper_job(job_id)
     if stored is not None:
         return _replayed(stored, request_digest)
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
@@ -142,7 +148,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
-    pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per job, not per report
+    keys = hpke_keys.keys(store)  # once per job, not per report
+    as_of = (dt.date.fromisoformat(key[2]) - dt.timedelta(days=1)).isoformat()  # retired for batches after the day
+    pairs, retired = keys.usable(as_of, overlap_days), keys.retired(as_of, overlap_days)
     ids: list[bytes] = []
     for position, report in enumerate(entries):
         if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
@@ -163,7 +171,9 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             continue  # VerifyError is a ValueError: a malformed leader message or share
         pair = pairs.get(config_id) if type(config_id) is int else None
         if pair is None:
-            results[-1]["error"] = ProtocolError.HPKE_UNKNOWN_CONFIG_ID
+            retired_key = type(config_id) is int and config_id in retired
+            results[-1]["error"] = (ProtocolError.OUTDATED_CONFIG if retired_key
+                                    else ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
             continue
 
         input_share = None
@@ -199,31 +209,30 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         results[position] = job_answer_entry(results[position]["report_id"],
                                              vdaf.vdaf.encode_verifier_message(message))
 
-    with store.transaction() as conn:
-        stored = DistStore.helper_job(conn, job_id)  # a concurrent retry of the same job committed first
+    with store.transaction():
+        # the batch's aggregate share first: two processes running jobs of one batch (or one job twice, retried by
+        # two leader processes) take turns here, and each reads what the other committed
+        count, share = store.lock_agg_share(key)
+        stored = store.helper_job(job_id)  # a concurrent retry of the same job committed first
         if stored is not None:
             return _replayed(stored, request_digest)
-        collected = store.batch_state(key, conn) != "open"
-        replayed = DistStore.seen_ids(conn, ids)
+        collected = store.batch_state(key) != "open"
+        replayed = store.seen_ids(ids)
         for position, report_id in enumerate(ids):
             if report_id in replayed or collected:
                 outputs.pop(position, None)
                 results[position] = job_answer_entry(
                     results[position]["report_id"], error=ProtocolError.REPORT_REPLAYED if report_id in replayed
                     else ProtocolError.BATCH_COLLECTED)
-        count, share = store.agg_share(key, conn)
         valid = sorted(outputs)
         if valid:
             total = vdaf.add(vdaf.decode(share), [outputs[p] for p in valid])
-            DistStore.put_agg_share(conn, key, count + len(valid), vdaf.encode(total))
+            store.put_agg_share(key, count + len(valid), vdaf.encode(total))
         # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
         # (from anyone holding the peer token) is rejected by name and burns nothing.
-        fresh = [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed]
-        conn.executemany("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in fresh])
+        store.add_seen(key, job_id, [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed])
         answer = {"reports": results}
-        conn.execute("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, response) "
-                     "VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+        store.put_helper_job(job_id, key, request_digest, answer)
         failpoint("helper-job-before-commit")
     failpoint("helper-job-committed")
     return answer
@@ -265,10 +274,10 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
                           "batch")
     noisy = vdaf.add_noise(vdaf.decode(share))  # this helper's own noise: alone, it protects the release
     out = {"report_count": count, "aggregate_share": b64url(vdaf.encode(noisy))}
-    with store.transaction() as conn:
-        raced = store.batch_state(key, conn) == "collected"
+    with store.transaction():
+        raced = store.lock_batch(key, exclusive=True) == "collected"
         if not raced:
-            DistStore.set_batch(conn, key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
+            store.set_batch(key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
         return aggregate_share(storage, store, body)
     return out

@@ -54,6 +54,12 @@ class StorageBase:
     # Take the rate token at the end of the insert transaction rather than first: where the bucket is locked per
     # key (PostgreSQL), requests of one key then hold that lock through their commit only, not through the insert.
     charge_after_insert = False
+    dialect = ""  # "sqlite" or "postgresql": the few statements written per backend (collector.distributed.store)
+
+    @property
+    def location(self) -> str:
+        "The database file or URL (a key for per-database caches)"
+        raise NotImplementedError
 
     def close(self) -> None:
         raise NotImplementedError
@@ -117,6 +123,12 @@ class StorageBase:
         "Run a statement; the number of rows it changed"
         with self._connection() as conn:
             return int(conn.execute(self._sql(sql), params).rowcount)
+
+    def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        "Run a statement once per row of parameters"
+        if rows:
+            with self._connection() as conn:
+                conn.cursor().executemany(self._sql(sql), rows)
 
     def _chunks(self, sql: str, params: Sequence[Any] = ()) -> Iterator[list[Any]]:
         "The rows of a query, REBUILD_CHUNK at a time"

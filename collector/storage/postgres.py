@@ -38,6 +38,7 @@ import psycopg_pool
 
 import estimators
 
+from ..distributed import schema as dist_schema
 from ..errors import DatabaseCorrupt, DatabaseLocked, DiskFull, StorageUnavailable
 from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from . import base as _base
@@ -78,6 +79,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE api_keys ADD COLUMN is_public integer NOT NULL DEFAULT 0",
         "ALTER TABLE api_keys ADD COLUMN campaigns text",
     )),
+    # the distributed campaigns' tables (leader and helper), with the job leases
+    (4, dist_schema.statements("postgresql")),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -112,6 +115,7 @@ class PostgresStorage(StorageBase):
     "A view of the collector database on a PostgreSQL server; cheap to open, one per request thread or command"
 
     charge_after_insert = True
+    dialect = "postgresql"
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 10_000, pooled: bool = False) -> None:
         self.url = url
@@ -119,6 +123,10 @@ class PostgresStorage(StorageBase):
         self._pool = shared_pool(url, self.busy_timeout) if pooled else None
         self._conn: psycopg.Connection | None = None
         self._tx: psycopg.Connection | None = None
+
+    @property
+    def location(self) -> str:
+        return self.url
 
     def close(self) -> None:
         if self._conn is not None:

@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..distributed import schema as dist_schema
 from ..errors import (
     DatabaseLocked,
     RateLimited,
@@ -37,8 +38,10 @@ from .rows import _day_number, _ids_bytes, _ids_joined, merged_counts
 from .sqlite_schema import (
     BASE_SCHEMA,
     DAY_FILTERS_TABLE,
+    DIST_SCHEMA_VERSION,
     FILTERS_SCHEMA_VERSION,
     KEY_SCOPES_SCHEMA_VERSION,
+    LATEST_SCHEMA_VERSION,
     LIFETIMES_SCHEMA_VERSION,
     REPORTS_TABLE,
     SCHEMA_VERSION,
@@ -77,6 +80,8 @@ _checkpoint_count_lock = threading.Lock()
 class Storage(StorageBase):
     "The SQLite backend: a connection to the collector database file; cheap to open, one per request or command"
 
+    dialect = "sqlite"
+
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout_ms / 1000
@@ -89,6 +94,10 @@ class Storage(StorageBase):
         self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         self._lock_fd: int | None = None
         self._lock_closer: Any = None
+
+    @property
+    def location(self) -> str:
+        return str(self.path.resolve())
 
     @cached_property
     def db(self) -> sqlite_utils.Database:
@@ -115,12 +124,18 @@ class Storage(StorageBase):
     def migrate(self) -> None:
         "Create the tables if they are missing and switch the file to WAL; idempotent"
         self.conn.execute("PRAGMA journal_mode = WAL")
+        before = self.conn.execute("PRAGMA user_version").fetchone()[0]
         for statement in BASE_SCHEMA:
             self.conn.execute(statement)
         self._migrate_reports()
         self._migrate_lifetimes()
         self._migrate_day_filters()
         self._migrate_key_scopes()
+        self._migrate_distributed()
+        if before < LATEST_SCHEMA_VERSION:
+            # the migration's pages (a new file: every table and index) leave the WAL at once, so that the WAL's
+            # size is set by the commits of reports, which the checkpoint policy bounds
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _schema_step(self, version: int, apply: Callable[[sqlite3.Connection], object]) -> None:
         """``apply(conn)`` and ``PRAGMA user_version = version`` in one transaction, unless the file is at
@@ -177,6 +192,18 @@ class Storage(StorageBase):
                 conn.execute("ALTER TABLE api_keys ADD COLUMN campaigns TEXT")
 
         self._schema_step(KEY_SCOPES_SCHEMA_VERSION, apply)
+
+    def _migrate_distributed(self) -> None:
+        "Version 6: the distributed tables, with the job leases (a file that had them gets the lease columns)"
+        def apply(conn: sqlite3.Connection) -> None:
+            for statement in dist_schema.statements("sqlite"):
+                conn.execute(statement)
+            for table, column, kind in dist_schema.ADDED_COLUMNS:
+                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            conn.execute("DROP TABLE IF EXISTS dist_meta")  # the distributed tables' own version, before this step
+
+        self._schema_step(DIST_SCHEMA_VERSION, apply)
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}

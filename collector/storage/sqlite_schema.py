@@ -10,7 +10,10 @@ LIFETIMES_SCHEMA_VERSION = 3
 FILTERS_SCHEMA_VERSION = 4
 # 5 = api_keys.is_public and api_keys.campaigns (the campaigns a scoped key may read and report to)
 KEY_SCOPES_SCHEMA_VERSION = 5
-LATEST_SCHEMA_VERSION = KEY_SCOPES_SCHEMA_VERSION  # what migrate() leaves
+# 6 = the distributed campaigns' tables (collector.distributed.schema; files made before kept their schema version
+# in a dist_meta table, dropped by this step) with the job leases of dist_jobs
+DIST_SCHEMA_VERSION = 6
+LATEST_SCHEMA_VERSION = DIST_SCHEMA_VERSION  # what migrate() leaves
 DAY_FILTERS_TABLE = """CREATE TABLE IF NOT EXISTS day_filters (
     day INTEGER PRIMARY KEY,
     reports INTEGER NOT NULL,

@@ -27,6 +27,8 @@ COMMANDS = {
     "campaign": ("ldp_telemetry.cli.collector", "campaign",
                  "Create, list, show and close campaigns (local --db, or a running collector with --url and --token)."),
     "aggregates": ("ldp_telemetry.cli.collector", "aggregates", "Maintain the per-day aggregates."),
+    "hpke-keys": ("ldp_telemetry.cli.hpke", "hpke_keys",
+                  "Rotate and list a leader's or helper's HPKE keys (the keys devices seal reports to)."),
     "run-jobs": ("ldp_telemetry.cli.collector", "run_jobs",
                  "Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."),
     "report": ("ldp_telemetry.cli.report", "report",

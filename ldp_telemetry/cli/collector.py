@@ -121,16 +121,22 @@ def _fail(message: str) -> None:
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
 @click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
               help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--job-lease", default=None, type=click.FloatRange(1),
+              help="Leader: seconds an aggregation job stays with the driver that claimed it; a crashed driver's job "
+                   "is taken over by another after this (env LDP_JOB_LEASE) [default: 60].")
 @click.option("--collect-grace", default=None, type=click.FloatRange(0),
               help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
                    "queued on devices that day [default: 3600].")
+@click.option("--hpke-overlap-days", default=None, type=click.IntRange(0, 3650), envvar="LDP_HPKE_OVERLAP_DAYS",
+              help="Leader or helper: days an older HPKE key still opens reports after 'hpke-keys rotate' "
+                   "(env LDP_HPKE_OVERLAP_DAYS) [default: 7].")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
-          collect_grace: float | None,
+          job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
     """Run the collector under gunicorn until interrupted.
@@ -138,15 +144,13 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
     workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
     fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
-    from collector.storage import is_database_url
-
     config: dict[str, Any] = {"ROLE": role}
     if role != "standalone":
-        if is_database_url(database):
-            _fail(f"--role {role} keeps its state in SQLite only: give --db a file, not a postgresql:// URL")
         if not peer_token:
             _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
         config["PEER_TOKEN"] = peer_token
+        if hpke_overlap_days is not None:
+            config["HPKE_OVERLAP_DAYS"] = hpke_overlap_days
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
@@ -154,6 +158,8 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
         if collect_grace is not None:
             config["COLLECT_GRACE"] = collect_grace
+        if job_lease is not None:
+            config["JOB_LEASE"] = job_lease
     from collector.cors import parse_origins
 
     try:  # checked here, before gunicorn starts workers that would fail one by one
@@ -334,19 +340,44 @@ def campaign_list(database: str | None, url: str | None, token: str | None, as_j
 @click.argument("name")
 @click.option("--version", "version", type=click.IntRange(1), default=None, help="Version [default: latest].")
 def campaign_show(database: str | None, url: str | None, token: str | None, name: str, version: int | None) -> None:
-    "Print one campaign version as JSON (with its report count when read from --db)."
+    """Print one campaign version as JSON (with its report count when read from --db).
+
+    A distributed campaign on its leader also shows its "progress": per batch, reports accepted, rejected by reason,
+    pending, aggregated, the distance to min_batch and the batch's state (open, ready, below_min_batch, ...)."""
     from collector.storage import CampaignNotFound
 
     if _target(database, url, token) == "url":
         query = f"?version={version}" if version else ""
-        click.echo(json.dumps(_api("GET", str(url), str(token), _campaign_path(name, query))[1], indent=2))
+        out = _api("GET", str(url), str(token), _campaign_path(name, query))[1]
+        if out.get("spec", {}).get("trust") == "distributed":
+            out["progress"] = _api("GET", str(url), str(token), _campaign_path(name, "/progress" + query))[1]
+        click.echo(json.dumps(out, indent=2))
         return
     with _storage(str(database)) as storage:
         try:
             item = storage.get_campaign(name, version)
         except CampaignNotFound as exc:
             _fail(str(exc))
-        click.echo(json.dumps({**_campaign_json(storage, item), "reports": storage.count_reports(name)}, indent=2))
+        out = {**_campaign_json(storage, item), "reports": storage.count_reports(name)}
+        if getattr(item.spec, "trust", "local") == "distributed":
+            out["progress"] = _progress(storage, item)
+        click.echo(json.dumps(out, indent=2))
+
+
+def _progress(storage: Any, item: Any) -> dict | None:
+    "A distributed campaign's progress from a leader's database (None elsewhere), as its serve would answer it"
+    from collector.app import DEFAULTS
+    from collector.auth import clock_now
+    from collector.distributed.leader import campaign_progress
+    from collector.distributed.store import DistStore
+
+    store = DistStore(storage)
+    store.migrate()
+    known = store.campaign(item.name, item.fingerprint)
+    if known is None or known.role != "leader":
+        return None
+    grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
+    return campaign_progress(store, item, now=clock_now(), grace=grace)
 
 
 @campaign.command("close")
@@ -382,16 +413,13 @@ def _check_helper_url(url: str) -> None:
 def _leader(database: str, helper_url: str | None, peer_token: str | None) -> tuple[Any, Any, Any]:
     "(storage, distributed store, peer client) of a leader database"
     from collector.distributed.peer import PeerClient
-    from collector.distributed.store import DistributedNeedsSqlite, DistStore
+    from collector.distributed.store import DistStore
 
     if not helper_url or not peer_token:
         _fail("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and LDP_PEER_TOKEN)")
     _check_helper_url(str(helper_url))
     storage = _storage(database)
-    try:
-        store = DistStore(storage)
-    except DistributedNeedsSqlite as exc:
-        _fail(str(exc))
+    store = DistStore(storage)
     store.migrate()
     return storage, store, PeerClient.for_url(str(helper_url), str(peer_token))
 
@@ -423,11 +451,13 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
     from collector.storage import CampaignNotFound
 
     grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
+    lease = float(os.environ.get("LDP_JOB_LEASE") or DEFAULTS["JOB_LEASE"])
     storage, store, peer = _leader(str(database), helper_url, peer_token)
     with storage:
         try:
             item = storage.get_campaign(name)
-            click.echo(json.dumps(collect(storage, store, peer, item, day, grace=grace), indent=2))
+            click.echo(json.dumps(collect(storage, store, peer, item, day, grace=grace, lease_seconds=lease),
+                                  indent=2))
         except CampaignNotFound as exc:
             _fail(str(exc))
         except CollectError as exc:
@@ -438,16 +468,25 @@ def campaign_collect(database: str | None, url: str | None, token: str | None, h
 @DB_OPTION
 @HELPER_URL_OPTION
 @PEER_TOKEN_OPTION
-def run_jobs(database: str, helper_url: str | None, peer_token: str | None) -> None:
-    """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer)."""
-    from collector.distributed.leader import PendingWork, aggregator_lock, run_pending
+@click.option("--job-lease", default=None, type=click.FloatRange(1), envvar="LDP_JOB_LEASE",
+              help="Seconds a claimed job stays with this command (env LDP_JOB_LEASE) [default: 60].")
+def run_jobs(database: str, helper_url: str | None, peer_token: str | None, job_lease: float | None) -> None:
+    """Run the pending aggregation jobs of this leader once (exit 1 if the helper does not answer).
+
+    Jobs another driver holds (a leader's worker, another run-jobs) are left to it; safe to run at any time.  Reads
+    the helper's HPKE configs again first (a rotated helper key reaches the campaign listing, as the driver does)."""
+    from collector.app import DEFAULTS
+    from collector.distributed.leader import PendingWork, refresh_helper_configs, run_pending
+    from collector.distributed.peer import PeerError
 
     storage, store, peer = _leader(database, helper_url, peer_token)
-    with storage, aggregator_lock(database, 60.0) as held:
-        if not held:
-            _fail("another process is running this leader's jobs")
+    with storage:
         try:
-            summary = run_pending(storage, store, peer)
+            refresh_helper_configs(store, peer)
+        except PeerError as exc:  # the jobs below say what a helper that does not answer means for them
+            click.echo(f"warning: the helper's HPKE configs were not read again ({exc})", err=True)
+        try:
+            summary = run_pending(storage, store, peer, lease_seconds=job_lease or float(DEFAULTS["JOB_LEASE"]))
         except PendingWork as exc:
             click.echo(json.dumps(exc.summary.to_dict(), indent=2))
             _fail(f"the helper did not answer; {exc.summary.pending_jobs} jobs stay pending, retry later")

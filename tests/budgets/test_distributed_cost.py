@@ -24,8 +24,8 @@ def pair(tmp_path):
 def test_the_hpke_keys_are_read_once_per_upload_and_per_job_whatever_the_reports(pair, monkeypatch):
     spec, block = pair.create(spec_json("histogram"))
     reads: list[int] = []
-    original = hpke_keys.key_pairs
-    monkeypatch.setattr(hpke_keys, "key_pairs", lambda store: reads.append(1) or original(store))
+    original = hpke_keys.keys
+    monkeypatch.setattr(hpke_keys, "keys", lambda store: reads.append(1) or original(store))
     counts = []
     for n in (3, 30):
         reads.clear()

@@ -47,11 +47,10 @@ def leader_db(tmp_path_factory):
         broken, _ = storage.create_campaign({**SPEC, "name": "broken"}, DAYS[0])
         rows = [stored_release(old, DAYS[0], rng)] + [stored_release(current, day, rng) for day in DAYS]
         rows.append({**stored_release(broken, DAYS[0], rng, epsilon=2.0), "campaign": "broken"})
-        with store.transaction() as conn:
+        with store.transaction():
             for release in rows:
-                conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) VALUES "
-                             "(?, ?, ?, ?, ?)", (release["campaign"], release["fingerprint"], release["version"],
-                                                 release["batch"], json.dumps(release)))
+                store.put_release((release["campaign"], release["fingerprint"], release["batch"]),
+                                  release["version"], release)
         releases = rows[1:-1]
     return path, current.spec, releases
 

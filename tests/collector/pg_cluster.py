@@ -94,10 +94,12 @@ class PostgresCluster:
 
 
 def empty_database(url: str) -> None:
-    "Delete every row of the collector's tables (the schema stays)"
+    "Delete every row of the collector's tables, distributed ones included (the schema stays)"
+    from collector.distributed import schema
+
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE campaigns, report_versions, reports, aggregates, api_keys, rate_buckets "
-                     "RESTART IDENTITY")
+        conn.execute("TRUNCATE campaigns, report_versions, reports, aggregates, api_keys, rate_buckets, "
+                     f"{', '.join(schema.TABLES)} RESTART IDENTITY")
 
 
 def _free_port() -> int:

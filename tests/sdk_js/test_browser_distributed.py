@@ -28,7 +28,7 @@ def test_example_page_records_into_a_distributed_campaign_and_the_release_counts
     shutil.copy(EXAMPLE, pages / "index.html")
     for built in (sdk_js / "dist" / "browser").iterdir():
         shutil.copy(built, pages / built.name)
-    with page_server(pages) as origin, aggregators(tmp_path, ("--cors-origin", origin)) as servers:
+    with page_server(pages) as origin, aggregators(tmp_path, extra=("--cors-origin", origin)) as servers:
         servers.create(histogram_spec("browser_dist", DOMAIN, min_batch=2))
         public = subprocess.run(ldp_command("keys", "create", "--role", "ingest", "--public", "--campaign",
                                             "browser_dist", "--db", str(servers.leader_db)),

@@ -12,7 +12,7 @@ from ...storage import CampaignVersion, StorageBase
 from .. import hpke_keys
 from ..aggregation import CampaignVdaf
 from ..peer import PeerClient
-from ..store import DistCampaign, DistStore
+from ..store import DistCampaign, DistStore, helper_config_block
 
 
 def provision_campaign(storage: StorageBase, store: DistStore, peer: PeerClient, helper_url: str, source: dict,
@@ -26,19 +26,21 @@ def provision_campaign(storage: StorageBase, store: DistStore, peer: PeerClient,
         return existing, False
     vdaf_size = CampaignVdaf(spec, b"").vdaf.VERIFY_KEY_SIZE
     if known is None:
-        with store.transaction() as conn:
+        with store.transaction():
             known = store.campaign(spec.name, spec.fingerprint)
             if known is None:
                 known = DistCampaign(spec.name, spec.fingerprint, "leader", secrets.token_bytes(vdaf_size),
                                      helper_url, None, "provisioning")
-                store.put_campaign(known, conn)
-    helper_config = peer.hpke_configs()[0]
+                store.put_campaign(known)
+        known = store.campaign(spec.name, spec.fingerprint)  # another leader process may have stored its key first
+        assert known is not None
+    helper_configs = peer.hpke_configs()
     spec_dict = {k: v for k, v in spec.to_dict(derived=False).items() if k not in ("version", "fingerprint")}
     peer.provision(spec.name, {"spec": spec_dict, "verify_key": b64url(known.verify_key)})
     campaign, created = storage.create_campaign(source, day)
-    with store.transaction() as conn:
+    with store.transaction():
         store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "leader", known.verify_key, helper_url,
-                                        helper_config, "ready"), conn)
+                                        helper_config_block(helper_configs, known), "ready"))
     _VDAF_CACHE.clear()
     return campaign, created
 
@@ -48,15 +50,33 @@ def aggregators_block(store: DistStore, campaign: CampaignVersion) -> dict | Non
     known = store.campaign(campaign.name, campaign.fingerprint)
     if known is None or known.role != "leader" or known.state != "ready":
         return None
-    return {"leader": {"hpke_config": hpke_keys.configs(store)[0]},
-            "helper": {"url": known.helper_url, "hpke_config": known.helper_hpke_config}}
+    helper_configs = known.helper_configs()
+    return {"leader": {"hpke_config": hpke_keys.key_pairs(store)[0].config.to_dict()},  # the newest: devices use it
+            "helper": {"url": known.helper_url, "hpke_config": helper_configs[0] if helper_configs else None}}
+
+
+def refresh_helper_configs(store: DistStore, peer: PeerClient) -> int:
+    """Read the helper's published HPKE configs again (it may have rotated its key) into every ready campaign of
+    this leader; ids it no longer publishes are remembered as retired.  How many campaigns changed."""
+    published = peer.hpke_configs()
+    changed = 0
+    for known in store.leader_campaigns():
+        block = helper_config_block(published, known)
+        if block != known.helper_hpke_config:
+            with store.transaction():
+                store.put_campaign(DistCampaign(known.name, known.fingerprint, known.role, known.verify_key,
+                                                known.helper_url, block, known.state))
+            changed += 1
+    if changed:
+        _VDAF_CACHE.clear()
+    return changed
 
 
 _VDAF_CACHE: dict[tuple[str, str, str], tuple[DistCampaign, CampaignVdaf]] = {}
 
 
 def campaign_vdaf(store: DistStore, spec: Spec) -> tuple[DistCampaign, CampaignVdaf] | None:
-    key = (str(store.storage.path), spec.name, spec.fingerprint)
+    key = (store.location, spec.name, spec.fingerprint)
     cached = _VDAF_CACHE.get(key)
     if cached is None:
         known = store.campaign(spec.name, spec.fingerprint)

@@ -3,7 +3,7 @@ store the release (once)."""
 
 from __future__ import annotations
 
-import json
+import time
 from typing import Any
 
 from client_sdk.clock import day_start
@@ -16,30 +16,35 @@ from ..helper import checksum
 from ..peer import PeerClient, PeerRefused, PeerUnavailable
 from ..store import BatchKey, DistStore
 from .campaigns import campaign_vdaf
-from .jobs import PendingWork, aggregator_lock, run_pending
+from .jobs import LEASE_SECONDS, PendingWork, run_pending
+
+JOB_POLL_SECONDS = 0.2  # while another driver runs a job of the batch being collected
 
 
 class CollectError(LDPError):
-    "Collection cannot proceed: (status, slug, detail, field); ``release`` is the batch's stored one, if collected"
+    "Collection cannot proceed: (status, slug, detail, field), the stored ``release``, more problem members ``extra``"
 
     def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
-                 retry_after: int | None = None, release: dict | None = None) -> None:
+                 retry_after: int | None = None, release: dict | None = None, extra: dict | None = None) -> None:
         super().__init__(detail)
         self.status, self.slug, self.detail, self.field, self.retry_after = status, slug, detail, field, retry_after
         self.release = release
+        self.extra = extra or {}
 
 
 
 def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
-            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None) -> dict:
+            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None,
+            lease_seconds: float = LEASE_SECONDS) -> dict:
     """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
 
     Only a batch whose UTC day ended ``grace`` seconds ago or more (``now``, default the collector's clock):
     collecting earlier would close it while devices still send reports for it (each report names its batch, and
     one for a collected batch is refused ``batch-collected``, so the grace is what a late device has).
-    Concurrent collections of one batch take the aggregator lock in turn: the first stores the release, every
-    other gets ``batch-collected`` with that release (so a retried request, after a lost answer, gets the same
-    release and never a second noise draw)."""
+    The batch's jobs are claimed as the drivers claim them (leases); jobs another driver holds are waited for up to
+    ``lock_timeout`` seconds.  Of concurrent collections of one batch (in any leader process) the first to store the
+    release wins, every other gets ``batch-collected`` with that release (so a retried request, after a lost answer,
+    gets the same release and never a second noise draw)."""
     spec = campaign.spec
     key: BatchKey = (spec.name, spec.fingerprint, batch)
     found = campaign_vdaf(store, spec)
@@ -60,64 +65,76 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
         raise _too_small(states.get("pending", 0) + states.get("aggregated", 0), min_batch)
-    with store.transaction() as conn:
-        if store.batch_state(key, conn) == "open":
-            DistStore.set_batch(conn, key, "closed")  # no upload enters the batch from here on
-    with aggregator_lock(str(store.storage.path), lock_timeout) as held:
-        if not held:
-            raise CollectError(503, ProtocolError.BUSY,
-                               "another process is running this leader's jobs; retry", retry_after=5)
-        if store.release(key) is not None:  # a concurrent collection finished while this one waited for the lock
+    with store.transaction():
+        if store.lock_batch(key, exclusive=True) == "open":  # waits for uploads half-way into the batch
+            store.set_batch(key, "closed")  # no upload enters the batch from here on
+    _finish_jobs(storage, store, peer, key, lock_timeout, lease_seconds)
+    if store.release(key) is not None:  # a concurrent collection finished meanwhile
+        raise _collected(store, key)
+    valid = store.aggregated_ids(key)
+    if len(valid) < min_batch:
+        with store.transaction():
+            store.set_batch(key, "open")  # nothing was released: the batch can take reports again
+        raise _too_small(len(valid), min_batch)
+    count, share = store.agg_share(key)
+    if count != len(valid):
+        raise CollectError(500, ProtocolError.INTERNAL,
+                           f"aggregate share counts {count} reports, {len(valid)} aggregated")
+    vector = vdaf.decode(share)
+    body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
+                            "report_count": count, "checksum": checksum(valid)}
+    try:
+        helper = peer.aggregate_share(body)
+    except PeerUnavailable as exc:
+        raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); retry",
+                           retry_after=10) from None
+    except PeerRefused as exc:
+        status = 409 if exc.status == 409 else 502
+        raise CollectError(status, exc.slug, f"the helper refused: {exc.detail}") from None
+    if helper.get("report_count") != count:
+        raise CollectError(502, ProtocolError.BATCH_MISMATCH, "the helper's share counts another number of reports")
+    helper_vector = vdaf.decode(from_b64url(helper.get("aggregate_share"), "aggregate_share"))
+    release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
+    rejected = store.rejections(key)
+    out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
+           "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
+           "noise": vdaf.noise.describe(), "coin_subset": None}
+    with store.transaction():
+        if not store.put_release(key, campaign.version, out):
+            # another process stored the release first: keep that one (the helper answered both with the
+            # same noisy share, and this leader's noise of the other one is what the analyst sees)
             raise _collected(store, key)
-        try:
-            run_pending(storage, store, peer, key)
-        except PendingWork as exc:
-            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
-                               "is closed and nothing is lost: retry", retry_after=10) from None
-        if store.pending_jobs(key):
-            raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
-                               + "; ".join(str(e) for e in store.pending_jobs(key)[:3]))
-        valid = store.aggregated_ids(key)
-        if len(valid) < min_batch:
-            with store.transaction() as conn:
-                DistStore.set_batch(conn, key, "open")  # nothing was released: the batch can take reports again
-            raise _too_small(len(valid), min_batch)
-        count, share = store.agg_share(key)
-        if count != len(valid):
-            raise CollectError(500, ProtocolError.INTERNAL,
-                               f"aggregate share counts {count} reports, {len(valid)} aggregated")
-        vector = vdaf.decode(share)
-        body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
-                                "report_count": count, "checksum": checksum(valid)}
-        try:
-            helper = peer.aggregate_share(body)
-        except PeerUnavailable as exc:
-            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); retry",
-                               retry_after=10) from None
-        except PeerRefused as exc:
-            status = 409 if exc.status == 409 else 502
-            raise CollectError(status, exc.slug, f"the helper refused: {exc.detail}") from None
-        if helper.get("report_count") != count:
-            raise CollectError(502, ProtocolError.BATCH_MISMATCH, "the helper's share counts another number of reports")
-        helper_vector = vdaf.decode(from_b64url(helper.get("aggregate_share"), "aggregate_share"))
-        release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
-        rejected = store.rejections(key)
-        out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
-               "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
-               "noise": vdaf.noise.describe(), "coin_subset": None}
-        with store.transaction() as conn:
-            inserted = conn.execute("INSERT INTO dist_releases (campaign, fingerprint, version, batch, release) "
-                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                                    (*key[:2], campaign.version, batch, json.dumps(out))).rowcount
-            if not inserted:  # another process stored the release first (it holds no lock of ours): keep that one
-                raise _collected(store, key, conn)
-            DistStore.set_batch(conn, key, "collected")
+        store.set_batch(key, "collected")
     return out
 
 
-def _collected(store: DistStore, key: BatchKey, conn: Any = None) -> CollectError:
+def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: BatchKey, timeout: float,
+                 lease_seconds: float) -> None:
+    """Run the batch's jobs until none is pending; jobs leased by another driver (in this process or another) are
+    waited for until ``timeout`` seconds have passed (or their lease expires, then they are run here)"""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            run_pending(storage, store, peer, key, lease_seconds=lease_seconds)
+        except PendingWork as exc:
+            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
+                               "is closed and nothing is lost: retry", retry_after=10) from None
+        pending = store.pending_jobs(key)
+        if not pending:
+            return
+        if not store.leased_jobs(key):
+            raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
+                               + "; ".join(f"job {job_id}: {store.job_attempts(job_id)[1]}"
+                                           for job_id, _ in pending[:3]))
+        if time.monotonic() >= deadline:
+            raise CollectError(503, ProtocolError.BUSY,
+                               "another process is running this batch's jobs; retry", retry_after=5)
+        time.sleep(JOB_POLL_SECONDS)
+
+
+def _collected(store: DistStore, key: BatchKey) -> CollectError:
     "batch-collected, with the stored release"
-    release = store.release(key, conn)
+    release = store.release(key)
     return CollectError(409, ProtocolError.BATCH_COLLECTED,
                         f"batch {key[2]} of {key[0]!r} was collected already; the release "
                         "is in this answer and in GET /v1/campaigns/<name>/releases",
@@ -125,7 +142,9 @@ def _collected(store: DistStore, key: BatchKey, conn: Any = None) -> CollectErro
 
 
 def _too_small(count: int, needed: int) -> CollectError:
+    "batch-too-small, in state below_min_batch: the batch's window has ended (``progress``)"
     return CollectError(409, ProtocolError.BATCH_TOO_SMALL,
-                        f"the batch holds {count} valid or pending reports; at least "
-                        f"{needed} are needed (min_batch)")
+                        f"the batch's window has ended with {count} valid or pending reports; at least "
+                        f"{needed} are needed (min_batch): it is not released (state below_min_batch)",
+                        extra={"state": "below_min_batch", "report_count": count, "min_batch": needed})
 

@@ -1,34 +1,36 @@
-"""The leader's aggregation jobs: creating them, running them with the helper, and the lock that serialises it.
+"""The leader's aggregation jobs: creating them, leasing them to one driver at a time, running them with the helper.
 
 Aggregation job, as the leader runs it (crash-safe at every step):
 
 1. ``create_jobs`` (one transaction): pending reports of a batch that are in no job get a new job id (a UUID),
    ``JOB_SIZE`` at a time, and the job row is written, before anything is sent;
-2. ``run_job``: the leader opens nothing (its share was opened and decoded at upload), runs verify_init on the
+2. a driver claims the job: it writes its lease (owner, expiry ``lease_seconds`` ahead) on the job row, and no
+   other driver claims the job until the lease expires;
+3. ``run_job``: the leader opens nothing (its share was opened and decoded at upload), runs verify_init on the
    whole job (``collector.vdaf_batch``), sends the job to the helper (``PUT /v1/peer/aggregation_jobs/<id>``) and
    reads the verifier messages;
-3. in one transaction: its own output shares of the reports both accept are added to the batch's aggregate share,
-   each report is marked ``aggregated`` or ``rejected`` (with the reason), the job ``done``.
+4. in one transaction (``DistStore.finish_job``): unless the job is done already, its own output shares of the
+   reports both accept are added to the batch's aggregate share, each report is marked ``aggregated`` or
+   ``rejected`` (with the reason), the job ``done``.
 
-A leader killed between 1 and 3 sends the same job again on restart; the helper answers a job id it has committed
-with its stored answer, so every report is counted once on each side.  A helper that does not answer leaves the
-job pending (``attempts`` and ``last_error`` say why); the driver retries it with exponential backoff.
+A driver killed between 2 and 4 (or one slower than its lease) leaves the job pending: once its lease expires another
+driver, in this process or another one on the same database, claims it and sends the same job again; the helper
+answers a job id it has committed with its stored answer, and step 4 writes nothing for a job already done, so every
+report is counted once on each side.  A helper that does not answer leaves the job pending with its lease given back
+(``attempts`` and ``last_error`` say why); the driver retries it with exponential backoff.
 
-The driver (``driver.Driver``) runs in every gunicorn worker of ``serve --role leader``; a file lock
-(``<database>.aggregator-lock``) lets one of them work at a time, and ``ldp-telemetry aggregate`` and collection take
-the same lock.
+The driver (``driver.Driver``) runs in every gunicorn worker of every ``serve --role leader`` process; ``ldp-telemetry
+run-jobs`` and collection claim jobs the same way.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-import time
+import secrets
+import socket
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,27 +44,24 @@ from .campaigns import campaign_vdaf
 
 logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
+# Seconds a claimed job stays with its driver: after a crash, the wait before another driver takes it over.  Longer
+# than a job takes (1,000 Histogram(1024) reports: a few seconds); a slower driver costs a second run, not a count.
+LEASE_SECONDS = 60.0
+
+
+def lease_owner() -> str:
+    "A name for this driver's leases: host and process (for operators), and a random part (unique per call)"
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def create_jobs(store: DistStore, key: BatchKey, job_size: int = JOB_SIZE) -> int:
     "Put the batch's pending reports that are in no job into new jobs; how many jobs"
-    jobs = 0
-    with store.transaction() as conn:
-        ids = [bytes(r[0]) for r in conn.execute(
-            "SELECT report_id FROM dist_reports WHERE campaign = ? AND fingerprint = ? AND batch = ? AND "
-            "state = 'pending' AND job_id IS NULL ORDER BY report_id", key)]
-        for start in range(0, len(ids), job_size):
-            job_id = str(uuid.uuid4())
-            conn.execute("INSERT INTO dist_jobs (job_id, campaign, fingerprint, batch, state) VALUES (?, ?, ?, ?, "
-                         "'pending')", (job_id, *key))
-            conn.executemany("UPDATE dist_reports SET job_id = ? WHERE report_id = ?",
-                             [(job_id, rid) for rid in ids[start:start + job_size]])
-            jobs += 1
-    return jobs
+    return store.create_jobs(key, job_size, lambda: str(uuid.uuid4()))
 
 
 def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: str, key: BatchKey) -> Counter:
-    "Run one job to the end (see the module doc); the outcome counts.  PeerUnavailable leaves it pending."
+    """Run one claimed job to the end (see the module doc); the outcome counts.  PeerUnavailable (retryable) and
+    PeerRefused (permanent) leave it pending."""
     campaign = storage.find_version(key[0], key[1])
     assert campaign is not None
     found = campaign_vdaf(store, campaign.spec)
@@ -77,30 +76,16 @@ def run_job(storage: StorageBase, store: DistStore, peer: PeerClient, job_id: st
                                        vdaf.vdaf.encode_verifier_share(v.verifier_share)) for r, v in sent])
     answers: list[dict] = []
     if sent:
-        try:
-            answers = _check_answer(peer.aggregation_job(job_id, body), body)
-        except (PeerUnavailable, PeerRefused) as exc:
-            with store.transaction() as conn:
-                conn.execute("UPDATE dist_jobs SET attempts = attempts + 1, last_error = ? WHERE job_id = ?",
-                             (str(exc)[:500], job_id))
-            raise
+        answers = _check_answer(peer.aggregation_job(job_id, body), body)
     outputs = _finish(vdaf, sent, answers, outcome)
     failpoint("leader-job-answered")
-    with store.transaction() as conn:
-        if conn.execute("SELECT state FROM dist_jobs WHERE job_id = ?", (job_id,)).fetchone()[0] == "done":
-            return Counter()  # another process finished it meanwhile
-        count, share = store.agg_share(key, conn)
-        if outputs:
-            total = vdaf.add(vdaf.decode(share), list(outputs.values()))
-            DistStore.put_agg_share(conn, key, count + len(outputs), vdaf.encode(total))
-        done = "public_share = x'', leader_share = x'', helper_share = ''"  # kept no longer than needed
-        conn.executemany(f"UPDATE dist_reports SET state = 'aggregated', {done} WHERE report_id = ?",
-                         [(rid,) for rid in outputs])
-        conn.executemany(f"UPDATE dist_reports SET state = 'rejected', error = ?, {done} WHERE report_id = ?",
-                         [(error, rid) for rid, error in outcome.items()])
-        DistStore.count_rejections(conn, key, dict(Counter(outcome.values())))
-        conn.execute("UPDATE dist_jobs SET state = 'done', attempts = attempts + 1, last_error = NULL "
-                     "WHERE job_id = ?", (job_id,))
+
+    def merge(count: int, share: bytes | None) -> tuple[int, bytes]:
+        return count + len(outputs), vdaf.encode(vdaf.add(vdaf.decode(share), list(outputs.values())))
+
+    if not store.finish_job(job_id, key, merge if outputs else None, list(outputs), outcome,
+                            dict(Counter(outcome.values()))):
+        return Counter()  # another driver finished it meanwhile
     return Counter({"aggregated": len(outputs), "rejected": len(outcome)})
 
 
@@ -148,18 +133,26 @@ class RunSummary:
 
 
 def run_pending(storage: StorageBase, store: DistStore, peer: PeerClient, key: BatchKey | None = None, *,
-                job_size: int = JOB_SIZE) -> RunSummary:
-    """Put pending reports into jobs and run every pending job once.  The first PeerUnavailable stops the round
-    (the helper is down: the driver backs off); a refused job stays pending with its error and the round goes on."""
+                job_size: int = JOB_SIZE, lease_seconds: float = LEASE_SECONDS) -> RunSummary:
+    """Put pending reports into jobs, then claim and run every pending job that no other driver holds, each at most
+    once in this round.  The first PeerUnavailable stops the round (the helper is down: the driver backs off); a
+    refused job stays pending with its error and the round goes on."""
     summary = RunSummary()
+    owner = lease_owner()
     for batch in ([key] if key is not None else store.pending_batches()):
         create_jobs(store, batch, job_size)
+    tried: list[str] = []
     try:
-        for job_id, batch in store.pending_jobs(key):
+        while (claimed := store.claim_job(owner, lease_seconds, key, tried)) is not None:
+            tried.append(claimed.job_id)
             try:
-                counts = run_job(storage, store, peer, job_id, batch)
-            except PeerRefused as exc:
-                summary.errors.append(f"job {job_id}: {exc}")
+                counts = run_job(storage, store, peer, claimed.job_id, claimed.key)
+            except Exception as exc:
+                # in this process, not a crash: the lease goes back at once (a crash leaves it to expire)
+                store.release_job(claimed.job_id, owner, str(exc))
+                if not isinstance(exc, PeerRefused):
+                    raise
+                summary.errors.append(f"job {claimed.job_id}: {exc}")
                 continue
             summary.jobs_done += 1
             summary.aggregated += counts["aggregated"]
@@ -178,27 +171,3 @@ class PendingWork(PeerUnavailable):
     def __init__(self, summary: RunSummary) -> None:
         super().__init__("; ".join(summary.errors) or "helper unavailable")
         self.summary = summary
-
-
-@contextmanager
-def aggregator_lock(database: str, timeout: float | None = None) -> Iterator[bool]:
-    "The file lock that lets one process at a time run jobs; yields False if not taken within ``timeout``"
-    fd = os.open(f"{database}.aggregator-lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.01)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-

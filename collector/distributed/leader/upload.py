@@ -16,7 +16,7 @@ from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
 from ...storage import CampaignVersion
 from .. import hpke_keys
-from ..store import BatchKey, DistStore
+from ..store import BatchKey, DistCampaign, DistStore
 from .campaigns import campaign_vdaf
 
 FUTURE_BATCH_DAYS = 1  # a report may name a batch this many days after the leader's day (a device's clock ahead)
@@ -29,16 +29,20 @@ class UploadResult:
     rejected: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index, report_id, field, reason)
 
 
-def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersion]], day: str) -> UploadResult:
+def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersion]], day: str,
+                   overlap_days: int = hpke_keys.DEFAULT_OVERLAP_DAYS) -> UploadResult:
     """Check each distributed report, open the leader's share, and store the valid ones in one transaction.
 
     A report goes into the batch its payload names (a device's clock behind or ahead of the leader's does not move
     it into another batch), or into ``day`` if it names none (devices of earlier versions).  A batch more than
     ``FUTURE_BATCH_DAYS`` after ``day`` is refused (``batch-in-future``), one already collected too
-    (``batch-collected``): both are final for the report."""
+    (``batch-collected``): both are final for the report, as is a share sealed to a retired HPKE key
+    (``outdated-config``: ``hpke_keys`` has the overlap rule)."""
     result = UploadResult()
-    pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per upload, not per report
-    rows: dict[BatchKey, list[tuple]] = {}
+    keys = hpke_keys.keys(store)  # once per upload, not per report
+    pairs, retired = keys.usable(day, overlap_days), keys.retired(day, overlap_days)
+    helpers: dict[tuple[str, str], DistCampaign | None] = {}  # read per upload: a leader process refreshes them
+    rows: dict[BatchKey, list[tuple[bytes, bytes, bytes, str]]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
     latest = (dt.date.fromisoformat(day) + dt.timedelta(days=FUTURE_BATCH_DAYS)).isoformat()
@@ -61,9 +65,18 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
         except ShareRejected as exc:
             reject(index, report_id, key, exc.field, exc.message, ProtocolError(exc.reason))
             continue
-        if payload.helper_config_id != (known.helper_hpke_config or {}).get("id"):
-            reject(index, report_id, key, "payload.helper_share.config_id",
-                   "is not the helper's HPKE config id (sealed to another key?)", ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
+        if key[:2] not in helpers:
+            helpers[key[:2]] = store.campaign(*key[:2])
+        current = helpers[key[:2]] or known
+        if payload.helper_config_id not in {c.get("id") for c in current.helper_configs()}:
+            if payload.helper_config_id in current.helper_retired_ids():
+                reject(index, report_id, key, "payload.helper_share.config_id", "names a retired HPKE key of the "
+                       f"helper ({ProtocolError.OUTDATED_CONFIG}): fetch the campaign and the helper's configs again",
+                       ProtocolError.OUTDATED_CONFIG)
+            else:
+                reject(index, report_id, key, "payload.helper_share.config_id",
+                       "is not the helper's HPKE config id (sealed to another key?)",
+                       ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
             continue
         batch = payload.batch
         if batch is not None:
@@ -74,6 +87,10 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
                 continue
             key = (spec.name, spec.fingerprint, batch)
         pair = pairs.get(payload.leader_config_id)
+        if payload.leader_config_id in retired:
+            reject(index, report_id, key, "payload.leader_share.config_id", "names a retired HPKE key of this leader "
+                   f"({ProtocolError.OUTDATED_CONFIG}): fetch the campaign again", ProtocolError.OUTDATED_CONFIG)
+            continue
         if pair is None:
             reject(index, report_id, key, "payload.leader_share.config_id",
                    "is not this leader's HPKE config id (sealed to another key?)", ProtocolError.HPKE_UNKNOWN_CONFIG_ID)
@@ -98,29 +115,22 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             continue
         raw_id = uuid.UUID(report_id).bytes
         indices[raw_id] = index
-        rows.setdefault(key, []).append((raw_id, *key, payload.public_share, plaintext,
-                                         json.dumps(payload.helper_share())))
+        rows.setdefault(key, []).append((raw_id, payload.public_share, plaintext, json.dumps(payload.helper_share())))
     if not rows and not reasons:
         return result
-    existing = store.existing_report_ids([r[0] for group in rows.values() for r in group])
-    with store.transaction() as conn:
+    with store.transaction():
         for key, group in rows.items():
-            if store.batch_state(key, conn) != "open":  # its report is final: refused by name, never moved
+            if store.lock_batch(key, exclusive=False) != "open":  # its report is final: refused by name, never moved
                 for row in group:
                     result.rejected.append((indices[row[0]], str(uuid.UUID(bytes=row[0])), "payload.batch",
                                             f"names batch {key[2]}, which was collected; it takes no more reports "
                                             f"({ProtocolError.BATCH_COLLECTED})"))
                 reasons.setdefault(key, Counter())[ProtocolError.BATCH_COLLECTED] += len(group)
                 continue
-            fresh = [row for row in group if row[0] not in existing]
-            before = conn.total_changes
-            conn.executemany("INSERT INTO dist_reports (report_id, campaign, fingerprint, batch, public_share, "
-                             "leader_share, helper_share, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending') "
-                             "ON CONFLICT (report_id) DO NOTHING", fresh)
-            inserted = conn.total_changes - before
+            inserted = store.insert_reports(key, group)  # an id stored already is skipped: a duplicate
             result.accepted += inserted
             result.duplicate += len(group) - inserted
         for key, counter in reasons.items():
-            DistStore.count_rejections(conn, key, dict(counter))
+            store.count_rejections(key, dict(counter))
     result.rejected.sort()
     return result

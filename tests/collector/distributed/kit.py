@@ -31,6 +31,22 @@ SPECS: dict[str, dict] = {
     "multihot": {"name": "tags", "trust": "distributed", "prio3": "multihot", "domain": DOMAIN, "max_weight": 2},
 }
 DP = {"epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "min_batch": 10}
+# (leader, helper) databases of this test when not SQLite files in its tmp_path (conftest: PostgreSQL URLs)
+DATABASES: tuple[str, str] | None = None
+
+
+def databases(tmp: Path) -> tuple[Path | str, Path | str]:
+    "The leader's and the helper's database of this test"
+    return DATABASES if DATABASES is not None else (tmp / "leader.db", tmp / "helper.db")
+
+
+def forget_cached_keys() -> None:
+    "Drop the per-database caches of HPKE keys and campaign verify keys (a test database was emptied)"
+    from collector.distributed import hpke_keys
+    from collector.distributed.leader import campaigns
+
+    hpke_keys._CACHE.clear()
+    campaigns._VDAF_CACHE.clear()
 
 
 def spec_json(kind: str, **overrides: Any) -> dict:
@@ -78,7 +94,7 @@ class Pair:
     "A leader and a helper app over their own database files; the leader reaches the helper through ``transport``"
 
     def __init__(self, tmp: Path) -> None:
-        self.leader_db, self.helper_db = tmp / "leader.db", tmp / "helper.db"
+        self.leader_db, self.helper_db = databases(tmp)
         common = {"RATE_LIMIT": 0, "PEER_TOKEN": PEER_TOKEN, "MAX_BODY_BYTES": 16 * 1024 * 1024}
         self.helper_app = create_app({**common, "DATABASE": str(self.helper_db), "ROLE": "helper"})
         self.leader_app = create_app({**common, "DATABASE": str(self.leader_db), "ROLE": "leader",
@@ -182,7 +198,8 @@ def encoded_report(spec: client_sdk.Spec, block: dict, measurement: list[int], *
     return {"report_id": report_id, "campaign": spec.name, "fingerprint": spec.fingerprint, "payload": payload}
 
 
-def exact_sum(leader_db: Path, helper_db: Path, spec: client_sdk.Spec, batch: str) -> tuple[int, int, list[int]]:
+def exact_sum(leader_db: Path | str, helper_db: Path | str, spec: client_sdk.Spec,
+              batch: str) -> tuple[int, int, list[int]]:
     """(leader's count, helper's count, the noise-free sum of both aggregate shares): what the release is made of"""
     shares, counts = [], []
     for path in (leader_db, helper_db):
@@ -196,7 +213,13 @@ def exact_sum(leader_db: Path, helper_db: Path, spec: client_sdk.Spec, batch: st
     return counts[0], counts[1], vdaf.unshard(shares)
 
 
+def query(db: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
+    "The rows of a query on a leader's or helper's database, SQLite or PostgreSQL (``?`` placeholders)"
+    with open_storage(db) as storage:
+        return [tuple(row) for row in storage._all(sql, params)]
+
+
 @contextmanager
-def opened(path: Path) -> Iterator[DistStore]:
+def opened(path: Path | str) -> Iterator[DistStore]:
     with open_storage(path) as storage:
         yield DistStore(storage)

@@ -16,20 +16,21 @@ import client_sdk
 from client_sdk.clock import utc_today
 from client_sdk.distributed import seal_report
 from client_sdk.vdaf.hpke import HpkeConfig
-from collector.storage import open_storage
 
-from .kit import spec_json
+from ..helpers import on_both_backends
+from .kit import query, spec_json
 from .test_dishonest_leader import DishonestLeader
 from .test_processes import Aggregators
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 DAY = 86_400
 
 
 def batches_of(leader_db, spec: client_sdk.Spec) -> dict[str, int]:
     "Reports per batch on the leader"
-    with open_storage(leader_db) as storage:
-        rows = storage.conn.execute("SELECT batch, count(*) FROM dist_reports WHERE campaign = ? AND fingerprint = ? "
-                                    "GROUP BY batch", (spec.name, spec.fingerprint)).fetchall()
+    rows = query(leader_db, "SELECT batch, count(*) FROM dist_reports WHERE campaign = ? AND fingerprint = ? "
+                 "GROUP BY batch", (spec.name, spec.fingerprint))
     return {batch: count for batch, count in rows}
 
 

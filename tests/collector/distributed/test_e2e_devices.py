@@ -35,7 +35,7 @@ from client_sdk.clock import utc_day
 from estimators.distributed import estimate_release
 from tests.tolerances import k_sigma
 
-from ..helpers import create_key, free_port, ldp_command, running_server
+from ..helpers import BACKENDS, create_key, free_port, ldp_command, running_server
 from .kit import checked_block, past_grace
 
 PEER_TOKEN = "e2e-peer-token"
@@ -50,7 +50,7 @@ DEVICE_THREADS = 8  # devices reporting at the same time
 class Aggregators:
     leader_url: str
     helper_url: str
-    leader_db: Path
+    leader_db: Path | str
     admin: str
     ingest: str
     restart_leader: Callable[[float], None]  # the leader again, with LDP_CLOCK_OFFSET of that many seconds
@@ -120,15 +120,17 @@ class Aggregators:
 
 
 @contextmanager
-def aggregators(tmp: Path, extra: tuple[str, ...] = ()) -> Iterator[Aggregators]:
+def aggregators(tmp: Path, databases: tuple[Any, Any] | None = None,
+                extra: tuple[str, ...] = ()) -> Iterator[Aggregators]:
     """A helper and a leader (one worker each, the leader's driver off: collection runs the pending jobs; ``extra``
-    serve options for both); the leader can be restarted days later (``end_day``)"""
+    serve options for both) on their databases (default: SQLite files in ``tmp``); the leader can be restarted days
+    later (``end_day``)"""
     helper_port, leader_port = free_port(), free_port()
-    leader_db = tmp / "leader.db"
+    leader_db, helper_db = databases or (tmp / "leader.db", tmp / "helper.db")
     admin, ingest = create_key(leader_db, "admin"), create_key(leader_db, "ingest")
     common = ("--rate-limit", "0", "--peer-token", PEER_TOKEN, *extra)
     with ExitStack() as stack:
-        helper_url, _ = stack.enter_context(running_server(tmp / "helper.db", tmp / "helper.log", helper_port, 1,
+        helper_url, _ = stack.enter_context(running_server(helper_db, tmp / "helper.log", helper_port, 1,
                                                            (*common, "--role", "helper")))
         leader: list[ExitStack] = []
 
@@ -154,9 +156,14 @@ def histogram_spec(name: str, domain: list[str], **extra: Any) -> dict:
             "delta": 1e-6, "noise": "gaussian", **extra}
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
-    with aggregators(tmp_path_factory.mktemp("distributed-e2e")) as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
+    "The aggregators on SQLite files, then on two new databases of the session's PostgreSQL cluster"
+    databases = None
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("postgres_cluster")
+        databases = (cluster.create_database("e2e_leader"), cluster.create_database("e2e_helper"))
+    with aggregators(tmp_path_factory.mktemp("distributed-e2e"), databases) as running:
         yield running
 
 

@@ -21,8 +21,18 @@ import pytest
 import client_sdk
 from client_sdk.clock import utc_day
 
-from ..helpers import create_key, free_port, ldp_command, running_server
-from .kit import PEER_TOKEN, checked_block, exact_sum, honest_reports, past_grace, spec_json, truth, values_for
+from ..helpers import create_key, free_port, ldp_command, on_both_backends, running_server
+from .kit import (
+    PEER_TOKEN,
+    checked_block,
+    databases,
+    exact_sum,
+    honest_reports,
+    past_grace,
+    spec_json,
+    truth,
+    values_for,
+)
 
 WAIT_SECONDS = 60.0  # an upper bound for a condition to come true, polled every 0.1 s
 
@@ -49,7 +59,7 @@ class Aggregators:
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.leader_db, self.helper_db = tmp / "leader.db", tmp / "helper.db"
+        self.leader_db, self.helper_db = databases(tmp)
         self.leader_port, self.helper_port = free_port(), free_port()
         self.helper_url = f"http://127.0.0.1:{self.helper_port}"
         self.leader_url = f"http://127.0.0.1:{self.leader_port}"
@@ -147,6 +157,7 @@ def test_two_processes_upload_aggregate_collect(tmp_path, monkeypatch, kind):
         assert exact_sum(servers.leader_db, servers.helper_db, spec, today())[2] == truth(kind, values)
 
 
+@on_both_backends
 def test_helper_down_then_back_the_driver_retries(tmp_path, monkeypatch):
     servers = Aggregators(tmp_path)
     with servers.helper(monkeypatch):
@@ -167,6 +178,7 @@ def test_helper_down_then_back_the_driver_retries(tmp_path, monkeypatch):
     assert exact_sum(servers.leader_db, servers.helper_db, spec, today())[1:] == (20, truth("histogram", values))
 
 
+@on_both_backends
 @pytest.mark.parametrize("point", ["helper-job-before-commit", "helper-job-committed"])
 def test_sigkill_of_the_helper_during_a_job(tmp_path, monkeypatch, point):
     servers = Aggregators(tmp_path)
@@ -190,6 +202,7 @@ def test_sigkill_of_the_helper_during_a_job(tmp_path, monkeypatch, point):
     assert leader_count == helper_count == 35 and exact == truth("histogram", values + more)
 
 
+@on_both_backends
 def test_sigkill_of_the_leader_after_the_helper_committed(tmp_path, monkeypatch):
     servers = Aggregators(tmp_path)
     values = values_for("histogram", 30)

@@ -18,11 +18,13 @@ from collector.distributed.peer import PeerClient, PeerUnavailable
 from collector.storage import open_storage
 from ldp_telemetry.cli import main
 
-from .kit import PEER_TOKEN, Pair, end_day, honest_reports, opened, spec_json, values_for
+from ..helpers import on_both_backends
+from .kit import PEER_TOKEN, Pair, end_day, honest_reports, query, spec_json, values_for
 from .test_processes import Aggregators, today
 
 
 # -- collection ---------------------------------------------------------------------------------------------------
+@on_both_backends
 def test_concurrent_collections_of_one_batch_give_one_release(tmp_path, monkeypatch):
     "Three collect requests at once on a leader with two workers: one 200, two 409 batch-collected with that release"
     servers = Aggregators(tmp_path)
@@ -48,6 +50,7 @@ def test_concurrent_collections_of_one_batch_give_one_release(tmp_path, monkeypa
         assert status == 409 and problem["type"].endswith("batch-collected") and problem["release"] == release
 
 
+@on_both_backends
 def test_serve_collect_grace_sets_how_long_after_its_day_a_batch_stays_open(tmp_path, monkeypatch):
     "serve --collect-grace: a leader past the default grace (an hour) but within a two-day grace still refuses"
     servers = Aggregators(tmp_path)
@@ -64,6 +67,7 @@ def test_serve_collect_grace_sets_how_long_after_its_day_a_batch_stays_open(tmp_
         assert status == 200 and release["report_count"] == 3, release
 
 
+@on_both_backends
 def test_a_batch_is_collected_only_once_its_day_has_ended(tmp_path):
     pair = Pair(tmp_path)
     spec, block = pair.create(spec_json("histogram", min_batch=2))
@@ -80,6 +84,7 @@ def test_a_batch_is_collected_only_once_its_day_has_ended(tmp_path):
     assert released.status_code == 200 and released.json["report_count"] == 8
 
 
+@on_both_backends
 def test_a_report_for_a_collected_batch_is_refused_by_name_never_moved(tmp_path):
     """An upload that began on a day collected since: each report names its batch (sealed into its shares), so the
     leader cannot put it in another one; it is refused batch-collected by name (the device drops and counts it)"""
@@ -97,11 +102,11 @@ def test_a_report_for_a_collected_batch_is_refused_by_name_never_moved(tmp_path)
         result = accept_reports(DistStore(storage), [(i, r, campaign) for i, r in enumerate(late)], day)
     assert result.accepted == 0 and [r[2] for r in result.rejected] == ["payload.batch"] * 2
     assert all("batch-collected" in r[3] for r in result.rejected)
-    with opened(pair.leader_db) as store:
-        batches = dict(store.conn.execute("SELECT batch, count(*) FROM dist_reports GROUP BY batch").fetchall())
+    batches = dict(query(pair.leader_db, "SELECT batch, count(*) FROM dist_reports GROUP BY batch"))
     assert batches == {day: 4}
 
 
+@on_both_backends
 def test_a_report_arriving_after_its_day_within_the_grace_is_released_in_its_batch(tmp_path):
     """A device whose report names day D and reaches the leader after D ended but before D + COLLECT_GRACE: accepted
     into D, and the release of D counts it (the grace is what keeps a late device's charged report)"""
@@ -137,6 +142,7 @@ def today_of_leader() -> str:
 
 
 # -- garbage in an aggregation job --------------------------------------------------------------------------------
+@on_both_backends
 def test_garbage_under_real_report_ids_burns_no_id(tmp_path):
     """A peer-token holder sends a well-formed job whose entries carry the ids of real uploads with garbage shares:
     each entry is rejected by name and no id is recorded, so the real reports are counted afterwards"""
@@ -161,13 +167,13 @@ def test_garbage_under_real_report_ids_burns_no_id(tmp_path):
     answer = PeerClient(pair.transport, PEER_TOKEN).aggregation_job(str(uuid.uuid4()), body)
     assert [r["result"] for r in answer["reports"]] == ["reject"] * 4
     assert all(r["error"] for r in answer["reports"])
-    with opened(pair.helper_db) as store:
-        assert store.conn.execute("SELECT count(*) FROM dist_helper_seen").fetchone()[0] == 0
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(0,)]
     summary = pair.aggregate()
     assert summary.aggregated == 4 and summary.rejected == 0
 
 
 # -- the peer routes' rate limit -----------------------------------------------------------------------------------
+@on_both_backends
 def test_the_peer_routes_are_rate_limited(tmp_path):
     helper = create_app({"DATABASE": str(tmp_path / "helper.db"), "ROLE": "helper", "PEER_TOKEN": PEER_TOKEN,
                          "RATE_LIMIT": 0, "PEER_RATE_LIMIT": 0.001, "PEER_RATE_BURST": 3}).test_client()

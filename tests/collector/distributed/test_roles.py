@@ -13,7 +13,7 @@ from collector.distributed.aggregation import signed
 from collector.distributed.leader import PendingWork
 from collector.distributed.peer import PeerClient
 
-from ..helpers import bearer
+from ..helpers import bearer, on_both_backends
 from .kit import (
     DOMAIN,
     PEER_TOKEN,
@@ -23,10 +23,13 @@ from .kit import (
     exact_sum,
     honest_reports,
     opened,
+    query,
     spec_json,
     truth,
     values_for,
 )
+
+pytestmark = on_both_backends  # each test on SQLite files and on PostgreSQL databases
 
 K_SIGMAS = 5  # the release is within 5 standard errors of the noise of the truth (two-sided, p < 6e-7)
 
@@ -53,10 +56,9 @@ def test_upload_aggregate_collect(pair, kind):
     leader_count, helper_count, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert leader_count == helper_count == 24
     assert exact == truth(kind, values)
-    with opened(pair.leader_db) as store:  # the shares are not kept once aggregated; the ids are
-        rows = store.conn.execute("SELECT count(*), sum(length(leader_share) + length(public_share)) "
-                                  "FROM dist_reports").fetchone()
-        assert tuple(rows) == (24, 0)
+    # the shares are not kept once aggregated; the ids are
+    assert query(pair.leader_db, "SELECT count(*), sum(length(leader_share) + length(public_share)) "
+                 "FROM dist_reports") == [(24, 0)]
 
     end_day()
     response = pair.collect(spec.name, today())
@@ -252,8 +254,7 @@ def test_a_job_retried_after_the_helper_committed_counts_once(pair, monkeypatch)
     count_l, count_h, exact = exact_sum(pair.leader_db, pair.helper_db, spec, today())
     assert count_l == count_h == 15 and exact == truth("histogram", values)
     # the same job id with another body is refused
-    with opened(pair.helper_db) as store:
-        assert store.conn.execute("SELECT count(*) FROM dist_helper_seen").fetchone()[0] == 15
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(15,)]
 
 
 def test_helper_down_leaves_jobs_pending_and_nothing_is_lost(pair):
@@ -268,8 +269,7 @@ def test_helper_down_leaves_jobs_pending_and_nothing_is_lost(pair):
     response = pair.collect(spec.name, today())
     assert response.status_code == 503 and response.json["type"].endswith("helper-unavailable")
     assert "Retry-After" in response.headers
-    with opened(pair.leader_db) as store:
-        assert store.conn.execute("SELECT attempts FROM dist_jobs").fetchone()[0] >= 2
+    assert query(pair.leader_db, "SELECT attempts FROM dist_jobs")[0][0] >= 2
     late = honest_reports(spec, block, ["a"])  # the day has ended: a new report enters the next day's batch
     assert pair.upload(late)["accepted"] == 1
     pair.transport.down = False

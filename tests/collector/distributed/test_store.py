@@ -1,0 +1,217 @@
+"""The distributed store: its tables come from the storage's versioned migrations (an older SQLite file is upgraded),
+and aggregation jobs are leased to one driver at a time, on both backends."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+
+import pytest
+
+from collector.distributed.leader import create_jobs, run_job
+from collector.distributed.peer import PeerClient
+from collector.distributed.store import DistStore
+from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
+
+from ..helpers import on_both_backends
+from .kit import PEER_TOKEN, Pair, exact_sum, honest_reports, opened, query, spec_json, truth, values_for
+from .test_processes import today
+
+KEY = ("apps", "f" * 16, "2026-03-01")
+HOLD_SECONDS = 0.5
+# The distributed tables as the code before the shared migrations created them (their own version in dist_meta)
+OLD_DDL = """
+CREATE TABLE dist_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE dist_hpke_keys (config_id INTEGER PRIMARY KEY, private_key BLOB NOT NULL, created_day TEXT NOT NULL);
+CREATE TABLE dist_campaigns (name TEXT NOT NULL, fingerprint TEXT NOT NULL, role TEXT NOT NULL,
+    verify_key BLOB NOT NULL, helper_url TEXT, helper_hpke_config TEXT, state TEXT NOT NULL,
+    PRIMARY KEY (name, fingerprint));
+CREATE TABLE dist_agg_shares (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, batch TEXT NOT NULL,
+    report_count INTEGER NOT NULL, share BLOB NOT NULL, PRIMARY KEY (campaign, fingerprint, batch));
+CREATE TABLE dist_batches (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, batch TEXT NOT NULL,
+    state TEXT NOT NULL, seed_own BLOB, seed_commitment BLOB, answer TEXT, PRIMARY KEY (campaign, fingerprint, batch));
+CREATE TABLE dist_reports (report_id BLOB PRIMARY KEY, campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, public_share BLOB NOT NULL, leader_share BLOB NOT NULL, helper_share TEXT NOT NULL,
+    job_id TEXT, state TEXT NOT NULL, error TEXT) WITHOUT ROWID;
+CREATE INDEX idx_dist_reports_batch ON dist_reports (campaign, fingerprint, batch, state);
+CREATE INDEX idx_dist_reports_job ON dist_reports (job_id);
+CREATE INDEX idx_dist_reports_pending ON dist_reports (state, job_id);
+CREATE TABLE dist_jobs (job_id TEXT PRIMARY KEY, campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT);
+CREATE TABLE dist_rejections (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, batch TEXT NOT NULL,
+    reason TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (campaign, fingerprint, batch, reason));
+CREATE TABLE dist_releases (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, version INTEGER NOT NULL,
+    batch TEXT NOT NULL, release TEXT NOT NULL, PRIMARY KEY (campaign, fingerprint, batch));
+CREATE TABLE dist_helper_jobs (job_id TEXT PRIMARY KEY, campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, request_digest TEXT NOT NULL, response TEXT NOT NULL);
+CREATE TABLE dist_helper_seen (report_id BLOB PRIMARY KEY, campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, job_id TEXT NOT NULL, valid INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO dist_meta VALUES ('schema_version', '1');
+"""
+
+
+def test_a_database_made_before_the_shared_migrations_opens_and_is_upgraded(tmp_path):
+    path = tmp_path / "leader.db"
+    with Storage(path) as storage:
+        storage.migrate()
+    with sqlite3.connect(path) as conn:  # back to what the older code left: collector schema 5 + its own tables
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'dist_%'")\
+                .fetchall():
+            conn.execute(f"DROP TABLE {table}")
+        conn.executescript(OLD_DDL + "PRAGMA user_version = 5;")
+        conn.execute("INSERT INTO dist_hpke_keys VALUES (7, x'01', '2026-03-01')")
+        conn.execute("INSERT INTO dist_reports VALUES (x'00', 'apps', ?, '2026-03-01', x'aa', x'bb', '{}', 'job-1', "
+                     "'pending', NULL)", (KEY[1],))
+        conn.execute("INSERT INTO dist_jobs (job_id, campaign, fingerprint, batch, state) VALUES "
+                     "('job-1', 'apps', ?, '2026-03-01', 'pending')", (KEY[1],))
+    with open_storage(path) as storage:
+        store = DistStore(storage)
+        store.migrate()
+        assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION  # type: ignore
+        tables = {r[0] for r in storage.conn.execute("SELECT name FROM sqlite_master")}  # type: ignore
+        assert "dist_meta" not in tables
+        assert [(k.config_id, k.private_key, k.seq) for k in store.hpke_keys()] == [(7, b"\x01", 0)]
+        claimed = store.claim_job("driver-a", 30)  # the job of the old file, leased with the new columns
+        assert claimed is not None and claimed.job_id == "job-1" and claimed.key == KEY
+        assert [r.report_id for r in store.job_reports("job-1")] == [b"\x00"]
+        store.migrate()  # idempotent
+
+
+def pending_reports(store: DistStore, count: int) -> list[bytes]:
+    ids = sorted(uuid.uuid4().bytes for _ in range(count))
+    with store.transaction():
+        assert store.insert_reports(KEY, [(rid, b"p", b"l", "{}") for rid in ids]) == count
+    return ids
+
+
+@on_both_backends
+def test_a_claimed_job_is_claimed_by_no_other_driver_until_its_lease_expires(storage):
+    store = DistStore(storage)
+    pending_reports(store, 5)
+    assert store.create_jobs(KEY, 3, lambda: str(uuid.uuid4())) == 2
+    first = store.claim_job("driver-a", 10, now=1000.0)
+    second = store.claim_job("driver-b", 10, now=1001.0)
+    assert first is not None and second is not None and first.job_id != second.job_id
+    assert store.claim_job("driver-c", 10, now=1009.0) is None  # both leased
+    assert store.leased_jobs(KEY, now=1009.0) == 2
+    taken_over = store.claim_job("driver-c", 10, now=1010.5)  # driver-a's lease has expired: it crashed, or is slow
+    assert taken_over is not None and taken_over.job_id == first.job_id
+    store.release_job(second.job_id, "driver-b", "helper unavailable")  # a failure in-process gives the lease back
+    again = store.claim_job("driver-c", 10, now=1002.0)
+    assert again is not None and again.job_id == second.job_id
+    assert store.job_attempts(second.job_id) == (1, "helper unavailable")
+
+
+@on_both_backends
+def test_a_job_run_by_two_drivers_is_counted_once(storage):
+    "The driver whose lease expired finishes after the one that took over: its results are not added a second time"
+    store = DistStore(storage)
+    ids = pending_reports(store, 4)
+    store.create_jobs(KEY, 10, lambda: "job-1")
+
+    def merge(count: int, share: bytes | None) -> tuple[int, bytes]:
+        return count + 4, (share or b"") + b"+4"
+
+    results = [store.finish_job("job-1", KEY, merge, ids, {}, {}) for _ in range(2)]
+    assert results == [True, False]
+    assert store.agg_share(KEY) == (4, b"+4")
+    assert store.report_states(KEY) == {"aggregated": 4}
+    assert store.pending_jobs() == []
+
+
+@on_both_backends
+def test_reports_go_into_exactly_one_job_when_drivers_create_jobs_at_once(storage):
+    "Several drivers create jobs for one batch concurrently: every report ends up in one job, none in two"
+    store = DistStore(storage)
+    ids = pending_reports(store, 200)
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            with open_storage(storage.location) as own:
+                barrier.wait()
+                DistStore(own).create_jobs(KEY, 7, lambda: str(uuid.uuid4()))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    jobs = [[r.report_id for r in store.job_reports(job_id)] for job_id, _ in store.pending_jobs()]
+    assert sorted(rid for job in jobs for rid in job) == ids  # each report once, in a job that exists
+    assert all(jobs) and len(jobs) == -(-200 // 7)  # no job lost its reports to another (a job sent holds them)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_postgres_claims_skip_a_job_another_driver_is_claiming(storage):
+    "A claim does not wait for a job row another transaction holds (FOR UPDATE SKIP LOCKED): it takes the next job"
+    store = DistStore(storage)
+    pending_reports(store, 4)
+    store.create_jobs(KEY, 2, lambda: str(uuid.uuid4()))
+    first_job = store.pending_jobs()[0][0]
+    with open_storage(storage.location) as other, other.transaction():
+        other._one("SELECT job_id FROM dist_jobs WHERE job_id = ? FOR UPDATE", (first_job,))
+        claimed = store.claim_job("driver-b", 10)
+        assert claimed is not None and claimed.job_id != first_job
+
+
+@on_both_backends
+def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch, backend):
+    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
+    running): the helper counts its reports once and answers both alike, and the leader adds them once.  On
+    PostgreSQL the first helper transaction is held open until the second request is in, so that the two overlap
+    (on SQLite the write lock serializes them: the second request's rate-limit write waits for the first commit)."""
+    from collector.distributed import helper
+
+    arrived, both_in = [], threading.Event()
+    parse = helper.parse_job_request
+
+    def arriving(body):
+        arrived.append(1)
+        if len(arrived) == 2:
+            both_in.set()
+        return parse(body)
+
+    def hold(name: str) -> None:
+        if name == "helper-job-before-commit" and not getattr(hold, "held", False):
+            hold.held = True  # type: ignore[attr-defined]
+            both_in.wait(30)
+            time.sleep(HOLD_SECONDS)  # the second request runs up to the lock it waits for
+
+    if backend == "postgresql":
+        monkeypatch.setattr(helper, "parse_job_request", arriving)
+        monkeypatch.setattr(helper, "failpoint", hold)
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    values = values_for("histogram", 24)
+    pair.upload(honest_reports(spec, block, values))
+    key = (spec.name, spec.fingerprint, today())
+    with opened(pair.leader_db) as store:
+        create_jobs(store, key)
+        ((job_id, _),) = store.pending_jobs()
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def driver() -> None:
+        with open_storage(pair.leader_db) as storage:
+            barrier.wait()
+            try:
+                outcomes.append(run_job(storage, DistStore(storage), PeerClient(pair.transport, PEER_TOKEN, retries=0),
+                                        job_id, key))
+            except BaseException as exc:  # noqa: BLE001 (reported below)
+                outcomes.append(exc)
+
+    threads = [threading.Thread(target=driver) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(sum(counts.values()) for counts in outcomes) == [0, 24], outcomes  # type: ignore[attr-defined]
+    assert exact_sum(pair.leader_db, pair.helper_db, spec, today()) == (24, 24, truth("histogram", values))
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
