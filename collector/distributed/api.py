@@ -21,7 +21,7 @@ from estimators import NoReports
 from estimators.distributed.release import estimate_release
 
 from ..api.body import read_json
-from ..auth import require, too_many, utc_today
+from ..auth import clock_now, require, too_many, utc_today
 from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
@@ -248,8 +248,6 @@ def progress(name: str) -> Response:
     if version is not None and not (version.isdigit() and 1 <= int(version) <= 2**31):
         raise invalid("version", "must be a positive integer")
     campaign = _campaign(name, int(version) if version is not None else None)
-    from ..auth import clock_now
-
     return jsonify(leader.campaign_progress(dist_store(), campaign, now=clock_now(),
                                             grace=float(current_app.config["COLLECT_GRACE"])))
 

@@ -17,6 +17,8 @@ REPORT_STATES = ("accepted", "pending", "aggregated")
 
 def progress_exposition(storage: StorageBase, store: DistStore, *, now: float, grace: float) -> str:
     "Prometheus text format of every distributed campaign's progress on this leader"
+    # imported here: prometheus_client picks its value class when first imported, after collector.metrics has set
+    # PROMETHEUS_MULTIPROC_DIR (collector.metrics.default_directory)
     from prometheus_client import CollectorRegistry, generate_latest
 
     progress = [campaign_progress(store, campaign, now=now, grace=grace)
@@ -36,6 +38,7 @@ class _Progress:
         self.progress = progress
 
     def collect(self) -> Iterator[Any]:
+        # imported here: see progress_exposition
         from prometheus_client.core import GaugeMetricFamily
 
         reports = GaugeMetricFamily("ldp_distributed_reports", "Reports of a distributed campaign's latest version: "

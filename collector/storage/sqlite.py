@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..distributed import schema as dist_schema
 from ..errors import (
     DatabaseLocked,
     RateLimited,
@@ -37,12 +36,8 @@ from .models import CampaignVersion, InsertResult, RateRule, ReportGroup
 from .rows import _day_number, _ids_bytes, _ids_joined, merged_counts
 from .sqlite_schema import (
     BASE_SCHEMA,
-    DAY_FILTERS_TABLE,
-    DIST_SCHEMA_VERSION,
-    FILTERS_SCHEMA_VERSION,
-    KEY_SCOPES_SCHEMA_VERSION,
+    LATER_STEPS,
     LATEST_SCHEMA_VERSION,
-    LIFETIMES_SCHEMA_VERSION,
     REPORTS_TABLE,
     SCHEMA_VERSION,
     VERSIONS_TABLE,
@@ -128,10 +123,8 @@ class Storage(StorageBase):
         for statement in BASE_SCHEMA:
             self.conn.execute(statement)
         self._migrate_reports()
-        self._migrate_lifetimes()
-        self._migrate_day_filters()
-        self._migrate_key_scopes()
-        self._migrate_distributed()
+        for version, apply in LATER_STEPS:
+            self._schema_step(version, apply)
         if before < LATEST_SCHEMA_VERSION:
             # the migration's pages (a new file: every table and index) leave the WAL at once, so that the WAL's
             # size is set by the commits of reports, which the checkpoint policy bounds
@@ -167,43 +160,6 @@ class Storage(StorageBase):
                 conn.execute("DROP TABLE reports_v1")
 
         self._schema_step(SCHEMA_VERSION, apply)
-
-    def _migrate_lifetimes(self) -> None:
-        "Version 3: the days a campaign was closed, a key expires and a key was last used (NULL: never)"
-        def apply(conn: sqlite3.Connection) -> None:
-            for table, column in (("campaigns", "closed_day"), ("api_keys", "expires_day"),
-                                  ("api_keys", "last_used_day")):
-                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-
-        self._schema_step(LIFETIMES_SCHEMA_VERSION, apply)
-
-    def _migrate_day_filters(self) -> None:
-        "Version 4: the day_filters table (empty: a day's filter is built once the day is closed)"
-        self._schema_step(FILTERS_SCHEMA_VERSION, lambda conn: conn.execute(DAY_FILTERS_TABLE))
-
-    def _migrate_key_scopes(self) -> None:
-        "Version 5: public keys and their campaign scope (existing keys: not public, every campaign)"
-        def apply(conn: sqlite3.Connection) -> None:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(api_keys)")}
-            if "is_public" not in columns:
-                conn.execute("ALTER TABLE api_keys ADD COLUMN is_public INTEGER NOT NULL DEFAULT 0")
-            if "campaigns" not in columns:
-                conn.execute("ALTER TABLE api_keys ADD COLUMN campaigns TEXT")
-
-        self._schema_step(KEY_SCOPES_SCHEMA_VERSION, apply)
-
-    def _migrate_distributed(self) -> None:
-        "Version 6: the distributed tables, with the job leases (a file that had them gets the lease columns)"
-        def apply(conn: sqlite3.Connection) -> None:
-            for statement in dist_schema.statements("sqlite"):
-                conn.execute(statement)
-            for table, column, kind in dist_schema.ADDED_COLUMNS:
-                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-            conn.execute("DROP TABLE IF EXISTS dist_meta")  # the distributed tables' own version, before this step
-
-        self._schema_step(DIST_SCHEMA_VERSION, apply)
 
     def _copy_legacy_reports(self) -> None:
         versions = {(c.name, c.version): c for name in self._campaign_names() for c in self.campaign_versions(name)}

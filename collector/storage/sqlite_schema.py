@@ -1,6 +1,12 @@
-"""The SQLite schema: its tables in plain SQL and the ``PRAGMA user_version`` of each migration step."""
+"""The SQLite schema: its tables in plain SQL and the migration steps, each with its ``PRAGMA user_version``
+(``Storage.migrate`` applies a step, in one transaction, to a file at an earlier version)."""
 
 from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ..distributed import schema as dist_schema
 
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
@@ -45,3 +51,45 @@ VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS report_versions (
     UNIQUE (campaign, version)
 )"""
 
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def add_lifetimes(conn: sqlite3.Connection) -> None:
+    "Version 3: the days a campaign was closed, a key expires and a key was last used (NULL: never)"
+    for table, column in (("campaigns", "closed_day"), ("api_keys", "expires_day"), ("api_keys", "last_used_day")):
+        if column not in _columns(conn, table):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+
+def add_day_filters(conn: sqlite3.Connection) -> None:
+    "Version 4: the day_filters table (empty: a day's filter is built once the day is closed)"
+    conn.execute(DAY_FILTERS_TABLE)
+
+
+def add_key_scopes(conn: sqlite3.Connection) -> None:
+    "Version 5: public keys and their campaign scope (existing keys: not public, every campaign)"
+    columns = _columns(conn, "api_keys")
+    if "is_public" not in columns:
+        conn.execute("ALTER TABLE api_keys ADD COLUMN is_public INTEGER NOT NULL DEFAULT 0")
+    if "campaigns" not in columns:
+        conn.execute("ALTER TABLE api_keys ADD COLUMN campaigns TEXT")
+
+
+def add_distributed(conn: sqlite3.Connection) -> None:
+    "Version 6: the distributed tables, with the job leases (a file that had them gets the lease columns)"
+    for statement in dist_schema.statements("sqlite"):
+        conn.execute(statement)
+    for table, column, kind in dist_schema.ADDED_COLUMNS:
+        if column not in _columns(conn, table):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    conn.execute("DROP TABLE IF EXISTS dist_meta")  # the distributed tables' own version, before this step
+
+
+# The steps after the reports step (Storage._migrate_reports, which copies rows), in order
+LATER_STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], object]], ...] = (
+    (LIFETIMES_SCHEMA_VERSION, add_lifetimes), (FILTERS_SCHEMA_VERSION, add_day_filters),
+    (KEY_SCOPES_SCHEMA_VERSION, add_key_scopes), (DIST_SCHEMA_VERSION, add_distributed),
+)

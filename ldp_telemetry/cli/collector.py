@@ -366,8 +366,8 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
 
 def _progress(storage: Any, item: Any) -> dict | None:
     "A distributed campaign's progress from a leader's database (None elsewhere), as its serve would answer it"
-    from collector.app import DEFAULTS
     from collector.auth import clock_now
+    from collector.config import DEFAULTS
     from collector.distributed.leader import campaign_progress
     from collector.distributed.store import DistStore
 
@@ -475,7 +475,7 @@ def run_jobs(database: str, helper_url: str | None, peer_token: str | None, job_
 
     Jobs another driver holds (a leader's worker, another run-jobs) are left to it; safe to run at any time.  Reads
     the helper's HPKE configs again first (a rotated helper key reaches the campaign listing, as the driver does)."""
-    from collector.app import DEFAULTS
+    from collector.config import DEFAULTS
     from collector.distributed.leader import PendingWork, refresh_helper_configs, run_pending
     from collector.distributed.peer import PeerError
 

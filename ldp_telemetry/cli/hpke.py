@@ -9,6 +9,9 @@ import click
 
 from .collector import DB_OPTION, JSON_OPTION, _fail, _storage
 
+# Function-level imports: each command imports the collector modules it uses when it runs, as in cli/collector.py
+# (`ldp-telemetry --help` loads no server module; tests/budgets/test_cli_startup.py).
+
 OVERLAP_OPTION = click.option("--overlap-days", default=None, type=click.IntRange(0, 3650),
                               envvar="LDP_HPKE_OVERLAP_DAYS",
                               help="Days an older key still opens reports after a rotation, as the aggregator's "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from client_sdk.clock import day_start
 from client_sdk.distributed_messages import ProtocolError
 
 from ...storage import CampaignVersion
@@ -29,8 +30,6 @@ REASONS = tuple(error.value for error in ProtocolError)  # a metric's reason lab
 def batch_state(batch: str, counts: dict[str, int], min_batch: int, stored_state: str, released: bool, *,
                 now: float, grace: float) -> str:
     "One batch's state (see the module doc)"
-    from client_sdk.clock import day_start
-
     if released:
         return "collected"
     if stored_state == "closed":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from collector import auth
-from collector.app import DEFAULTS
+from collector.config import DEFAULTS
 from collector.distributed import hpke_keys
 from collector.distributed.leader import refresh_helper_configs
 from collector.distributed.peer import PeerClient
