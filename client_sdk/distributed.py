@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .distributed_messages import ProtocolError, ReportPayload, b64url, check_batch, parse_payload  # re-exported
 from .errors import SealError, ShareRejected  # re-exported: part of this module's API
+from .kinds import DISTRIBUTED, kind_of
 from .spec import Prio3Params, Spec
 from .wire import is_integer
 
@@ -100,7 +101,7 @@ def _build_vdaf(params: Prio3Params) -> Prio3:
 
 
 def _prio3(spec: Spec) -> Prio3Params:
-    if spec.trust != "distributed" or spec.prio3 is None:
+    if kind_of(spec) is not DISTRIBUTED or spec.prio3 is None:
         raise ValueError(f"campaign {spec.name!r} is not distributed (trust {spec.trust!r})")
     return spec.prio3
 

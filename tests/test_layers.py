@@ -53,7 +53,7 @@ def test_the_estimators_import_only_the_device_layer():
 # re-exports both (the runtime's names imported on first use, checked by the client's import-cost test).
 DEVICE_RUNTIME = {"client", "spec_cache", "recorder", "uploader", "queue", "ledger", "state_file", "held", "shipped",
                   "transport", "device_state", "status", "answers"}
-SHARED_CORE = {"spec", "frozen", "mechanisms", "wire", "rappor", "randomness", "errors", "clock", "vdaf",
+SHARED_CORE = {"spec", "frozen", "mechanisms", "wire", "rappor", "randomness", "errors", "clock", "vdaf", "kinds",
                "distributed", "distributed_messages"}
 # the runtime's names ``client_sdk`` re-exports, imported on first use (client_sdk/__init__.py's _LAZY)
 RUNTIME_NAMES = {"Client", "delete_local_data", "ClientStatus", "FlushResult", "Recorded", "RecordStatus",

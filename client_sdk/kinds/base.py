@@ -1,0 +1,88 @@
+"""The registry of campaign kinds, device side: what every side asks of a kind before it asks its own side.
+
+A campaign's kind is named by its spec's ``trust`` member ("local" when absent).  Each kind registers one
+:class:`CampaignKind` here (``register_kind``); the collector and the estimators keep their own registries of the
+same names (``collector.kinds``, ``estimators.kinds``).  Nothing outside the kind modules asks "which kind is this?":
+it looks the kind up (:func:`kind_of`) and calls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
+
+from ..errors import SpecError
+
+DEFAULT_KIND = "local"  # a spec without ``trust``
+
+
+class ReportMaker(Protocol):
+    "What a device offers a kind to make a payload with (``Recorder``): its randomizers and its sealing configs"
+
+    def perturbed(self, spec: Any, value: Any) -> Any: ...
+
+    def sealed(self, spec: Any, campaign: str, value: Any, report_id: str, batch: str) -> Any: ...
+
+
+class CampaignKind:
+    """One campaign kind as a device sees it: how a report is made and what it charges to the privacy ledger.
+
+    Subclasses set ``name`` (the spec's ``trust``) and override what differs; the defaults are a local kind's."""
+
+    name: ClassVar[str] = ""
+    # its specs are listed with an ``aggregators`` block and reports are sealed with the helper's HPKE configs
+    needs_aggregators: ClassVar[bool] = False
+
+    def batch_of(self, now: float) -> str | None:
+        "The batch a report made at ``now`` belongs to (the ledger charges once per batch), or None"
+        return None
+
+    def ledger_charge(self, spec: Any) -> tuple[float, float]:
+        "(epsilon, delta) one report of ``spec`` spends"
+        return float(spec.epsilon), 0.0
+
+    def make_payload(self, maker: ReportMaker, spec: Any, campaign: str, value: Any, report_id: str,
+                     batch: str | None) -> Any:
+        "The report's payload, or a ``RecordStatus`` saying why none is made (nothing is charged then)"
+        raise NotImplementedError
+
+
+_KINDS: dict[str, CampaignKind] = {}
+
+
+def register_kind(kind: CampaignKind) -> CampaignKind:
+    "Register ``kind`` under its name (once: a second kind of the same name is a bug)"
+    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"campaign kind {kind.name!r} is empty or already registered")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister_kind(name: str) -> None:
+    "Forget a kind (tests registering a toy kind remove it again)"
+    _KINDS.pop(name, None)
+
+
+def kind_names() -> tuple[str, ...]:
+    "The registered kinds' names, in registration order"
+    return tuple(_KINDS)
+
+
+def kind_name(spec: Any) -> Any:
+    "The kind a spec names: its ``trust`` (a Spec or its JSON), ``local`` when it has none"
+    trust = spec.get("trust", DEFAULT_KIND) if isinstance(spec, Mapping) else getattr(spec, "trust", DEFAULT_KIND)
+    return DEFAULT_KIND if trust is None else trust
+
+
+def find_kind(spec: Any) -> CampaignKind | None:
+    "The registered kind of ``spec`` (a Spec or its JSON), or None when it names none"
+    name = kind_name(spec)
+    return _KINDS.get(name) if isinstance(name, str) else None
+
+
+def kind_of(spec: Any) -> CampaignKind:
+    "The registered kind of ``spec``; SpecError('trust') when it names none"
+    kind = find_kind(spec)
+    if kind is None:
+        raise SpecError("trust", f"must be one of {list(_KINDS)}")
+    return kind
