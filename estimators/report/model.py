@@ -145,11 +145,6 @@ def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
     )
 
 
-def is_distributed(result: dict) -> bool:
-    "An estimate of a distributed campaign's release (Prio3 and aggregator or coin noise)"
-    return result.get("trust") == "distributed"
-
-
 TRUST_MODELS = ("local", "distributed", "central")
 
 

@@ -13,7 +13,6 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from statistics import NormalDist
 from weakref import WeakSet
 
 import numpy as np
@@ -24,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from ..kinds.base import estimate_kind
 from .model import (
     DAILY_SERIES,
     NOT_DISTINGUISHABLE,
@@ -35,20 +35,17 @@ from .model import (
     display_rows,
     epsilon_text,
     format_number,
-    is_distributed,
     is_mean,
     report_count,
     value_rows,
     with_unit,
 )
-from .scaling import ScalingCurves, TrustModelCurves, scaling_curves, trust_model_curves
+from .scaling import ScalingCurves, TrustModelCurves
+from .style import CENTRAL_COLOUR, DISTRIBUTED_COLOUR, LDP_COLOUR
 
 MAX_BARS = 20
 MAX_SERIES = DAILY_SERIES
-LDP_COLOUR = "#1f77b4"
 FAINT_COLOUR = "#a6c8e6"
-CENTRAL_COLOUR = "#d62728"
-DISTRIBUTED_COLOUR = "#9467bd"
 TRUTH_COLOUR = "#2ca02c"
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -176,7 +173,7 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
              label="estimate (unbiased)" if unbiased else "estimate")
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
-    model = "distributed DP" if is_distributed(result) else "local DP"
+    model = estimate_kind(result).model_label
     axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
                   label=f"{model} {confidence_percent(result)} CI")
     if central is not None and truth:  # around the truth, never around the estimate: a width, not a second claim
@@ -192,55 +189,14 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
                     ha="right" if tilted else "center")
     axes.set_ylabel("fraction of reports")
     name = campaign or result.get("campaign") or ""
-    mechanism = _mechanism_text(result)
+    mechanism = estimate_kind(result).mechanism_text(result)
     axes.set_title(f"{name}: {mechanism}, {_privacy_text(result)}, n = {_count(result)}")
     handles, _ = axes.get_legend_handles_labels()
     if any(row.includes_zero for row in rows):
         handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
     axes.legend(handles=handles, fontsize=8, loc="upper right")
-    return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows), bool(truth)))
-
-
-def _mechanism_text(result: dict) -> str:
-    if is_distributed(result):
-        return f"Prio3 {result.get('prio3', '')}, {(result.get('noise') or {}).get('mode', '')} noise"
-    return str(result.get("mechanism", ""))
-
-
-def _frequency_caption(result: dict, shown: int, truth: bool = False) -> str:
-    rows = value_rows(result)
-    if is_distributed(result):
-        return _distributed_frequency_caption(result, rows, shown, truth)
-    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
-    central = central_halfwidth(result)
-    kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
-    parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
-    if len(rows) > shown:
-        parts[0] += f" (the {shown} largest of {len(rows)} values)"
-    if widths and central is not None:
-        ldp = sum(widths) / len(widths)
-        parts.append(
-            f"Central DP ({central_mechanism(result)}, replace-one) would give ±{format_number(central)} at the same "
-            f"ε against ±{format_number(ldp)} locally" + ("; in red, its interval around the truth" if truth else ""))
-    if any(r.includes_zero for r in rows):
-        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
-    return ". ".join(parts) + "."
-
-
-def _distributed_frequency_caption(result: dict, rows: list, shown: int, truth: bool) -> str:
-    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
-    parts = [f"Bars: unbiased estimates from the noisy release with their {confidence_percent(result)} intervals "
-             "(the exact quantile of the release's noise)"]
-    if len(rows) > shown:
-        parts[0] += f" (the {shown} largest of {len(rows)} values)"
-    central = central_halfwidth(result)
-    if widths and central is not None:
-        parts.append(f"A trusted curator ({central_mechanism(result)}, replace-one) would give "
-                     f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here"
-                     + ("; in red, its interval around the truth" if truth else ""))
-    if any(r.includes_zero for r in rows):
-        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
-    return ". ".join(parts) + "."
+    caption = estimate_kind(result).frequency_caption(result, value_rows(result), len(rows), bool(truth))
+    return Plot("frequencies", "Frequency estimates", figure, caption)
 
 
 def scaling_figure(curves: ScalingCurves) -> Plot:
@@ -323,15 +279,12 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     the same number); with a known truth (simulations) the other models' intervals are drawn around the truth."""
     mean = float(result["mean"])
     central = result.get("central_dp") or {}
-    distributed = is_distributed(result)
-    model = "distributed DP" if distributed else "local DP"
+    kind = estimate_kind(result)
+    model = kind.model_label
     ldp_width = (result["ci_high"] - result["ci_low"]) / 2
-    widths = [(f"{model}\n{_mechanism_text(result)}", ldp_width, DISTRIBUTED_COLOUR if distributed else LDP_COLOUR)]
-    local = (result.get("trust_models") or {}).get("local") or {}
-    if distributed and isinstance(local.get("std_error"), (int, float)):
-        z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
-        widths.append((f"local DP\n{local.get('mechanism', '')} (formula)", z * float(local["std_error"]),
-                       LDP_COLOUR))
+    comparisons = kind.mean_comparisons(result)
+    widths = [(f"{model}\n{kind.mechanism_text(result)}", ldp_width, kind.colour)]
+    widths += [(label, width, colour) for label, width, colour, _ in comparisons]
     if isinstance(central.get("ci_halfwidth"), (int, float)):
         widths.append((f"central DP\n{central_mechanism(result).split(',')[0]}", float(central["ci_halfwidth"]),
                        CENTRAL_COLOUR))
@@ -358,8 +311,7 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     estimate_axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, {_privacy_text(result)}")
     suffix = f" {unit}" if unit else ""
     caption = (f"Mean {format_number(mean)}{suffix} ± {format_number(ldp_width)}{suffix} under {model}")
-    if distributed and len(widths) > 1 and widths[1][0].startswith("local"):
-        caption += f"; local DP's best mechanism would give ± {format_number(widths[1][1])} at the same ε"
+    caption += "".join(f"; {text}" for _, _, _, text in comparisons)
     if isinstance(central.get("ci_halfwidth"), (int, float)):
         caption += (f"; a trusted curator ({central_mechanism(result)}, replace-one) at the same ε would report "
                     f"± {format_number(central['ci_halfwidth'])}")
@@ -445,17 +397,7 @@ def report_plots(data: ReportData, *, simulate_points: bool = True,
         plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
     elif value_rows(result):
         plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
-    if is_distributed(result):
-        models = trust_model_curves(result)
-        if models is not None:
-            plots.append(trust_models_figure(models))
-    else:
-        try:
-            curves = scaling_curves(result, data.spec, rng=rng, simulate_points=simulate_points)
-        except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
-            curves = None
-        if curves is not None:
-            plots.append(scaling_figure(curves))
+    plots += estimate_kind(result).comparison_plots(data, simulate_points=simulate_points, rng=rng)
     daily = daily_figure(data.daily)
     if daily is not None:
         plots.append(daily)

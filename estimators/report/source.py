@@ -30,39 +30,6 @@ def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict
     return finite_json(common_shape(result, spec.name))
 
 
-def is_distributed_spec(spec: Any) -> bool:
-    "A distributed campaign's spec (a Spec or its JSON): its estimates come from releases, not aggregates"
-    trust = spec.get("trust") if isinstance(spec, dict) else getattr(spec, "trust", None)
-    return trust == "distributed"
-
-
-def in_window(releases: Sequence[dict], since: str | None, until: str | None) -> list[dict]:
-    "The releases whose batch (a UTC day) falls in [since, until], in batch order"
-    chosen = [r for r in releases if (not since or str(r.get("batch")) >= since)
-              and (not until or str(r.get("batch")) <= until)]
-    return sorted(chosen, key=lambda release: str(release.get("batch")))
-
-
-def releases_estimate(spec: Any, releases: Sequence[dict], confidence: float = 0.95) -> dict:
-    """The JSON estimate of a distributed campaign over the releases of a window (their batches added up).
-
-    Raises :class:`estimators.NoReports` when the window holds no release."""
-    from estimators.distributed import estimate_releases
-    from estimators.errors import NoReports
-
-    if not releases:
-        raise NoReports("no release in this window")
-    return finite_json(estimate_releases(spec, releases, confidence))
-
-
-def daily_releases(spec: Any, releases: Sequence[dict], confidence: float = 0.95) -> list[DailyResult]:
-    "One estimate per batch; none when the window holds a single batch"
-    if len(releases) <= 1:
-        return []
-    return [DailyResult(str(release.get("batch")), releases_estimate(spec, [release], confidence))
-            for release in releases]
-
-
 def common_shape(result: dict, campaign: str | None = None) -> dict:
     """``result`` with the members every kind shares: ``kind``, ``campaign``, ``n``, ``confidence`` and ``values``
     (rows of ``value``, ``estimate``, ``std_error``, ``ci_low``, ``ci_high``); estimators/report/report.schema.json.

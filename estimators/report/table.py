@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..kinds.base import estimate_kind
 from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
-    RATIO_DEFINITION,
     ReportData,
     ValueRow,
     central_mechanism,
     chance_exclusions_text,
-    confidence_percent,
-    describe_window,
     display_rows,
-    epsilon_text,
     format_number,
     guarantee_lines,
-    is_distributed,
     is_mean,
-    ldp_to_central_ratio,
-    ratio_text,
-    target_text,
-    trust_models_text,
     value_rows,
     with_unit,
 )
@@ -33,55 +25,8 @@ BELOW_ZERO_MARK = "<0"
 
 
 def header_lines(data: ReportData) -> list[str]:
-    "The facts every format states first"
-    result = data.result
-    if is_distributed(result):
-        return distributed_header_lines(data)
-    ratio = ldp_to_central_ratio(result)
-    n = data.n
-    count = f"n = {n:,} reports, " if n is not None else ""
-    lines = [
-        (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.get('mechanism', '?')}, "
-         f"epsilon {epsilon_text(result)}"),
-        (f"{count}window: {describe_window(data.since, data.until)}, "
-         f"confidence {confidence_percent(result)}"),
-    ]
-    status = result.get("status")
-    if status not in (None, "ok"):
-        lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
-    if ratio is not None:
-        lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
-    target = target_text(result)
-    if target:
-        lines.append(target)
-    return lines
-
-
-def distributed_header_lines(data: ReportData) -> list[str]:
-    "A distributed campaign's facts: its Prio3 type and noise, the batches, rejections, the three trust models"
-    result = data.result
-    noise = result.get("noise") or {}
-    delta = result.get("delta")
-    n = data.n
-    batches = [batch for batch in result.get("batches") or [result.get("batch")] if batch]
-    lines = [
-        (f"campaign {data.campaign}: {data.kind} estimate, distributed (Prio3 {result.get('prio3', '?')}, "
-         f"{noise.get('mode', '?')} noise), epsilon {epsilon_text(result)}"
-         + (f", delta {delta:.3g}" if isinstance(delta, (int, float)) and delta else "")),
-        (f"{f'n = {n:,} reports, ' if n is not None else ''}batches: {', '.join(batches) or '-'} "
-         f"(window: {describe_window(data.since, data.until)}), confidence {confidence_percent(result)}"),
-    ]
-    rejected = result.get("rejected") or {}
-    if rejected:
-        lines.append("rejected reports: " + ", ".join(f"{reason} {count:,}" for reason, count in
-                                                      sorted(rejected.items())))
-    models = trust_models_text(result)
-    if models is not None:
-        lines.append(models)
-    target = target_text(result)
-    if target:
-        lines.append(target)
-    return lines
+    "The facts every format states first (the estimate's kind says which)"
+    return estimate_kind(data.result).header_lines(data)
 
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:

@@ -1,0 +1,89 @@
+"""The registry of campaign kinds, estimate side: a window's estimate from what the collector side gathered, and
+what a report says and draws that differs between kinds.
+
+Each kind registers one :class:`EstimateKind` (:func:`register_estimate_kind`) under the name its device side
+registered in :mod:`client_sdk.kinds`; :func:`estimate_kind` finds it from a spec or an estimate (both carry
+``trust``; a local estimate has none).  The renderers of ``estimators.report`` call it instead of asking which kind
+an estimate is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from client_sdk.kinds import find_kind, kind_name
+
+from ..errors import EstimatorError
+
+if TYPE_CHECKING:
+    from ..report.model import DailyResult, ReportData, ValueRow
+    from ..report.plots import Plot
+
+
+class UnknownKind(EstimatorError):
+    "A spec or estimate names a campaign kind that has no estimate side registered"
+
+
+class EstimateKind:
+    """One campaign kind's estimate side.
+
+    ``source`` is what this kind's collector side gathers for a window: merged aggregates for local campaigns,
+    releases for distributed ones.  The estimate is its JSON form (estimators/report/report.schema.json)."""
+
+    name: ClassVar[str] = ""
+    model_label: ClassVar[str] = ""  # the trust model the estimate's intervals are for: "local DP"
+    colour: ClassVar[str] = ""  # its colour in the figures
+
+    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
+        "The JSON estimate of one window; raises estimators.NoReports for an empty one"
+        raise NotImplementedError
+
+    def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
+        "One estimate per day (or batch) of the window; none when it holds a single one"
+        return []
+
+    # -- what a report says and draws ------------------------------------------------------------------------
+    def header_lines(self, data: ReportData) -> list[str]:
+        "The facts every format states first"
+        raise NotImplementedError
+
+    def mechanism_text(self, result: dict) -> str:
+        "How the values were protected, for a figure's title"
+        return str(result.get("mechanism", ""))
+
+    def frequency_caption(self, result: dict, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+        "The caption of the frequency bars"
+        raise NotImplementedError
+
+    def mean_comparisons(self, result: dict) -> list[tuple[str, float, str, str]]:
+        "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"
+        return []
+
+    def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
+        "The figures comparing this campaign's noise with the other trust models'"
+        return []
+
+
+_KINDS: dict[str, EstimateKind] = {}
+
+
+def register_estimate_kind(kind: EstimateKind) -> EstimateKind:
+    "Register the estimate side of a kind whose device side is registered (client_sdk.kinds.register_kind)"
+    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"campaign kind {kind.name!r} is empty or already has an estimate side")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister_estimate_kind(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+def estimate_kind(spec_or_result: Any) -> EstimateKind:
+    "The estimate side of a spec's or an estimate's kind (its ``trust``)"
+    name = kind_name(spec_or_result)
+    kind = _KINDS.get(name) if isinstance(name, str) else None
+    if kind is None or find_kind(spec_or_result) is None:
+        raise UnknownKind(f"no estimate side for campaign kind {name!r}")
+    return kind
