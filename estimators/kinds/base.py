@@ -12,17 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from client_sdk.kinds import find_kind, kind_name
-
-from ..errors import EstimatorError
+from client_sdk.errors import SpecError
+from client_sdk.kinds import find_kind, kind_name, kind_names
 
 if TYPE_CHECKING:
     from ..report.model import DailyResult, ReportData, ValueRow
     from ..report.plots import Plot
-
-
-class UnknownKind(EstimatorError):
-    "A spec or estimate names a campaign kind that has no estimate side registered"
 
 
 class EstimateKind:
@@ -81,9 +76,9 @@ def unregister_estimate_kind(name: str) -> None:
 
 
 def estimate_kind(spec_or_result: Any) -> EstimateKind:
-    "The estimate side of a spec's or an estimate's kind (its ``trust``)"
+    "The estimate side of a spec's or an estimate's kind (its ``trust``); SpecError('trust') for none"
     name = kind_name(spec_or_result)
     kind = _KINDS.get(name) if isinstance(name, str) else None
     if kind is None or find_kind(spec_or_result) is None:
-        raise UnknownKind(f"no estimate side for campaign kind {name!r}")
+        raise SpecError("trust", f"must be one of {[name for name in kind_names() if name in _KINDS]}")
     return kind
