@@ -1,6 +1,6 @@
 """The collector's CPU per request under the demo's load (issue 14 item 5): what one simulated user costs it.
 
-Starts the demo's collector (``demo.run.running_collector``: gunicorn, one worker of threads, as ``ldp-telemetry
+Starts the demo's collector (``demo.servers.running_collector``: gunicorn, one worker of threads, as ``ldp-telemetry
 demo`` runs it) over a fresh database with the demo's campaigns, then sends, from ``--threads`` client threads on
 kept-alive connections, each kind of request the demo's devices send, one kind at a time:
 
@@ -18,7 +18,7 @@ come from the vectorised simulator (the SDK's distribution); every report id is 
     python benchmarks/collector_requests.py --kind user --requests 2000 --rounds 3 --root /tmp/before --root .
     python benchmarks/collector_requests.py --distributed 2000 --root /tmp/before --root .
 
-``--distributed N`` measures instead the demo's distributed phase (``demo.run.running_aggregators``,
+``--distributed N`` measures instead the demo's distributed phase (``demo.servers.running_aggregators``,
 ``report_distributed``, ``collect_today`` with N users): the wall time and the aggregators' CPU of their start
 (until the leader answers the first campaign), of the sealed reports' upload and of the collection.
 """
@@ -41,7 +41,8 @@ MEASURE = r"""
 import http.client, json, os, sys, tempfile, threading, time, uuid
 from pathlib import Path
 import numpy as np
-from demo.run import create_campaigns, create_keys, draw_population, running_collector
+from demo.devices import draw_population
+from demo.servers import create_campaigns, create_keys, running_collector
 from demo.scenario import CAMPAIGNS
 from client_sdk import load_spec
 from estimators.simulate import simulate
@@ -159,7 +160,9 @@ DISTRIBUTED = r"""
 import json, os, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from demo.run import collect_today, create_campaigns, draw_population, report_distributed, running_aggregators
+from demo.devices import draw_population, report_distributed
+from demo.distributed import collect_today
+from demo.servers import create_campaigns, running_aggregators
 from demo.scenario import DISTRIBUTED_CAMPAIGNS
 
 users = int(sys.argv[1])

@@ -27,6 +27,7 @@ import json, sys, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 import demo.run as run
+from demo import devices, distributed, reports, servers, summary
 
 events = []
 start = time.perf_counter()
@@ -45,10 +46,10 @@ def running_collector(database, config=None, **options):
         yield url
     mark(f"{database.stem} stopped")
 
-run.running_collector = running_collector
+run.running_collector = servers.running_collector = running_collector
 
 def timed(name, ends_only=False):
-    real = getattr(run, name)
+    real = next(getattr(m, name) for m in (devices, distributed, reports, summary) if hasattr(m, name))
     def wrapper(*args, **kwargs):
         if not ends_only:
             mark(f"{name} start")
@@ -56,7 +57,9 @@ def timed(name, ends_only=False):
             return real(*args, **kwargs)
         finally:
             mark(f"{name} end")
-    setattr(run, name, wrapper)
+    for module in (run, devices, distributed, reports):  # wherever the demo calls it from
+        if hasattr(module, name):
+            setattr(module, name, wrapper)
 
 for name in ("report_through_sdk", "report_distributed", "collect_today", "fetch_reports"):
     timed(name)

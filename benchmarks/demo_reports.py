@@ -1,4 +1,4 @@
-"""The demo's reports (issue 14 item 5): wall and CPU time of ``demo.run.write_reports`` for the 4 local campaigns
+"""The demo's reports (issue 14 item 5): wall and CPU time of ``demo.reports.write_reports`` for the 4 local campaigns
 and the distributed one, checkouts interleaved so that each round sees about the same load.
 
     python benchmarks/demo_reports.py                               # this checkout, 2,000 users, 2 rounds
@@ -38,7 +38,9 @@ CHILD = r"""
 import cProfile, io, json, logging, os, pstats, resource, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from demo import run
+from demo import reports, run, servers
+from demo.devices import draw_population, report_distributed, report_in_bulk
+from demo.distributed import collect_today
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -84,14 +86,14 @@ def measure(label, call):
 users, PROFILE, MODE = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 logging.getLogger("client_sdk").setLevel(logging.ERROR)
 rng = np.random.default_rng(1)
-population = run.draw_population([*CAMPAIGNS, *DISTRIBUTED_CAMPAIGNS], users, rng)
+population = draw_population([*CAMPAIGNS, *DISTRIBUTED_CAMPAIGNS], users, rng)
 out = {}
 if MODE == "demo":
     marks = {}
 
     def devices(url, ingest_key, local, state_root, progress=None, **_):
         "The users' reports drawn by the simulator, then the mark from which run_demo's reports are timed"
-        run.report_in_bulk(url, ingest_key, [c for c in CAMPAIGNS if c.name in local], local, rng, progress)
+        report_in_bulk(url, ingest_key, [c for c in CAMPAIGNS if c.name in local], local, rng, progress)
         marks.update(wall=time.perf_counter(), cpu=cpu())
 
     run.report_through_sdk = devices
@@ -105,28 +107,28 @@ if MODE == "demo":
     sys.exit(0)
 with tempfile.TemporaryDirectory() as temp:
     folder, reports = Path(temp), Path(temp) / "reports"
-    admin, ingest = run.create_keys(folder / "collector.db")
-    with run.running_collector(folder / "collector.db") as url:
-        run.create_campaigns(url, admin, CAMPAIGNS)
-        run.report_in_bulk(url, ingest, CAMPAIGNS, population, rng)
-        earlier = measure("local", lambda: run.write_reports(url, admin, CAMPAIGNS, population, reports))
-        if hasattr(run, "render_reports"):  # the drawing alone: the 4 local reports, fetched once more, here
-            fetched = run.fetch_reports(url, admin, CAMPAIGNS, population)
-            measure("render", lambda: run.render_reports(fetched, Path(temp) / "render"))
-        if hasattr(run, "report_workers"):  # the same, shared with a worker process (spawned here: counted)
+    admin, ingest = servers.create_keys(folder / "collector.db")
+    with servers.running_collector(folder / "collector.db") as url:
+        servers.create_campaigns(url, admin, CAMPAIGNS)
+        report_in_bulk(url, ingest, CAMPAIGNS, population, rng)
+        earlier = measure("local", lambda: reports.write_reports(url, admin, CAMPAIGNS, population, reports))
+        if hasattr(reports, "render_reports"):  # the drawing alone: the 4 local reports, fetched once more, here
+            fetched = reports.fetch_reports(url, admin, CAMPAIGNS, population)
+            measure("render", lambda: reports.render_reports(fetched, Path(temp) / "render"))
+        if hasattr(reports, "report_workers"):  # the same, shared with a worker process (spawned here: counted)
             def shared():
-                with run.report_workers() as workers:
-                    return run.write_reports(url, admin, CAMPAIGNS, population, Path(temp) / "shared",
+                with reports.report_workers() as workers:
+                    return reports.write_reports(url, admin, CAMPAIGNS, population, Path(temp) / "shared",
                                              workers=workers)
             measure("shared", shared)
-    with run.running_aggregators(folder) as aggregators:
-        created = run.create_campaigns(aggregators.url, aggregators.admin, DISTRIBUTED_CAMPAIGNS)
-        run.report_distributed(aggregators.url, aggregators.ingest, created, population,
+    with servers.running_aggregators(folder) as aggregators:
+        created = servers.create_campaigns(aggregators.url, aggregators.admin, DISTRIBUTED_CAMPAIGNS)
+        report_distributed(aggregators.url, aggregators.ingest, created, population,
                                helper_url=aggregators.helper_url)
         day = aggregators.end_day()
         url, admin = aggregators.url, aggregators.admin
-        run.collect_today(url, admin, list(created), day)
-        measure("distributed", lambda: run.write_reports(url, admin, DISTRIBUTED_CAMPAIGNS, population, reports,
+        collect_today(url, admin, list(created), day)
+        measure("distributed", lambda: reports.write_reports(url, admin, DISTRIBUTED_CAMPAIGNS, population, reports,
                                                          earlier=earlier))
     out["files"] = len(list(reports.iterdir()))
 print(json.dumps(out))

@@ -12,13 +12,14 @@ plus system time of the run and every process it waited for (the collector's pro
 machine it is the figure to compare, since the wall time follows the load.  The demo's own line (users, seconds)
 and the load average at the start of each run are printed beside it.
 
-``--split N`` then measures each side apart, in a fresh interpreter per checkout: ``demo.run.report_through_sdk``
-for N users against ``demo.run.running_collector``; the devices' CPU is the measuring process's own (user + sys)
+``--split N`` then measures each side apart, in a fresh interpreter per checkout: ``demo.devices.report_through_sdk``
+for N users against ``demo.servers.running_collector``; the devices' CPU is the measuring process's own (user + sys)
 during the reports plus that of the device worker processes it waited for meanwhile (the collector's child is
 still running then, so it is not among them), the collector's is its processes' CPU (collected when they exit)
 less that of a collector started and stopped with no users (imports, start-up).  ``--processes P``
 (repeatable) runs the devices in P worker processes where the checkout's ``report_through_sdk`` takes that
-parameter (``-``: its default); the workers' start (an interpreter importing ``demo.run``) is part of the devices' CPU.
+parameter (``-``: its default); the workers' start (an interpreter importing
+``demo.devices``) is part of the devices' CPU.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ SPLIT = """
 import inspect, json, logging, resource, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from demo.run import create_campaigns, create_keys, draw_population, report_through_sdk, running_collector
+from demo.devices import draw_population, report_through_sdk
+from demo.servers import create_campaigns, create_keys, running_collector
 from demo.scenario import CAMPAIGNS
 
 def cpu(who):

@@ -4,8 +4,8 @@
     python benchmarks/distributed_demo.py --root /tmp/before --root . --rounds 3   # alternating checkouts
 
 Each run is a fresh interpreter with ``PYTHONPATH`` at the checkout (``checkouts.run_json``): it draws the demo's
-population for ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` (fixed seed) and runs ``demo.run.serve_distributed`` as the
-demo does: a helper and a leader (collector children), campaign creation, every user's report sealed in this process
+population for ``demo.scenario.DISTRIBUTED_CAMPAIGNS`` (fixed seed) and runs ``demo.distributed.serve_distributed`` as
+the demo does: a helper and a leader (collector children), campaign creation, every user's report sealed in this process
 (``client_sdk.distributed.seal_report``) and posted to the leader in batches, one collection, the report data
 fetched (the estimate).  It prints, per checkout, the CPU seconds (user + sys) of
 
@@ -36,11 +36,12 @@ CHILD = r"""
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-import demo.run as run
+import demo.devices as devices
+import demo.distributed as distributed
 from demo.scenario import DISTRIBUTED_CAMPAIGNS
 
 users = int(sys.argv[1])
-population = run.draw_population(DISTRIBUTED_CAMPAIGNS, users, np.random.default_rng(7))
+population = devices.draw_population(DISTRIBUTED_CAMPAIGNS, users, np.random.default_rng(7))
 
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -104,7 +105,7 @@ def on_data(fetched, notes):
 
 with tempfile.TemporaryDirectory() as temp:
     start, wall = cpu(), time.perf_counter()
-    fetched, notes = run.serve_distributed(Path(temp), DISTRIBUTED_CAMPAIGNS, population, lambda count: None,
+    fetched, notes = distributed.serve_distributed(Path(temp), DISTRIBUTED_CAMPAIGNS, population, lambda count: None,
                                            on_data=on_data)
     wall = time.perf_counter() - wall
     demo = cpu() - start

@@ -11,7 +11,7 @@ a queue pre-filled to 100 and to 10,000 reports.
 
 ``--cpu N`` measures instead the device's CPU (user + system time of the measuring process) per lifecycle over
 real HTTP: the demo's four campaigns (``demo.scenario``) on the real collector (gunicorn in a child process,
-``demo.run.running_collector``), N lifecycles one after another after 20 to warm up, each exactly the demo's
+``demo.servers.running_collector``), N lifecycles one after another after 20 to warm up, each exactly the demo's
 (``Client`` with its own fresh state directory and ``background=False``, one record per campaign, ``flush``,
 ``close``).  Each checkout (``--root``, repeatable; default this one) runs in a fresh interpreter with
 ``PYTHONPATH`` at it, checkouts interleaved for ``--rounds`` rounds so that each sees about the same load.
@@ -147,7 +147,8 @@ import numpy as np
 import client_sdk
 from client_sdk import Client
 from client_sdk.transport import MockTransport, Response
-from demo.run import create_campaigns, create_keys, draw_population, running_collector
+from demo.devices import draw_population
+from demo.servers import create_campaigns, create_keys, running_collector
 from demo.scenario import CAMPAIGNS
 
 lifecycles, local, warm = int(sys.argv[1]), sys.argv[2] == "local", 20

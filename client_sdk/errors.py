@@ -36,7 +36,7 @@ Hierarchy (the module on the right, when not this one)::
     │   ├── AggregateMismatch                 aggregates of different specs
     │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
     ├── ReleaseMismatch (ValueError)          estimators.distributed.release: a release is not the spec's
-    ├── SourceError                           estimators.report.source: a report's data cannot be fetched
+    ├── SourceError                           estimators.errors: a report's data cannot be fetched
     ├── ReportError                           ldp_telemetry.cli.report: a report cannot be built
     ├── StorageError                          collector.errors: CampaignNotFound, VersionConflict, RateLimited,
     │                                         CampaignClosed (a closed campaign takes no new version)
@@ -54,7 +54,7 @@ Hierarchy (the module on the right, when not this one)::
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
     ├── DistributedNeedsSqlite                collector.distributed.store: distributed state needs SQLite
-    └── DemoStopped (RuntimeError)            demo.run: a demo phase stops (the other failed, or Ctrl-C)
+    └── DemoStopped (RuntimeError)            demo.errors: a demo phase stops (the other failed, or Ctrl-C)
 
     PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)
 

@@ -28,9 +28,9 @@ perturbed on the device (``client_sdk.distributed``)::
      "epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "min_batch": 100}
 
 Its ``mechanism`` is ``"prio3"`` (no local randomizer has that name: code that perturbs or de-biases on its own
-checks ``spec.trust``) and its parameters are :class:`Prio3Params` at ``spec.prio3``.  Its fingerprint covers all
-of them with epsilon and delta (the noise is calibrated from both); a local spec's identity and fingerprint do not
-change (``trust`` enters identity() only for distributed specs).
+checks ``spec.trust``) and its parameters are :class:`Prio3Params` (``client_sdk.spec_prio3``) at ``spec.prio3``.
+Its fingerprint covers all of them with epsilon and delta (the noise is calibrated from both); a local spec's
+identity and fingerprint do not change (``trust`` enters identity() only for distributed specs).
 """
 
 from __future__ import annotations
@@ -39,13 +39,37 @@ import hashlib
 import json
 import math
 import re
-import warnings
 
-from .errors import PrivacyWarning, SpecError
+from .errors import SpecError
 from .frozen import Frozen
 from .randomness import exp_rounded
 from .rappor import RapporParams
+from .spec_fields import (
+    MAX_DOMAIN_SIZE,
+    MAX_EPSILON,
+    MAX_RANGE_MAGNITUDE,
+    MIN_EPSILON,
+    DomainValue,
+    is_day,
+    is_finite_number,
+    is_number,
+    is_utf8,
+    validate_day,
+    validate_domain,
+    validate_epsilon,
+    validate_range,
+    validate_unit,
+)
+from .spec_prio3 import DISTRIBUTED_FIELDS, MAX_PRIO3_LENGTH, Prio3Params, prio3_from_dict
 from .wire import is_integer
+
+# The spec's public names; the limits and the Prio3 parameters are defined in spec_fields and spec_prio3.
+__all__ = [
+    "ALLOWED_MECHANISM_NAMES", "AUTO_OUE_MAX_DOMAIN", "CATEGORICAL_MECHANISMS", "FAMILIES", "MAX_DOMAIN_SIZE",
+    "MAX_EPSILON", "MAX_PRIO3_LENGTH", "MAX_RANGE_MAGNITUDE", "MECHANISMS", "MIN_EPSILON", "NAME_PATTERN",
+    "NUMERIC_MECHANISMS", "SET_MECHANISMS", "TRUST_MODELS", "DomainValue", "Prio3Params", "Spec", "canonical_json",
+    "is_day", "load_spec", "register_mechanism", "resolve_auto", "resolve_auto_numeric", "set_derived_parameters",
+]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -80,121 +104,18 @@ def register_mechanism(name: str, family: str) -> None:
     MECHANISMS = CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS + SET_MECHANISMS
     ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
 
-EPSILON_WARNING_THRESHOLD = 10.0
-# Epsilon bounds (docs/api.md, "Input limits").  Above 36.7, e**eps/(e**eps + 1) rounds to 1.0 in float64 and
-# GRR, Hadamard and Duchi become deterministic; OLH's hash range g = round(e**eps + 1) passes 2**32 at 22.2.
-# 20 keeps every mechanism's probabilities strictly inside (0, 1), also after quantization to 2**-32, with margin.
-# Below 0.01, p* - q* of GRR over 2**20 values nears the 2**-32 quantum and no population is large enough.
-MIN_EPSILON = 0.01
-MAX_EPSILON = 20.0
-# Numeric ranges: |low|, |high| at most 1e15 and a width of at least 1e-9 keep (v - low) / (high - low) exact
-# enough and finite.
-MAX_RANGE_MAGNITUDE = 1e15
-MIN_RANGE_WIDTH = 1e-9
-MAX_UNIT_LENGTH = 16  # a numeric campaign's unit ("ms", "MB"): short, shown on axes and table headers
-MAX_DOMAIN_SIZE = 1 << 20
-MAX_DOMAIN_INT = 1 << 63  # integer domain entries fit a signed 64-bit integer
+
 # Above this many values an OUE report (one bit per value) gets large; OLH sends three integers instead.
 AUTO_OUE_MAX_DOMAIN = 4096
 # Always use fullmatch: with re.match, "$" also matches before a trailing newline ("g\n").
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
-DomainValue = str | int
 _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
     "description", "version", "derived", "fingerprint", "expires", "unit",
 }
-TRUST_MODELS = ("local", "distributed")
-# Distributed (Prio3) campaigns: the fields of Prio3Params, given flat in the JSON ("prio3" names the type).
-PRIO3_TYPES = ("count", "sum", "histogram", "sumvec", "multihot")
-NOISE_MODES = ("gaussian", "laplace", "coins")
-WINDOWS = ("day",)
-DISTRIBUTED_FIELDS = ("trust", "prio3", "max_measurement", "length", "max_weight", "noise", "coins",
-                      "honest_fraction", "min_batch", "window")
 _KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
-# A Histogram(4096) leader share is about 16 bytes * 4096 plus the proof: it still fits the SDK's 1 MiB request.
-MAX_PRIO3_LENGTH = 4096
-# Any circuit: at most this many encoded field elements (sumvec: length * bits, coins: buckets * (1 + coins)); a
-# leader share of 16,384 Field128 elements is 256 KiB, about 350 KB of base64url JSON: still a 1 MiB request.
-MAX_PRIO3_ENCODED_LENGTH = 16384
-# sum: the Field64 aggregate must stay below p/2 (signed unsharding) for up to 2**31 reports.
-MAX_PRIO3_MEASUREMENT = (1 << 32) - 1
-MAX_COINS = 64
-MAX_MIN_BATCH = 1 << 31
-
-
-class Prio3Params(Frozen):
-    """The Prio3 circuit and the release's DP parameters of a distributed campaign (validated by Spec.from_dict).
-
-    ``chunk_length`` is derived: about the square root of the encoded measurement's length, the draft's
-    recommendation for ParallelSum(Mul) circuits (draft-irtf-cfrg-vdaf, "Selection of ParallelSum chunk length");
-    None for count and sum, whose circuits have no chunks."""
-
-    __slots__ = _fields = ("type", "length", "max_measurement", "max_weight", "chunk_length", "noise", "coins",
-                           "honest_fraction", "min_batch", "window")
-    type: str
-    length: int | None  # buckets (histogram, multihot) or entries (sumvec)
-    max_measurement: int | None  # sum, sumvec
-    max_weight: int | None  # multihot
-    chunk_length: int | None
-    noise: str
-    coins: int | None  # noise "coins" only
-    honest_fraction: float | None  # noise "coins" only
-    min_batch: int
-    window: str
-
-    def __init__(self, type: str, length: int | None = None, max_measurement: int | None = None,
-                 max_weight: int | None = None, chunk_length: int | None = None, noise: str = "gaussian",
-                 coins: int | None = None, honest_fraction: float | None = None, min_batch: int = 100,
-                 window: str = "day") -> None:
-        self._set(type=type, length=length, max_measurement=max_measurement, max_weight=max_weight,
-                  chunk_length=chunk_length, noise=noise, coins=coins, honest_fraction=honest_fraction,
-                  min_batch=min_batch, window=window)
-
-    @property
-    def shift(self) -> tuple[int, int]:
-        """(coordinates, size): replacing one report's measurement (n public: replace-one) moves at most
-        ``coordinates`` coordinates of the aggregate, each by at most ``size``; the noise is calibrated to it"""
-        if self.type == "sum":
-            assert self.max_measurement is not None
-            return 1, self.max_measurement
-        if self.type == "multihot":
-            assert self.max_weight is not None
-            return 2 * self.max_weight, 1  # the old set's buckets -1, the new set's +1
-        if self.type == "sumvec":
-            assert self.length is not None and self.max_measurement is not None
-            return self.length, self.max_measurement
-        if self.type == "histogram":
-            return 2, 1  # the old bucket -1, the new one +1
-        return 1, 1  # count
-
-    @property
-    def sensitivity(self) -> int:
-        "L1 sensitivity of the aggregate under replace-one (n public)"
-        coordinates, size = self.shift
-        return coordinates * size
-
-    @property
-    def encoded_length(self) -> int:
-        "The number of field elements of the encoded measurement (what the range checks run over)"
-        length, top, weight = self.length or 0, self.max_measurement or 0, self.max_weight or 0
-        sizes = {"count": 1, "sum": top.bit_length(), "histogram": length * (1 + (self.coins or 0)),
-                 "sumvec": length * top.bit_length(), "multihot": length + weight.bit_length()}
-        return sizes[self.type]
-
-    def identity(self) -> dict:
-        "Every field, for the spec's identity (None fields left out; a domain's length is the domain's)"
-        out: dict[str, Any] = {"prio3": self.type, "noise": self.noise, "min_batch": self.min_batch,
-                               "window": self.window}
-        if self.type == "sumvec":
-            out["length"] = self.length
-        for key in ("max_measurement", "max_weight", "chunk_length", "coins", "honest_fraction"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-
+TRUST_MODELS = ("local", "distributed")
 def resolve_auto(domain_size: int, epsilon: float) -> str:
     """The lowest-variance frequency oracle for ``domain_size`` values at ``epsilon``.
 
@@ -272,18 +193,18 @@ class Spec(Frozen):
         if mechanism not in ALLOWED_MECHANISM_NAMES and trust != "distributed":
             raise SpecError("mechanism", f"must be one of {list(ALLOWED_MECHANISM_NAMES)}")
         description = data.get("description", "")
-        if not isinstance(description, str) or len(description) > 1000 or not _is_utf8(description):
+        if not isinstance(description, str) or len(description) > 1000 or not is_utf8(description):
             raise SpecError("description", "must be a string of at most 1000 characters")
         version = data.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= 2**31:
             raise SpecError("version", "must be a positive integer")
         delta = data.get("delta")
         if delta is not None:
-            if not _is_number(delta) or not 0 < delta < 1:
+            if not is_number(delta) or not 0 < delta < 1:
                 raise SpecError("delta", "must be a number with 0 < delta < 1 (used for the central Gaussian baseline)")
             delta = float(delta)
         common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
-                                  "expires": _validate_day("expires", data.get("expires"))}
+                                  "expires": validate_day("expires", data.get("expires"))}
 
         if trust == "distributed":
             return cls._distributed_from_dict(data, common)
@@ -296,7 +217,7 @@ class Spec(Frozen):
         for forbidden in ("rappor", "candidates"):
             if forbidden in data:
                 raise SpecError(forbidden, f"only allowed with mechanism 'rappor', not {mechanism!r}")
-        epsilon = _validate_epsilon(data.get("epsilon"))
+        epsilon = validate_epsilon(data.get("epsilon"))
 
         if mechanism == "auto" and "range" in data and "domain" not in data:
             mechanism = resolve_auto_numeric(epsilon)
@@ -304,14 +225,14 @@ class Spec(Frozen):
             for forbidden in ("domain", "catch_all"):
                 if forbidden in data:
                     raise SpecError(forbidden, f"numeric mechanism {mechanism!r} takes 'range', not {forbidden!r}")
-            value_range = _validate_range(data.get("range"))
-            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, unit=_validate_unit(data.get("unit")),
+            value_range = validate_range(data.get("range"))
+            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, unit=validate_unit(data.get("unit")),
                        **common)._checked(data)
 
         for forbidden in ("range", "unit"):
             if forbidden in data:
                 raise SpecError(forbidden, f"categorical mechanism {mechanism!r} takes 'domain', not {forbidden!r}")
-        domain = _validate_domain(data.get("domain"))
+        domain = validate_domain(data.get("domain"))
         catch_all = data.get("catch_all")
         if catch_all is not None and catch_all not in domain:
             raise SpecError("catch_all", "must be one of the domain's entries")
@@ -328,70 +249,11 @@ class Spec(Frozen):
 
     @classmethod
     def _distributed_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        "A distributed (Prio3) campaign: the circuit's parameters, the noise and the release's batch rules"
-        if data.get("mechanism", "prio3") != "prio3":
-            raise SpecError("mechanism", "must be 'prio3' (or absent) with trust 'distributed'")
-        for forbidden in ("range", "catch_all", "rappor", "candidates", "unit"):
-            if forbidden in data:
-                raise SpecError(forbidden, "not allowed with trust 'distributed'")
-        kind = data.get("prio3")
-        if kind not in PRIO3_TYPES:
-            raise SpecError("prio3", f"must be one of {list(PRIO3_TYPES)}")
-        epsilon = _validate_epsilon(data.get("epsilon"))
-        noise = data.get("noise")
-        if noise not in NOISE_MODES:
-            raise SpecError("noise", f"must be one of {list(NOISE_MODES)}")
-        if noise == "coins" and kind != "histogram":
-            raise SpecError("noise", "'coins' is only available for prio3 'histogram'")
-        if noise in ("gaussian", "coins") and common["delta"] is None:
-            raise SpecError("delta", f"is required with noise {noise!r} (a number with 0 < delta < 1)")
-
-        def wanted(field_name: str, used: bool, why: str) -> bool:
-            if field_name in data and not used:
-                raise SpecError(field_name, f"only allowed {why}")
-            if used and field_name not in data and field_name in ("domain", "max_measurement", "length",
-                                                                  "max_weight"):
-                raise SpecError(field_name, f"is required for prio3 {kind!r}")
-            return used
-
-        domain = None
-        if wanted("domain", kind in ("histogram", "multihot"), "for prio3 'histogram' and 'multihot'"):
-            domain = _validate_domain(data["domain"])
-            if len(domain) > MAX_PRIO3_LENGTH:
-                raise SpecError("domain", f"has more than {MAX_PRIO3_LENGTH} entries (the Prio3 limit)")
-        max_measurement = length = max_weight = None
-        if wanted("max_measurement", kind in ("sum", "sumvec"), "for prio3 'sum' and 'sumvec'"):
-            max_measurement = _validate_int("max_measurement", data["max_measurement"], 1, MAX_PRIO3_MEASUREMENT)
-        if wanted("length", kind == "sumvec", "for prio3 'sumvec' (histogram and multihot take 'domain')"):
-            length = _validate_int("length", data["length"], 1, MAX_PRIO3_LENGTH)
-        if domain is not None:
-            length = len(domain)
-        if wanted("max_weight", kind == "multihot", "for prio3 'multihot'"):
-            max_weight = _validate_int("max_weight", data["max_weight"], 1, len(domain or ()))
-        coins = honest_fraction = None
-        if wanted("coins", noise == "coins", "with noise 'coins'"):
-            coins = _validate_int("coins", data.get("coins", 1), 1, MAX_COINS)
-            honest = data.get("honest_fraction", 0.5)
-            if not _is_finite_number(honest) or not 0 < honest <= 1:
-                raise SpecError("honest_fraction", "must be a number with 0 < honest_fraction <= 1")
-            honest_fraction = float(honest)
-        elif "honest_fraction" in data:
-            raise SpecError("honest_fraction", "only allowed with noise 'coins'")
-        min_batch = _validate_int("min_batch", data.get("min_batch", 100), 2, MAX_MIN_BATCH)
-        window = data.get("window", "day")
-        if window not in WINDOWS:
-            raise SpecError("window", f"must be one of {list(WINDOWS)}")
-        params = Prio3Params(type=kind, length=length, max_measurement=max_measurement, max_weight=max_weight,
-                             noise=noise, coins=coins, honest_fraction=honest_fraction, min_batch=min_batch,
-                             window=window)
-        if params.encoded_length > MAX_PRIO3_ENCODED_LENGTH:
-            field_name = "coins" if noise == "coins" else "length"
-            raise SpecError(field_name, f"the encoded measurement would have {params.encoded_length} field elements "
-                                        f"(at most {MAX_PRIO3_ENCODED_LENGTH}: one report must fit a request)")
-        if kind not in ("count", "sum"):
-            params = params._replace(chunk_length=max(1, math.isqrt(params.encoded_length)))
+        "A distributed (Prio3) campaign: its parameters are ``client_sdk.spec_prio3``'s"
+        epsilon, domain, params = prio3_from_dict(data, common["delta"])
         return cls(mechanism="prio3", epsilon=epsilon, domain=domain, trust="distributed", prio3=params,
                    **common)._checked(data)
+
 
     @classmethod
     def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
@@ -404,11 +266,11 @@ class Spec(Frozen):
                                       f"[{MIN_EPSILON}, {MAX_EPSILON}], as epsilon for the other mechanisms")
         if "epsilon" in data and data["epsilon"] is not None:
             claimed = data["epsilon"]
-            if not _is_finite_number(claimed) or not math.isclose(claimed, params.epsilon_one, rel_tol=1e-9):
+            if not is_finite_number(claimed) or not math.isclose(claimed, params.epsilon_one, rel_tol=1e-9):
                 raise SpecError("epsilon", f"is derived for RAPPOR (epsilon_1 = {params.epsilon_one:.6g}); omit it")
         candidates = data.get("candidates")
         if candidates is not None:
-            if not isinstance(candidates, list) or not all(isinstance(c, str) and _is_utf8(c) for c in candidates):
+            if not isinstance(candidates, list) or not all(isinstance(c, str) and is_utf8(c) for c in candidates):
                 raise SpecError("candidates", "must be a list of strings")
             if len(candidates) > MAX_DOMAIN_SIZE:
                 raise SpecError("candidates", f"has more than {MAX_DOMAIN_SIZE} entries")
@@ -535,116 +397,3 @@ def load_spec(source: Any) -> Spec:
 def canonical_json(data: Any) -> str:
     "Sorted keys, no whitespace, UTF-8 as is: the same bytes for the same content"
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_finite_number(value: Any) -> bool:
-    "A number that converts to a finite float (huge integers do not)"
-    if not _is_number(value):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
-def _is_utf8(text: str) -> bool:
-    "False for strings with lone surrogates (JSON allows them; UTF-8 and SQLite do not)"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _validate_day(name: str, value: Any) -> str | None:
-    "None, or a UTC date written YYYY-MM-DD"
-    if value is None:
-        return None
-    if isinstance(value, str) and is_day(value):
-        return value
-    raise SpecError(name, "must be a UTC date written YYYY-MM-DD")
-
-
-def _validate_unit(value: Any) -> str | None:
-    "None, or 1-16 characters without control characters (C0, DEL, C1) or lone surrogates"
-    if value is None:
-        return None
-    if (isinstance(value, str) and 1 <= len(value) <= MAX_UNIT_LENGTH and _is_utf8(value)
-            and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)):
-        return value
-    raise SpecError("unit", f"must be a string of 1-{MAX_UNIT_LENGTH} characters without control characters")
-
-
-def is_day(text: str) -> bool:
-    """Whether ``text`` is a date written YYYY-MM-DD (year 0001-9999), as ``datetime.date.isoformat`` writes it:
-    checked by hand, as ``import client_sdk`` does not import ``datetime``"""
-    if len(text) != 10 or not text.isascii() or text[4] != "-" or text[7] != "-":
-        return False
-    year, month, day = text[:4], text[5:7], text[8:]
-    if not (year.isdigit() and month.isdigit() and day.isdigit()):
-        return False
-    y, m, d = int(year), int(month), int(day)
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    return y >= 1 and 1 <= m <= 12 and 1 <= d <= _DAYS_IN_MONTH[m - 1] + (m == 2 and leap)
-
-
-_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _validate_int(name: str, value: Any, low: int, high: int) -> int:
-    "An integer (not a bool) in [low, high]"
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SpecError(name, f"must be an integer in [{low}, {high}]")
-    return value
-
-
-def _validate_epsilon(epsilon: Any) -> float:
-    """eps in [MIN_EPSILON, MAX_EPSILON]: above MAX_EPSILON some mechanism's probabilities round to 0 or 1 in
-    float64 or its arithmetic overflows (see the constants); below MIN_EPSILON estimates are useless"""
-    if not _is_finite_number(epsilon) or not MIN_EPSILON <= epsilon <= MAX_EPSILON:
-        raise SpecError("epsilon", f"must be a number in [{MIN_EPSILON}, {MAX_EPSILON}]: above {MAX_EPSILON} some "
-                                   "mechanism's probabilities round to 0 or 1 in float64 (no privacy, no estimate)")
-    if epsilon > EPSILON_WARNING_THRESHOLD:
-        warnings.warn(
-            f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning,
-            stacklevel=3,
-        )
-    return float(epsilon)
-
-
-def _validate_range(value_range: Any) -> tuple[float, float]:
-    if not isinstance(value_range, (list, tuple)) or len(value_range) != 2:
-        raise SpecError("range", "must be a list [low, high] of two numbers")
-    low, high = value_range
-    if not (_is_finite_number(low) and _is_finite_number(high)):
-        raise SpecError("range", "low and high must be finite numbers")
-    low, high = float(low), float(high)
-    if max(abs(low), abs(high)) > MAX_RANGE_MAGNITUDE:
-        raise SpecError("range", f"low and high must be within [-{MAX_RANGE_MAGNITUDE:g}, {MAX_RANGE_MAGNITUDE:g}]")
-    if not high - low >= MIN_RANGE_WIDTH:
-        raise SpecError("range", f"low must be below high by at least {MIN_RANGE_WIDTH:g}")
-    return low, high
-
-
-def _validate_domain(domain: Any) -> tuple[DomainValue, ...]:
-    if not isinstance(domain, (list, tuple)) or not domain:
-        raise SpecError("domain", "must be a non-empty list of strings or integers")
-    if len(domain) < 2:
-        raise SpecError("domain", "needs at least 2 entries")
-    if len(domain) > MAX_DOMAIN_SIZE:
-        raise SpecError("domain", f"has more than {MAX_DOMAIN_SIZE} entries")
-    for entry in domain:
-        if isinstance(entry, bool) or not isinstance(entry, (str, int)):
-            raise SpecError("domain", f"entries must be strings or integers, got {type(entry).__name__}")
-        if isinstance(entry, str) and not _is_utf8(entry):
-            raise SpecError("domain", "string entries must be valid Unicode (no lone surrogates)")
-        if isinstance(entry, int) and not -MAX_DOMAIN_INT <= entry < MAX_DOMAIN_INT:
-            raise SpecError("domain", "integer entries must fit a signed 64-bit integer")
-    keys = {(type(v), v) for v in domain}
-    if len(keys) != len(domain):
-        raise SpecError("domain", "entries must be unique")
-    return tuple(domain)

@@ -1,8 +1,8 @@
 """A report's data from a collector: its database (``--db``) or its HTTP API (``--url``, admin key).
 
-:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.report.ReportData`
+:func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.window.ReportData`
 that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
-estimate itself is made by :func:`estimators.report.source.window_estimate`, the function the ``/estimate``
+estimate itself is made by :func:`estimators.window.window_estimate`, the function the ``/estimate``
 endpoint calls too.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import estimators
 from client_sdk.errors import SpecError
-from estimators.report.model import ReportData
-from estimators.report.source import SourceError, daily_estimates, window_estimate
+from estimators.errors import SourceError
+from estimators.window import ReportData, daily_estimates, window_estimate
 
 from .admin_client import AdminClient, campaign_path
 from .errors import AdminApiError

@@ -18,7 +18,8 @@ from client_sdk.errors import PayloadError
 from client_sdk.spec import load_spec
 
 from .errors import AggregateMismatch
-from .mechanisms.base import SMALL_BATCH, ReportBatch, ServerMechanism, mechanism_for, registered
+from .mechanisms.base import SMALL_BATCH, ServerMechanism
+from .registry import ReportBatch, mechanism_for, registered
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .mechanisms.base import ReportBatch, mechanism_for
+from .registry import ReportBatch, mechanism_for
 
 
 def parse_payloads(spec: Any, payloads: Sequence[Any], *, checked: bool = False) -> ReportBatch:

@@ -18,4 +18,8 @@ class AggregateMismatch(EstimatorError):
     "Two aggregates (or an aggregate and a batch) of different specs cannot be combined"
 
 
-__all__ = ["AggregateMismatch", "EstimatorError", "NoReports", "PayloadError"]
+class SourceError(LDPError):
+    "A report's data could not be fetched: unknown campaign, empty window, missing database, unreachable collector"
+
+
+__all__ = ["AggregateMismatch", "EstimatorError", "NoReports", "PayloadError", "SourceError"]

@@ -34,8 +34,8 @@ from client_sdk.spec import Spec
 from .central import TARGET_POPULATION, TARGETS, central_block, histogram_sensitivity
 from .errors import NoReports
 from .intervals import frequency_interval, support_std_errors
-from .mechanisms.base import mechanism_for
 from .postprocess import base_cut, base_cut_z, norm_sub
+from .registry import mechanism_for
 
 if TYPE_CHECKING:  # the aggregate's module goes through the mechanism registry, which builds on this one
     from .aggregation import Aggregate

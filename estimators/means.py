@@ -29,7 +29,7 @@ from client_sdk.spec import Spec
 
 from .central import TARGET_POPULATION, TARGETS, central_block, mean_sensitivity
 from .errors import NoReports
-from .mechanisms.base import mechanism_for
+from .registry import mechanism_for
 
 if TYPE_CHECKING:  # the aggregate's module goes through the mechanism registry, which builds on this one
     from .aggregation import Aggregate

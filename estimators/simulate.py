@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .mechanisms.base import ReportBatch, mechanism_for
+from .registry import ReportBatch, mechanism_for
 
 
 def simulate(spec: Any, true_values: Any, rng: np.random.Generator) -> ReportBatch:

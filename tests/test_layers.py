@@ -53,8 +53,8 @@ def test_the_estimators_import_only_the_device_layer():
 # re-exports both (the runtime's names imported on first use, checked by the client's import-cost test).
 DEVICE_RUNTIME = {"client", "spec_cache", "recorder", "uploader", "queue", "ledger", "state_file", "held", "shipped",
                   "transport", "device_state", "status", "answers"}
-SHARED_CORE = {"spec", "frozen", "mechanisms", "wire", "rappor", "randomness", "errors", "clock", "vdaf", "kinds",
-               "distributed", "distributed_messages"}
+SHARED_CORE = {"spec", "spec_fields", "spec_prio3", "frozen", "mechanisms", "wire", "rappor", "randomness", "errors",
+               "clock", "vdaf", "kinds", "distributed", "distributed_messages"}
 # the runtime's names ``client_sdk`` re-exports, imported on first use (client_sdk/__init__.py's _LAZY)
 RUNTIME_NAMES = {"Client", "delete_local_data", "ClientStatus", "FlushResult", "Recorded", "RecordStatus",
                  "ReportPolicy", "QueueLimits"}
@@ -107,6 +107,16 @@ def test_the_collector_imports_no_cli_or_demo():
             assert name.split(".")[0] not in {"ldp_telemetry", "demo"}, f"{path}: {name}"
 
 
+def test_the_collector_never_imports_the_reports():
+    "The reports render estimates; the collector makes and serves them with the estimators proper (estimators.window)"
+    for path in files("collector"):
+        for name, node in imports(path):
+            reports = name == "estimators.report" or name.startswith("estimators.report.") or (
+                name == "estimators" and isinstance(node, ast.ImportFrom)
+                and any(alias.name == "report" for alias in node.names))
+            assert not reports, f"{path}: {name}"
+
+
 def test_no_function_level_imports_in_the_mechanisms():
     paths = [ROOT / "client_sdk" / "spec.py", ROOT / "client_sdk" / "rappor.py",
              *files("client_sdk/mechanisms"), *files("estimators/mechanisms")]
@@ -144,16 +154,27 @@ def module_name(path):
 
 
 def import_graph():
-    "Module -> the project modules it imports at load time (the parent packages Python loads first are not edges)"
+    """Module -> the project modules it loads at load time: those it imports, and the packages Python loads first
+    (``import a.b.c`` runs ``a.b/__init__.py``), except the module's own packages (loading already); a package that
+    imports every module of its folder (``pkgutil.iter_modules(__path__)``) loads each of them"""
     modules = {module_name(path): path for package in sorted(PROJECT) for path in files(package)}
 
-    def targets(path):
+    def targets(name, path):
+        if path.name == "__init__.py" and "iter_modules(__path__)" in path.read_text():
+            yield from (module for module in modules if module.rpartition(".")[0] == name)
         for module, names in module_level_imports(path):
             submodules = {f"{module}.{name}" for name in names} & modules.keys()
-            # ``from package import module`` loads the package first, but imports the module (no edge to the package)
-            yield from submodules if submodules and len(submodules) == len(names) else {module} | submodules
+            # ``from package import module`` imports the module (and loads the package first, as any import does)
+            for target in submodules if submodules and len(submodules) == len(names) else {module} | submodules:
+                parts = target.split(".")
+                yield from (".".join(parts[:end]) for end in range(1, len(parts) + 1))
 
-    return {name: {target for target in targets(path) if target in modules and target != name}
+    def own_packages(name, path):
+        parts = name.split(".")
+        return {".".join(parts[:end]) for end in range(1, len(parts) + (path.name == "__init__.py"))}
+
+    return {name: {target for target in targets(name, path)
+                   if target in modules and target != name and target not in own_packages(name, path)}
             for name, path in modules.items()}
 
 
@@ -198,4 +219,6 @@ def test_no_import_circle_between_the_projects_modules():
     "No module imports, at load time, a module that (directly or not) imports it back"
     graph = import_graph()
     assert "collector.storage.base" in graph["collector.storage.postgres"]  # the graph holds relative imports
+    assert "estimators.mechanisms.categorical" in graph["estimators.mechanisms"]  # and the packages' dynamic imports
+    assert "estimators.mechanisms" in graph["estimators.aggregation"]  # and the packages loaded before a module
     assert import_circles(graph) == []

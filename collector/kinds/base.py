@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from flask import Response
 
     from estimators.mechanisms import ServerMechanism
-    from estimators.report.model import ReportData
+    from estimators.window import ReportData
 
     from ..storage import CampaignVersion, StorageBase
 

@@ -9,9 +9,9 @@ from typing import Any
 from flask import Response, jsonify
 
 import estimators
+from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
-from estimators.report.model import ReportData
-from estimators.report.source import SourceError, finite_json
+from estimators.window import ReportData, finite_json
 
 from ..storage import CampaignVersion, StorageBase
 from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind

@@ -8,10 +8,10 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 
 import estimators
+from estimators.errors import SourceError
 from estimators.kinds.local import LOCAL_ESTIMATES
 from estimators.mechanisms import ServerMechanism, mechanism_for
-from estimators.report.model import DailyResult, ReportData
-from estimators.report.source import SourceError, finite_json
+from estimators.window import DailyResult, ReportData, finite_json
 
 from ..api.args import confidence_arg, day_arg, int_arg
 from ..db import get_storage

@@ -1,10 +1,9 @@
-"""The registry of campaign kinds, estimate side: a window's estimate from what the collector side gathered, and
-what a report says and draws that differs between kinds.
+"""The registry of campaign kinds, estimate side: a window's estimate from what the collector side gathered.
 
 Each kind registers one :class:`EstimateKind` (:func:`register_estimate_kind`) under the name its device side
 registered in :mod:`client_sdk.kinds`; :func:`estimate_kind` finds it from a spec or an estimate (both carry
-``trust``; a local estimate has none).  The renderers of ``estimators.report`` call it instead of asking which kind
-an estimate is.
+``trust``; a local estimate has none).  What a report says and draws per kind is
+``estimators.report.kinds``.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ from client_sdk.errors import SpecError
 from client_sdk.kinds import find_kind, kind_name, kind_names
 
 if TYPE_CHECKING:
-    from ..report.model import DailyResult, ReportData, ValueRow
-    from ..report.plots import Plot
+    from ..window import DailyResult
 
 
 class EstimateKind:
@@ -27,8 +25,6 @@ class EstimateKind:
     releases for distributed ones.  The estimate is its JSON form (estimators/report/report.schema.json)."""
 
     name: ClassVar[str] = ""
-    model_label: ClassVar[str] = ""  # the trust model the estimate's intervals are for: "local DP"
-    colour: ClassVar[str] = ""  # its colour in the figures
 
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
         "The JSON estimate of one window; raises estimators.NoReports for an empty one"
@@ -36,27 +32,6 @@ class EstimateKind:
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "One estimate per day (or batch) of the window; none when it holds a single one"
-        return []
-
-    # -- what a report says and draws ------------------------------------------------------------------------
-    def header_lines(self, data: ReportData) -> list[str]:
-        "The facts every format states first"
-        raise NotImplementedError
-
-    def mechanism_text(self, result: dict) -> str:
-        "How the values were protected, for a figure's title"
-        return str(result.get("mechanism", ""))
-
-    def frequency_caption(self, result: dict, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
-        "The caption of the frequency bars"
-        raise NotImplementedError
-
-    def mean_comparisons(self, result: dict) -> list[tuple[str, float, str, str]]:
-        "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"
-        return []
-
-    def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
-        "The figures comparing this campaign's noise with the other trust models'"
         return []
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import REGISTRY, ReportBatch, ServerMechanism, mechanism_for, registered
+from ..registry import REGISTRY, ReportBatch, mechanism_for, registered
+from .base import ServerMechanism
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")

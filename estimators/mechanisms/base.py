@@ -1,7 +1,8 @@
-"""What every mechanism offers the server, and the registry that finds it by a spec's ``mechanism`` name.
+"""What every mechanism offers the server.
 
 A :class:`ServerMechanism` subclass that declares ``names`` registers itself when its module is imported
-(``estimators.mechanisms`` imports every module of the package).  It is built on the SDK's randomizer for the
+(``estimators.mechanisms`` imports every module of the package) in ``estimators.registry``, where
+``mechanism_for(spec)`` finds it.  It is built on the SDK's randomizer for the
 same spec (``self.device``: the quantized probabilities, the wire format and ``check_payload``) and adds what
 the server needs:
 
@@ -22,10 +23,8 @@ the server needs:
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,25 +32,9 @@ import numpy as np
 from client_sdk.errors import PayloadError
 from client_sdk.mechanisms import Mechanism, mechanism_from_spec
 from client_sdk.mechanisms.base import register
-from client_sdk.spec import Spec, load_spec
+from client_sdk.spec import Spec
 
-REGISTRY: dict[str, type[ServerMechanism]] = {}
-
-
-@dataclass
-class ReportBatch:
-    "The payloads of ``n`` reports for one mechanism, column by column (numpy arrays)"
-
-    mechanism: str
-    n: int
-    columns: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.columns[name]
-
-    def to_payloads(self) -> list:
-        "The JSON payloads, exactly as the SDK would send them"
-        return registered(self.mechanism).payloads_of(self)
+from ..registry import REGISTRY, ReportBatch
 
 
 class ServerMechanism(ABC):
@@ -148,44 +131,4 @@ def pair_payloads(batch: ReportBatch, first: str, second: str) -> list:
     return [list(pair) for pair in zip(batch[first].tolist(), batch[second].tolist())]
 
 
-def registered(name: str) -> type[ServerMechanism]:
-    "The server class of a mechanism name"
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}") from None
-
-
-def mechanism_for(spec: Any) -> ServerMechanism:
-    """The server side of ``spec`` (a Spec, dict or JSON string); cached per spec.
-
-    The spec object a cached mechanism holds is found by identity first: hashing a spec hashes every field (its
-    whole domain), which cost the collector about a tenth of a one-report POST's CPU.  Only that object is
-    recorded (no equal copy is kept alive), and the entry holds it, so its id cannot be reused meanwhile."""
-    hit = _BY_ID.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    spec = load_spec(spec)
-    if spec.trust != "local":
-        raise ValueError(f"campaign {spec.name!r} is {spec.trust}: its reports are Prio3 shares with no local-DP "
-                         "estimator (estimates come from its releases)")
-    cached = _CACHE.get(spec)
-    if cached is None:
-        cached = registered(spec.mechanism)(spec)
-        with _CACHE_LOCK:  # the collector may serve from several threads
-            if len(_CACHE) >= _CACHE_SIZE:
-                _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[spec] = cached
-    if cached.spec is spec:
-        with _CACHE_LOCK:
-            if len(_BY_ID) >= _CACHE_SIZE:
-                _BY_ID.pop(next(iter(_BY_ID)))
-            _BY_ID[id(spec)] = (spec, cached)
-    return cached
-
-
-_CACHE: dict[Spec, ServerMechanism] = {}
 SMALL_BATCH = 16  # batches up to this size are aggregated by small_statistic where a mechanism has it
-_BY_ID: dict[int, tuple[Spec, ServerMechanism]] = {}  # id(spec) -> (spec, its mechanism): no hashing
-_CACHE_SIZE = 256
-_CACHE_LOCK = threading.Lock()

@@ -10,7 +10,7 @@ from client_sdk.rappor import RapporParams
 from client_sdk.spec import Spec
 
 from ..bits import grouped_bit_counts
-from ..mechanisms.base import ReportBatch
+from ..registry import ReportBatch
 
 # Above this many (cohort, byte, value) bins one histogram gets too large: count cohort by cohort instead.
 MAX_JOINT_HISTOGRAM_BINS = 1 << 24

@@ -20,7 +20,7 @@ import numpy as np
 from client_sdk.rappor import RapporParams, quantized_probabilities, value_bit_positions
 from client_sdk.spec import Spec
 
-from ..mechanisms.base import ReportBatch
+from ..registry import ReportBatch
 
 CHUNK_CELLS = 1 << 22  # clients x bits drawn per numpy step
 

@@ -1,9 +1,9 @@
 """Reports of one campaign's estimate: a terminal table, Markdown, a self-contained HTML page and JSON.
 
 Rendering is pure: :mod:`collector.reporting` fetches the estimate (from a collector's database or over
-HTTP) into a :class:`ReportData`, and the renderers turn it into text.  The figures need matplotlib, which takes a
-third of a second to import, so the HTML, Markdown and plot modules load on first use: a table or JSON report
-never imports it.
+HTTP) into a :class:`ReportData` (``estimators.window``), and the renderers turn it into text.  The figures need
+matplotlib, which takes a third of a second to import, so the HTML, Markdown and plot modules load on first use: a
+table or JSON report never imports it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..window import DailyResult, ReportData
 from .index import IndexEntry, render_index
 from .json_report import json_report, render_json, report_schema
-from .model import SCHEMA_VERSION, DailyResult, ReportData, ValueRow, value_rows
+from .model import SCHEMA_VERSION, ValueRow, value_rows
 from .table import render_table
 
 FORMATS = ("table", "json", "markdown", "html")

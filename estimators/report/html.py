@@ -6,7 +6,8 @@ import base64
 from collections.abc import Sequence
 from html import escape
 
-from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, ReportData, display_rows
+from ..window import ReportData
+from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, display_rows
 from .plots import Plot, report_plots
 from .style import STYLE
 from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table

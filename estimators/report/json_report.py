@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .model import SCHEMA_VERSION, ReportData, parse_row, row_list_key
-from .source import common_shape, finite_json
+from ..window import ReportData, common_shape, finite_json
+from .model import SCHEMA_VERSION, parse_row, row_list_key
 
 
 def json_report(data: ReportData) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .model import ReportData
+from ..window import ReportData
 from .plots import Plot, report_plots
 from .table import footnotes, header_lines, value_table
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, TypeGuard
 
@@ -26,41 +26,6 @@ _STD_ERROR_FIELDS = ("prop_std_error", "proportion_std_error", "std_error")
 _CI_LOW_FIELDS = ("prop_low_95", "proportion_ci_low", "ci_low")
 _CI_HIGH_FIELDS = ("prop_high_95", "proportion_ci_high", "ci_high")
 _ROW_LIST_FIELDS = ("values", "estimates", "candidates", "rows")
-
-
-@dataclass(frozen=True)
-class DailyResult:
-    "One day's estimate of the same campaign (``day`` as an ISO date)"
-
-    day: str
-    result: dict
-
-
-@dataclass(frozen=True)
-class ReportData:
-    "Everything a report shows: the estimate, the window it covers, the campaign spec, per-day estimates"
-
-    result: dict
-    spec: dict | None = None
-    since: str | None = None
-    until: str | None = None
-    daily: Sequence[DailyResult] = field(default_factory=tuple)
-    truth: dict | float | None = None  # known ground truth (simulations, the demo): fractions by value, or a mean
-
-    @property
-    def kind(self) -> str:
-        "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
-        if self.result.get("kind"):
-            return str(self.result["kind"])
-        return "candidate frequency" if self.result.get("mechanism") == "rappor" else "unknown"
-
-    @property
-    def campaign(self) -> str:
-        return str(self.result.get("campaign") or (self.spec or {}).get("name") or "campaign")
-
-    @property
-    def n(self) -> int | None:
-        return report_count(self.result)
 
 
 @dataclass(frozen=True)
@@ -85,12 +50,6 @@ class ValueRow:
     def below_zero(self) -> bool:
         "True when the whole interval is negative (happens by chance about (1 - confidence)/2 of the time)"
         return self.ci_high is not None and self.ci_high < 0.0
-
-
-def report_count(result: dict) -> int | None:
-    "Number of reports (``n``, or ``reports`` as the RAPPOR decoder calls it)"
-    n = result.get("n", result.get("reports"))
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def row_list_key(result: dict) -> str | None:

@@ -23,12 +23,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from ..kinds.base import estimate_kind
+from ..window import DailyResult, ReportData, report_count
+from .kinds.base import report_kind
 from .model import (
     DAILY_SERIES,
     NOT_DISTINGUISHABLE,
-    DailyResult,
-    ReportData,
     central_halfwidth,
     central_mechanism,
     confidence_percent,
@@ -36,7 +35,6 @@ from .model import (
     epsilon_text,
     format_number,
     is_mean,
-    report_count,
     value_rows,
     with_unit,
 )
@@ -173,7 +171,7 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
              label="estimate (unbiased)" if unbiased else "estimate")
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
-    model = estimate_kind(result).model_label
+    model = report_kind(result).model_label
     axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
                   label=f"{model} {confidence_percent(result)} CI")
     if central is not None and truth:  # around the truth, never around the estimate: a width, not a second claim
@@ -189,13 +187,13 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
                     ha="right" if tilted else "center")
     axes.set_ylabel("fraction of reports")
     name = campaign or result.get("campaign") or ""
-    mechanism = estimate_kind(result).mechanism_text(result)
+    mechanism = report_kind(result).mechanism_text(result)
     axes.set_title(f"{name}: {mechanism}, {_privacy_text(result)}, n = {_count(result)}")
     handles, _ = axes.get_legend_handles_labels()
     if any(row.includes_zero for row in rows):
         handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
     axes.legend(handles=handles, fontsize=8, loc="upper right")
-    caption = estimate_kind(result).frequency_caption(result, value_rows(result), len(rows), bool(truth))
+    caption = report_kind(result).frequency_caption(result, value_rows(result), len(rows), bool(truth))
     return Plot("frequencies", "Frequency estimates", figure, caption)
 
 
@@ -279,7 +277,7 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     the same number); with a known truth (simulations) the other models' intervals are drawn around the truth."""
     mean = float(result["mean"])
     central = result.get("central_dp") or {}
-    kind = estimate_kind(result)
+    kind = report_kind(result)
     model = kind.model_label
     ldp_width = (result["ci_high"] - result["ci_low"]) / 2
     comparisons = kind.mean_comparisons(result)
@@ -397,7 +395,7 @@ def report_plots(data: ReportData, *, simulate_points: bool = True,
         plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
     elif value_rows(result):
         plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
-    plots += estimate_kind(result).comparison_plots(data, simulate_points=simulate_points, rng=rng)
+    plots += report_kind(result).comparison_plots(data, simulate_points=simulate_points, rng=rng)
     daily = daily_figure(data.daily)
     if daily is not None:
         plots.append(daily)

@@ -26,7 +26,8 @@ import numpy as np
 from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
-from .model import central_halfwidth, is_mean, report_count, typical_ldp_halfwidth, value_rows
+from ..window import report_count
+from .model import central_halfwidth, is_mean, typical_ldp_halfwidth, value_rows
 
 SIMULATED_N = (100, 1_000, 10_000, 100_000)
 SIMULATION_BUDGET = 1_000_000  # reports x domain values per simulated point

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..kinds.base import estimate_kind
+from ..window import ReportData
+from .kinds.base import report_kind
 from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
-    ReportData,
     ValueRow,
     central_mechanism,
     chance_exclusions_text,
@@ -26,7 +26,7 @@ BELOW_ZERO_MARK = "<0"
 
 def header_lines(data: ReportData) -> list[str]:
     "The facts every format states first (the estimate's kind says which)"
-    return estimate_kind(data.result).header_lines(data)
+    return report_kind(data.result).header_lines(data)
 
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:

@@ -29,7 +29,8 @@ def demo(users: int, out_dir: Path, bulk: bool, seed: int | None, workdir: Path 
     folder, in RAM (/dev/shm) where there is room, else the system's temporary folder (--workdir puts it
     elsewhere); nothing of it outlives the run. Only the reports in --out remain.
     """
-    from demo.run import format_summary, run_demo
+    from demo.run import run_demo
+    from demo.summary import format_summary
 
     click.echo(f"Writing reports to {out_dir.resolve()}", err=True)
     try:

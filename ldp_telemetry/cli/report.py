@@ -79,8 +79,8 @@ def report(campaign: str, db_path: str | None, url: str | None, aggregate_file: 
     if since and until and since > until:
         raise click.UsageError("--since must not be after --until")
     from collector.reporting import report_data_from_aggregate_file, report_data_from_db, report_data_from_url
+    from estimators.errors import SourceError
     from estimators.report.model import DAILY_SERIES
-    from estimators.report.source import SourceError
 
     figures = output_format in ("html", "markdown")
     want_daily = figures or (daily and output_format == "json")

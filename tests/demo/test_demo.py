@@ -18,19 +18,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from demo.run import (
-    RATIO_EXPLANATION,
-    CampaignSummary,
-    finish_reports,
-    format_summary,
-    render_report,
-    render_reports,
-    report_workers,
-    run_demo,
-    summary_line,
-    worker_start_method,
-)
+from demo.reports import finish_reports, render_report, render_reports, report_workers, worker_start_method
+from demo.run import run_demo
 from demo.scenario import CAMPAIGNS, DISTRIBUTED_CAMPAIGNS
+from demo.summary import RATIO_EXPLANATION, CampaignSummary, format_summary, summary_line
 from estimators.report import ReportData, report_schema
 from estimators.report.model import value_rows
 from ldp_telemetry.cli import main
@@ -240,7 +231,7 @@ def test_reports_the_pool_has_not_started_are_drawn_here(tmp_path):
 
 def test_report_worker_is_forked_from_a_quiet_process_and_spawned_beside_threads(tmp_path):
     "A fork of a process whose threads may hold locks can deadlock: the worker is spawned then, and still draws"
-    quiet = subprocess.run([sys.executable, "-c", "from demo.run import worker_start_method as m; print(m())"],
+    quiet = subprocess.run([sys.executable, "-c", "from demo.reports import worker_start_method as m; print(m())"],
                            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
     assert quiet.stdout.strip() == ("fork" if sys.version_info < (3, 12) and sys.platform == "linux" else "spawn")
     stop = threading.Event()
@@ -282,8 +273,8 @@ def test_libraries_do_not_import_the_cli():
 def test_each_fetched_report_is_handed_over_before_the_next_is_fetched(monkeypatch):
     "run_demo's worker starts drawing the first local report while this process fetches the others"
     import collector.reporting
-    from demo.run import fetch_reports
-    from estimators.report.source import SourceError
+    from demo.reports import fetch_reports
+    from estimators.errors import SourceError
 
     events = []
 

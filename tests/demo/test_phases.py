@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import demo.devices as devices
+import demo.distributed as distributed
 import demo.run as run
 from demo.scenario import CAMPAIGNS
 
@@ -104,7 +106,7 @@ def test_a_failing_distributed_phase_fails_the_demo_and_stops_the_devices(tmp_pa
         assert progress.bars and progress.bars[0][2].first.wait(WAIT)  # a local user has reported
         raise RuntimeError("sealing broke")
 
-    monkeypatch.setattr(run, "report_distributed", failing)
+    monkeypatch.setattr(distributed, "report_distributed", failing)
     with pytest.raises(RuntimeError, match="sealing broke"):
         run.run_demo(200, tmp_path / "out", seed=1, campaigns=LOCAL, progress=progress)
     [(total, label, bar)] = progress.bars
@@ -118,8 +120,8 @@ def test_failing_devices_fail_the_demo_and_stop_the_sealing(tmp_path, monkeypatc
     "The distributed phase stops after the batch being posted when the devices failed; nothing is collected"
     progress = Recorder(hold=stop_event)
     collected = []
-    monkeypatch.setattr(run, "DISTRIBUTED_BATCH", 10)
-    monkeypatch.setattr(run, "collect_today", lambda *args: collected.append(args) or {})
+    monkeypatch.setattr(devices, "DISTRIBUTED_BATCH", 10)
+    monkeypatch.setattr(distributed, "collect_today", lambda *args: collected.append(args) or {})
 
     def failing(url, ingest_key, population, state_root, progress_=None):
         assert progress.bars and progress.bars[0][2].first.wait(WAIT)  # a batch of sealed reports is posted

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from client_sdk import load_spec
-from demo.run import report_through_sdk
+from demo.devices import report_through_sdk
 
 SPECS = [load_spec({"name": "theme", "mechanism": "grr", "epsilon": 1.0, "domain": ["light", "dark"]}),
          load_spec({"name": "load_ms", "mechanism": "piecewise", "epsilon": 1.0, "range": [0, 1000]})]

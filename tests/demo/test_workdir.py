@@ -9,7 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 import demo.run
-from demo.run import RAM_FOLDER_MIN_FREE, default_workdir, demo_workspace
+import demo.servers
+from demo.servers import RAM_FOLDER_MIN_FREE, default_workdir, demo_workspace
 from ldp_telemetry.cli import main
 
 
@@ -32,7 +33,7 @@ def test_too_little_free_space_means_the_system_temporary_folder(tmp_path, monke
     class Usage:
         free = RAM_FOLDER_MIN_FREE - 1
 
-    monkeypatch.setattr(demo.run.shutil, "disk_usage", lambda path: Usage)
+    monkeypatch.setattr(demo.servers.shutil, "disk_usage", lambda path: Usage)
     assert default_workdir(tmp_path) is None
 
 
@@ -51,12 +52,12 @@ def test_a_folder_that_cannot_be_written_means_the_system_temporary_folder(tmp_p
 
 
 def test_the_workspace_goes_to_the_default_choice_and_is_removed(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo.run, "default_workdir", lambda: tmp_path)
+    monkeypatch.setattr(demo.servers, "default_workdir", lambda: tmp_path)
     with demo_workspace() as temp:
         assert Path(temp).parent == tmp_path and Path(temp).name.startswith("ldp-demo-")
         (Path(temp) / "collector.db").write_bytes(b"x")
     assert not Path(temp).exists() and tmp_path.is_dir()
-    monkeypatch.setattr(demo.run, "default_workdir", lambda: None)
+    monkeypatch.setattr(demo.servers, "default_workdir", lambda: None)
     with demo_workspace() as temp:
         assert Path(temp).parent == Path(tempfile.gettempdir())
     assert not Path(temp).exists()
@@ -75,7 +76,7 @@ def test_demo_command_prints_the_summary_and_keeps_an_explicit_workdir(tmp_path,
         used.append(Path(workspace.name))
         return workspace
 
-    monkeypatch.setattr(demo.run, "default_workdir", lambda: tmp_path / "not-this-one")
+    monkeypatch.setattr(demo.servers, "default_workdir", lambda: tmp_path / "not-this-one")
     monkeypatch.setattr(demo.run, "demo_workspace", recording)
     result = CliRunner().invoke(main, ["demo", "--users", "20", "--out", str(tmp_path / "out"), "--seed", "3",
                                        "--workdir", str(workdir)])
@@ -107,8 +108,8 @@ def test_a_demo_collector_stops_at_once_and_keeps_what_it_acknowledged(tmp_path)
     import requests
 
     from collector.storage import Storage
-    from demo.run import create_campaigns, create_keys, running_collector
     from demo.scenario import CAMPAIGNS
+    from demo.servers import create_campaigns, create_keys, running_collector
 
     database = tmp_path / "collector.db"
     admin, _ = create_keys(database)

@@ -148,7 +148,7 @@ POPULATIONS = {
 def mean_trials(spec, population, n, trials, rng):
     "Means, standard errors and interval shapes of ``trials`` campaigns of n users drawn afresh"
     from estimators.aggregation import aggregate
-    from estimators.mechanisms.base import ReportBatch
+    from estimators.registry import ReportBatch
 
     chunk = max(1, 2_000_000 // n)
     results = []

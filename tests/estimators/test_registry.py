@@ -12,8 +12,8 @@ from client_sdk.mechanisms.hashing import OLH_MAX_RANGE, olh_hash
 from client_sdk.spec import MAX_EPSILON, MECHANISMS
 from estimators import aggregate, estimate, estimate_aggregate, parse_payloads
 from estimators.mechanisms import REGISTRY, mechanism_for
-from estimators.mechanisms.base import _BY_ID
 from estimators.mechanisms.categorical import olh_hash_many, olh_support_counts
+from estimators.registry import _BY_ID
 from estimators.simulate import simulate
 from tests.tolerances import k_sigma
 

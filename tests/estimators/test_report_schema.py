@@ -11,8 +11,8 @@ import pytest
 from client_sdk import load_spec
 from estimators import aggregate, estimate
 from estimators.report import SCHEMA_VERSION, DailyResult, ReportData, render_json, report_schema
-from estimators.report.source import window_estimate
 from estimators.simulate import simulate
+from estimators.window import window_estimate
 
 from .report_fixtures import (
     browser_data,

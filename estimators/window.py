@@ -1,23 +1,58 @@
-"""A window's estimate as a report gets it: the one place it is made.
+"""A window of one campaign: its estimate as JSON, made in one place, and the data a report shows.
 
 :func:`window_estimate` is called by the collector's ``/estimate`` endpoint and by ``collector.reporting`` (which
 fetches a report's data from a collector's database or HTTP API for ``ldp-telemetry report`` and the demo), so
-the JSON of an estimate is the same whichever way it travels.  No I/O here.
+the JSON of an estimate is the same whichever way it travels.  :class:`ReportData` is what that source hands to
+the renderers (``estimators.report``).  No I/O here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from client_sdk.errors import LDPError
 
-from .model import DailyResult
+@dataclass(frozen=True)
+class DailyResult:
+    "One day's estimate of the same campaign (``day`` as an ISO date)"
+
+    day: str
+    result: dict
 
 
-class SourceError(LDPError):
-    "A report's data could not be fetched: unknown campaign, empty window, missing database, unreachable collector"
+@dataclass(frozen=True)
+class ReportData:
+    "Everything a report shows: the estimate, the window it covers, the campaign spec, per-day estimates"
+
+    result: dict
+    spec: dict | None = None
+    since: str | None = None
+    until: str | None = None
+    daily: Sequence[DailyResult] = field(default_factory=tuple)
+    truth: dict | float | None = None  # known ground truth (simulations, the demo): fractions by value, or a mean
+
+    @property
+    def kind(self) -> str:
+        "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
+        if self.result.get("kind"):
+            return str(self.result["kind"])
+        return "candidate frequency" if self.result.get("mechanism") == "rappor" else "unknown"
+
+    @property
+    def campaign(self) -> str:
+        return str(self.result.get("campaign") or (self.spec or {}).get("name") or "campaign")
+
+    @property
+    def n(self) -> int | None:
+        return report_count(self.result)
+
+
+def report_count(result: dict) -> int | None:
+    "Number of reports (``n``, or ``reports`` as the RAPPOR decoder calls it)"
+    n = result.get("n", result.get("reports"))
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict:

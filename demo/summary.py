@@ -1,0 +1,186 @@
+"""What the demo learned, per campaign: the summaries (estimate against truth), the terminal's text, and the
+output folder's ``summary.json`` and ``index.html``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
+                     "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
+
+
+@dataclass
+class ValueSummary:
+    "One value (or the mean) of one campaign: the estimate, its interval and the truth"
+
+    value: str
+    estimate: float
+    ci_low: float | None
+    ci_high: float | None
+    truth: float
+
+
+
+@dataclass
+class CampaignSummary:
+    "What the demo learned about one campaign"
+
+    name: str
+    mechanism: str
+    epsilon: float | None
+    n: int | None
+    ldp_to_central_ratio: float | None
+    values: list[ValueSummary] = field(default_factory=list)
+    note: str = ""
+    files: list[str] = field(default_factory=list)
+    error_bars: dict[str, float] | None = None  # distributed: CI half-width under local, distributed, central DP
+    error_bar_labels: dict[str, str] | None = None
+
+
+
+@dataclass
+class DemoResult:
+    "The outcome of one run"
+
+    users: int
+    mode: str
+    url: str
+    out_dir: Path
+    seconds: float
+    campaigns: list[CampaignSummary]
+    phases: dict[str, float] = field(default_factory=dict)  # seconds from the start to the end of each step
+
+
+
+def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
+    "The estimate against the truth, value by value (or for the mean)"
+    from estimators.report.kinds import report_kind
+    from estimators.report.model import epsilon_text, ldp_to_central_ratio, trust_model_errors, value_rows
+
+    result = data.result
+    epsilon = epsilon_text(result)
+    summary = CampaignSummary(data.campaign, report_kind(result).summary_mechanism(result),
+                              float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(result),
+                              files=files)
+    if trust_model_errors(result) is not None:  # a release compared with the three trust models, not a ratio
+        summary.ldp_to_central_ratio = None
+        summary.error_bars, summary.error_bar_labels = error_bars(result)
+    if isinstance(truth, float):
+        summary.values.append(ValueSummary("mean", result["mean"], result["ci_low"], result["ci_high"], truth))
+        return summary
+    rows = {row.value: row for row in value_rows(result)}
+    for value, share in sorted(truth.items(), key=lambda item: -item[1]):
+        row = rows.get(value)
+        if row is not None:
+            summary.values.append(ValueSummary(value, row.estimate, row.ci_low, row.ci_high, share))
+        else:  # e.g. a RAPPOR candidate the decoder did not detect: its estimate is 0
+            summary.values.append(ValueSummary(value, 0.0, None, None, share))
+    if result.get("status") not in (None, "ok"):
+        summary.note = str(result.get("message", ""))
+    return summary
+
+
+
+def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
+    "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
+    models = result["trust_models"]
+    bars = {name: z * float(models[name]["std_error"]) for name in ("local", "distributed", "central")}
+    labels = {"local": f"best local oracle, {models['local'].get('mechanism')}",
+              "distributed": f"this campaign, {result['noise']['mode']} noise",
+              "central": str(models["central"].get("mechanism", ""))}
+    return bars, labels
+
+
+
+def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> list[CampaignSummary]:
+    "Each summary with the note of its campaign's collection, where it has none of its own"
+    for summary in summaries:
+        if summary.name in notes and not summary.note:
+            summary.note = notes[summary.name]
+    return list(summaries)
+
+
+
+def headline(summary: CampaignSummary) -> str:
+    "Mechanism, epsilon, n and the LDP/central ratio of a campaign, as the terminal and the index page state them"
+    from estimators.report.model import ratio_text
+
+    epsilon = f"{summary.epsilon:.3g}" if summary.epsilon is not None else "?"
+    ratio = (f", LDP/central ratio {ratio_text(summary.ldp_to_central_ratio)}"
+             if summary.ldp_to_central_ratio else "")
+    n = f"{summary.n:,}" if summary.n is not None else "?"
+    return f"{summary.mechanism}, epsilon {epsilon}, n {n}{ratio}"
+
+
+
+def summary_line(summary: CampaignSummary) -> str:
+    "One line on a campaign: its headline and its most frequent value's (or the mean's) estimate against the truth"
+    parts = [headline(summary)]
+    if summary.values:
+        top = summary.values[0]
+        interval = (f", 95% CI [{_number(top.ci_low)}, {_number(top.ci_high)}]"
+                    if top.ci_low is not None and top.ci_high is not None else " (not detected)")
+        parts.append(f"{top.value}: estimate {_number(top.estimate)}{interval}, truth {_number(top.truth)}")
+    if summary.error_bars:
+        parts.append("95% CI half-width " + ", ".join(f"{model} ±{summary.error_bars[model]:.4f}"
+                                                      for model in ("local", "distributed", "central")))
+    if summary.note:
+        parts.append(f"note: {summary.note}")
+    return "; ".join(parts)
+
+
+
+def format_summary(result: DemoResult, top: int = 4) -> str:
+    "The per-campaign summary the command prints: estimate against truth, interval, LDP/central ratio"
+    path = "the simulator and the batch API" if result.mode == "bulk" else "the SDK over HTTP"
+    lines = [f"{result.users:,} simulated users reported through {path} in {result.seconds:.1f} s."]
+    if any(campaign.ldp_to_central_ratio for campaign in result.campaigns):
+        lines.append(RATIO_EXPLANATION)
+    lines.append("")
+    for campaign in result.campaigns:
+        lines.append(f"{campaign.name} ({headline(campaign)})")
+        if campaign.note:
+            lines.append(f"  note: {campaign.note}")
+        if campaign.error_bars and campaign.error_bar_labels:
+            lines.append("  error bar of one value's fraction (95% CI half-width), same question, n, epsilon, delta:")
+            for model in ("local", "distributed", "central"):
+                lines.append(f"    {model:<12} ±{campaign.error_bars[model]:.4f}  "
+                             f"({campaign.error_bar_labels[model]})")
+        for value in campaign.values[:top]:
+            interval = (f"[{_number(value.ci_low)}, {_number(value.ci_high)}]"
+                        if value.ci_low is not None and value.ci_high is not None else "(not detected)")
+            lines.append(f"  {value.value:<12} estimate {_number(value.estimate):>8}  95% CI {interval:<22}"
+                         f"  truth {_number(value.truth)}")
+        lines.append("")
+    lines.append(f"Reports (HTML, Markdown, JSON) in {result.out_dir.resolve()}; open index.html there first")
+    return "\n".join(lines)
+
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3f}"
+
+
+
+def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
+    "summary.json: every campaign's summary, in order; index.html: a link to each report and its one-line summary"
+    from estimators.report import IndexEntry, render_index
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
+                                          encoding="utf-8")
+    entries = [IndexEntry(s.name, s.files, summary_line(s)) for s in summaries]
+    notes = [RATIO_EXPLANATION] if any(s.ldp_to_central_ratio for s in summaries) else []
+    notes.append("The estimates come from simulated users; each report compares them with the truth it was drawn "
+                 "from. summary.json holds these summaries as data.")
+    (out_dir / "index.html").write_text(render_index("ldp-telemetry demo: the reports", entries, notes),
+                                        encoding="utf-8")
