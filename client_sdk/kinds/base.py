@@ -9,19 +9,21 @@ it looks the kind up (:func:`kind_of`) and calls it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
 
 from ..errors import SpecError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Protocol
+
+    class ReportMaker(Protocol):
+        "What a device offers a kind to make a payload with (``Recorder``): its randomizers and sealing configs"
+
+        def perturbed(self, spec: Any, value: Any) -> Any: ...
+
+        def sealed(self, spec: Any, campaign: str, value: Any, report_id: str, batch: str) -> Any: ...
+
 DEFAULT_KIND = "local"  # a spec without ``trust``
-
-
-class ReportMaker(Protocol):
-    "What a device offers a kind to make a payload with (``Recorder``): its randomizers and its sealing configs"
-
-    def perturbed(self, spec: Any, value: Any) -> Any: ...
-
-    def sealed(self, spec: Any, campaign: str, value: Any, report_id: str, batch: str) -> Any: ...
 
 
 class CampaignKind:
@@ -32,6 +34,12 @@ class CampaignKind:
     name: ClassVar[str] = ""
     # its specs are listed with an ``aggregators`` block and reports are sealed with the helper's HPKE configs
     needs_aggregators: ClassVar[bool] = False
+    takes_mechanism: ClassVar[bool] = True  # its spec names one of the randomizers (``mechanism``)
+
+    def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
+        """The spec of this kind from its JSON (``Spec.from_dict`` has checked the fields every kind shares:
+        ``common`` holds name, description, version, delta, expires); SpecError naming the field otherwise"""
+        raise NotImplementedError
 
     def batch_of(self, now: float) -> str | None:
         "The batch a report made at ``now`` belongs to (the ledger charges once per batch), or None"

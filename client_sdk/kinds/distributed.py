@@ -5,10 +5,14 @@ release is what the aggregators' noise protects."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..clock import utc_day
-from .base import CampaignKind, ReportMaker, register_kind
+from .base import CampaignKind, register_kind
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .base import ReportMaker
 
 
 class DistributedKind(CampaignKind):
@@ -16,6 +20,10 @@ class DistributedKind(CampaignKind):
 
     name = "distributed"
     needs_aggregators = True
+    takes_mechanism = False  # "prio3" (or absent): the circuit is the spec's ``prio3``
+
+    def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
+        return spec_class._distributed_from_dict(data, common)
 
     def batch_of(self, now: float) -> str | None:
         return utc_day(now)
