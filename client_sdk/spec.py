@@ -204,7 +204,7 @@ class Spec(Frozen):
             delta = float(delta)
         common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
                                   "expires": validate_day("expires", data.get("expires"))}
-        return kind.spec_from_dict(cls, data, common)
+        return kind.spec_from_dict(cls, data, common)._checked(data)  # a carried fingerprint must be the spec's
 
     @classmethod
     def _local_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
@@ -307,7 +307,7 @@ class Spec(Frozen):
 
     def identity(self) -> dict:
         "The fields that change what a report means: the input of the fingerprint"
-        out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism}
+        out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism, **kind_of(self).identity(self)}
         if self.prio3 is not None:  # distributed: every Prio3 parameter, with epsilon and delta (noise calibration)
             out.update(self.prio3.identity(), trust=self.trust, epsilon=self.epsilon)
             if self.delta is not None:
@@ -365,7 +365,8 @@ class Spec(Frozen):
         if derived:
             if _derived_parameters is None:
                 raise RuntimeError("client_sdk.mechanisms is not imported")  # cannot happen: client_sdk imports it
-            out["derived"] = _derived_parameters(self)
+            if kind_of(self).takes_mechanism:  # the randomizer's probabilities
+                out["derived"] = _derived_parameters(self)
             out["fingerprint"] = self.fingerprint
         return out
 

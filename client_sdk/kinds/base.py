@@ -41,6 +41,10 @@ class CampaignKind:
         ``common`` holds name, description, version, delta, expires); SpecError naming the field otherwise"""
         raise NotImplementedError
 
+    def identity(self, spec: Any) -> dict:
+        "What the kind adds to a spec's identity (its fingerprint and JSON): ``trust``, so that it reloads as this kind"
+        return {"trust": self.name}
+
     def batch_of(self, now: float) -> str | None:
         "The batch a report made at ``now`` belongs to (the ledger charges once per batch), or None"
         return None
@@ -72,8 +76,8 @@ def unregister_kind(name: str) -> None:
 
 
 def kind_names() -> tuple[str, ...]:
-    "The registered kinds' names, in registration order"
-    return tuple(_KINDS)
+    "The registered kinds' names: the default (local) first, the others in registration order"
+    return tuple(sorted(_KINDS, key=lambda name: name != DEFAULT_KIND))
 
 
 def kind_name(spec: Any) -> Any:
@@ -92,5 +96,5 @@ def kind_of(spec: Any) -> CampaignKind:
     "The registered kind of ``spec``; SpecError('trust') when it names none"
     kind = find_kind(spec)
     if kind is None:
-        raise SpecError("trust", f"must be one of {list(_KINDS)}")
+        raise SpecError("trust", f"must be one of {list(kind_names())}")
     return kind

@@ -22,6 +22,10 @@ class DistributedKind(CampaignKind):
     needs_aggregators = True
     takes_mechanism = False  # "prio3" (or absent): the circuit is the spec's ``prio3``
 
+    def identity(self, spec: Any) -> dict:
+        "Nothing here: ``trust`` comes with the Prio3 parameters (``Spec.identity``)"
+        return {}
+
     def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
         return spec_class._distributed_from_dict(data, common)
 

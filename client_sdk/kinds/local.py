@@ -16,6 +16,10 @@ class LocalKind(CampaignKind):
 
     name = "local"
 
+    def identity(self, spec: Any) -> dict:
+        "Nothing: a local spec has no ``trust`` member (fingerprints from before kinds existed)"
+        return {}
+
     def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
         return spec_class._local_from_dict(data, common)
 
