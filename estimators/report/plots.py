@@ -237,8 +237,7 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
     figure = new_figure(8.0, 4.8)
     axes = figure.add_subplot()
     axes.loglog(curves.n, curves.local, color=LDP_COLOUR, label=f"local DP ({curves.local_mechanism}), slope −1/2")
-    shown = curves.n >= curves.distributed_from
-    axes.loglog(curves.n[shown], curves.distributed[shown], color=DISTRIBUTED_COLOUR,
+    axes.loglog(curves.n, curves.distributed, color=DISTRIBUTED_COLOUR,
                 label=f"distributed DP (Prio3, {curves.noise_mode} noise), slope −1")
     axes.loglog(curves.n, curves.central, color=CENTRAL_COLOUR, linestyle="--",
                 label=f"central DP ({curves.central_mechanism}), slope −1")
@@ -265,8 +264,6 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
         f"{format_number(now['distributed'])}, central {format_number(now['central'])} (distributed is "
         f"{now['distributed'] / now['central']:.2g}× central, local {now['local'] / now['distributed']:,.0f}× "
         f"distributed). Lines: formulas")
-    if curves.distributed_from > 1:
-        caption += f"; the coin noise needs at least {curves.distributed_from:,} reports per batch"
     return Plot("sqrt_n", "Local, distributed and central DP against n", figure, caption + ".")
 
 

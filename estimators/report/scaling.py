@@ -240,7 +240,6 @@ class TrustModelCurves:
     central: np.ndarray
     current_n: int
     current: dict[str, float]
-    distributed_from: int  # the smallest n with a release (1; releases of earlier versions' coin noise: its subset)
     delta: float | None = None
 
 
@@ -258,13 +257,11 @@ def trust_model_curves(result: dict) -> TrustModelCurves | None:
         return None
     models, noise = result["trust_models"], result.get("noise") or {}
     n = _grid(n_now)
-    subset = noise.get("subset_size") if noise.get("mode") == "coins" else None
     return TrustModelCurves(
         quantity="the mean" if is_mean(result) else "one value's fraction", epsilon=float(result["epsilon"]),
         noise_mode=str(noise.get("mode", "?")), local_mechanism=str(models["local"].get("mechanism", "?")),
         central_mechanism=str(models["central"].get("mechanism", "?")), n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors,
-        distributed_from=int(subset) if isinstance(subset, int) else 1,
         delta=float(result["delta"]) if isinstance(result.get("delta"), (int, float)) else None,
     )
