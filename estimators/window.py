@@ -61,28 +61,7 @@ def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict
     Raises :class:`estimators.NoReports` for an empty window."""
     import estimators
 
-    result = estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_dict()
-    return finite_json(common_shape(result, spec.name))
-
-
-def common_shape(result: dict, campaign: str | None = None) -> dict:
-    """``result`` with the members every kind shares: ``kind``, ``campaign``, ``n``, ``confidence`` and ``values``
-    (rows of ``value``, ``estimate``, ``std_error``, ``ci_low``, ``ci_high``); estimators/report/report.schema.json.
-
-    RAPPOR's decoder rows (reference column names, counts next to proportions) become ``values`` rows whose
-    ``estimate`` is the proportion (``count`` keeps the count); a mean gets one row named ``mean``."""
-    if result.get("mechanism") == "rappor" and "kind" not in result:
-        rows = result.get("estimates") or []
-        rest = {key: value for key, value in result.items() if key != "estimates"}
-        return {"kind": "rappor", "campaign": campaign, "n": result.get("reports"), **rest, "values": [
-            {"value": row["string"], "estimate": row["proportion"], "std_error": row["prop_std_error"],
-             "ci_low": row["prop_low_95"], "ci_high": row["prop_high_95"], "count": row["estimate"],
-             "count_std_error": row["std_error"], "detected": row["detected"]} for row in rows]}
-    if result.get("kind") == "mean" and "values" not in result:
-        return {**result, "values": [{"value": "mean", **{key: result.get(key) for key in
-                                                          ("estimate", "std_error", "ci_low", "ci_high")},
-                                      "estimate": result.get("mean")}]}
-    return result
+    return finite_json(estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_json())
 
 
 def finite_json(value: Any) -> Any:
