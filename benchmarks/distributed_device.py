@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 import client_sdk  # noqa: E402
 from client_sdk import Client, ReportPolicy  # noqa: E402
 from client_sdk.distributed import LEADER, open_input_share, parse_payload, seal_report  # noqa: E402
-from client_sdk.transport import MockTransport, Request, Response  # noqa: E402
+from client_sdk.runtime.transport import MockTransport, Request, Response  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeKeyPair  # noqa: E402
 
 CAMPAIGNS = {

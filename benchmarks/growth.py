@@ -352,7 +352,7 @@ def queue_record(depth: int, records: int, workdir: Path) -> tuple[float, int]:
     import logging
 
     import client_sdk
-    from client_sdk.transport import MockTransport, Response
+    from client_sdk.runtime.transport import MockTransport, Response
 
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
     spec = client_sdk.load_spec(SPEC)

@@ -57,7 +57,7 @@ def lifecycle(root: Path) -> tuple[int, int, float]:
     import sqlite3
 
     from client_sdk import Client, ReportPolicy
-    from client_sdk.transport import WSGITransport
+    from client_sdk.runtime.transport import WSGITransport
     from collector import create_app
     from collector.storage import Storage
 
@@ -109,7 +109,7 @@ def lifecycle(root: Path) -> tuple[int, int, float]:
 def record_cost(root: Path, depth: int, samples: int = 200) -> tuple[float, int]:
     "Median ms per record() and SQL statements per record() with ``depth`` reports already queued"
     from client_sdk import Client, QueueLimits, ReportPolicy, load_spec
-    from client_sdk.transport import MockTransport, Response
+    from client_sdk.runtime.transport import MockTransport, Response
 
     spec = load_spec(CAMPAIGNS[0])
     item = {"name": spec.name, "version": 1, "fingerprint": spec.fingerprint, "spec": spec.to_dict()}
@@ -146,7 +146,7 @@ from pathlib import Path
 import numpy as np
 import client_sdk
 from client_sdk import Client
-from client_sdk.transport import MockTransport, Response
+from client_sdk.runtime.transport import MockTransport, Response
 from demo.devices import draw_population
 from demo.servers import create_campaigns, create_keys, running_collector
 from demo.scenario import CAMPAIGNS

@@ -35,15 +35,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy tre
 if TYPE_CHECKING:
     from typing import Any
 
-    from .client import Client, delete_local_data
-    from .ledger import ReportPolicy
-    from .queue import QueueLimits
-    from .status import ClientStatus, FlushResult, Recorded, RecordStatus
+    from .runtime.client import Client, delete_local_data
+    from .runtime.ledger import ReportPolicy
+    from .runtime.queue import QueueLimits
+    from .runtime.status import ClientStatus, FlushResult, Recorded, RecordStatus
 
 _LAZY = {
-    "Client": ".client", "delete_local_data": ".client",
-    **dict.fromkeys(["ClientStatus", "FlushResult", "Recorded", "RecordStatus"], ".status"),
-    "ReportPolicy": ".ledger", "QueueLimits": ".queue",
+    "Client": ".runtime.client", "delete_local_data": ".runtime.client",
+    **dict.fromkeys(["ClientStatus", "FlushResult", "Recorded", "RecordStatus"], ".runtime.status"),
+    "ReportPolicy": ".runtime.ledger", "QueueLimits": ".runtime.queue",
 }
 
 __version__ = "0.1.0"

@@ -123,7 +123,7 @@ class ClientClosed(LDPError):
     "The client was closed (``close()``, ``delete_local_data()``): its state file is no longer open"
 
 
-# -- transport (client_sdk.transport): TransportError and its subclasses are retryable ---------------------------
+# -- transport (client_sdk.runtime.transport): TransportError and its subclasses are retryable -----
 class TransportError(LDPError):
     "The request failed in transit; retrying may succeed"
 

@@ -1,4 +1,4 @@
-/** How the SDK reads the collector's answers (the rules of the Python SDK's ``client_sdk/answers.py``). */
+/** How the SDK reads the collector's answers (the rules of the Python SDK's ``client_sdk/runtime/answers.py``). */
 
 const RETRYABLE = new Set([408, 425, 429, 500, 502, 503, 504]);
 

@@ -1,4 +1,4 @@
-// How the SDK reads the collector's answers: the rules of client_sdk/answers.py.
+// How the SDK reads the collector's answers: the rules of client_sdk/runtime/answers.py.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { acknowledgement, conditionFor, retryAfter } from "../dist/answers.js";

@@ -7,7 +7,7 @@ import pytest
 
 import client_sdk
 from client_sdk import Client
-from client_sdk.transport import MockTransport, _shared_opener
+from client_sdk.runtime.transport import MockTransport, _shared_opener
 from tests.client_sdk.fakes import SPEC, FakeCollector
 from tests.sqltrace import traced_connections
 
@@ -70,7 +70,7 @@ def test_clients_share_one_urllib_opener(monkeypatch):
 
 def test_devices_of_one_process_parse_the_same_listing_once(tmp_path, monkeypatch):
     "Specs are immutable: the same listing bytes are parsed (and checked against their fingerprints) once"
-    import client_sdk.spec_cache as client_module
+    import client_sdk.runtime.spec_cache as client_module
 
     parsed: list[str] = []
     original = client_module.load_spec

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from client_sdk.queue import QueueLimits, ReportQueue
-from client_sdk.state_file import StateFile
+from client_sdk.runtime.queue import QueueLimits, ReportQueue
+from client_sdk.runtime.state_file import StateFile
 from tests.client_sdk.test_queue import report
 from tests.sqltrace import traced_connections
 
@@ -64,7 +64,7 @@ def test_a_full_queue_drops_one_per_put_at_constant_cost(tmp_path):
 
 def test_the_schema_is_created_in_one_transaction_and_checked_with_one_read(tmp_path, monkeypatch):
     "Without a template (Python 3.10) SQLite makes a new file's schema in one transaction"
-    import client_sdk.state_file as state_file
+    import client_sdk.runtime.state_file as state_file
 
     monkeypatch.setattr(state_file, "_TEMPLATE", [None])
     StateFile(tmp_path).close()

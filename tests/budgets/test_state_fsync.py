@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from client_sdk.queue import ReportQueue
-from client_sdk.state_file import STATE_FILE_NAME, StateFile
+from client_sdk.runtime.queue import ReportQueue
+from client_sdk.runtime.state_file import STATE_FILE_NAME, StateFile
 from tests.client_sdk.test_state_file import report, traced_open
 
 pytestmark = pytest.mark.budget
@@ -64,7 +64,7 @@ def test_a_removal_inside_a_transaction_keeps_that_transactions_level(tmp_path):
 
 
 def test_spec_cache_without_fsync_and_back_to_full(tmp_path):
-    from client_sdk.state_file import _template
+    from client_sdk.runtime.state_file import _template
 
     state = StateFile(tmp_path)
     with state.without_fsync(), state.transaction():
@@ -85,7 +85,7 @@ def test_a_new_state_file_switches_to_wal_without_a_rollback_journal(tmp_path, m
     mode the switch to WAL creates, fsyncs twice and deletes a rollback journal and fsyncs the directory (strace;
     docs/benchmarks.md): a new file goes through journal mode OFF first (a check of the statements, as the
     syscalls are not observable from Python)"""
-    import client_sdk.state_file as state_file
+    import client_sdk.runtime.state_file as state_file
 
     monkeypatch.setattr(state_file, "_TEMPLATE", [None])
     state, statements = traced_open(tmp_path)

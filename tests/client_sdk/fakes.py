@@ -9,7 +9,7 @@ from typing import Any
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
-from client_sdk.transport import MockTransport, Request, Response
+from client_sdk.runtime.transport import MockTransport, Request, Response
 
 COLLECTOR_URL = "http://collector.test"
 

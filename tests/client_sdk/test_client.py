@@ -10,7 +10,7 @@ import pytest
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
-from client_sdk.transport import NetworkError, Response
+from client_sdk.runtime.transport import NetworkError, Response
 
 from .fakes import SPEC, make_client
 
@@ -204,8 +204,8 @@ def test_constructor_validates_its_arguments(tmp_path, fake):
 
 
 def test_rappor_reports_use_the_persistent_device_secret(tmp_path):
-    pytest.importorskip("client_sdk.device_state")
-    from client_sdk.transport import WSGITransport
+    pytest.importorskip("client_sdk.runtime.device_state")
+    from client_sdk.runtime.transport import WSGITransport
     from collector import create_app
     from collector.storage import Storage
 

@@ -116,7 +116,7 @@ def test_a_corrupt_state_file_is_a_clear_sdk_error(tmp_path, fake):
 EXIT_SCRIPT = """
 import json, sys
 import client_sdk
-from client_sdk.transport import MockTransport, Response
+from client_sdk.runtime.transport import MockTransport, Response
 
 spec = client_sdk.load_spec({spec})
 posted = []

@@ -12,7 +12,7 @@ import pytest
 
 import client_sdk
 from client_sdk import Client
-from client_sdk.transport import Request, RequestTimeout, Response
+from client_sdk.runtime.transport import Request, RequestTimeout, Response
 
 from .fakes import SPEC as SPEC_BROWSER
 from .fakes import listing, make_client
@@ -92,7 +92,7 @@ def test_each_request_carries_one_campaign_in_a_random_order(tmp_path, fake, mon
     client = make_client(tmp_path, fake, campaigns=["browser", "theme"])
     orders = []
     for pick in (lambda n: 0, lambda n: n - 1):  # two outcomes of the CSPRNG's draw
-        monkeypatch.setattr(client_sdk.uploader.secrets, "randbelow", pick)
+        monkeypatch.setattr(client_sdk.runtime.uploader.secrets, "randbelow", pick)
         for _ in range(3):
             client.record("browser", "chrome")
             client.record("theme", "dark")
@@ -143,7 +143,7 @@ def test_spec_fetches_happen_on_the_sender_thread_with_one_request(tmp_path, fak
         return fake(request)
 
     client = make_client(tmp_path, fake, background=True, campaigns=["browser", "theme"],
-                         transport=client_sdk.transport.MockTransport(handler))
+                         transport=client_sdk.runtime.transport.MockTransport(handler))
     deadline = time.monotonic() + 10
     while not client.prepare() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -153,7 +153,7 @@ def test_spec_fetches_happen_on_the_sender_thread_with_one_request(tmp_path, fak
 
 
 def test_against_the_collector_a_revoked_key_keeps_every_report(tmp_path):
-    from client_sdk.transport import WSGITransport
+    from client_sdk.runtime.transport import WSGITransport
     from collector import create_app
     from collector.storage import Storage
 
@@ -186,7 +186,7 @@ def test_against_the_collector_a_revoked_key_keeps_every_report(tmp_path):
     ("soon", None), ("nan", None), ("-5", 0.0),
 ])
 def test_retry_after_forms(header, expected):
-    from client_sdk.answers import retry_after
+    from client_sdk.runtime.answers import retry_after
 
     now = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:29:00 GMT").timestamp()
     assert retry_after(Response(503, {"retry-after": header}), now) == expected

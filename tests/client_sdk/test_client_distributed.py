@@ -13,7 +13,7 @@ import pytest
 import client_sdk
 from client_sdk import Client, InvalidValue, InvalidValueType, RecordStatus, ReportPolicy, UnsupportedSpec
 from client_sdk.distributed import HELPER, LEADER, ctx_for, open_input_share, parse_payload, vdaf_for
-from client_sdk.transport import MockTransport, Request, Response
+from client_sdk.runtime.transport import MockTransport, Request, Response
 from client_sdk.vdaf.hpke import HpkeKeyPair
 
 from . import fakes
@@ -370,7 +370,7 @@ def test_a_state_file_of_an_earlier_version_gains_the_ledgers_delta_and_batch(tm
     rows stay, delta starts at 0 and last_batch unset; a version-3 file gains the held table too"""
     import sqlite3
 
-    from client_sdk.state_file import SCHEMA, SCHEMA_VERSION, STATE_FILE_NAME, StateFile
+    from client_sdk.runtime.state_file import SCHEMA, SCHEMA_VERSION, STATE_FILE_NAME, StateFile
 
     (tmp_path / "state").mkdir(mode=0o700)
     path = tmp_path / "state" / STATE_FILE_NAME
@@ -389,7 +389,7 @@ def test_a_state_file_of_an_earlier_version_gains_the_ledgers_delta_and_batch(tm
     conn.close()
     path.chmod(0o600)
     state = StateFile(tmp_path / "state")
-    from client_sdk.ledger import PrivacyLedger
+    from client_sdk.runtime.ledger import PrivacyLedger
 
     ledger = PrivacyLedger(state)
     spent = ledger.spent("apps")

@@ -14,8 +14,8 @@ import pytest
 
 import client_sdk
 from client_sdk import Client, RecordStatus, ReportPolicy
-from client_sdk.held import decode_value, encode_value
-from client_sdk.transport import MockTransport, NetworkError, Response
+from client_sdk.runtime.held import decode_value, encode_value
+from client_sdk.runtime.transport import MockTransport, NetworkError, Response
 
 from .fakes import SPEC, FakeCollector, make_client
 
@@ -208,7 +208,7 @@ def test_shipped_specs_queue_from_the_first_call_with_no_network_at_all(tmp_path
 
 
 def test_a_spec_file_is_checked_like_a_fetched_spec(tmp_path, fake):
-    listing = fake(client_sdk.transport.Request("GET", "http://collector.test/v1/campaigns", {})).body
+    listing = fake(client_sdk.runtime.transport.Request("GET", "http://collector.test/v1/campaigns", {})).body
     (tmp_path / "campaigns.json").write_bytes(listing)  # the collector's own listing, saved at build time
     client = make_client(tmp_path, fake, transport=MockTransport(offline), specs=tmp_path / "campaigns.json")
     assert client.record("browser", "chrome").status is QUEUED

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from client_sdk import RecordStatus, ReportPolicy
-from client_sdk.ledger import PrivacyLedger
-from client_sdk.state_file import StateFile
+from client_sdk.runtime.ledger import PrivacyLedger
+from client_sdk.runtime.state_file import StateFile
 
 from .fakes import FakeCollector, make_client
 

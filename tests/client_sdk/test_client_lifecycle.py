@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import client_sdk
 from client_sdk import Client
-from client_sdk.transport import MockTransport
+from client_sdk.runtime.transport import MockTransport
 
 from .fakes import SPEC, FakeCollector
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from client_sdk.transport import (
+from client_sdk.runtime.transport import (
     HttpTransport,
     MockTransport,
     NetworkError,
@@ -75,7 +75,7 @@ def test_urllib_timeouts_and_refusals_are_retryable_errors(server):
 
 
 def test_the_former_name_still_works_and_warns():
-    from client_sdk import transport
+    from client_sdk.runtime import transport
 
     with pytest.warns(DeprecationWarning, match="HttpTransport"):
         assert transport.UrllibTransport is HttpTransport
@@ -125,7 +125,7 @@ def test_importing_the_sdk_or_perturbing_loads_no_threading():
             "print(json.dumps(sorted(sys.modules)))")
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                            text=True).stdout))
-    assert "client_sdk.mechanisms.rappor" in loaded and not {"threading", "client_sdk.client"} & loaded
+    assert "client_sdk.mechanisms.rappor" in loaded and not {"threading", "client_sdk.runtime.client"} & loaded
 
 
 class KeepAliveHandler(http.server.BaseHTTPRequestHandler):
@@ -329,7 +329,7 @@ def test_https_checks_the_certificate_and_speaks_tls(tmp_path, monkeypatch):
     import ssl
     import subprocess
 
-    from client_sdk import transport as module
+    from client_sdk.runtime import transport as module
 
     if shutil.which("openssl") is None:
         pytest.fail("needs the openssl command to make a certificate (scripts/test installs it)")  # never a skip

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
-from client_sdk.device_state import load_or_create_device_state
-from client_sdk.state_file import STATE_FILE_NAME
-from client_sdk.transport import MockTransport
+from client_sdk.runtime.device_state import load_or_create_device_state
+from client_sdk.runtime.state_file import STATE_FILE_NAME
+from client_sdk.runtime.transport import MockTransport
 
 from .fakes import FakeCollector
 
@@ -101,13 +101,13 @@ from tests.client_sdk.test_device_secret import RAPPOR, client
 state_dir, when = Path(sys.argv[1]), sys.argv[2]
 device = client(state_dir)
 if when == "before-commit":  # the process dies inside the record's transaction, after the secret's INSERT
-    original = client_sdk.state_file.StateFile.store_device_secret
+    original = client_sdk.runtime.state_file.StateFile.store_device_secret
 
     def store_then_die(self, secret):
         original(self, secret)
         os._exit(3)
 
-    client_sdk.state_file.StateFile.store_device_secret = store_then_die
+    client_sdk.runtime.state_file.StateFile.store_device_secret = store_then_die
 device.record("r", "x")
 print(bytes(device._recorder.mechanisms[RAPPOR.fingerprint].permanent_bits("x")).hex(), flush=True)
 os._exit(0)  # no close: the record's commit is all there is

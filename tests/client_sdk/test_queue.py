@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from client_sdk.queue import QueueLimits, ReportQueue
-from client_sdk.state_file import StateFile
+from client_sdk.runtime.queue import QueueLimits, ReportQueue
+from client_sdk.runtime.state_file import StateFile
 
 
 def report(payload: object = "00") -> dict:

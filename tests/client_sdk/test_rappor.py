@@ -17,7 +17,6 @@ from client_sdk import (
     load_spec,
     mechanism_from_spec,
 )
-from client_sdk.device_state import DeviceState, DeviceStateError, load_or_create_device_state
 from client_sdk.mechanisms.rappor import RapporMechanism
 from client_sdk.randomness import SecureRandom
 from client_sdk.rappor import (
@@ -26,6 +25,7 @@ from client_sdk.rappor import (
     cohort_from_secret,
     quantized_probabilities,
 )
+from client_sdk.runtime.device_state import DeviceState, DeviceStateError, load_or_create_device_state
 
 SECRET = bytes(range(32))
 

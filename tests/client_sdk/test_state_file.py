@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from client_sdk.queue import ReportQueue
-from client_sdk.state_file import SCHEMA_VERSION, STATE_FILE_NAME, StateFile
+from client_sdk.runtime.queue import ReportQueue
+from client_sdk.runtime.state_file import SCHEMA_VERSION, STATE_FILE_NAME, StateFile
 from tests.sqltrace import traced_connections
 
 
@@ -41,7 +41,7 @@ def test_a_new_state_file_is_written_from_the_template(tmp_path, monkeypatch):
     import sqlite3
     import stat
 
-    import client_sdk.state_file as state_file
+    import client_sdk.runtime.state_file as state_file
 
     if not hasattr(sqlite3.Connection, "serialize"):
         import pytest
@@ -62,7 +62,7 @@ def test_a_new_state_file_is_written_from_the_template(tmp_path, monkeypatch):
 
 def test_an_existing_file_is_never_replaced_by_the_template(tmp_path):
     "A file another opener made first (even between the check and the link) is opened, not overwritten"
-    import client_sdk.state_file as state_file
+    import client_sdk.runtime.state_file as state_file
 
     first = StateFile(tmp_path)
     ReportQueue(first).put(report(), now=1.0)

@@ -11,7 +11,7 @@ import subprocess
 
 import client_sdk
 from client_sdk import Client, RecordStatus, ReportPolicy
-from client_sdk.transport import WSGITransport
+from client_sdk.runtime.transport import WSGITransport
 from collector.storage import LATEST_SCHEMA_VERSION, Storage
 
 from .helpers import CATEGORICAL, bearer, make_reports, table_counts

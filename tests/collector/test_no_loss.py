@@ -11,7 +11,7 @@ import threading
 import time
 
 from client_sdk import Client, ReportPolicy
-from client_sdk.transport import HttpTransport, Request, Response
+from client_sdk.runtime.transport import HttpTransport, Request, Response
 from collector.storage import open_storage
 
 from .helpers import CATEGORICAL, free_port, on_both_backends, running_server, stop

@@ -22,7 +22,7 @@ import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import InvalidValue, InvalidValueType, LDPError
+from ..errors import InvalidValue, InvalidValueType, LDPError
 from .state_file import StateFile
 
 HELD_DROP_COUNTERS = ("held_dropped_age", "held_dropped_invalid", "held_dropped_unknown_campaign",

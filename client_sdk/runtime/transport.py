@@ -10,7 +10,7 @@ Exceptions::
     └── UnknownCampaign            permanent: the collector has no campaign of that name
 
 HTTP status codes are not exceptions here: :class:`Response` carries them and the client decides what each
-answer means for the queue (see ``client_sdk.client``).  Standard library only; ``http.client`` (and ``ssl``
+answer means for the queue (see ``client_sdk.runtime.client``).  Standard library only; ``http.client`` (and ``ssl``
 for https, ``urllib.request`` with proxies) is imported on the first request, so ``import client_sdk`` stays
 cheap.
 """
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .errors import CampaignUnavailable as CampaignUnavailable  # re-exported: client.py imports the errors from here
-from .errors import NetworkError, RequestTimeout
-from .errors import TransportError as TransportError
-from .errors import UnknownCampaign as UnknownCampaign
+from ..errors import CampaignUnavailable as CampaignUnavailable  # re-exported: client.py imports the errors from here
+from ..errors import NetworkError, RequestTimeout
+from ..errors import TransportError as TransportError
+from ..errors import UnknownCampaign as UnknownCampaign
 
 
 @dataclass
@@ -233,8 +233,8 @@ def __getattr__(name: str) -> Any:
     if name == "UrllibTransport":
         import warnings
 
-        warnings.warn("client_sdk.transport.UrllibTransport is deprecated: use HttpTransport", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn("client_sdk.runtime.transport.UrllibTransport is deprecated: use HttpTransport",
+                      DeprecationWarning, stacklevel=2)
         return HttpTransport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

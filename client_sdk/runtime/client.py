@@ -40,14 +40,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .errors import ClientClosed, InvalidValueType, LDPError
+from ..errors import ClientClosed, InvalidValueType, LDPError
+from ..randomness import RandomSource
+from ..spec import Spec
 from .held import HELD_DROP_COUNTERS, HeldValues, spec_times_and_held
 from .ledger import PrivacyLedger, ReportPolicy, Spending
 from .queue import DROP_COUNTERS, QueueLimits, ReportQueue
-from .randomness import RandomSource
 from .recorder import Recorder
 from .shipped import shipped_specs
-from .spec import Spec
 from .spec_cache import OnceLog, SpecCache
 from .state_file import StateFile
 from .state_file import delete_local_data as _delete_state_dir
@@ -137,7 +137,7 @@ class Client:
         if aggregators is None and helper_hpke_config is not None:
             aggregators = {"helper": {"hpke_config": helper_hpke_config}}
         if aggregators is not None:
-            from .distributed import configured_aggregators
+            from ..distributed import configured_aggregators
 
             trusted = configured_aggregators(aggregators, url)  # ValueError naming the field
         self.state = StateFile(self.state_dir)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .clock import utc_day
-from .errors import (
+from ..clock import utc_day
+from ..errors import (
     InvalidValue,
     InvalidValueType,
     LDPError,
@@ -28,13 +28,13 @@ from .errors import (
     StateFileError,
     UnsupportedSpec,
 )
+from ..kinds import kind_of
+from ..mechanisms import Mechanism, mechanism_from_spec
+from ..randomness import RandomSource
+from ..spec import Spec
 from .held import HeldValues, decode_value, encode_value
-from .kinds import kind_of
 from .ledger import PrivacyLedger, ReportPolicy
-from .mechanisms import Mechanism, mechanism_from_spec
 from .queue import ReportQueue
-from .randomness import RandomSource
-from .spec import Spec
 from .spec_cache import OnceLog, SpecCache
 from .state_file import StateFile
 from .status import Recorded, RecordStatus
@@ -223,7 +223,7 @@ class Recorder:
         return self.perturb(spec, value, self.checked_mechanism(spec))
 
     def perturb(self, spec: Spec, value: Any, mechanism: Mechanism) -> Any:
-        from .errors import ValueNotInDomain
+        from ..errors import ValueNotInDomain
 
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
@@ -252,7 +252,7 @@ class Recorder:
 
     def _rappor_options(self, spec: Spec) -> dict[str, Any]:
         "The device secret and its cohort (see :meth:`_device_secret`)"
-        from .rappor import cohort_from_secret
+        from ..rappor import cohort_from_secret
 
         secret = self._device_secret()
         assert spec.rappor is not None  # only RAPPOR specs come here
@@ -286,8 +286,8 @@ class Recorder:
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
-            from . import distributed
-            from .errors import AggregatorMismatch
+            from .. import distributed
+            from ..errors import AggregatorMismatch
 
             if self.specs.trusted is None:
                 self.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from ..distributed_messages import ProtocolError
 from .answers import acknowledgement, condition_for, problem, retry_after
-from .distributed_messages import ProtocolError
 from .queue import ReportQueue
 from .state_file import StateFile
 from .status import FlushResult

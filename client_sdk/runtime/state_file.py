@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import StateFileError
+from ..errors import StateFileError
 
 STATE_FILE_NAME = "ldp-telemetry.sqlite3"
 SCHEMA_VERSION = 5  # 3: the RAPPOR device secret moved into the database (table device); 4: held values (held.py);

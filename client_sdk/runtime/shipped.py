@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
-from .kinds import kind_of
-from .spec import Spec, load_spec
+from ..errors import SpecError
+from ..kinds import kind_of
+from ..spec import Spec, load_spec
 
 ShippedSpec = tuple[Spec, Any]  # the spec and its aggregators block (None for a local campaign)
 

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DeviceStateError
-from .randomness import SECURE_RANDOM, RandomSource
-from .rappor import MIN_SECRET_BYTES, cohort_from_secret
+from ..errors import DeviceStateError
+from ..randomness import SECURE_RANDOM, RandomSource
+from ..rappor import MIN_SECRET_BYTES, cohort_from_secret
 
 STATE_FILE_NAME = "rappor_device.json"
 STATE_VERSION = 1

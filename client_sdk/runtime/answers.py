@@ -1,5 +1,5 @@
 """How the SDK reads the collector's answers: which reports a 2xx acknowledges, what a failure means, when to
-retry.  Pure functions over :class:`~client_sdk.transport.Response`; the rules are in ``docs/sdk.md``.
+retry.  Pure functions over :class:`~client_sdk.runtime.transport.Response`; the rules are in ``docs/sdk.md``.
 """
 
 from __future__ import annotations

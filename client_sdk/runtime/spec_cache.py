@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..errors import LDPError, SpecError, UnsupportedSpec
+from ..kinds import kind_of
+from ..spec import Spec, canonical_json, load_spec
 from .answers import campaign_list, condition_for, problem, retry_after
-from .errors import LDPError, SpecError, UnsupportedSpec
-from .kinds import kind_of
 from .shipped import ShippedSpec
-from .spec import Spec, canonical_json, load_spec
 from .state_file import StateFile
 from .status import RecordStatus
 from .transport import CampaignUnavailable, Request, Response, TransportError, UnknownCampaign
@@ -225,7 +225,7 @@ class SpecCache:
     def sealing_configs(self, campaign: str) -> tuple[Any, Any]:
         """The leader's and the helper's HPKE configs for ``campaign``: as its listing names them and the app's
         configuration vouches for (raises AggregatorMismatch, SpecError, or ImportError without the extra)"""
-        from . import distributed
+        from .. import distributed
 
         aggregators = self.aggregators.get(campaign)
         helper_configs = self.helper_configs or []
@@ -242,7 +242,7 @@ class SpecCache:
         if trusted is None or trusted.helper_pin is not None:
             return False
         try:
-            from .vdaf import hpke  # noqa: F401
+            from ..vdaf import hpke  # noqa: F401
         except ImportError:  # no `distributed` extra: record() names it (UnsupportedSpec) instead of holding
             return False
         if self.helper_configs is None and not self.helper_configs_loaded:
@@ -251,7 +251,7 @@ class SpecCache:
             try:
                 cached = json.loads(stored) if stored else None
                 if isinstance(cached, dict) and cached.get("url") == trusted.helper_url:
-                    from .distributed import parse_hpke_configs
+                    from ..distributed import parse_hpke_configs
 
                     self.helper_configs = parse_hpke_configs(cached)
             except (ValueError, ImportError):
@@ -264,7 +264,7 @@ class SpecCache:
         if trusted is None or trusted.helper_pin is not None or trusted.helper_url is None:
             return
         try:
-            from .distributed import parse_hpke_configs
+            from ..distributed import parse_hpke_configs
 
             response = self.send(Request("GET", f"{trusted.helper_url}/v1/hpke_config",
                                          {"Accept": "application/json"}), timeout)
