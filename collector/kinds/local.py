@@ -96,7 +96,7 @@ def _slim_days(campaign: CampaignVersion, days: list, confidence: float, top: in
         total = total.merge(aggregate)
     keep = None
     window = _estimate_object(campaign, total, confidence)
-    if hasattr(window, "estimates"):  # frequencies: rows straight from the arrays, never the full d-row dict
+    if isinstance(window, estimators.FrequencyEstimate):  # rows straight from the arrays, never the d-row dict
         keep = sorted(sorted(range(len(window.estimates)), key=lambda i: -window.estimates[i])[:top])
     out = []
     for day, aggregate in days:
