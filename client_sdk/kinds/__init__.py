@@ -5,6 +5,7 @@ See :mod:`client_sdk.kinds.base` for the interface and docs/architecture.md ("Ad
 from .base import (
     DEFAULT_KIND,
     CampaignKind,
+    Registry,
     find_kind,
     kind_name,
     kind_names,
@@ -15,5 +16,5 @@ from .base import (
 from .distributed import DISTRIBUTED, DistributedKind
 from .local import LOCAL, LocalKind
 
-__all__ = ["DEFAULT_KIND", "DISTRIBUTED", "LOCAL", "CampaignKind", "DistributedKind", "LocalKind",
+__all__ = ["DEFAULT_KIND", "DISTRIBUTED", "LOCAL", "CampaignKind", "DistributedKind", "Registry", "LocalKind",
            "find_kind", "kind_name", "kind_names", "kind_of", "register_kind", "unregister_kind"]

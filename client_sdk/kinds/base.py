@@ -59,25 +59,55 @@ class CampaignKind:
         raise NotImplementedError
 
 
-_KINDS: dict[str, CampaignKind] = {}
+class Registry:
+    """The kinds one side registered, by name; every side has one (``collector.kinds``, ``estimators.kinds``,
+    ``estimators.report.kinds``), and a kind is known to a side only if its device side is registered too"""
+
+    def __init__(self, side: str) -> None:
+        self.side = side
+        self.kinds: dict[str, Any] = {}
+
+    def register(self, kind: Any) -> Any:
+        "Register ``kind`` under its name (once: a second kind of the same name is a bug)"
+        if not kind.name or self.kinds.get(kind.name, kind) is not kind:
+            raise ValueError(f"campaign kind {kind.name!r} is empty or already has a {self.side}")
+        self.kinds[kind.name] = kind
+        return kind
+
+    def unregister(self, name: str) -> None:
+        "Forget a kind (tests registering a toy kind remove it again)"
+        self.kinds.pop(name, None)
+
+    def find(self, spec: Any) -> Any:
+        "The kind of ``spec`` (a Spec, its JSON or an estimate: their ``trust``), None when this side has none"
+        name = kind_name(spec)
+        kind = self.kinds.get(name) if isinstance(name, str) else None
+        return kind if kind is not None and name in DEVICE.kinds else None
+
+    def of(self, spec: Any) -> Any:
+        "The kind of ``spec``; SpecError('trust') when this side has none"
+        kind = self.find(spec)
+        if kind is None:
+            raise SpecError("trust", f"must be one of {[name for name in kind_names() if name in self.kinds]}")
+        return kind
+
+
+DEVICE = Registry("device side")  # the list of kinds: the other sides' registries take only kinds named here
 
 
 def register_kind(kind: CampaignKind) -> CampaignKind:
     "Register ``kind`` under its name (once: a second kind of the same name is a bug)"
-    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"campaign kind {kind.name!r} is empty or already registered")
-    _KINDS[kind.name] = kind
-    return kind
+    return DEVICE.register(kind)
 
 
 def unregister_kind(name: str) -> None:
     "Forget a kind (tests registering a toy kind remove it again)"
-    _KINDS.pop(name, None)
+    DEVICE.unregister(name)
 
 
 def kind_names() -> tuple[str, ...]:
     "The registered kinds' names: the default (local) first, the others in registration order"
-    return tuple(sorted(_KINDS, key=lambda name: name != DEFAULT_KIND))
+    return tuple(sorted(DEVICE.kinds, key=lambda name: name != DEFAULT_KIND))
 
 
 def kind_name(spec: Any) -> Any:
@@ -88,13 +118,9 @@ def kind_name(spec: Any) -> Any:
 
 def find_kind(spec: Any) -> CampaignKind | None:
     "The registered kind of ``spec`` (a Spec or its JSON), or None when it names none"
-    name = kind_name(spec)
-    return _KINDS.get(name) if isinstance(name, str) else None
+    return DEVICE.find(spec)
 
 
 def kind_of(spec: Any) -> CampaignKind:
     "The registered kind of ``spec``; SpecError('trust') when it names none"
-    kind = find_kind(spec)
-    if kind is None:
-        raise SpecError("trust", f"must be one of {list(kind_names())}")
-    return kind
+    return DEVICE.of(spec)

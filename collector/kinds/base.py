@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from client_sdk.errors import SpecError
-from client_sdk.kinds import find_kind, kind_name, kind_names
+from client_sdk.kinds import Registry
 
 if TYPE_CHECKING:
     from flask import Response
@@ -87,25 +86,18 @@ class CollectorKind:
         raise NotImplementedError
 
 
-_KINDS: dict[str, CollectorKind] = {}
+_KINDS = Registry("collector side")
 
 
 def register_collector_kind(kind: CollectorKind) -> CollectorKind:
     "Register the collector side of a kind whose device side is registered (client_sdk.kinds.register_kind)"
-    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"campaign kind {kind.name!r} is empty or already has a collector side")
-    _KINDS[kind.name] = kind
-    return kind
+    return cast(CollectorKind, _KINDS.register(kind))
 
 
 def unregister_collector_kind(name: str) -> None:
-    _KINDS.pop(name, None)
+    _KINDS.unregister(name)
 
 
 def collector_kind(spec: Any) -> CollectorKind:
     "The collector side of a spec's kind (a Spec or its JSON; its ``trust``); SpecError('trust') for none"
-    name = kind_name(spec)
-    kind = _KINDS.get(name) if isinstance(name, str) else None
-    if kind is None or find_kind(spec) is None:
-        raise SpecError("trust", f"must be one of {[name for name in kind_names() if name in _KINDS]}")
-    return kind
+    return cast(CollectorKind, _KINDS.of(spec))

@@ -9,10 +9,9 @@ registered in :mod:`client_sdk.kinds`; :func:`estimate_kind` finds it from a spe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from client_sdk.errors import SpecError
-from client_sdk.kinds import find_kind, kind_name, kind_names
+from client_sdk.kinds import Registry
 
 if TYPE_CHECKING:
     from ..window import DailyResult
@@ -35,25 +34,18 @@ class EstimateKind:
         return []
 
 
-_KINDS: dict[str, EstimateKind] = {}
+_KINDS = Registry("estimate side")
 
 
 def register_estimate_kind(kind: EstimateKind) -> EstimateKind:
     "Register the estimate side of a kind whose device side is registered (client_sdk.kinds.register_kind)"
-    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"campaign kind {kind.name!r} is empty or already has an estimate side")
-    _KINDS[kind.name] = kind
-    return kind
+    return cast(EstimateKind, _KINDS.register(kind))
 
 
 def unregister_estimate_kind(name: str) -> None:
-    _KINDS.pop(name, None)
+    _KINDS.unregister(name)
 
 
 def estimate_kind(spec_or_result: Any) -> EstimateKind:
     "The estimate side of a spec's or an estimate's kind (its ``trust``); SpecError('trust') for none"
-    name = kind_name(spec_or_result)
-    kind = _KINDS.get(name) if isinstance(name, str) else None
-    if kind is None or find_kind(spec_or_result) is None:
-        raise SpecError("trust", f"must be one of {[name for name in kind_names() if name in _KINDS]}")
-    return kind
+    return cast(EstimateKind, _KINDS.of(spec_or_result))

@@ -9,9 +9,9 @@ renderers (``table``, ``plots``) call it instead of asking which kind an estimat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from client_sdk.kinds import kind_name
+from client_sdk.kinds import Registry, kind_name
 
 from ...window import ReportData
 from ..model import (
@@ -72,22 +72,18 @@ class ReportKind:
 
 
 GENERIC = ReportKind()
-_KINDS: dict[str, ReportKind] = {}
+_KINDS = Registry("report side")
 
 
 def register_report_kind(kind: ReportKind) -> ReportKind:
     "Register the report side of a kind (its ``name`` is the device side's, client_sdk.kinds.register_kind)"
-    if not kind.name or kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"campaign kind {kind.name!r} is empty or already has a report side")
-    _KINDS[kind.name] = kind
-    return kind
+    return cast(ReportKind, _KINDS.register(kind))
 
 
 def unregister_report_kind(name: str) -> None:
-    _KINDS.pop(name, None)
+    _KINDS.unregister(name)
 
 
 def report_kind(result: Any) -> ReportKind:
     "The report side of an estimate's kind (its ``trust``), or the generic one"
-    name = kind_name(result)
-    return _KINDS.get(name, GENERIC) if isinstance(name, str) else GENERIC
+    return cast(ReportKind, _KINDS.find(result) or GENERIC)
