@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+from .estimates import Estimate
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,11 @@ class DailyResult:
 
     day: str
     result: dict
+
+    @cached_property
+    def estimate(self) -> Estimate:
+        "The day's estimate, read once from ``result`` (its JSON)"
+        return Estimate.from_json(self.result)
 
 
 @dataclass(frozen=True)
@@ -33,26 +41,25 @@ class ReportData:
     daily: Sequence[DailyResult] = field(default_factory=tuple)
     truth: dict | float | None = None  # known ground truth (simulations, the demo): fractions by value, or a mean
 
+    @cached_property
+    def estimate(self) -> Estimate:
+        "The estimate, read once from ``result`` (its JSON)"
+        return Estimate.from_json(self.result)
+
     @property
     def kind(self) -> str:
         "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
-        if self.result.get("kind"):
-            return str(self.result["kind"])
-        return "candidate frequency" if self.result.get("mechanism") == "rappor" else "unknown"
+        if self.estimate.kind:
+            return self.estimate.kind
+        return "candidate frequency" if self.estimate.mechanism == "rappor" else "unknown"
 
     @property
     def campaign(self) -> str:
-        return str(self.result.get("campaign") or (self.spec or {}).get("name") or "campaign")
+        return str(self.estimate.campaign or (self.spec or {}).get("name") or "campaign")
 
     @property
     def n(self) -> int | None:
-        return report_count(self.result)
-
-
-def report_count(result: dict) -> int | None:
-    "Number of reports (``n``, or ``reports`` as the RAPPOR decoder calls it)"
-    n = result.get("n", result.get("reports"))
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
+        return self.estimate.n
 
 
 def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict:

@@ -10,13 +10,12 @@ from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
     ValueRow,
+    central_halfwidth,
     central_mechanism,
     chance_exclusions_text,
     display_rows,
     format_number,
     guarantee_lines,
-    is_mean,
-    value_rows,
     with_unit,
 )
 
@@ -26,18 +25,16 @@ BELOW_ZERO_MARK = "<0"
 
 def header_lines(data: ReportData) -> list[str]:
     "The facts every format states first (the estimate's kind says which)"
-    return report_kind(data.result).header_lines(data)
+    return report_kind(data.estimate).header_lines(data)
 
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     "Column names and formatted cells, shared by the terminal and Markdown renderers"
-    result = data.result
-    if is_mean(result):
-        central = result.get("central_dp") or {}
+    result = data.estimate
+    if result.is_mean:
         columns = [with_unit(name, result) for name in ("mean", "std error", "CI low", "CI high", "central DP CI +-")]
-        cells = [[format_number(result.get("mean")), format_number(result.get("std_error")),
-                  format_number(result.get("ci_low")), format_number(result.get("ci_high")),
-                  format_number(central.get("ci_halfwidth"))]]
+        cells = [[format_number(result.mean), format_number(result.std_error), format_number(result.ci_low),
+                  format_number(result.ci_high), format_number(central_halfwidth(result))]]
         return columns, cells
     rows = display_rows(result)
     with_norm_sub = any(row.norm_sub is not None for row in rows)
@@ -52,10 +49,11 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
 
 def footnotes(data: ReportData) -> list[str]:
     notes = []
-    rows = value_rows(data.result)
+    result = data.estimate
+    rows = result.values
     if any(row.includes_zero for row in rows):
         notes.append(f"{ZERO_MARK}: the confidence interval includes 0 ({NOT_DISTINGUISHABLE})")
-    chance = chance_exclusions_text(data.result)
+    chance = chance_exclusions_text(result)
     if chance:
         notes.append(chance)
     if any(row.below_zero for row in rows):
@@ -63,13 +61,13 @@ def footnotes(data: ReportData) -> list[str]:
     if rows and any(row.norm_sub is not None for row in rows):
         notes.append("Norm-Sub: projected onto the probability simplex (consistent but biased); "
                      "the estimate column is unbiased")
-    if "allocated_mass" in data.result:
+    if result.allocated_mass is not None:
         notes.append(f"only the candidates the decoder detected are listed; together they hold "
-                     f"{format_number(data.result['allocated_mass'])} of the reports")
-    if is_mean(data.result):
-        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(data.result)}, replace-one) would "
+                     f"{format_number(result.allocated_mass)} of the reports")
+    if result.is_mean:
+        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(result)}, replace-one) would "
                      "report at the same epsilon")
-    notes += [f"guarantee: {line}" for line in guarantee_lines(data.result)]
+    notes += [f"guarantee: {line}" for line in guarantee_lines(result)]
     return notes
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from client_sdk.kinds import Registry, kind_name
+from client_sdk.kinds import Registry
 
+from ...estimates import Estimate
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -38,22 +39,23 @@ class ReportKind:
     def header_lines(self, data: ReportData) -> list[str]:
         "The facts every format states first"
         n = data.n
-        lines = [f"campaign {data.campaign}: {data.kind} estimate, {kind_name(data.result)} campaign, epsilon "
-                 f"{epsilon_text(data.result)}",
+        estimate = data.estimate
+        lines = [f"campaign {data.campaign}: {data.kind} estimate, {estimate.trust} campaign, epsilon "
+                 f"{epsilon_text(estimate)}",
                  (f"{f'n = {n:,} reports, ' if n is not None else ''}window: "
-                  f"{describe_window(data.since, data.until)}, confidence {confidence_percent(data.result)}")]
-        target = target_text(data.result)
+                  f"{describe_window(data.since, data.until)}, confidence {confidence_percent(estimate)}")]
+        target = target_text(estimate)
         return lines + ([target] if target else [])
 
-    def mechanism_text(self, result: dict) -> str:
+    def mechanism_text(self, result: Estimate) -> str:
         "How the values were protected, for a figure's title"
-        return str(result.get("mechanism", ""))
+        return result.mechanism or ""
 
-    def summary_mechanism(self, result: dict) -> str:
+    def summary_mechanism(self, result: Estimate) -> str:
         "The mechanism as a one-line summary names it (the demo's)"
         return self.mechanism_text(result)
 
-    def frequency_caption(self, result: dict, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+    def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
         "The caption of the frequency bars"
         parts = [f"Bars: estimates with their {confidence_percent(result)} intervals"]
         if len(rows) > shown:
@@ -62,7 +64,7 @@ class ReportKind:
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
 
-    def mean_comparisons(self, result: dict) -> list[tuple[str, float, str, str]]:
+    def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"
         return []
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
+from ...estimates import Estimate
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -36,19 +37,18 @@ class DistributedReport(ReportKind):
 
     def header_lines(self, data: ReportData) -> list[str]:
         "Its Prio3 type and noise, the batches, rejections, the three trust models"
-        result = data.result
-        noise = result.get("noise") or {}
-        delta = result.get("delta")
+        result = data.estimate
+        delta = result.delta
         n = data.n
-        batches = [batch for batch in result.get("batches") or [result.get("batch")] if batch]
+        batches = result.batches
         lines = [
-            (f"campaign {data.campaign}: {data.kind} estimate, distributed (Prio3 {result.get('prio3', '?')}, "
-             f"{noise.get('mode', '?')} noise), epsilon {epsilon_text(result)}"
-             + (f", delta {delta:.3g}" if isinstance(delta, (int, float)) and delta else "")),
+            (f"campaign {data.campaign}: {data.kind} estimate, distributed (Prio3 {result.prio3 or '?'}, "
+             f"{result.noise_mode or '?'} noise), epsilon {epsilon_text(result)}"
+             + (f", delta {delta:.3g}" if delta else "")),
             (f"{f'n = {n:,} reports, ' if n is not None else ''}batches: {', '.join(batches) or '-'} "
              f"(window: {describe_window(data.since, data.until)}), confidence {confidence_percent(result)}"),
         ]
-        rejected = result.get("rejected") or {}
+        rejected = result.rejected
         if rejected:
             lines.append("rejected reports: " + ", ".join(f"{reason} {count:,}" for reason, count in
                                                           sorted(rejected.items())))
@@ -60,13 +60,13 @@ class DistributedReport(ReportKind):
             lines.append(target)
         return lines
 
-    def mechanism_text(self, result: dict) -> str:
-        return f"Prio3 {result.get('prio3', '')}, {(result.get('noise') or {}).get('mode', '')} noise"
+    def mechanism_text(self, result: Estimate) -> str:
+        return f"Prio3 {result.prio3 or ''}, {result.noise_mode or ''} noise"
 
-    def summary_mechanism(self, result: dict) -> str:
+    def summary_mechanism(self, result: Estimate) -> str:
         return f"distributed: {self.mechanism_text(result)}"
 
-    def frequency_caption(self, result: dict, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+    def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
         widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
         parts = [f"Bars: unbiased estimates from the noisy release with their {confidence_percent(result)} "
                  "intervals (the exact quantile of the release's noise)"]
@@ -81,14 +81,14 @@ class DistributedReport(ReportKind):
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
 
-    def mean_comparisons(self, result: dict) -> list[tuple[str, float, str, str]]:
+    def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Local DP's best mechanism at the same ε (its formula)"
-        local = (result.get("trust_models") or {}).get("local") or {}
-        if not isinstance(local.get("std_error"), (int, float)):
+        local = result.trust_models.get("local") if result.trust_models is not None else None
+        if local is None or local.std_error is None:
             return []
-        z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
-        width = z * float(local["std_error"])
-        return [(f"local DP\n{local.get('mechanism', '')} (formula)", width, LDP_COLOUR,
+        z = NormalDist().inv_cdf(0.5 + result.z_confidence / 2)
+        width = z * local.std_error
+        return [(f"local DP\n{local.mechanism or ''} (formula)", width, LDP_COLOUR,
                  f"local DP's best mechanism would give ± {format_number(width)} at the same ε")]
 
     def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
@@ -96,7 +96,7 @@ class DistributedReport(ReportKind):
         from ..plots import trust_models_figure  # matplotlib: loaded by the figures only, never by a table
         from ..scaling import trust_model_curves
 
-        models = trust_model_curves(data.result)
+        models = trust_model_curves(data.estimate)
         return [] if models is None else [trust_models_figure(models)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...estimates import Estimate
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -35,19 +36,18 @@ class LocalReport(ReportKind):
     colour = LDP_COLOUR
 
     def header_lines(self, data: ReportData) -> list[str]:
-        result = data.result
+        result = data.estimate
         ratio = ldp_to_central_ratio(result)
         n = data.n
         count = f"n = {n:,} reports, " if n is not None else ""
         lines = [
-            (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.get('mechanism', '?')}, "
+            (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.mechanism or '?'}, "
              f"epsilon {epsilon_text(result)}"),
             (f"{count}window: {describe_window(data.since, data.until)}, "
              f"confidence {confidence_percent(result)}"),
         ]
-        status = result.get("status")
-        if status not in (None, "ok"):
-            lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
+        if result.status not in (None, "ok"):
+            lines.append(f"status {result.status}: {result.message}".rstrip(": "))
         if ratio is not None:
             lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
         target = target_text(result)
@@ -55,10 +55,10 @@ class LocalReport(ReportKind):
             lines.append(target)
         return lines
 
-    def frequency_caption(self, result: dict, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+    def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
         widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
         central = central_halfwidth(result)
-        kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
+        kind = "unbiased estimates" if result.kind == "frequency" else "estimates"
         parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
         if len(rows) > shown:
             parts[0] += f" (the {shown} largest of {len(rows)} values)"
@@ -78,7 +78,7 @@ class LocalReport(ReportKind):
         from ..scaling import scaling_curves
 
         try:
-            curves = scaling_curves(data.result, data.spec, rng=rng, simulate_points=simulate_points)
+            curves = scaling_curves(data.estimate, data.spec, rng=rng, simulate_points=simulate_points)
         except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
             curves = None
         return [] if curves is None else [scaling_figure(curves)]
