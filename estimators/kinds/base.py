@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from client_sdk.kinds import Registry
 
 if TYPE_CHECKING:
+    from ..estimates import Estimate
     from ..window import DailyResult
 
 
@@ -21,12 +22,13 @@ class EstimateKind:
     """One campaign kind's estimate side.
 
     ``source`` is what this kind's collector side gathers for a window: merged aggregates for local campaigns,
-    releases for distributed ones.  The estimate is its JSON form (estimators/report/report.schema.json)."""
+    releases for distributed ones.  The estimate is typed (:class:`estimators.estimates.Estimate`); its JSON form
+    is estimators/report/report.schema.json's."""
 
     name: ClassVar[str] = ""
 
-    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
-        "The JSON estimate of one window; raises estimators.NoReports for an empty one"
+    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
+        "The estimate of one window (``.to_json()``: its JSON form); raises estimators.NoReports for an empty one"
         raise NotImplementedError
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import NoReports
+from ..estimates import Estimate
 from ..window import DailyResult, finite_json
 from .base import EstimateKind, register_estimate_kind
 
@@ -16,19 +17,19 @@ class DistributedEstimates(EstimateKind):
 
     name = "distributed"
 
-    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
+    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
         "The estimate over the releases of a window (their batches added up); NoReports when there is none"
         from ..distributed import estimate_releases  # numpy and the noise models: loaded by distributed reports only
 
         if not source:
             raise NoReports("no release in this window")
-        return finite_json(estimate_releases(spec, source, confidence))
+        return Estimate.from_json(finite_json(estimate_releases(spec, source, confidence)))
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "One estimate per batch; none when the window holds a single batch"
         if len(sources) <= 1:
             return []
-        return [DailyResult(str(release.get("batch")), self.estimate(spec, [release], confidence))
+        return [DailyResult(str(release.get("batch")), self.estimate(spec, [release], confidence).to_json())
                 for release in sources]
 
 

@@ -24,6 +24,7 @@ from collector.kinds import (
 )
 from collector.reporting import report_data_from_db
 from collector.storage import CampaignVersion, StorageBase
+from estimators.estimates import Estimate
 from estimators.kinds import EstimateKind, register_estimate_kind, unregister_estimate_kind
 from estimators.report import json_report, render_table
 from estimators.report.kinds import GENERIC, report_kind
@@ -81,10 +82,10 @@ class TallyCollector(CollectorKind):
         return len(self.store.get((campaign.name, campaign.fingerprint), ()))
 
     def estimate_response(self, campaign: CampaignVersion) -> Response:
-        return jsonify(TALLY_ESTIMATES.estimate(campaign.spec, self.count(campaign)))
+        return jsonify(TALLY_ESTIMATES.estimate(campaign.spec, self.count(campaign)).to_json())
 
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
-        result = TALLY_ESTIMATES.estimate(campaign.spec, self.count(campaign), window.confidence)
+        result = TALLY_ESTIMATES.estimate(campaign.spec, self.count(campaign), window.confidence).to_json()
         return ReportData(result, campaign.spec.to_dict(), window.since, window.until)
 
     def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
@@ -97,11 +98,11 @@ class TallyEstimates(EstimateKind):
 
     name = NAME
 
-    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
+    def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
         count = int(source)
-        return {"trust": NAME, "kind": "count", "campaign": spec.name, "n": count, "confidence": confidence,
-                "epsilon": spec.epsilon, "values": [{"value": "reports", "estimate": count, "std_error": 0.0,
-                                                     "ci_low": count, "ci_high": count}]}
+        rows = [{"value": "reports", "estimate": count, "std_error": 0.0, "ci_low": count, "ci_high": count}]
+        return Estimate.from_json({"trust": NAME, "kind": "count", "campaign": spec.name, "n": count,
+                                   "confidence": confidence, "epsilon": spec.epsilon, "values": rows})
 
 
 TALLY_ESTIMATES = TallyEstimates()
