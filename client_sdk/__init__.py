@@ -62,6 +62,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # imported here: only a runtime name needs importlib (import client_sdk stays cheap)
     from importlib import import_module
 
     value = getattr(import_module(module, __name__), name)

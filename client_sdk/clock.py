@@ -30,6 +30,7 @@ def utc_today() -> str:
 
 def day_start(day: str) -> float:
     "The POSIX time at which the UTC day ``day`` (YYYY-MM-DD) begins: the inverse of ``utc_day``"
+    # imported here: calendar loads datetime, which import client_sdk does not (tests/client_sdk/test_spec_lite.py)
     import calendar
 
     return float(calendar.timegm(time.strptime(day, "%Y-%m-%d")))

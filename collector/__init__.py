@@ -16,6 +16,7 @@ __all__ = ["create_app"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
+        # imported on first use: Flask and the API (+230 ms) only when an app is made (module docstring)
         from .app import create_app
 
         return create_app

@@ -32,17 +32,15 @@ import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import estimators
 from client_sdk.errors import LDPError
 from client_sdk.kinds import kind_of
 from client_sdk.spec import Spec, load_spec
 
 from .errors import ArchiveError, CampaignNotFound
 from .storage import CampaignVersion, StorageBase
-
-if TYPE_CHECKING:
-    import estimators
 
 ARCHIVE_FORMAT = "ldp-telemetry-archive/1"
 AGGREGATE_FORMAT = "ldp-telemetry-aggregate/1"
@@ -112,6 +110,7 @@ def _check_local(spec: Spec) -> None:
 
 def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
     "True if ``path`` is an archive file of this version with ``rows`` reports"
+    # pyarrow: the optional archive extra, imported where used
     import pyarrow.parquet as pq
 
     if not path.is_file():
@@ -127,6 +126,7 @@ def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
 
 def _write_day(path: Path, campaign: CampaignVersion, day: str, chunks: Iterator[list[bytes]]) -> int:
     "Write the day's rows to a temporary name, then rename it to ``path``; the number of rows"
+    # pyarrow: the optional archive extra, imported where used
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -176,8 +176,6 @@ class AggregateFile:
 
     def total(self, since: str | None = None, until: str | None = None) -> estimators.Aggregate:
         "The merged aggregate of the days in [since, until]"
-        import estimators
-
         total = estimators.Aggregate.empty(self.spec)
         for _, aggregate in self.window(since, until):
             total = total.merge(aggregate)
@@ -193,8 +191,6 @@ class AggregateFile:
 
     @classmethod
     def from_dict(cls, data: Any) -> AggregateFile:
-        import estimators
-
         if not isinstance(data, dict) or data.get("format") != AGGREGATE_FORMAT:
             raise ArchiveError(f"not an aggregate file (format {AGGREGATE_FORMAT!r} expected)")
         spec = load_spec(data["spec"])
@@ -220,6 +216,7 @@ def write_aggregate_file(target: str | Path, data: AggregateFile) -> None:
         finally:
             temporary.unlink(missing_ok=True)
         return
+    # pyarrow: the optional archive extra, imported where used
     import pyarrow.fs
 
     filesystem, where = pyarrow.fs.FileSystem.from_uri(str(target))

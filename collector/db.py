@@ -31,6 +31,7 @@ def get_storage() -> StorageBase:
 def _open(database: str, busy_timeout_ms: int) -> StorageBase:
     "SQLite: a connection per thread; PostgreSQL: a view over the process's connection pool"
     if is_database_url(database):
+        # imported here: the PostgreSQL store (psycopg, +495 ms) only for a postgresql:// database
         from .storage.postgres import PostgresStorage
 
         return PostgresStorage(database, busy_timeout_ms=busy_timeout_ms, pooled=True)

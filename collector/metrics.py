@@ -77,6 +77,7 @@ def use_directory(directory: str | None) -> None:
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
         os.environ[ENV] = str(directory)
+    # imported once PROMETHEUS_MULTIPROC_DIR is set: prometheus_client picks its value class at import
     from prometheus_client import values
 
     wanted = bool(os.environ.get(ENV))
@@ -89,6 +90,7 @@ class Metrics:
 
     def __init__(self, directory: str | Path | None = None) -> None:
         use_directory(str(directory) if directory else None)
+        # after use_directory: prometheus_client picks its value class at import
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.directory = os.environ.get(ENV) or None
@@ -116,6 +118,7 @@ class Metrics:
 
     def exposition(self) -> str:
         "Prometheus text format 0.0.4 of every process's counters (or of this process's without a directory)"
+        # after use_directory: prometheus_client picks its value class at import
         from prometheus_client import CollectorRegistry, generate_latest
         from prometheus_client.multiprocess import MultiProcessCollector
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import posixpath
 import sys
 import tempfile
@@ -29,15 +30,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import estimators
 from client_sdk.spec import Spec, load_spec
 
 # absolute imports: spark-submit may run this file as __main__
 from collector.archive import PART_FILE, AggregateFile, ArchiveError, read_file_metadata, write_aggregate_file
+from collector.report_codec import decode_payload, untagged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    import estimators
 
 DEFAULT_MASTER = "local[2]"
 LOOPBACK = "127.0.0.1"  # where a local-mode driver listens
@@ -48,6 +49,7 @@ ARROW_BATCH_ROWS = 20_000  # rows per Arrow batch handed to a task's aggregation
 def archive_files(archive: str, campaign: str, version: int | None = None, since: str | None = None,
                   until: str | None = None) -> tuple[Spec, list[str]]:
     "The spec of the campaign's version (the latest in the archive by default) and its day files in [since, until]"
+    # pyarrow and pyspark: the optional archive extra, imported where used
     import pyarrow.fs
     import pyarrow.parquet as pq
 
@@ -104,9 +106,6 @@ def merge_days(a: dict[str, estimators.Aggregate], b: dict[str, estimators.Aggre
 
 def aggregate_payload_batch(spec: Spec, days: Sequence[str], tagged: Sequence[bytes]) -> dict[str, Any]:
     "The aggregate of each day's archived payloads: report_codec's decoding, then ``estimators.aggregate``"
-    import estimators
-    from collector.report_codec import decode_payload, untagged
-
     by_day: dict[str, list[Any]] = {}
     for day, stored in zip(days, tagged):
         by_day.setdefault(day, []).append(decode_payload(spec.mechanism, untagged(stored)))
@@ -117,8 +116,7 @@ def _aggregate_batches(spec_json: str) -> Callable[[Iterable[Any]], Iterator[Any
     "The function each task runs over its Arrow batches: one (day, pickled aggregate) row per day it saw"
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
-        import pickle
-
+        # pyarrow and pyspark: the optional archive extra, imported where used
         import pyarrow as pa
 
         spec = load_spec(spec_json)
@@ -135,8 +133,6 @@ def _aggregate_batches(spec_json: str) -> Callable[[Iterable[Any]], Iterator[Any
 
 
 def _to_days(rows: Iterable[Any]) -> Iterator[dict]:
-    import pickle
-
     out: dict = {}
     for row in rows:
         out = merge_days(out, {row["day"]: pickle.loads(row["aggregate"])})  # noqa: S301 (our own tasks' output)
@@ -145,6 +141,7 @@ def _to_days(rows: Iterable[Any]) -> Iterator[dict]:
 
 def _filesystem(archive: str) -> tuple[Any, str]:
     "pyarrow's filesystem and path for the archive (Hadoop's s3a:// is pyarrow's s3://)"
+    # pyarrow and pyspark: the optional archive extra, imported where used
     import pyarrow.fs
 
     if "://" in archive:
@@ -159,6 +156,7 @@ def archive_uri(archive: str) -> str:
 
 
 def _children(filesystem: Any, directory: str, prefix: str) -> list[str]:
+    # pyarrow and pyspark: the optional archive extra, imported where used
     import pyarrow.fs
 
     try:
@@ -183,6 +181,7 @@ def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "ldp-tele
     package is installed), unless the environment sets ``SPARK_LOCAL_IP`` or ``PYSPARK_PYTHON``.  With ``log``, the
     JVM's output (log4j's lines, warnings, progress) goes there instead of this process's stderr; it applies only
     when this call starts the JVM."""
+    # pyarrow and pyspark: the optional archive extra, imported where used
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -223,6 +222,7 @@ def run(archive: str, campaign: str, out: str, *, version: int | None = None, si
 
     A new session's JVM output goes to a temporary log file unless ``verbose``: removed after a success, kept and
     named in a note on the exception after a failure."""
+    # pyarrow and pyspark: the optional archive extra, imported where used
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()  # a session of the caller's (a notebook, a test) is left running

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from client_sdk.clock import utc_today
+from collector.admin_client import AdminClient, campaign_path
+from collector.errors import AdminApiError
 
 from .devices import Progress, report_distributed
 from .errors import DemoStopped
@@ -19,9 +21,6 @@ from .servers import create_campaigns, running_aggregators
 def collect_today(url: str, admin_key: str, names: Sequence[str], day: str | None = None) -> dict[str, str]:
     """Collect the batch of ``day`` (default today: the leader must have seen that day end) of each campaign (the
     aggregators add their noise); a note for each that could not be"""
-    from collector.admin_client import AdminClient, campaign_path
-    from collector.errors import AdminApiError
-
     day = day or utc_today()
     notes = {}
     with AdminClient(url, admin_key, timeout=300) as client:

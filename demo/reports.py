@@ -4,12 +4,19 @@ and JSON, by this process and a worker process beside it (:func:`report_workers`
 from __future__ import annotations
 
 import json
+import multiprocessing
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from collector import reporting
+from estimators.errors import SourceError
 
 from .scenario import DemoCampaign
 from .summary import CampaignSummary, summarize, write_summary
@@ -34,16 +41,11 @@ def fetch_reports(url: str, admin_key: str, campaigns: Sequence[DemoCampaign],
     """Each campaign's report data over HTTP with its truth (a ``ReportData``), in order, while the collector
     runs; for a campaign without one, its summary with the reason as a note.  ``each(item)`` is called with each
     as soon as it is in (so that its drawing can start while the next is fetched)."""
-    from dataclasses import replace
-
-    from collector.reporting import report_data_from_url
-    from estimators.errors import SourceError
-
     fetched: list[Any] = []
     for campaign in campaigns:
         truth = campaign.truth(population[campaign.name])
         try:
-            fetched.append(replace(report_data_from_url(url, admin_key, campaign.name), truth=truth))
+            fetched.append(replace(reporting.report_data_from_url(url, admin_key, campaign.name), truth=truth))
         except SourceError as exc:
             fetched.append(CampaignSummary(campaign.name, str(campaign.spec.get("mechanism", "prio3")), None, None,
                                            None, note=str(exc)))
@@ -57,6 +59,7 @@ def render_report(data: Any, out_dir: Path) -> CampaignSummary:
     """One campaign's HTML, Markdown (+ PNGs) and JSON files, each figure drawn once for both; its summary.
 
     It needs no collector, so a worker process can run it (``data`` is a ``ReportData`` with its truth)."""
+    # imported here: the renderers load matplotlib (+750 ms), imported in a thread beside the devices (import_renderers)
     from estimators.report import json_report, render_html, render_markdown, report_plots
 
     name = data.campaign
@@ -121,9 +124,6 @@ def report_workers() -> Iterator[Executor]:
     The worker is a fork of this process (:func:`worker_start_method`) where that is safe: run early (before the
     devices' threads) it is a copy of a quiet process.  Else it is spawned (about a second more of its own CPU,
     while the devices report)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     context = multiprocessing.get_context(worker_start_method())
     with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=start_report_worker) as pool:
         pool.submit(int)  # the worker starts now
@@ -135,10 +135,6 @@ def report_workers() -> Iterator[Executor]:
 def worker_start_method() -> str:
     """``fork`` where it is safe and quiet: Python before 3.12 (which warns of any fork from a process with
     threads, numpy's own included) and no other thread of ours running; else ``spawn``"""
-    import multiprocessing
-    import sys
-    import threading
-
     if sys.version_info < (3, 12) and threading.active_count() == 1 and "fork" in \
             multiprocessing.get_all_start_methods():
         return "fork"
@@ -148,6 +144,7 @@ def worker_start_method() -> str:
 
 def import_renderers() -> None:
     "Load the HTML and Markdown renderers and matplotlib"
+    # the point of this function: matplotlib (+750 ms) loaded where it costs no wait
     import estimators.report.html
     import estimators.report.markdown  # noqa: F401
 
@@ -155,7 +152,5 @@ def import_renderers() -> None:
 
 def start_report_worker() -> None:
     "A report worker's initializer: the renderers loaded; Ctrl-C is left to the demo's process, which ends the pool"
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import_renderers()

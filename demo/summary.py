@@ -8,7 +8,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
+
+from estimators.report import IndexEntry, render_index
+from estimators.report.kinds import report_kind
+from estimators.report.model import epsilon_text, ldp_to_central_ratio, ratio_text, trust_model_errors
 
 if TYPE_CHECKING:
     from estimators.estimates import Estimate
@@ -62,9 +67,6 @@ class DemoResult:
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
     "The estimate against the truth, value by value (or for the mean)"
-    from estimators.report.kinds import report_kind
-    from estimators.report.model import epsilon_text, ldp_to_central_ratio, trust_model_errors
-
     estimate = data.estimate
     epsilon = epsilon_text(estimate)
     summary = CampaignSummary(data.campaign, report_kind(estimate).summary_mechanism(estimate),
@@ -92,8 +94,6 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 
 def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
     "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
-    from statistics import NormalDist
-
     z = NormalDist().inv_cdf(0.5 + estimate.z_confidence / 2)
     models = estimate.trust_models
     assert models is not None, "a distributed release states the three trust models"
@@ -117,8 +117,6 @@ def with_notes(summaries: Sequence[CampaignSummary], notes: dict[str, str]) -> l
 
 def headline(summary: CampaignSummary) -> str:
     "Mechanism, epsilon, n and the LDP/central ratio of a campaign, as the terminal and the index page state them"
-    from estimators.report.model import ratio_text
-
     epsilon = f"{summary.epsilon:.3g}" if summary.epsilon is not None else "?"
     ratio = (f", LDP/central ratio {ratio_text(summary.ldp_to_central_ratio)}"
              if summary.ldp_to_central_ratio else "")
@@ -180,8 +178,6 @@ def _number(value: float | None) -> str:
 
 def write_summary(summaries: Sequence[CampaignSummary], out_dir: Path) -> None:
     "summary.json: every campaign's summary, in order; index.html: a link to each report and its one-line summary"
-    from estimators.report import IndexEntry, render_index
-
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2) + "\n",
                                           encoding="utf-8")

@@ -39,11 +39,14 @@ class Aggregate:
     def merge(self, other: Aggregate) -> Aggregate:
         if (self.mechanism, self.fingerprint) != (other.mechanism, other.fingerprint):
             raise AggregateMismatch(f"cannot merge aggregates of {self.fingerprint} and {other.fingerprint}")
+        if self.counts.shape != other.counts.shape:  # numpy would broadcast a (1,) array silently
+            raise AggregateMismatch(f"cannot merge counts of shape {self.counts.shape} and {other.counts.shape}")
         return Aggregate(self.mechanism, self.fingerprint, self.n + other.n, self.counts + other.counts)
 
     def to_dict(self) -> dict:
-        return {"mechanism": self.mechanism, "fingerprint": self.fingerprint, "n": int(self.n),
-                "counts": _to_python(self.counts)}
+        # int64 arrays: tolist() gives Python ints in C (the collector converts an aggregate at every insert)
+        counts = _to_python(self.counts) if self.counts.dtype == object else self.counts.tolist()
+        return {"mechanism": self.mechanism, "fingerprint": self.fingerprint, "n": int(self.n), "counts": counts}
 
     @classmethod
     def from_dict(cls, data: dict) -> Aggregate:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import estimators
+
 from .estimates import Estimate
 
 
@@ -66,8 +68,6 @@ def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict
     """The JSON estimate of one window's merged aggregate; non-finite numbers become null (JSON has none).
 
     Raises :class:`estimators.NoReports` for an empty window."""
-    import estimators
-
     return finite_json(estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_json())
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from client_sdk import load_spec
-from collector.app import DEFAULTS
+from collector.config import DEFAULTS
 from tests.collector.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

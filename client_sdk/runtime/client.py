@@ -31,6 +31,7 @@ helper itself, and a listing that names another helper is refused (``aggregator_
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import sqlite3
@@ -137,6 +138,7 @@ class Client:
         if aggregators is None and helper_hpke_config is not None:
             aggregators = {"helper": {"hpke_config": helper_hpke_config}}
         if aggregators is not None:
+            # imported here: the distributed module (+10 ms) only for an app with distributed campaigns
             from ..distributed import configured_aggregators
 
             trusted = configured_aggregators(aggregators, url)  # ValueError naming the field
@@ -171,8 +173,6 @@ class Client:
         self._thread: threading.Thread | None = None
         self._flush_at_exit = flush_at_exit
         if flush_at_exit is not None:
-            import atexit
-
             atexit.register(self._exit_flush)
         if background:
             self._thread = threading.Thread(target=self._run, name="ldp-telemetry-sender", daemon=True)
@@ -367,8 +367,6 @@ class Client:
 
     def _unregister_exit_flush(self) -> None:
         if self._flush_at_exit is not None:
-            import atexit
-
             atexit.unregister(self._exit_flush)
 
     def __enter__(self) -> Client:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..clock import utc_day
 from ..errors import (
+    AggregatorMismatch,
     InvalidValue,
     InvalidValueType,
     LDPError,
@@ -27,11 +28,14 @@ from ..errors import (
     SpecError,
     StateFileError,
     UnsupportedSpec,
+    ValueNotInDomain,
 )
 from ..kinds import kind_of
 from ..mechanisms import Mechanism, mechanism_from_spec
 from ..randomness import RandomSource
+from ..rappor import cohort_from_secret
 from ..spec import Spec
+from . import device_state
 from .held import HeldValues, decode_value, encode_value
 from .ledger import PrivacyLedger, ReportPolicy
 from .queue import ReportQueue
@@ -223,8 +227,6 @@ class Recorder:
         return self.perturb(spec, value, self.checked_mechanism(spec))
 
     def perturb(self, spec: Spec, value: Any, mechanism: Mechanism) -> Any:
-        from ..errors import ValueNotInDomain
-
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
@@ -252,8 +254,6 @@ class Recorder:
 
     def _rappor_options(self, spec: Spec) -> dict[str, Any]:
         "The device secret and its cohort (see :meth:`_device_secret`)"
-        from ..rappor import cohort_from_secret
-
         secret = self._device_secret()
         assert spec.rappor is not None  # only RAPPOR specs come here
         return {"secret": secret, "cohort": cohort_from_secret(secret, spec.rappor.m)}
@@ -263,8 +263,6 @@ class Recorder:
         file removed); else a fresh one from the OS CSPRNG, stored with the first report made with it"""
         with self.state.lock:
             if self.secret is None:
-                from . import device_state
-
                 try:
                     stored = None if self.state.fresh else self.state.device_secret()
                     if stored is not None:
@@ -286,8 +284,8 @@ class Recorder:
         if isinstance(value, float) and value != value:
             raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
         try:
+            # imported here: the distributed module (+10 ms; Prio3 and HPKE after it) only for a distributed campaign
             from .. import distributed
-            from ..errors import AggregatorMismatch
 
             if self.specs.trusted is None:
                 self.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "

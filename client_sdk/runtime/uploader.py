@@ -10,6 +10,7 @@ duplicate detection makes retries safe.  The spec cache's fetches share this bac
 
 from __future__ import annotations
 
+import gzip
 import logging
 import secrets
 import threading
@@ -149,8 +150,6 @@ class Uploader:
         body = ('{"reports":[' + ",".join(r.text for r in batch) + "]}").encode()
         headers = {**self.headers, "Content-Type": "application/json"}
         if len(body) >= GZIP_MIN_BYTES:
-            import gzip
-
             body, headers["Content-Encoding"] = gzip.compress(body, 6), "gzip"
         ids = [r.report_id for r in batch]
         try:

@@ -18,6 +18,7 @@ INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distribute
 
 def _crypto() -> tuple[Any, Any]:
     try:
+        # pycryptodome: the optional distributed extra, imported on first use
         from Crypto.Cipher import AES
         from Crypto.Hash import TurboSHAKE128
     except ImportError as exc:  # pragma: no cover - exercised by test_import_isolation in a subprocess
@@ -39,6 +40,7 @@ class _RawTurboShake:
     """
 
     def __init__(self) -> None:
+        # pycryptodome: the optional distributed extra, imported on first use
         from Crypto.Hash.keccak import _raw_keccak_lib
         from Crypto.Util._raw_api import (
             SmartPointer,

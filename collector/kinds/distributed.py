@@ -13,6 +13,7 @@ from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
 from estimators.window import ReportData, finite_json
 
+from ..api.args import confidence_arg
 from ..storage import CampaignVersion, StorageBase
 from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
 
@@ -29,26 +30,25 @@ class DistributedCampaigns(CollectorKind):
         return api.create_campaign(body, day)
 
     def api_fields(self, campaign: CampaignVersion) -> dict:
-        from ..distributed import api
+        from ..distributed import api  # as in create_campaign: a standalone collector never loads it
 
         block = api.aggregators_block(campaign)
         return {} if block is None else {"aggregators": block}
 
     def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
-        from ..distributed import api
+        from ..distributed import api  # as in create_campaign: a standalone collector never loads it
 
         outcome = api.ingest(list(items), day)
         return Accepted(outcome.accepted, outcome.duplicate, list(outcome.rejected))
 
     def estimate_response(self, campaign: CampaignVersion) -> Response:
-        from ..api.args import confidence_arg
-        from ..distributed import api
+        from ..distributed import api  # as in create_campaign: a standalone collector never loads it
 
         return jsonify(finite_json(api.estimate(campaign, confidence_arg())))
 
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
         "The leader's releases of this version, estimated as the API would"
-        from ..distributed.store import DistStore
+        from ..distributed.store import DistStore  # the leader's tables: read by distributed reports only
 
         releases = [r for r in DistStore(storage).releases(campaign.name)
                     if r.get("fingerprint") == campaign.spec.fingerprint]

@@ -66,6 +66,7 @@ __all__ = [
 def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:
     "The storage named by ``target``: a ``postgresql://`` URL (PostgreSQL backend) or the path of a SQLite file"
     if is_database_url(target):
+        # imported here: the PostgreSQL store (psycopg, +495 ms) only for a postgresql:// database
         from .postgres import PostgresStorage  # psycopg loads only when a PostgreSQL database is used
 
         return PostgresStorage(str(target), busy_timeout_ms=busy_timeout_ms)

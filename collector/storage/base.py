@@ -236,6 +236,7 @@ class StorageBase:
         if not payloads:
             return
         if aggregate is None:
+            # imported here: numpy and the estimators (+250 ms) load with the first aggregate, not with a key command
             import estimators
 
             aggregate = estimators.aggregate(campaign.spec, payloads)
@@ -302,6 +303,7 @@ class StorageBase:
     def read_aggregate(self, campaign: CampaignVersion, since: str | None = None,
                        until: str | None = None) -> estimators.Aggregate:
         "The merged aggregate over [since, until] (empty if there are no reports)"
+        # imported here: numpy and the estimators (+250 ms) load with the first aggregate, not with a key command
         import estimators
 
         total = estimators.Aggregate.empty(campaign.spec)
@@ -385,6 +387,7 @@ class StorageBase:
                 by_version.setdefault(version_id, []).append(stored)
             for version_id, values in by_version.items():
                 c = versions[version_id]
+                # imported here: numpy and the estimators (+250 ms) with the first aggregate, not a key command
                 import estimators
 
                 part = estimators.aggregate(c.spec, [self._decode(c.spec.mechanism, v) for v in values])

@@ -35,6 +35,7 @@ def storage_fault(exc: BaseException) -> StorageUnavailable | None:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return DiskFull(f"no space left on the database's disk ({os.strerror(exc.errno)})")
     if type(exc).__module__.startswith(("psycopg.", "psycopg_pool")):
+        # imported here: the PostgreSQL store (psycopg, +495 ms) only for a postgresql:// database
         from .postgres import postgres_fault  # psycopg loads only when a PostgreSQL database is used
 
         return postgres_fault(exc)

@@ -43,7 +43,7 @@ from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagg
 from . import base as _base
 from .base import StorageBase
 from .models import CampaignVersion, InsertResult, ReportGroup
-from .rows import _aggregate, _id_bytes
+from .rows import _id_bytes, merged_counts
 
 AGGREGATE_SHARDS = 8
 POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
@@ -257,9 +257,9 @@ class PostgresStorage(StorageBase):
                                "AND shard = %s FOR UPDATE", key).fetchone()
             if row is not None:
                 break
-        merged = _aggregate(campaign, row[0], row[1]).merge(aggregate).to_dict()
+        n, counts = merged_counts(campaign, row, aggregate)
         conn.execute("UPDATE aggregates SET n = %s, counts = %s WHERE campaign = %s AND version = %s "
-                     "AND day = %s AND shard = %s", (merged["n"], json.dumps(merged["counts"]), *key))
+                     "AND day = %s AND shard = %s", (n, counts, *key))
 
     def _lock_aggregates(self) -> None:
         """Writers wait (ROW EXCLUSIVE conflicts with EXCLUSIVE) until the rebuild commits; readers do not.  A writer

@@ -47,6 +47,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from client_sdk.spec import Prio3Params
+
 from ..central import analytic_gaussian_sigma
 
 RATIONAL_DENOMINATOR = 1 << 10
@@ -85,8 +87,6 @@ class Shift:
 def replace_one_shift(prio3: str, *, max_measurement: int | None = None, length: int | None = None,
                       max_weight: int | None = None) -> Shift:
     "The worst move of one replaced report in a Prio3 type's release (the spec's table, ``Prio3Params.shift``)"
-    from client_sdk.spec import Prio3Params
-
     return Shift(*Prio3Params(prio3, length=length, max_measurement=max_measurement, max_weight=max_weight).shift)
 
 
@@ -242,6 +242,7 @@ def binomial_delta(coins: int, epsilon: float, sensitivity: int | Shift) -> floa
     size = shift.size
     if coins < 1:
         return 1.0
+    # imported here: scipy.stats costs 1.7 s of import (640 modules), and only the coins noise needs it
     from scipy import stats  # here, not at import: only Binomial noise needs it, and scipy.stats costs a second of CPU
 
     if shift.coordinates == 1:

@@ -37,7 +37,7 @@ from typing import Any
 
 from client_sdk.errors import LDPError
 
-from .accounting import Shift
+from .accounting import Shift, replace_one_shift
 from .estimate import estimate_distributed
 from .noise import ASSUMPTION, NEIGHBOURING, RELATION, NoiseMode, calibrate
 
@@ -98,8 +98,6 @@ class DistributedQuestion:
     @property
     def shift(self) -> Shift:
         "How far one replaced report moves the release (replace-one, n public)"
-        from .accounting import replace_one_shift
-
         return replace_one_shift(self.prio3, max_measurement=self.max_measurement, length=self.length,
                                  max_weight=self.max_weight)
 

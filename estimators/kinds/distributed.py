@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..distributed import estimate_releases
 from ..errors import NoReports
 from ..estimates import Estimate
 from ..window import DailyResult, finite_json
@@ -19,8 +20,6 @@ class DistributedEstimates(EstimateKind):
 
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
         "The estimate over the releases of a window (their batches added up); NoReports when there is none"
-        from ..distributed import estimate_releases  # numpy and the noise models: loaded by distributed reports only
-
         if not source:
             raise NoReports("no release in this window")
         return Estimate.from_json(finite_json(estimate_releases(spec, source, confidence)))

@@ -7,6 +7,7 @@ included."""
 from __future__ import annotations
 
 import json
+from importlib.resources import files
 from typing import Any
 
 from ..window import ReportData, finite_json
@@ -33,8 +34,6 @@ def json_report(data: ReportData) -> dict[str, Any]:
 
 def report_schema() -> dict[str, Any]:
     "The published JSON Schema of :func:`json_report` (``report.schema.json``, shipped in this package)"
-    from importlib.resources import files
-
     return json.loads(files(__package__).joinpath("report.schema.json").read_text(encoding="utf-8"))
 
 

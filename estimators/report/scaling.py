@@ -26,7 +26,11 @@ import numpy as np
 from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
+from ..aggregation import aggregate
 from ..estimates import Estimate, as_estimate
+from ..frequency import estimate_frequencies
+from ..means import estimate_mean
+from ..simulate import simulate
 from .model import EstimateLike, central_halfwidth, trust_model_halfwidths, typical_ldp_halfwidth
 
 SIMULATED_N = (100, 1_000, 10_000, 100_000)
@@ -111,10 +115,6 @@ def _frequency_curves(result: Estimate, spec: Spec, confidence: float, n_now: in
 
 def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator,
                           result: Estimate) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    from ..aggregation import aggregate
-    from ..frequency import estimate_frequencies
-    from ..simulate import simulate
-
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
@@ -160,10 +160,6 @@ def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: 
 
 def _simulate_means(spec: Spec, result: Estimate, confidence: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    from ..aggregation import aggregate
-    from ..means import estimate_mean
-    from ..simulate import simulate
-
     low, high = spec.range  # type: ignore[misc]
     mean = result.mean_clamped if result.mean_clamped is not None else result.mean
     value = min(max(mean if mean is not None else low, low), high)

@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+# Function-level imports: the command imports the demo when it runs: its `--help` does not load it
+# (+700 ms, 420 modules).
+
 
 @click.command()
 @click.option("--users", type=click.IntRange(min=10), default=2000, show_default=True,

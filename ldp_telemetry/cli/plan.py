@@ -9,6 +9,8 @@ import click
 
 from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS
 
+# Function-level imports: the command imports the planner when it runs: its `--help` does not load it (+210 ms, numpy).
+
 
 @click.command()
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter of one report (positive).")

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from collector import create_app
-from collector.app import load_config
+from collector.config import load_config
 from collector.cors import ALLOWED_HEADERS, MAX_AGE, parse_origins
 from collector.storage import open_storage
 

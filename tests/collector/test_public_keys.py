@@ -10,7 +10,7 @@ import pytest
 
 import client_sdk
 from collector import create_app
-from collector.app import DEFAULTS
+from collector.config import DEFAULTS
 from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
 
 from .helpers import CATEGORICAL, NUMERIC, bearer, ldp_command, make_reports, on_both_backends, running_server

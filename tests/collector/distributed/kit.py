@@ -127,7 +127,7 @@ def end_day() -> str:
 def past_grace(day: str) -> float:
     "A minute past the collection grace of ``day`` (POSIX seconds): its batch can be collected then"
     from client_sdk.clock import day_start
-    from collector.app import DEFAULTS
+    from collector.config import DEFAULTS
 
     return day_start(day) + 86400 + DEFAULTS["COLLECT_GRACE"] + 60
 
