@@ -77,7 +77,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
     "The leader's or helper's blueprints, its distributed tables and (leader) the aggregation driver"
-    # imported here: only a leader or helper loads the distributed modules (+22 ms, 18 modules; scipy below)
+    # imported here: only a leader or helper loads the distributed modules (+166 ms, 189 modules; scipy below)
     from .distributed import ROLES
     from .distributed import api as distributed
     from .distributed.store import DistStore

@@ -141,6 +141,33 @@ def test_no_function_level_imports_in_the_mechanisms():
                 assert not nested, f"{path}: import inside {node.name}"
 
 
+def unexplained_function_imports(path):
+    """The function-level imports of a file that do not say why: each run of imports in a function needs a comment
+    line just above it (its measured reason: start-up, an optional dependency, an import order), unless the module
+    states one reason for all of them in a ``# Function-level imports: ...`` comment"""
+    text = path.read_text()
+    if "\n# Function-level imports: " in text:
+        return
+    lines = text.splitlines()
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for body in (node.body for node in ast.walk(function) if hasattr(node, "body") and isinstance(node.body, list)):
+            previous = None
+            for statement in body:
+                is_import = isinstance(statement, (ast.Import, ast.ImportFrom))
+                if is_import and not previous and not lines[statement.lineno - 2].strip().startswith("#"):
+                    yield f"{path.relative_to(ROOT)}:{statement.lineno}: {ast.unparse(statement)}"
+                previous = is_import
+
+
+def test_function_level_imports_say_why():
+    "An import inside a function costs a reader a question; it stays only with its reason written above it"
+    offenders = [line for package in sorted(PROJECT) for path in files(package)
+                 for line in unexplained_function_imports(path)]
+    assert offenders == []
+
+
 def module_level_imports(path):
     "(module, names) of each import run when a file is loaded: not in functions, not under ``if TYPE_CHECKING``"
     package = list(path.relative_to(ROOT).with_suffix("").parts)[:-1]

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from client_sdk import distributed
 from client_sdk.spec import Spec
+from client_sdk.vdaf import VerifyError
+from estimators.distributed import Shift, calibrate
+
+from ..vdaf_batch import BatchReport, batch_verify_init
 
 
 def signed(value: int, modulus: int) -> int:
@@ -36,8 +41,6 @@ class CampaignVdaf:
     "A distributed campaign's Prio3 instance, context, verify key and noise"
 
     def __init__(self, spec: Spec, verify_key: bytes) -> None:
-        from client_sdk import distributed
-
         self.spec = spec
         self.verify_key = verify_key
         self.vdaf = distributed.vdaf_for(spec)
@@ -54,8 +57,6 @@ class CampaignVdaf:
     @cached_property
     def noise(self) -> Any:
         "The campaign's NoiseMode (``estimators.distributed.calibrate``)"
-        from estimators.distributed import Shift, calibrate
-
         delta = self.spec.delta if self.spec.delta is not None else 0.0
         return calibrate(self.params.noise, epsilon=self.spec.epsilon, delta=delta,
                          sensitivity=Shift(*self.params.shift))
@@ -63,10 +64,6 @@ class CampaignVdaf:
     # -- verification ---------------------------------------------------------------------------------------
     def verify_init(self, agg_id: int, reports: Sequence[tuple[bytes, bytes, bytes]]) -> list[Verified]:
         "Batched verify_init of (nonce, public share, encoded input share) tuples"
-        from client_sdk.vdaf import VerifyError
-
-        from ..vdaf_batch import BatchReport, batch_verify_init
-
         if not reports:
             return []
         batch = [BatchReport(nonce, public, share) for nonce, public, share in reports]

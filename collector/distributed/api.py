@@ -9,18 +9,25 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from client_sdk.distributed_messages import ProtocolError
+from client_sdk.errors import SpecError
 from client_sdk.kinds import DISTRIBUTED, kind_of
+from client_sdk.spec import NAME_PATTERN
+from estimators import NoReports
+from estimators.distributed.release import estimate_release
 
-from ..auth import require, utc_today
+from ..api.body import read_json
+from ..auth import require, too_many, utc_today
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
-from ..storage import CampaignNotFound, CampaignVersion
+from ..storage import CampaignNotFound, CampaignVersion, RateLimited, RateRule
 from . import helper, hpke_keys, leader
+from .leader.campaigns import _VDAF_CACHE
 from .peer import FlaskTransport, PeerClient, PeerRefused, PeerUnavailable
 from .store import DistStore
 
@@ -62,8 +69,6 @@ def _peer_problem(exc: helper.PeerProblem) -> Response:
 # -- hooks for the collector's views ----------------------------------------------------------------------------
 def create_campaign(body: dict, day: str) -> tuple[CampaignVersion, bool]:
     "POST /v1/campaigns with a distributed spec"
-    from client_sdk.errors import SpecError
-
     if role() != "leader":
         raise Problem(409, f"a distributed campaign is created on its leader; this collector runs as {role()!r} "
                            "(serve --role leader --helper-url ...)", slug=ProtocolError.DISTRIBUTED_NEEDS_LEADER,
@@ -113,12 +118,6 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
                       title="No release", field="batch")
     release = releases[-1]
     try:
-        from estimators.distributed.release import estimate_release  # type: ignore[import-not-found]
-    except ImportError:  # the estimate module is not there yet: answer with the release itself
-        return release
-    from estimators import NoReports
-
-    try:
         return dict(estimate_release(campaign.spec, release, confidence=confidence))
     except NoReports:
         raise Problem(404, f"the release of batch {release['batch']} holds no reports", slug=ProtocolError.NO_REPORTS,
@@ -149,8 +148,6 @@ def _require_peer() -> None:
 
 
 def _peer_body() -> Any:
-    from ..api.body import read_json
-
     return read_json(int(current_app.config["MAX_BODY_BYTES"]))
 
 
@@ -164,11 +161,6 @@ def _peer_checks() -> None:
 
 def _charge_peer() -> None:
     "One token of the peer's bucket (``PEER_RATE_LIMIT`` per second, bursts of ``PEER_RATE_BURST``) per request"
-    import time
-
-    from ..auth import too_many
-    from ..storage import RateLimited, RateRule
-
     rate = float(current_app.config.get("PEER_RATE_LIMIT", 0))
     if rate <= 0:
         return
@@ -182,8 +174,6 @@ def _charge_peer() -> None:
 @peer.put("/v1/peer/campaigns/<name>")
 def peer_campaign(name: str) -> tuple[Response, int]:
     "Provision a campaign from the leader (idempotent)"
-    from .leader.campaigns import _VDAF_CACHE
-
     campaign, created = helper.provision(get_storage(), dist_store(), name, _peer_body(), utc_today())
     _VDAF_CACHE.clear()
     return jsonify({"name": campaign.name, "version": campaign.version, "fingerprint": campaign.fingerprint}), (
@@ -204,8 +194,6 @@ def peer_aggregate_share() -> Response:
 
 # -- leader -------------------------------------------------------------------------------------------------------
 def _campaign(name: str, version: int | None = None) -> CampaignVersion:
-    from client_sdk.spec import NAME_PATTERN
-
     if not NAME_PATTERN.fullmatch(name):
         raise Problem(404, f"no campaign {name!r}", field="name")
     try:
@@ -221,8 +209,6 @@ def _campaign(name: str, version: int | None = None) -> CampaignVersion:
 @require("admin")
 def collect(name: str) -> Response:
     "Collect one batch (a UTC day) of a version: both aggregate shares, each with its aggregator's noise, unsharded"
-    from ..api.body import read_json
-
     body = read_json(4096)
     if not isinstance(body, dict) or set(body) - {"batch", "version"}:
         raise invalid("body", 'must be {"batch": "YYYY-MM-DD"} (and optionally "version", default the latest)')

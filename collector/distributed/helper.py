@@ -35,9 +35,10 @@ from client_sdk.distributed_messages import (
     parse_job_entry,
     parse_job_request,
 )
-from client_sdk.errors import LDPError, ShareRejected
+from client_sdk.errors import LDPError, ShareRejected, SpecError
 from client_sdk.kinds import DISTRIBUTED, find_kind
-from client_sdk.spec import Spec
+from client_sdk.spec import Spec, load_spec
+from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
@@ -78,12 +79,9 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
         verify_key = from_b64url(body["verify_key"], "verify_key")
     except ValueError as exc:
         raise PeerProblem(400, ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
-    from client_sdk.errors import SpecError
 
     source = {k: v for k, v in spec_source.items() if k not in ("version", "fingerprint", "derived")}
     try:
-        from client_sdk.spec import load_spec
-
         spec = load_spec(source)
         vdaf = CampaignVdaf(spec, verify_key)
     except SpecError as exc:
@@ -168,7 +166,6 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         if pair is None:
             results[-1]["error"] = ProtocolError.HPKE_UNKNOWN_CONFIG_ID
             continue
-        from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
         input_share = None
         for batch in (key[2], None):  # sealed for the job's batch, or (devices of earlier versions) for none

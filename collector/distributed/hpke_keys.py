@@ -11,15 +11,9 @@ import secrets
 from typing import Any
 
 from client_sdk.clock import utc_today
+from client_sdk.vdaf import hpke
 
 from .store import DistStore
-
-
-def _hpke() -> Any:
-    from client_sdk.vdaf import hpke
-
-    return hpke
-
 
 _CACHE: dict[str, list[Any]] = {}  # database path -> key pairs (a stored key pair never changes)
 
@@ -30,7 +24,6 @@ def key_pairs(store: DistStore) -> list[Any]:
     cached = _CACHE.get(cache_key)
     if cached is not None:
         return cached
-    hpke = _hpke()
     stored = store.hpke_keys()
     if not stored:
         pair = hpke.HpkeKeyPair.generate(1 + secrets.randbelow(255))

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import requests
+
+from client_sdk.distributed import checked_url
 from client_sdk.errors import LDPError
 
 DEFAULT_TIMEOUT = 30.0  # seconds for one request (an aggregation job of a few thousand reports takes a few)
@@ -51,16 +54,12 @@ class HttpTransport:
     "``requests`` against the helper's base URL"
 
     def __init__(self, base_url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        import requests
-
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.session = requests.Session()
         self.session.trust_env = False  # loopback or an operator-given URL: no proxies from the environment
 
     def request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
-        import requests
-
         try:
             response = self.session.request(method, self.base_url + path, json=body, headers=headers,
                                             timeout=(min(CONNECT_TIMEOUT, self.timeout), self.timeout))
@@ -157,6 +156,4 @@ class PeerClient:
 def checked_helper_url(url: str) -> str:
     """The helper's URL if the peer token and the verify key would not travel in clear: https, or plain http to a
     loopback host only (127.0.0.0/8, ::1, localhost); ValueError naming HELPER_URL otherwise"""
-    from client_sdk.distributed import checked_url
-
     return checked_url(url, "HELPER_URL")

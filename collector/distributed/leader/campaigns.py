@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 
 from client_sdk.distributed_messages import b64url
-from client_sdk.spec import Spec
+from client_sdk.spec import Spec, load_spec
 
 from ...storage import CampaignVersion, StorageBase
 from .. import hpke_keys
@@ -19,8 +19,6 @@ def provision_campaign(storage: StorageBase, store: DistStore, peer: PeerClient,
                        day: str) -> tuple[CampaignVersion, bool]:
     """Create a distributed campaign: draw its verify key (kept before anything is sent, so a retry reuses it),
     provision the helper with the spec and the key, then store the version here.  Idempotent."""
-    from client_sdk.spec import load_spec
-
     spec = load_spec(source)  # SpecError names the field
     existing = storage.find_version(spec.name, spec.fingerprint)
     known = store.campaign(spec.name, spec.fingerprint)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from client_sdk.clock import day_start
 from client_sdk.distributed_messages import ProtocolError, from_b64url
 from client_sdk.errors import LDPError
 
+from ...auth import clock_now
 from ...storage import CampaignVersion, StorageBase
 from ..helper import checksum
 from ..peer import PeerClient, PeerRefused, PeerUnavailable
@@ -38,10 +40,6 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     Concurrent collections of one batch take the aggregator lock in turn: the first stores the release, every
     other gets ``batch-collected`` with that release (so a retried request, after a lost answer, gets the same
     release and never a second noise draw)."""
-    from client_sdk.clock import day_start
-
-    from ...auth import clock_now
-
     spec = campaign.spec
     key: BatchKey = (spec.name, spec.fingerprint, batch)
     found = campaign_vdaf(store, spec)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from client_sdk.distributed import LEADER, input_share_info
 from client_sdk.distributed_messages import ProtocolError, parse_payload
 from client_sdk.errors import ShareRejected
+from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
 from ...storage import CampaignVersion
 from .. import hpke_keys
@@ -35,8 +36,6 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     it into another batch), or into ``day`` if it names none (devices of earlier versions).  A batch more than
     ``FUTURE_BATCH_DAYS`` after ``day`` is refused (``batch-in-future``), one already collected too
     (``batch-collected``): both are final for the report."""
-    from client_sdk.vdaf.hpke import HpkeError, open_sealed
-
     result = UploadResult()
     pairs = {pair.config.id: pair for pair in hpke_keys.key_pairs(store)}  # once per upload, not per report
     rows: dict[BatchKey, list[tuple]] = {}

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ..plots import Plot
 
 
+# Function-level imports: the figures' modules load matplotlib (a third of a second), so they are imported by
+# comparison_plots only; a table or JSON report never loads them.
+
+
 class DistributedReport(ReportKind):
     "Prio3 releases: the header names the noise, the batches and the three trust models' standard errors"
 

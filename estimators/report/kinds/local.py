@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ..plots import Plot
 
 
+# Function-level imports: the figures' modules load matplotlib (a third of a second), so they are imported by
+# comparison_plots only; a table or JSON report never loads them.
+
+
 class LocalReport(ReportKind):
     "Local differential privacy: the header states the LDP/central ratio; the figure, the price over n"
 
