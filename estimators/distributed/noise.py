@@ -35,6 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from client_sdk.randomness import SECURE_RANDOM, RandomSource, discrete_gaussian, discrete_laplace
+from client_sdk.spec_prio3 import NOISE_MODES
 
 from .accounting import (
     DIRECT_CONVOLUTION,
@@ -54,7 +55,6 @@ from .accounting import (
 )
 
 AGGREGATORS = 2
-NOISE_MODES = ("gaussian", "laplace", "coins")
 LAPLACE_TAIL = 60  # scales: the discrete Laplace beyond 60 t holds exp(-60) ~ 1e-26 of its mass
 ASSUMPTION = ("at least one of the two aggregators follows the protocol and does not collude with the analyst "
               "(the other may inject reports, drop or choose its own noise: its share's noise alone is calibrated)")

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from client_sdk.errors import LDPError
+from client_sdk.spec_prio3 import PRIO3_TYPES
 
 from .accounting import Shift, replace_one_shift
 from .estimate import estimate_distributed
 from .noise import ASSUMPTION, NEIGHBOURING, RELATION, NoiseMode, calibrate
 
-PRIO3_TYPES = ("count", "sum", "histogram", "sumvec", "multihot")
 ESTIMATED_TYPES = ("count", "sum", "histogram", "multihot")
 INPUT_PRIVACY = ("no aggregator sees any device's measurement, only random-looking shares (Prio3)",
                  "the two aggregators do not collude with each other")
