@@ -264,12 +264,60 @@ def wire_cases() -> list[dict[str, Any]]:
     return out
 
 
+PRIO3_DP = {"epsilon": 1.0, "delta": 1e-6, "noise": "gaussian"}
+PRIO3_SPECS: list[tuple[dict[str, Any], list[Any]]] = [
+    ({"name": "crashed", "trust": "distributed", "prio3": "count"}, [True, False]),
+    ({"name": "load", "trust": "distributed", "prio3": "sum", "max_measurement": 100}, [0, 37, 100]),
+    ({"name": "bytes", "trust": "distributed", "prio3": "sum", "max_measurement": (1 << 32) - 1}, [(1 << 32) - 1]),
+    ({"name": "vec", "trust": "distributed", "prio3": "sumvec", "length": 3, "max_measurement": 7}, [[0, 5, 7]]),
+    ({"name": "apps", "trust": "distributed", "prio3": "histogram", "domain": DOMAIN}, [3]),
+    ({"name": "hist16", "trust": "distributed", "prio3": "histogram", "domain": list(range(16))}, [0, 15]),
+    ({"name": "hist1024", "trust": "distributed", "prio3": "histogram", "domain": list(range(1024))}, [513]),
+    ({"name": "tags", "trust": "distributed", "prio3": "multihot", "domain": DOMAIN, "max_weight": 2},
+     [[False, True, False, True, False], [False] * 5]),
+    ({"name": "coins", "trust": "distributed", "prio3": "histogram", "domain": DOMAIN, "noise": "coins",
+      "coins": 2, "honest_fraction": 0.5}, ["coins"]),
+]
+
+
+def prio3_cases() -> list[dict[str, Any]]:
+    """Prio3 shards of the project's parameter sets: from a campaign's spec, a measurement, the report's nonce and
+    rand, the exact encoded public share and input shares (``client_sdk.distributed``: ctx_for, vdaf_for)"""
+    from client_sdk.distributed import ctx_for, vdaf_for
+
+    out = []
+    seed = 50_000
+    for data, measurements in PRIO3_SPECS:
+        source = {**PRIO3_DP, **data}
+        spec = load_spec(source)
+        vdaf = vdaf_for(spec)
+        params = spec.prio3
+        assert params is not None
+        for measurement in measurements:
+            seed += 1
+            if measurement == "coins":
+                assert params.length is not None and params.coins is not None
+                coin_bits = list(_random_bytes(seed, params.length * params.coins))
+                measurement = [seed % params.length, [b & 1 for b in coin_bits]]
+            nonce, rand = _random_bytes(seed, 16), _random_bytes(seed + 1, vdaf.RAND_SIZE)
+            shardable = tuple(measurement) if params.noise == "coins" else measurement
+            public, shares = vdaf.shard(ctx_for(spec), shardable, nonce, rand)
+            out.append({"spec": source, "fingerprint": spec.fingerprint,
+                        "prio3": {key: getattr(params, key) for key in ("type", "length", "max_measurement",
+                                                                         "max_weight", "chunk_length", "noise",
+                                                                         "coins")},
+                        "measurement": measurement, "ctx": ctx_for(spec).hex(), "nonce": nonce.hex(),
+                        "rand": rand.hex(), "public_share": vdaf.encode_public_share(public).hex(),
+                        "input_shares": [vdaf.encode_input_share(share).hex() for share in shares]})
+    return out
+
+
 def documents() -> dict[str, Any]:
     "Every conformance file's content, by file name"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         return {"specs.json": spec_cases(), "payloads.json": payload_vectors(), "exp.json": exp_cases(),
-                "wire.json": wire_cases()}
+                "wire.json": wire_cases(), "prio3.json": prio3_cases()}
 
 
 def render(content: Any) -> str:

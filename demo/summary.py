@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimators.report import IndexEntry, render_index
 from estimators.report.kinds import report_kind
-from estimators.report.model import epsilon_text, ldp_to_central_ratio, ratio_text, trust_model_errors
+from estimators.report.model import epsilon_text, ldp_to_central_ratio, ratio_text, trust_model_errors, with_unit
 
 if TYPE_CHECKING:
     from estimators.estimates import Estimate
@@ -48,6 +48,7 @@ class CampaignSummary:
     files: list[str] = field(default_factory=list)
     error_bars: dict[str, float] | None = None  # distributed: CI half-width under local, distributed, central DP
     error_bar_labels: dict[str, str] | None = None
+    unit: str | None = None  # a numeric campaign's, from its spec: "ms"
 
 
 
@@ -77,6 +78,7 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
         summary.error_bars, summary.error_bar_labels = error_bars(estimate)
     if isinstance(truth, float):
         assert estimate.mean is not None, "a numeric campaign's estimate states its mean"
+        summary.unit = estimate.unit
         summary.values.append(ValueSummary("mean", estimate.mean, estimate.ci_low, estimate.ci_high, truth))
         return summary
     rows = {row.value: row for row in estimate.values}
@@ -132,7 +134,8 @@ def summary_line(summary: CampaignSummary) -> str:
         top = summary.values[0]
         interval = (f", 95% CI [{_number(top.ci_low)}, {_number(top.ci_high)}]"
                     if top.ci_low is not None and top.ci_high is not None else " (not detected)")
-        parts.append(f"{top.value}: estimate {_number(top.estimate)}{interval}, truth {_number(top.truth)}")
+        parts.append(f"{value_label(summary, top)}: estimate {_number(top.estimate)}{interval}, "
+                     f"truth {_number(top.truth)}")
     if summary.error_bars:
         parts.append("95% CI half-width " + ", ".join(f"{model} ±{summary.error_bars[model]:.4f}"
                                                       for model in ("local", "distributed", "central")))
@@ -161,12 +164,17 @@ def format_summary(result: DemoResult, top: int = 4) -> str:
         for value in campaign.values[:top]:
             interval = (f"[{_number(value.ci_low)}, {_number(value.ci_high)}]"
                         if value.ci_low is not None and value.ci_high is not None else "(not detected)")
-            lines.append(f"  {value.value:<12} estimate {_number(value.estimate):>8}  95% CI {interval:<22}"
-                         f"  truth {_number(value.truth)}")
+            lines.append(f"  {value_label(campaign, value):<12} estimate {_number(value.estimate):>8}  "
+                         f"95% CI {interval:<22}  truth {_number(value.truth)}")
         lines.append("")
     lines.append(f"Reports (HTML, Markdown, JSON) in {result.out_dir.resolve()}; open index.html there first")
     return "\n".join(lines)
 
+
+
+def value_label(summary: CampaignSummary, value: ValueSummary) -> str:
+    "A value's name as the summaries print it: the mean with the campaign's unit, 'mean (ms)'"
+    return with_unit(value.value, {"unit": summary.unit})
 
 
 def _number(value: float | None) -> str:

@@ -80,6 +80,13 @@ def _json_or_none(response: Response) -> Any:
         return None
 
 
+def max_reports(response: Response) -> int | None:
+    "The batch limit a 413 states (``max_reports``, a positive integer: the key's limit), or None"
+    data = _json_or_none(response)
+    most = data.get("max_reports") if isinstance(data, dict) else None
+    return most if type(most) is int and most > 0 else None
+
+
 def problem(response: Response) -> str:
     data = _json_or_none(response)
     if not isinstance(data, dict):

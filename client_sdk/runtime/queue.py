@@ -120,23 +120,35 @@ class ReportQueue:
         with self.state.lock:
             return [r[0] for r in self.state.conn.execute("SELECT DISTINCT campaign FROM queue")]
 
-    def remove(self, report_ids: list[str]) -> None:
+    def remove(self, report_ids: list[str], counters: dict[str, int] | None = None) -> None:
         """Delete acknowledged reports: one statement per 500 ids (a single statement is its own transaction),
-        committed without an fsync (a removal lost in a power cut resends reports the collector already has)"""
+        committed without an fsync (a removal lost in a power cut resends reports the collector already has).
+        ``counters`` (the collector's rejections by reason) are added in the same transaction: a rejected report is
+        counted exactly when it leaves the queue"""
         chunks = [report_ids[start:start + 500] for start in range(0, len(report_ids), 500)]
-        with self.state.without_fsync(), self.state.lock if len(chunks) == 1 else self.state.transaction():
+        counted = {name: amount for name, amount in (counters or {}).items() if amount}
+        alone = len(chunks) == 1 and not counted
+        with self.state.without_fsync(), self.state.lock if alone else self.state.transaction():
             for chunk in chunks:
                 self.state.conn.execute(f"DELETE FROM queue WHERE report_id IN ({','.join('?' * len(chunk))})",
                                         chunk)
+            for name, amount in counted.items():
+                self.state.add_to_counter(name, amount)
 
     def drop_expired(self, now: float) -> int:
-        "Drop reports older than the age limit (one indexed statement unless something expired)"
+        """Drop reports older than the age limit, counted in the same transaction (one indexed read unless
+        something expired)"""
+        cutoff = now - self.limits.max_age_seconds
         with self.state.lock:
-            dropped = self.state.fsync_commits().execute("DELETE FROM queue WHERE created < ?",
-                                                         (now - self.limits.max_age_seconds,)).rowcount
+            oldest = self.state.conn.execute("SELECT min(created) FROM queue").fetchone()[0]
+        if oldest is None or oldest >= cutoff:
+            return 0
+        with self.state.transaction() as conn:
+            dropped = conn.execute("DELETE FROM queue WHERE created < ?", (cutoff,)).rowcount
             if dropped:
                 self.state.add_to_counter("dropped_age_limit", dropped)
-                logger.warning("report queue limits dropped %d old reports (dropped_age_limit=%d)", dropped, dropped)
+        if dropped:
+            logger.warning("report queue limits dropped %d old reports (dropped_age_limit=%d)", dropped, dropped)
         return dropped
 
     def clear(self) -> int:

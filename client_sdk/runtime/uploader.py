@@ -4,8 +4,9 @@ A report leaves the queue only when the collector's 2xx answer acknowledges it (
 rejected reports are named with a reason) or a queue limit drops it.  Any other answer (401, 403, 404, 3xx, other
 4xx, 5xx, a 2xx that is not the expected JSON, such as a captive portal's page) keeps the batch, backs off
 (exponential with full jitter, at least Retry-After) and sets the delivery condition.  413 halves the batch, which
-grows back after successes.  A retry resends the same queued JSON (same report_id, same draw), so the collector's
-duplicate detection makes retries safe.  The spec cache's fetches share this backoff and condition.
+grows back after successes, never above the ``max_reports`` a 413 states (a public key's smaller limit).  A retry
+resends the same queued JSON (same report_id, same draw), so the collector's duplicate detection makes retries safe.
+The spec cache's fetches share this backoff and condition.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..distributed_messages import ProtocolError
-from .answers import acknowledgement, condition_for, problem, retry_after
+from .answers import acknowledgement, condition_for, max_reports, problem, retry_after
 from .queue import ReportQueue
 from .state_file import StateFile
 from .status import FlushResult
@@ -71,11 +72,13 @@ class Uploader:
         self.upload_enabled, self.closed = upload_enabled, closed
         self.lock = threading.Lock()
         self.batch_limit = batch_size
+        self.batch_cap: int | None = None  # the key's max_reports, once a 413 states it
         self.failures = 0
         self.next_attempt = 0.0
         self.condition: str | None = None
         self.detail: str | None = None
         self.sent = self.rejected = 0
+        self.pending_counters: dict[str, int] = {}  # rejections of the acknowledged reports not yet removed
         self.flushed_totals = (0, 0)  # sent and rejected when the last flush ended: flush() reports the rest
 
     def account_background(self, result: FlushResult) -> None:
@@ -133,10 +136,14 @@ class Uploader:
                 self.remove(acknowledged)
 
     def remove(self, acknowledged: list[str]) -> None:
-        "Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove)"
-        if acknowledged:
-            self.queue.remove(acknowledged)
+        """Take acknowledged reports off the queue (one statement, no fsync: see ReportQueue.remove), counting their
+        rejections in the same transaction (if it fails, the reports stay queued and are counted when resent)"""
+        try:
+            if acknowledged:
+                self.queue.remove(acknowledged, self.pending_counters)
+        finally:
             acknowledged.clear()
+            self.pending_counters.clear()
 
     def send_batch(self, campaign: str, result: FlushResult, timeout: float,
                    acknowledged: list[str] | None = None) -> bool:
@@ -164,13 +171,14 @@ class Uploader:
                 return False
             for report_id, reason in list(verdict.items())[:20]:
                 logger.warning("collector rejected report %s: %s", report_id, reason)
-            for slug, counter in BATCH_REJECTIONS.items():
-                if late := sum(slug in reason for reason in verdict.values()):
-                    self.state.add_to_counter(counter, late)
+            rejections = {counter: sum(slug in reason for reason in verdict.values())
+                          for slug, counter in BATCH_REJECTIONS.items()}
             if acknowledged is None:
-                self.queue.remove(ids)
+                self.queue.remove(ids, rejections)
             else:
                 acknowledged.extend(ids)
+                for counter, amount in rejections.items():
+                    self.pending_counters[counter] = self.pending_counters.get(counter, 0) + amount
             result.sent += len(ids) - len(verdict)
             result.rejected += len(verdict)
             self.sent += len(ids) - len(verdict)
@@ -178,7 +186,11 @@ class Uploader:
             self.succeeded()
             return True
         if response.status == 413 and len(batch) > 1:
-            self.batch_limit = max(1, len(batch) // 2)  # too big for this collector: split, never drop
+            # too big for this collector: split, never drop; a key's stated limit (public keys) caps the batch from
+            # now on, as in sdk-js
+            if (most := max_reports(response)) is not None:
+                self.batch_cap = most
+            self.batch_limit = max(1, min(len(batch) // 2, self.batch_cap or len(batch)))
             return True
         self.fail(condition_for(response.status), f"HTTP {response.status}: {problem(response)}",
                   retry_after(response, self.clock()))
@@ -186,7 +198,7 @@ class Uploader:
 
     def succeeded(self) -> None:
         self.failures, self.next_attempt = 0, 0.0
-        self.batch_limit = min(self.batch_size, self.batch_limit * 2)
+        self.batch_limit = min(self.batch_size, self.batch_cap or self.batch_size, self.batch_limit * 2)
         if self.condition is not None:
             logger.info("delivery recovered (was %s)", self.condition)
             self.set_condition(None, None)

@@ -104,7 +104,7 @@ def ingest() -> Response:
     max_items = ITEMS_PER_REPORT * (limit + 1)
     if count_items(raw) > max_items:  # bounds the parsing work before json.loads builds anything
         raise Problem(413, f"body holds more than {max_items} JSON items ({ITEMS_PER_REPORT} per report for at most "
-                           f"{limit} reports)", field="body")
+                           f"{limit} reports)", field="body", max_reports=limit)
     body = parse_json(raw)
     if not isinstance(body, dict):
         raise invalid("body", 'must be a JSON object {"reports": [...]}')

@@ -23,6 +23,7 @@ from estimators.distributed.release import estimate_release
 
 from ..api.body import read_json
 from ..auth import require, too_many, utc_today
+from ..cors import browser_route
 from ..db import get_storage
 from ..problems import Problem, invalid, problem_response
 from ..storage import CampaignNotFound, CampaignVersion, RateLimited, RateRule
@@ -129,6 +130,7 @@ def estimate(campaign: CampaignVersion, confidence: float) -> dict:
 
 # -- public -----------------------------------------------------------------------------------------------------
 @public.get("/v1/hpke_config")
+@browser_route  # a page's device fetches the helper's config from the helper itself (sdk-js)
 def hpke_config() -> Response:
     "This aggregator's HPKE configs (no key needed: devices and the leader read them)"
     return jsonify({"configs": hpke_keys.configs(dist_store())})

@@ -21,7 +21,13 @@ from .decode import (
     estimate_rappor,
 )
 from .design import CandidateMap
-from .simulate import position_table, simulate_rappor, simulate_rappor_counts, simulate_rappor_indices
+from .simulate import (
+    interval_coverage,
+    position_table,
+    simulate_rappor,
+    simulate_rappor_counts,
+    simulate_rappor_indices,
+)
 
 __all__ = [
     "BitEstimates",
@@ -35,6 +41,7 @@ __all__ = [
     "detection_frequency",
     "estimate_bloom_bits",
     "estimate_rappor",
+    "interval_coverage",
     "position_table",
     "rappor_counts",
     "read_candidates",

@@ -8,6 +8,8 @@ probabilities (``client_sdk.rappor.quantized_probabilities``).
 * :func:`simulate_rappor_counts` returns the aggregate (m, k+1) directly: given the Bloom filters, bits are
   independent, so each bit count is ``Binomial(T, p11) + Binomial(N_j - T, p01)`` with T the clients of the
   cohort whose Bloom bit is set.  This is the exact distribution of the counts, at a cost independent of n.
+* :func:`interval_coverage` decodes many simulated collections: how often each candidate's interval holds its
+  true proportion.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from client_sdk.rappor import RapporParams, quantized_probabilities, value_bit_p
 from client_sdk.spec import Spec
 
 from ..registry import ReportBatch
+from .decode import decode_rappor
+from .design import CandidateMap
 
 CHUNK_CELLS = 1 << 22  # clients x bits drawn per numpy step
 
@@ -130,3 +134,34 @@ def _bloom_rows(positions: np.ndarray, k: int) -> np.ndarray:
         present = column >= 0
         rows[np.flatnonzero(present), column[present]] = True
     return rows
+
+
+def interval_coverage(
+    params: RapporParams,
+    unique_values: Sequence[str],
+    probabilities: Sequence[float] | np.ndarray,
+    n: int,
+    runs: int,
+    rng: np.random.Generator,
+    candidates: Sequence[str] | None = None,
+) -> tuple[np.ndarray, set[str]]:
+    """The share of ``runs`` collections of n clients whose decoded interval holds each candidate's true proportion
+    (0 for a candidate that is not a value), in candidate order, and the interval methods the decodes used.
+
+    The resampled refits are off (they change the standard errors, not the intervals) and so is the detection
+    frequency limit (small n are decoded too)."""
+    candidates = list(unique_values) if candidates is None else list(candidates)
+    weights = np.asarray(probabilities, dtype=float)
+    weights = weights / weights.sum()
+    truth = dict(zip(unique_values, weights))
+    candidate_map = CandidateMap.from_candidates(params, candidates)
+    table = position_table(params, unique_values, candidates)
+    hits = np.zeros(len(candidates))
+    methods: set[str] = set()
+    for _ in range(runs):
+        counts = simulate_rappor_counts(params, unique_values, weights, n, rng, candidates, table)
+        result = decode_rappor(params, counts, candidate_map, resamples=0, max_detection_frequency=1.0)
+        methods.add(str(result.extra.get("interval_method")))
+        by_string = {e.string: e for e in result.estimates}
+        hits += [by_string[c].ci_low <= truth.get(c, 0.0) <= by_string[c].ci_high for c in candidates]
+    return hits / runs, methods

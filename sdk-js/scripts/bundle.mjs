@@ -1,7 +1,9 @@
 // The browser bundle (dist/browser/): ldp-telemetry.min.js, one minified ES module for <script type="module">
 // without a build step, and the randomizers loaded on demand (rappor.js, numeric.js), which import what they share
 // with it (the mechanism registry, sampling, helpers) from it under short export names. test/bundle.test.mjs holds
-// the main module to 12 KB gzipped.
+// the main module to 12 KB gzipped. vdaf.js, the Prio3 sharder of distributed campaigns (with TurboSHAKE128 from
+// @noble/hashes), is self-contained: a page of local campaigns never loads it.
+import { join, relative, resolve } from "node:path";
 import { build } from "esbuild";
 
 const common = { bundle: true, minify: true, format: "esm", platform: "browser", target: ["es2022"],
@@ -12,8 +14,9 @@ const SHARED = {
   "./hash.js": ["fromHex", "toHex", "utf8"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit"],
-  "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain"],
-  "./spec.js": ["registerRapporSupport"],
+  "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
+  "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
+    "MAX_EPSILON"],
 };
 const alias = new Map(Object.values(SHARED).flat().map((name, i) => [name, `$${i}`]));
 
@@ -25,7 +28,9 @@ const mangleProps = /^(otherBitOne|trueBitOne|keep|perturbIndex|pStar|qStar|clai
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
   outfile: "dist/browser/ldp-telemetry.min.js", mangleProps });
 
-for (const name of ["rappor", "numeric"]) {
+// The modules loaded on demand: rappor.js, numeric.js and distributed.js (which loads vdaf.js, the Prio3 sharder)
+const SRC = resolve("src");
+for (const name of ["rappor", "numeric", "distributed"]) {
   await build({
     ...common,
     entryPoints: [`src/${name}.ts`],
@@ -33,8 +38,13 @@ for (const name of ["rappor", "numeric"]) {
     plugins: [{
       name: "shared-from-main",
       setup(b) {
-        const filter = new RegExp(`^(${Object.keys(SHARED).map((p) => p.replace(/\./g, "\\.")).join("|")})$`);
-        b.onResolve({ filter }, (args) => ({ path: args.path, namespace: "shared" }));
+        // a module of the main bundle, imported from src/ or a folder under it, is taken from the main module
+        b.onResolve({ filter: /\.js$/ }, (args) => {
+          const file = resolve(args.resolveDir, args.path);
+          if (file === join(SRC, "vdaf", "index.js")) return { path: "./vdaf.js", external: true };
+          const shared = `./${relative(SRC, file)}`;
+          return SHARED[shared] ? { path: shared, namespace: "shared" } : undefined;
+        });
         b.onLoad({ filter: /.*/, namespace: "shared" }, (args) => ({
           contents: `export { ${SHARED[args.path].map((n) => `${alias.get(n)} as ${n}`).join(", ")} } from "${MAIN}";`,
           loader: "js",
@@ -44,3 +54,5 @@ for (const name of ["rappor", "numeric"]) {
     }],
   });
 }
+
+await build({ ...common, entryPoints: ["src/vdaf/index.ts"], outfile: "dist/browser/vdaf.js" });

@@ -8,13 +8,16 @@ import { fromHex, toHex } from "./hash.js";
 import { isLoaded, mechanismFromSpec, type Mechanism, type Payload } from "./mechanisms.js";
 import { randbelowNumber, secureRandom, uniformUnit, type RandomSource } from "./randomness.js";
 import { fingerprinted, loadSpec, Spec } from "./spec.js";
+import type { AggregatorsOption } from "./distributed/aggregators.js";
+import type { DistributedSpec, Prio3Sealer } from "./distributed.js";
 import {
-  DEFAULT_LIMITS, DEFAULT_POLICY, DROP_COUNTERS, type QueueLimits, type QueuedReport, type ReportPolicy,
+  DEFAULT_LIMITS, DEFAULT_POLICY, DROP_COUNTERS, type Charge, type QueueLimits, type QueuedReport, type ReportPolicy,
   type Spending, type Store,
 } from "./store.js";
 
 export type RecordStatus = "queued" | "refused_by_policy" | "held" | "spec_unavailable" | "unknown_campaign"
-  | "campaign_closed" | "upload_disabled" | "client_closed" | "state_error";
+  | "campaign_closed" | "upload_disabled" | "client_closed" | "state_error" | "aggregator_mismatch"
+  | "aggregators_not_configured";
 
 /** The outcome of one ``record()``: ``ok`` when the report was queued. */
 export interface Recorded {
@@ -50,6 +53,9 @@ export interface ClientOptions {
   apiKey: string;
   /** Campaigns whose specs to fetch ahead. */
   campaigns?: string[];
+  /** Distributed campaigns: the helper's URL (its HPKE config is fetched from the helper itself, never only from
+   * the leader) and optional pinned configs, as in the Python SDK: ``{helper: "https://helper.example"}``. */
+  aggregators?: AggregatorsOption;
   /** Specs shipped with the app (objects or JSON text, as the collector serves them): used until fetched ones arrive. */
   specs?: unknown[];
   /** Where state lives: default a file journal in ``stateDir`` (Node) or IndexedDB database ``dbName`` (browsers). */
@@ -91,7 +97,7 @@ export function setDefaultStore(factory: StoreFactory): void {
 
 // Randomizers in modules of their own, beside this one in dist/ and dist/browser/: browsers load one with the first
 // campaign that needs it (the Node entry point loads them at once).
-const MODULES: Record<string, string> = { rappor: "./rappor.js" };
+const MODULES: Record<string, string> = { rappor: "./rappor.js", prio3: "./distributed.js" };
 for (const name of ["laplace", "duchi", "piecewise", "hybrid"]) MODULES[name] = "./numeric.js";
 const loading = new Map<string, Promise<unknown>>();
 
@@ -108,11 +114,14 @@ export function loadMechanism(name: string): Promise<void> {
   return promise.then(() => undefined);
 }
 
-/** Whether parsing this spec (an object or JSON text) needs the RAPPOR module. */
-function needsModule(source: unknown): boolean {
-  return typeof source === "string" ? /"mechanism"\s*:\s*"rappor"/.test(source)
-    : !!source && typeof source === "object" && (source as { mechanism?: unknown }).mechanism === "rappor";
+/** The module parsing this spec (an object or JSON text) needs: RAPPOR's, the distributed one, or none. */
+function needsModule(source: unknown): string | undefined {
+  const s = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return /"mechanism":\s*"rappor"/.test(s) ? "rappor" : /"trust":\s*"distributed"/.test(s) ? "prio3" : undefined;
 }
+const loadFor = async (sources: unknown[]): Promise<void> => {
+  for (const name of new Set(sources.map(needsModule))) if (name) await loadMechanism(name);
+};
 
 const UPLOAD_SETTING = "upload_enabled";
 const DELETED_COUNTER = "deleted_upload_disabled";
@@ -142,6 +151,7 @@ export class Client {
   readonly #rng: RandomSource;
   readonly #logger: Pick<Console, "warn">;
   readonly #onCondition?: (condition: string | null, detail: string | null) => void;
+  readonly #options: ClientOptions; // what the distributed module reads: aggregators, how to reach the helper
   #loaded = false;
   #loadError: Error | null = null;
   #uploadEnabled = true;
@@ -207,6 +217,7 @@ export class Client {
     this.#logger = options.logger ?? console;
     this.#onCondition = options.onCondition;
     this.#wanted = new Set(options.campaigns ?? []);
+    this.#options = options;
     for (const source of options.specs ?? []) {
       if (needsModule(source)) this.#shipped.push(source); // parsed once its module has loaded
       else this.#ship(source);
@@ -238,7 +249,7 @@ export class Client {
     try {
       const snapshot = await this.store.load();
       const texts = Object.values(snapshot.specs).map((c) => c.text);
-      if ([...this.#shipped, ...texts].some(needsModule)) await loadMechanism("rappor");
+      await loadFor([...this.#shipped, ...texts]);
       for (const source of this.#shipped) this.#ship(source);
       for (const spec of this.#shippedSpecs) {
         if (!this.#specs.has(spec.name)) this.#specs.set(spec.name, { spec: await fingerprinted(spec), fetched: -Infinity });
@@ -301,19 +312,29 @@ export class Client {
   #queueValue(spec: Spec, campaign: string, value: unknown, now: number): Promise<Recorded> {
     const reportId = uuid4();
     const payload = this.#perturb(spec, value);
+    const day = new Date(now * 1000).toISOString().slice(0, 10);
+    const prio3 = spec.mechanism === "prio3"; // a distributed report is for a batch, its UTC day, and costs delta too
     return (async (): Promise<Recorded> => {
       await this.ready;
       if (!this.#loaded) return recorded("state_error");
       if (!this.#uploadEnabled) return recorded("upload_disabled");
-      if (spec.expiredOn(new Date(now * 1000).toISOString().slice(0, 10))) return recorded("campaign_closed");
+      if (spec.expiredOn(day)) return recorded("campaign_closed");
+      let body = payload;
+      if (prio3) {
+        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, day, this.#options, this.store);
+        if (sealed === "held") this.#held.push({ campaign, value, when: now }); // until the helper answers
+        if (typeof sealed === "string") return recorded(sealed as RecordStatus);
+        body = sealed;
+      }
       try {
-        let body = payload;
         if (spec.mechanism === "rappor" && this.#secretPending) body = await this.#withStoredSecret(spec, value);
         const report = { report_id: reportId, campaign, fingerprint: spec.fingerprint, payload: body };
         const text = JSON.stringify(report);
         const queued: QueuedReport = { id: reportId, campaign, text, size: utf8Length(text), created: now };
         const policy = this.#policies[campaign] ?? this.#policy;
-        const outcome = await this.store.enqueue(queued, { campaign, epsilon: spec.epsilon, policy, now }, this.#limits);
+        // a distributed spec's delta (local ones have none: pure epsilon), and its report's batch
+        const charge = { campaign, epsilon: spec.epsilon, policy, now, delta: (spec as DistributedSpec).delta, batch: prio3 && day };
+        const outcome = await this.store.enqueue(queued, charge as Charge, this.#limits);
         if (outcome === "refused") return recorded("refused_by_policy");
         this.#unsent.set(reportId, queued);
         if (this.#unsent.size > this.#limits.maxReports) this.#unsent.delete(this.#unsent.keys().next().value!);
@@ -508,7 +529,8 @@ export class Client {
       this.#fail("unexpected_answer", "no campaign list", null);
       return false;
     }
-    if (items.some((item) => needsModule(item?.spec))) await loadMechanism("rappor").catch(() => undefined);
+    // the modules of the wanted campaigns only (a page of local campaigns never downloads the distributed code)
+    await loadFor(items.filter((item) => this.#wanted.has(item?.name)).map((item) => item.spec)).catch(() => undefined);
     const listing = new Map<string, Record<string, unknown>>();
     for (const item of items) {
       if (item && typeof item === "object" && typeof item.name === "string" && item.spec && typeof item.spec === "object") {
@@ -529,8 +551,10 @@ export class Client {
       }
       this.#closedCampaigns.delete(campaign);
       let spec: Spec;
+      // a distributed campaign's aggregators block (both HPKE configs, the helper's URL) is kept with its spec
+      const source = item.aggregators ? { ...item.spec as object, aggregators: item.aggregators } : item.spec;
       try {
-        spec = await fingerprinted(loadSpec(item.spec));
+        spec = await fingerprinted(loadSpec(source));
       } catch (error) {
         if (error instanceof SpecError) this.#specErrors.set(campaign, error);
         continue;
@@ -543,7 +567,7 @@ export class Client {
       await loadMechanism(spec.mechanism).catch(() => undefined); // its randomizer, before a value needs it
       this.#specs.set(campaign, { spec, fetched: now });
       try {
-        await this.store.putSpec(campaign, JSON.stringify(item.spec), now);
+        await this.store.putSpec(campaign, JSON.stringify(source), now);
       } catch (error) {
         this.#logOnce("state", `state: ${error}`);
       }

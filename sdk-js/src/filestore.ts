@@ -9,7 +9,7 @@
 import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { StateFileError } from "./errors.js";
-import { MemoryStore, applyChange, emptyState, type Change, type Snapshot } from "./store.js";
+import { MemoryStore, applyChange, emptyState, ledgerChange, type Change, type Snapshot } from "./store.js";
 
 const JOURNAL = "ldp-telemetry.journal";
 const LOCK = "ldp-telemetry.lock";
@@ -112,7 +112,7 @@ export class FileStore extends MemoryStore {
       ...Object.entries(s.settings).map(([k, v]): Change => ({ setting: [k, v] })),
       ...Object.entries(s.counters).map(([k, v]): Change => ({ counter: [k, v] })),
       ...Object.entries(s.specs).map(([k, v]): Change => ({ spec: [k, v.text, v.fetched] })),
-      ...Object.entries(s.ledger).map(([k, v]): Change => ({ ledger: [k, v.epsilon, v.reports] })),
+      ...Object.entries(s.ledger).map(([k, v]) => ledgerChange(k, v)),
       ...Object.entries(s.periods).map(([k, v]): Change => ({ period: [k, v.period, v.reports] })),
       ...(s.secret === null ? [] : [{ secret: s.secret }]),
       ...s.reports.map((r): Change => ({ put: r })),

@@ -5,7 +5,7 @@
 
 import { StateFileError } from "./errors.js";
 import {
-  periodOf, refusal, type Charge, type QueueLimits, type QueuedReport, type Snapshot, type Spending, type Store,
+  charged, periodOf, refused, type Charge, type QueueLimits, type QueuedReport, type Snapshot, type Spending, type Store,
 } from "./store.js";
 
 const REPORTS = "reports";
@@ -83,8 +83,8 @@ export class IndexedDBStore implements Store {
       const spent = await IndexedDBStore.#get<Spending>(kv, `ledger:${charge.campaign}`, { epsilon: 0, reports: 0 });
       const current = await IndexedDBStore.#get(kv, `period:${charge.campaign}`, { period, reports: 0 });
       const periodReports = current.period === period ? current.reports : 0;
-      if (refusal(spent, periodReports, charge) !== null) return "refused";
-      kv.put({ k: `ledger:${charge.campaign}`, v: { epsilon: spent.epsilon + charge.epsilon, reports: spent.reports + 1 } });
+      if (refused(spent, periodReports, charge)) return "refused";
+      kv.put({ k: `ledger:${charge.campaign}`, v: charged(spent, charge) });
       kv.put({ k: `period:${charge.campaign}`, v: { period, reports: periodReports + 1 } });
       reports.add(report);
       const totals = await IndexedDBStore.#get<Totals>(kv, "totals:", { count: 0, bytes: 0 });

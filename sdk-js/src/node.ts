@@ -3,6 +3,8 @@ import { setDefaultStore } from "./client.js";
 import { FileStore } from "./filestore.js";
 import { sha256 } from "./sha256.js";
 import { registerSha256 } from "./spec.js";
+import { registerHpkePrimitives } from "./distributed/hpke.js";
+import { nodeCrypto } from "./distributed/nodecrypto.js";
 import "./numeric.js"; // the randomizers in modules of their own, loaded at once (browsers load them on demand)
 import "./rappor.js";
 
@@ -13,6 +15,7 @@ export { ByteStreamRandom, expRounded } from "./randomness.js";
 export { canonicalJson } from "./canonical.js";
 
 registerSha256(sha256); // fingerprints computed while specs are parsed, as the Python SDK does
+registerHpkePrimitives(nodeCrypto); // distributed campaigns seal with node:crypto (loaded with the first one)
 
 setDefaultStore((options) => {
   if (typeof options.stateDir !== "string") throw new TypeError("stateDir is required in Node (where the queue and ledger live)");

@@ -11,7 +11,7 @@ import { quantizeDown, quantizeUp, randomWords, threshold, type RandomSource } f
 import {
   MIN_SECRET_BYTES, PRR_CACHE_SIZE, epsilonOne, hashBytes, rapporFromDict, rapporIdentity, type RapporParams,
 } from "./rapporparams.js";
-import { registerRapporSupport, type Spec } from "./spec.js";
+import { MAX_EPSILON, MIN_EPSILON, Spec, forbid, registerRapporSupport, registerSpecParser } from "./spec.js";
 
 const PRR_TAG = utf8("ldp-telemetry/rappor/prr/v1\0");
 const COHORT_TAG = utf8("ldp-telemetry/rappor/cohort/v1");
@@ -130,4 +130,34 @@ export class Rappor implements Mechanism {
 }
 
 registerMechanism("rappor", (spec, rng, options) => new Rappor(spec, rng, options.secret, options.cohort));
-registerRapporSupport({ fromDict: rapporFromDict, epsilonOne, identity: rapporIdentity });
+const MAX_CANDIDATES = 1 << 20; // as a domain's size
+
+/** A RAPPOR campaign's spec (the parser spec.ts calls for mechanism "rappor"; the common fields are checked). */
+function rapporSpec(d: Record<string, unknown>, name: string, expires: string | null): Spec {
+  forbid(d, ["domain", "range", "catch_all", "unit"], "not with mechanism rappor");
+  const params = rapporFromDict(d.rappor);
+  const epsilon = epsilonOne(params);
+  if (!(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
+    throw new SpecError("rappor", `gives epsilon ${epsilon}, outside [0.01, 20]`);
+  }
+  if (d.epsilon != null) {
+    const claimed = d.epsilon as number;
+    if (!Number.isFinite(claimed) || Math.abs(claimed - epsilon) > 1e-9 * Math.max(Math.abs(claimed), Math.abs(epsilon))) {
+      throw new SpecError("epsilon", `is derived for RAPPOR (${epsilon})`);
+    }
+  }
+  let candidates: string[] | null = null;
+  if (d.candidates != null) {
+    const list = d.candidates;
+    if (!Array.isArray(list) || !list.every((c) => typeof c === "string" && (c as string & { isWellFormed(): boolean }).isWellFormed())) {
+      throw new SpecError("candidates", "must be strings");
+    }
+    if (list.length > MAX_CANDIDATES) throw new SpecError("candidates", "is too long");
+    if (new Set(list).size !== list.length) throw new SpecError("candidates", "entries must be unique");
+    candidates = list as string[];
+  }
+  return new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires);
+}
+
+registerRapporSupport(rapporIdentity);
+registerSpecParser("rappor", rapporSpec);

@@ -19,7 +19,7 @@ const MAX_DOMAIN_SIZE = 1 << 20;
 const AUTO_OUE_MAX_DOMAIN = 4096;
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
 const DISTRIBUTED_FIELDS = ["prio3", "max_measurement", "length", "max_weight", "noise", "coins",
-  "honest_fraction", "min_batch", "window"];
+  "honest_fraction", "min_batch", "window", "aggregators"]; // aggregators: the listing's block, cached with the spec
 const KNOWN_FIELDS = new Set(["name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates",
   "delta", "description", "version", "derived", "fingerprint", "expires", "unit", "trust", ...DISTRIBUTED_FIELDS]);
 
@@ -44,16 +44,20 @@ export async function fingerprinted(spec: Spec): Promise<Spec> {
   return spec;
 }
 
-/** RAPPOR's parameter checks live with its randomizer (rappor.ts registers them; browsers load it on demand). */
-interface RapporSupport {
-  fromDict(data: unknown): RapporParams;
-  epsilonOne(params: RapporParams): number;
-  identity(params: RapporParams): Record<string, unknown>;
-}
-let rapporSupport: RapporSupport | null = null;
+/** The specs of the modules loaded on demand are parsed by those modules (rappor.ts for mechanism "rappor",
+ * distributed.ts for trust "distributed"): browsers download their checks with them. A parser gets the spec's
+ * object with the common fields (name, expires, delta) already checked. */
+type SpecParser = (d: Record<string, unknown>, name: string, expires: string | null, delta: number | null) => Spec;
+const parsers: Record<string, SpecParser> = {};
+/** RAPPOR's identity, for the fingerprint (rappor.ts registers it). */
+let rapporIdentity: ((params: RapporParams) => Record<string, unknown>) | null = null;
 
-export function registerRapporSupport(support: RapporSupport): void {
-  rapporSupport = support;
+export function registerSpecParser(kind: "rappor" | "prio3", parser: SpecParser): void {
+  parsers[kind] = parser;
+}
+
+export function registerRapporSupport(identity: (params: RapporParams) => Record<string, unknown>): void {
+  rapporIdentity = identity;
 }
 
 /** A validated campaign spec (build it with {@link loadSpec}). */
@@ -97,7 +101,7 @@ export class Spec {
   identity(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.name, mechanism: this.mechanism };
     if (this.rappor !== null) {
-      const rappor = rapporSupport!.identity(this.rappor);
+      const rappor = rapporIdentity!(this.rappor);
       for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
       out.rappor = rappor;
       if (this.rappor.encoding === "basic") out.candidates = this.candidates ?? [];
@@ -172,11 +176,13 @@ export function specFromDict(data: unknown): Spec {
     throw new SpecError("delta", "must be in (0, 1)");
   }
   const expires = validateDay(d.expires);
-  if (trust === "distributed") {
-    throw new SpecError("trust", "distributed campaigns are not supported by this SDK");
-  }
+  const parsed = (kind: string): Spec => {
+    if (!parsers[kind]) throw new SpecError(kind === "prio3" ? "trust" : "mechanism", `${kind}: await loadMechanism("${kind}")`);
+    return checked(d, parsers[kind](d, name, expires, delta as number | null));
+  };
+  if (trust === "distributed") return parsed("prio3");
   forbid(d, DISTRIBUTED_FIELDS, "only with trust distributed");
-  if (mechanism === "rappor") return rapporSpec(d, name, expires);
+  if (mechanism === "rappor") return parsed("rappor");
   forbid(d, ["rappor", "candidates"], "only with mechanism rappor");
   const epsilon = d.epsilon;
   if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
@@ -210,35 +216,8 @@ export function resolveAuto(domainSize: number, epsilon: number): string {
   return domainSize <= AUTO_OUE_MAX_DOMAIN ? "oue" : "olh";
 }
 
-function rapporSpec(d: Record<string, unknown>, name: string, expires: string | null): Spec {
-  forbid(d, ["domain", "range", "catch_all", "unit"], "not with mechanism rappor");
-  if (rapporSupport === null) throw new SpecError("mechanism", "rappor is not loaded (await loadMechanism(\"rappor\"))");
-  const params = rapporSupport.fromDict(d.rappor);
-  const epsilon = rapporSupport.epsilonOne(params);
-  if (!(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
-    throw new SpecError("rappor", `gives epsilon ${epsilon}, outside [0.01, 20]`);
-  }
-  if (d.epsilon != null) {
-    const claimed = d.epsilon;
-    if (!isFinite(claimed) || Math.abs(claimed - epsilon) > 1e-9 * Math.max(Math.abs(claimed), Math.abs(epsilon))) {
-      throw new SpecError("epsilon", `is derived for RAPPOR (${epsilon})`);
-    }
-  }
-  let candidates: string[] | null = null;
-  if (d.candidates != null) {
-    const list = d.candidates;
-    if (!Array.isArray(list) || !list.every((c) => typeof c === "string" && wellFormed(c))) {
-      throw new SpecError("candidates", "must be strings");
-    }
-    if (list.length > MAX_DOMAIN_SIZE) throw new SpecError("candidates", "is too long");
-    if (new Set(list).size !== list.length) throw new SpecError("candidates", "entries must be unique");
-    candidates = list as string[];
-  }
-  return checked(d, new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires));
-}
-
 /** Throws SpecError naming the first of ``fields`` that ``d`` has. */
-function forbid(d: Record<string, unknown>, fields: string[], why: string): void {
+export function forbid(d: Record<string, unknown>, fields: string[], why: string): void {
   for (const field of fields) if (field in d) throw new SpecError(field, why);
 }
 
@@ -263,7 +242,7 @@ function validateRange(value: unknown): [number, number] {
   return [low, high];
 }
 
-function validateDomain(domain: unknown): DomainValue[] {
+export function validateDomain(domain: unknown): DomainValue[] {
   if (!Array.isArray(domain) || domain.length === 0) {
     throw new SpecError("domain", "must be a list");
   }

@@ -34,6 +34,9 @@ export const DROP_COUNTERS = ["dropped_age_limit", "dropped_count_limit", "dropp
 export interface Spending {
   epsilon: number;
   reports: number;
+  /** Distributed campaigns: the delta spent (each report costs the spec's delta) and the latest batch reported to. */
+  delta?: number;
+  lastBatch?: string;
 }
 
 /** A report to queue with the ledger charge it needs, checked and applied atomically with the insert. */
@@ -42,6 +45,9 @@ export interface Charge {
   epsilon: number;
   policy: ReportPolicy;
   now: number;
+  /** A distributed report's delta and batch (its UTC day): one report per batch, batches only move forward. */
+  delta?: number;
+  batch?: string | false;
 }
 
 export interface Snapshot {
@@ -73,17 +79,20 @@ export interface Store {
   destroy(): Promise<void>;
 }
 
-/** Why one more report under ``epsilon`` would break ``policy``, or null. */
-export function refusal(spent: Spending, periodReports: number, charge: Charge): string | null {
-  const { policy, epsilon } = charge;
-  if (policy.maxReports !== null && periodReports >= policy.maxReports) {
-    return `policy allows ${policy.maxReports} report(s) per ${policy.periodSeconds} s`;
-  }
-  if (policy.maxEpsilon !== null && spent.epsilon + epsilon > policy.maxEpsilon * (1 + 1e-12)) {
-    return `epsilon budget ${policy.maxEpsilon} would be exceeded (spent ${spent.epsilon})`;
-  }
-  return null;
+/** Whether one more report under ``charge`` would break its policy: the reports per period, the epsilon budget,
+ * and for a distributed report one per batch, batches only moving forward (a clock set back never reaches a batch
+ * reported to). (The stores only refuse; the client's status says why.) */
+export function refused(spent: Spending, periodReports: number, { policy, epsilon, batch }: Charge): boolean {
+  return (!!batch && !!spent.lastBatch && spent.lastBatch >= batch)
+    || (policy.maxReports !== null && periodReports >= policy.maxReports)
+    || (policy.maxEpsilon !== null && spent.epsilon + epsilon > policy.maxEpsilon * (1 + 1e-12));
 }
+
+/** ``spent`` after one more report under ``charge`` (basic composition: epsilons and deltas add up). */
+export const charged = (spent: Spending, { epsilon, delta, batch }: Charge): Spending => ({
+  epsilon: spent.epsilon + epsilon, reports: spent.reports + 1, delta: (spent.delta ?? 0) + (delta ?? 0),
+  lastBatch: batch || spent.lastBatch,
+});
 
 export const periodOf = (policy: ReportPolicy, now: number): number => Math.floor(now / policy.periodSeconds);
 
@@ -94,6 +103,9 @@ export interface StateData extends Snapshot {
   periods: Record<string, { period: number; reports: number }>;
 }
 
+export const ledgerChange = (campaign: string, s: Spending): Change =>
+  ({ ledger: [campaign, s.epsilon, s.reports, s.delta ?? 0, s.lastBatch ?? null] });
+
 export const emptyState = (): StateData => ({
   reports: [], ledger: {}, periods: {}, settings: {}, specs: {}, counters: {}, secret: null,
 });
@@ -102,7 +114,7 @@ export const emptyState = (): StateData => ({
 export type Change =
   | { put: QueuedReport }
   | { remove: string[] }
-  | { ledger: [string, number, number] }
+  | { ledger: [string, number, number, number?, (string | null)?] } // delta and batch since distributed campaigns
   | { period: [string, number, number] }
   | { spec: [string, string, number] }
   | { setting: [string, string] }
@@ -115,7 +127,10 @@ export function applyChange(state: StateData, change: Change): void {
   else if ("remove" in change) {
     const gone = new Set(change.remove);
     state.reports = state.reports.filter((r) => !gone.has(r.id));
-  } else if ("ledger" in change) state.ledger[change.ledger[0]] = { epsilon: change.ledger[1], reports: change.ledger[2] };
+  } else if ("ledger" in change) {
+    const [campaign, epsilon, reports, delta, lastBatch] = change.ledger;
+    state.ledger[campaign] = { epsilon, reports, delta: delta ?? 0, ...(lastBatch ? { lastBatch } : {}) };
+  }
   else if ("period" in change) state.periods[change.period[0]] = { period: change.period[1], reports: change.period[2] };
   else if ("spec" in change) state.specs[change.spec[0]] = { text: change.spec[1], fetched: change.spec[2] };
   else if ("setting" in change) state.settings[change.setting[0]] = change.setting[1];
@@ -155,9 +170,9 @@ export class MemoryStore implements Store {
       const spent = this.state.ledger[charge.campaign] ?? { epsilon: 0, reports: 0 };
       const current = this.state.periods[charge.campaign];
       const periodReports = current && current.period === period ? current.reports : 0;
-      if (refusal(spent, periodReports, charge) !== null) return "refused";
+      if (refused(spent, periodReports, charge)) return "refused";
       const changes: Change[] = [
-        { ledger: [charge.campaign, spent.epsilon + charge.epsilon, spent.reports + 1] },
+        ledgerChange(charge.campaign, charged(spent, charge)),
         { period: [charge.campaign, period, periodReports + 1] },
         { put: report },
         ...this.limitChanges(limits, charge.now, report),

@@ -52,7 +52,7 @@ test("the report policy (one a day by default) holds across restarts: the ledger
   assert.equal(collector.reports.size, 1, "close() delivered it");
   c = client(dir, collector, { specs: [BROWSER] });
   assert.equal((await c.record("browser", "safari")).status, "refused_by_policy");
-  assert.deepEqual(await c.spent("browser"), { epsilon: 1, reports: 1 });
+  assert.deepEqual(await c.spent("browser"), { epsilon: 1, reports: 1, delta: 0 }); // local reports: pure epsilon
   await c.close();
   const later = client(dir, collector, { specs: [BROWSER], clock: () => Date.now() / 1000 + 86_400 });
   assert.equal((await later.record("browser", "safari")).status, "queued");
@@ -326,4 +326,17 @@ test("Node: a client with its background timer never keeps the process alive", a
   const done = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
   assert.equal(done.status, 0, done.stderr);
   assert.equal(done.stdout.trim(), "queued");
+});
+
+test("a listing with a distributed campaign this client does not want loads no distributed code", async () => {
+  const distributed = { name: "dist", trust: "distributed", prio3: "count", epsilon: 1.0, noise: "laplace" };
+  const collector = fakeCollector([BROWSER]);
+  collector.answer = (request) => request.path === "/v1/campaigns" && Response.json({ campaigns: [
+    { name: "browser", spec: BROWSER, fingerprint: loadSpec(BROWSER).fingerprint },
+    { name: "dist", spec: distributed, fingerprint: "0".repeat(32) }] });
+  const c = client(tmp(), collector, { campaigns: ["browser"] });
+  assert.ok(await c.prepare());
+  assert.throws(() => loadSpec(distributed), (error) => error.field === "trust"); // the module was not loaded
+  assert.equal((await c.record("browser", "chrome")).status, "queued");
+  await c.close();
 });

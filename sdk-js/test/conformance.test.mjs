@@ -8,6 +8,7 @@ import { checkPayload } from "../dist/wire.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`../../conformance/${name}`, import.meta.url), "utf8"));
 const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
+const toHex = (bytes) => Buffer.from(bytes).toString("hex");
 
 test("payload vectors: byte-identical payloads from the same random bytes", () => {
   const cases = load("payloads.json");
@@ -54,5 +55,21 @@ test("wire format: the payloads each mechanism accepts, and the field named for 
     const spec = loadSpec(c.spec);
     if (c.valid) checkPayload(spec, c.payload);
     else assert.throws(() => checkPayload(spec, c.payload), (e) => e.field === c.field, JSON.stringify(c));
+  }
+});
+
+test("prio3: the project's parameter sets shard to the Python SDK's bytes (conformance/prio3.json)", async () => {
+  const { ctxFor, deriveChunkLength, shardPrio3 } = await import("../dist/vdaf/index.js");
+  const cases = load("prio3.json");
+  assert.deepEqual(new Set(cases.map((c) => c.prio3.type)), new Set(["count", "sum", "sumvec", "histogram", "multihot"]));
+  assert.ok(cases.some((c) => c.prio3.noise === "coins"), "the coin variant");
+  for (const c of cases) {
+    const where = `${c.spec.name} ${JSON.stringify(c.measurement).slice(0, 40)}`;
+    assert.equal(deriveChunkLength({ ...c.prio3, chunk_length: null }), c.prio3.chunk_length, `${where}: chunk_length`);
+    const ctx = ctxFor(c.fingerprint);
+    assert.equal(toHex(ctx), c.ctx, `${where}: ctx`);
+    const { publicShare, inputShares } = shardPrio3(c.prio3, c.measurement, fromHex(c.nonce), fromHex(c.rand), ctx);
+    assert.equal(toHex(publicShare), c.public_share, `${where}: public share`);
+    assert.deepEqual(inputShares.map(toHex), c.input_shares, `${where}: input shares`);
   }
 });

@@ -204,3 +204,22 @@ def test_a_real_server_answers_the_allowed_page_and_nobody_else(tmp_path):
         assert headers["access-control-allow-origin"] == page and "origin" in headers["vary"].lower()
         status, headers, _ = raw(url, "GET", "/v1/campaigns/browser/estimate", {"Origin": page, **bearer(admin)})
         assert status == 200 and "access-control-allow-origin" not in headers
+
+
+def test_a_helpers_hpke_config_is_readable_by_an_allowed_page_and_its_peer_routes_are_not(tmp_path):
+    "A page's device (sdk-js) reads the helper's HPKE config from the helper itself; nothing else of it opens"
+    helper = create_app({"DATABASE": str(tmp_path / "helper.db"), "RATE_LIMIT": 0, "ROLE": "helper",
+                         "PEER_TOKEN": "peer-token", "CORS_ORIGINS": [PAGE]}).test_client()
+    answer = helper.get("/v1/hpke_config", headers={"Origin": PAGE})
+    assert answer.status_code == 200 and answer.json["configs"]
+    assert cors_headers(answer)["Access-Control-Allow-Origin"] == PAGE
+    for origin in NEAR_MISSES:
+        assert cors_headers(helper.get("/v1/hpke_config", headers={"Origin": origin})) == {}, origin
+    opened = set()
+    for rule in helper.application.url_map.iter_rules():
+        path = rule.rule.replace("<name>", "browser").replace("<job_id>", "job")
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            if preflight(helper, path, method).status_code == 204:
+                opened.add((method, rule.rule))
+    assert ("GET", "/v1/hpke_config") in opened
+    assert not {route for route in opened if route[1].startswith("/v1/peer")}, opened

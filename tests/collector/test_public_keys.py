@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import sqlite3
 import subprocess
@@ -9,6 +10,7 @@ import subprocess
 import pytest
 
 import client_sdk
+from client_sdk.runtime.transport import HttpTransport
 from collector import create_app
 from collector.config import DEFAULTS
 from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
@@ -116,6 +118,9 @@ def test_a_public_key_sends_smaller_batches(db_path, keys, specs, public_key):
     refused = http.post("/v1/reports", json=body, headers=bearer(public_key))
     assert refused.status_code == 413 and refused.json["field"] == "reports" and refused.json["max_reports"] == 3
     assert http.post("/v1/reports", json=body, headers=bearer(keys["ingest"])).json["accepted"] == 4
+    many = {"reports": make_reports(specs["browser"], ["chrome"] * 8)}  # refused before parsing: too many items
+    refused = http.post("/v1/reports", json=many, headers=bearer(public_key))
+    assert refused.status_code == 413 and refused.json["field"] == "body" and refused.json["max_reports"] == 3
 
 
 @on_both_backends
@@ -185,12 +190,18 @@ def test_serve_help_shows_the_public_defaults():
         assert f"--{option}" in text and f"[default: {DEFAULTS[key]:g}]" in text
 
 
-def test_a_page_with_the_public_key_on_a_real_server(tmp_path):
-    "End to end: the page's origin and public key can report to its campaign and to nothing else"
+def database_with_an_admin_key(tmp_path):
+    "A migrated SQLite file for ``serve`` and an admin key in it"
     db = tmp_path / "collector.db"
     with open_storage(db) as storage:
         storage.migrate()
         admin, _ = storage.create_key("admin", "2024-01-01")
+    return db, admin
+
+
+def test_a_page_with_the_public_key_on_a_real_server(tmp_path):
+    "End to end: the page's origin and public key can report to its campaign and to nothing else"
+    db, admin = database_with_an_admin_key(tmp_path)
     public = cli("keys", "create", "--db", str(db), "--role", "ingest", "--public", "--campaign", "browser")
     key = public.stdout.strip()
     with running_server(db, tmp_path / "serve.log", workers=1,
@@ -214,3 +225,41 @@ def test_a_page_with_the_public_key_on_a_real_server(tmp_path):
             (1, "reports[1].campaign")
         status, _, _ = raw(url, "GET", "/v1/campaigns/browser/estimate", page)
         assert status == 403
+
+
+class CountingTransport(HttpTransport):
+    "The production transport, noting each POST /v1/reports: its batch size and the answer's status"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts: list[tuple[int, int]] = []
+
+    def send(self, request, timeout):
+        response = super().send(request, timeout)
+        if request.method == "POST" and request.url.endswith("/v1/reports"):
+            body = gzip.decompress(request.body) if request.headers.get("Content-Encoding") == "gzip" else request.body
+            self.posts.append((len(json.loads(body)["reports"]), response.status))
+        return response
+
+
+def test_the_python_sdk_keeps_to_a_public_keys_published_batch_limit(tmp_path):
+    "One 413 teaches the SDK the key's max_reports (as sdk-js does); it never sends a bigger batch again"
+    db, admin = database_with_an_admin_key(tmp_path)
+    with open_storage(db) as storage:
+        key, _ = storage.create_key("ingest", "2024-01-01", public=True, campaigns=["browser"])
+    with running_server(db, tmp_path / "serve.log", workers=1,
+                        extra=("--rate-limit", "0", "--public-rate-limit", "0", "--public-max-batch", "3")) as (url, _):
+        status, _, _ = raw(url, "POST", "/v1/campaigns", {**bearer(admin), "Content-Type": "application/json"},
+                           json.dumps(CATEGORICAL).encode())
+        assert status == 201
+        transport = CountingTransport()
+        client = client_sdk.Client(url, key, tmp_path / "device", campaigns=["browser"], transport=transport,
+                                   batch_size=8, background=False, policy=client_sdk.ReportPolicy.unlimited())
+        for _ in range(20):
+            client.record("browser", "chrome")
+        assert client.flush(timeout=60).remaining == 0
+        client.close()
+    assert transport.posts[0] == (8, 413)
+    assert transport.posts[1:] == [(3, 200)] * 6 + [(2, 200)]
+    with open_storage(db) as storage:
+        assert storage.count_reports("browser") == 20

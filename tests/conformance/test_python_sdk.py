@@ -101,3 +101,21 @@ def test_files_are_what_the_generator_writes() -> None:
     spec.loader.exec_module(module)
     for name, content in module.documents().items():
         assert (CONFORMANCE / name).read_text(encoding="utf-8") == module.render(content), name
+
+
+@pytest.mark.parametrize("case", _load("prio3.json"), ids=lambda c: c["spec"]["name"])
+def test_prio3_shard_vector(case: dict) -> None:
+    "The campaign's Prio3 parameters, context and, from the case's nonce and rand, the exact encoded shards"
+    from client_sdk.distributed import ctx_for, vdaf_for
+
+    spec = load_spec(case["spec"])
+    assert spec.fingerprint == case["fingerprint"] and spec.prio3 is not None
+    assert {key: getattr(spec.prio3, key) for key in case["prio3"]} == case["prio3"]
+    assert ctx_for(spec).hex() == case["ctx"]
+    vdaf = vdaf_for(spec)
+    measurement = case["measurement"]
+    if spec.prio3.noise == "coins":
+        measurement = tuple(measurement)
+    public, shares = vdaf.shard(ctx_for(spec), measurement, bytes.fromhex(case["nonce"]), bytes.fromhex(case["rand"]))
+    assert vdaf.encode_public_share(public).hex() == case["public_share"]
+    assert [vdaf.encode_input_share(share).hex() for share in shares] == case["input_shares"]

@@ -147,6 +147,20 @@ def test_the_output_folder_has_an_index_linking_every_report_with_its_summary(de
     assert RATIO_EXPLANATION in page.notes
 
 
+def test_a_numeric_campaigns_unit_is_in_the_terminal_summary_and_the_index(demo_run):
+    "page_load_ms has unit 'ms' in its spec: its mean says so wherever the demo states it"
+    summary = next(c for c in demo_run.campaigns if c.name == "page_load_ms")
+    assert summary.unit == "ms" and summary.values[0].value == "mean"  # summary.json keeps the value's name
+    assert "mean (ms): estimate " in summary_line(summary)
+    assert any(line.startswith("  mean (ms)") for line in format_summary(demo_run).splitlines())
+    page = Links()
+    page.feed((demo_run.out_dir / "index.html").read_text())
+    item = next(item for item in page.items if item.startswith("page_load_ms "))
+    assert "mean (ms): estimate " in item
+    unitless = [c for c in demo_run.campaigns if c.unit is None]
+    assert unitless and not any("(ms)" in summary_line(c) for c in unitless)
+
+
 def test_the_summary_explains_its_ratio_in_one_line(demo_run):
     lines = format_summary(demo_run).splitlines()
     assert lines[1] == RATIO_EXPLANATION and lines.count(RATIO_EXPLANATION) == 1

@@ -120,13 +120,13 @@ class Aggregators:
 
 
 @contextmanager
-def aggregators(tmp: Path) -> Iterator[Aggregators]:
-    """A helper and a leader (one worker each, the leader's driver off: collection runs the pending jobs); the
-    leader can be restarted days later (``end_day``)"""
+def aggregators(tmp: Path, extra: tuple[str, ...] = ()) -> Iterator[Aggregators]:
+    """A helper and a leader (one worker each, the leader's driver off: collection runs the pending jobs; ``extra``
+    serve options for both); the leader can be restarted days later (``end_day``)"""
     helper_port, leader_port = free_port(), free_port()
     leader_db = tmp / "leader.db"
     admin, ingest = create_key(leader_db, "admin"), create_key(leader_db, "ingest")
-    common = ("--rate-limit", "0", "--peer-token", PEER_TOKEN)
+    common = ("--rate-limit", "0", "--peer-token", PEER_TOKEN, *extra)
     with ExitStack() as stack:
         helper_url, _ = stack.enter_context(running_server(tmp / "helper.db", tmp / "helper.log", helper_port, 1,
                                                            (*common, "--role", "helper")))

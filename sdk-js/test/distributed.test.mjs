@@ -1,0 +1,189 @@
+// Distributed campaigns in the JS Client against a fake leader and helper (the real ones: tests/sdk_js/
+// test_distributed_e2e.py): the same ledger (epsilon and delta, one report per batch), policy and statuses as a
+// local campaign, and the Python SDK's trust rules for the aggregators (docs/distributed.md).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client, InvalidValue, InvalidValueType, MemoryStore, loadMechanism, loadSpec } from "../dist/node.js";
+import { b64url } from "../dist/distributed/messages.js";
+import { quiet } from "./helpers.mjs";
+
+const LEADER_URL = "https://leader.test";
+const HELPER_URL = "https://helper.test";
+const APPS = { name: "apps", trust: "distributed", prio3: "histogram", domain: ["mail", "maps", "chat"], epsilon: 1.0,
+  delta: 1e-6, noise: "gaussian" };
+const SPEND = { name: "spend", trust: "distributed", prio3: "sum", max_measurement: 50, epsilon: 0.5, noise: "laplace" };
+
+async function hpkeConfig(id) {
+  const pair = await crypto.subtle.generateKey({ name: "X25519" }, true, ["deriveBits"]);
+  const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
+  return { id, kem_id: 0x20, kdf_id: 1, aead_id: 1, public_key: b64url(raw) };
+}
+
+/** A leader listing the campaigns with an aggregators block, and a helper publishing its config. */
+async function fakeAggregators() {
+  await loadMechanism("prio3");
+  const fake = { requests: [], reports: new Map(), helperUp: true, leader: await hpkeConfig(1), helper: await hpkeConfig(2) };
+  fake.listedHelper = () => ({ url: HELPER_URL, hpke_config: fake.helper }); // what the leader claims
+  fake.fetch = async (url, init = {}) => {
+    const { origin, pathname } = new URL(url);
+    fake.requests.push({ origin, path: pathname, headers: init.headers ?? {} });
+    if (origin === HELPER_URL && pathname === "/v1/hpke_config") {
+      if (!fake.helperUp) throw new TypeError("fetch failed");
+      return Response.json({ configs: [fake.helper] });
+    }
+    if (origin === LEADER_URL && pathname === "/v1/campaigns") {
+      const aggregators = { leader: { hpke_config: fake.leader }, helper: fake.listedHelper() };
+      return Response.json({ campaigns: [APPS, SPEND].map((spec) => ({ name: spec.name, spec, aggregators,
+        fingerprint: loadSpec(spec).fingerprint })) });
+    }
+    if (origin === LEADER_URL && pathname === "/v1/reports") {
+      for (const report of JSON.parse(init.body).reports) fake.reports.set(report.report_id, report);
+      return Response.json({ accepted: 1, duplicate: 0, rejected: 0, errors: [] });
+    }
+    return new Response("{}", { status: 404 });
+  };
+  return fake;
+}
+
+const client = (fake, extra = {}) => new Client({ url: LEADER_URL, apiKey: "k", store: new MemoryStore(),
+  fetch: fake.fetch, background: false, logger: quiet, campaigns: ["apps", "spend"],
+  aggregators: { helper: HELPER_URL }, ...extra });
+const day = () => new Date().toISOString().slice(0, 10);
+
+test("a distributed record is sealed, queued and delivered; the ledger charges epsilon and delta for the batch", async () => {
+  const fake = await fakeAggregators();
+  const c = client(fake);
+  assert.ok(await c.prepare());
+  const recorded = await c.record("apps", "maps");
+  assert.equal(recorded.status, "queued");
+  assert.deepEqual(await c.spent("apps"), { epsilon: 1, reports: 1, delta: 1e-6, lastBatch: day() });
+  assert.equal((await c.flush(5)).sent, 1);
+  const { payload, fingerprint } = fake.reports.get(recorded.reportId);
+  assert.equal(fingerprint, loadSpec(APPS).fingerprint);
+  assert.deepEqual(Object.keys(payload).sort(), ["batch", "helper_share", "leader_share", "public_share"]);
+  assert.equal(payload.batch, day());
+  assert.equal(payload.leader_share.config_id, 1);
+  assert.equal(payload.helper_share.config_id, 2);
+  assert.ok(!JSON.stringify(payload).includes("maps"));
+  // the helper's config came from the helper itself, without the API key
+  const helperAsks = fake.requests.filter((r) => r.origin === HELPER_URL);
+  assert.ok(helperAsks.length >= 1 && helperAsks.every((r) => !("Authorization" in r.headers)));
+  await c.close();
+});
+
+test("one report per batch: a second value the same day is refused even without a report cap", async () => {
+  const fake = await fakeAggregators();
+  const c = client(fake, { policy: { maxReports: null } });
+  await c.prepare();
+  assert.equal((await c.record("spend", 7)).status, "queued");
+  assert.equal((await c.record("spend", 8)).status, "refused_by_policy");
+  assert.deepEqual(await c.spent("spend"), { epsilon: 0.5, reports: 1, delta: 0, lastBatch: day() });
+  await c.close();
+});
+
+test("values outside the spec throw at once, before anything is charged", async () => {
+  const fake = await fakeAggregators();
+  const c = client(fake);
+  await c.prepare();
+  assert.throws(() => c.record("spend", 51), InvalidValue);
+  assert.throws(() => c.record("spend", 1.5), InvalidValueType);
+  assert.throws(() => c.record("apps", "fax"), InvalidValue);
+  assert.deepEqual(await c.spent("spend"), { epsilon: 0, reports: 0 });
+  await c.close();
+});
+
+test("without configured aggregators nothing is sealed, charged or queued", async () => {
+  const fake = await fakeAggregators();
+  const c = client(fake, { aggregators: undefined });
+  await c.prepare();
+  assert.equal((await c.record("apps", "mail")).status, "aggregators_not_configured");
+  assert.deepEqual(await c.spent("apps"), { epsilon: 0, reports: 0 });
+  assert.equal((await c.status()).pending, 0);
+  await c.close();
+});
+
+// the leader playing the attacker: its listing names another helper, or a key of its own as the helper's
+for (const [what, listedHelper] of [
+  ["another helper URL", async (fake) => ({ url: "https://evil.test", hpke_config: fake.helper })],
+  ["the leader's own key as the helper's", async (fake) => ({ url: HELPER_URL, hpke_config: { ...fake.leader, id: 2 } })],
+  ["a key the helper does not publish", async () => ({ url: HELPER_URL, hpke_config: await hpkeConfig(2) })],
+]) {
+  test(`a leader listing ${what} gets no report (aggregator_mismatch, nothing charged)`, async () => {
+    const fake = await fakeAggregators();
+    const listed = await listedHelper(fake);
+    fake.listedHelper = () => listed;
+    const c = client(fake);
+    await c.prepare();
+    assert.equal((await c.record("apps", "chat")).status, "aggregator_mismatch");
+    assert.deepEqual(await c.spent("apps"), { epsilon: 0, reports: 0 });
+    assert.equal((await c.status()).pending, 0);
+    await c.close();
+  });
+}
+
+test("a pinned helper config is used instead of fetching, and must match the listing", async () => {
+  const fake = await fakeAggregators();
+  const pinned = client(fake, { aggregators: { helper: { hpke_config: fake.helper } } });
+  await pinned.prepare();
+  assert.equal((await pinned.record("apps", "mail")).status, "queued");
+  assert.equal(fake.requests.filter((r) => r.origin === HELPER_URL).length, 0);
+  const other = client(fake, { aggregators: { helper: { hpke_config: await hpkeConfig(2) } } });
+  await other.prepare();
+  assert.equal((await other.record("apps", "mail")).status, "aggregator_mismatch");
+});
+
+test("a value recorded while the helper does not answer waits in memory, then is sealed", async () => {
+  const fake = await fakeAggregators();
+  fake.helperUp = false;
+  const c = client(fake);
+  await c.prepare();
+  assert.equal((await c.record("apps", "mail")).status, "held");
+  assert.deepEqual(await c.spent("apps"), { epsilon: 0, reports: 0 });
+  fake.helperUp = true;
+  const result = await c.flush(5);
+  assert.equal(result.sent, 1);
+  assert.equal((await c.status()).recorded.held_queued, 1);
+  await c.close();
+});
+
+test("the aggregators option is checked as in the Python SDK (https, or http to loopback only)", async () => {
+  const fake = await fakeAggregators();
+  for (const [aggregators, field] of [
+    [{ helper: "http://helper.example" }, /aggregators.helper.url/],
+    [{ helper: "https://helper.test/?x=1" }, /aggregators.helper.url/],
+    [{ leader: { url: "https://other.test" }, helper: HELPER_URL }, /aggregators.leader.url/],
+    [{ helper: { hpke_config: { id: 1 } } }, /aggregators.helper.hpke_config/],
+    [{ nobody: HELPER_URL }, /aggregators/],
+  ]) {
+    const c = client(fake, { aggregators });
+    await c.prepare();
+    await assert.rejects(c.record("apps", "mail"), field);
+    await c.close();
+  }
+  const loopback = client(fake, { url: "http://127.0.0.1:9", aggregators: { helper: "http://localhost:8001" } });
+  await loopback.close();
+});
+
+test("the helper's configs are kept in the store: a restarted device seals while the helper is unreachable", async () => {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { FileStore } = await import("../dist/node.js");
+  const dir = mkdtempSync(join(tmpdir(), "ldp-js-dist-"));
+  const fake = await fakeAggregators();
+  const first = client(fake, { store: new FileStore(dir) });
+  await first.prepare();
+  assert.equal((await first.record("apps", "mail")).status, "queued");
+  await first.close(0);
+  fake.helperUp = false;
+  const again = client(fake, { store: new FileStore(dir), policy: { maxReports: null } });
+  await again.prepare();
+  assert.equal((await again.record("spend", 3)).status, "queued"); // sealed with the kept config
+  assert.ok(fake.requests.some((r) => r.origin === HELPER_URL && r.path === "/v1/hpke_config"));
+  await again.close(0);
+  // kept for another helper URL, it is not used
+  const other = client(fake, { store: new FileStore(dir), aggregators: { helper: "https://helper2.test" } });
+  await other.prepare();
+  assert.equal((await other.record("spend", 3)).status, "held");
+  await other.close(0);
+});
