@@ -45,6 +45,7 @@ from .errors import (  # re-exported: part of this module's API
     SpecError,
     ValueNotInDomain,
 )
+from .kinds import DISTRIBUTED, kind_of
 from .spec import Prio3Params, Spec
 from .wire import is_integer
 
@@ -110,7 +111,7 @@ def _build_vdaf(params: Prio3Params) -> Prio3:
 
 
 def _prio3(spec: Spec) -> Prio3Params:
-    if spec.trust != "distributed" or spec.prio3 is None:
+    if kind_of(spec) is not DISTRIBUTED or spec.prio3 is None:
         raise ValueError(f"campaign {spec.name!r} is not distributed (trust {spec.trust!r})")
     return spec.prio3
 

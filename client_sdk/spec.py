@@ -42,6 +42,7 @@ import re
 
 from .errors import SpecError
 from .frozen import Frozen
+from .kinds import kind_of
 from .randomness import exp_rounded
 from .rappor import RapporParams
 from .spec_fields import (
@@ -115,7 +116,7 @@ _KNOWN_FIELDS = {
     "description", "version", "derived", "fingerprint", "expires", "unit",
 }
 _KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
-TRUST_MODELS = ("local", "distributed")
+TRUST_MODELS = ("local", "distributed")  # the built-in campaign kinds (client_sdk.kinds registers each)
 def resolve_auto(domain_size: int, epsilon: float) -> str:
     """The lowest-variance frequency oracle for ``domain_size`` values at ``epsilon``.
 
@@ -186,11 +187,9 @@ class Spec(Frozen):
         name = data.get("name")
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise SpecError("name", "must be 1-64 characters from A-Z a-z 0-9 _ . - starting with a letter or digit")
-        trust = data.get("trust", "local")
-        if trust not in TRUST_MODELS:
-            raise SpecError("trust", f"must be one of {list(TRUST_MODELS)}")
+        kind = kind_of(data)  # SpecError('trust') for a kind no module registered
         mechanism = data.get("mechanism")
-        if mechanism not in ALLOWED_MECHANISM_NAMES and trust != "distributed":
+        if mechanism not in ALLOWED_MECHANISM_NAMES and kind.takes_mechanism:
             raise SpecError("mechanism", f"must be one of {list(ALLOWED_MECHANISM_NAMES)}")
         description = data.get("description", "")
         if not isinstance(description, str) or len(description) > 1000 or not is_utf8(description):
@@ -205,9 +204,12 @@ class Spec(Frozen):
             delta = float(delta)
         common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
                                   "expires": validate_day("expires", data.get("expires"))}
+        return kind.spec_from_dict(cls, data, common)._checked(data)  # a carried fingerprint must be the spec's
 
-        if trust == "distributed":
-            return cls._distributed_from_dict(data, common)
+    @classmethod
+    def _local_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
+        "A local-DP campaign: a randomizer's mechanism with its domain or range (``client_sdk.kinds.local``)"
+        mechanism = data.get("mechanism")
         for forbidden in DISTRIBUTED_FIELDS[1:]:
             if forbidden in data:
                 raise SpecError(forbidden, "only allowed with trust 'distributed'")
@@ -305,7 +307,7 @@ class Spec(Frozen):
 
     def identity(self) -> dict:
         "The fields that change what a report means: the input of the fingerprint"
-        out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism}
+        out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism, **kind_of(self).identity(self)}
         if self.prio3 is not None:  # distributed: every Prio3 parameter, with epsilon and delta (noise calibration)
             out.update(self.prio3.identity(), trust=self.trust, epsilon=self.epsilon)
             if self.delta is not None:
@@ -363,7 +365,8 @@ class Spec(Frozen):
         if derived:
             if _derived_parameters is None:
                 raise RuntimeError("client_sdk.mechanisms is not imported")  # cannot happen: client_sdk imports it
-            out["derived"] = _derived_parameters(self)
+            if kind_of(self).takes_mechanism:  # the randomizer's probabilities
+                out["derived"] = _derived_parameters(self)
             out["fingerprint"] = self.fingerprint
         return out
 

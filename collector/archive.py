@@ -36,6 +36,7 @@ from typing import Any
 
 import estimators
 from client_sdk.errors import LDPError
+from client_sdk.kinds import kind_of
 from client_sdk.spec import Spec, load_spec
 
 from .errors import ArchiveError, CampaignNotFound
@@ -103,8 +104,8 @@ def read_file_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, str]:
 
 
 def _check_local(spec: Spec) -> None:
-    if getattr(spec, "trust", "local") != "local":
-        raise ArchiveError(f"campaign {spec.name!r} is a distributed campaign: its reports are not archived here")
+    if not kind_of(spec).takes_mechanism:  # a distributed campaign: its shares are the distributed store's
+        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived here")
 
 
 def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:

@@ -4,21 +4,19 @@ output folder's ``summary.json`` and ``index.html``."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from estimators.report import IndexEntry, render_index
-from estimators.report.model import (
-    epsilon_text,
-    is_distributed,
-    ldp_to_central_ratio,
-    ratio_text,
-    value_rows,
-    with_unit,
-)
+from estimators.report.kinds import report_kind
+from estimators.report.model import epsilon_text, ldp_to_central_ratio, ratio_text, trust_model_errors, with_unit
+
+if TYPE_CHECKING:
+    from estimators.estimates import Estimate
 
 RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
                      "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
@@ -70,40 +68,42 @@ class DemoResult:
 
 def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> CampaignSummary:
     "The estimate against the truth, value by value (or for the mean)"
-    result = data.result
-    epsilon = epsilon_text(result)
-    summary = CampaignSummary(data.campaign, str(result.get("mechanism", "")),
-                              float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(result),
+    estimate = data.estimate
+    epsilon = epsilon_text(estimate)
+    summary = CampaignSummary(data.campaign, report_kind(estimate).summary_mechanism(estimate),
+                              float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(estimate),
                               files=files)
-    if is_distributed(result):
-        summary.mechanism = f"distributed: Prio3 {result.get('prio3')}, {result['noise']['mode']} noise"
+    if trust_model_errors(estimate) is not None:  # a release compared with the three trust models, not a ratio
         summary.ldp_to_central_ratio = None
-        summary.error_bars, summary.error_bar_labels = error_bars(result)
+        summary.error_bars, summary.error_bar_labels = error_bars(estimate)
     if isinstance(truth, float):
-        summary.unit = result.get("unit") if isinstance(result.get("unit"), str) else None
-        summary.values.append(ValueSummary("mean", result["mean"], result["ci_low"], result["ci_high"], truth))
+        assert estimate.mean is not None, "a numeric campaign's estimate states its mean"
+        summary.unit = estimate.unit
+        summary.values.append(ValueSummary("mean", estimate.mean, estimate.ci_low, estimate.ci_high, truth))
         return summary
-    rows = {row.value: row for row in value_rows(result)}
+    rows = {row.value: row for row in estimate.values}
     for value, share in sorted(truth.items(), key=lambda item: -item[1]):
         row = rows.get(value)
         if row is not None:
             summary.values.append(ValueSummary(value, row.estimate, row.ci_low, row.ci_high, share))
         else:  # e.g. a RAPPOR candidate the decoder did not detect: its estimate is 0
             summary.values.append(ValueSummary(value, 0.0, None, None, share))
-    if result.get("status") not in (None, "ok"):
-        summary.note = str(result.get("message", ""))
+    if estimate.status not in (None, "ok"):
+        summary.note = estimate.message
     return summary
 
 
 
-def error_bars(result: dict) -> tuple[dict[str, float], dict[str, str]]:
+def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
     "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
-    z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
-    models = result["trust_models"]
-    bars = {name: z * float(models[name]["std_error"]) for name in ("local", "distributed", "central")}
-    labels = {"local": f"best local oracle, {models['local'].get('mechanism')}",
-              "distributed": f"this campaign, {result['noise']['mode']} noise",
-              "central": str(models["central"].get("mechanism", ""))}
+    z = NormalDist().inv_cdf(0.5 + estimate.z_confidence / 2)
+    models = estimate.trust_models
+    assert models is not None, "a distributed release states the three trust models"
+    errors = {name: models[name].std_error for name in ("local", "distributed", "central")}
+    bars = {name: z * error if error is not None else math.nan for name, error in errors.items()}
+    labels = {"local": f"best local oracle, {models['local'].mechanism}",
+              "distributed": f"this campaign, {estimate.noise_mode} noise",
+              "central": models["central"].mechanism or ""}
     return bars, labels
 
 

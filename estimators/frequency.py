@@ -81,6 +81,10 @@ class FrequencyEstimate:
             "central_dp": self.central_dp,
         }
 
+    def to_json(self) -> dict[str, Any]:
+        "The shape every kind shares (estimators/report/report.schema.json): :meth:`to_dict` already is"
+        return self.to_dict()
+
 
 def support_counts(spec: Spec, aggregate: Aggregate) -> np.ndarray:
     "How many of the n reports support each domain value (the mechanism's server entry reads them off)"

@@ -61,6 +61,11 @@ class MeanEstimate:
             "ci_low": self.ci_low, "ci_high": self.ci_high, "central_dp": self.central_dp,
         }
 
+    def to_json(self) -> dict[str, Any]:
+        "The shape every kind shares (estimators/report/report.schema.json): :meth:`to_dict` and one ``values`` row"
+        return {**self.to_dict(), "values": [{"value": "mean", "estimate": self.mean, "std_error": self.std_error,
+                                              "ci_low": self.ci_low, "ci_high": self.ci_high}]}
+
 
 def unbiased_sums(spec: Spec, aggregate: Aggregate) -> tuple[float, float]:
     "(sum Z, sum Z^2) over the reports, on the [-1, 1] scale (the mechanism's server entry maps the codes)"

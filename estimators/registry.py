@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from client_sdk.kinds import kind_of
 from client_sdk.spec import Spec, load_spec
 
 if TYPE_CHECKING:  # the mechanisms import this module: the class is named here for the type checker only
@@ -56,7 +57,7 @@ def mechanism_for(spec: Any) -> ServerMechanism:
     if hit is not None and hit[0] is spec:
         return hit[1]
     spec = load_spec(spec)
-    if spec.trust != "local":
+    if not kind_of(spec).takes_mechanism:  # e.g. distributed: Prio3 shares, estimated from releases
         raise ValueError(f"campaign {spec.name!r} is {spec.trust}: its reports are Prio3 shares with no local-DP "
                          "estimator (estimates come from its releases)")
     cached = _CACHE.get(spec)

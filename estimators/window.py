@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import estimators
-from estimators.distributed import estimate_releases
-from estimators.errors import NoReports
+
+from .estimates import Estimate
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,11 @@ class DailyResult:
 
     day: str
     result: dict
+
+    @cached_property
+    def estimate(self) -> Estimate:
+        "The day's estimate, read once from ``result`` (its JSON)"
+        return Estimate.from_json(self.result)
 
 
 @dataclass(frozen=True)
@@ -37,84 +43,32 @@ class ReportData:
     daily: Sequence[DailyResult] = field(default_factory=tuple)
     truth: dict | float | None = None  # known ground truth (simulations, the demo): fractions by value, or a mean
 
+    @cached_property
+    def estimate(self) -> Estimate:
+        "The estimate, read once from ``result`` (its JSON)"
+        return Estimate.from_json(self.result)
+
     @property
     def kind(self) -> str:
         "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
-        if self.result.get("kind"):
-            return str(self.result["kind"])
-        return "candidate frequency" if self.result.get("mechanism") == "rappor" else "unknown"
+        if self.estimate.kind:
+            return self.estimate.kind
+        return "candidate frequency" if self.estimate.mechanism == "rappor" else "unknown"
 
     @property
     def campaign(self) -> str:
-        return str(self.result.get("campaign") or (self.spec or {}).get("name") or "campaign")
+        return str(self.estimate.campaign or (self.spec or {}).get("name") or "campaign")
 
     @property
     def n(self) -> int | None:
-        return report_count(self.result)
-
-
-def report_count(result: dict) -> int | None:
-    "Number of reports (``n``, or ``reports`` as the RAPPOR decoder calls it)"
-    n = result.get("n", result.get("reports"))
-    return n if isinstance(n, int) and not isinstance(n, bool) else None
+        return self.estimate.n
 
 
 def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict:
     """The JSON estimate of one window's merged aggregate; non-finite numbers become null (JSON has none).
 
     Raises :class:`estimators.NoReports` for an empty window."""
-    result = estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_dict()
-    return finite_json(common_shape(result, spec.name))
-
-
-def is_distributed_spec(spec: Any) -> bool:
-    "A distributed campaign's spec (a Spec or its JSON): its estimates come from releases, not aggregates"
-    trust = spec.get("trust") if isinstance(spec, dict) else getattr(spec, "trust", None)
-    return trust == "distributed"
-
-
-def in_window(releases: Sequence[dict], since: str | None, until: str | None) -> list[dict]:
-    "The releases whose batch (a UTC day) falls in [since, until], in batch order"
-    chosen = [r for r in releases if (not since or str(r.get("batch")) >= since)
-              and (not until or str(r.get("batch")) <= until)]
-    return sorted(chosen, key=lambda release: str(release.get("batch")))
-
-
-def releases_estimate(spec: Any, releases: Sequence[dict], confidence: float = 0.95) -> dict:
-    """The JSON estimate of a distributed campaign over the releases of a window (their batches added up).
-
-    Raises :class:`estimators.NoReports` when the window holds no release."""
-    if not releases:
-        raise NoReports("no release in this window")
-    return finite_json(estimate_releases(spec, releases, confidence))
-
-
-def daily_releases(spec: Any, releases: Sequence[dict], confidence: float = 0.95) -> list[DailyResult]:
-    "One estimate per batch; none when the window holds a single batch"
-    if len(releases) <= 1:
-        return []
-    return [DailyResult(str(release.get("batch")), releases_estimate(spec, [release], confidence))
-            for release in releases]
-
-
-def common_shape(result: dict, campaign: str | None = None) -> dict:
-    """``result`` with the members every kind shares: ``kind``, ``campaign``, ``n``, ``confidence`` and ``values``
-    (rows of ``value``, ``estimate``, ``std_error``, ``ci_low``, ``ci_high``); estimators/report/report.schema.json.
-
-    RAPPOR's decoder rows (reference column names, counts next to proportions) become ``values`` rows whose
-    ``estimate`` is the proportion (``count`` keeps the count); a mean gets one row named ``mean``."""
-    if result.get("mechanism") == "rappor" and "kind" not in result:
-        rows = result.get("estimates") or []
-        rest = {key: value for key, value in result.items() if key != "estimates"}
-        return {"kind": "rappor", "campaign": campaign, "n": result.get("reports"), **rest, "values": [
-            {"value": row["string"], "estimate": row["proportion"], "std_error": row["prop_std_error"],
-             "ci_low": row["prop_low_95"], "ci_high": row["prop_high_95"], "count": row["estimate"],
-             "count_std_error": row["std_error"], "detected": row["detected"]} for row in rows]}
-    if result.get("kind") == "mean" and "values" not in result:
-        return {**result, "values": [{"value": "mean", **{key: result.get(key) for key in
-                                                          ("estimate", "std_error", "ci_low", "ci_high")},
-                                      "estimate": result.get("mean")}]}
-    return result
+    return finite_json(estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_json())
 
 
 def finite_json(value: Any) -> Any:

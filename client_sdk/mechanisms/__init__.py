@@ -10,6 +10,7 @@ import importlib
 import os
 
 from ..errors import SpecError
+from ..kinds import kind_of
 from ..randomness import RandomSource
 from ..spec import Spec, load_spec, set_derived_parameters
 from .base import MECHANISM_CLASSES, CategoricalMechanism, Mechanism
@@ -51,7 +52,7 @@ def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options
     ``cohort``; without them it uses a fresh in-memory secret, which gives no long-term protection across
     processes (``client_sdk.Client`` persists one)."""
     spec = load_spec(spec)
-    if spec.trust != "local":  # perturbs nothing on the device: client_sdk.distributed shards and seals instead
+    if not kind_of(spec).takes_mechanism:  # e.g. distributed: client_sdk.distributed shards and seals instead
         raise SpecError("trust", f"campaign {spec.name!r} is {spec.trust}: it has no local randomizer "
                                  "(client_sdk.distributed.seal_report makes its reports)")
     return MECHANISM_CLASSES[spec.mechanism](spec, rng=rng, **options)

@@ -30,6 +30,7 @@ from ..errors import (
     UnsupportedSpec,
     ValueNotInDomain,
 )
+from ..kinds import kind_of
 from ..mechanisms import Mechanism, mechanism_from_spec
 from ..randomness import RandomSource
 from ..rappor import cohort_from_secret
@@ -60,6 +61,7 @@ class Recorder:
         self.rng, self.policy, self.policies, self.batch_size = rng, policy, policies, batch_size
         self.clock, self.upload_enabled, self.wake, self.log_once = clock, upload_enabled, wake, log_once
         self.mechanisms: dict[str, Mechanism] = {}
+        self.made_with = threading.local()  # the randomizer of this thread's report being recorded
         # The RAPPOR device secret: read from the state file on first use, or drawn and stored (pending) in the
         # transaction of the first report made with it
         self.secret: bytes | None = None
@@ -87,17 +89,13 @@ class Recorder:
     def queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
         "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
-        mechanism = None
-        batch = None  # a distributed report names its batch: one per batch (ledger), sealed into its shares
+        kind = kind_of(spec)
+        self.made_with.mechanism = None
+        batch = kind.batch_of(now)  # a report that names its batch is charged once per batch, sealed into it
         try:
-            if spec.trust == "distributed":
-                batch = utc_day(now)  # the UTC day of the clock (distributed.batch_of)
-                payload = self.seal(spec, campaign, value, report_id, batch)
-                if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
-                    return Recorded(payload)
-            else:
-                mechanism = self.checked_mechanism(spec)
-                payload = self.perturb(spec, value, mechanism)  # validates the value before any quota/state check
+            payload = kind.make_payload(self, spec, campaign, value, report_id, batch)  # validates the value first
+            if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
+                return Recorded(payload)
         except RecordingError:
             raise
         except LDPError:  # the RAPPOR device secret could not be read
@@ -110,12 +108,13 @@ class Recorder:
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
-                if self.ledger.refusal(campaign, spec.epsilon, policy, now, batch) is not None:
+                epsilon, delta = kind.ledger_charge(spec)
+                if self.ledger.refusal(campaign, epsilon, policy, now, batch) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
+                mechanism = self.made_with.mechanism
                 if spec.mechanism == "rappor" and mechanism is not None:
                     report["payload"] = self.with_stored_secret(spec, value, mechanism, payload)
-                delta = (spec.delta or 0.0) if spec.trust == "distributed" else 0.0  # local reports: pure epsilon
-                self.ledger.charge(campaign, spec.epsilon, policy, now, delta=delta, batch=batch)
+                self.ledger.charge(campaign, epsilon, policy, now, delta=delta, batch=batch)
                 self.queue.put(report, now)
                 pending = self.queue.last_count
         except sqlite3.Error as exc:
@@ -198,6 +197,13 @@ class Recorder:
             self.held.scrub()
 
     # -- local campaigns: the randomizers -----------------------------------------------------------------------
+    def perturbed(self, spec: Spec, value: Any) -> Any:
+        """A local report's payload (``client_sdk.kinds.ReportMaker``): ``value`` perturbed by the spec's randomizer,
+        which this thread's record then finds in ``self.made_with`` (a RAPPOR one is checked against the stored
+        secret in the record's transaction)"""
+        mechanism = self.made_with.mechanism = self.checked_mechanism(spec)
+        return self.perturb(spec, value, mechanism)
+
     def checked_mechanism(self, spec: Spec) -> Mechanism:
         try:
             return self._mechanism(spec)
@@ -272,7 +278,7 @@ class Recorder:
             return self.secret
 
     # -- distributed campaigns ----------------------------------------------------------------------------------
-    def seal(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict | RecordStatus:
+    def sealed(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict | RecordStatus:
         """A distributed report's payload for ``batch``: the value sharded and sealed to the leader and the helper,
         with HPKE configs the listing names and the app's configuration vouches for; or the status saying why not"""
         if isinstance(value, float) and value != value:

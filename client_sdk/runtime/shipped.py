@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..kinds import kind_of
 from ..spec import Spec, load_spec
 
 ShippedSpec = tuple[Spec, Any]  # the spec and its aggregators block (None for a local campaign)
@@ -70,4 +71,4 @@ def _one(item: Any, where: str) -> ShippedSpec:
         raise SpecError(f"{where}.fingerprint", "does not match the spec's parameters (the spec was altered)")
     if listed.get("name") is not None and listed["name"] != spec.name:
         raise SpecError(f"{where}.name", f"is not the spec's name {spec.name!r}")
-    return spec, listed.get("aggregators") if spec.trust == "distributed" else None
+    return spec, listed.get("aggregators") if kind_of(spec).needs_aggregators else None

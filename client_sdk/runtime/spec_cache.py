@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import LDPError, SpecError, UnsupportedSpec
+from ..kinds import kind_of
 from ..spec import Spec, canonical_json, load_spec
 from .answers import campaign_list, condition_for, problem, retry_after
 from .shipped import ShippedSpec
@@ -112,7 +113,7 @@ class SpecCache:
             return shipped[0]  # until the collector's spec arrives (fetched, it replaces this one)
         if self.clock() - held[1] >= self.spec_ttl:
             self.wake.set()  # stale: keep using it, refresh in the background
-        if held[0].trust == "distributed" and self.helper_configs_missing():
+        if kind_of(held[0]).needs_aggregators and self.helper_configs_missing():
             self.helper_configs_wanted = True
             self.wake.set()
             return RecordStatus.SPEC_UNAVAILABLE
@@ -175,7 +176,7 @@ class SpecCache:
                 self.aggregators[campaign] = body.get("aggregators")
                 self.specs[campaign] = (spec, now)
                 self.cached_at[campaign] = now
-            if any(spec.trust == "distributed" for spec, _, _ in fresh.values()):
+            if any(kind_of(spec).needs_aggregators for spec, _, _ in fresh.values()):
                 self.fetch_helper_configs(timeout)  # with every listing: the helper may have rotated its key
             self.checked = now
             self.keys_refused = False
@@ -229,7 +230,7 @@ class SpecCache:
         self.aggregators[campaign] = cached.get("aggregators")
         self.specs[campaign] = (spec, now)
         self.cached_at[campaign] = now
-        if spec.trust == "distributed":
+        if kind_of(spec).needs_aggregators:
             self.fetch_helper_configs()
         return spec
 
@@ -344,8 +345,8 @@ def _parsed_listing(body: bytes) -> _Listing | None:
 
 
 def _with_aggregators(spec: Spec, body: dict, aggregators: Any) -> dict:
-    "What the state file caches: the spec as listed, with a distributed campaign's aggregators block"
-    return {**body, "aggregators": aggregators} if spec.trust == "distributed" else body
+    "What the state file caches: the spec as listed, with its aggregators block if its kind needs one"
+    return {**body, "aggregators": aggregators} if kind_of(spec).needs_aggregators else body
 
 
 def _split_cached(body: dict) -> tuple[Spec, Any]:

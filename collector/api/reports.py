@@ -25,11 +25,12 @@ from flask import Blueprint, Response, current_app, g, jsonify
 import estimators
 from client_sdk.errors import PayloadError
 from client_sdk.spec import NAME_PATTERN
-from estimators.mechanisms import ServerMechanism, mechanism_for
+from estimators.mechanisms import ServerMechanism
 
 from ..auth import max_batch_reports, rate_rule, require, too_many
 from ..cors import browser_route
 from ..db import get_storage
+from ..kinds import CollectorKind, ReportItem, collector_kind
 from ..problems import Problem, invalid
 from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup
 from .body import count_items, parse_json, read_body
@@ -66,7 +67,7 @@ class _Lookup:
         return None
 
     def find(self, name: str, fingerprint: str) -> tuple[CampaignVersion, ServerMechanism | None] | tuple[str, str]:
-        "The version and its mechanism (None for a distributed campaign), or (field, reason) why there is none"
+        "The version and its mechanism (None for a kind that takes its own reports), or (field, reason) why not"
         key = (name, fingerprint)
         found = self.cache.get(key) or self.missing.get(key)
         if found is not None:
@@ -80,8 +81,8 @@ class _Lookup:
             return self.missing[key]
         storage = get_storage()
         campaign = storage.find_version(name, fingerprint)
-        if campaign is not None:  # a distributed campaign has no local mechanism: collector.distributed checks it
-            mechanism = None if campaign.spec.trust == "distributed" else mechanism_for(campaign.spec)
+        if campaign is not None:  # a kind without a server mechanism (distributed) checks its reports itself
+            mechanism = collector_kind(campaign.spec).server_mechanism(campaign.spec)
             if mechanism is not None:  # the mechanism's own (equal) spec object: mechanism_for finds it by identity
                 campaign = dataclasses.replace(campaign, spec=mechanism.spec)
             self.cache[key] = (campaign, mechanism)
@@ -117,10 +118,10 @@ def ingest() -> Response:
         raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports",
                       max_reports=limit)  # the key's limit (smaller for public keys): a client may send that many
 
-    indexed_groups, rejected, duplicates, distributed = _validate(reports, check_payloads=False)
+    indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
         # a payload failed its group's check: check them one by one, to reject each bad report by name
-        indexed_groups, rejected, duplicates, distributed = _validate(reports)
+        indexed_groups, rejected, duplicates, others = _validate(reports)
         for group, indices in indexed_groups:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
@@ -130,25 +131,30 @@ def ingest() -> Response:
     except RateLimited as limited:
         raise too_many(limited.retry_after) from None
     accepted, duplicate = result.accepted, duplicates + result.duplicate
-    if distributed:  # after the local reports' transaction (which took the rate token): their own transaction
-        # imported here: a standalone collector loads no distributed module (+166 ms, 189 modules per worker)
-        from ..distributed import api as distributed_api
-
-        outcome = distributed_api.ingest(distributed, today())
+    for kind, items in _by_kind(others).items():  # after the rows' transaction (which took the rate token)
+        outcome = kind.accept_reports(items, today())  # each kind in its own store's transaction
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
     return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected})
 
 
+def _by_kind(items: list[ReportItem]) -> dict[CollectorKind, list[ReportItem]]:
+    "The reports that no server mechanism takes, by their campaign's kind (in batch order)"
+    kinds: dict[CollectorKind, list[ReportItem]] = {}
+    for item in items:
+        kinds.setdefault(collector_kind(item[2].spec), []).append(item)
+    return kinds
+
+
 def _validate(reports: list, *, check_payloads: bool = True
-              ) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int, list[tuple[int, dict, CampaignVersion]]]:
+              ) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int, list[ReportItem]]:
     """Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count,
-    and the reports of distributed campaigns (checked by collector.distributed); without ``check_payloads`` the
-    local payloads are left to ``_check_and_aggregate``"""
+    and the reports of kinds without a server mechanism (checked by their kind's ``accept_reports``); without
+    ``check_payloads`` the mechanisms' payloads are left to ``_check_and_aggregate``"""
     lookup = _Lookup()
     key = g.api_key
-    distributed: list[tuple[int, dict, CampaignVersion]] = []
+    others: list[ReportItem] = []
     groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]] = {}
     # per (campaign, fingerprint) of this batch: the version, its mechanism, why it takes no reports (or None)
     # and its group, looked up once per batch instead of once per report
@@ -181,7 +187,7 @@ def _validate(reports: list, *, check_payloads: bool = True
                 duplicates += 1
                 continue
             seen.add(report_id)
-            distributed.append((index, report, campaign))
+            others.append((index, report, campaign))
             continue
         payload = report["payload"]
         if check_payloads or report_id in seen:  # a repeated id is a duplicate only if its payload is valid
@@ -201,7 +207,7 @@ def _validate(reports: list, *, check_payloads: bool = True
         entry[0].report_ids.append(report_id)
         entry[0].payloads.append(payload)
         entry[1].append(index)
-    return [entry for entry in groups.values() if entry[1]], rejected, duplicates, distributed
+    return [entry for entry in groups.values() if entry[1]], rejected, duplicates, others
 
 
 def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,

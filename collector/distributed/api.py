@@ -16,6 +16,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from client_sdk.distributed_messages import ProtocolError
 from client_sdk.errors import SpecError
+from client_sdk.kinds import DISTRIBUTED, kind_of
 from client_sdk.spec import NAME_PATTERN
 from estimators import NoReports
 from estimators.distributed.release import estimate_release
@@ -36,10 +37,6 @@ peer = Blueprint("dist_peer", __name__)
 leader_api = Blueprint("dist_leader", __name__)
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 PEER_BUCKET = "peer"  # the rate bucket of the peer token (API keys' buckets are named by their hashes)
-
-
-def is_distributed(campaign: CampaignVersion) -> bool:
-    return getattr(campaign.spec, "trust", "local") == "distributed"
 
 
 def role() -> str:
@@ -210,7 +207,7 @@ def _campaign(name: str, version: int | None = None) -> CampaignVersion:
         campaign = get_storage().get_campaign(name, version)
     except CampaignNotFound as exc:
         raise Problem(404, str(exc), field="version" if version else "name") from None
-    if not is_distributed(campaign):
+    if kind_of(campaign.spec) is not DISTRIBUTED:
         raise Problem(409, f"campaign {name!r} is not distributed", slug=ProtocolError.NOT_DISTRIBUTED, field="name")
     return campaign
 

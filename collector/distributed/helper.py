@@ -37,6 +37,7 @@ from client_sdk.distributed_messages import (
     parse_job_request,
 )
 from client_sdk.errors import LDPError, ShareRejected, SpecError
+from client_sdk.kinds import DISTRIBUTED, find_kind
 from client_sdk.spec import Spec, load_spec
 from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
@@ -73,7 +74,7 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
     spec_source = body["spec"]
     if not isinstance(spec_source, dict) or spec_source.get("name") != name:
         raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
-    if spec_source.get("trust") != "distributed":
+    if find_kind(spec_source) is not DISTRIBUTED:
         raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be a distributed campaign", "spec.trust")
     try:
         verify_key = from_b64url(body["verify_key"], "verify_key")

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,7 @@ class RapporResult:
     lasso_used: bool = False
     resamples: int = 0
     extra: dict = field(default_factory=dict)
+    campaign: str | None = None  # the spec's name, when decoded for a campaign (estimate_rappor)
 
     @property
     def detected(self) -> tuple[CandidateEstimate, ...]:
@@ -165,6 +166,18 @@ class RapporResult:
             **self.extra,
             "estimates": [e.to_dict() for e in self.detected],
         }
+
+
+    def to_json(self) -> dict:
+        """The estimate in the shape every kind shares (estimators/report/report.schema.json): ``kind``,
+        ``campaign``, ``n`` and ``values`` rows whose ``estimate`` is the detected candidate's proportion (its
+        count and the count's standard error kept beside); the decoder's summary members as in :meth:`to_dict`"""
+        summary = self.to_dict()
+        del summary["estimates"]  # the reference decoder's rows: ``values`` below instead
+        return {"kind": "rappor", "campaign": self.campaign, "n": self.reports, **summary, "values": [
+            {"value": e.string, "estimate": e.proportion, "std_error": _finite(e.proportion_std_error),
+             "ci_low": e.ci_low, "ci_high": e.ci_high, "count": e.estimate, "count_std_error": _finite(e.std_error),
+             "detected": e.detected} for e in self.detected]}
 
 
 def decode_rappor(
@@ -543,4 +556,4 @@ def estimate_rappor(
     spec: Spec, aggregate: Any, *, confidence: float = DEFAULT_CONFIDENCE, **options: Any
 ) -> RapporResult:
     "The ``estimators.estimate_aggregate`` entry point for RAPPOR: decode against the spec's candidates"
-    return decode_aggregate(spec, aggregate, confidence=confidence, **options)
+    return replace(decode_aggregate(spec, aggregate, confidence=confidence, **options), campaign=spec.name)

@@ -37,7 +37,7 @@ def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequen
 
 def _table(data: ReportData) -> str:
     columns, cells = value_table(data)
-    zero_rows = [row.includes_zero or row.below_zero for row in display_rows(data.result)] or [False] * len(cells)
+    zero_rows = [row.includes_zero or row.below_zero for row in display_rows(data.estimate)] or [False] * len(cells)
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
     body = []
     for row, is_zero in zip(cells, zero_rows):

@@ -10,7 +10,7 @@ import json
 from importlib.resources import files
 from typing import Any
 
-from ..window import ReportData, common_shape, finite_json
+from ..window import ReportData, finite_json
 from .model import SCHEMA_VERSION, parse_row, row_list_key
 
 
@@ -20,7 +20,7 @@ def json_report(data: ReportData) -> dict[str, Any]:
     A distributed campaign's estimate keeps its ``trust_models``, ``guarantee``, ``noise`` and ``batches``.
 
     Each value row also gets ``distinguishable_from_zero`` (its interval excludes 0)."""
-    result = common_shape(data.result, data.campaign)
+    result = data.result
     report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "trust": result.get("trust", "local"), **result}
     key = row_list_key(result)
     if key is not None:
@@ -28,7 +28,7 @@ def json_report(data: ReportData) -> dict[str, Any]:
     report["window"] = {"since": data.since, "until": data.until}
     report["spec"] = data.spec
     if data.daily:
-        report["daily"] = [{"day": entry.day, **common_shape(entry.result, data.campaign)} for entry in data.daily]
+        report["daily"] = [{"day": entry.day, **entry.result} for entry in data.daily]
     return report
 
 

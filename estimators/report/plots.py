@@ -13,7 +13,6 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from statistics import NormalDist
 from weakref import WeakSet
 
 import numpy as np
@@ -24,29 +23,28 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from ..window import DailyResult, ReportData, report_count
+from ..estimates import Estimate, as_estimate
+from ..window import DailyResult, ReportData
+from .kinds.base import report_kind
 from .model import (
     DAILY_SERIES,
     NOT_DISTINGUISHABLE,
+    EstimateLike,
     central_halfwidth,
     central_mechanism,
     confidence_percent,
     display_rows,
     epsilon_text,
     format_number,
-    is_distributed,
-    is_mean,
     value_rows,
     with_unit,
 )
-from .scaling import ScalingCurves, TrustModelCurves, scaling_curves, trust_model_curves
+from .scaling import ScalingCurves, TrustModelCurves
+from .style import CENTRAL_COLOUR, DISTRIBUTED_COLOUR, LDP_COLOUR
 
 MAX_BARS = 20
 MAX_SERIES = DAILY_SERIES
-LDP_COLOUR = "#1f77b4"
 FAINT_COLOUR = "#a6c8e6"
-CENTRAL_COLOUR = "#d62728"
-DISTRIBUTED_COLOUR = "#9467bd"
 TRUTH_COLOUR = "#2ca02c"
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -157,10 +155,11 @@ def _plain_log_labels(axes: Axes) -> None:
         axis.set_minor_locator(NullLocator())
 
 
-def frequency_figure(result: dict, truth: dict | None = None, campaign: str | None = None) -> Plot:
+def frequency_figure(result: EstimateLike, truth: dict | None = None, campaign: str | None = None) -> Plot:
     """Bars of the estimates with their local-DP intervals; beside each, central DP's interval when known.
 
     Values whose interval includes 0 are drawn faint.  At most ``MAX_BARS`` values (the largest estimates)."""
+    result = as_estimate(result)
     rows = display_rows(result)[:MAX_BARS]  # the table's order
     central = central_halfwidth(result)
     offset = 0.17 if central is not None and truth else 0.0
@@ -169,12 +168,12 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
     x = np.arange(len(rows))
     estimates = [row.estimate for row in rows]
     colours = [FAINT_COLOUR if row.includes_zero else LDP_COLOUR for row in rows]
-    unbiased = result.get("kind") == "frequency"
+    unbiased = result.kind == "frequency"
     axes.bar(x - offset, estimates, width=0.34 if offset else 0.5, color=colours,
              label="estimate (unbiased)" if unbiased else "estimate")
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
-    model = "distributed DP" if is_distributed(result) else "local DP"
+    model = report_kind(result).model_label
     axes.errorbar(x - offset, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=4, linewidth=1.2,
                   label=f"{model} {confidence_percent(result)} CI")
     if central is not None and truth:  # around the truth, never around the estimate: a width, not a second claim
@@ -189,56 +188,15 @@ def frequency_figure(result: dict, truth: dict | None = None, campaign: str | No
     axes.set_xticks(x, [_short(row.value) for row in rows], rotation=30 if tilted else 0,
                     ha="right" if tilted else "center")
     axes.set_ylabel("fraction of reports")
-    name = campaign or result.get("campaign") or ""
-    mechanism = _mechanism_text(result)
+    name = campaign or result.campaign or ""
+    mechanism = report_kind(result).mechanism_text(result)
     axes.set_title(f"{name}: {mechanism}, {_privacy_text(result)}, n = {_count(result)}")
     handles, _ = axes.get_legend_handles_labels()
     if any(row.includes_zero for row in rows):
         handles.append(Patch(color=FAINT_COLOUR, label=f"CI includes 0 ({NOT_DISTINGUISHABLE})"))
     axes.legend(handles=handles, fontsize=8, loc="upper right")
-    return Plot("frequencies", "Frequency estimates", figure, _frequency_caption(result, len(rows), bool(truth)))
-
-
-def _mechanism_text(result: dict) -> str:
-    if is_distributed(result):
-        return f"Prio3 {result.get('prio3', '')}, {(result.get('noise') or {}).get('mode', '')} noise"
-    return str(result.get("mechanism", ""))
-
-
-def _frequency_caption(result: dict, shown: int, truth: bool = False) -> str:
-    rows = value_rows(result)
-    if is_distributed(result):
-        return _distributed_frequency_caption(result, rows, shown, truth)
-    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
-    central = central_halfwidth(result)
-    kind = "unbiased estimates" if result.get("kind") == "frequency" else "estimates"
-    parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
-    if len(rows) > shown:
-        parts[0] += f" (the {shown} largest of {len(rows)} values)"
-    if widths and central is not None:
-        ldp = sum(widths) / len(widths)
-        parts.append(
-            f"Central DP ({central_mechanism(result)}, replace-one) would give ±{format_number(central)} at the same "
-            f"ε against ±{format_number(ldp)} locally" + ("; in red, its interval around the truth" if truth else ""))
-    if any(r.includes_zero for r in rows):
-        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
-    return ". ".join(parts) + "."
-
-
-def _distributed_frequency_caption(result: dict, rows: list, shown: int, truth: bool) -> str:
-    widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
-    parts = [f"Bars: unbiased estimates from the noisy release with their {confidence_percent(result)} intervals "
-             "(the exact quantile of the release's noise)"]
-    if len(rows) > shown:
-        parts[0] += f" (the {shown} largest of {len(rows)} values)"
-    central = central_halfwidth(result)
-    if widths and central is not None:
-        parts.append(f"A trusted curator ({central_mechanism(result)}, replace-one) would give "
-                     f"±{format_number(central)} against ±{format_number(sum(widths) / len(widths))} here"
-                     + ("; in red, its interval around the truth" if truth else ""))
-    if any(r.includes_zero for r in rows):
-        parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
-    return ". ".join(parts) + "."
+    caption = report_kind(result).frequency_caption(result, value_rows(result), len(rows), bool(truth))
+    return Plot("frequencies", "Frequency estimates", figure, caption)
 
 
 def scaling_figure(curves: ScalingCurves) -> Plot:
@@ -281,8 +239,7 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
     figure = new_figure(8.0, 4.8)
     axes = figure.add_subplot()
     axes.loglog(curves.n, curves.local, color=LDP_COLOUR, label=f"local DP ({curves.local_mechanism}), slope −1/2")
-    shown = curves.n >= curves.distributed_from
-    axes.loglog(curves.n[shown], curves.distributed[shown], color=DISTRIBUTED_COLOUR,
+    axes.loglog(curves.n, curves.distributed, color=DISTRIBUTED_COLOUR,
                 label=f"distributed DP (Prio3, {curves.noise_mode} noise), slope −1")
     axes.loglog(curves.n, curves.central, color=CENTRAL_COLOUR, linestyle="--",
                 label=f"central DP ({curves.central_mechanism}), slope −1")
@@ -309,34 +266,31 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
         f"{format_number(now['distributed'])}, central {format_number(now['central'])} (distributed is "
         f"{now['distributed'] / now['central']:.2g}× central, local {now['local'] / now['distributed']:,.0f}× "
         f"distributed). Lines: formulas")
-    if curves.distributed_from > 1:
-        caption += f"; the coin noise needs at least {curves.distributed_from:,} reports per batch"
     return Plot("sqrt_n", "Local, distributed and central DP against n", figure, caption + ".")
 
 
-def mean_figure(result: dict, truth: float | None = None) -> Plot:
+def mean_figure(result: EstimateLike, truth: float | None = None) -> Plot:
     """The mean with its interval; below it, the 95% half-widths each trust model would give, as widths.
 
     The comparison is never drawn around this estimate (a second interval there reads as a confident claim about
     the same number); with a known truth (simulations) the other models' intervals are drawn around the truth."""
-    mean = float(result["mean"])
-    central = result.get("central_dp") or {}
-    distributed = is_distributed(result)
-    model = "distributed DP" if distributed else "local DP"
-    ldp_width = (result["ci_high"] - result["ci_low"]) / 2
-    widths = [(f"{model}\n{_mechanism_text(result)}", ldp_width, DISTRIBUTED_COLOUR if distributed else LDP_COLOUR)]
-    local = (result.get("trust_models") or {}).get("local") or {}
-    if distributed and isinstance(local.get("std_error"), (int, float)):
-        z = NormalDist().inv_cdf(0.5 + float(result.get("confidence", 0.95)) / 2)
-        widths.append((f"local DP\n{local.get('mechanism', '')} (formula)", z * float(local["std_error"]),
-                       LDP_COLOUR))
-    if isinstance(central.get("ci_halfwidth"), (int, float)):
-        widths.append((f"central DP\n{central_mechanism(result).split(',')[0]}", float(central["ci_halfwidth"]),
-                       CENTRAL_COLOUR))
+    result = as_estimate(result)
+    mean, low, high = result.mean, result.ci_low, result.ci_high
+    if mean is None or low is None or high is None:
+        raise ValueError("a mean figure needs the mean and its interval")
+    central = result.central.ci_halfwidth if result.central is not None else None
+    kind = report_kind(result)
+    model = kind.model_label
+    ldp_width = (high - low) / 2
+    comparisons = kind.mean_comparisons(result)
+    widths = [(f"{model}\n{kind.mechanism_text(result)}", ldp_width, kind.colour)]
+    widths += [(label, width, colour) for label, width, colour, _ in comparisons]
+    if central is not None:
+        widths.append((f"central DP\n{central_mechanism(result).split(',')[0]}", central, CENTRAL_COLOUR))
     figure = new_figure(8.0, 2.2 + 0.6 * len(widths))
     estimate_axes, width_axes = figure.subplots(2, 1, height_ratios=[1, max(1, len(widths) - 1)],
                                                 gridspec_kw={"hspace": 0.9})
-    estimate_axes.errorbar([mean], [0], xerr=[[mean - result["ci_low"]], [result["ci_high"] - mean]], fmt="o",
+    estimate_axes.errorbar([mean], [0], xerr=[[mean - low], [high - mean]], fmt="o",
                            color=widths[0][2], capsize=6, linewidth=2, markersize=7, label=f"{model} estimate")
     if truth is not None:
         estimate_axes.axvline(truth, color=TRUTH_COLOUR, linestyle="--", label="ground truth")
@@ -344,7 +298,7 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
             estimate_axes.errorbar([truth], [-position], xerr=width, fmt="none", color=colour, capsize=6,
                                    linewidth=2, label=f"{label.splitlines()[0]} around the truth")
     estimate_axes.set_yticks([])
-    unit = result.get("unit")
+    unit = result.unit
     estimate_axes.set_xlabel(f"mean ({unit}, {confidence_percent(result)} CI)" if unit else
                              f"mean ({confidence_percent(result)} CI)")
     estimate_axes.legend(fontsize=7, loc="upper right")
@@ -353,26 +307,25 @@ def mean_figure(result: dict, truth: float | None = None) -> Plot:
     width_axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
     width_axes.set_xscale("log")
     width_axes.set_xlabel(with_unit(f"{confidence_percent(result)} CI half-width, same ε", result))
-    estimate_axes.set_title(f"{result.get('campaign', '')}: mean over n = {_count(result)}, {_privacy_text(result)}")
+    estimate_axes.set_title(f"{result.campaign or ''}: mean over n = {_count(result)}, {_privacy_text(result)}")
     suffix = f" {unit}" if unit else ""
     caption = (f"Mean {format_number(mean)}{suffix} ± {format_number(ldp_width)}{suffix} under {model}")
-    if distributed and len(widths) > 1 and widths[1][0].startswith("local"):
-        caption += f"; local DP's best mechanism would give ± {format_number(widths[1][1])} at the same ε"
-    if isinstance(central.get("ci_halfwidth"), (int, float)):
+    caption += "".join(f"; {text}" for _, _, _, text in comparisons)
+    if central is not None:
         caption += (f"; a trusted curator ({central_mechanism(result)}, replace-one) at the same ε would report "
-                    f"± {format_number(central['ci_halfwidth'])}")
+                    f"± {format_number(central)}")
     caption += (". The lower panel compares the half-widths; the other models' intervals are drawn around the truth"
                 if truth is not None else ". The lower panel compares the half-widths")
     return Plot("mean", "Mean", figure, caption + ".")
 
 
-def _privacy_text(result: dict) -> str:
+def _privacy_text(result: Estimate) -> str:
     "ε, and δ where one applies (a distributed release's, or the central baseline's Gaussian)"
-    delta = result.get("delta")
-    if not isinstance(delta, (int, float)) or not delta:
-        delta = ((result.get("central_dp") or {}).get("gaussian") or {}).get("delta")
+    delta = result.delta
+    if not delta:
+        delta = result.central.gaussian_delta if result.central is not None else None
     text = f"ε = {epsilon_text(result)}"
-    return text + (f", δ = {delta:.0e}" if isinstance(delta, (int, float)) and delta else "")
+    return text + (f", δ = {delta:.0e}" if delta else "")
 
 
 def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
@@ -383,8 +336,10 @@ def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
     figure = new_figure(8.0, 4.5)
     axes = figure.add_subplot()
     x = np.arange(len(days))
-    if is_mean(days[0].result):
-        series = {"mean": [(d.result["mean"], d.result["ci_low"], d.result["ci_high"]) for d in days]}
+    first = days[0].estimate
+    if first.is_mean:
+        series = {"mean": [(_or(d.estimate.mean, math.nan), _or(d.estimate.ci_low, math.nan),
+                            _or(d.estimate.ci_high, math.nan)) for d in days]}
     else:
         series = _top_series(days)
     for index, (label, points) in enumerate(series.items()):
@@ -393,8 +348,8 @@ def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
         axes.plot(x, values[:, 0], marker="o", color=colour, label=_short(label))
         axes.fill_between(x, values[:, 1], values[:, 2], color=colour, alpha=0.18)
     axes.set_xticks(x, [d.day for d in days], rotation=30 if len(days) > 7 else 0)
-    axes.set_ylabel(with_unit("mean", days[0].result) if "mean" in series else "fraction of reports")
-    axes.set_title(f"Per day, with {confidence_percent(days[0].result)} CI bands")
+    axes.set_ylabel(with_unit("mean", first) if "mean" in series else "fraction of reports")
+    axes.set_title(f"Per day, with {confidence_percent(first)} CI bands")
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     shown = "the mean" if "mean" in series else f"the {len(series)} largest values"
     caption = (f"Daily estimates of {shown} over {len(days)} days; the bands are each day's local-DP intervals, "
@@ -405,12 +360,12 @@ def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
 def _top_series(days: Sequence[DailyResult]) -> dict[str, list[tuple[float, float, float]]]:
     totals: dict[str, float] = {}
     for day in days:
-        for row in value_rows(day.result):
+        for row in day.estimate.values:
             totals[row.value] = totals.get(row.value, 0.0) + row.estimate
     top = sorted(totals, key=lambda value: -totals[value])[:MAX_SERIES]
     series: dict[str, list[tuple[float, float, float]]] = {value: [] for value in top}
     for day in days:
-        rows = {row.value: row for row in value_rows(day.result)}
+        rows = {row.value: row for row in day.estimate.values}
         for value in top:
             found = rows.get(value)
             if found is None:
@@ -421,8 +376,8 @@ def _top_series(days: Sequence[DailyResult]) -> dict[str, list[tuple[float, floa
     return series
 
 
-def _count(result: dict) -> str:
-    n = report_count(result)
+def _count(result: Estimate) -> str:
+    n = result.n
     return f"{n:,}" if n is not None else "?"
 
 
@@ -437,23 +392,13 @@ def _short(text: str, limit: int = 18) -> str:
 def report_plots(data: ReportData, *, simulate_points: bool = True,
                  rng: np.random.Generator | None = None) -> list[Plot]:
     "Every figure that applies to this report, in reading order"
-    result = data.result
+    result = data.estimate
     plots: list[Plot] = []
-    if is_mean(result) and "mean" in result:
+    if result.is_mean and result.mean is not None and result.ci_low is not None and result.ci_high is not None:
         plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
-    elif value_rows(result):
+    elif result.values:
         plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
-    if is_distributed(result):
-        models = trust_model_curves(result)
-        if models is not None:
-            plots.append(trust_models_figure(models))
-    else:
-        try:
-            curves = scaling_curves(result, data.spec, rng=rng, simulate_points=simulate_points)
-        except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
-            curves = None
-        if curves is not None:
-            plots.append(scaling_figure(curves))
+    plots += report_kind(result).comparison_plots(data, simulate_points=simulate_points, rng=rng)
     daily = daily_figure(data.daily)
     if daily is not None:
         plots.append(daily)

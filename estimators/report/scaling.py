@@ -27,11 +27,11 @@ from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
 from ..aggregation import aggregate
+from ..estimates import Estimate, as_estimate
 from ..frequency import estimate_frequencies
 from ..means import estimate_mean
 from ..simulate import simulate
-from ..window import report_count
-from .model import central_halfwidth, is_mean, trust_model_halfwidths, typical_ldp_halfwidth, value_rows
+from .model import EstimateLike, central_halfwidth, trust_model_halfwidths, typical_ldp_halfwidth
 
 SIMULATED_N = (100, 1_000, 10_000, 100_000)
 SIMULATION_BUDGET = 1_000_000  # reports x domain values per simulated point
@@ -63,18 +63,19 @@ class ScalingCurves:
     delta: float | None = None  # the central Gaussian's, when that is the baseline
 
 
-def scaling_curves(result: dict, spec: dict | None = None, *, rng: np.random.Generator | None = None,
+def scaling_curves(result: EstimateLike, spec: dict | None = None, *, rng: np.random.Generator | None = None,
                    simulate_points: bool = True) -> ScalingCurves | None:
     "The curves for a frequency or mean estimate; None for kinds without a closed form here (RAPPOR)"
-    n_now = report_count(result) or 0
-    confidence = float(result.get("confidence", 0.95))
+    result = as_estimate(result)
+    n_now = result.n or 0
+    confidence = result.z_confidence
     current_ldp, current_central = typical_ldp_halfwidth(result), central_halfwidth(result)
     if n_now <= 0 or current_ldp is None or current_central is None:
         return None
-    if result.get("kind") == "frequency":
+    if result.kind == "frequency":
         return _frequency_curves(result, _spec(result, spec), confidence, n_now, current_ldp, current_central,
                                  rng if rng is not None else np.random.default_rng(0), simulate_points)
-    if is_mean(result):
+    if result.is_mean:
         return _mean_curves(result, spec, confidence, n_now, current_ldp, current_central,
                             rng if rng is not None else np.random.default_rng(0), simulate_points)
     return None
@@ -85,7 +86,7 @@ def _grid(n_now: int) -> np.ndarray:
     return np.logspace(1, math.log10(high), 60)
 
 
-def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, current_ldp: float,
+def _frequency_curves(result: Estimate, spec: Spec, confidence: float, n_now: int, current_ldp: float,
                       current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
     mechanism = mechanism_from_spec(spec)
     assert isinstance(mechanism, CategoricalMechanism)
@@ -113,7 +114,7 @@ def _frequency_curves(result: dict, spec: Spec, confidence: float, n_now: int, c
 
 
 def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator,
-                          result: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                          result: Estimate) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
@@ -133,17 +134,18 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
-def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int, current_ldp: float,
+def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: int, current_ldp: float,
                  current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
-    low, high = result.get("range") or (0.0, 1.0)
-    epsilon = float(result["epsilon"])
+    if result.epsilon is None:
+        raise ValueError("the estimate states no epsilon")
+    epsilon = result.epsilon
     n = _grid(n_now)
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
     if simulate_points:
         sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec), result, confidence, rng)
     return ScalingCurves(
-        mechanism=str(result.get("mechanism", "")), epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
-        quantity="the mean", unit=str(result.get("unit") or "value units"),
+        mechanism=result.mechanism or "", epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
+        quantity="the mean", unit=result.unit or "value units",
         n=n, ldp_halfwidth=current_ldp * np.sqrt(n_now / n),
         central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
@@ -156,11 +158,11 @@ def _mean_curves(result: dict, spec: dict | None, confidence: float, n_now: int,
     )
 
 
-def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.Generator
+def _simulate_means(spec: Spec, result: Estimate, confidence: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     low, high = spec.range  # type: ignore[misc]
-    mean = result.get("mean_clamped", result.get("mean", low))
-    value = min(max(float(mean if mean is not None else low), low), high)
+    mean = result.mean_clamped if result.mean_clamped is not None else result.mean
+    value = min(max(mean if mean is not None else low, low), high)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
@@ -176,45 +178,47 @@ def _simulate_means(spec: Spec, result: dict, confidence: float, rng: np.random.
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
-def central_delta(result: dict) -> float | None:
+def central_delta(result: Estimate) -> float | None:
     "The delta of the estimate's central baseline when it is the Gaussian mechanism"
-    block = result.get("central_dp") or {}
-    gaussian = block.get("gaussian") or {}
-    if str(block.get("mechanism", "")).startswith("Gaussian") and isinstance(gaussian.get("delta"), (int, float)):
-        return float(gaussian["delta"])
+    block = result.central
+    if block is not None and (block.mechanism or "").startswith("Gaussian"):
+        return block.gaussian_delta
     return None
 
 
-def central_mechanism_text(result: dict) -> str:
+def central_mechanism_text(result: Estimate) -> str:
     "The central mechanism the estimate's ``central_dp`` block chose (Laplace, or Gaussian at its delta)"
-    return str((result.get("central_dp") or {}).get("mechanism") or "Laplace")
+    return (result.central.mechanism if result.central is not None else None) or "Laplace"
 
 
-def _central_draws(result: dict, n: int, rng: np.random.Generator) -> np.ndarray:
+def _central_draws(result: Estimate, n: int, rng: np.random.Generator) -> np.ndarray:
     "Noise of the estimate's central mechanism at n reports: its scale is the block's times n_now / n"
-    block = result["central_dp"]
-    factor = (report_count(result) or n) / n
-    if str(block.get("mechanism", "")).startswith("Gaussian"):
-        return rng.normal(0.0, float(block["std_error"]) * factor, size=CENTRAL_SAMPLES)
-    return rng.laplace(0.0, float(block["laplace"]["scale"]) * factor, size=CENTRAL_SAMPLES)
+    block = result.central
+    factor = (result.n or n) / n
+    if block is None:
+        raise ValueError("the estimate has no central-DP baseline")
+    if (block.mechanism or "").startswith("Gaussian"):
+        assert block.std_error is not None, "a Gaussian baseline states its standard error"
+        return rng.normal(0.0, block.std_error * factor, size=CENTRAL_SAMPLES)
+    assert block.laplace_scale is not None, "a Laplace baseline states its scale"
+    return rng.laplace(0.0, block.laplace_scale * factor, size=CENTRAL_SAMPLES)
 
 
-def _spec(result: dict, spec: dict | None) -> Spec:
+def _spec(result: Estimate, spec: dict | None) -> Spec:
     "The campaign's spec, or one rebuilt from the estimate (mechanism, epsilon, domain)"
     if spec is not None:  # stored specs may carry bookkeeping fields (created_day, ...): keep the spec's own
         return load_spec({key: value for key, value in spec.items() if key in SPEC_FIELDS})
-    name = result.get("campaign") or "campaign"
-    if is_mean(result):
-        return load_spec({"name": name, "mechanism": result["mechanism"], "epsilon": result["epsilon"],
-                          "range": list(result.get("range") or (0.0, 1.0))})
-    domain = [row["value"] for row in result.get("values", [])]
-    return load_spec({"name": name, "mechanism": result["mechanism"], "epsilon": result["epsilon"],
-                      "domain": domain})
+    name = result.campaign or "campaign"
+    if result.is_mean:
+        return load_spec({"name": name, "mechanism": result.mechanism, "epsilon": result.epsilon,
+                          "range": list(result.range or (0.0, 1.0))})
+    domain = [row["value"] for row in result.json.get("values", [])]  # as the estimate wrote them (not as text)
+    return load_spec({"name": name, "mechanism": result.mechanism, "epsilon": result.epsilon, "domain": domain})
 
 
-def _estimated_distribution(result: dict, d: int) -> np.ndarray:
+def _estimated_distribution(result: Estimate, d: int) -> np.ndarray:
     "The Norm-Sub estimate as a probability vector (uniform when it is degenerate)"
-    rows = value_rows(result)
+    rows = result.values
     values = np.array([max(row.norm_sub if row.norm_sub is not None else row.estimate, 0.0) for row in rows])
     if len(values) != d or values.sum() <= 0:
         return np.full(d, 1 / d)
@@ -236,29 +240,26 @@ class TrustModelCurves:
     central: np.ndarray
     current_n: int
     current: dict[str, float]
-    distributed_from: int  # the smallest n with a release (1; releases of earlier versions' coin noise: its subset)
     delta: float | None = None
 
 
-def trust_model_curves(result: dict) -> TrustModelCurves | None:
+def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
     """The three lines of a distributed estimate's sqrt(n) figure, None without its ``trust_models`` block.
 
     For the same question, epsilon and delta: local DP's standard error falls as 1/sqrt(n) (the best oracle's
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
     to one report under replace-one, so it does not grow with n)."""
+    result = as_estimate(result)
     errors = trust_model_halfwidths(result)
-    n_now = report_count(result) or 0
-    if errors is None or n_now <= 0:
+    n_now = result.n or 0
+    if errors is None or n_now <= 0 or result.trust_models is None or result.epsilon is None:
         return None
-    models, noise = result["trust_models"], result.get("noise") or {}
+    models = result.trust_models
     n = _grid(n_now)
-    subset = noise.get("subset_size") if noise.get("mode") == "coins" else None
     return TrustModelCurves(
-        quantity="the mean" if is_mean(result) else "one value's fraction", epsilon=float(result["epsilon"]),
-        noise_mode=str(noise.get("mode", "?")), local_mechanism=str(models["local"].get("mechanism", "?")),
-        central_mechanism=str(models["central"].get("mechanism", "?")), n=n,
+        quantity="the mean" if result.is_mean else "one value's fraction", epsilon=result.epsilon,
+        noise_mode=result.noise_mode or "?", local_mechanism=models["local"].mechanism or "?",
+        central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
-        central=errors["central"] * n_now / n, current_n=n_now, current=errors,
-        distributed_from=int(subset) if isinstance(subset, int) else 1,
-        delta=float(result["delta"]) if isinstance(result.get("delta"), (int, float)) else None,
+        central=errors["central"] * n_now / n, current_n=n_now, current=errors, delta=result.delta,
     )

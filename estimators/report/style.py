@@ -13,3 +13,8 @@ figure { margin: 1.5rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption, .note { color: #555; font-size: 0.9rem; }
 """
+
+# The figures' colours, one per trust model (and the ground truth)
+LDP_COLOUR = "#1f77b4"
+DISTRIBUTED_COLOUR = "#9467bd"
+CENTRAL_COLOUR = "#d62728"

@@ -5,26 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..window import ReportData
+from .kinds.base import report_kind
 from .model import (
     BELOW_ZERO,
     NOT_DISTINGUISHABLE,
-    RATIO_DEFINITION,
     ValueRow,
+    central_halfwidth,
     central_mechanism,
     chance_exclusions_text,
-    confidence_percent,
-    describe_window,
     display_rows,
-    epsilon_text,
     format_number,
     guarantee_lines,
-    is_distributed,
-    is_mean,
-    ldp_to_central_ratio,
-    ratio_text,
-    target_text,
-    trust_models_text,
-    value_rows,
     with_unit,
 )
 
@@ -33,66 +24,17 @@ BELOW_ZERO_MARK = "<0"
 
 
 def header_lines(data: ReportData) -> list[str]:
-    "The facts every format states first"
-    result = data.result
-    if is_distributed(result):
-        return distributed_header_lines(data)
-    ratio = ldp_to_central_ratio(result)
-    n = data.n
-    count = f"n = {n:,} reports, " if n is not None else ""
-    lines = [
-        (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.get('mechanism', '?')}, "
-         f"epsilon {epsilon_text(result)}"),
-        (f"{count}window: {describe_window(data.since, data.until)}, "
-         f"confidence {confidence_percent(result)}"),
-    ]
-    status = result.get("status")
-    if status not in (None, "ok"):
-        lines.append(f"status {status}: {result.get('message', '')}".rstrip(": "))
-    if ratio is not None:
-        lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
-    target = target_text(result)
-    if target:
-        lines.append(target)
-    return lines
-
-
-def distributed_header_lines(data: ReportData) -> list[str]:
-    "A distributed campaign's facts: its Prio3 type and noise, the batches, rejections, the three trust models"
-    result = data.result
-    noise = result.get("noise") or {}
-    delta = result.get("delta")
-    n = data.n
-    batches = [batch for batch in result.get("batches") or [result.get("batch")] if batch]
-    lines = [
-        (f"campaign {data.campaign}: {data.kind} estimate, distributed (Prio3 {result.get('prio3', '?')}, "
-         f"{noise.get('mode', '?')} noise), epsilon {epsilon_text(result)}"
-         + (f", delta {delta:.3g}" if isinstance(delta, (int, float)) and delta else "")),
-        (f"{f'n = {n:,} reports, ' if n is not None else ''}batches: {', '.join(batches) or '-'} "
-         f"(window: {describe_window(data.since, data.until)}), confidence {confidence_percent(result)}"),
-    ]
-    rejected = result.get("rejected") or {}
-    if rejected:
-        lines.append("rejected reports: " + ", ".join(f"{reason} {count:,}" for reason, count in
-                                                      sorted(rejected.items())))
-    models = trust_models_text(result)
-    if models is not None:
-        lines.append(models)
-    target = target_text(result)
-    if target:
-        lines.append(target)
-    return lines
+    "The facts every format states first (the estimate's kind says which)"
+    return report_kind(data.estimate).header_lines(data)
 
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     "Column names and formatted cells, shared by the terminal and Markdown renderers"
-    result = data.result
-    if is_mean(result):
-        central = result.get("central_dp") or {}
+    result = data.estimate
+    if result.is_mean:
         columns = [with_unit(name, result) for name in ("mean", "std error", "CI low", "CI high", "central DP CI +-")]
-        cells = [[format_number(result.get("mean")), format_number(result.get("std_error")),
-                  format_number(result.get("ci_low")), format_number(result.get("ci_high")),
-                  format_number(central.get("ci_halfwidth"))]]
+        cells = [[format_number(result.mean), format_number(result.std_error), format_number(result.ci_low),
+                  format_number(result.ci_high), format_number(central_halfwidth(result))]]
         return columns, cells
     rows = display_rows(result)
     with_norm_sub = any(row.norm_sub is not None for row in rows)
@@ -107,10 +49,11 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
 
 def footnotes(data: ReportData) -> list[str]:
     notes = []
-    rows = value_rows(data.result)
+    result = data.estimate
+    rows = result.values
     if any(row.includes_zero for row in rows):
         notes.append(f"{ZERO_MARK}: the confidence interval includes 0 ({NOT_DISTINGUISHABLE})")
-    chance = chance_exclusions_text(data.result)
+    chance = chance_exclusions_text(result)
     if chance:
         notes.append(chance)
     if any(row.below_zero for row in rows):
@@ -118,13 +61,13 @@ def footnotes(data: ReportData) -> list[str]:
     if rows and any(row.norm_sub is not None for row in rows):
         notes.append("Norm-Sub: projected onto the probability simplex (consistent but biased); "
                      "the estimate column is unbiased")
-    if "allocated_mass" in data.result:
+    if result.allocated_mass is not None:
         notes.append(f"only the candidates the decoder detected are listed; together they hold "
-                     f"{format_number(data.result['allocated_mass'])} of the reports")
-    if is_mean(data.result):
-        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(data.result)}, replace-one) would "
+                     f"{format_number(result.allocated_mass)} of the reports")
+    if result.is_mean:
+        notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(result)}, replace-one) would "
                      "report at the same epsilon")
-    notes += [f"guarantee: {line}" for line in guarantee_lines(data.result)]
+    notes += [f"guarantee: {line}" for line in guarantee_lines(result)]
     return notes
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from client_sdk.clock import utc_today
+from client_sdk.kinds import find_kind
 
 # Function-level imports: each command imports the collector modules it uses when it runs: `keys list` does not load
 # the server, the distributed modules and requests (+780 ms, 500 modules); tests/budgets/test_cli_startup.py.
@@ -278,7 +279,7 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
         for warning in out.pop("warnings", []):
             click.echo(f"warning: {warning}", err=True)
         created = status == 201
-    elif isinstance(spec, dict) and spec.get("trust") == "distributed":
+    elif _needs_aggregators(spec):
         created_campaign, created, out = _create_distributed(str(database), helper_url, peer_token, spec)
     else:
         with _storage(str(database)) as storage, warnings.catch_warnings():
@@ -291,6 +292,12 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
     click.echo(json.dumps(out, indent=2))
     if not created:
         click.echo("an identical version already exists; nothing created", err=True)
+
+
+def _needs_aggregators(spec: Any) -> bool:
+    "Whether the spec's kind is sealed to aggregators, so its campaign is provisioned on the helper first"
+    kind = find_kind(spec) if isinstance(spec, dict) else None
+    return kind is not None and kind.needs_aggregators
 
 
 def _create_distributed(database: str, helper_url: str | None, peer_token: str | None,

@@ -283,3 +283,23 @@ def test_unary_payloads_encoded_together_are_encoded_as_one_by_one(payloads, mon
     monkeypatch.setattr(report_codec, "_unary_in_one_pass", lambda payloads: None)
     assert together == encode_payloads("oue", payloads)
     assert [type(v) for v in together] == [type(v) for v in encode_payloads("oue", payloads)]
+
+
+def test_slim_per_day_rappor(http, keys, db_path):
+    "RAPPOR's per-day estimates slim to the top candidates too (its estimate has no per-value arrays)"
+    from .helpers import bearer
+
+    spec = {"name": "homepage", "mechanism": "rappor", "candidates": ["a", "b", "c"],
+            "rappor": {"k": 32, "h": 1, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75}}
+    admin = bearer(keys["admin"])
+    assert http.post("/v1/campaigns", json=spec, headers=admin).status_code == 201
+    with open_storage(db_path) as storage:
+        campaign = storage.get_campaign("homepage")
+        for index, day in enumerate(["2024-03-01", "2024-03-02"]):
+            storage.insert_reports([group_of(campaign, ["a"] * 600 + ["b"] * 300, seed=index)], day)
+    url = "/v1/campaigns/homepage/estimate?granularity=day"
+    full, slim = http.get(url, headers=admin), http.get(url + "&top=1", headers=admin)
+    assert full.status_code == slim.status_code == 200, slim.json
+    for day, full_day in zip(slim.json["days"], full.json["days"]):
+        largest = max(full_day["values"], key=lambda row: row["estimate"])
+        assert [row["value"] for row in day["values"]] == [largest["value"]] and day["kind"] == "rappor"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from client_sdk import load_spec
+from client_sdk.rappor import RapporParams
 from estimators import estimate
+from estimators.rappor.decode import CandidateEstimate, RapporResult
 from estimators.report import DailyResult, ReportData
 
 BROWSERS = ["chrome", "safari", "edge", "firefox", "other"]
@@ -21,7 +25,7 @@ def browser_result(n: int = 4000, seed: int = 1, mechanism: str = "oue") -> dict
 
     rng = np.random.default_rng(seed)
     spec = browser_spec(mechanism)
-    return estimate(spec, simulate(spec, rng.choice(len(BROWSERS), size=n, p=BROWSER_SHARE), rng)).to_dict()
+    return estimate(spec, simulate(spec, rng.choice(len(BROWSERS), size=n, p=BROWSER_SHARE), rng)).to_json()
 
 
 def browser_data(**overrides) -> ReportData:
@@ -41,23 +45,16 @@ def load_time_result(n: int = 3000, seed: int = 2, unit: str | None = None) -> d
     rng = np.random.default_rng(seed)
     spec = load_spec({"name": "load_ms", "mechanism": "hybrid", "epsilon": 1.0, "range": [0, 5000], "delta": 1e-6,
                       **({"unit": unit} if unit else {})})
-    return estimate(spec, simulate(spec, rng.gamma(2.0, 400.0, size=n), rng)).to_dict()
+    return estimate(spec, simulate(spec, rng.gamma(2.0, 400.0, size=n), rng)).to_json()
 
 
 def rappor_result() -> dict:
-    "A result shaped like the RAPPOR decoder's: reference-decoder columns, counts in estimate/std_error"
-    return {
-        "status": "ok", "message": "", "mechanism": "rappor", "reports": 5000, "candidates": 4,
-        "epsilon_one": 2.04, "allocated_mass": 0.43,
-        "estimates": [
-            {"string": "5.2.0", "estimate": 2050.0, "std_error": 150.0, "proportion": 0.41,
-             "prop_std_error": 0.03, "prop_low_95": 0.35, "prop_high_95": 0.47, "detected": True},
-            {"string": "5.1.3", "estimate": 100.0, "std_error": 150.0, "proportion": 0.02,
-             "prop_std_error": 0.03, "prop_low_95": 0.0, "prop_high_95": 0.08, "detected": True},
-            {"string": "4.9.9", "estimate": 0.0, "std_error": None, "proportion": 0.0, "prop_std_error": None,
-             "prop_low_95": 0.0, "prop_high_95": 1.0, "detected": False},
-        ],
-    }
+    "A RAPPOR estimate as the decoder makes it (RapporResult.to_json): proportions in the rows, counts kept beside"
+    candidates = (CandidateEstimate("5.2.0", 2050.0, 150.0, 0.41, 0.03, 0.35, 0.47, True),
+                  CandidateEstimate("5.1.3", 100.0, 150.0, 0.02, 0.03, 0.0, 0.08, True),
+                  CandidateEstimate("4.9.9", 0.0, math.nan, 0.0, math.nan, 0.0, 1.0, False))
+    return RapporResult("ok", "", RapporParams(k=32, h=1, m=4, f=0.5, p=0.25, q=0.75), reports=5000, candidates=4,
+                        estimates=candidates, campaign="homepage").to_json()
 
 
 APPS = ["mail", "maps", "music", "news", "photos", "video", "weather", "other"]

@@ -39,7 +39,6 @@ def test_the_three_lines_local_above_distributed_near_central(mode):
     assert np.all(curves.central <= curves.distributed) and np.all(curves.distributed <= 3 * curves.central)
     big = curves.n >= 10_000
     assert np.all(curves.local[big] > 10 * curves.distributed[big])
-    assert curves.distributed_from == 1  # every mode releases from min_batch on
 
 
 def test_every_format_shows_the_trust_models_and_the_guarantees():

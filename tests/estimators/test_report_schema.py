@@ -56,7 +56,7 @@ CASES = {
                                [DailyResult("2025-01-01", load_time_result(seed=3)),
                                 DailyResult("2025-01-02", load_time_result(seed=4))]),
     "mean-with-unit": lambda: ReportData(load_time_result(unit="ms")),
-    "rappor-decoder-rows": lambda: ReportData({**rappor_result(), "confidence": 0.95}, RAPPOR_SPEC),  # as decoded
+    "rappor-decoder-rows": lambda: ReportData(rappor_result(), RAPPOR_SPEC),  # as decoded
     "rappor-collector": lambda: ReportData(decoded_rappor(), load_spec(RAPPOR_SPEC).to_dict()),
     "distributed-histogram-window": lambda: ReportData(distributed_result("coins", days=("2026-11-29", "2026-11-30")),
                                                        distributed_spec("coins")),

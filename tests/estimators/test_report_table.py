@@ -52,16 +52,16 @@ def test_numeric_table_shows_mean_ci_and_central_halfwidth():
 
 
 def test_rappor_rows_show_proportions_not_counts():
-    text = render_table(ReportData(rappor_result()))
-    assert "n = 5,000 reports" in text and "epsilon 2.04" in text
+    result = rappor_result()
+    text = render_table(ReportData(result))
+    assert "n = 5,000 reports" in text and f"epsilon {result['epsilon_one']:.4g}" in text
     line = next(line for line in text.splitlines() if line.startswith("5.2.0"))
     assert line.split()[1:5] == ["0.4100", "0.0300", "0.3500", "0.4700"]
     assert next(line for line in text.splitlines() if line.startswith("5.1.3")).endswith(ZERO_MARK)
-    undetected = next(line for line in text.splitlines() if line.startswith("4.9.9"))
-    assert undetected.split()[2] == "-"  # a null proportion SE is shown as missing, not as the count SE
+    assert not any(line.startswith("4.9.9") for line in text.splitlines())  # only detected candidates are rows
     assert "together they hold 0.4300 of the reports" in text
 
 
 def test_insufficient_data_status_is_stated():
-    result = {**rappor_result(), "status": "insufficient_data", "message": "too little data", "estimates": []}
+    result = {**rappor_result(), "status": "insufficient_data", "message": "too little data", "values": []}
     assert "status insufficient_data: too little data" in render_table(ReportData(result))

@@ -1,0 +1,103 @@
+"""The registry of campaign kinds, collector side: how a kind's campaigns are created, listed, take reports and are
+estimated, each with its own store.
+
+Each kind registers one :class:`CollectorKind` (:func:`register_collector_kind`) under the name its device side
+registered in :mod:`client_sdk.kinds`.  The blueprints (``collector.api``), ``collector.reporting`` and the CLI
+look a campaign's kind up with :func:`collector_kind` and call it; none of them asks which kind it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from client_sdk.kinds import Registry
+
+if TYPE_CHECKING:
+    from flask import Response
+
+    from estimators.mechanisms import ServerMechanism
+    from estimators.window import ReportData
+
+    from ..storage import CampaignVersion, StorageBase
+
+ApiGet = Callable[[str, dict], Any]  # GET a path of the admin API with query parameters, its JSON
+# (index in the POST /v1/reports batch, the report, its campaign version)
+ReportItem = tuple[int, dict, "CampaignVersion"]
+
+
+@dataclass
+class Accepted:
+    "What a kind's :meth:`CollectorKind.accept_reports` did with its reports of one batch"
+
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: list[tuple[int, str, str, str]] = field(default_factory=list)  # (index, report id, field, reason)
+
+
+@dataclass(frozen=True)
+class Window:
+    "The window and confidence a report asks for"
+
+    since: str | None
+    until: str | None
+    confidence: float
+    daily: bool
+
+
+class CollectorKind:
+    """One campaign kind's collector side; the defaults are those of a kind stored like local campaigns.
+
+    Reports of a kind whose :meth:`server_mechanism` is not None are checked, aggregated and stored by the
+    ingest blueprint with the storage's rows and aggregates; the others are handed to :meth:`accept_reports`."""
+
+    name: ClassVar[str] = ""
+    listing_cacheable: ClassVar[bool] = True  # its listing entry is made of the campaign's row alone
+
+    def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
+        "POST /v1/campaigns: the new (or identical existing) version"
+        return storage.create_campaign(body, day)
+
+    def api_fields(self, campaign: CampaignVersion) -> dict:
+        "Members the campaign's API form carries beyond the spec (a distributed campaign's aggregators)"
+        return {}
+
+    def server_mechanism(self, spec: Any) -> ServerMechanism | None:
+        "The mechanism that checks and aggregates its payloads at ingestion, or None (see accept_reports)"
+        return None
+
+    def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
+        "Check and store the reports of a POST /v1/reports batch that no server mechanism takes"
+        raise NotImplementedError
+
+    def estimate_response(self, campaign: CampaignVersion) -> Response:
+        "GET /v1/campaigns/<name>/estimate"
+        raise NotImplementedError
+
+    def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
+        "A report's data from the collector's database"
+        raise NotImplementedError
+
+    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
+                             window: Window, daily_top: int | None) -> ReportData:
+        """A report's data from a running collector's admin API: ``get(path, params)`` reads it (errors as
+        SourceErrors), ``base`` is the campaign's path, ``resource`` what GET ``base`` answered"""
+        raise NotImplementedError
+
+
+_KINDS = Registry("collector side")
+
+
+def register_collector_kind(kind: CollectorKind) -> CollectorKind:
+    "Register the collector side of a kind whose device side is registered (client_sdk.kinds.register_kind)"
+    return cast(CollectorKind, _KINDS.register(kind))
+
+
+def unregister_collector_kind(name: str) -> None:
+    _KINDS.unregister(name)
+
+
+def collector_kind(spec: Any) -> CollectorKind:
+    "The collector side of a spec's kind (a Spec or its JSON; its ``trust``); SpecError('trust') for none"
+    return cast(CollectorKind, _KINDS.of(spec))

@@ -1,0 +1,236 @@
+"""An estimate as one typed object with one JSON form: what the reports read instead of dicts and ``.get()``.
+
+Every kind's estimate side (``estimators.kinds``) makes its estimate's JSON (estimators/report/report.schema.json:
+``kind``, ``campaign``, ``n``, ``confidence``, ``values`` and, per kind, the mean, the central-DP baseline, the
+trust models of a distributed release...).  :meth:`Estimate.from_json` reads that JSON once, wherever it came from
+(the collector's ``/estimate``, a database, a file), into frozen dataclasses; :meth:`Estimate.to_json` gives back
+the JSON it was read from, member for member, so a JSON report's bytes do not depend on which members a renderer
+reads.  Rows are read by the names the estimators write, and by the reference RAPPOR decoder's column names
+(``string``, ``proportion``, ``prop_*``), the first present winning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeGuard
+
+# Field names tried in order when reading a row.  Proportions come first: in the RAPPOR decoder's rows (the
+# reference decoder's columns) "estimate" and "std_error" are counts and "proportion", "prop_*" the fractions.
+_VALUE_FIELDS = ("value", "string", "candidate", "name")
+_ESTIMATE_FIELDS = ("proportion", "estimate", "fraction", "frequency")
+_STD_ERROR_FIELDS = ("prop_std_error", "proportion_std_error", "std_error")
+_CI_LOW_FIELDS = ("prop_low_95", "proportion_ci_low", "ci_low")
+_CI_HIGH_FIELDS = ("prop_high_95", "proportion_ci_high", "ci_high")
+ROW_LIST_FIELDS = ("values", "estimates", "candidates", "rows")
+TRUST_MODELS = ("local", "distributed", "central")
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    "One row of a frequency-like estimate, whatever the estimator called its fields"
+
+    value: str
+    estimate: float
+    std_error: float | None
+    ci_low: float | None
+    ci_high: float | None
+    norm_sub: float | None
+
+    @property
+    def includes_zero(self) -> bool:
+        "True when the interval contains 0: the value is not distinguishable from absent"
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low <= 0.0 <= self.ci_high
+
+    @property
+    def below_zero(self) -> bool:
+        "True when the whole interval is negative (happens by chance about (1 - confidence)/2 of the time)"
+        return self.ci_high is not None and self.ci_high < 0.0
+
+
+@dataclass(frozen=True)
+class TrustModel:
+    "One trust model's error for the same question and epsilon (a distributed release states three)"
+
+    std_error: float | None
+    ci_halfwidth: float | None
+    mechanism: str | None
+    mode: str | None  # the distributed model's noise mode
+
+
+@dataclass(frozen=True)
+class CentralBaseline:
+    "What a trusted curator would report at the same epsilon, replace-one (``central_dp``, estimators.central)"
+
+    mechanism: str | None
+    ci_halfwidth: float | None
+    std_error: float | None
+    ldp_to_central_ratio: float | None
+    laplace_scale: float | None
+    gaussian_delta: float | None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One window's estimate of one campaign, of any kind; :meth:`from_json` / :meth:`to_json` are its JSON form.
+
+    Numbers the JSON lacks (or holds as null or as something else) are None."""
+
+    trust: str
+    kind: str | None
+    campaign: str | None
+    n: int | None
+    confidence: float | None  # None: the JSON's is not a number (absent: DEFAULT_CONFIDENCE)
+    mechanism: str | None
+    epsilon: float | None  # RAPPOR's: its epsilon_one
+    delta: float | None
+    unit: str | None
+    target: str | None
+    status: str | None
+    message: str
+    mean: float | None
+    mean_clamped: float | None
+    std_error: float | None
+    ci_low: float | None
+    ci_high: float | None
+    range: tuple[float, float] | None
+    values: tuple[ValueRow, ...]
+    has_mean: bool  # a ``mean`` member, null or not
+    central: CentralBaseline | None
+    trust_models: Mapping[str, TrustModel] | None
+    noise_mode: str | None
+    prio3: str | None
+    batches: tuple[str, ...]
+    rejected: Mapping[str, int]
+    guarantee: tuple[tuple[str, str], ...]  # (what holds, assuming what)
+    allocated_mass: float | None
+    json: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Estimate:
+        "Read an estimate's JSON (a dict as the estimators, the API or a file give it)"
+        rows = _rows(data)
+        confidence = data.get("confidence", DEFAULT_CONFIDENCE)
+        central = data.get("central_dp")
+        models = data.get("trust_models")
+        noise = data.get("noise")
+        guarantee = data.get("guarantee")
+        statements = guarantee.get("statements") if isinstance(guarantee, Mapping) else None
+        batches = data.get("batches") or [data.get("batch")]
+        value_range = data.get("range")  # a mean's value range
+        n = data.get("n", data.get("reports"))
+        return cls(
+            trust=str(data.get("trust") or "local"), kind=_text(data.get("kind")), campaign=_text(data.get("campaign")),
+            n=n if isinstance(n, int) and not isinstance(n, bool) else None,
+            confidence=float(confidence) if is_number(confidence) else None,
+            mechanism=_text(data.get("mechanism")),
+            epsilon=_number(data["epsilon"] if "epsilon" in data else data.get("epsilon_one")),
+            delta=_number(data.get("delta")), unit=_text(data.get("unit")) or None, target=_text(data.get("target")),
+            status=_text(data.get("status")), message=str(data.get("message") or ""),
+            mean=_number(data.get("mean")), mean_clamped=_number(data.get("mean_clamped")),
+            std_error=_number(data.get("std_error")), ci_low=_number(data.get("ci_low")),
+            ci_high=_number(data.get("ci_high")),
+            range=_pair(value_range),
+            values=rows, has_mean="mean" in data,
+            central=_central(central) if isinstance(central, Mapping) else None,
+            trust_models=MappingProxyType({name: _model(model) for name, model in models.items()
+                                           if isinstance(model, Mapping)}) if isinstance(models, Mapping) else None,
+            noise_mode=_text(noise.get("mode")) if isinstance(noise, Mapping) else None,
+            prio3=_text(data.get("prio3")),
+            batches=tuple(str(batch) for batch in batches if batch) if isinstance(batches, list) else (),
+            rejected=MappingProxyType(dict(data.get("rejected") or {})),
+            guarantee=tuple((str(item.get("holds", "")), str(item.get("assuming", "")))
+                            for item in statements or [] if isinstance(item, Mapping)),
+            allocated_mass=_number(data.get("allocated_mass")) if "allocated_mass" in data else None,
+            json=MappingProxyType(dict(data)),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        "The JSON this estimate was read from, member for member"
+        return dict(self.json)
+
+    @property
+    def is_mean(self) -> bool:
+        "A mean (one number) rather than per-value rows"
+        return self.kind == "mean" or (self.has_mean and not self.values)
+
+    @property
+    def z_confidence(self) -> float:
+        "The confidence level, the default where the JSON's is not a number"
+        return DEFAULT_CONFIDENCE if self.confidence is None else self.confidence
+
+
+def as_estimate(result: Estimate | Mapping[str, Any]) -> Estimate:
+    "``result`` as an :class:`Estimate` (read from its JSON when it is one)"
+    return result if isinstance(result, Estimate) else Estimate.from_json(result)
+
+
+def row_list_key(data: Mapping[str, Any]) -> str | None:
+    "Which member of an estimate's JSON holds the per-value rows"
+    return next((key for key in ROW_LIST_FIELDS if isinstance(data.get(key), list)), None)
+
+
+def parse_row(raw: Any, index: int = 0) -> ValueRow | None:
+    "One row, whatever the estimator called its fields; None when it has no estimate"
+    if not isinstance(raw, Mapping):
+        return None
+    estimate = _first_number(raw, _ESTIMATE_FIELDS)
+    if estimate is None:
+        return None
+    return ValueRow(
+        value=str(next((raw[name] for name in _VALUE_FIELDS if raw.get(name) is not None), f"#{index}")),
+        estimate=estimate,
+        std_error=_first_number(raw, _STD_ERROR_FIELDS),
+        ci_low=_first_number(raw, _CI_LOW_FIELDS),
+        ci_high=_first_number(raw, _CI_HIGH_FIELDS),
+        norm_sub=_first_number(raw, ("norm_sub",)),
+    )
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _rows(data: Mapping[str, Any]) -> tuple[ValueRow, ...]:
+    "The per-value rows (none for a mean); rows without an estimate are skipped"
+    key = row_list_key(data) if data.get("kind") != "mean" else None
+    rows = (parse_row(raw, index) for index, raw in enumerate(data[key] if key is not None else []))
+    return tuple(row for row in rows if row is not None)
+
+
+def _central(block: Mapping[str, Any]) -> CentralBaseline:
+    laplace, gaussian = block.get("laplace"), block.get("gaussian")
+    return CentralBaseline(
+        mechanism=_text(block.get("mechanism")), ci_halfwidth=_number(block.get("ci_halfwidth")),
+        std_error=_number(block.get("std_error")), ldp_to_central_ratio=_number(block.get("ldp_to_central_ratio")),
+        laplace_scale=_number(laplace.get("scale")) if isinstance(laplace, Mapping) else None,
+        gaussian_delta=_number(gaussian.get("delta")) if isinstance(gaussian, Mapping) else None)
+
+
+def _model(model: Mapping[str, Any]) -> TrustModel:
+    return TrustModel(std_error=_number(model.get("std_error")), ci_halfwidth=_number(model.get("ci_halfwidth")),
+                      mechanism=_text(model.get("mechanism")), mode=_text(model.get("mode")))
+
+
+def _first_number(raw: Mapping[str, Any], names: Sequence[str]) -> float | None:
+    "The value of the first of ``names`` the row has (None if that one is null or not a number)"
+    value = next((raw[name] for name in names if name in raw), None)
+    return float(value) if is_number(value) else None
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, Sequence) and len(value) == 2 and is_number(value[0]) and is_number(value[1]):
+        return float(value[0]), float(value[1])
+    return None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

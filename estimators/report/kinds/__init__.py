@@ -1,0 +1,9 @@
+"""Campaign kinds, report side: the registry (:mod:`.base`) and the two built-in kinds' headers, captions and
+comparison figures.  docs/architecture.md ("Adding a campaign kind") lists the modules a kind has on each side."""
+
+from .base import GENERIC, ReportKind, register_report_kind, report_kind, unregister_report_kind
+from .distributed import DISTRIBUTED_REPORT, DistributedReport
+from .local import LOCAL_REPORT, LocalReport
+
+__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "DistributedReport", "LocalReport", "ReportKind",
+           "register_report_kind", "report_kind", "unregister_report_kind"]

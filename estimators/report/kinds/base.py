@@ -1,0 +1,91 @@
+"""The registry of campaign kinds, report side: what a report says and draws that differs between kinds.
+
+Each kind may register one :class:`ReportKind` (:func:`register_report_kind`) under the name its device side
+registered in :mod:`client_sdk.kinds`; :func:`report_kind` finds it from an estimate (its ``trust``; a local
+estimate has none).  A kind without one is rendered with this base class's generic header and captions.  The
+renderers (``table``, ``plots``) call it instead of asking which kind an estimate is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from client_sdk.kinds import Registry
+
+from ...estimates import Estimate
+from ...window import ReportData
+from ..model import (
+    NOT_DISTINGUISHABLE,
+    ValueRow,
+    confidence_percent,
+    describe_window,
+    epsilon_text,
+    target_text,
+)
+from ..style import LDP_COLOUR
+
+if TYPE_CHECKING:
+    from ..plots import Plot
+
+
+class ReportKind:
+    "One campaign kind's report side; the defaults are generic (a kind's name, its estimate's own fields)"
+
+    name: ClassVar[str] = ""
+    model_label: ClassVar[str] = "estimate"  # the trust model the intervals are for: "local DP"
+    colour: ClassVar[str] = LDP_COLOUR  # its colour in the figures
+
+    def header_lines(self, data: ReportData) -> list[str]:
+        "The facts every format states first"
+        n = data.n
+        estimate = data.estimate
+        lines = [f"campaign {data.campaign}: {data.kind} estimate, {estimate.trust} campaign, epsilon "
+                 f"{epsilon_text(estimate)}",
+                 (f"{f'n = {n:,} reports, ' if n is not None else ''}window: "
+                  f"{describe_window(data.since, data.until)}, confidence {confidence_percent(estimate)}")]
+        target = target_text(estimate)
+        return lines + ([target] if target else [])
+
+    def mechanism_text(self, result: Estimate) -> str:
+        "How the values were protected, for a figure's title"
+        return result.mechanism or ""
+
+    def summary_mechanism(self, result: Estimate) -> str:
+        "The mechanism as a one-line summary names it (the demo's)"
+        return self.mechanism_text(result)
+
+    def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+        "The caption of the frequency bars"
+        parts = [f"Bars: estimates with their {confidence_percent(result)} intervals"]
+        if len(rows) > shown:
+            parts[0] += f" (the {shown} largest of {len(rows)} values)"
+        if any(r.includes_zero for r in rows):
+            parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
+        return ". ".join(parts) + "."
+
+    def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
+        "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"
+        return []
+
+    def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
+        "The figures comparing this campaign's noise with the other trust models'"
+        return []
+
+
+GENERIC = ReportKind()
+_KINDS = Registry("report side")
+
+
+def register_report_kind(kind: ReportKind) -> ReportKind:
+    "Register the report side of a kind (its ``name`` is the device side's, client_sdk.kinds.register_kind)"
+    return cast(ReportKind, _KINDS.register(kind))
+
+
+def unregister_report_kind(name: str) -> None:
+    _KINDS.unregister(name)
+
+
+def report_kind(result: Any) -> ReportKind:
+    "The report side of an estimate's kind (its ``trust``), or the generic one"
+    return cast(ReportKind, _KINDS.find(result) or GENERIC)

@@ -1,0 +1,91 @@
+"""The local-DP kind, report side: the mechanism's intervals against central DP's, and the √n price figure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...estimates import Estimate
+from ...window import ReportData
+from ..model import (
+    NOT_DISTINGUISHABLE,
+    RATIO_DEFINITION,
+    ValueRow,
+    central_halfwidth,
+    central_mechanism,
+    confidence_percent,
+    describe_window,
+    epsilon_text,
+    format_number,
+    ldp_to_central_ratio,
+    ratio_text,
+    target_text,
+)
+from ..style import LDP_COLOUR
+from .base import ReportKind, register_report_kind
+
+if TYPE_CHECKING:
+    from ..plots import Plot
+
+
+# Function-level imports: the figures' modules load matplotlib (a third of a second), so they are imported by
+# comparison_plots only; a table or JSON report never loads them.
+
+
+class LocalReport(ReportKind):
+    "Local differential privacy: the header states the LDP/central ratio; the figure, the price over n"
+
+    name = "local"
+    model_label = "local DP"
+    colour = LDP_COLOUR
+
+    def header_lines(self, data: ReportData) -> list[str]:
+        result = data.estimate
+        ratio = ldp_to_central_ratio(result)
+        n = data.n
+        count = f"n = {n:,} reports, " if n is not None else ""
+        lines = [
+            (f"campaign {data.campaign}: {data.kind} estimate, mechanism {result.mechanism or '?'}, "
+             f"epsilon {epsilon_text(result)}"),
+            (f"{count}window: {describe_window(data.since, data.until)}, "
+             f"confidence {confidence_percent(result)}"),
+        ]
+        if result.status not in (None, "ok"):
+            lines.append(f"status {result.status}: {result.message}".rstrip(": "))
+        if ratio is not None:
+            lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
+        target = target_text(result)
+        if target:
+            lines.append(target)
+        return lines
+
+    def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
+        widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
+        central = central_halfwidth(result)
+        kind = "unbiased estimates" if result.kind == "frequency" else "estimates"
+        parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
+        if len(rows) > shown:
+            parts[0] += f" (the {shown} largest of {len(rows)} values)"
+        if widths and central is not None:
+            ldp = sum(widths) / len(widths)
+            parts.append(
+                f"Central DP ({central_mechanism(result)}, replace-one) would give ±{format_number(central)} at the "
+                f"same ε against ±{format_number(ldp)} locally"
+                + ("; in red, its interval around the truth" if truth else ""))
+        if any(r.includes_zero for r in rows):
+            parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
+        return ". ".join(parts) + "."
+
+    def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
+        "The √n price of local DP: this campaign's interval against central DP's, over n"
+        from ..plots import scaling_figure  # matplotlib: loaded by the figures only, never by a table
+        from ..scaling import scaling_curves
+
+        try:
+            curves = scaling_curves(data.estimate, data.spec, rng=rng, simulate_points=simulate_points)
+        except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
+            curves = None
+        return [] if curves is None else [scaling_figure(curves)]
+
+
+LOCAL_REPORT = register_report_kind(LocalReport())
