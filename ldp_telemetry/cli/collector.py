@@ -295,8 +295,9 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
 
 
 def _needs_aggregators(spec: Any) -> bool:
-    "Whether the spec's kind is sealed to aggregators, so its campaign is provisioned on the helper first"
-    kind = find_kind(spec) if isinstance(spec, dict) else None
+    """Whether the spec's kind (a Spec or its JSON) is sealed to aggregators: its campaign is provisioned on the helper
+    first, and its leader shows its progress"""
+    kind = find_kind(spec) if spec is not None else None
     return kind is not None and kind.needs_aggregators
 
 
@@ -356,7 +357,7 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
     if _target(database, url, token) == "url":
         query = f"?version={version}" if version else ""
         out = _api("GET", str(url), str(token), _campaign_path(name, query))[1]
-        if out.get("spec", {}).get("trust") == "distributed":
+        if _needs_aggregators(out.get("spec")):
             out["progress"] = _api("GET", str(url), str(token), _campaign_path(name, "/progress" + query))[1]
         click.echo(json.dumps(out, indent=2))
         return
@@ -366,7 +367,7 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
         except CampaignNotFound as exc:
             _fail(str(exc))
         out = {**_campaign_json(storage, item), "reports": storage.count_reports(name)}
-        if getattr(item.spec, "trust", "local") == "distributed":
+        if _needs_aggregators(item.spec):
             out["progress"] = _progress(storage, item)
         click.echo(json.dumps(out, indent=2))
 
