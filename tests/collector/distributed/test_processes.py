@@ -35,6 +35,9 @@ from .kit import (
 )
 
 WAIT_SECONDS = 60.0  # an upper bound for a condition to come true, polled every 0.1 s
+# seconds (--job-lease) a killed leader's job stays leased before the restarted leader takes it over: far below
+# WAIT_SECONDS (the default, 60 s, would leave the wait no margin), far above a job's run time here
+JOB_LEASE = 3.0
 
 
 def today() -> str:
@@ -81,7 +84,8 @@ class Aggregators:
     @contextmanager
     def leader(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None, interval: float = 0.2,
                workers: int = 1, options: tuple[str, ...] = ()) -> Iterator[subprocess.Popen]:
-        extra = ("--helper-url", self.helper_url, "--aggregate-interval", str(interval), *options)
+        extra = ("--helper-url", self.helper_url, "--aggregate-interval", str(interval), "--job-lease", str(JOB_LEASE),
+                 *options)
         with self._server(monkeypatch, failpoint, self.leader_db, self.leader_port, "leader", extra,
                           workers) as process:
             yield process
