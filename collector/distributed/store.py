@@ -150,12 +150,12 @@ class DistStore:
     def _one(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.storage._one(sql, params)
 
-    def _in_chunks(self, sql: str, ids: Sequence[bytes]) -> set[bytes]:
-        "The first column of ``sql`` (one ``IN ({marks})``) over every chunk of ``ids``"
+    def _in_chunks(self, sql: str, ids: Sequence[bytes], params: Sequence[object] = ()) -> set[bytes]:
+        "The first column of ``sql`` (``params``, then one ``IN ({marks})``) over every chunk of ``ids``"
         found: set[bytes] = set()
         for start in range(0, len(ids), IDS_PER_QUERY):
             chunk = list(ids[start:start + IDS_PER_QUERY])
-            found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), chunk)}
+            found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk))}
         return found
 
     def _update_ids(self, sql: str, params: Sequence[object], ids: Sequence[bytes]) -> None:
@@ -471,10 +471,16 @@ class DistStore:
     def seen_ids(self, ids: Sequence[bytes]) -> set[bytes]:
         return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE report_id IN ({marks})", ids)
 
-    def add_seen(self, key: BatchKey, job_id: str, outcomes: Sequence[tuple[bytes, bool]]) -> None:
-        "Record report ids as processed by this helper, each with its outcome (valid or not)"
+    def add_seen(self, key: BatchKey, job_id: str, outcomes: Sequence[tuple[bytes, bool]]) -> set[bytes]:
+        """Record report ids as processed by this helper's job, each with its outcome (valid or not); the ids that
+        another job recorded first, left as they are (replays).  Such a job ran at the same time in a transaction of
+        another batch (a leader that put one report into two batches): on PostgreSQL this insert waits for its
+        commit, then the id is the other job's."""
         self.storage._run_many("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in outcomes])
+                               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (report_id) DO NOTHING",
+                               [(rid, *key, job_id, int(ok)) for rid, ok in outcomes])
+        return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE job_id <> ? AND report_id IN ({marks})",
+                               [rid for rid, _ in outcomes], (job_id,))
 
     def helper_valid_ids(self, key: BatchKey) -> list[bytes]:
         rows = self._all("SELECT report_id FROM dist_helper_seen WHERE campaign = ? AND fingerprint = ? AND "

@@ -3,6 +3,7 @@ and aggregation jobs are leased to one driver at a time, on both backends."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import threading
 import time
@@ -16,7 +17,18 @@ from collector.distributed.store import DistStore
 from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
 
 from ..helpers import on_both_backends
-from .kit import PEER_TOKEN, Pair, exact_sum, honest_reports, opened, query, spec_json, truth, values_for
+from .kit import (
+    PEER_TOKEN,
+    Pair,
+    encoded_report,
+    exact_sum,
+    honest_reports,
+    opened,
+    query,
+    spec_json,
+    truth,
+    values_for,
+)
 from .test_processes import today
 
 KEY = ("apps", "f" * 16, "2026-03-01")
@@ -161,12 +173,10 @@ def test_postgres_claims_skip_a_job_another_driver_is_claiming(storage):
         assert claimed is not None and claimed.job_id != first_job
 
 
-@on_both_backends
-def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch, backend):
-    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
-    running): the helper counts its reports once and answers both alike, and the leader adds them once.  On
-    PostgreSQL the first helper transaction is held open until the second request is in, so that the two overlap
-    (on SQLite the write lock serializes them: the second request's rate-limit write waits for the first commit)."""
+def overlap_helper_jobs(monkeypatch) -> None:
+    """Hold the first helper job's transaction open (before its commit) until a second job request is in and has
+    had time to run up to the lock or row it waits for: the two transactions overlap (PostgreSQL; on SQLite the
+    held write lock would block the second request's rate-limit write, a test deadlock)"""
     from collector.distributed import helper
 
     arrived, both_in = [], threading.Event()
@@ -184,9 +194,18 @@ def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp
             both_in.wait(30)
             time.sleep(HOLD_SECONDS)  # the second request runs up to the lock it waits for
 
+    monkeypatch.setattr(helper, "parse_job_request", arriving)
+    monkeypatch.setattr(helper, "failpoint", hold)
+
+
+@on_both_backends
+def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch, backend):
+    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
+    running): the helper counts its reports once and answers both alike, and the leader adds them once.  On
+    PostgreSQL the first helper transaction is held open until the second request is in, so that the two overlap
+    (on SQLite the write lock serializes them: the second request's rate-limit write waits for the first commit)."""
     if backend == "postgresql":
-        monkeypatch.setattr(helper, "parse_job_request", arriving)
-        monkeypatch.setattr(helper, "failpoint", hold)
+        overlap_helper_jobs(monkeypatch)
     pair = Pair(tmp_path)
     spec, block = pair.create(spec_json("histogram"))
     values = values_for("histogram", 24)
@@ -215,3 +234,61 @@ def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp
     assert sorted(sum(counts.values()) for counts in outcomes) == [0, 24], outcomes  # type: ignore[attr-defined]
     assert exact_sum(pair.leader_db, pair.helper_db, spec, today()) == (24, 24, truth("histogram", values))
     assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
+
+
+@on_both_backends
+def test_one_report_id_in_jobs_of_two_batches_at_once_is_a_replay_never_a_5xx(tmp_path, monkeypatch, backend):
+    """A malicious leader puts one report (sealed without a batch, as devices of earlier versions do: it opens in
+    any batch) into two jobs of two batches and sends both at once.  The second is a replay (``report-replayed``),
+    never a 500 (on PostgreSQL the two helper transactions, each locking its own batch, overlap; the second's
+    insert of the report ids met the first's), and the helper counts each report once."""
+    from collector.distributed.peer import PeerUnavailable
+
+    if backend == "postgresql":
+        overlap_helper_jobs(monkeypatch)
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    pair.upload([encoded_report(spec, block, [1, 0, 0, 0]) for _ in range(12)])
+    key = (spec.name, spec.fingerprint, today())
+    sent: list[dict] = []
+
+    class Recording:
+        "The leader's job request, kept and not delivered"
+
+        def request(self, method, path, body, headers):
+            sent.append(body)
+            return 503, None
+
+    with open_storage(pair.leader_db) as storage:
+        store = DistStore(storage)
+        create_jobs(store, key)
+        ((job_id, _),) = store.pending_jobs()
+        with pytest.raises(PeerUnavailable):
+            run_job(storage, store, PeerClient(Recording(), PEER_TOKEN, retries=0), job_id, key)
+    other_day = (dt.date.fromisoformat(today()) - dt.timedelta(days=1)).isoformat()
+    bodies = [sent[0], {**sent[0], "batch": other_day}]
+    peer = {"Authorization": f"Bearer {PEER_TOKEN}"}
+    barrier = threading.Barrier(2)
+    answers: list[object] = []
+
+    def malicious_leader(body: dict) -> None:
+        client = pair.helper_app.test_client()
+        barrier.wait()
+        try:
+            response = client.put(f"/v1/peer/aggregation_jobs/{uuid.uuid4()}", json=body, headers=peer)
+            answers.append((response.status_code, response.get_json()))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            answers.append(exc)
+
+    threads = [threading.Thread(target=malicious_leader, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(isinstance(a, tuple) and a[0] == 200 for a in answers), answers
+    results = [[r.get("error", "continue") for r in a[1]["reports"]] for a in answers]  # type: ignore[index]
+    assert sorted(results) == [["continue"] * 12, ["report-replayed"] * 12], results
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(12,)]
+    with opened(pair.helper_db) as helper_store:
+        counts = [helper_store.agg_share((*key[:2], day))[0] for day in (today(), other_day)]
+    assert sorted(counts) == [0, 12]
