@@ -377,6 +377,12 @@ class DistStore:
                           "lease_expires = NULL WHERE job_id = ? AND state = 'pending' AND lease_owner = ?",
                           (error[:500], job_id, owner))
 
+    def release_leases(self, owner: str) -> int:
+        """Give back every lease ``owner`` holds on a pending job (its driver stops: the jobs are free at once, not
+        after the lease expires); how many.  The driver may still finish such a job: ``finish_job`` counts it once."""
+        return self.storage._run("UPDATE dist_jobs SET lease_owner = NULL, lease_expires = NULL "
+                                 "WHERE state = 'pending' AND lease_owner = ?", (owner,))
+
     def job_reports(self, job_id: str) -> list[StoredReport]:
         sql = ("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports WHERE job_id = ? "
                "ORDER BY report_id")

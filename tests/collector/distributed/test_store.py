@@ -117,6 +117,22 @@ def test_a_claimed_job_is_claimed_by_no_other_driver_until_its_lease_expires(sto
 
 
 @on_both_backends
+def test_a_stopping_driver_gives_back_its_own_leases_only(storage):
+    "release_leases frees the pending jobs of one owner at once; another driver's lease and a done job stay as they are"
+    store = DistStore(storage)
+    pending_reports(store, 9)
+    store.create_jobs(KEY, 3, lambda: str(uuid.uuid4()))
+    mine = [store.claim_job("driver-a", 60, now=1000.0) for _ in range(2)]
+    other = store.claim_job("driver-b", 60, now=1000.0)
+    assert all(mine) and other is not None
+    assert store.finish_job(mine[1].job_id, KEY, None, [], {}, {})  # type: ignore[union-attr]
+    assert store.release_leases("driver-a") == 1
+    assert store.claim_job("driver-c", 60, now=1001.0) == mine[0]  # free at once, not after the lease
+    assert store.claim_job("driver-c", 60, now=1001.0) is None  # driver-b's lease holds
+    assert store.release_leases("driver-a") == 0
+
+
+@on_both_backends
 def test_a_job_run_by_two_drivers_is_counted_once(storage):
     "The driver whose lease expired finishes after the one that took over: its results are not added a second time"
     store = DistStore(storage)
