@@ -234,15 +234,22 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             total = vdaf.add(vdaf.decode(share), [outputs[p] for p in valid])
             store.put_agg_share(key, count + len(valid), vdaf.encode(total))
         answer = {"reports": results}
-        store.put_helper_job(job_id, key, request_digest, answer)
+        if not store.put_helper_job(job_id, key, request_digest, answer):
+            # a request of another batch under this id committed meanwhile (one of the same batch waited for the
+            # lock above and was answered from it): everything here is rolled back
+            raise _job_mismatch()
         failpoint("helper-job-before-commit")
     failpoint("helper-job-committed")
     return answer
 
 
+def _job_mismatch() -> PeerProblem:
+    return PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
+
+
 def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
     if stored[0] != request_digest:
-        raise PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
+        raise _job_mismatch()
     return json.loads(stored[1])
 
 

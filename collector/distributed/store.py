@@ -470,9 +470,11 @@ class DistStore:
         row = self._one("SELECT request_digest, response FROM dist_helper_jobs WHERE job_id = ?", (job_id,))
         return (row[0], row[1]) if row else None
 
-    def put_helper_job(self, job_id: str, key: BatchKey, request_digest: str, answer: dict) -> None:
-        self.storage._run("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, "
-                          "response) VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+    def put_helper_job(self, job_id: str, key: BatchKey, request_digest: str, answer: dict) -> bool:
+        "Store the job's answer; False if a job of this id was stored first (on PostgreSQL: waits for its commit)"
+        return self.storage._run("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, "
+                                 "response) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING",
+                                 (job_id, *key, request_digest, json.dumps(answer))) > 0
 
     def seen_ids(self, ids: Sequence[bytes]) -> set[bytes]:
         return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE report_id IN ({marks})", ids)

@@ -119,10 +119,13 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
         except PendingWork as exc:
             raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
                                "is closed and nothing is lost: retry", retry_after=10) from None
+        # leased first: a job another driver finishes between the two reads is then not pending, where read the
+        # other way round it was pending and no longer leased, and looked refused
+        leased = store.leased_jobs(key)
         pending = store.pending_jobs(key)
         if not pending:
             return
-        if not store.leased_jobs(key):
+        if not leased:
             raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
                                + "; ".join(f"job {job_id}: {store.job_attempts(job_id)[1]}"
                                            for job_id, _ in pending[:3]))

@@ -133,6 +133,31 @@ def test_a_stopping_driver_gives_back_its_own_leases_only(storage):
 
 
 @on_both_backends
+def test_a_collection_whose_job_another_driver_finishes_meanwhile_is_not_refused(storage):
+    """Collection waits for a job another driver holds; that driver finishes it between the collection's reads of
+    the pending and the leased jobs: the batch is done (before: 502 job-refused naming a job nobody refused)"""
+    from collector.distributed.leader.collect import _finish_jobs
+
+    class Unused:
+        def request(self, method, path, body, headers):
+            raise AssertionError("the job is another driver's: nothing is sent")
+
+    class FinishedMeanwhile(DistStore):
+        def leased_jobs(self, key=None, now=None):
+            if self.pending_jobs(key):
+                assert self.finish_job(claimed.job_id, KEY, None, [], {}, {})  # the other driver, just now
+            return super().leased_jobs(key, now)
+
+    store = FinishedMeanwhile(storage)
+    pending_reports(store, 3)
+    store.create_jobs(KEY, 10, lambda: str(uuid.uuid4()))
+    claimed = store.claim_job("other-driver", 60)
+    assert claimed is not None
+    _finish_jobs(storage, store, PeerClient(Unused(), PEER_TOKEN, retries=0), KEY, timeout=30, lease_seconds=60)
+    assert store.pending_jobs(KEY) == []
+
+
+@on_both_backends
 def test_a_job_run_by_two_drivers_is_counted_once(storage):
     "The driver whose lease expired finishes after the one that took over: its results are not added a second time"
     store = DistStore(storage)
@@ -252,12 +277,11 @@ def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp
     assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
 
 
-@on_both_backends
-def test_one_report_id_in_jobs_of_two_batches_at_once_is_a_replay_never_a_5xx(tmp_path, monkeypatch, backend):
-    """A malicious leader puts one report (sealed without a batch, as devices of earlier versions do: it opens in
-    any batch) into two jobs of two batches and sends both at once.  The second is a replay (``report-replayed``),
-    never a 500 (on PostgreSQL the two helper transactions, each locking its own batch, overlap; the second's
-    insert of the report ids met the first's), and the helper counts each report once."""
+def jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend: str, job_ids: list[str]) -> tuple[Pair, list, list]:
+    """A malicious leader puts 12 reports (sealed without a batch, as devices of earlier versions do: they open in any
+    batch) into two jobs (ids ``job_ids``), one of today's batch and one of yesterday's, and sends both at once (on
+    PostgreSQL the two helper transactions, each locking its own batch, overlap).  The pair, the two answers (status,
+    body) or exceptions, and the helper's report count of each batch."""
     from collector.distributed.peer import PeerUnavailable
 
     if backend == "postgresql":
@@ -287,24 +311,48 @@ def test_one_report_id_in_jobs_of_two_batches_at_once_is_a_replay_never_a_5xx(tm
     barrier = threading.Barrier(2)
     answers: list[object] = []
 
-    def malicious_leader(body: dict) -> None:
+    def malicious_leader(job: str, body: dict) -> None:
         client = pair.helper_app.test_client()
         barrier.wait()
         try:
-            response = client.put(f"/v1/peer/aggregation_jobs/{uuid.uuid4()}", json=body, headers=peer)
+            response = client.put(f"/v1/peer/aggregation_jobs/{job}", json=body, headers=peer)
             answers.append((response.status_code, response.get_json()))
         except BaseException as exc:  # noqa: BLE001 (reported below)
             answers.append(exc)
 
-    threads = [threading.Thread(target=malicious_leader, args=(body,)) for body in bodies]
+    threads = [threading.Thread(target=malicious_leader, args=pair_) for pair_ in zip(job_ids, bodies)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    with opened(pair.helper_db) as helper_store:
+        counts = [helper_store.agg_share((*key[:2], day))[0] for day in (today(), other_day)]
+    return pair, answers, counts
+
+
+@on_both_backends
+def test_one_report_id_in_jobs_of_two_batches_at_once_is_a_replay_never_a_5xx(tmp_path, monkeypatch, backend):
+    """The second job is a replay (``report-replayed``), never a 500 (the second's insert of the report ids met the
+    first's), and the helper counts each report once."""
+    pair, answers, counts = jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend,
+                                                        [str(uuid.uuid4()), str(uuid.uuid4())])
     assert all(isinstance(a, tuple) and a[0] == 200 for a in answers), answers
     results = [[r.get("error", "continue") for r in a[1]["reports"]] for a in answers]  # type: ignore[index]
     assert sorted(results) == [["continue"] * 12, ["report-replayed"] * 12], results
     assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(12,)]
-    with opened(pair.helper_db) as helper_store:
-        counts = [helper_store.agg_share((*key[:2], day))[0] for day in (today(), other_day)]
+    assert sorted(counts) == [0, 12]
+
+
+@on_both_backends
+def test_one_job_id_for_two_batches_at_once_is_refused_never_a_5xx(tmp_path, monkeypatch, backend):
+    """The same job id with two bodies (two batches) at once: one is answered, the other refused 409 ``job-mismatch``
+    naming the job id, never a 500 (the second's insert of the job id met the first's), and nothing of it is kept"""
+    job_id = str(uuid.uuid4())
+    pair, answers, counts = jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend, [job_id, job_id])
+    assert all(isinstance(a, tuple) for a in answers), answers
+    statuses = sorted(a[0] for a in answers)  # type: ignore[index]
+    assert statuses == [200, 409], answers
+    refused = next(a[1] for a in answers if a[0] == 409)  # type: ignore[index]
+    assert refused["type"].endswith("job-mismatch") and refused["field"] == "job_id"
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
     assert sorted(counts) == [0, 12]
