@@ -133,28 +133,53 @@ def test_a_stopping_driver_gives_back_its_own_leases_only(storage):
 
 
 @on_both_backends
-def test_a_collection_whose_job_another_driver_finishes_meanwhile_is_not_refused(storage):
-    """Collection waits for a job another driver holds; that driver finishes it between the collection's reads of
-    the pending and the leased jobs: the batch is done (before: 502 job-refused naming a job nobody refused)"""
+def test_a_collection_meeting_a_job_another_driver_is_claiming_is_not_refused(storage):
+    """Another driver is claiming the batch's job (on PostgreSQL its row is locked, so the collection's claim skips
+    it, and not yet leased), then finishes it: the collection looks again and the batch is done (before: 502
+    job-refused naming a job nobody refused; test_robustness's concurrent collections met it)"""
     from collector.distributed.leader.collect import _finish_jobs
 
     class Unused:
         def request(self, method, path, body, headers):
             raise AssertionError("the job is another driver's: nothing is sent")
 
-    class FinishedMeanwhile(DistStore):
-        def leased_jobs(self, key=None, now=None):
-            if self.pending_jobs(key):
-                assert self.finish_job(claimed.job_id, KEY, None, [], {}, {})  # the other driver, just now
-            return super().leased_jobs(key, now)
+    class ClaimedElsewhere(DistStore):
+        claims = 0
 
-    store = FinishedMeanwhile(storage)
+        def claim_job(self, *args, **kwargs):
+            self.claims += 1
+            if self.claims > 1:  # the other driver has finished it meanwhile
+                assert self.finish_job(job_id, KEY, None, [], {}, {})
+            return None
+
+    store = ClaimedElsewhere(storage)
     pending_reports(store, 3)
     store.create_jobs(KEY, 10, lambda: str(uuid.uuid4()))
-    claimed = store.claim_job("other-driver", 60)
-    assert claimed is not None
+    ((job_id, _),) = store.pending_jobs(KEY)
     _finish_jobs(storage, store, PeerClient(Unused(), PEER_TOKEN, retries=0), KEY, timeout=30, lease_seconds=60)
     assert store.pending_jobs(KEY) == []
+
+
+@on_both_backends
+def test_a_collection_whose_job_the_helper_refuses_answers_502_naming_the_job(tmp_path):
+    from collector.distributed.leader.collect import CollectError, _finish_jobs
+
+    class Refusing:
+        def request(self, method, path, body, headers):
+            return 400, {"type": "urn:ldp-telemetry:problem:invalid-field", "detail": "not this job"}
+
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 3)))
+    key = (spec.name, spec.fingerprint, today())
+    with open_storage(pair.leader_db) as storage:
+        store = DistStore(storage)
+        with pytest.raises(CollectError) as refused:
+            _finish_jobs(storage, store, PeerClient(Refusing(), PEER_TOKEN, retries=0), key, timeout=30,
+                         lease_seconds=60)
+        ((job_id, _),) = store.pending_jobs(key)
+    assert refused.value.status == 502 and refused.value.slug == "job-refused"
+    assert f"job {job_id}: helper refused (400 invalid-field): not this job" in refused.value.detail
 
 
 @on_both_backends
