@@ -321,6 +321,13 @@ class DistStore:
             "UNION SELECT DISTINCT campaign, fingerprint, batch FROM dist_jobs WHERE state = 'pending' ORDER BY 3, 1")
         return [(r[0], r[1], r[2]) for r in rows]
 
+    def batch_unfinished(self, key: BatchKey) -> bool:
+        "Whether the batch has reports not yet in a job (another process may be creating it) or jobs not yet done"
+        where, params = _batch_filter(key)
+        row = self._one(f"SELECT 1 FROM dist_reports WHERE state = 'pending' AND job_id IS NULL{where} UNION ALL "
+                        f"SELECT 1 FROM dist_jobs WHERE state = 'pending'{where} LIMIT 1", (*params, *params))
+        return row is not None
+
     # -- leader: aggregation jobs -------------------------------------------------------------------------------
     def create_jobs(self, key: BatchKey, job_size: int, new_id: Callable[[], str]) -> int:
         """Put the batch's pending reports that are in no job into new jobs of ``job_size``; how many jobs.  On

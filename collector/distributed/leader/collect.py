@@ -119,10 +119,11 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
         except PendingWork as exc:
             raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
                                "is closed and nothing is lost: retry", retry_after=10) from None
-        if not store.pending_jobs(key):
+        if not store.batch_unfinished(key):
             return
         # Refused only when this round's own run was (a pending job no one holds may have been finished, or be
-        # claimed by another driver, since this round: it is looked at again)
+        # claimed by another driver, since this round, and reports another process is putting into a job are not
+        # in one yet: they are looked at again)
         if summary.errors and not store.leased_jobs(key):
             raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
                                + "; ".join(summary.errors[:3]))

@@ -161,6 +161,34 @@ def test_a_collection_meeting_a_job_another_driver_is_claiming_is_not_refused(st
 
 
 @on_both_backends
+def test_a_collection_meeting_reports_another_process_is_putting_into_a_job_waits_for_them(storage):
+    """Another process is putting the batch's reports into a job (on PostgreSQL they are skipped, SKIP LOCKED, and
+    its job is not visible yet), then runs it: the collection waits for it (before: it found no pending job, went on
+    with no aggregated report, answered batch-too-small and opened the batch again while the other one ran)"""
+    from collector.distributed.leader.collect import _finish_jobs
+
+    class Unused:
+        def request(self, method, path, body, headers):
+            raise AssertionError("the job is another process's: nothing is sent")
+
+    class CreatedElsewhere(DistStore):
+        rounds = 0
+
+        def create_jobs(self, key, job_size, new_id):
+            self.rounds += 1
+            if self.rounds > 1:  # the other process has created and finished its job meanwhile
+                assert super().create_jobs(key, job_size, new_id) == 1
+                ((job_id, _),) = self.pending_jobs(key)
+                assert self.finish_job(job_id, KEY, None, ids, {}, {})
+            return 0
+
+    store = CreatedElsewhere(storage)
+    ids = pending_reports(store, 3)
+    _finish_jobs(storage, store, PeerClient(Unused(), PEER_TOKEN, retries=0), KEY, timeout=30, lease_seconds=60)
+    assert store.report_states(KEY) == {"aggregated": 3}
+
+
+@on_both_backends
 def test_a_collection_whose_job_the_helper_refuses_answers_502_naming_the_job(tmp_path):
     from collector.distributed.leader.collect import CollectError, _finish_jobs
 
