@@ -11,7 +11,8 @@ Privacy of the logs: the access log is off, and the error log goes through :clas
 removes IP addresses (gunicorn writes the peer address into some warnings, e.g. for malformed requests).  The
 application itself never reads ``REMOTE_ADDR`` or ``User-Agent``.
 
-Shutdown: SIGTERM/SIGINT stop gunicorn gracefully (requests in flight finish).  A crash or SIGKILL loses nothing
+Shutdown: SIGTERM/SIGINT stop gunicorn gracefully (requests in flight finish; a leader's aggregation driver gives
+its job leases back: ``stop_driver``).  A crash or SIGKILL loses nothing
 that was acknowledged: every 200 is sent after the SQLite commit with ``synchronous=FULL``.
 """
 
@@ -326,6 +327,15 @@ def die_with_master(arbiter: Any, worker: Any) -> None:
         os._exit(1)
 
 
+def stop_driver(arbiter: Any, worker: Any) -> None:
+    """gunicorn worker_exit hook: the worker's aggregation driver (a leader's) stops and gives back the leases of the
+    jobs it holds, so that they need not expire before another driver or a collection runs them"""
+    extensions = getattr(getattr(worker, "wsgi", None), "extensions", {})
+    driver = extensions.get("ldp_aggregation_driver")
+    if driver is not None:
+        driver.stop()
+
+
 class CollectorServer(BaseApplication):
     "gunicorn serving ``create_app(app_config)``"
 
@@ -370,6 +380,7 @@ def serve(database: str, *, host: str = "127.0.0.1", port: int = 8000, workers: 
         "threads": threads,
         "keepalive": KEEPALIVE,
         "post_fork": die_with_master,
+        "worker_exit": stop_driver,
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "info",

@@ -7,7 +7,8 @@ aggregate share.  Then, in one transaction: the job's answer is stored under its
 input share opened and decoded is recorded as seen (with its outcome; an entry that does not open or decode is
 rejected by name and recorded nowhere, so garbage cannot burn a report id), and the aggregate share updated.  The
 same job id again returns the stored answer (a leader retrying after a lost answer counts nothing twice); a
-different body under the same id is refused; a report id seen in an earlier job is rejected ``report-replayed``.
+different body under the same id is refused; a report id seen in an earlier job (or one committed meanwhile) is
+rejected ``report-replayed``.
 
 Aggregate share (``POST /v1/peer/aggregate_shares``): the helper checks that the leader's report count and checksum
 (SHA-256 of the sorted ids) are its own, that the batch reaches ``min_batch`` and has not been collected, adds its
@@ -219,6 +220,10 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             return _replayed(stored, request_digest)
         collected = store.batch_state(key) != "open"
         replayed = store.seen_ids(ids)
+        # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
+        # (from anyone holding the peer token) is rejected by name and burns nothing.
+        replayed |= store.add_seen(key, job_id, [(ids[p], p in outputs and not collected) for p in sorted(decoded)
+                                                 if ids[p] not in replayed])
         for position, report_id in enumerate(ids):
             if report_id in replayed or collected:
                 outputs.pop(position, None)
@@ -229,19 +234,23 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
         if valid:
             total = vdaf.add(vdaf.decode(share), [outputs[p] for p in valid])
             store.put_agg_share(key, count + len(valid), vdaf.encode(total))
-        # Only reports that opened and decoded are recorded as seen: an entry of garbage under some report's id
-        # (from anyone holding the peer token) is rejected by name and burns nothing.
-        store.add_seen(key, job_id, [(ids[p], p in outputs) for p in sorted(decoded) if ids[p] not in replayed])
         answer = {"reports": results}
-        store.put_helper_job(job_id, key, request_digest, answer)
+        if not store.put_helper_job(job_id, key, request_digest, answer):
+            # a request of another batch under this id committed meanwhile (one of the same batch waited for the
+            # lock above and was answered from it): everything here is rolled back
+            raise _job_mismatch()
         failpoint("helper-job-before-commit")
     failpoint("helper-job-committed")
     return answer
 
 
+def _job_mismatch() -> PeerProblem:
+    return PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
+
+
 def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
     if stored[0] != request_digest:
-        raise PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
+        raise _job_mismatch()
     return json.loads(stored[1])
 
 

@@ -150,12 +150,12 @@ class DistStore:
     def _one(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.storage._one(sql, params)
 
-    def _in_chunks(self, sql: str, ids: Sequence[bytes]) -> set[bytes]:
-        "The first column of ``sql`` (one ``IN ({marks})``) over every chunk of ``ids``"
+    def _in_chunks(self, sql: str, ids: Sequence[bytes], params: Sequence[object] = ()) -> set[bytes]:
+        "The first column of ``sql`` (``params``, then one ``IN ({marks})``) over every chunk of ``ids``"
         found: set[bytes] = set()
         for start in range(0, len(ids), IDS_PER_QUERY):
             chunk = list(ids[start:start + IDS_PER_QUERY])
-            found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), chunk)}
+            found |= {bytes(r[0]) for r in self._all(sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk))}
         return found
 
     def _update_ids(self, sql: str, params: Sequence[object], ids: Sequence[bytes]) -> None:
@@ -321,6 +321,13 @@ class DistStore:
             "UNION SELECT DISTINCT campaign, fingerprint, batch FROM dist_jobs WHERE state = 'pending' ORDER BY 3, 1")
         return [(r[0], r[1], r[2]) for r in rows]
 
+    def batch_unfinished(self, key: BatchKey) -> bool:
+        "Whether the batch has reports not yet in a job (another process may be creating it) or jobs not yet done"
+        where, params = _batch_filter(key)
+        row = self._one(f"SELECT 1 FROM dist_reports WHERE state = 'pending' AND job_id IS NULL{where} UNION ALL "
+                        f"SELECT 1 FROM dist_jobs WHERE state = 'pending'{where} LIMIT 1", (*params, *params))
+        return row is not None
+
     # -- leader: aggregation jobs -------------------------------------------------------------------------------
     def create_jobs(self, key: BatchKey, job_size: int, new_id: Callable[[], str]) -> int:
         """Put the batch's pending reports that are in no job into new jobs of ``job_size``; how many jobs.  On
@@ -376,6 +383,12 @@ class DistStore:
         self.storage._run("UPDATE dist_jobs SET attempts = attempts + 1, last_error = ?, lease_owner = NULL, "
                           "lease_expires = NULL WHERE job_id = ? AND state = 'pending' AND lease_owner = ?",
                           (error[:500], job_id, owner))
+
+    def release_leases(self, owner: str) -> int:
+        """Give back every lease ``owner`` holds on a pending job (its driver stops: the jobs are free at once, not
+        after the lease expires); how many.  The driver may still finish such a job: ``finish_job`` counts it once."""
+        return self.storage._run("UPDATE dist_jobs SET lease_owner = NULL, lease_expires = NULL "
+                                 "WHERE state = 'pending' AND lease_owner = ?", (owner,))
 
     def job_reports(self, job_id: str) -> list[StoredReport]:
         sql = ("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports WHERE job_id = ? "
@@ -464,17 +477,25 @@ class DistStore:
         row = self._one("SELECT request_digest, response FROM dist_helper_jobs WHERE job_id = ?", (job_id,))
         return (row[0], row[1]) if row else None
 
-    def put_helper_job(self, job_id: str, key: BatchKey, request_digest: str, answer: dict) -> None:
-        self.storage._run("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, "
-                          "response) VALUES (?, ?, ?, ?, ?, ?)", (job_id, *key, request_digest, json.dumps(answer)))
+    def put_helper_job(self, job_id: str, key: BatchKey, request_digest: str, answer: dict) -> bool:
+        "Store the job's answer; False if a job of this id was stored first (on PostgreSQL: waits for its commit)"
+        return self.storage._run("INSERT INTO dist_helper_jobs (job_id, campaign, fingerprint, batch, request_digest, "
+                                 "response) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING",
+                                 (job_id, *key, request_digest, json.dumps(answer))) > 0
 
     def seen_ids(self, ids: Sequence[bytes]) -> set[bytes]:
         return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE report_id IN ({marks})", ids)
 
-    def add_seen(self, key: BatchKey, job_id: str, outcomes: Sequence[tuple[bytes, bool]]) -> None:
-        "Record report ids as processed by this helper, each with its outcome (valid or not)"
+    def add_seen(self, key: BatchKey, job_id: str, outcomes: Sequence[tuple[bytes, bool]]) -> set[bytes]:
+        """Record report ids as processed by this helper's job, each with its outcome (valid or not); the ids that
+        another job recorded first, left as they are (replays).  Such a job ran at the same time in a transaction of
+        another batch (a leader that put one report into two batches): on PostgreSQL this insert waits for its
+        commit, then the id is the other job's."""
         self.storage._run_many("INSERT INTO dist_helper_seen (report_id, campaign, fingerprint, batch, job_id, valid) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", [(rid, *key, job_id, int(ok)) for rid, ok in outcomes])
+                               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (report_id) DO NOTHING",
+                               [(rid, *key, job_id, int(ok)) for rid, ok in outcomes])
+        return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE job_id <> ? AND report_id IN ({marks})",
+                               [rid for rid, _ in outcomes], (job_id,))
 
     def helper_valid_ids(self, key: BatchKey) -> list[bytes]:
         rows = self._all("SELECT report_id FROM dist_helper_seen WHERE campaign = ? AND fingerprint = ? AND "

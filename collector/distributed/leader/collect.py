@@ -115,17 +115,18 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            run_pending(storage, store, peer, key, lease_seconds=lease_seconds)
+            summary = run_pending(storage, store, peer, key, lease_seconds=lease_seconds)
         except PendingWork as exc:
             raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
                                "is closed and nothing is lost: retry", retry_after=10) from None
-        pending = store.pending_jobs(key)
-        if not pending:
+        if not store.batch_unfinished(key):
             return
-        if not store.leased_jobs(key):
+        # Refused only when this round's own run was (a pending job no one holds may have been finished, or be
+        # claimed by another driver, since this round, and reports another process is putting into a job are not
+        # in one yet: they are looked at again)
+        if summary.errors and not store.leased_jobs(key):
             raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
-                               + "; ".join(f"job {job_id}: {store.job_attempts(job_id)[1]}"
-                                           for job_id, _ in pending[:3]))
+                               + "; ".join(summary.errors[:3]))
         if time.monotonic() >= deadline:
             raise CollectError(503, ProtocolError.BUSY,
                                "another process is running this batch's jobs; retry", retry_after=5)

@@ -13,6 +13,7 @@ Aggregation job, as the leader runs it (crash-safe at every step):
    reports both accept are added to the batch's aggregate share, each report is marked ``aggregated`` or
    ``rejected`` (with the reason), the job ``done``.
 
+A driver that stops (its leader stopped gracefully, ``Driver.stop``) gives its leases back: the job is free at once.
 A driver killed between 2 and 4 (or one slower than its lease) leaves the job pending: once its lease expires another
 driver, in this process or another one on the same database, claims it and sends the same job again; the helper
 answers a job id it has committed with its stored answer, and step 4 writes nothing for a job already done, so every
@@ -29,6 +30,7 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,7 +52,7 @@ LEASE_SECONDS = 60.0
 
 
 def lease_owner() -> str:
-    "A name for this driver's leases: host and process (for operators), and a random part (unique per call)"
+    "A name for a driver's leases: host and process (for operators), and a random part (unique per call)"
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
@@ -133,17 +135,23 @@ class RunSummary:
 
 
 def run_pending(storage: StorageBase, store: DistStore, peer: PeerClient, key: BatchKey | None = None, *,
-                job_size: int = JOB_SIZE, lease_seconds: float = LEASE_SECONDS) -> RunSummary:
+                job_size: int = JOB_SIZE, lease_seconds: float = LEASE_SECONDS, owner: str | None = None,
+                stopping: threading.Event | None = None) -> RunSummary:
     """Put pending reports into jobs, then claim and run every pending job that no other driver holds, each at most
     once in this round.  The first PeerUnavailable stops the round (the helper is down: the driver backs off); a
-    refused job stays pending with its error and the round goes on."""
+    refused job stays pending with its error and the round goes on.
+
+    :param owner: the name the leases are taken under (a driver's own, so that it can give them back when it
+        stops: ``DistStore.release_leases``); default a new one
+    :param stopping: once set, no further job is claimed"""
     summary = RunSummary()
-    owner = lease_owner()
+    owner = owner or lease_owner()
     for batch in ([key] if key is not None else store.pending_batches()):
         create_jobs(store, batch, job_size)
     tried: list[str] = []
     try:
-        while (claimed := store.claim_job(owner, lease_seconds, key, tried)) is not None:
+        while not (stopping and stopping.is_set()) and (
+                claimed := store.claim_job(owner, lease_seconds, key, tried)) is not None:
             tried.append(claimed.job_id)
             try:
                 counts = run_job(storage, store, peer, claimed.job_id, claimed.key)

@@ -7,12 +7,16 @@ server SIGKILLs its own process group there, as a power cut would, and is then r
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +25,7 @@ import pytest
 import client_sdk
 from client_sdk.clock import utc_day
 
-from ..helpers import create_key, free_port, ldp_command, on_both_backends, running_server
+from ..helpers import create_key, free_port, ldp_command, loopback_http_server, on_both_backends, running_server
 from .kit import (
     PEER_TOKEN,
     checked_block,
@@ -29,6 +33,7 @@ from .kit import (
     exact_sum,
     honest_reports,
     past_grace,
+    query,
     spec_json,
     truth,
     values_for,
@@ -224,3 +229,51 @@ def test_sigkill_of_the_leader_after_the_helper_committed(tmp_path, monkeypatch)
     assert status == 200 and release["report_count"] == 30
     leader_count, helper_count, exact = exact_sum(servers.leader_db, servers.helper_db, spec, today())
     assert leader_count == helper_count == 30 and exact == truth("histogram", values)
+
+
+@on_both_backends
+def test_a_leader_stopped_gracefully_mid_job_gives_its_lease_back(tmp_path, monkeypatch):
+    """SIGTERM to a leader whose driver waits for the helper's answer to a job: the worker's driver stops and hands
+    the job's lease back, so the next leader (or a collection) runs the job at once instead of waiting for the lease
+    to expire (``--job-lease``, 60 s).  The helper here reads the job and never answers."""
+    servers = Aggregators(tmp_path)
+    job_sent, unblock = threading.Event(), threading.Event()
+    helper_url = servers.helper_url
+
+    class StallingHelper(BaseHTTPRequestHandler):
+        "The helper's GET routes forwarded to it; an aggregation job read and never answered"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            with urllib.request.urlopen(helper_url + self.path, timeout=WAIT_SECONDS) as answer:
+                body = answer.read()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_PUT(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            job_sent.set()
+            unblock.wait(WAIT_SECONDS)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with servers.helper(monkeypatch):
+        with servers.leader(monkeypatch, interval=0):
+            spec, block = servers.create(spec_json("histogram"))
+            assert servers.upload(honest_reports(spec, block, values_for("histogram", 12)))["accepted"] == 12
+        with loopback_http_server(StallingHelper) as stalling_url:
+            servers.helper_url = stalling_url
+            try:
+                with servers.leader(monkeypatch, interval=0.2) as leader:
+                    assert job_sent.wait(WAIT_SECONDS), "the driver sent no job"
+                    leased = "SELECT count(*) FROM dist_jobs WHERE state = 'pending' AND lease_owner IS NOT NULL"
+                    assert query(servers.leader_db, leased) == [(1,)]  # the driver is in the middle of the job
+                    os.killpg(leader.pid, signal.SIGTERM)
+                    leader.wait(timeout=WAIT_SECONDS)
+            finally:
+                unblock.set()
+    assert query(servers.leader_db, "SELECT state, lease_owner, lease_expires FROM dist_jobs") == [
+        ("pending", None, None)]

@@ -3,6 +3,7 @@ and aggregation jobs are leased to one driver at a time, on both backends."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import threading
 import time
@@ -16,7 +17,18 @@ from collector.distributed.store import DistStore
 from collector.storage import LATEST_SCHEMA_VERSION, Storage, open_storage
 
 from ..helpers import on_both_backends
-from .kit import PEER_TOKEN, Pair, exact_sum, honest_reports, opened, query, spec_json, truth, values_for
+from .kit import (
+    PEER_TOKEN,
+    Pair,
+    encoded_report,
+    exact_sum,
+    honest_reports,
+    opened,
+    query,
+    spec_json,
+    truth,
+    values_for,
+)
 from .test_processes import today
 
 KEY = ("apps", "f" * 16, "2026-03-01")
@@ -105,6 +117,100 @@ def test_a_claimed_job_is_claimed_by_no_other_driver_until_its_lease_expires(sto
 
 
 @on_both_backends
+def test_a_stopping_driver_gives_back_its_own_leases_only(storage):
+    "release_leases frees the pending jobs of one owner at once; another driver's lease and a done job stay as they are"
+    store = DistStore(storage)
+    pending_reports(store, 9)
+    store.create_jobs(KEY, 3, lambda: str(uuid.uuid4()))
+    mine = [store.claim_job("driver-a", 60, now=1000.0) for _ in range(2)]
+    other = store.claim_job("driver-b", 60, now=1000.0)
+    assert all(mine) and other is not None
+    assert store.finish_job(mine[1].job_id, KEY, None, [], {}, {})  # type: ignore[union-attr]
+    assert store.release_leases("driver-a") == 1
+    assert store.claim_job("driver-c", 60, now=1001.0) == mine[0]  # free at once, not after the lease
+    assert store.claim_job("driver-c", 60, now=1001.0) is None  # driver-b's lease holds
+    assert store.release_leases("driver-a") == 0
+
+
+@on_both_backends
+def test_a_collection_meeting_a_job_another_driver_is_claiming_is_not_refused(storage):
+    """Another driver is claiming the batch's job (on PostgreSQL its row is locked, so the collection's claim skips
+    it, and not yet leased), then finishes it: the collection looks again and the batch is done (before: 502
+    job-refused naming a job nobody refused; test_robustness's concurrent collections met it)"""
+    from collector.distributed.leader.collect import _finish_jobs
+
+    class Unused:
+        def request(self, method, path, body, headers):
+            raise AssertionError("the job is another driver's: nothing is sent")
+
+    class ClaimedElsewhere(DistStore):
+        claims = 0
+
+        def claim_job(self, *args, **kwargs):
+            self.claims += 1
+            if self.claims > 1:  # the other driver has finished it meanwhile
+                assert self.finish_job(job_id, KEY, None, [], {}, {})
+            return None
+
+    store = ClaimedElsewhere(storage)
+    pending_reports(store, 3)
+    store.create_jobs(KEY, 10, lambda: str(uuid.uuid4()))
+    ((job_id, _),) = store.pending_jobs(KEY)
+    _finish_jobs(storage, store, PeerClient(Unused(), PEER_TOKEN, retries=0), KEY, timeout=30, lease_seconds=60)
+    assert store.pending_jobs(KEY) == []
+
+
+@on_both_backends
+def test_a_collection_meeting_reports_another_process_is_putting_into_a_job_waits_for_them(storage):
+    """Another process is putting the batch's reports into a job (on PostgreSQL they are skipped, SKIP LOCKED, and
+    its job is not visible yet), then runs it: the collection waits for it (before: it found no pending job, went on
+    with no aggregated report, answered batch-too-small and opened the batch again while the other one ran)"""
+    from collector.distributed.leader.collect import _finish_jobs
+
+    class Unused:
+        def request(self, method, path, body, headers):
+            raise AssertionError("the job is another process's: nothing is sent")
+
+    class CreatedElsewhere(DistStore):
+        rounds = 0
+
+        def create_jobs(self, key, job_size, new_id):
+            self.rounds += 1
+            if self.rounds > 1:  # the other process has created and finished its job meanwhile
+                assert super().create_jobs(key, job_size, new_id) == 1
+                ((job_id, _),) = self.pending_jobs(key)
+                assert self.finish_job(job_id, KEY, None, ids, {}, {})
+            return 0
+
+    store = CreatedElsewhere(storage)
+    ids = pending_reports(store, 3)
+    _finish_jobs(storage, store, PeerClient(Unused(), PEER_TOKEN, retries=0), KEY, timeout=30, lease_seconds=60)
+    assert store.report_states(KEY) == {"aggregated": 3}
+
+
+@on_both_backends
+def test_a_collection_whose_job_the_helper_refuses_answers_502_naming_the_job(tmp_path):
+    from collector.distributed.leader.collect import CollectError, _finish_jobs
+
+    class Refusing:
+        def request(self, method, path, body, headers):
+            return 400, {"type": "urn:ldp-telemetry:problem:invalid-field", "detail": "not this job"}
+
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    pair.upload(honest_reports(spec, block, values_for("histogram", 3)))
+    key = (spec.name, spec.fingerprint, today())
+    with open_storage(pair.leader_db) as storage:
+        store = DistStore(storage)
+        with pytest.raises(CollectError) as refused:
+            _finish_jobs(storage, store, PeerClient(Refusing(), PEER_TOKEN, retries=0), key, timeout=30,
+                         lease_seconds=60)
+        ((job_id, _),) = store.pending_jobs(key)
+    assert refused.value.status == 502 and refused.value.slug == "job-refused"
+    assert f"job {job_id}: helper refused (400 invalid-field): not this job" in refused.value.detail
+
+
+@on_both_backends
 def test_a_job_run_by_two_drivers_is_counted_once(storage):
     "The driver whose lease expired finishes after the one that took over: its results are not added a second time"
     store = DistStore(storage)
@@ -161,12 +267,10 @@ def test_postgres_claims_skip_a_job_another_driver_is_claiming(storage):
         assert claimed is not None and claimed.job_id != first_job
 
 
-@on_both_backends
-def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch, backend):
-    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
-    running): the helper counts its reports once and answers both alike, and the leader adds them once.  On
-    PostgreSQL the first helper transaction is held open until the second request is in, so that the two overlap
-    (on SQLite the write lock serializes them: the second request's rate-limit write waits for the first commit)."""
+def overlap_helper_jobs(monkeypatch) -> None:
+    """Hold the first helper job's transaction open (before its commit) until a second job request is in and has
+    had time to run up to the lock or row it waits for: the two transactions overlap (PostgreSQL; on SQLite the
+    held write lock would block the second request's rate-limit write, a test deadlock)"""
     from collector.distributed import helper
 
     arrived, both_in = [], threading.Event()
@@ -184,9 +288,18 @@ def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp
             both_in.wait(30)
             time.sleep(HOLD_SECONDS)  # the second request runs up to the lock it waits for
 
+    monkeypatch.setattr(helper, "parse_job_request", arriving)
+    monkeypatch.setattr(helper, "failpoint", hold)
+
+
+@on_both_backends
+def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp_path, monkeypatch, backend):
+    """Two leader drivers send the same job to the helper at the same moment (one's lease expired while it was still
+    running): the helper counts its reports once and answers both alike, and the leader adds them once.  On
+    PostgreSQL the first helper transaction is held open until the second request is in, so that the two overlap
+    (on SQLite the write lock serializes them: the second request's rate-limit write waits for the first commit)."""
     if backend == "postgresql":
-        monkeypatch.setattr(helper, "parse_job_request", arriving)
-        monkeypatch.setattr(helper, "failpoint", hold)
+        overlap_helper_jobs(monkeypatch)
     pair = Pair(tmp_path)
     spec, block = pair.create(spec_json("histogram"))
     values = values_for("histogram", 24)
@@ -215,3 +328,84 @@ def test_one_job_run_by_two_leader_processes_at_once_counts_each_report_once(tmp
     assert sorted(sum(counts.values()) for counts in outcomes) == [0, 24], outcomes  # type: ignore[attr-defined]
     assert exact_sum(pair.leader_db, pair.helper_db, spec, today()) == (24, 24, truth("histogram", values))
     assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
+
+
+def jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend: str, job_ids: list[str]) -> tuple[Pair, list, list]:
+    """A malicious leader puts 12 reports (sealed without a batch, as devices of earlier versions do: they open in any
+    batch) into two jobs (ids ``job_ids``), one of today's batch and one of yesterday's, and sends both at once (on
+    PostgreSQL the two helper transactions, each locking its own batch, overlap).  The pair, the two answers (status,
+    body) or exceptions, and the helper's report count of each batch."""
+    from collector.distributed.peer import PeerUnavailable
+
+    if backend == "postgresql":
+        overlap_helper_jobs(monkeypatch)
+    pair = Pair(tmp_path)
+    spec, block = pair.create(spec_json("histogram"))
+    pair.upload([encoded_report(spec, block, [1, 0, 0, 0]) for _ in range(12)])
+    key = (spec.name, spec.fingerprint, today())
+    sent: list[dict] = []
+
+    class Recording:
+        "The leader's job request, kept and not delivered"
+
+        def request(self, method, path, body, headers):
+            sent.append(body)
+            return 503, None
+
+    with open_storage(pair.leader_db) as storage:
+        store = DistStore(storage)
+        create_jobs(store, key)
+        ((job_id, _),) = store.pending_jobs()
+        with pytest.raises(PeerUnavailable):
+            run_job(storage, store, PeerClient(Recording(), PEER_TOKEN, retries=0), job_id, key)
+    other_day = (dt.date.fromisoformat(today()) - dt.timedelta(days=1)).isoformat()
+    bodies = [sent[0], {**sent[0], "batch": other_day}]
+    peer = {"Authorization": f"Bearer {PEER_TOKEN}"}
+    barrier = threading.Barrier(2)
+    answers: list[object] = []
+
+    def malicious_leader(job: str, body: dict) -> None:
+        client = pair.helper_app.test_client()
+        barrier.wait()
+        try:
+            response = client.put(f"/v1/peer/aggregation_jobs/{job}", json=body, headers=peer)
+            answers.append((response.status_code, response.get_json()))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            answers.append(exc)
+
+    threads = [threading.Thread(target=malicious_leader, args=pair_) for pair_ in zip(job_ids, bodies)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with opened(pair.helper_db) as helper_store:
+        counts = [helper_store.agg_share((*key[:2], day))[0] for day in (today(), other_day)]
+    return pair, answers, counts
+
+
+@on_both_backends
+def test_one_report_id_in_jobs_of_two_batches_at_once_is_a_replay_never_a_5xx(tmp_path, monkeypatch, backend):
+    """The second job is a replay (``report-replayed``), never a 500 (the second's insert of the report ids met the
+    first's), and the helper counts each report once."""
+    pair, answers, counts = jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend,
+                                                        [str(uuid.uuid4()), str(uuid.uuid4())])
+    assert all(isinstance(a, tuple) and a[0] == 200 for a in answers), answers
+    results = [[r.get("error", "continue") for r in a[1]["reports"]] for a in answers]  # type: ignore[index]
+    assert sorted(results) == [["continue"] * 12, ["report-replayed"] * 12], results
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_seen") == [(12,)]
+    assert sorted(counts) == [0, 12]
+
+
+@on_both_backends
+def test_one_job_id_for_two_batches_at_once_is_refused_never_a_5xx(tmp_path, monkeypatch, backend):
+    """The same job id with two bodies (two batches) at once: one is answered, the other refused 409 ``job-mismatch``
+    naming the job id, never a 500 (the second's insert of the job id met the first's), and nothing of it is kept"""
+    job_id = str(uuid.uuid4())
+    pair, answers, counts = jobs_of_two_batches_at_once(tmp_path, monkeypatch, backend, [job_id, job_id])
+    assert all(isinstance(a, tuple) for a in answers), answers
+    statuses = sorted(a[0] for a in answers)  # type: ignore[index]
+    assert statuses == [200, 409], answers
+    refused = next(a[1] for a in answers if a[0] == 409)  # type: ignore[index]
+    assert refused["type"].endswith("job-mismatch") and refused["field"] == "job_id"
+    assert query(pair.helper_db, "SELECT count(*) FROM dist_helper_jobs") == [(1,)]
+    assert sorted(counts) == [0, 12]
