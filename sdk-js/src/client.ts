@@ -293,14 +293,9 @@ export class Client {
       });
       known = "spec_unavailable"; // held until the randomizer has loaded
     }
-    if (known === "spec_unavailable" && this.#uploadEnabled) {
-      if (this.#held.length < this.#maxHeld) {
-        this.#held.push({ campaign, value, when: this.#clock() }); // memory only, never stored
-        known = "held";
-        this.#wake();
-      } else {
-        known = "spec_unavailable";
-      }
+    if (known === "spec_unavailable" && this.#uploadEnabled && this.#hold(campaign, value, this.#clock())) {
+      known = "held";
+      this.#wake();
     }
     if (typeof known === "string") {
       return Promise.resolve(this.#outcome(this.#uploadEnabled ? known : "upload_disabled", campaign));
@@ -322,7 +317,8 @@ export class Client {
       let body = payload;
       if (prio3) {
         const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, day, this.#options, this.store);
-        if (sealed === "held") this.#held.push({ campaign, value, when: now }); // until the helper answers
+        // until the helper answers, within the same maxHeld as values waiting for their spec
+        if (sealed === "held" && !this.#hold(campaign, value, now)) return recorded("spec_unavailable");
         if (typeof sealed === "string") return recorded(sealed as RecordStatus);
         body = sealed;
       }
@@ -407,6 +403,11 @@ export class Client {
     }
     if (this.#clock() - held.fetched >= this.#specTtl) this.#wake();
     return held.spec;
+  }
+
+  /** Keep a value in memory (never stored) until its spec or its helper's config arrives: false past maxHeld */
+  #hold(campaign: string, value: unknown, when: number): boolean {
+    return this.#held.length < this.#maxHeld && this.#held.push({ campaign, value, when }) > 0;
   }
 
   async #releaseHeld(): Promise<void> {

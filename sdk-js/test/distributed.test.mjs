@@ -146,6 +146,19 @@ test("a value recorded while the helper does not answer waits in memory, then is
   await c.close();
 });
 
+test("values waiting for the helper's config are bounded by maxHeld, as values waiting for their spec", async () => {
+  const fake = await fakeAggregators();
+  fake.helperUp = false;
+  const c = client(fake, { maxHeld: 2 });
+  await c.prepare();
+  assert.equal((await c.record("apps", "mail")).status, "held");
+  assert.equal((await c.record("apps", "chat")).status, "held");
+  assert.equal((await c.record("apps", "maps")).status, "spec_unavailable");
+  fake.helperUp = true;
+  assert.equal((await c.flush(5)).sent, 1); // one report per batch: the first held value; the second is refused
+  await c.close();
+});
+
 test("the aggregators option is checked as in the Python SDK (https, or http to loopback only)", async () => {
   const fake = await fakeAggregators();
   for (const [aggregators, field] of [
