@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -29,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import client_sdk  # noqa: E402
+from benchmarks.prio3_shard import node_results  # noqa: E402
 from client_sdk.distributed import seal_report  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeKeyPair  # noqa: E402
 
@@ -58,28 +57,13 @@ def python_seal_ms(length: int, reports: int, repeat: int) -> tuple[float, int]:
     return min(runs), size
 
 
-def node_results(reports: int | None, repeat: int) -> tuple[dict[str, dict], str | None]:
-    "The Node benchmark's figures by name, or why it did not run"
-    node = shutil.which("node")
-    if node is None:
-        return {}, "not run: no node on the PATH"
-    if not (REPO / "sdk-js" / "dist" / "distributed.js").exists():
-        return {}, "not run: build sdk-js first (cd sdk-js && npm ci && npm run build)"
-    args = [node, str(NODE_BENCH), "--repeat", str(repeat)] + (["--reports", str(reports)] if reports else [])
-    done = subprocess.run(args, capture_output=True, text=True, timeout=1800, cwd=REPO / "sdk-js")
-    if done.returncode != 0:
-        return {}, f"not run: node failed: {done.stderr.strip()[-300:]}"
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {line["name"]: line for line in lines}, None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Fewer reports per configuration (smoke run).")
     parser.add_argument("--repeat", type=int, default=3, help="Runs per figure; the best is printed.")
     args = parser.parse_args()
     reports = 20 if args.quick else None
-    node, problem = node_results(reports, args.repeat)
+    node, problem = node_results(reports, args.repeat, NODE_BENCH, REPO / "sdk-js" / "dist" / "distributed.js")
     version = next(iter(node.values()))["node"] if node else "-"
     print(f"Distributed report (shard + seal) per report, CPU ms, best of {args.repeat}: "
           f"Python {platform.python_version()}, Node {version}")

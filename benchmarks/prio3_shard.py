@@ -57,15 +57,16 @@ def python_shard_ms(vdaf: Prio3, measurement: Callable[[int], object], reports: 
     return min(runs)
 
 
-def node_results(reports: int | None, repeat: int) -> tuple[dict[str, dict], str | None]:
-    "The Node benchmark's figures by name, or why it did not run"
+def node_results(reports: int | None, repeat: int, script: Path = NODE_BENCH,
+                 built: Path = REPO / "sdk-js" / "dist" / "vdaf" / "index.js") -> tuple[dict[str, dict], str | None]:
+    "The figures by name of a Node benchmark of sdk-js/bench (``script``, once ``built`` exists), or why it did not run"
     node = shutil.which("node")
     if node is None:
         return {}, "not run: no node on the PATH"
-    if not (REPO / "sdk-js" / "dist" / "vdaf" / "index.js").exists():
+    if not built.exists():
         return {}, "not run: build sdk-js first (cd sdk-js && npm ci && npm run build)"
-    args = [node, str(NODE_BENCH), "--repeat", str(repeat)] + (["--reports", str(reports)] if reports else [])
-    done = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+    args = [node, str(script), "--repeat", str(repeat)] + (["--reports", str(reports)] if reports else [])
+    done = subprocess.run(args, capture_output=True, text=True, timeout=1800, cwd=REPO / "sdk-js")
     if done.returncode != 0:
         return {}, f"not run: node failed: {done.stderr.strip()[-300:]}"
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
