@@ -53,6 +53,24 @@ class ValueRow:
 
 
 @dataclass(frozen=True)
+class EstimateFlag:
+    "One warning on an estimate: a code from ``estimators.flags.FLAG_CODES`` and the sentence every report prints"
+
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> EstimateFlag | None:
+        "A flag from its JSON, None for anything that is not one"
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("code"), str):
+            return None
+        return cls(raw["code"], str(raw.get("message") or raw["code"]))
+
+
+@dataclass(frozen=True)
 class TrustModel:
     "One trust model's error for the same question and epsilon (a distributed release states three)"
 
@@ -108,6 +126,7 @@ class Estimate:
     rejected: Mapping[str, int]
     guarantee: tuple[tuple[str, str], ...]  # (what holds, assuming what)
     allocated_mass: float | None
+    flags: tuple[EstimateFlag, ...]  # warnings to print before the numbers (estimators.flags)
     json: Mapping[str, Any] = field(repr=False)
 
     @classmethod
@@ -146,6 +165,8 @@ class Estimate:
             guarantee=tuple((str(item.get("holds", "")), str(item.get("assuming", "")))
                             for item in statements or [] if isinstance(item, Mapping)),
             allocated_mass=_number(data.get("allocated_mass")) if "allocated_mass" in data else None,
+            flags=tuple(flag for flag in map(EstimateFlag.from_json, data.get("flags") or [])
+                        if flag is not None) if isinstance(data.get("flags"), list) else (),
             json=MappingProxyType(dict(data)),
         )
 

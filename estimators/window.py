@@ -15,8 +15,10 @@ from functools import cached_property
 from typing import Any
 
 import estimators
+from client_sdk.spec import load_spec
 
 from .estimates import Estimate
+from .flags import with_flags
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,13 @@ class ReportData:
 
 
 def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict:
-    """The JSON estimate of one window's merged aggregate; non-finite numbers become null (JSON has none).
+    """The JSON estimate of one window's merged aggregate, with its ``flags`` (``estimators.flags``); non-finite
+    numbers become null (JSON has none).
 
     Raises :class:`estimators.NoReports` for an empty window."""
-    return finite_json(estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_json())
+    spec = load_spec(spec)
+    result = finite_json(estimators.estimate_aggregate(spec, aggregate, confidence=confidence).to_json())
+    return with_flags(result, spec)
 
 
 def finite_json(value: Any) -> Any:

@@ -10,7 +10,7 @@ from ..window import ReportData
 from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, display_rows
 from .plots import Plot, report_plots
 from .style import STYLE
-from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table
+from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table, warning_lines
 
 MARK_TITLES = {ZERO_MARK: f"interval includes 0: {NOT_DISTINGUISHABLE}", BELOW_ZERO_MARK: f"interval {BELOW_ZERO}"}
 
@@ -22,6 +22,7 @@ def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequen
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>ldp-telemetry report: {escape(data.campaign)}</title>", f"<style>{STYLE}</style>", "</head>",
         "<body>", f"<h1>Report: {escape(data.campaign)}</h1>", f'<ul class="facts">{facts}</ul>',
+        *(f'<p class="warning" role="alert">{escape(line)}</p>' for line in warning_lines(data)),
         _table(data),
     ]
     parts += [f'<p class="note">{escape(note)}</p>' for note in footnotes(data)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..window import ReportData
 from .plots import Plot, report_plots
-from .table import footnotes, header_lines, value_table
+from .table import footnotes, header_lines, value_table, warning_lines
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ def render_markdown(data: ReportData, *, image_prefix: str | None = "report", si
 
     ``plots`` reuses figures already drawn (for example for the HTML report of the same data)."""
     lines = [f"# Report: {_escape(data.campaign)}", ""] + [f"- {_escape(line)}" for line in header_lines(data)] + [""]
+    lines += [f"> **{_escape(line)}**" for line in warning_lines(data)] + ([""] if data.estimate.flags else [])
     columns, cells = value_table(data)
     lines.append("| " + " | ".join(_escape(c) for c in columns) + " |")
     lines.append("|" + "|".join(":---" if i == 0 else "---:" for i in range(len(columns))) + "|")

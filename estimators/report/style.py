@@ -12,6 +12,7 @@ tr.zero td { color: #888; }
 figure { margin: 1.5rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption, .note { color: #555; font-size: 0.9rem; }
+.warning { border-left: 4px solid #d62728; background: #fdf0f0; padding: 0.4rem 0.8rem; }
 """
 
 # The figures' colours, one per trust model (and the ground truth)

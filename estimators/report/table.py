@@ -21,11 +21,17 @@ from .model import (
 
 ZERO_MARK = "~0"
 BELOW_ZERO_MARK = "<0"
+WARNING = "WARNING"
 
 
 def header_lines(data: ReportData) -> list[str]:
     "The facts every format states first (the estimate's kind says which)"
     return report_kind(data.estimate).header_lines(data)
+
+
+def warning_lines(data: ReportData) -> list[str]:
+    "The estimate's flags (``estimators.flags``), which every format prints before its numbers"
+    return [f"{WARNING}: {flag.message}" for flag in data.estimate.flags]
 
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
@@ -78,7 +84,8 @@ def _mark(row: ValueRow) -> str:
 def render_table(data: ReportData) -> str:
     "The report as plain text for a terminal"
     columns, cells = value_table(data)
-    lines = header_lines(data) + [""] + _aligned(columns, cells)
+    warnings = warning_lines(data)
+    lines = header_lines(data) + ([""] + warnings if warnings else []) + [""] + _aligned(columns, cells)
     notes = footnotes(data)
     if notes:
         lines += [""] + notes
