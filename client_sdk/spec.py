@@ -18,7 +18,9 @@ estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so 
 new version.  ``expires`` (the last UTC day on which devices record) is part of it too, and so is a numeric
 campaign's ``unit`` ("ms", "MB": what the recorded numbers measure, shown on the reports' axes and headers) when one
 is given: a changed unit changes what a value means, so it is a new version.  A spec without these fields keeps the
-fingerprint it always had.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
+fingerprint it always had.  So is a unary campaign's ``max_ones`` (the collector keeps only reports with at most
+that many bits set, a defence against crafted reports: ``estimators.ones_test``), which changes what an aggregate
+means.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
 it.
 
 A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being
@@ -58,6 +60,7 @@ from .spec_fields import (
     validate_day,
     validate_domain,
     validate_epsilon,
+    validate_int,
     validate_range,
     validate_unit,
 )
@@ -106,6 +109,7 @@ def register_mechanism(name: str, family: str) -> None:
     ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
 
 
+UNARY_MECHANISMS = ("sue", "oue")  # one bit per value: a report's count of ones is what ``max_ones`` bounds
 # Above this many values an OUE report (one bit per value) gets large; OLH sends three integers instead.
 AUTO_OUE_MAX_DOMAIN = 4096
 # Always use fullmatch: with re.match, "$" also matches before a trailing newline ("g\n").
@@ -113,7 +117,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 _KNOWN_FIELDS = {
     "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-    "description", "version", "derived", "fingerprint", "expires", "unit",
+    "description", "version", "derived", "fingerprint", "expires", "unit", "max_ones",
 }
 _KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
 TRUST_MODELS = ("local", "distributed")  # the built-in campaign kinds (client_sdk.kinds registers each)
@@ -145,7 +149,7 @@ class Spec(Frozen):
     "A validated campaign spec; build it with :meth:`from_dict`"
 
     _fields = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-               "description", "version", "expires", "trust", "prio3", "unit")
+               "description", "version", "expires", "trust", "prio3", "unit", "max_ones")
     __slots__ = (*_fields, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
     name: str
     mechanism: str
@@ -162,6 +166,7 @@ class Spec(Frozen):
     trust: str  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
     prio3: Prio3Params | None
     unit: str | None  # numeric campaigns: what the values measure ("ms"); part of the fingerprint when given
+    max_ones: int | None  # SUE/OUE: the collector refuses reports with more bits set (estimators.ones_test)
     _index: dict[tuple[type, DomainValue], int]
     _fingerprint: str | None
 
@@ -169,10 +174,12 @@ class Spec(Frozen):
                  catch_all: DomainValue | None = None, range: tuple[float, float] | None = None,
                  rappor: RapporParams | None = None, candidates: tuple[str, ...] | None = None,
                  delta: float | None = None, description: str = "", version: int = 1, expires: str | None = None,
-                 trust: str = "local", prio3: Prio3Params | None = None, unit: str | None = None) -> None:
+                 trust: str = "local", prio3: Prio3Params | None = None, unit: str | None = None,
+                 max_ones: int | None = None) -> None:
         self._set(name=name, mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, range=range,
                   rappor=rappor, candidates=candidates, delta=delta, description=description, version=version,
-                  expires=expires, trust=trust, prio3=prio3, unit=unit, _index={}, _fingerprint=None)
+                  expires=expires, trust=trust, prio3=prio3, unit=unit, max_ones=max_ones, _index={},
+                  _fingerprint=None)
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
@@ -224,7 +231,7 @@ class Spec(Frozen):
         if mechanism == "auto" and "range" in data and "domain" not in data:
             mechanism = resolve_auto_numeric(epsilon)
         if mechanism in NUMERIC_MECHANISMS:
-            for forbidden in ("domain", "catch_all"):
+            for forbidden in ("domain", "catch_all", "max_ones"):
                 if forbidden in data:
                     raise SpecError(forbidden, f"numeric mechanism {mechanism!r} takes 'range', not {forbidden!r}")
             value_range = validate_range(data.get("range"))
@@ -240,7 +247,14 @@ class Spec(Frozen):
             raise SpecError("catch_all", "must be one of the domain's entries")
         if mechanism == "auto":
             mechanism = resolve_auto(len(domain), epsilon)
-        return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, **common)._checked(data)
+        max_ones = data.get("max_ones")
+        if max_ones is not None:
+            if mechanism not in UNARY_MECHANISMS:
+                raise SpecError("max_ones", f"only with a unary encoding {list(UNARY_MECHANISMS)} (it bounds the bits "
+                                            f"a report sets), not {mechanism!r}")
+            max_ones = validate_int("max_ones", max_ones, 1, len(domain))
+        return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, max_ones=max_ones,
+                   **common)._checked(data)
 
     def _checked(self, data: dict) -> Spec:
         "A fingerprint carried in ``data`` (a spec as served) must be this spec's"
@@ -259,7 +273,7 @@ class Spec(Frozen):
 
     @classmethod
     def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        for forbidden in ("domain", "range", "catch_all", "unit"):
+        for forbidden in ("domain", "range", "catch_all", "unit", "max_ones"):
             if forbidden in data:
                 raise SpecError(forbidden, "not allowed with mechanism 'rappor' (use 'candidates' for decoding)")
         params = RapporParams.from_dict(data.get("rappor"))
@@ -330,6 +344,8 @@ class Spec(Frozen):
             out["expires"] = self.expires
         if self.unit is not None:
             out["unit"] = self.unit
+        if self.max_ones is not None:  # the collector keeps only the reports with at most this many bits set
+            out["max_ones"] = self.max_ones
         return out
 
     def expired_on(self, day: str) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS, Spec
 
 from .estimates import EstimateFlag
+from .planner import expected_std_error, n_for_halfwidth
 
 FALSE_ALARM = 1e-3  # the probability, at most, that honest reports raise an impossible-* flag
 IMPOSSIBLE_FREQUENCIES = "impossible-frequencies"
@@ -93,8 +94,6 @@ def _impossible_mean(result: Mapping[str, Any], spec: Spec) -> list[EstimateFlag
 
 def _too_few(result: Mapping[str, Any], spec: Spec) -> EstimateFlag | None:
     "The planner's expected half-width at this n against the widest useful one"
-    from .planner import expected_std_error, n_for_halfwidth  # the planner builds specs: only when estimating
-
     n, confidence = result.get("n"), _finite(result.get("confidence"))
     if not isinstance(n, int) or n < 1 or confidence is None or not 0 < confidence < 1:
         return None

@@ -56,6 +56,7 @@ class FrequencyEstimate:
     norm_sub: np.ndarray
     base_cut: np.ndarray
     central_dp: dict
+    defence: dict | None = None  # the test that refused reports at ingestion (``max_ones``), if the spec has one
 
     @property
     def values(self) -> tuple:
@@ -78,7 +79,7 @@ class FrequencyEstimate:
                 "norm_sub": "projection onto the probability simplex (T. Wang et al., NDSS 2020); biased",
                 "base_cut": f"estimates below {base_cut_z(len(rows)):.3f} standard errors set to 0; biased",
             },
-            "central_dp": self.central_dp,
+            "central_dp": self.central_dp, **({"defence": self.defence} if self.defence is not None else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -109,9 +110,9 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     n = aggregate.n
     if n <= 0:
         raise NoReports(f"campaign {spec.name!r} has no reports in this window")
-    mechanism = mechanism_for(spec).device
-    assert isinstance(mechanism, CategoricalMechanism)
-    p, q = mechanism.p_star, mechanism.q_star
+    oracle: Any = mechanism_for(spec)  # an estimators.mechanisms.categorical.FrequencyOracle
+    assert isinstance(oracle.device, CategoricalMechanism)
+    p, q = oracle.support_probabilities()  # a unary spec's max_ones: those of the accepted reports
     support = support_counts(spec, aggregate)
     r = support / n
     estimates = (r - q) / (p - q)
@@ -128,4 +129,5 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
         spec=spec, n=n, confidence=confidence, estimates=estimates, std_errors=std_errors,
         reported_std_errors=reported, ci_low=ci_low, ci_high=ci_high,
         norm_sub=norm_sub(estimates), base_cut=base_cut(estimates, std_errors), central_dp=central,
+        defence=oracle.defence(),
     )

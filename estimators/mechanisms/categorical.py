@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from client_sdk.errors import PayloadError
 from client_sdk.mechanisms import GRR, OLH, CategoricalMechanism, Hadamard, UnaryEncoding
 
+from .. import ones_test
 from ..bits import bit_counts, hex_rows, strict_hex_rows
 from ..frequency import estimate_frequencies
 from ..hadamard import walsh_hadamard
@@ -47,6 +49,14 @@ class FrequencyOracle(ServerMechanism):
     def support_counts(self, n: int, counts: np.ndarray) -> np.ndarray:
         "How many of the n reports support each domain value"
         return counts.astype(np.float64)
+
+    def support_probabilities(self) -> tuple[float, float]:
+        "(p*, q*) of the reports the aggregate holds: a report supports its true value w.p. p*, another w.p. q*"
+        return self.device.p_star, self.device.q_star
+
+    def defence(self) -> dict[str, Any] | None:
+        "The test refusing crafted reports at ingestion, as the estimate states it (``defence``), or None"
+        return None
 
     def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
         "Reports for domain indices in [0, d)"
@@ -98,8 +108,37 @@ class GRRServer(FrequencyOracle):
 
 
 class UnaryServer(FrequencyOracle):
+    """SUE and OUE; a spec's ``max_ones`` refuses reports with more bits set (``estimators.ones_test``): they fail
+    ``check_payload``, the simulator drops them, and the estimate de-biases the rest with p' and q'"""
+
     names = ("sue", "oue")
     device: UnaryEncoding
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        self.max_ones: int | None = spec.max_ones
+        if self.max_ones is not None:
+            p, q = self.device.p_star, self.device.q_star
+            self.false_rejection = ones_test.false_rejection_rate(self.d, p, q, self.max_ones)
+            self.accepted = ones_test.accepted_probabilities(self.d, p, q, self.max_ones)
+
+    def check_payload(self, payload: Any) -> None:
+        super().check_payload(payload)
+        if self.max_ones is not None:
+            ones = int(payload, 16).bit_count()
+            if ones > self.max_ones:
+                raise PayloadError("payload", f"sets {ones} bits; this campaign takes at most {self.max_ones} "
+                                              f"(max_ones: honest reports set more with probability "
+                                              f"{self.false_rejection:.3g})")
+
+    def support_probabilities(self) -> tuple[float, float]:
+        return self.accepted if self.max_ones is not None else super().support_probabilities()
+
+    def defence(self) -> dict[str, Any] | None:
+        if self.max_ones is None:
+            return None
+        return {"test": "ones", "max_ones": self.max_ones, "false_rejection": self.false_rejection,
+                "p_accepted": self.accepted[0], "q_accepted": self.accepted[1]}
 
     def columns(self, payloads: Sequence[Any]) -> dict[str, np.ndarray]:
         return {"bits": hex_rows(payloads, (self.d + 7) // 8)}
@@ -110,6 +149,8 @@ class UnaryServer(FrequencyOracle):
         padding = 8 * ((self.d + 7) // 8) - self.d
         if rows is None or (padding and len(rows) and np.any(rows[:, -1] & ((1 << padding) - 1))):
             return None
+        if self.max_ones is not None and len(rows) and int(ones_per_row(rows).max()) > self.max_ones:
+            return None  # check_payload names the first refused one
         return {"bits": rows}
 
     @classmethod
@@ -121,6 +162,14 @@ class UnaryServer(FrequencyOracle):
 
     def small_statistic(self, payloads: Sequence[Any]) -> np.ndarray | None:
         return np.array(small_bit_counts(payloads, self.d), dtype=np.int64)
+
+    def simulate(self, true_values: Any, rng: np.random.Generator) -> ReportBatch:
+        "Reports for domain indices in [0, d), without those the collector would refuse (``max_ones``)"
+        batch = super().simulate(true_values, rng)
+        if self.max_ones is None:
+            return batch
+        kept = ones_per_row(batch["bits"]) <= self.max_ones
+        return ReportBatch(self.spec.mechanism, int(kept.sum()), {"bits": batch["bits"][kept]})
 
     def simulate_indices(self, index: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Every bit Bernoulli(q*) by comparing a uniform 32-bit integer with q* 2^32, then the true bit redrawn.
@@ -245,6 +294,11 @@ class HadamardServer(FrequencyOracle):
         column = rng.integers(0, self.device.size, size=n, dtype=np.int64)
         flip = rng.random(n) >= float(self.device.keep)
         return {"column": column, "bit": parity(index & column) ^ flip.astype(np.int64)}
+
+
+def ones_per_row(rows: np.ndarray) -> np.ndarray:
+    "The number of bits set in each packed row"
+    return np.unpackbits(rows, axis=1).sum(axis=1, dtype=np.int64)
 
 
 def small_bit_counts(payloads: Sequence[str], width: int) -> list[int]:
