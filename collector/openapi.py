@@ -60,6 +60,9 @@ SPEC_SCHEMA = {
         "unit": {"type": "string", "minLength": 1, "maxLength": 16,
                  "description": "numeric campaigns only: what the values measure ('ms', 'MB'), shown on report axes "
                                 "and headers; 1-16 characters, no control characters; part of the fingerprint"},
+        "max_ones": {"type": "integer", "minimum": 1,
+                     "description": "sue and oue only, at most the domain size: reports with more bits set are "
+                                    "refused (the ones test, docs/privacy.md 'Poisoning'); part of the fingerprint"},
     },
 }
 CAMPAIGN_SCHEMA = {
