@@ -93,6 +93,10 @@ ESTIMATE_SCHEMA = {
         "confidence": {"type": "number"}, "values": {"type": "array", "items": _ref("EstimateRow")},
         "mean": {"type": "number", "nullable": True}, "std_error": {"type": "number", "nullable": True},
         "ci_low": {"type": "number", "nullable": True}, "ci_high": {"type": "number", "nullable": True},
+        "flags": {"type": "array", "description": "warnings to read before the numbers (estimators.flags): "
+                  "impossible-frequencies, impossible-mean, too-few-reports",
+                  "items": {"type": "object", "properties": {"code": {"type": "string"},
+                                                             "message": {"type": "string"}}}},
         "window": {"type": "object", "properties": {"version": {"type": "integer"},
                                                     "since": {"type": "string", "nullable": True},
                                                     "until": {"type": "string", "nullable": True}}},
