@@ -71,6 +71,15 @@ class EstimateFlag:
 
 
 @dataclass(frozen=True)
+class Defence:
+    "The test that refused reports at ingestion (``defence``): a unary spec's ``max_ones`` (estimators.ones_test)"
+
+    test: str
+    max_ones: int | None
+    false_rejection: float | None  # the share of honest reports it refuses
+
+
+@dataclass(frozen=True)
 class TrustModel:
     "One trust model's error for the same question and epsilon (a distributed release states three)"
 
@@ -127,6 +136,7 @@ class Estimate:
     guarantee: tuple[tuple[str, str], ...]  # (what holds, assuming what)
     allocated_mass: float | None
     flags: tuple[EstimateFlag, ...]  # warnings to print before the numbers (estimators.flags)
+    defence: Defence | None
     json: Mapping[str, Any] = field(repr=False)
 
     @classmethod
@@ -141,6 +151,7 @@ class Estimate:
         statements = guarantee.get("statements") if isinstance(guarantee, Mapping) else None
         batches = data.get("batches") or [data.get("batch")]
         value_range = data.get("range")  # a mean's value range
+        defence = data.get("defence")
         n = data.get("n", data.get("reports"))
         return cls(
             trust=str(data.get("trust") or "local"), kind=_text(data.get("kind")), campaign=_text(data.get("campaign")),
@@ -167,6 +178,7 @@ class Estimate:
             allocated_mass=_number(data.get("allocated_mass")) if "allocated_mass" in data else None,
             flags=tuple(flag for flag in map(EstimateFlag.from_json, data.get("flags") or [])
                         if flag is not None) if isinstance(data.get("flags"), list) else (),
+            defence=_defence(defence) if isinstance(defence, Mapping) else None,
             json=MappingProxyType(dict(data)),
         )
 
@@ -230,6 +242,12 @@ def _central(block: Mapping[str, Any]) -> CentralBaseline:
         std_error=_number(block.get("std_error")), ldp_to_central_ratio=_number(block.get("ldp_to_central_ratio")),
         laplace_scale=_number(laplace.get("scale")) if isinstance(laplace, Mapping) else None,
         gaussian_delta=_number(gaussian.get("delta")) if isinstance(gaussian, Mapping) else None)
+
+
+def _defence(block: Mapping[str, Any]) -> Defence:
+    max_ones = block.get("max_ones")
+    return Defence(test=str(block.get("test") or ""), false_rejection=_number(block.get("false_rejection")),
+                   max_ones=max_ones if isinstance(max_ones, int) and not isinstance(max_ones, bool) else None)
 
 
 def _model(model: Mapping[str, Any]) -> TrustModel:

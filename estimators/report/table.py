@@ -74,6 +74,11 @@ def footnotes(data: ReportData) -> list[str]:
         notes.append(f"central DP CI +-: what a trusted curator ({central_mechanism(result)}, replace-one) would "
                      "report at the same epsilon")
     notes += [f"guarantee: {line}" for line in guarantee_lines(result)]
+    defence = result.defence
+    if defence is not None and defence.max_ones is not None:
+        notes.append(f"ones test: reports setting more than {defence.max_ones} bits were refused at ingestion "
+                     f"(max_ones; {format_number(defence.false_rejection)} of honest reports are), and the rest "
+                     "de-biased for it")
     return notes
 
 

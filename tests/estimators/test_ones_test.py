@@ -141,3 +141,14 @@ def test_max_ones_is_part_of_the_fingerprint_and_only_for_unary_encodings():
     with pytest.raises(SpecError, match="max_ones"):
         load_spec({"name": "t", "mechanism": "duchi", "epsilon": 1.0, "range": [0, 1], "max_ones": 1})
     assert Aggregate.empty(unary_spec(max_ones=8)).fingerprint == unary_spec(max_ones=8).fingerprint
+
+
+def test_the_reports_state_the_ones_test():
+    from estimators.report import ReportData, render_table
+
+    spec = unary_spec(max_ones=10)
+    result = window_estimate(spec, aggregate(spec, mechanism_for(spec).simulate(np.zeros(500, dtype=np.int64),
+                                                                                np.random.default_rng(26))))
+    data = ReportData(result, spec.to_dict())
+    assert data.estimate.defence is not None and data.estimate.defence.max_ones == 10
+    assert "ones test: reports setting more than 10 bits were refused at ingestion" in render_table(data)
