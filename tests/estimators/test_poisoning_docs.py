@@ -102,3 +102,13 @@ def test_the_ones_test_figures():
     all_three = false_rejection_rate(3, device.p_star, device.q_star, 2)
     assert f"sets all three bits {100 * all_three:.2g}% of the time" in text
     assert re.search(r"`max_ones` is part of the fingerprint", text)
+
+
+def test_the_page_says_whether_the_javascript_sdk_takes_max_ones():
+    "The JS SDK refuses a spec field it does not know: the page says so while spec.ts does not list max_ones"
+    source = (PRIVACY.parents[1] / "sdk-js" / "src" / "spec.ts").read_text(encoding="utf-8")
+    known = re.search(r"const KNOWN_FIELDS = new Set\(\[(.*?)\]\)", source, re.S)
+    assert known is not None
+    takes = '"max_ones"' in known.group(1)
+    says_not = "The JavaScript SDK does not take it yet" in " ".join(section().split())
+    assert takes != says_not
