@@ -18,9 +18,9 @@ estimate.  Bloom-filter RAPPOR's ``candidates`` are part of it when present, so 
 new version.  ``expires`` (the last UTC day on which devices record) is part of it too, and so is a numeric
 campaign's ``unit`` ("ms", "MB": what the recorded numbers measure, shown on the reports' axes and headers) when one
 is given: a changed unit changes what a value means, so it is a new version.  A spec without these fields keeps the
-fingerprint it always had.  So is a unary campaign's ``max_ones`` (the collector keeps only reports with at most
-that many bits set, a defence against crafted reports: ``estimators.ones_test``), which changes what an aggregate
-means.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
+fingerprint it always had.  A unary campaign's ``max_ones`` is part of it too: the collector keeps only reports
+with at most that many bits set (a defence against crafted reports, ``estimators.ones_test``), which changes what
+an aggregate means.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
 it.
 
 A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being

@@ -97,6 +97,8 @@ ESTIMATE_SCHEMA = {
                   "impossible-frequencies, impossible-mean, too-few-reports",
                   "items": {"type": "object", "properties": {"code": {"type": "string"},
                                                              "message": {"type": "string"}}}},
+        "defence": {"type": "object", "description": "the ones test of a SUE/OUE spec's max_ones: test, max_ones, "
+                    "false_rejection (the share of honest reports it refuses), p_accepted, q_accepted"},
         "window": {"type": "object", "properties": {"version": {"type": "integer"},
                                                     "since": {"type": "string", "nullable": True},
                                                     "until": {"type": "string", "nullable": True}}},

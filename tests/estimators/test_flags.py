@@ -3,8 +3,10 @@ for a useful answer, in the estimate's JSON, its typed form and every report for
 
 from __future__ import annotations
 
+import json
 import math
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -124,6 +126,7 @@ def test_every_report_format_prints_the_flags():
     html = render_html(data, simulate_points=False)
     assert '<p class="warning" role="alert">WARNING: impossible frequencies' in html
     assert '"code": "impossible-frequencies"' in render_json(data)
+    jsonschema.Draft202012Validator(report_schema()).validate(json.loads(render_json(data)))
 
 
 def test_a_clean_estimate_prints_no_warning():

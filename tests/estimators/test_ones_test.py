@@ -144,7 +144,10 @@ def test_max_ones_is_part_of_the_fingerprint_and_only_for_unary_encodings():
 
 
 def test_the_reports_state_the_ones_test():
-    from estimators.report import ReportData, render_table
+    import jsonschema
+
+    from estimators.report import ReportData, json_report, render_table
+    from estimators.report.json_report import report_schema
 
     spec = unary_spec(max_ones=10)
     result = window_estimate(spec, aggregate(spec, mechanism_for(spec).simulate(np.zeros(500, dtype=np.int64),
@@ -152,3 +155,4 @@ def test_the_reports_state_the_ones_test():
     data = ReportData(result, spec.to_dict())
     assert data.estimate.defence is not None and data.estimate.defence.max_ones == 10
     assert "ones test: reports setting more than 10 bits were refused at ingestion" in render_table(data)
+    jsonschema.Draft202012Validator(report_schema()).validate(json_report(data))
