@@ -9,8 +9,9 @@ collector's ``/estimate`` and every report agree); :class:`estimators.estimates.
   (f - 1)/SE above z and |sum f - 1|/SE_sum above z rarely; SE_sum = sqrt(sum SE^2) (the support counts of
   different values are independent given the true value for SUE/OUE, nearly so for OLH and Hadamard, and
   negatively correlated for GRR, whose sum is exactly 1).  z is set so that honest reports raise the flag with
-  probability at most ``FALSE_ALARM`` (Bonferroni over the d + 2 one-sided tests).  Crafted reports do raise it: one
-  all-ones OUE report adds (1 - q*)/(p* - q*) to every value at once (docs/privacy.md, "Poisoning").
+  probability at most ``FALSE_ALARM`` (Bonferroni over the d + 2 one-sided tests, normal approximation).  Crafted
+  reports do raise it: one all-ones OUE report adds (1 - q*)/(p* - q*) to every value at once (docs/privacy.md,
+  "Poisoning").
 * ``impossible-mean``: the mean lies more than z standard errors outside its range (z the same way, two tests).
 * ``too-few-reports``: at this n the planner (``estimators.planner``) expects an interval wider than everything
   the quantity can be: a half-width above 0.5 for a frequency, above half the range for a mean.
@@ -33,11 +34,11 @@ IMPOSSIBLE_FREQUENCIES = "impossible-frequencies"
 IMPOSSIBLE_MEAN = "impossible-mean"
 TOO_FEW_REPORTS = "too-few-reports"
 FLAG_CODES = (IMPOSSIBLE_FREQUENCIES, IMPOSSIBLE_MEAN, TOO_FEW_REPORTS)
-FREQUENCY_USEFUL_HALFWIDTH = 0.5  # a frequency's interval wider than this covers most of [0, 1]
+FREQUENCY_USEFUL_HALFWIDTH = 0.5  # a frequency's half-width above this: its interval is wider than [0, 1]
 
 
 def alarm_z(tests: int) -> float:
-    "The z above which one of ``tests`` one-sided tests fires, so that all of them fire with at most FALSE_ALARM"
+    "The z of each of ``tests`` one-sided tests, so that any of them fires with probability at most FALSE_ALARM"
     return NormalDist().inv_cdf(1 - FALSE_ALARM / tests)
 
 
