@@ -33,6 +33,7 @@ _HEX_DIGIT = frozenset(b"0123456789abcdefABCDEF")
 _FIELD_LINE = re.compile(_TOKEN + rb":[\t\x20-\x7e\x80-\xff]*")  # RFC 9112 5: field-name ":" OWS field-value OWS
 MAX_CHUNK_LINE = 1024  # bytes of a chunk-size line, extensions included, without its CRLF
 MAX_SIZE_DIGITS = 16  # significant hex digits of a chunk size (2^64 - 1); more is over any body limit
+MAX_LENGTH_DIGITS = 19  # significant digits of a Content-Length (below 2^63); more is over any body limit
 TRANSFER_CODINGS = frozenset({b"chunked", b"identity", b"gzip", b"deflate", b"compress"})  # those gunicorn reads
 
 
@@ -127,11 +128,13 @@ class RequestBuffer:
             self._refuse(400, "more than one Content-Length", "Content-Length")
         elif lengths and not lengths[0].isdigit():
             self._refuse(400, "Content-Length must be decimal digits", "Content-Length")
-        elif lengths:
-            self.body_length = int(lengths[0])
-            self.too_large = self.body_length > self.max_body
-        else:
+        elif not lengths:
             self.body_length = 0
+        elif len(lengths[0].lstrip(b"0")) > MAX_LENGTH_DIGITS:  # int() refuses over 4,300 digits: over any limit
+            self.too_large = True
+        else:
+            self.body_length = int(lengths[0].lstrip(b"0") or b"0")
+            self.too_large = self.body_length > self.max_body
 
     def _read_codings(self, codings: list[bytes], lengths: list[bytes], version_11: bool) -> None:
         "RFC 9112 6.1 and 6.3: a request's transfer codings end with chunked, once, and replace Content-Length"

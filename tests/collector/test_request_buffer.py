@@ -55,6 +55,14 @@ def test_chunked_framing_needs_http_1_1_and_may_follow_other_codings():
     assert fed(head % (1, b"gzip, Chunked")).ready  # as gunicorn's parser reads it
 
 
+@pytest.mark.parametrize("length", [b"9" * 5000, b"18446744073709551621", b"0" * 5000 + b"101"])
+def test_a_content_length_above_any_integer_is_too_large_not_an_error(length):
+    "int() refuses decimal strings over 4,300 digits: a ValueError in the event loop ended the worker"
+    incoming = fed(b"POST / HTTP/1.1\r\nContent-Length: " + length + b"\r\n\r\n", max_head=10_000)
+    assert incoming.too_large and not incoming.ready
+    assert fed(b"POST / HTTP/1.1\r\nContent-Length: " + b"0" * 5000 + b"1\r\n\r\nx", max_head=10_000).ready
+
+
 def test_a_body_above_the_limit_is_too_large_once_its_head_has_arrived():
     over = fed(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n")
     assert over.too_large and not over.ready and not over.expects_continue

@@ -99,6 +99,18 @@ def test_a_chunk_size_above_the_limit_or_any_integer_is_answered_413(served, siz
     assert status == 413 and problem(answer)["field"] == "body"
 
 
+def test_a_content_length_of_5000_digits_is_answered_413_and_the_worker_lives_on(served):
+    "int() refuses over 4,300 digits: the ValueError ended the worker, and every connection it held"
+    with socket.create_connection(served[:2], timeout=ANSWER_TIMEOUT) as held:
+        held.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n")  # half a head, in one of the workers' loops
+        for _ in range(4):  # both workers
+            answer = exchange(served, b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Length: " + b"9" * 5000
+                              + b"\r\n\r\n")
+            assert answer[0] == 413 and problem(answer)["field"] == "body"
+        held.sendall(b"Connection: close\r\n\r\n")
+        assert read_answer(held)[0] == 200
+
+
 def test_chunk_extensions_and_trailers_are_accepted(served):
     "RFC 9112 allows them: the request reaches the application (401: no key), through the event loop and the parser"
     body = b'2;name="v \\" 1";flag\r\n{}\r\n0;last\r\nX-Checksum: 1\r\n\r\n'
@@ -164,10 +176,11 @@ def test_a_non_ascii_key_is_an_unknown_key(served):
 def test_the_event_loops_answers_on_an_open_route_carry_cors_headers_for_an_allowed_origin(served):
     "A page reads the status of a 413 (and a framing 400) as of any answer of /v1/reports; another origin does not"
     for origin, allowed in ((PAGE, True), ("https://evil.example.org", False)):
-        too_large = exchange(served, b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nContent-Type: "
-                                     b"application/json\r\nContent-Length: 999999999\r\n\r\n" % origin.encode())
-        bad_chunk = exchange(served, chunked_post(b"-6\r\n", b"Origin: " + origin.encode()))
-        for answer, status in ((too_large, 413), (bad_chunk, 400)):
+        too_large = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nContent-Type: application/json\r\n" \
+                    b"Content-Length: 999999999\r\n\r\n" % origin.encode()
+        bad_chunk = chunked_post(b"zz\r\n", b"Origin: " + origin.encode())
+        for request, status in ((too_large, 413), (bad_chunk, 400)):
+            answer = exchange(served, request)
             headers = answer[1]
             assert answer[0] == status and "origin" in headers["vary"].lower()
             assert headers.get("access-control-allow-origin") == (origin if allowed else None)
