@@ -79,17 +79,16 @@ class RequestBuffer:
         "Add bytes read from the connection and update :attr:`ready`"
         scan_from = max(0, len(self.data) - 3)
         self.data += chunk
-        if self.ready or self.refused:
+        if self.ready or self.too_large or self.malformed is not None:
             return
-        if self.head_end is None:
+        if self.head_end is None:  # (the bytes read may be more than max_head, body included: find the head first)
             start = _LEADING_EMPTY_LINES.match(self.data).end()  # type: ignore[union-attr]
             end = _HEAD_END.search(self.data, max(start, scan_from))
             if end is None:
                 return
             self.head_end = end.end()
-            if self.head_too_large:
-                return
-            self._read_head(bytes(self.data[start:end.start()]))
+            if not self.head_too_large:
+                self._read_head(bytes(self.data[start:end.start()]))
         if not self.ready and not self.refused:
             self._check_body()
         if self.ready or self.refused:

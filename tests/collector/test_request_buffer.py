@@ -176,6 +176,12 @@ def test_a_whole_head_above_the_limit_is_too_large_even_when_it_arrives_at_once(
     assert incoming.head_too_large and not incoming.ready
 
 
+def test_a_short_head_read_at_once_with_more_body_than_the_head_limit_is_not_too_large():
+    "A pipelined request handed back to the loop can arrive whole, in one piece longer than max_head"
+    incoming = fed(b"POST / HTTP/1.1\r\nContent-Length: 200\r\n\r\n" + b"x" * 200, max_head=100, max_body=1000)
+    assert incoming.ready and not incoming.head_too_large
+
+
 def test_the_head_names_the_method_path_and_origin_for_the_loops_own_answers():
     incoming = fed(b"POST /v1/rep%6Frts?x=1 HTTP/1.1\r\nOrigin: https://a.example\r\nContent-Length: 101\r\n\r\n")
     assert (incoming.method, incoming.path, incoming.origin) == ("POST", "/v1/reports", "https://a.example")
