@@ -218,3 +218,29 @@ def test_operations_md_states_the_framing_and_parser_limits_the_code_has():
     assert f"a header over {config.limit_request_field_size:,} bytes" in section
     assert f"more than {config.limit_request_fields} of them" in section
     assert f"a request line over {config.limit_request_line:,} bytes" in section
+
+
+@pytest.mark.parametrize(("error", "status"), [("RuntimeError", 500), ("LimitRequestLine", 414),
+                                               ("InvalidHeader", 400)])
+def test_the_workers_error_answer_is_problem_json_and_never_echoes_the_request(error, status):
+    "CollectorWorker.handle_error, also for a failure outside the application (gunicorn's 500), on a socket pair"
+    import logging
+
+    from gunicorn.config import Config
+    from gunicorn.http import errors
+
+    from collector.server import CollectorWorker
+
+    exc = {"RuntimeError": RuntimeError("secret-request-data"),
+           "LimitRequestLine": errors.LimitRequestLine(9000, 4094),
+           "InvalidHeader": errors.InvalidHeader("AUTHORIZATION")}[error]
+    worker = CollectorWorker.__new__(CollectorWorker)  # what handle_error needs of a worker: its config and log
+    worker.cfg, worker.log = Config(), logging.getLogger("test.worker")
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        client_side.settimeout(ANSWER_TIMEOUT)
+        worker.handle_error(None, server_side, ("127.0.0.1", 1), exc)
+        answer = read_answer(client_side)
+    document = problem(answer)
+    assert answer[0] == status and "secret" not in json.dumps(document) and answer[1]["connection"] == "close"
+    assert document.get("field") == ("Authorization" if error == "InvalidHeader" else None)
