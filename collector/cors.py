@@ -132,6 +132,21 @@ def install(app: Flask, origins: Iterable[str]) -> None:
         return response
 
 
+def headers_for(app: Flask, method: str, path: str, origin: str | None) -> dict[str, str]:
+    """The CORS headers of an answer given outside the application (by the worker's event loop: 408, 413, 503, a
+    framing 400) to ``method path`` from ``origin``: those :func:`install` gives the application's own answers"""
+    allowed = app.config.get("CORS_ORIGINS") or ()
+    try:
+        endpoint, _ = app.url_map.bind("localhost").match(path, method=method)
+    except HTTPException:  # no such route (RequestRedirect included)
+        return {}
+    if not allowed or not getattr(app.view_functions.get(endpoint), BROWSER_ROUTE, False):
+        return {}
+    if origin is None or origin not in allowed:
+        return {"Vary": "Origin"}
+    return {"Vary": "Origin", "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": EXPOSED_HEADERS}
+
+
 def _browser_methods(app: Flask, path: str, is_browser_route: Callable[[str | None], bool]) -> set[str]:
     "The methods of ``path`` whose endpoint is a browser route (the same URL may also hold an admin method)"
     adapter = app.url_map.bind("localhost")

@@ -36,10 +36,12 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 from gunicorn.workers import gthread
 
+from . import cors
 from .app import create_app
 from .metrics import process_directory
 from .problems import PROBLEM_CONTENT_TYPE, Problem
@@ -113,9 +115,15 @@ class _BufferedConn(gthread.TConn):
         self.continue_sent = False
 
 
+# problem types of the answers only the event loop or gunicorn's parser gives (the others are in collector.errors)
+_WIRE_SLUGS = {408: "request-timeout", 414: "uri-too-long", 417: "expectation-failed", 431: "head-too-large",
+               501: "not-implemented"}
+_TOKEN = re.compile(r"[A-Za-z0-9-]{1,64}")
+
+
 def _error_response(status: int, detail: str, *, field: str | None = None, headers: tuple[str, ...] = ()) -> bytes:
     "A complete HTTP/1.1 problem+json response that closes the connection"
-    slug = {408: "request-timeout", 431: "head-too-large"}.get(status)
+    slug = _WIRE_SLUGS.get(status)
     phrase = HTTPStatus(status).phrase
     body = json.dumps(Problem(status, detail, field=field, slug=slug, title=phrase if slug else None).to_dict())
     head = [f"HTTP/1.1 {status} {phrase}", f"Content-Type: {PROBLEM_CONTENT_TYPE}", f"Content-Length: {len(body)}",
@@ -124,6 +132,23 @@ def _error_response(status: int, detail: str, *, field: str | None = None, heade
 
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class _Captured:
+    "Stands in for the client's socket in gunicorn's handle_error, to learn the status of the answer it writes"
+
+    def __init__(self) -> None:
+        self.sent = b""
+
+    def gettimeout(self) -> float:
+        return 0.0  # gunicorn's write_nonblock then sends as it is
+
+    def sendall(self, data: bytes) -> None:
+        self.sent += data
+
+    def status(self) -> int:
+        match = re.match(rb"HTTP/1\.1 (\d{3}) ", self.sent)
+        return int(match.group(1)) if match else 500
 
 
 # Why a subclass of gthread and not gunicorn's own worker: a user-visible gain.  With stock gthread, 50 clients that
@@ -141,12 +166,14 @@ class CollectorWorker(gthread.ThreadWorker):
     connection to the thread pool only once the head and the body (up to ``MAX_BODY_BYTES``) are all there, so a
     slow, stalled or idle client costs a buffer and a descriptor, not a thread.  A request not complete within
     ``request_timeout`` seconds of its first byte is answered 408, a head above ``MAX_HEAD_BYTES`` 431, both from
-    the loop, and so is a body known to exceed the limit (413, from its ``Content-Length`` or a chunk size); an
-    idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are bounded by gunicorn's
-    ``worker_connections`` (accepting pauses at the bound), the bytes the loop holds by ``BUFFER_BUDGET`` (past it
-    a request still arriving is answered 503 with ``Retry-After``).  The loop's own answers close the connection
-    after a linger that discards what the client still sends, so the client reads the answer.  ``Expect:
-    100-continue`` is answered by the loop."""
+    the loop, and so is a body known to exceed the limit (413, from its ``Content-Length`` or a chunk size) and
+    malformed framing (400 or 501: :mod:`collector.request_buffer`), with the CORS headers the application would
+    give once the head is known; what gunicorn's parser refuses in a whole head is answered problem+json too
+    (:meth:`handle_error`).  An idle connection closes after ``KEEPALIVE`` seconds.  Connections per worker are
+    bounded by gunicorn's ``worker_connections`` (accepting pauses at the bound), the bytes the loop holds by
+    ``BUFFER_BUDGET`` (past it a request still arriving is answered 503 with ``Retry-After``).  The loop's own
+    answers close the connection after a linger that discards what the client still sends, so the client reads
+    the answer.  ``Expect: 100-continue`` is answered by the loop."""
 
     max_body = 8 * 1024 * 1024  # the application's MAX_CONTENT_LENGTH, set in run()
     request_timeout = REQUEST_TIMEOUT  # serve(request_timeout=...) runs a subclass with its own
@@ -210,7 +237,7 @@ class CollectorWorker(gthread.ThreadWorker):
                 continue  # refused: what still comes is discarded until the client closes or the linger ends
             incoming.feed(chunk)
             self.buffered_bytes += len(chunk)
-            if len(chunk) < READ_SIZE or incoming.ready or incoming.too_large or incoming.head_too_large:
+            if len(chunk) < READ_SIZE or incoming.ready or incoming.refused:
                 break
         if incoming is None:
             return None
@@ -224,17 +251,29 @@ class CollectorWorker(gthread.ThreadWorker):
         assert incoming is not None
         if incoming.head_too_large:
             self._refuse(conn, _error_response(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes"))
+        elif incoming.malformed is not None:
+            malformed = incoming.malformed
+            self._refuse(conn, _error_response(malformed.status, malformed.detail, field=malformed.field,
+                                               headers=self._cors_headers(incoming)))
         elif incoming.too_large:
-            self._refuse(conn, _error_response(413, f"body exceeds the limit of {self.max_body} bytes", field="body"))
+            self._refuse(conn, _error_response(413, f"body exceeds the limit of {self.max_body} bytes", field="body",
+                                               headers=self._cors_headers(incoming)))
         elif incoming.ready:
             self._stop_reading(conn)
             self.enqueue_req(conn)
         elif self.buffered_bytes > BUFFER_BUDGET:
             self._refuse(conn, _error_response(503, "too many request bodies on their way in at once: retry",
-                                               headers=("Retry-After: 1",)))
+                                               headers=("Retry-After: 1", *self._cors_headers(incoming))))
         elif incoming.expects_continue and not conn.continue_sent:
             conn.continue_sent = True
             self._send(conn, _CONTINUE)
+
+    def _cors_headers(self, incoming: RequestBuffer) -> tuple[str, ...]:
+        "The CORS headers the application would give this request's answer (none before its head has arrived)"
+        if not isinstance(self.wsgi, Flask) or incoming.method is None or incoming.path is None:
+            return ()
+        found = cors.headers_for(self.wsgi, incoming.method, incoming.path, incoming.origin)
+        return tuple(f"{name}: {value}" for name, value in found.items())
 
     def _stop_reading(self, conn: _BufferedConn) -> None:
         if self.reading.pop(conn, False) is None and conn.incoming is not None:
@@ -282,7 +321,8 @@ class CollectorWorker(gthread.ThreadWorker):
         self.next_sweep = now + SWEEP_INTERVAL
         for conn in [conn for conn in self.reading if force or conn.deadline <= now]:
             if conn.incoming is not None and conn.incoming.data and not force:
-                self._refuse(conn, _error_response(408, "the request did not arrive in time"))
+                self._refuse(conn, _error_response(408, "the request did not arrive in time",
+                                                   headers=self._cors_headers(conn.incoming)))
             else:
                 self._close(conn)  # idle, or done lingering
 
@@ -309,6 +349,27 @@ class CollectorWorker(gthread.ThreadWorker):
         if incoming is not None:
             conn.parser.unreader.unread(bytes(incoming.data))
         return super().handle(conn)
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """What gunicorn's parser refuses (a header over its limits, a 414 request line, an invalid header value),
+        and a failure outside the application, answered as problem+json instead of gunicorn's HTML page: gunicorn
+        still chooses the status and logs the error (through PrivateLogger).  The detail never echoes the request."""
+        captured = _Captured()
+        super().handle_error(req, captured, addr, exc)
+        status = captured.status()
+        name = getattr(exc, "hdr", None) if type(exc).__name__ == "InvalidHeader" else None
+        field = name.title() if isinstance(name, str) and _TOKEN.fullmatch(name) else None
+        details = {
+            414: f"the request line is longer than {self.cfg.limit_request_line} bytes",
+            431: f"the request head has a field over {self.cfg.limit_request_field_size} bytes or more than "
+                 f"{self.cfg.limit_request_fields} fields",
+            500: "the collector failed to process the request",
+        }
+        detail = details.get(status, f"the request cannot be read: {type(exc).__name__}")
+        try:
+            client.sendall(_error_response(status, detail, field=field))
+        except OSError:
+            pass
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         if conn.continue_sent:

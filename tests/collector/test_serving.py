@@ -222,14 +222,18 @@ def test_stalled_and_oversized_bodies_cost_no_thread(tmp_path):
 
 
 def test_bodies_beyond_the_buffer_budget_are_answered_503_not_given_a_thread(tmp_path):
-    "Partial bodies of 6 MiB on connection after connection: once the loop holds 64 MiB, it answers 503"
+    """Partial bodies of 6 MiB on connection after connection: once the loop holds 64 MiB, it answers 503, with the
+    CORS headers of /v1/reports for an allowed origin (so a page reads the status and Retry-After)"""
     import select
 
     from collector.server import BUFFER_BUDGET
 
-    piece = 6 * 1024 * 1024
-    head = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1) as (url, _), ExitStack() as stack:
+    piece, page = 6 * 1024 * 1024, "https://app.example.org"
+    head = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.org\r\nContent-Type: " \
+           b"application/json\r\nContent-Length: %d\r\n\r\n"
+    with running_server(tmp_path / "c.db", tmp_path / "log", workers=1, extra=("--rate-limit", "0", "--cors-origin",
+                                                                               page)) as (url, _), \
+            ExitStack() as stack:
         port = int(url.rsplit(":", 1)[1])
         waiting: list[socket.socket] = []
         answered: list[socket.socket] = []
@@ -240,7 +244,9 @@ def test_bodies_beyond_the_buffer_budget_are_answered_503_not_given_a_thread(tmp
             answered = select.select(waiting, [], [], 0.2)[0]
         answered = answered or select.select(waiting, [], [], 20)[0]
         assert len(waiting) * piece > BUFFER_BUDGET  # nothing was refused below the budget
-        assert answered and all(sock.recv(65536).startswith(b"HTTP/1.1 503 ") for sock in answered)
+        answers = [sock.recv(65536) for sock in answered]
+        assert answers and all(answer.startswith(b"HTTP/1.1 503 ") for answer in answers)
+        assert all(f"\r\nAccess-Control-Allow-Origin: {page}\r\n".encode() in answer for answer in answers)
         assert _get(url + "/livez", timeout=5)[0] == 200
 
 
