@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
+from ..central import RATIO_OF
+from ..central import ratio_text as ratio_text  # re-exported: every format prints the ratio through it
 from ..estimates import (
     TRUST_MODELS,
     Estimate,
@@ -102,7 +104,7 @@ def is_mean(result: EstimateLike) -> bool:
     return as_estimate(result).is_mean
 
 
-RATIO_DEFINITION = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
+RATIO_DEFINITION = RATIO_OF
 
 
 def ldp_to_central_ratio(result: EstimateLike) -> float | None:
@@ -112,11 +114,6 @@ def ldp_to_central_ratio(result: EstimateLike) -> float | None:
     the header, the figure caption and the demo's summary all print this number through :func:`ratio_text`."""
     central = as_estimate(result).central
     return None if central is None else central.ldp_to_central_ratio
-
-
-def ratio_text(ratio: float) -> str:
-    "The LDP/central ratio as every format prints it"
-    return f"{ratio:,.1f}"
 
 
 TARGET_TEXT = {
