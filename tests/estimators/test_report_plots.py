@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from matplotlib.figure import Figure
 
 from estimators.report.model import format_number
@@ -104,6 +105,23 @@ def test_mean_figure_shows_one_central_baseline():
     assert result["mean"] in centres and any(math.isclose(c, 800.0 - width) for c in centres)
     assert not any(math.isclose(c, result["mean"] - width) for c in centres)
     assert "δ = 1e-06" in estimate_axes.get_title()
+
+
+def test_the_half_widths_are_dots_on_the_log_axis_not_bars():
+    "issue 31: bars on a log axis made central's 10x look 30x; a dot's position is the only mark, each labelled"
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Rectangle
+
+    result = load_time_result()
+    _, width_axes = mean_figure(result, truth=800.0).figure.axes
+    assert width_axes.get_xscale() == "log"
+    assert not [patch for patch in width_axes.patches if isinstance(patch, Rectangle)]  # no bars
+    dots = [artist for artist in width_axes.collections if isinstance(artist, PathCollection)]
+    drawn = sorted(float(x) for dot in dots for x, _ in dot.get_offsets())
+    expected = sorted([(result["ci_high"] - result["ci_low"]) / 2, result["central_dp"]["ci_halfwidth"]])
+    assert drawn == [pytest.approx(value) for value in expected]
+    labels = {text.get_text() for text in width_axes.texts}
+    assert {format_number(value) for value in expected} <= labels
 
 
 def test_daily_figure_needs_two_days():
