@@ -207,8 +207,13 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     axes.loglog(curves.n, curves.central_halfwidth, color=CENTRAL_COLOUR,
                 label=f"central DP, {curves.central_mechanism} (formula), slope −1")
     if len(curves.simulated_n):
+        if len(curves.simulated_ldp_low) == len(curves.simulated_n):
+            axes.errorbar(curves.simulated_n, curves.simulated_ldp, fmt="none", ecolor="black", elinewidth=1,
+                          capsize=3, zorder=2,
+                          yerr=[curves.simulated_ldp - curves.simulated_ldp_low,
+                                curves.simulated_ldp_high - curves.simulated_ldp])
         axes.scatter(curves.simulated_n, curves.simulated_ldp, color=LDP_COLOUR, edgecolor="black", zorder=3,
-                     label="local DP, simulated")
+                     label="local DP, simulated (Monte-Carlo interval)")
         axes.scatter(curves.simulated_n, curves.simulated_central, marker="s", color=CENTRAL_COLOUR,
                      edgecolor="black", zorder=3, label="central DP, simulated")
     axes.axvline(curves.current_n, color="grey", linestyle="--", linewidth=1)
