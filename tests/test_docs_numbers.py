@@ -70,3 +70,10 @@ def test_the_discrete_gaussian_boundary_of_distributed_md_is_computed():
 def test_the_benchmarks_page_is_short():
     "A dashboard of current results, not a diary (issue 31 section 7)"
     assert len((DOCS / "benchmarks.md").read_text().splitlines()) < 400
+
+
+def test_the_tour_s_ratio_is_the_code_s():
+    "The demo's browser campaign (OUE, eps 1, d 12, n 2,000): 'about 30 times a trusted curator's'"
+    page = flat((DOCS / "tour.md").read_text())
+    ratio = plan("oue", 1.0, 2_000, domain_size=12).ldp_to_central_ratio
+    assert f"is about {round(ratio, -1):.0f} times a trusted curator's" in page
