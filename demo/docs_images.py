@@ -37,7 +37,7 @@ def docs_plots() -> dict[str, Plot]:
     rng = np.random.default_rng(SEED)
     shares = campaign.shares or {}
     domain = list(spec.domain or ())
-    users = rng.choice(len(domain), size=USERS, p=[shares.get(value, 0.0) for value in domain])
+    users = rng.choice(len(domain), size=USERS, p=[shares.get(str(value), 0.0) for value in domain])
     result = estimate(spec, simulate(spec, users, rng)).to_dict()
     data = ReportData(result, spec=spec.to_dict(), truth=dict(shares))
     plots = report_plots(data, rng=np.random.default_rng(SEED))
