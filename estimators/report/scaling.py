@@ -112,7 +112,7 @@ def _frequency_curves(result: Estimate, spec: Spec, confidence: float, n_now: in
                               confidence)
     return ScalingCurves(
         mechanism=spec.mechanism, epsilon=spec.epsilon, confidence_text=f"{100 * confidence:.4g}%",
-        quantity="one value's fraction (averaged over the domain)", unit="fraction",
+        quantity="one value's fraction (averaged over the domain, at the estimated distribution)", unit="fraction",
         n=n, ldp_halfwidth=z * per_report_sd / np.sqrt(n), central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
         simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
