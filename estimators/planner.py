@@ -159,11 +159,12 @@ def compare_mechanisms(epsilon: float, n: int, *, domain_size: int | None = None
                        target_halfwidth: float | None = None, target: str = TARGET_POPULATION,
                        delta: float | None = None) -> list[Plan]:
     """Every applicable mechanism, lowest privacy noise first (target "reported": the population's own variance
-    is the same under every mechanism)"""
+    is the same under every mechanism; a rare value's, at f = 0, for a histogram: the rule ``auto`` follows)"""
     names = NUMERIC_MECHANISMS if value_range is not None else CATEGORICAL_MECHANISMS
     plans = [plan(name, epsilon, n, domain_size=domain_size, value_range=value_range, confidence=confidence,
                   target_halfwidth=target_halfwidth, target=target, delta=delta) for name in names]
-    return sorted(plans, key=lambda p: p.noise_std_error or p.std_error)
+    return sorted(plans, key=lambda p: expected_std_error(p.mechanism, epsilon, n, target=TARGET_REPORTED,
+                                                          domain_size=domain_size, value_range=value_range))
 
 
 def expected_central_block(mechanism: str, epsilon: float, n: int, frequencies: list[float], *,
