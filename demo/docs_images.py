@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from PIL import Image, PngImagePlugin
 
 from client_sdk import load_spec
 from estimators import estimate
@@ -55,16 +56,12 @@ def signature(plot: Plot) -> dict[str, str]:
 
 def png_text(path: Path) -> dict[str, str]:
     "The text chunks of a PNG"
-    from PIL import Image
-
     with Image.open(path) as image:
         return {key: str(value) for key, value in getattr(image, "text", {}).items()}
 
 
 def write_images(directory: Path = IMAGES) -> list[Path]:
     "Draw each figure and write it with its signature"
-    from PIL import Image, PngImagePlugin
-
     written = []
     for name, plot in docs_plots().items():
         info = PngImagePlugin.PngInfo()

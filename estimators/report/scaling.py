@@ -134,7 +134,8 @@ def _trials(draws_per_trial: int) -> int:
 def rms_interval(rms: float, squares: int, confidence: float) -> tuple[float, float]:
     """The ``confidence`` interval for the true root mean square given an observed RMS of ``squares`` independent
     squared normal errors: K RMS^2 / sigma^2 is chi-square with K degrees of freedom"""
-    from scipy.special import gammaincinv  # here: only figures with simulated points need it (0.25 s to import)
+    # here, not at import: only figures with simulated points need scipy.special (0.25 s to import)
+    from scipy.special import gammaincinv
 
     k = max(squares, 1)
     tail = (1 - confidence) / 2
