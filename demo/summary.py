@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from estimators.estimates import Estimate
 
 RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
-                     "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
+                     "than with a trusted curator (central DP), same epsilon and n (for a histogram, the root mean "
+                     "square over its values: the same for every distribution); it grows as sqrt(n).")
 
 
 @dataclass
