@@ -40,8 +40,8 @@ TARGETS = {
     TARGET_POPULATION: "the population the reporting users are sampled from (privacy noise and sampling)",
     TARGET_REPORTED: "the users who reported (privacy noise only)",
 }
-RATIO_OF = ("privacy noise only: local-DP standard error (for a histogram, the root mean square over the values: the "
-            "same for every distribution) over central DP's, same epsilon, replace-one (n public)")
+RATIO_OF = ("privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public); "
+            "for a histogram the root mean square over its values, the same for every distribution")
 TOTAL_RATIO_OF = ("total error: privacy noise and sampling users from a population, on both sides, at the estimated "
                   "frequencies (it depends on the distribution)")
 
