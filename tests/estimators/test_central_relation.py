@@ -150,3 +150,16 @@ def test_the_estimate_and_its_trust_models_state_one_central_figure():
     assert result["central_dp"]["std_error"] == result["trust_models"]["central"]["std_error"]
     assert result["central_dp"]["mechanism"] == result["trust_models"]["central"]["mechanism"]
     assert result["central_dp"]["relation"] == result["trust_models"]["relation"] == "replace-one"
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "hybrid"])
+def test_the_planner_and_the_estimate_give_one_mean_ratio_where_the_noise_is_the_same_for_every_value(mechanism):
+    """A mean's ratio is the estimate's noise at its data over central's; the planner's, the worst case over the
+    range.  Where the noise does not depend on the value (Laplace; Hybrid at eps 1) the two are one figure"""
+    spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": 1.0, "range": [0, 10]})
+    device = mechanism_from_spec(spec)
+    assert device.variance(0.0) == pytest.approx(device.variance(1.0), rel=1e-8)
+    rng = np.random.default_rng(3)
+    block = estimate(spec, simulate(spec, rng.uniform(0, 10, size=N), rng)).to_dict()["central_dp"]
+    planned = plan(mechanism, 1.0, N, value_range=(0.0, 10.0))
+    assert block["ldp_to_central_ratio"] == pytest.approx(planned.ldp_to_central_ratio, rel=1e-6)
