@@ -8,18 +8,26 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 from estimators.report import IndexEntry, render_index
 from estimators.report.kinds import report_kind
-from estimators.report.model import epsilon_text, ldp_to_central_ratio, ratio_text, trust_model_errors, with_unit
+from estimators.report.model import (
+    epsilon_text,
+    format_number,
+    ldp_to_central_ratio,
+    ratio_text,
+    trust_model_errors,
+    trust_model_halfwidths,
+    with_unit,
+)
 
 if TYPE_CHECKING:
     from estimators.estimates import Estimate
 
 RATIO_EXPLANATION = ("LDP/central ratio: how many times larger the privacy noise's standard error is with local DP "
-                     "than with a trusted curator (central DP), same epsilon and n; it grows as sqrt(n).")
+                     "than with a trusted curator (central DP), same epsilon and n (for a histogram, the root mean "
+                     "square over its values: the same for every distribution); it grows as sqrt(n).")
 
 
 @dataclass
@@ -95,12 +103,12 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 
 
 def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
-    "The CI half-width of one value's fraction (or the mean) under local, distributed and central DP"
-    z = NormalDist().inv_cdf(0.5 + estimate.z_confidence / 2)
+    """The CI half-width of one value's fraction (or the mean) under local, distributed and central DP: the
+    report's own figures (:func:`trust_model_halfwidths`, each model's stated interval), not z SE beside them"""
     models = estimate.trust_models
     assert models is not None, "a distributed release states the three trust models"
-    errors = {name: models[name].std_error for name in ("local", "distributed", "central")}
-    bars = {name: z * error if error is not None else math.nan for name, error in errors.items()}
+    widths = trust_model_halfwidths(estimate) or {}
+    bars = {name: widths.get(name, math.nan) for name in ("local", "distributed", "central")}
     labels = {"local": f"best local oracle, {models['local'].mechanism}",
               "distributed": f"this campaign, {estimate.noise_mode} noise",
               "central": models["central"].mechanism or ""}
@@ -137,7 +145,7 @@ def summary_line(summary: CampaignSummary) -> str:
         parts.append(f"{value_label(summary, top)}: estimate {_number(top.estimate)}{interval}, "
                      f"truth {_number(top.truth)}")
     if summary.error_bars:
-        parts.append("95% CI half-width " + ", ".join(f"{model} ±{summary.error_bars[model]:.4f}"
+        parts.append("95% CI half-width " + ", ".join(f"{model} ±{format_number(summary.error_bars[model])}"
                                                       for model in ("local", "distributed", "central")))
     if summary.note:
         parts.append(f"note: {summary.note}")
@@ -159,8 +167,10 @@ def format_summary(result: DemoResult, top: int = 4) -> str:
         if campaign.error_bars and campaign.error_bar_labels:
             lines.append("  error bar of one value's fraction (95% CI half-width), same question, n, epsilon, delta:")
             for model in ("local", "distributed", "central"):
-                lines.append(f"    {model:<12} ±{campaign.error_bars[model]:.4f}  "
+                lines.append(f"    {model:<12} ±{format_number(campaign.error_bars[model])}  "
                              f"({campaign.error_bar_labels[model]})")
+        if len(campaign.values) > top:
+            lines.append(f"  top {top} of {len(campaign.values)} values (by true share):")
         for value in campaign.values[:top]:
             interval = (f"[{_number(value.ci_low)}, {_number(value.ci_high)}]"
                         if value.ci_low is not None and value.ci_high is not None else "(not detected)")

@@ -16,11 +16,14 @@ with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta, D the L2 sen
 (Dwork, McSherry, Nissim, Smith 2006: Lap(b), b = L1 sensitivity/eps, standard error sqrt(2) b, interval +- b
 ln(1/(1 - confidence))) for pure epsilon (no delta).  The block shows the other beside it.
 
-The ratio compares like with like.  ``ldp_to_central_ratio`` is the privacy-noise price: the local estimate's
-noise-only standard error (its error as an estimate for the users who reported, target "reported") over the
-central mechanism's noise standard error.  It grows as sqrt(n).  ``total`` states the ratio with the sampling
-variance on both sides (target "population": users as a sample from a population), which does not grow as
-sqrt(n) once sampling dominates.
+The ratio compares like with like, and :func:`ldp_to_central_ratio` is its one definition (the estimates, the
+planner, the reports and the docs all call it).  It is the privacy-noise price: the local estimate's noise-only
+standard error (its error as an estimate for the users who reported, target "reported") over the central
+mechanism's noise standard error.  For a histogram the local side is :func:`histogram_noise_std_error`, the root
+mean square over the d values, which is the same for every distribution of the users' values.  It grows as
+sqrt(n).  ``total`` states the ratio with the sampling variance on both sides (target "population": users as a
+sample from a population), which depends on the distribution (at the estimated frequencies in an estimate) and
+does not grow as sqrt(n) once sampling dominates.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ TARGETS = {
     TARGET_POPULATION: "the population the reporting users are sampled from (privacy noise and sampling)",
     TARGET_REPORTED: "the users who reported (privacy noise only)",
 }
-RATIO_OF = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
-TOTAL_RATIO_OF = "total error: privacy noise and sampling users from a population, on both sides"
+RATIO_OF = ("privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public); "
+            "for a histogram the root mean square over its values, the same for every distribution")
+TOTAL_RATIO_OF = ("total error: privacy noise and sampling users from a population, on both sides, at the estimated "
+                  "frequencies (it depends on the distribution)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,26 @@ def mean_sensitivity(low: float, high: float, n: int) -> Sensitivity:
     "A mean of values in [low, high] over n public"
     width = (high - low) / n
     return Sensitivity(width, width, "mean over n of values in the range")
+
+
+def histogram_noise_std_error(p_star: float, q_star: float, domain_size: int, n: int) -> float:
+    """The local side of a histogram's ratio: the root mean square over the d values of the privacy-noise standard
+    error (target "reported").  Value v's fixed-data variance is [f_v p*(1-p*) + (1-f_v) q*(1-q*)] / (n (p*-q*)^2)
+    (Wang et al. 2017, section 4); the f_v sum to 1, so its mean over the values is
+    [p*(1-p*) + (d-1) q*(1-q*)] / (d n (p*-q*)^2) whatever the distribution."""
+    variance = (p_star * (1 - p_star) + (domain_size - 1) * q_star * (1 - q_star)) / (domain_size * n)
+    return math.sqrt(variance) / abs(p_star - q_star)
+
+
+def ldp_to_central_ratio(ldp_noise_std_error: float, central_std_error: float) -> float | None:
+    """The LDP/central ratio, the one definition: local-DP privacy-noise standard error over central DP's at the same
+    epsilon, replace-one (``None`` where central DP has no noise)"""
+    return ldp_noise_std_error / central_std_error if central_std_error > 0 else None
+
+
+def ratio_text(ratio: float) -> str:
+    "The LDP/central ratio as every format (the reports, the planner, the demo) prints it"
+    return f"{ratio:,.1f}"
 
 
 def central_mechanism(delta: float | None, family: str | None = None) -> str:
@@ -154,7 +179,7 @@ def central_block(*, sensitivity: Sensitivity, epsilon: float, confidence: float
         "sensitivity": sensitivity.describe(),
         **noise,
         "ldp_std_error": ldp_noise_std_error,
-        "ldp_to_central_ratio": ldp_noise_std_error / central if central > 0 else None,
+        "ldp_to_central_ratio": ldp_to_central_ratio(ldp_noise_std_error, central),
         "ratio_of": RATIO_OF,
     }
     if ldp_total_std_error is not None and sampling_std_error is not None:

@@ -31,7 +31,7 @@ import numpy as np
 from client_sdk.mechanisms import CategoricalMechanism
 from client_sdk.spec import Spec
 
-from .central import TARGET_POPULATION, TARGETS, central_block, histogram_sensitivity
+from .central import TARGET_POPULATION, TARGETS, central_block, histogram_noise_std_error, histogram_sensitivity
 from .errors import NoReports
 from .intervals import frequency_interval, support_std_errors
 from .postprocess import base_cut, base_cut_z, norm_sub
@@ -122,7 +122,8 @@ def estimate_frequencies(spec: Spec, aggregate: Aggregate, *, confidence: float 
     f = np.clip(estimates, 0.0, 1.0)
     central = central_block(
         sensitivity=histogram_sensitivity(n), epsilon=spec.epsilon, confidence=confidence,
-        delta=delta if delta is not None else spec.delta, ldp_noise_std_error=root_mean_square(reported),
+        delta=delta if delta is not None else spec.delta,
+        ldp_noise_std_error=histogram_noise_std_error(p, q, len(estimates), n),
         ldp_total_std_error=root_mean_square(std_errors), sampling_std_error=root_mean_square(np.sqrt(f * (1 - f) / n)),
     )
     return FrequencyEstimate(

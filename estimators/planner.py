@@ -10,7 +10,11 @@ a per-report variance v(t) = a + b t^2 on [-1, 1].  Scaled from [-1, 1] to [low,
 
 The central column is :func:`estimators.central.central_noise` under replace-one (n public): a histogram's
 fraction (L1 2/n, L2 sqrt(2)/n) or a mean ((high - low)/n), the Gaussian mechanism with a ``delta``, Laplace
-without; ``ldp_to_central_ratio`` is the privacy-noise price (target "reported" on both sides).
+without; ``ldp_to_central_ratio`` is the privacy-noise price (target "reported" on both sides), through
+:func:`estimators.central.ldp_to_central_ratio`, the estimates' own definition: for a histogram the root mean
+square over the d values of the noise standard error (:func:`estimators.central.histogram_noise_std_error`, the
+same for every distribution, so the planner's figure is the estimate's for the same cell), for a mean the worst
+case over the range.  ``std_error`` and ``ci_halfwidth`` are a value's at frequency 0 (a rare value).
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from .central import (
     TARGET_POPULATION,
     TARGET_REPORTED,
     TARGETS,
+    central_block,
     central_noise,
+    histogram_noise_std_error,
     histogram_sensitivity,
+    ldp_to_central_ratio,
     mean_sensitivity,
 )
 
@@ -48,7 +55,7 @@ class Plan:
     target: str = TARGET_POPULATION
     relation: str = RELATION
     central_mechanism: str = "Laplace"
-    noise_std_error: float | None = None  # target "reported": the privacy noise alone
+    noise_std_error: float | None = None  # target "reported", the ratio's numerator (histogram: RMS over values)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -121,21 +128,30 @@ def plan(mechanism: str, epsilon: float, n: int, *, domain_size: int | None = No
     resolved = _spec(mechanism, epsilon, domain_size, value_range).mechanism
     std_error = expected_std_error(resolved, epsilon, n, target=target, domain_size=domain_size,
                                    value_range=value_range)
-    noise_only = expected_std_error(resolved, epsilon, n, target=TARGET_REPORTED, domain_size=domain_size,
-                                    value_range=value_range)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     if resolved in NUMERIC_MECHANISMS:
         low, high = value_range or (-1.0, 1.0)
         sensitivity = mean_sensitivity(low, high, n)
+        noise_only = expected_std_error(resolved, epsilon, n, target=TARGET_REPORTED, value_range=value_range)
     else:
         sensitivity = histogram_sensitivity(n)
+        noise_only = noise_std_error(resolved, epsilon, n, domain_size=domain_size or 2)
     central = central_noise(sensitivity, epsilon, delta, confidence)
     needed = None
     if target_halfwidth is not None:
         needed = n_for_halfwidth(resolved, epsilon, target_halfwidth, confidence=confidence, target=target,
                                  domain_size=domain_size, value_range=value_range)
-    return Plan(resolved, epsilon, n, std_error, z * std_error, central["std_error"],
-                noise_only / central["std_error"], needed, target, RELATION, central["mechanism"], noise_only)
+    ratio = ldp_to_central_ratio(noise_only, central["std_error"])
+    assert ratio is not None  # central DP's noise is positive at every epsilon the spec allows
+    return Plan(resolved, epsilon, n, std_error, z * std_error, central["std_error"], ratio, needed, target, RELATION,
+                central["mechanism"], noise_only)
+
+
+def noise_std_error(mechanism: str, epsilon: float, n: int, *, domain_size: int) -> float:
+    "A histogram's privacy-noise standard error, root mean square over the values (the estimates' ratio numerator)"
+    randomizer = mechanism_from_spec(_spec(mechanism, epsilon, domain_size, None))
+    assert isinstance(randomizer, CategoricalMechanism)
+    return histogram_noise_std_error(randomizer.p_star, randomizer.q_star, domain_size, n)
 
 
 def compare_mechanisms(epsilon: float, n: int, *, domain_size: int | None = None,
@@ -143,8 +159,28 @@ def compare_mechanisms(epsilon: float, n: int, *, domain_size: int | None = None
                        target_halfwidth: float | None = None, target: str = TARGET_POPULATION,
                        delta: float | None = None) -> list[Plan]:
     """Every applicable mechanism, lowest privacy noise first (target "reported": the population's own variance
-    is the same under every mechanism)"""
+    is the same under every mechanism; a rare value's, at f = 0, for a histogram: the rule ``auto`` follows)"""
     names = NUMERIC_MECHANISMS if value_range is not None else CATEGORICAL_MECHANISMS
     plans = [plan(name, epsilon, n, domain_size=domain_size, value_range=value_range, confidence=confidence,
                   target_halfwidth=target_halfwidth, target=target, delta=delta) for name in names]
-    return sorted(plans, key=lambda p: p.noise_std_error or p.std_error)
+    return sorted(plans, key=lambda p: expected_std_error(p.mechanism, epsilon, n, target=TARGET_REPORTED,
+                                                          domain_size=domain_size, value_range=value_range))
+
+
+def expected_central_block(mechanism: str, epsilon: float, n: int, frequencies: list[float], *,
+                           confidence: float = 0.95, delta: float | None = None) -> dict:
+    """The ``central_dp`` block an estimate of a histogram would carry in expectation, at the true ``frequencies``
+    (they sum to 1): the headline ratio is the same for every distribution, ``total`` depends on it (the sampling
+    variance f (1 - f) / n of each value, on both sides)"""
+    if abs(sum(frequencies) - 1) > 1e-9 or min(frequencies) < 0:
+        raise ValueError("frequencies must be a distribution: non-negative, summing to 1")
+    d = len(frequencies)
+    randomizer = mechanism_from_spec(_spec(mechanism, epsilon, d, None))
+    assert isinstance(randomizer, CategoricalMechanism)
+    p, q = randomizer.p_star, randomizer.q_star
+    support = [q + f * (p - q) for f in frequencies]
+    total = math.sqrt(sum(pi * (1 - pi) for pi in support) / (d * n)) / abs(p - q)
+    sampling = math.sqrt(sum(f * (1 - f) for f in frequencies) / (d * n))
+    return central_block(sensitivity=histogram_sensitivity(n), epsilon=epsilon, confidence=confidence, delta=delta,
+                         ldp_noise_std_error=histogram_noise_std_error(p, q, d, n), ldp_total_std_error=total,
+                         sampling_std_error=sampling)

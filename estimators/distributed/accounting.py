@@ -185,8 +185,9 @@ def calibrate_discrete_gaussian(epsilon: float, delta: float, sensitivity: int |
     """The smallest variance parameter sigma2 on a fine grid for which the discrete Gaussian meets (epsilon, delta).
 
     delta is not monotone in sigma2 (the tail sets of Theorem 7 jump as eps sigma2 / D crosses integers: at
-    eps 4, delta 1e-6, D 1, sigma2 = 1.37 passes and 1.4245 fails just below), so no bisection or upward ladder
-    finds the smallest.  The grid: multiples of h = 2**(floor(log2 s) - 10), s the continuous analytic
+    eps 4, D 1, delta is 4.76e-7 at sigma2 = 1.4245 and 5.84e-7 at 1.5, so at a target of 5e-7 the first passes
+    and the second fails; at 1e-6 the crossing is one point, 1.36896), so no bisection or upward ladder finds
+    the smallest.  The grid: multiples of h = 2**(floor(log2 s) - 10), s the continuous analytic
     Gaussian's sigma^2 at L2 = sqrt(k) D, and never finer than 2**-10 (the sampler's rationals): a relative
     spacing between 2**-11 and 2**-10.  Every grid point from a start below s upward is checked in turn and the
     first that passes is returned, so it passes and no grid point between the start and it does.  One coordinate:

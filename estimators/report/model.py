@@ -7,10 +7,12 @@ The helpers take an Estimate (a renderer passes ``data.estimate``) or an estimat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
+from ..central import RATIO_OF
+from ..central import ratio_text as ratio_text  # re-exported: every format prints the ratio through it
 from ..estimates import (
     TRUST_MODELS,
     Estimate,
@@ -102,7 +104,7 @@ def is_mean(result: EstimateLike) -> bool:
     return as_estimate(result).is_mean
 
 
-RATIO_DEFINITION = "privacy noise only: local-DP standard error over central DP's, same epsilon, replace-one (n public)"
+RATIO_DEFINITION = RATIO_OF
 
 
 def ldp_to_central_ratio(result: EstimateLike) -> float | None:
@@ -112,11 +114,6 @@ def ldp_to_central_ratio(result: EstimateLike) -> float | None:
     the header, the figure caption and the demo's summary all print this number through :func:`ratio_text`."""
     central = as_estimate(result).central
     return None if central is None else central.ldp_to_central_ratio
-
-
-def ratio_text(ratio: float) -> str:
-    "The LDP/central ratio as every format prints it"
-    return f"{ratio:,.1f}"
 
 
 TARGET_TEXT = {
@@ -189,6 +186,21 @@ def format_number(value: float | None, digits: int = 4) -> str:
     if abs(value) >= 1:  # `digits` significant figures, never fewer than the integer part
         return f"{value:.{max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))}f}"
     return f"{value:.{digits}f}"
+
+
+def format_column(values: Sequence[float | None], digits: int = 4) -> list[str]:
+    """One number format for a whole table column: :func:`format_number`'s choice for the column's largest
+    magnitude, applied to every cell (so 0.001 prints as 0.0010 beside 0.0412, not as 1.000e-03)"""
+    numbers = [abs(value) for value in values if value is not None and is_number(value) and not math.isnan(value)]
+    largest = max(numbers, default=0.0)
+    if largest != 0 and (largest >= 1e6 or largest < 1e-3):
+        spec = f".{digits - 1}e"
+    elif largest >= 1:
+        spec = f".{max(0, digits - 1 - int(math.floor(math.log10(largest))))}f"
+    else:
+        spec = f".{digits}f"
+    return [format(value, spec) if value is not None and is_number(value) and not math.isnan(value) else "-"
+            for value in values]
 
 
 

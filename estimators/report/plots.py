@@ -207,8 +207,13 @@ def scaling_figure(curves: ScalingCurves) -> Plot:
     axes.loglog(curves.n, curves.central_halfwidth, color=CENTRAL_COLOUR,
                 label=f"central DP, {curves.central_mechanism} (formula), slope −1")
     if len(curves.simulated_n):
+        if len(curves.simulated_ldp_low) == len(curves.simulated_n):
+            axes.errorbar(curves.simulated_n, curves.simulated_ldp, fmt="none", ecolor="black", elinewidth=1,
+                          capsize=3, zorder=2,
+                          yerr=[curves.simulated_ldp - curves.simulated_ldp_low,
+                                curves.simulated_ldp_high - curves.simulated_ldp])
         axes.scatter(curves.simulated_n, curves.simulated_ldp, color=LDP_COLOUR, edgecolor="black", zorder=3,
-                     label="local DP, simulated")
+                     label="local DP, simulated (Monte-Carlo interval)")
         axes.scatter(curves.simulated_n, curves.simulated_central, marker="s", color=CENTRAL_COLOUR,
                      edgecolor="black", zorder=3, label="central DP, simulated")
     axes.axvline(curves.current_n, color="grey", linestyle="--", linewidth=1)
@@ -302,11 +307,8 @@ def mean_figure(result: EstimateLike, truth: float | None = None) -> Plot:
     estimate_axes.set_xlabel(f"mean ({unit}, {confidence_percent(result)} CI)" if unit else
                              f"mean ({confidence_percent(result)} CI)")
     estimate_axes.legend(fontsize=7, loc="upper right")
-    positions = np.arange(len(widths))[::-1]
-    width_axes.barh(positions, [width for _, width, _ in widths], color=[colour for _, _, colour in widths])
-    width_axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
-    width_axes.set_xscale("log")
-    width_axes.set_xlabel(with_unit(f"{confidence_percent(result)} CI half-width, same ε", result))
+    _half_width_dots(width_axes, widths)
+    width_axes.set_xlabel(with_unit(f"{confidence_percent(result)} CI half-width, same ε, log scale", result))
     estimate_axes.set_title(f"{result.campaign or ''}: mean over n = {_count(result)}, {_privacy_text(result)}")
     suffix = f" {unit}" if unit else ""
     caption = (f"Mean {format_number(mean)}{suffix} ± {format_number(ldp_width)}{suffix} under {model}")
@@ -317,6 +319,24 @@ def mean_figure(result: EstimateLike, truth: float | None = None) -> Plot:
     caption += (". The lower panel compares the half-widths; the other models' intervals are drawn around the truth"
                 if truth is not None else ". The lower panel compares the half-widths")
     return Plot("mean", "Mean", figure, caption + ".")
+
+
+def _half_width_dots(axes: Axes, widths: Sequence[tuple[str, float, str]]) -> None:
+    """The half-widths as dots on a log axis, each with its value: positions, not bars (a bar's length from an
+    arbitrary left edge on a log axis is no measure: 10x looked like 30x)"""
+    positions = np.arange(len(widths))[::-1]
+    values = [width for _, width, _ in widths]
+    axes.scatter(values, positions, s=60, c=[colour for _, _, colour in widths], zorder=3)
+    for value, position in zip(values, positions):
+        axes.annotate(format_number(value), (value, position), xytext=(7, 0), textcoords="offset points",
+                      va="center", fontsize=8)
+    axes.set_xscale("log")
+    positive = [value for value in values if value > 0]
+    if positive:
+        axes.set_xlim(min(positive) / 3, max(positive) * 6)
+    axes.set_ylim(-0.6, len(widths) - 0.4)
+    axes.set_yticks(positions, [label for label, _, _ in widths], fontsize=8)
+    axes.grid(axis="x", alpha=0.3)
 
 
 def _privacy_text(result: Estimate) -> str:

@@ -11,14 +11,20 @@ estimated distribution f (Norm-Sub) and r_v = q* + f_v (p* - q*):
 The simulated points draw n users from f, perturb them with :func:`estimators.simulate.simulate` (the SDK's
 distribution), estimate, and take z times the root-mean-square error; the central points take the
 ``confidence`` quantile of the central mechanism's |noise|.  Means use SE = sd(Z) / sqrt(n) with this campaign's
-sd(Z) and the central mean's sensitivity (high - low) / n; their simulated points put every user at the estimated
-mean (the population's spread is unknown), so they show the mechanism's noise alone and sit at or below the curve.
+sd(Z) and the central mean's sensitivity (high - low) / n; their simulated users come from a two-point population
+with the estimate's mean and spread (the population variance n (SE^2 - SE_reported^2): sampling and, through
+E[t^2], the noise of a mechanism whose variance depends on t both match the line's).
+
+A point is the RMS of K squared errors (K = trials x (d - 1) for frequencies, whose errors sum to about 0 within
+a trial; trials for means), so it carries its Monte-Carlo interval (:func:`rms_interval`, the chi-square's with K
+degrees of freedom): with the 3 to 40 trials a report affords, a point 20% off the line is within its noise.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -61,6 +67,9 @@ class ScalingCurves:
     trials_text: str
     central_mechanism: str = "Laplace"
     delta: float | None = None  # the central Gaussian's, when that is the baseline
+    # each simulated local point's Monte-Carlo interval (rms_interval), low and high
+    simulated_ldp_low: np.ndarray = field(default_factory=lambda: np.array([]))
+    simulated_ldp_high: np.ndarray = field(default_factory=lambda: np.array([]))
 
 
 def scaling_curves(result: EstimateLike, spec: dict | None = None, *, rng: np.random.Generator | None = None,
@@ -99,18 +108,46 @@ def _frequency_curves(result: Estimate, spec: Spec, confidence: float, n_now: in
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
     if simulate_points:
         sim_n, sim_ldp, sim_central, trials = _simulate_frequencies(spec, truth, confidence, rng, result)
+    low, high = rms_intervals(sim_n, sim_ldp, lambda n: _trials(n * spec.domain_size) * (spec.domain_size - 1),
+                              confidence)
     return ScalingCurves(
         mechanism=spec.mechanism, epsilon=spec.epsilon, confidence_text=f"{100 * confidence:.4g}%",
-        quantity="one value's fraction (averaged over the domain)", unit="fraction",
+        quantity="one value's fraction (averaged over the domain, at the estimated distribution)", unit="fraction",
         n=n, ldp_halfwidth=z * per_report_sd / np.sqrt(n), central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
         simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
         trials_text=(f"simulated campaigns drawn from the estimated distribution, {trials}+ per n "
-                     f"(local: z × RMS error of the unbiased estimates; central: quantile of {CENTRAL_SAMPLES:,} "
+                     f"(local: z × RMS error of the unbiased estimates, with its {100 * confidence:.4g}% "
+                     f"Monte-Carlo interval; central: quantile of {CENTRAL_SAMPLES:,} "
                      f"{central_mechanism_text(result)} draws)"
                      if simulate_points else "none (simulation turned off)"),
         central_mechanism=central_mechanism_text(result), delta=central_delta(result),
+        simulated_ldp_low=low, simulated_ldp_high=high,
     )
+
+
+def _trials(draws_per_trial: int) -> int:
+    "Simulated campaigns per point: as many as the budget allows, at most MAX_TRIALS (below MIN_TRIALS: none)"
+    return int(min(MAX_TRIALS, SIMULATION_BUDGET // draws_per_trial))
+
+
+def rms_interval(rms: float, squares: int, confidence: float) -> tuple[float, float]:
+    """The ``confidence`` interval for the true root mean square given an observed RMS of ``squares`` independent
+    squared normal errors: K RMS^2 / sigma^2 is chi-square with K degrees of freedom"""
+    # here, not at import: only figures with simulated points need scipy.special (0.25 s to import)
+    from scipy.special import gammaincinv
+
+    k = max(squares, 1)
+    tail = (1 - confidence) / 2
+    upper, lower = (2 * float(gammaincinv(k / 2, p)) for p in (1 - tail, tail))  # chi-square quantiles
+    return rms * math.sqrt(k / upper), rms * math.sqrt(k / lower)
+
+
+def rms_intervals(sizes: np.ndarray, points: np.ndarray, squares: Callable[[int], int],
+                  confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    "Each simulated point's Monte-Carlo interval (:func:`rms_interval`), ``squares(n)`` squared errors behind it"
+    bounds = [rms_interval(float(point), squares(int(n)), confidence) for n, point in zip(sizes, points)]
+    return np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
 
 
 def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng: np.random.Generator,
@@ -119,7 +156,7 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     d = spec.domain_size
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
-        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // (n * d)))
+        trials = _trials(n * d)
         if trials < MIN_TRIALS:
             break
         fewest = min(fewest, trials)
@@ -143,6 +180,7 @@ def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: 
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
     if simulate_points:
         sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec), result, confidence, rng)
+    low, high = rms_intervals(sim_n, sim_ldp, lambda n: _trials(n), confidence)
     return ScalingCurves(
         mechanism=result.mechanism or "", epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
         quantity="the mean", unit=result.unit or "value units",
@@ -150,11 +188,12 @@ def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: 
         central_halfwidth=current_central * n_now / n,
         current_n=n_now, current_ldp=current_ldp, current_central=current_central,
         simulated_n=sim_n, simulated_ldp=sim_ldp, simulated_central=sim_central,
-        trials_text=(f"simulated campaigns with every user at the estimated mean (the mechanism's noise alone), "
-                     f"{trials}+ per n; central: quantile of {CENTRAL_SAMPLES:,} {central_mechanism_text(result)} "
-                     "draws"
+        trials_text=(f"simulated campaigns of users with the estimate's mean and spread (two values), {trials}+ "
+                     f"per n, with the local points' {100 * confidence:.4g}% Monte-Carlo interval; central: "
+                     f"quantile of {CENTRAL_SAMPLES:,} {central_mechanism_text(result)} draws"
                      if simulate_points else "none (simulation turned off)"),
         central_mechanism=central_mechanism_text(result), delta=central_delta(result),
+        simulated_ldp_low=low, simulated_ldp_high=high,
     )
 
 
@@ -163,19 +202,46 @@ def _simulate_means(spec: Spec, result: Estimate, confidence: float, rng: np.ran
     low, high = spec.range  # type: ignore[misc]
     mean = result.mean_clamped if result.mean_clamped is not None else result.mean
     value = min(max(mean if mean is not None else low, low), high)
+    points, weights = two_point_population(value, population_variance(result), low, high)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     sizes, ldp, central, fewest = [], [], [], MAX_TRIALS
     for n in SIMULATED_N:
-        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))
+        trials = _trials(n)
         if trials < MIN_TRIALS:
             break
         fewest = min(fewest, trials)
-        users = np.full(n, value)
-        errors = [estimate_mean(spec, aggregate(spec, simulate(spec, users, rng))).mean - value for _ in range(trials)]
+        errors = [estimate_mean(spec, aggregate(spec, simulate(spec, rng.choice(points, size=n, p=weights), rng))).mean
+                  - value for _ in range(trials)]
         sizes.append(n)
         ldp.append(z * math.sqrt(float(np.mean(np.square(errors)))))
         central.append(float(np.quantile(np.abs(_central_draws(result, n, rng)), confidence)))
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
+
+
+def population_variance(result: Estimate) -> float:
+    """The variance of the users' values the estimate implies: n (SE^2 - SE_reported^2), its sampling part (0 when
+    the estimate states no noise-only standard error)"""
+    reported = result.json.get("std_error_reported")
+    if result.std_error is None or not isinstance(reported, (int, float)) or not result.n:
+        return 0.0
+    return max(result.n * (result.std_error ** 2 - float(reported) ** 2), 0.0)
+
+
+def two_point_population(mean: float, variance: float, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two values in [low, high] and their weights with this mean and variance (as much of it as the range allows:
+    at most (mean - low)(high - mean)); mean +- sd when both fit, else one value at the nearer bound"""
+    variance = min(variance, (mean - low) * (high - mean))
+    sd = math.sqrt(variance)
+    if sd == 0:
+        return np.array([mean]), np.array([1.0])
+    if mean - sd >= low and mean + sd <= high:
+        return np.array([mean - sd, mean + sd]), np.array([0.5, 0.5])
+    if mean - sd < low:  # a at the bound, b = mean + variance / (mean - a), weights from the mean
+        a, b = low, mean + variance / (mean - low)
+    else:
+        a, b = mean - variance / (high - mean), high
+    weight_a = (b - mean) / (b - a)
+    return np.array([a, b]), np.array([weight_a, 1 - weight_a])
 
 
 def central_delta(result: Estimate) -> float | None:

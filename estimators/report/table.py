@@ -14,6 +14,7 @@ from .model import (
     central_mechanism,
     chance_exclusions_text,
     display_rows,
+    format_column,
     format_number,
     guarantee_lines,
     with_unit,
@@ -45,11 +46,10 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     rows = display_rows(result)
     with_norm_sub = any(row.norm_sub is not None for row in rows)
     columns = ["value", "estimate", "std error", "CI low", "CI high"] + (["Norm-Sub"] if with_norm_sub else []) + [""]
-    cells = [
-        [row.value, format_number(row.estimate), format_number(row.std_error), format_number(row.ci_low),
-         format_number(row.ci_high)] + ([format_number(row.norm_sub)] if with_norm_sub else []) + [_mark(row)]
-        for row in rows
-    ]
+    numbers = [[row.estimate, row.std_error, row.ci_low, row.ci_high] + ([row.norm_sub] if with_norm_sub else [])
+               for row in rows]
+    formatted = list(zip(*(format_column(column) for column in zip(*numbers)))) if rows else []
+    cells = [[row.value, *texts, _mark(row)] for row, texts in zip(rows, formatted)]
     return columns, cells
 
 

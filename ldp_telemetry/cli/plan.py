@@ -32,6 +32,7 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
 
     Example: ldp-telemetry plan --epsilon 1 --n 100000 --domain-size 1024 --target-halfwidth 0.005
     """
+    from estimators.central import ratio_text
     from estimators.planner import compare_mechanisms
     from estimators.planner import plan as plan_one
 
@@ -53,14 +54,20 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
         return
     what = f"range {value_range[0]:g}..{value_range[1]:g}" if value_range is not None else f"d = {domain_size}"
     click.echo(f"epsilon = {epsilon:g}, n = {n:,}, {what}, {confidence:.0%} intervals for the {plans[0].target}; "
-               f"central: {plans[0].central_mechanism}, {plans[0].relation}; LDP/central: privacy noise only")
-    header = f"{'mechanism':<10} {'std error':>11} {'CI +-':>11} {'central SE':>11} {'LDP/central':>12}"
+               f"central: {plans[0].central_mechanism}, {plans[0].relation}")
+    if numeric:
+        click.echo("std error, CI and noise SE: the worst case over the range; LDP/central = noise SE / central SE")
+    else:
+        click.echo(f"std error and CI: a value of frequency 0; noise SE: privacy noise, RMS over the {domain_size} "
+                   "values (any distribution);\nLDP/central = noise SE / central SE")
+    header = (f"{'mechanism':<10} {'std error':>11} {'CI +-':>11} {'noise SE':>11} {'central SE':>11} "
+              f"{'LDP/central':>12}")
     if target_halfwidth is not None:
         header += f" {'n for +-' + format(target_halfwidth, 'g'):>14}"
     click.echo(header)
     for p in plans:
-        line = (f"{p.mechanism:<10} {p.std_error:>11.4g} {p.ci_halfwidth:>11.4g} {p.central_std_error:>11.4g} "
-                f"{p.ldp_to_central_ratio:>12.1f}")
+        line = (f"{p.mechanism:<10} {p.std_error:>11.4g} {p.ci_halfwidth:>11.4g} {p.noise_std_error or 0:>11.4g} "
+                f"{p.central_std_error:>11.4g} {ratio_text(p.ldp_to_central_ratio):>12}")
         if p.n_for_target is not None:
             line += f" {p.n_for_target:>14,}"
         click.echo(line)

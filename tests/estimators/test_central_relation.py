@@ -11,7 +11,7 @@ import pytest
 
 from client_sdk import load_spec, mechanism_from_spec
 from estimators import estimate
-from estimators.central import analytic_gaussian_sigma
+from estimators.central import analytic_gaussian_sigma, ratio_text
 from estimators.distributed import calibrate, estimate_distributed, trust_models
 from estimators.planner import plan
 from estimators.simulate import simulate
@@ -41,7 +41,10 @@ def test_the_frequency_ratio_is_privacy_noise_against_replace_one_laplace():
     assert block["sensitivity"]["l1"] == pytest.approx(2 / N) and block["sensitivity"]["l2"] == pytest.approx(
         math.sqrt(2) / N)
     assert block["std_error"] == pytest.approx(central)
-    assert block["ldp_to_central_ratio"] == pytest.approx(math.sqrt(np.mean(noise**2)) / central)
+    # the root mean square over the values of the fixed-data noise, at the true frequencies (they sum to 1)
+    rms = math.sqrt((p * (1 - p) + 7 * q * (1 - q)) / (8 * N)) / (p - q)
+    assert block["ldp_to_central_ratio"] == pytest.approx(rms / central)
+    assert math.sqrt(np.mean(noise**2)) == pytest.approx(rms, rel=0.01)  # the plug-in at the estimates, near it
     assert 15 < block["ldp_to_central_ratio"] < 30  # the issue's 26.1 at its frequencies (95.7 before)
     total = block["total"]
     central_total = math.sqrt(central**2 + np.mean(f * (1 - f) / N))
@@ -80,12 +83,33 @@ def test_the_mean_ratio_is_privacy_noise_against_replace_one(mechanism):
 
 
 def test_the_planner_ratio_uses_replace_one():
-    "OUE against central Laplace on one fraction of a histogram (L1 = 2): sqrt(n) eps sqrt(2e)/(2(e-1))"
+    """OUE against central Laplace on one fraction of a histogram (L1 = 2): the noise RMS over the d values,
+    sqrt([1/4 + (d-1) q(1-q)] / (d n)) / (1/2 - q), q = 1/(e^eps + 1), over sqrt(2) 2/(eps n); at f = 0 alone it
+    would be sqrt(n) eps sqrt(2e)/(2(e-1))"""
+    n, d = 1_000_000, 1024
     for epsilon in (1.0, 4.0):
-        e = math.exp(epsilon)
-        expected = math.sqrt(1e6) * epsilon * math.sqrt(2 * e) / (2 * (e - 1))
-        assert plan("oue", epsilon, 1_000_000, domain_size=1024).ldp_to_central_ratio == pytest.approx(
-            expected, rel=2e-3)
+        q = 1 / (math.exp(epsilon) + 1)
+        noise = math.sqrt((0.25 + (d - 1) * q * (1 - q)) / (d * n)) / (0.5 - q)
+        expected = noise / (math.sqrt(2) * 2 / (epsilon * n))
+        assert plan("oue", epsilon, n, domain_size=d).ldp_to_central_ratio == pytest.approx(expected, rel=2e-3)
+
+
+@pytest.mark.parametrize("mechanism", ["grr", "sue", "oue", "olh", "hadamard"])
+@pytest.mark.parametrize("population", ["uniform", "one-hot", "skewed"])
+def test_the_planner_and_the_estimate_give_one_ratio_for_one_cell(mechanism, population):
+    "The issue's cell (epsilon 4, n 1e4, d 8): the planner's ratio is the estimate's, whatever the distribution"
+    d = 8
+    spec = load_spec({"name": "t", "mechanism": mechanism, "epsilon": 4.0, "domain": list(range(d))})
+    rng = np.random.default_rng(5)
+    weights = {"uniform": np.full(d, 1 / d), "one-hot": np.eye(d)[0],
+               "skewed": np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.1, 0.05, 0.0])}[population]
+    truth = rng.choice(d, size=N, p=weights)
+    block = estimate(spec, simulate(spec, truth, rng)).to_dict()["central_dp"]
+    planned = plan(mechanism, 4.0, N, domain_size=d)
+    assert block["ldp_to_central_ratio"] == pytest.approx(planned.ldp_to_central_ratio, rel=1e-12)
+    assert block["ldp_std_error"] == pytest.approx(planned.noise_std_error, rel=1e-12)
+    if mechanism == "grr":  # the issue's figure: 26.5, not the 20.5 of a value at f = 0
+        assert ratio_text(planned.ldp_to_central_ratio) == "26.5"
 
 
 @pytest.mark.parametrize("kind", ["histogram", "count", "sum"])
@@ -126,3 +150,16 @@ def test_the_estimate_and_its_trust_models_state_one_central_figure():
     assert result["central_dp"]["std_error"] == result["trust_models"]["central"]["std_error"]
     assert result["central_dp"]["mechanism"] == result["trust_models"]["central"]["mechanism"]
     assert result["central_dp"]["relation"] == result["trust_models"]["relation"] == "replace-one"
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "hybrid"])
+def test_the_planner_and_the_estimate_give_one_mean_ratio_where_the_noise_is_the_same_for_every_value(mechanism):
+    """A mean's ratio is the estimate's noise at its data over central's; the planner's, the worst case over the
+    range.  Where the noise does not depend on the value (Laplace; Hybrid at eps 1) the two are one figure"""
+    spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": 1.0, "range": [0, 10]})
+    device = mechanism_from_spec(spec)
+    assert device.variance(0.0) == pytest.approx(device.variance(1.0), rel=1e-8)
+    rng = np.random.default_rng(3)
+    block = estimate(spec, simulate(spec, rng.uniform(0, 10, size=N), rng)).to_dict()["central_dp"]
+    planned = plan(mechanism, 1.0, N, value_range=(0.0, 10.0))
+    assert block["ldp_to_central_ratio"] == pytest.approx(planned.ldp_to_central_ratio, rel=1e-6)

@@ -5,8 +5,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from matplotlib.figure import Figure
 
+from estimators.report import ReportData
 from estimators.report.model import format_number
 from estimators.report.plots import daily_figure, frequency_figure, mean_figure, png_bytes, report_plots
 from estimators.report.scaling import CENTRAL_SAMPLES, MAX_TRIALS, SIMULATION_BUDGET, scaling_curves
@@ -106,6 +108,23 @@ def test_mean_figure_shows_one_central_baseline():
     assert "δ = 1e-06" in estimate_axes.get_title()
 
 
+def test_the_half_widths_are_dots_on_the_log_axis_not_bars():
+    "issue 31: bars on a log axis made central's 10x look 30x; a dot's position is the only mark, each labelled"
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Rectangle
+
+    result = load_time_result()
+    _, width_axes = mean_figure(result, truth=800.0).figure.axes
+    assert width_axes.get_xscale() == "log"
+    assert not [patch for patch in width_axes.patches if isinstance(patch, Rectangle)]  # no bars
+    dots = [artist for artist in width_axes.collections if isinstance(artist, PathCollection)]
+    drawn = sorted(float(x) for dot in dots for x, _ in dot.get_offsets())
+    expected = sorted([(result["ci_high"] - result["ci_low"]) / 2, result["central_dp"]["ci_halfwidth"]])
+    assert drawn == [pytest.approx(value) for value in expected]
+    labels = {text.get_text() for text in width_axes.texts}
+    assert {format_number(value) for value in expected} <= labels
+
+
 def test_daily_figure_needs_two_days():
     days = daily_browser()
     assert daily_figure(days[:1]) is None
@@ -123,24 +142,47 @@ def test_rendering_never_touches_pyplot():
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120)
 
 
-def test_simulated_points_for_means_follow_the_mechanism_variance():
-    "Every simulated user sits at the estimated mean, so the points follow z sqrt(Var Z(t) / n) (half-range)"
-    from client_sdk import load_spec, mechanism_from_spec
+def test_simulated_points_for_means_follow_the_formula_line(monkeypatch):
+    """issue 31: the simulated points sat below the line (75 against 100 at n = 1e4): they put every user at the
+    mean (noise at one t, no sampling) where the line is the estimate's standard error.  Now users come from a
+    two-point population with the estimate's mean and spread: the points estimate the line's quantity.  Piecewise at
+    eps 4 with values spread over the range is where the two differ most (noise at t = 0 a fifth of the total)."""
+    import estimators.report.scaling as scaling
+    from client_sdk import load_spec
+    from estimators import estimate
+    from estimators.simulate import simulate
 
-    result = load_time_result()
-    curves = scaling_curves(result, rng=np.random.default_rng(8))
-    assert len(curves.simulated_n) >= 3
-    low, high = result["range"]
-    spec = load_spec({"name": "m", "mechanism": result["mechanism"], "epsilon": result["epsilon"],
-                      "range": [low, high]})
-    t = 2 * (min(max(result["mean_clamped"], low), high) - low) / (high - low) - 1
-    per_report_sd = math.sqrt(mechanism_from_spec(spec).variance(t)) * (high - low) / 2
+    spec = load_spec({"name": "m", "mechanism": "piecewise", "epsilon": 4.0, "range": [0, 10]})
+    rng = np.random.default_rng(31)
+    result = estimate(spec, simulate(spec, rng.uniform(0, 10, size=3000), rng)).to_dict()
+    monkeypatch.setattr(scaling, "SIMULATED_N", (100, 1000))
+    monkeypatch.setattr(scaling, "MAX_TRIALS", 400)
+    curves = scaling_curves(result, spec.to_dict(), rng=np.random.default_rng(8))
+    assert list(curves.simulated_n) == [100, 1000]
     k = k_sigma(len(curves.simulated_n))
     for n, ldp in zip(curves.simulated_n, curves.simulated_ldp):
-        trials = int(min(MAX_TRIALS, SIMULATION_BUDGET // n))
-        expected = 1.959964 * per_report_sd / math.sqrt(n)
-        assert abs((ldp / expected) ** 2 - 1) < k * math.sqrt(2 / trials)
-        assert ldp <= np.interp(n, curves.n, curves.ldp_halfwidth) * (1 + k * math.sqrt(2 / trials))
+        # z * RMS of 400 errors: its square's relative sd is sqrt(2 / 400)
+        assert abs((ldp / np.interp(n, curves.n, curves.ldp_halfwidth)) ** 2 - 1) < k * math.sqrt(2 / 400)
+
+
+def test_simulated_points_carry_their_monte_carlo_interval():
+    "A point from a few trials is noisy: the figure draws its interval (chi-square, K squared errors)"
+    from scipy import stats
+
+    from estimators.report.scaling import rms_interval
+
+    for squares in (3, 10, 40, 400):
+        low, high = rms_interval(1.0, squares, 0.95)
+        assert low == pytest.approx(math.sqrt(squares / stats.chi2.ppf(0.975, squares)), rel=0.01)
+        assert high == pytest.approx(math.sqrt(squares / stats.chi2.ppf(0.025, squares)), rel=0.01)
+    result = load_time_result()
+    curves = scaling_curves(result, rng=np.random.default_rng(8))
+    assert len(curves.simulated_ldp_low) == len(curves.simulated_n) >= 3
+    assert all(curves.simulated_ldp_low < curves.simulated_ldp)
+    assert all(curves.simulated_ldp < curves.simulated_ldp_high)
+    plot = next(p for p in report_plots(ReportData(result), simulate_points=True) if p.name == "sqrt_n")
+    assert "Monte-Carlo interval" in plot.caption
+    assert any("Monte-Carlo interval" in text.get_text() for text in plot.figure.axes[0].get_legend().get_texts())
 
 
 def drawn_texts(monkeypatch, plot):

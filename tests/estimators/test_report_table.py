@@ -65,3 +65,23 @@ def test_rappor_rows_show_proportions_not_counts():
 def test_insufficient_data_status_is_stated():
     result = {**rappor_result(), "status": "insufficient_data", "message": "too little data", "values": []}
     assert "status insufficient_data: too little data" in render_table(ReportData(result))
+
+
+def test_one_number_format_per_column():
+    "issue 31: a CI bound of 0.000999 among 4-decimal cells printed 9.990e-04; every format shares the table"
+    result = {"kind": "frequency", "campaign": "c", "mechanism": "grr", "epsilon": 1.0, "n": 100,
+              "confidence": 0.95,
+              "values": [{"value": "a", "estimate": 0.31, "std_error": 0.05, "ci_low": 0.000999, "ci_high": 0.41},
+                         {"value": "b", "estimate": 0.0412, "std_error": 0.0004, "ci_low": -0.0815,
+                          "ci_high": 0.1637}]}
+    lines = render_table(ReportData(result)).splitlines()
+    rows = [line.split() for line in lines if line.split() and line.split()[0] in ("a", "b")]
+    for column in range(1, 5):
+        cells = [row[column] for row in rows]
+        assert not any("e" in cell for cell in cells), cells
+        assert len({len(cell.split(".")[1]) for cell in cells}) == 1, cells  # the same decimals down the column
+    assert rows[0][3] == "0.0010" and rows[1][2] == "0.0004"
+    tiny = {**result, "values": [{"value": "a", "estimate": 2e-5, "std_error": 3e-6, "ci_low": 1e-6,
+                                  "ci_high": 4e-5}]}
+    assert next(line for line in render_table(ReportData(tiny)).splitlines() if line.startswith("a")).split()[1] \
+        == "2.000e-05"

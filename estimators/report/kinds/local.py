@@ -70,7 +70,7 @@ class LocalReport(ReportKind):
             ldp = sum(widths) / len(widths)
             parts.append(
                 f"Central DP ({central_mechanism(result)}, replace-one) would give ±{format_number(central)} at the "
-                f"same ε against ±{format_number(ldp)} locally"
+                f"same ε against ±{format_number(ldp)} locally (the mean over the values, at their estimates)"
                 + ("; in red, its interval around the truth" if truth else ""))
         if any(r.includes_zero for r in rows):
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
