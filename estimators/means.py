@@ -19,7 +19,9 @@ Each report's payload maps to an unbiased value Z of t = 2 (v - low)/(high - low
                 Duchi (and Hybrid at eps <= 0.61): every Z is +-C, so the count of ones is Binomial(n, pi) with
                 pi = (1 + c E[t]) / 2 exactly, for users drawn from a population.  Its interval is the one every
                 frequency oracle uses (``estimators.intervals``: Wilson 1927 with the Poisson bounds of Brown,
-                Cai & DasGupta 2001 for 1..3 ones or zeros), with p* = (1 + c)/2, q* = (1 - c)/2 and t = 2 f - 1.
+                Cai & DasGupta 2001 for 1..3 ones or zeros), in its hull with Agresti & Coull's 1998 interval
+                (Wilson's alone dips to 0.921 exact coverage at n = 30), with p* = (1 + c)/2, q* = (1 - c)/2 and
+                t = 2 f - 1.
                 The others (Laplace, Piecewise, Hybrid above 0.61): the score interval {mu: (m - mu)^2 <= z^2 V(mu)
                 / n} with V(mu) = max(s^2 + max(m'^2 - mu^2, 0), a + b mu^2), s^2 the sample variance, m' = m
                 clipped to [-1, 1].  The first term is Wilson's generalised: with E[Z^2] = Var Z + E[t]^2 held at its
@@ -135,7 +137,8 @@ def unit_interval(entry: Any, aggregate: Aggregate, mean_t: float, variance: flo
     binary = entry.binary_count(n, [int(x) for x in aggregate.counts])
     if binary is not None:  # Z = +-C: the count of ones is binomial; its interval, mapped through t = 2f - 1
         ones, slope = binary
-        f_low, f_high = frequency_interval(np.array([ones]), n, (1 + slope) / 2, (1 - slope) / 2, confidence)
+        f_low, f_high = frequency_interval(np.array([ones]), n, (1 + slope) / 2, (1 - slope) / 2, confidence,
+                                           agresti_coull=True)
         return min(2 * float(f_low[0]) - 1, mean_t), max(2 * float(f_high[0]) - 1, mean_t)
     k = z_value(confidence) ** 2 / n
     a = entry.device.variance(0.0)
