@@ -35,7 +35,7 @@ def support_interval(counts: np.ndarray, n: int, confidence: float, *,
     """The boundary-corrected Wilson interval for support probabilities, ``counts`` supports out of n each.
     With ``agresti_coull`` its hull with Agresti and Coull's interval (Am. Statistician 1998: x + z^2/2 supports
     of n + z^2, a normal interval there), which the mean of Duchi's count uses: Wilson's dips to an exact
-    coverage of 0.921 at n = 30 (pi = 0.118: its lower bound at 7 supports is above pi), the hull's stays at or
+    coverage of 0.921 at n = 30 (pi = 0.1179: its lower bound at 7 supports is above pi), the hull's stays at or
     above 0.933 for every pi and n >= 30 (0.938 at n = 100, 0.944 at n = 1,000)"""
     x = np.asarray(counts, dtype=np.float64)
     z = z_value(confidence)
