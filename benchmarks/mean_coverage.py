@@ -2,8 +2,9 @@
 population, range [0, 10], the project's own simulate -> aggregate -> estimate, a fresh population per trial.
 
 A coverage estimated from R trials has a Monte-Carlo SE of about sqrt(0.95 * 0.05 / R) (0.0049 at R = 2,000).
-Each row: coverage, and the share of trials whose interval lies below / above the truth.  Duchi's is exact (its
-aggregate is a binomial count of ones, so it is computed from that pmf, every count through the estimator).
+Each row: coverage, and the share of trials whose interval lies below / above the truth.  Duchi's (and Hybrid's at
+eps <= 0.61, which is Duchi) is exact: the aggregate is a binomial count of ones, so it is computed from that pmf,
+every count through the estimator.
 
 Run:  python benchmarks/mean_coverage.py [--trials 2000] [--large-trials 500] [--mechanisms duchi,...]
 """
@@ -61,8 +62,9 @@ def coverage(mechanism: str, epsilon: float, n: int, population: str, trials: in
     "(coverage, share entirely below the truth, share entirely above) over ``trials`` fresh populations"
     spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": epsilon, "range": [0, 10]})
     draw, truth = POPULATIONS[population]
-    if mechanism == "duchi":
-        return duchi_coverage(spec, n, truth)
+    device: Any = mechanism_from_spec(spec)
+    if mechanism == "duchi" or (mechanism == "hybrid" and device.alpha == 0):
+        return two_valued_coverage(spec, n, truth)
     below = above = 0
     chunk = max(1, 2_000_000 // n)
     for start in range(0, trials, chunk):
@@ -76,15 +78,17 @@ def coverage(mechanism: str, epsilon: float, n: int, population: str, trials: in
     return 1 - (below + above) / trials, below / trials, above / trials
 
 
-def duchi_coverage(spec: Any, n: int, truth: float) -> tuple[float, float, float]:
-    """Exactly: for users drawn from a population each Duchi code is 1 with probability (1 + c E[t]) / 2, so the
-    aggregate, the count of ones, is Binomial(n, pi) whatever the population beyond its mean"""
+def two_valued_coverage(spec: Any, n: int, truth: float) -> tuple[float, float, float]:
+    """Exactly, for Duchi and Hybrid at eps <= 0.61: for users drawn from a population each code is 1 with
+    probability (1 + c E[t]) / 2, so the count of ones is Binomial(n, pi) whatever the population beyond its mean"""
     device: Any = mechanism_from_spec(spec)
-    pi = (1 + float(device.slope) * (truth / 5 - 1)) / 2
+    duchi = getattr(device, "duchi", device)
+    pi = (1 + float(duchi.slope) * (truth / 5 - 1)) / 2
     ones = np.arange(n + 1)
     pmf = stats.binom.pmf(ones, n, pi)
-    results = [estimate_aggregate(spec, Aggregate(spec.mechanism, spec.fingerprint, n, np.array([k], dtype=object)))
-               for k in ones.tolist()]
+    statistics = ([k] if duchi is device else [n, k, 0, 0, 0] for k in ones.tolist())
+    results = [estimate_aggregate(spec, Aggregate(spec.mechanism, spec.fingerprint, n, np.array(s, dtype=object)))
+               for s in statistics]
     below = float(pmf[np.array([r.ci_high < truth for r in results])].sum())
     above = float(pmf[np.array([r.ci_low > truth for r in results])].sum())
     return 1 - below - above, below, above
