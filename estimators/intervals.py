@@ -30,8 +30,13 @@ def z_value(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def support_interval(counts: np.ndarray, n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    "The boundary-corrected Wilson interval for support probabilities, ``counts`` supports out of n each"
+def support_interval(counts: np.ndarray, n: int, confidence: float, *,
+                     agresti_coull: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The boundary-corrected Wilson interval for support probabilities, ``counts`` supports out of n each.
+    With ``agresti_coull`` its hull with Agresti and Coull's interval (Am. Statistician 1998: x + z^2/2 supports
+    of n + z^2, a normal interval there), which the mean of Duchi's count uses: Wilson's dips to an exact
+    coverage of 0.921 at n = 30 (pi = 0.1179: its lower bound at 7 supports is above pi), the hull's stays at or
+    above 0.933 for every pi and n >= 30 (0.938 at n = 100, 0.944 at n = 1,000)"""
     x = np.asarray(counts, dtype=np.float64)
     z = z_value(confidence)
     r = x / n
@@ -44,6 +49,10 @@ def support_interval(counts: np.ndarray, n: int, confidence: float) -> tuple[np.
         bound = poisson_lower_bound(count, alpha / 2) / n
         low = np.where(x == count, bound, low)
         high = np.where(n - x == count, 1 - bound, high)
+    if agresti_coull:
+        centre = (x + z * z / 2) / (n + z * z)
+        half_width = z * np.sqrt(centre * (1 - centre) / (n + z * z))
+        low, high = np.minimum(low, centre - half_width), np.maximum(high, centre + half_width)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
 
@@ -67,10 +76,10 @@ def poisson_lower_bound(count: int, tail: float) -> float:
     return (low + high) / 2
 
 
-def frequency_interval(counts: np.ndarray, n: int, p: float, q: float,
-                       confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def frequency_interval(counts: np.ndarray, n: int, p: float, q: float, confidence: float, *,
+                       agresti_coull: bool = False) -> tuple[np.ndarray, np.ndarray]:
     "The support interval mapped through f = (pi - q*) / (p* - q*): the frequency's interval"
-    low, high = support_interval(counts, n, confidence)
+    low, high = support_interval(counts, n, confidence, agresti_coull=agresti_coull)
     mapped_low, mapped_high = (low - q) / (p - q), (high - q) / (p - q)
     estimates = (np.asarray(counts) / n - q) / (p - q)  # as the estimators compute it: rounding never leaves it out
     return (np.minimum(np.minimum(mapped_low, mapped_high), estimates),

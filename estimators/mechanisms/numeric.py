@@ -69,6 +69,11 @@ class MeanMechanism(ServerMechanism):
     def variance(self) -> float:
         return self.device.worst_case_variance()
 
+    def binary_count(self, n: int, sums: list[int]) -> tuple[int, float] | None:
+        """(ones, c) when every report's Z is +-1/c, a binomial count of ones with P(one) = (1 + c E[t]) / 2, so
+        the mean's interval is the count's (Duchi, Hybrid at eps <= 0.61); None for the other mechanisms"""
+        return None
+
     def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
         return estimate_mean(self.spec, aggregate, confidence=confidence, delta=delta)
 
@@ -119,6 +124,9 @@ class DuchiServer(MeanMechanism):
 
     def unbiased_sums(self, n: int, sums: list[int]) -> tuple[float, float]:
         return duchi_sums(self.device, n, sums[0])
+
+    def binary_count(self, n: int, sums: list[int]) -> tuple[int, float] | None:
+        return int(sums[0]), float(self.device.slope)
 
 
 def piecewise_codes(device: Piecewise, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -184,6 +192,11 @@ class HybridServer(MeanMechanism):
         d_sum, d_sq = duchi_sums(self.device.duchi, sums[0], sums[1])
         p_sum, p_sq = piecewise_sums(self.device.piecewise, sums[2], sums[3], sums[4])
         return d_sum + p_sum, d_sq + p_sq
+
+    def binary_count(self, n: int, sums: list[int]) -> tuple[int, float] | None:
+        if self.device.alpha != 0:  # Piecewise reports are possible: Z is not two-valued
+            return None
+        return int(sums[1]), float(self.device.duchi.slope)
 
 
 def exact_sum(code: np.ndarray) -> int:

@@ -185,6 +185,110 @@ def test_mean_grid(mechanism):
                 assert SE_BAND[0] - sd_slack <= ratio <= SE_BAND[1] + sd_slack, f"{label}: SE/SD {ratio:.3f}"
 
 
+# Small n and populations at or near a bound (issue 31): n = 30 and 300, point masses at either bound, 2% at the
+# top, 10 - Exp(0.1), Exp(0.1) near 0, and users near both ends.  Duchi's count of ones is Binomial(n, pi) with
+# pi = (1 + c E[t]) / 2, so its coverage may exceed 0.975 by the largest atom of that pmf, as the frequency cells.
+# For the others a sample at or near a bound cannot rule out unseen users at the other bound (2% at 10, n = 30:
+# none in 55% of samples), so the interval reaches towards the middle as Wilson's does and almost never misses on
+# that side; with Piecewise's reports that mostly stay in a band of width ~ 2 e^(-eps/2) around t (the count of
+# those that leave it is a small binomial count at eps >= 6) the other side rarely misses either.  There only the
+# lower end of the band is held (docs/mechanisms.md gives the measured over-coverage)
+NEAR_BOUND = {
+    "at 0": (lambda rng, size: np.zeros(size), 0.0),
+    "at 10": (lambda rng, size: np.full(size, 10.0), 10.0),
+    "2% at 10": (lambda rng, size: np.where(rng.random(size) < 0.02, 10.0, 0.0), 0.2),
+    "10-Exp(0.1)": (lambda rng, size: 10.0 - rng.exponential(0.1, size), 10 - 0.1 * (1 - math.exp(-100))),
+    "Exp(0.1)": (lambda rng, size: rng.exponential(0.1, size), 0.1 * (1 - math.exp(-100))),
+}
+SPREAD_TO_BOTH = {  # the whole band is held
+    "uniform": (POPULATIONS["spread"], 5.0),
+    "both ends": (lambda rng, size: np.where(rng.random(size) < 0.5, 0.0, 10.0) + np.where(
+        rng.random(size) < 0.5, 1.0, -1.0) * rng.exponential(0.1, size), 5.0),
+}
+SMALL_EPSILONS = (0.1, 1.0, 4.0, 8.0, 12.0, 20.0)
+SMALL_CELLS = [(n, population) for n in (30,) for population in {**NEAR_BOUND, **SPREAD_TO_BOTH}] + [
+    (300, "2% at 10"), (300, "10-Exp(0.1)")]
+SMALL_TRIALS = 1500
+SMALL_K = k_sigma(len(MEAN_MECHANISMS) * len(SMALL_EPSILONS) * len(SMALL_CELLS))
+
+
+def duchi_atom(spec, n, truth):
+    "The largest atom of Binomial(n, pi), the count of ones whose interval is the mean's"
+    device = mechanism_from_spec(spec)
+    slope = float(getattr(device, "duchi", device).slope)  # Hybrid at eps <= 0.61 is its Duchi branch
+    probability = (1 + slope * (truth / 5 - 1)) / 2
+    return float(stats.binom.pmf(np.arange(n + 1), n, probability).max())
+
+
+def test_the_agresti_coull_hull_holds_where_wilson_dips():
+    "estimators.intervals: Wilson with the boundary correction covers 0.921 at n = 30, pi = 0.1179; the hull >= 0.933"
+    from estimators.intervals import support_interval
+
+    for n, figure in ((30, 0.933), (100, 0.938), (1000, 0.944)):
+        x = np.arange(n + 1)
+        low, high = support_interval(x, n, CONFIDENCE, agresti_coull=True)
+        coverage = [stats.binom.pmf(x, n, pi)[(low <= pi) & (pi <= high)].sum() for pi in np.linspace(0, 1, 2001)]
+        assert round(min(coverage), 3) >= figure, (n, min(coverage))
+    x = np.arange(31)
+    low, high = support_interval(x, 30, CONFIDENCE)
+    assert round(float(stats.binom.pmf(x, 30, 0.1179)[(low <= 0.1179) & (0.1179 <= high)].sum()), 3) == 0.921
+
+
+@pytest.mark.filterwarnings("ignore::client_sdk.errors.PrivacyWarning")
+@pytest.mark.parametrize("mechanism", ["duchi", "hybrid"])
+def test_two_valued_means_cover_exactly_at_every_mean(mechanism):
+    """Duchi, and Hybrid at eps <= 0.61: the count of ones is Binomial(n, (1 + c E[t]) / 2) whatever the
+    population, so coverage is exact for every mean; 81 means from bound to bound, n 30 to 300 (Wald covered 0.26
+    at eps 12, n 30 near the top; Wilson alone 0.921 at n = 30, pi = 0.1179)"""
+    from estimators.aggregation import Aggregate
+
+    epsilons = (0.1, 0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 20.0) if mechanism == "duchi" else (0.1, 0.5, 0.61)
+    for epsilon in epsilons:
+        spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": epsilon, "range": [0, 10]})
+        device = mechanism_from_spec(spec)
+        slope = float(getattr(device, "duchi", device).slope)
+        for n in (30, 100, 300):
+            ones = np.arange(n + 1)
+            statistics = ([k] if mechanism == "duchi" else [n, k, 0, 0, 0] for k in ones.tolist())
+            results = [estimate_aggregate(spec, Aggregate(spec.mechanism, spec.fingerprint, n,
+                                                          np.array(statistic, dtype=object)))
+                       for statistic in statistics]
+            low = np.array([r.ci_low for r in results])
+            high = np.array([r.ci_high for r in results])
+            for truth in np.linspace(0.0, 10.0, 81):
+                pmf = stats.binom.pmf(ones, n, (1 + slope * (truth / 5 - 1)) / 2)
+                coverage = float(pmf[(low <= truth) & (truth <= high)].sum())
+                upper = COVERAGE_BAND[1] + float(pmf.max())
+                assert COVERAGE_BAND[0] <= coverage <= upper, f"{mechanism} eps {epsilon} n={n} mean {truth}: " \
+                                                              f"{coverage:.4f}"
+
+
+@pytest.mark.filterwarnings("ignore::client_sdk.errors.PrivacyWarning")  # eps 12 and 20: the spec allows them
+@pytest.mark.parametrize("mechanism", MEAN_MECHANISMS)
+def test_mean_grid_at_small_n_and_near_the_bounds(mechanism):
+    "Issue 31: Duchi at eps 6, n 30, 2% at 10 covered 0.483; Piecewise and Hybrid at eps 12 about 0.47"
+    populations = {**NEAR_BOUND, **SPREAD_TO_BOTH}
+    slack = SMALL_K * math.sqrt(0.95 * 0.05 / SMALL_TRIALS)
+    for epsilon in SMALL_EPSILONS:
+        spec = load_spec({"name": "m", "mechanism": mechanism, "epsilon": epsilon, "range": [0, 10]})
+        binary = mechanism == "duchi" or (mechanism == "hybrid" and mechanism_from_spec(spec).alpha == 0)
+        for n, name in SMALL_CELLS:
+            draw, truth = populations[name]
+            rng = np.random.default_rng([31, n, int(epsilon * 10), len(name)])
+            results = mean_trials(spec, draw, n, SMALL_TRIALS, rng)
+            low = np.array([r.ci_low for r in results])
+            high = np.array([r.ci_high for r in results])
+            means = np.array([r.mean for r in results])
+            label = f"{mechanism} eps {epsilon} n={n} {name}"
+            assert np.all((low < high) & (low <= means) & (means <= high)), f"{label}: an interval without its mean"
+            coverage = float(np.mean((low <= truth) & (truth <= high)))
+            if binary:
+                upper = COVERAGE_BAND[1] + duchi_atom(spec, n, truth)
+            else:
+                upper = COVERAGE_BAND[1] if name in SPREAD_TO_BOTH else 1.0
+            assert COVERAGE_BAND[0] - slack <= coverage <= upper + slack, f"{label}: coverage {coverage:.3f}"
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_hybrid_in_its_duchi_range_never_gives_a_zero_width_interval(n):
     "At eps <= 0.61 Hybrid is Duchi: its variance is never below C^2 - m^2, so equal codes do not give SE = 0"
