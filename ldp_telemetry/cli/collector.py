@@ -152,13 +152,13 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         config["PEER_TOKEN"] = peer_token
         if hpke_overlap_days is not None:
             config["HPKE_OVERLAP_DAYS"] = hpke_overlap_days
+        if collect_grace is not None:  # both: each aggregator checks a batch's end plus the grace on its clock
+            config["COLLECT_GRACE"] = collect_grace
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         _check_helper_url(str(helper_url))
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
-        if collect_grace is not None:
-            config["COLLECT_GRACE"] = collect_grace
         if job_lease is not None:
             config["JOB_LEASE"] = job_lease
     from collector.cors import parse_origins
