@@ -51,7 +51,8 @@ def batch_at(seconds: float, length: int = DAY_SECONDS) -> str:
 
 def batch_start(batch: str) -> float:
     "The POSIX time at which the batch named ``batch`` begins (either form of ``batch_at``); ValueError otherwise"
-    import calendar  # as in day_start
+    # imported here: calendar loads datetime, which import client_sdk does not (as in day_start)
+    import calendar
 
     form = "%Y-%m-%d" if len(batch) == 10 else _MINUTE_BATCH
     start = calendar.timegm(time.strptime(batch, form))

@@ -151,7 +151,7 @@ class DemoAggregators:
     admin: str
     ingest: str
     helper_url: str
-    end_day: Callable[[], str]  # restart both aggregators one day later; the day that ended (its batch can be collected)
+    end_day: Callable[[], str]  # both aggregators again a day later; the day that ended (its batch can be collected)
 
 
 

@@ -219,9 +219,8 @@ def collect(name: str) -> Response:
     body = read_json(4096)
     if not isinstance(body, dict) or set(body) - {"batch", "version"}:
         raise invalid("body", 'must be {"batch": "YYYY-MM-DD"} (and optionally "version", default the latest)')
-    batch = body.get("batch")
     try:
-        check_batch(batch, "batch")
+        batch = check_batch(body.get("batch"), "batch")
     except ShareRejected as exc:
         raise invalid("batch", exc.message) from None
     version = body.get("version")

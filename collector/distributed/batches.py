@@ -8,24 +8,18 @@ from __future__ import annotations
 from client_sdk.spec_prio3 import Prio3Params
 
 
-class BatchOpen(Exception):
-    "The batch's window (its end plus the grace) has not ended on this aggregator's clock"
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
-
-
 def batch_closes(params: Prio3Params, batch: str, grace: float) -> float:
     "The POSIX time at which ``batch`` closes: its end plus ``grace``; ValueError if it is no batch of the window"
     return params.batch_end(batch) + grace
 
 
-def check_closed(params: Prio3Params, batch: str, *, now: float, grace: float, role: str) -> None:
-    "BatchOpen, saying when to come back, unless ``batch`` closed at ``now`` (``role``: whose clock, in the message)"
+def still_open(params: Prio3Params, batch: str, *, now: float, grace: float, role: str) -> str | None:
+    """Why ``batch`` cannot be collected at ``now``, saying when to come back (``role``: whose clock, for the
+    message), or None once it has closed; ValueError if it is no batch of the window"""
     closes = batch_closes(params, batch, grace)
-    if now < closes:
-        length = "UTC day" if params.window == "day" else f"{params.window} batch"
-        raise BatchOpen(f"batch {batch} is still open on the {role}'s clock: it takes reports until the end of that "
-                        f"{length} plus a grace of {grace:g} s (COLLECT_GRACE) for reports devices queued in it; "
-                        f"collect it in {int(closes - now) + 1} s")
+    if now >= closes:
+        return None
+    length = "UTC day" if params.window == "day" else f"{params.window} batch"
+    return (f"batch {batch} is still open on the {role}'s clock: it takes reports until the end of that {length} "
+            f"plus a grace of {grace:g} s (COLLECT_GRACE) for reports devices queued in it; collect it in "
+            f"{int(closes - now) + 1} s")

@@ -47,7 +47,7 @@ from client_sdk.vdaf.hpke import HpkeError, open_sealed
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
 from .aggregation import CampaignVdaf
-from .batches import BatchOpen, check_closed
+from .batches import still_open
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to them
@@ -283,10 +283,9 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any, *, now: f
             raise PeerProblem(409, ProtocolError.BATCH_COLLECTED, "this batch was collected already", "batch")
         return stored
     assert spec.prio3 is not None
-    try:
-        check_closed(spec.prio3, key[2], now=now, grace=grace, role="helper")
-    except BatchOpen as exc:
-        raise PeerProblem(409, ProtocolError.BATCH_OPEN, exc.detail, "batch") from None
+    open_detail = still_open(spec.prio3, key[2], now=now, grace=grace, role="helper")  # the name is checked
+    if open_detail is not None:
+        raise PeerProblem(409, ProtocolError.BATCH_OPEN, open_detail, "batch")
     vdaf = CampaignVdaf(spec, campaign.verify_key)
     valid_ids = store.helper_valid_ids(key)
     count, share = store.agg_share(key)

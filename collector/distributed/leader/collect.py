@@ -11,7 +11,7 @@ from client_sdk.errors import LDPError
 
 from ...auth import clock_now
 from ...storage import CampaignVersion, StorageBase
-from ..batches import BatchOpen, check_closed
+from ..batches import still_open
 from ..helper import checksum
 from ..peer import PeerClient, PeerRefused, PeerUnavailable
 from ..store import BatchKey, DistStore
@@ -57,11 +57,11 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         raise _collected(store, key)
     now = clock_now() if now is None else now
     try:
-        check_closed(vdaf.params, batch, now=now, grace=grace, role="leader")
+        open_detail = still_open(vdaf.params, batch, now=now, grace=grace, role="leader")
     except ValueError as exc:
         raise CollectError(400, ProtocolError.INVALID_FIELD, str(exc)) from None
-    except BatchOpen as exc:
-        raise CollectError(409, ProtocolError.BATCH_OPEN, exc.detail) from None
+    if open_detail is not None:
+        raise CollectError(409, ProtocolError.BATCH_OPEN, open_detail)
     min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:

@@ -7,17 +7,22 @@ The collector's clock (``collector.auth``) is set by the test, so the batches do
 
 from __future__ import annotations
 
+import json
 import time
 import types
 from typing import Any
 
+import jsonschema
 import pytest
+from click.testing import CliRunner
 
 from collector.config import DEFAULTS
 from collector.distributed.helper import checksum
 from collector.distributed.peer import PeerClient, PeerRefused
 from collector.distributed.store import DistStore
 from collector.storage import open_storage
+from estimators.report import report_schema
+from ldp_telemetry.cli import main
 
 from ..helpers import on_both_backends
 from .kit import PEER_TOKEN, Pair, honest_reports, past_grace, spec_json, values_for
@@ -83,6 +88,16 @@ def test_a_campaign_of_one_minute_batches_is_collected_its_grace_after_each_minu
     assert {item["batch"]: item["state"] for item in progress["batches"]} == {batch: "collected", later: "open"}
     wrong_name = pair.collect(spec.name, batch[:10])
     assert wrong_name.status_code == 400 and wrong_name.json["field"] == "batch", wrong_name.json
+    estimate = pair.leader.get(f"/v1/campaigns/{spec.name}/estimate", headers=pair.admin).json
+    assert estimate["batch"] == batch and estimate["batches"] == [batch] and estimate["n"] == 3
+    printed = CliRunner().invoke(main, ["report", spec.name, "--db", str(pair.leader_db), "--format", "json",
+                                        "--since", batch[:10], "--until", batch[:10]])
+    assert printed.exit_code == 0, printed.output
+    report = json.loads(printed.output)
+    jsonschema.Draft202012Validator(report_schema()).validate(report)  # a minute's batch name is a batch
+    assert report["batches"] == [batch] and report["n"] == 3
+    text = CliRunner().invoke(main, ["report", spec.name, "--db", str(pair.leader_db)]).output
+    assert f"batches: {batch}" in text
 
 
 @on_both_backends
