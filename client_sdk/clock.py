@@ -34,3 +34,28 @@ def day_start(day: str) -> float:
     import calendar
 
     return float(calendar.timegm(time.strptime(day, "%Y-%m-%d")))
+
+
+# A distributed campaign's batches: ``length`` seconds dividing a day (a spec's ``window``), aligned to the UTC day.
+# A day's batch is named by its day (YYYY-MM-DD); a shorter one by its start, YYYY-MM-DDTHH:MMZ.
+DAY_SECONDS = 86400
+_MINUTE_BATCH = "%Y-%m-%dT%H:%MZ"
+
+
+def batch_at(seconds: float, length: int = DAY_SECONDS) -> str:
+    "The name of the batch of ``length`` seconds (dividing a day) that the POSIX time ``seconds`` falls in"
+    if length == DAY_SECONDS:
+        return utc_day(seconds)
+    return time.strftime(_MINUTE_BATCH, time.gmtime(int(seconds // length) * length))
+
+
+def batch_start(batch: str) -> float:
+    "The POSIX time at which the batch named ``batch`` begins (either form of ``batch_at``); ValueError otherwise"
+    # imported here: calendar loads datetime, which import client_sdk does not (as in day_start)
+    import calendar
+
+    form = "%Y-%m-%d" if len(batch) == 10 else _MINUTE_BATCH
+    start = calendar.timegm(time.strptime(batch, form))
+    if time.strftime(form, time.gmtime(start)) != batch:  # strptime also takes 2026-1-5
+        raise ValueError(f"not a batch name: {batch!r}")
+    return float(start)

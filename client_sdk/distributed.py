@@ -8,11 +8,12 @@ A report's payload (inside the usual ``{"report_id", "campaign", "fingerprint", 
      "helper_share": {"config_id": 1, "ciphertext": "<b64url enc||ct>"},
      "batch": "YYYY-MM-DD"}
 
-``batch`` names the batch (a UTC day, ``batch_of``) the device means the report for; the leader puts the report in
-that batch or refuses it, and the device sends at most one report per batch (its privacy ledger), so one device
-adds one report to a batch (the release's replace-one guarantee is per report).  The batch is sealed into both
-shares' HPKE info, so no aggregator can move the report to another batch.  A payload without ``batch`` (devices of
-earlier versions) is put in the leader's day of receipt, with the info of earlier versions.
+``batch`` names the batch (``batch_of``: a UTC day, or a shorter batch of the spec's ``window``) the device means
+the report for; the leader puts the report in that batch or refuses it, and the device sends at most one report per
+batch (its privacy ledger), so one device adds one report to a batch (the release's replace-one guarantee is per
+report). The batch is sealed into both shares' HPKE info, so no aggregator can move the report to another batch. A
+payload without ``batch`` (devices of earlier versions) is put in the leader's day of receipt, with the info of
+earlier versions.
 
 The Prio3 nonce is the 16 bytes of the report id (a UUID); the Prio3 application context is
 ``ctx_for(spec)`` (it names the campaign version); the HPKE ``info`` binds the campaign, its fingerprint, the
@@ -197,9 +198,10 @@ def _length_prefixed(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def batch_of(now: float) -> str:
-    "The batch a report made at ``now`` (seconds since the epoch) is for: its UTC day"
-    return utc_day(now)
+def batch_of(now: float, spec: Spec | None = None) -> str:
+    """The batch a report made at ``now`` (seconds since the epoch) is for: the batch of ``spec``'s ``window`` (a UTC
+    day by default, or without a spec)"""
+    return spec.prio3.batch_at(now) if spec is not None and spec.prio3 is not None else utc_day(now)
 
 
 def input_share_info(spec: Spec, report_id: str, role: int | str, public_share: bytes,

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from .clock import batch_start
 from .errors import ShareRejected
 from .wire import is_integer
 
@@ -91,14 +91,19 @@ PAYLOAD_FIELDS = frozenset(("public_share", "leader_share", "helper_share"))  # 
 SEALED_FIELDS = frozenset(("config_id", "ciphertext"))
 
 
+BATCH_FORMS = "a UTC day YYYY-MM-DD, or a shorter batch's start YYYY-MM-DDTHH:MMZ"
+
+
 def check_batch(batch: Any, field: str = "payload.batch") -> str:
-    "A batch name (a UTC day YYYY-MM-DD); ShareRejected naming the field otherwise"
-    try:
-        if isinstance(batch, str) and len(batch) == 10 and dt.date.fromisoformat(batch).isoformat() == batch:
+    """A batch name: a UTC day YYYY-MM-DD, or a shorter batch's start YYYY-MM-DDTHH:MMZ (``clock.batch_at``; which
+    one a campaign takes is its ``window``: ``Prio3Params.batch_end``); ShareRejected naming the field otherwise"""
+    if isinstance(batch, str) and len(batch) in (10, 17) and batch.isascii():
+        try:
+            batch_start(batch)
             return batch
-    except ValueError:
-        pass
-    raise ShareRejected(ProtocolError.INVALID_MESSAGE, field, "must be a UTC day YYYY-MM-DD")
+        except ValueError:
+            pass
+    raise ShareRejected(ProtocolError.INVALID_MESSAGE, field, f"must be a batch name ({BATCH_FORMS})")
 
 
 @dataclass(frozen=True)

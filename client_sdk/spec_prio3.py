@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from .clock import DAY_SECONDS, batch_at, batch_start
 from .errors import SpecError
 from .frozen import Frozen
 from .spec_fields import DomainValue, is_finite_number, validate_domain, validate_epsilon, validate_int
@@ -16,7 +17,10 @@ if TYPE_CHECKING:
 # Distributed (Prio3) campaigns: the fields of Prio3Params, given flat in the JSON ("prio3" names the type).
 PRIO3_TYPES = ("count", "sum", "histogram", "sumvec", "multihot")
 NOISE_MODES = ("gaussian", "laplace", "coins")
-WINDOWS = ("day",)
+# A batch's length (DAP's time precision): whole minutes or hours that divide a day, so batches align to UTC days.
+WINDOW_SECONDS = {**{f"{n}m": 60 * n for n in (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)},
+                  **{f"{n}h": 3600 * n for n in (1, 2, 3, 4, 6, 8, 12)}, "day": DAY_SECONDS}
+WINDOWS = tuple(WINDOW_SECONDS)
 DISTRIBUTED_FIELDS = ("trust", "prio3", "max_measurement", "length", "max_weight", "noise", "coins",
                       "honest_fraction", "min_batch", "window")
 # A Histogram(4096) leader share is about 16 bytes * 4096 plus the proof: it still fits the SDK's 1 MiB request.
@@ -89,6 +93,27 @@ class Prio3Params(Frozen):
                  "sumvec": length * top.bit_length(), "multihot": length + weight.bit_length()}
         return sizes[self.type]
 
+    @property
+    def batch_seconds(self) -> int:
+        "The length of one batch, in seconds (``window``)"
+        return WINDOW_SECONDS[self.window]
+
+    def batch_at(self, now: float) -> str:
+        "The name of the batch the POSIX time ``now`` falls in (a UTC day, or a shorter batch's start)"
+        return batch_at(now, self.batch_seconds)
+
+    def batch_end(self, batch: str) -> float:
+        "The POSIX time at which ``batch`` ends; ValueError if ``batch`` names no batch of this ``window``"
+        try:
+            start = batch_start(batch)
+        except ValueError:
+            start = math.nan
+        if not start % self.batch_seconds == 0 or batch_at(start, self.batch_seconds) != batch:
+            named = "YYYY-MM-DD" if self.batch_seconds == DAY_SECONDS else "YYYY-MM-DDTHH:MMZ"
+            raise ValueError(f"{batch!r} is not a batch of window {self.window!r} (named {named}, one every "
+                             f"{self.batch_seconds} s from 00:00 UTC)")
+        return start + self.batch_seconds
+
     def identity(self) -> dict:
         "Every field, for the spec's identity (None fields left out; a domain's length is the domain's)"
         out: dict[str, Any] = {"prio3": self.type, "noise": self.noise, "min_batch": self.min_batch,
@@ -156,7 +181,7 @@ def prio3_from_dict(data: dict, delta: float | None) -> tuple[float, tuple[Domai
     min_batch = validate_int("min_batch", data.get("min_batch", 100), 2, MAX_MIN_BATCH)
     window = data.get("window", "day")
     if window not in WINDOWS:
-        raise SpecError("window", f"must be one of {list(WINDOWS)}")
+        raise SpecError("window", f"must be one of {list(WINDOWS)} (a batch's length: minutes, hours or a day)")
     params = Prio3Params(type=kind, length=length, max_measurement=max_measurement, max_weight=max_weight,
                          noise=noise, coins=coins, honest_fraction=honest_fraction, min_batch=min_batch,
                          window=window)

@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
     "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
     "JOB_LEASE": 60.0,  # leader: seconds a claimed aggregation job stays with its driver (collector.distributed.leader)
-    "COLLECT_GRACE": 3600.0,  # leader: seconds after a batch's day has ended before it may be collected
+    "COLLECT_GRACE": 3600.0,  # leader and helper: seconds after a batch has ended before it is collected
     "HPKE_OVERLAP_DAYS": 7,  # leader and helper: days an older HPKE key still opens reports after a rotation
     "HPKE_REFRESH_INTERVAL": 300.0,  # leader: seconds between reads of the helper's HPKE configs by the driver
     "CORS_ORIGINS": (),  # web origins allowed to call the spec and report routes (LDP_CORS_ORIGINS: comma-separated)

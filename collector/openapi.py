@@ -11,6 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify
 
 from client_sdk.spec import MAX_EPSILON, MAX_RANGE_MAGNITUDE, MECHANISMS, MIN_EPSILON
+from client_sdk.spec_prio3 import WINDOWS
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -57,6 +58,8 @@ SPEC_SCHEMA = {
         "version": {"type": "integer", "minimum": 1},
         "expires": {"type": "string", "format": "date",
                     "description": "last UTC day on which devices record; part of the fingerprint"},
+        "window": {"type": "string", "enum": list(WINDOWS),
+                   "description": "distributed campaigns: a batch's length (default day); part of the fingerprint"},
         "unit": {"type": "string", "minLength": 1, "maxLength": 16,
                  "description": "numeric campaigns only: what the values measure ('ms', 'MB'), shown on report axes "
                                 "and headers; 1-16 characters, no control characters; part of the fingerprint"},
@@ -238,12 +241,15 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
+BATCH_NAME = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}Z)?$",
+              "description": "a UTC day YYYY-MM-DD, or a batch shorter than a day (its spec's window) by its start, "
+                             "YYYY-MM-DDTHH:MMZ"}
 BATCH_PROGRESS = {
     "type": "object",
     "required": ["batch", "state", "accepted", "rejected", "pending", "pending_in_jobs", "aggregated", "min_batch",
                  "to_min_batch"],
     "properties": {
-        "batch": {"type": "string", "format": "date"},
+        "batch": BATCH_NAME,
         "state": {"type": "string", "enum": ["open", "ready", "below_min_batch", "collecting", "collected"]},
         "accepted": {"type": "integer"}, "pending": {"type": "integer"}, "pending_in_jobs": {"type": "integer"},
         "aggregated": {"type": "integer"}, "min_batch": {"type": "integer"}, "to_min_batch": {"type": "integer"},
@@ -265,7 +271,7 @@ LEADER_PATHS: dict[str, Any] = {
         "operationId": "collectBatch", "summary": "Collect one batch of a distributed campaign (admin key)",
         "security": ADMIN, "parameters": [CAMPAIGN_NAME],
         "requestBody": {"required": True, "content": {JSON: {"schema": {
-            "type": "object", "required": ["batch"], "properties": {"batch": {"type": "string", "format": "date"},
+            "type": "object", "required": ["batch"], "properties": {"batch": BATCH_NAME,
                                                                     "version": {"type": "integer"}}}}}},
         "responses": {"200": _json({"type": "object"}, "the release"),
                       **_problem_responses(400, 401, 403, 404, 409, 502)}}},

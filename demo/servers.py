@@ -151,7 +151,7 @@ class DemoAggregators:
     admin: str
     ingest: str
     helper_url: str
-    end_day: Callable[[], str]  # restart the leader one day later; the day that ended (its batch can be collected)
+    end_day: Callable[[], str]  # both aggregators again a day later; the day that ended (its batch can be collected)
 
 
 
@@ -160,29 +160,32 @@ def running_aggregators(folder: Path) -> Iterator[DemoAggregators]:
     """A helper and a leader, each a collector child of :func:`running_collector` with its own database.  The
     leader runs no aggregation driver: collection runs the pending aggregation jobs itself.
 
-    A batch (a UTC day) is collected once its day has ended and a grace period after it (``COLLECT_GRACE``);
-    rather than wait, ``end_day()`` stops the leader and starts it again on the same database with its clock moved
-    past that (``LDP_CLOCK_OFFSET``), as if the night had passed: the users' reports are then in yesterday's
-    batch, which it releases."""
-    with running_collector(folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}) as helper_url, \
-            ExitStack() as leaders:
+    A batch (a UTC day) is collected once its day has ended and a grace period after it (``COLLECT_GRACE``), on
+    each aggregator's clock; rather than wait, ``end_day()`` stops both and starts them again on the same databases
+    with their clocks moved past that (``LDP_CLOCK_OFFSET``), as if the night had passed: the users' reports are
+    then in yesterday's batch, which they release."""
+    with ExitStack() as servers:
         leader_db = folder / "leader.db"
         admin_key, ingest_key = create_keys(leader_db)
-        config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
-        offset = [0.0]  # the leader's LDP_CLOCK_OFFSET, seconds
+        offset = [0.0]  # the aggregators' LDP_CLOCK_OFFSET, seconds
 
-        def start_leader() -> str:
-            leaders.close()
-            return leaders.enter_context(running_collector(
-                leader_db, config, env={"LDP_CLOCK_OFFSET": repr(offset[0])}))
+        def start_both() -> tuple[str, str]:
+            "(leader URL, helper URL)"
+            servers.close()
+            env = {"LDP_CLOCK_OFFSET": repr(offset[0])}
+            helper_url = servers.enter_context(running_collector(
+                folder / "helper.db", {"ROLE": "helper", "PEER_TOKEN": PEER_TOKEN}, env=env))
+            config = {"ROLE": "leader", "HELPER_URL": helper_url, "PEER_TOKEN": PEER_TOKEN, "AGGREGATE_INTERVAL": 0}
+            return servers.enter_context(running_collector(leader_db, config, env=env)), helper_url
 
         def end_day() -> str:
             now = time.time()
             ended = utc_day(now + offset[0])
             # a minute past the ended day's collection grace (COLLECT_GRACE): its batch can be collected
             offset[0] = day_start(ended) + 86400 + DEFAULTS["COLLECT_GRACE"] + 60 - now
-            running.url = start_leader()
+            running.url, running.helper_url = start_both()
             return ended
 
-        running = DemoAggregators(start_leader(), admin_key, ingest_key, helper_url, end_day)
+        leader_url, helper_url = start_both()
+        running = DemoAggregators(leader_url, admin_key, ingest_key, helper_url, end_day)
         yield running

@@ -1,13 +1,15 @@
 """docs/distributed.md's "Distributed campaigns" commands (the first run the README links to) and
 docs/operations.md's leader-and-helper commands, run as written in a fresh directory: two aggregators, devices, then
-the day's release.
+the batch's release.
 
-Only what names this machine changes: the example ports (8000, 8001) become free ones, and operations.md's example
-batch day becomes the day the reports were sent.  A batch is collected once its UTC day has ended and the
-collection grace after it (``COLLECT_GRACE``); rather than wait, between the day's commands and the next day's the
-test stops the leader and starts it again, with the same command, a day and the grace later (``LDP_CLOCK_OFFSET``,
-the collector's clock).  The test adds the
-devices operations.md leaves to distributed.md (SDK clients configured with the helper's URL)."""
+Only what names this machine changes: the example ports (8000, 8001) become free ones.  The first run needs nothing
+else: its campaign's batches last a minute and it waits for its batch's end and grace itself.  operations.md's
+campaign has day-long batches and an example batch day, which becomes the day the reports were sent: a batch is
+collected once its UTC day has ended and the collection grace after it (``COLLECT_GRACE``), on each aggregator's
+clock, so rather than wait, between the day's commands and the next day's the test stops the helper and the leader
+and starts them again, with the same commands, a day and the grace later (``LDP_CLOCK_OFFSET``, the collector's
+clock).  The test adds the devices operations.md leaves to distributed.md (SDK clients configured with the
+helper's URL)."""
 
 from __future__ import annotations
 
@@ -37,16 +39,20 @@ def shell_blocks(text: str) -> list[str]:
 
 
 def next_day(script: str) -> str:
-    """Shell lines that stop the leader (a job of the script) and start it again with its own command, a day and the
-    collection grace later (from any moment of the day the reports were sent, its batch can then be collected)"""
+    """Shell lines that stop the aggregators (the serve jobs of the script) and start them again with their own
+    commands, a day and the collection grace later (from any moment of the day the reports were sent, its batch can
+    then be collected: each aggregator checks that on its own clock)"""
     jobs = [line for line in script.splitlines() if line.rstrip().endswith("&")]
-    leader = next(i for i, line in enumerate(jobs, 1) if "--role leader" in line)
-    port = re.search(r"--port (\d+)", jobs[leader - 1])
-    assert port is not None
-    return (f"kill %{leader}; wait %{leader} || true\n"
-            f"LDP_CLOCK_OFFSET={86400 + DEFAULTS['COLLECT_GRACE'] + 60:g} {jobs[leader - 1]}\n"
-            f"for try in $(seq 200); do curl -fs http://127.0.0.1:{port.group(1)}/readyz >/dev/null && break; "
-            "sleep 0.1; done\n")
+    assert len(jobs) == 2 and all("ldp-telemetry serve" in job for job in jobs), jobs
+    lines = []
+    for number, job in enumerate(jobs, 1):
+        port = re.search(r"--port (\d+)", job)
+        assert port is not None
+        lines += [f"kill %{number}; wait %{number} || true",
+                  f"LDP_CLOCK_OFFSET={86400 + DEFAULTS['COLLECT_GRACE'] + 60:g} {job}",
+                  f"for try in $(seq 200); do curl -fs http://127.0.0.1:{port.group(1)}/readyz >/dev/null && break; "
+                  "sleep 0.1; done"]
+    return "\n".join(lines) + "\n"
 
 
 def run(script: str, cwd: Path) -> str:
@@ -100,17 +106,19 @@ def test_the_readme_distributed_commands_work_as_written(tmp_path):
     text = section((ROOT / "docs" / "distributed.md").read_text(), "Distributed campaigns")
     assert "ldp-telemetry-sdk[distributed]" not in text  # not a published name: installed from the repository
     assert "pip install './sdk[distributed]'" in text
-    today, collect = shell_blocks(text)
-    spec = re.search(r"cat > browser_dist.json <<'EOF'\n(.*?)\nEOF", today, re.S)
+    record, collect = shell_blocks(text)
+    spec = re.search(r"cat > browser_dist.json <<'EOF'\n(.*?)\nEOF", record, re.S)
     assert spec is not None
     loaded = load_spec(json.loads(spec.group(1)))
     assert loaded.trust == "distributed" and loaded.prio3 is not None and loaded.prio3.type == "histogram"
-    script = with_free_ports(today + next_day(today) + collect)
-    output = run(script, tmp_path)
+    assert loaded.prio3.window == "1m"  # minutes, not a day: the first run ends by itself
+    assert "LDP_" not in (record + collect).replace("LDP_PEER_TOKEN", "")  # no test hook: the clock is the real one
+    output = run(with_free_ports(record + collect), tmp_path)  # as written, nothing between the blocks
     assert "browser_dist" in output
     result = report(tmp_path, "browser_dist")
     assert result["trust"] == "distributed" and result["n"] == 200
-    assert result["batches"] == [dt.datetime.now(dt.timezone.utc).date().isoformat()]
+    [batch] = result["batches"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z", batch) and batch in output
 
 
 DEVICES = """INGEST=$(ldp-telemetry keys create --role ingest --db leader.db)

@@ -45,9 +45,13 @@ class CampaignKind:
         "What the kind adds to a spec's identity (its fingerprint and JSON): ``trust``, so that it reloads as this kind"
         return {"trust": self.name}
 
-    def batch_of(self, now: float) -> str | None:
-        "The batch a report made at ``now`` belongs to (the ledger charges once per batch), or None"
+    def batch_of(self, spec: Any, now: float) -> str | None:
+        "The batch a report of ``spec`` made at ``now`` belongs to (the ledger charges once per batch), or None"
         return None
+
+    def report_period(self, spec: Any) -> float:
+        "The campaign's period in seconds: a report policy that names none caps reports per this (a UTC day)"
+        return 86400.0
 
     def ledger_charge(self, spec: Any) -> tuple[float, float]:
         "(epsilon, delta) one report of ``spec`` spends"

@@ -1,11 +1,11 @@
 """The distributed kind (Prio3), device side: each report is the value sharded and sealed to two aggregators.
 
-The ledger charges (epsilon, delta) once per batch (a UTC day, ``client_sdk.distributed.batch_of``): the batch's
-release is what the aggregators' noise protects."""
+The ledger charges (epsilon, delta) once per batch (the spec's ``window``: a UTC day by default,
+``client_sdk.distributed.batch_of``), and the batch is the campaign's period: the batch's release is what the
+aggregators' noise protects."""
 
 from __future__ import annotations
 
-from ..clock import utc_day
 from .base import CampaignKind, register_kind
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -29,8 +29,11 @@ class DistributedKind(CampaignKind):
     def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
         return spec_class._distributed_from_dict(data, common)
 
-    def batch_of(self, now: float) -> str | None:
-        return utc_day(now)
+    def batch_of(self, spec: Any, now: float) -> str | None:
+        return str(spec.prio3.batch_at(now))
+
+    def report_period(self, spec: Any) -> float:
+        return float(spec.prio3.batch_seconds)
 
     def ledger_charge(self, spec: Any) -> tuple[float, float]:
         return float(spec.epsilon), float(spec.delta or 0.0)

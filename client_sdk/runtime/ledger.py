@@ -3,14 +3,16 @@ report.
 
 Spending adds up by basic composition: k reports under (epsilon, delta) cost (k epsilon, k delta) for a value that
 does not change (Dwork and Roth 2014, Theorem 3.16; averaging attacks are why a device must cap its reports).  A
-:class:`ReportPolicy` per campaign caps reports per period (by default one per UTC day) and, optionally, the
-total epsilon; ``record`` refuses reports beyond it before anything is queued.
+:class:`ReportPolicy` per campaign caps reports per period (by default one per campaign period: a UTC day, or a
+distributed campaign's batch) and, optionally, the total epsilon; ``record`` refuses reports beyond it before
+anything is queued.
 
-A distributed campaign's report names its batch (``client_sdk.distributed.batch_of``: the UTC day on this device's
-clock), and the leader puts it in that batch, so the ledger keys the report on the batch: at most one per batch,
-and the batches a device reports to only move forward (``last_batch``; a clock set back never reaches a batch it
-has reported to).  Each release is (epsilon, delta)-DP for one report replaced, so one device is one report in it.
-This assumes one device is one identity: a person with several devices (or faked ones, Sybils) is out of scope.
+A distributed campaign's report names its batch (``client_sdk.distributed.batch_of``: the batch of the campaign's
+``window``, a UTC day by default, on this device's clock), and the leader puts it in that batch, so the ledger keys
+the report on the batch: at most one per batch, and the batches a device reports to only move forward
+(``last_batch``; a clock set back never reaches a batch it has reported to). Each release is (epsilon, delta)-DP
+for one report replaced, so one device is one report in it. This assumes one device is one identity: a person with
+several devices (or faked ones, Sybils) is out of scope.
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ DAY_SECONDS = 86_400.0
 
 @dataclass(frozen=True)
 class ReportPolicy:
-    "At most ``max_reports`` per ``period_seconds`` (None: no cap) and ``max_epsilon`` in total (None: no cap)"
+    """At most ``max_reports`` per ``period_seconds`` (None: no cap) and ``max_epsilon`` in total (None: no cap).
+
+    ``period_seconds`` None is the campaign's own period (``for_period``): a distributed campaign's batch (its
+    ``window``), a UTC day for the others."""
 
     max_reports: int | None = 1
-    period_seconds: float = DAY_SECONDS
+    period_seconds: float | None = None
     max_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_reports is not None and (not isinstance(self.max_reports, int) or self.max_reports < 1):
             raise ValueError("max_reports must be a positive integer or None")
-        if not self.period_seconds > 0:
-            raise ValueError("period_seconds must be positive")
+        if self.period_seconds is not None and not self.period_seconds > 0:
+            raise ValueError("period_seconds must be positive or None")
         if self.max_epsilon is not None and not (self.max_epsilon > 0 and math.isfinite(self.max_epsilon)):
             raise ValueError("max_epsilon must be a positive finite number or None")
 
@@ -44,9 +49,20 @@ class ReportPolicy:
         "No cap at all (simulations and tests; not for devices)"
         return cls(max_reports=None)
 
+    def for_period(self, campaign_period: float) -> ReportPolicy:
+        "This policy with ``campaign_period`` (seconds) as its period if it names none"
+        if self.period_seconds is not None:
+            return self
+        return ReportPolicy(self.max_reports, campaign_period, self.max_epsilon)
+
+    @property
+    def seconds(self) -> float:
+        "The period's length (a UTC day where none is named)"
+        return DAY_SECONDS if self.period_seconds is None else self.period_seconds
+
     def period(self, now: float) -> int:
-        "Index of the period ``now`` falls in (UTC days for the default period)"
-        return int(now // self.period_seconds)
+        "Index of the period ``now`` falls in (UTC days for a day's period)"
+        return int(now // self.seconds)
 
 
 @dataclass(frozen=True)
@@ -79,7 +95,7 @@ class PrivacyLedger:
                 row = conn.execute("SELECT reports FROM ledger_periods WHERE campaign = ? AND period = ?",
                                    (campaign, policy.period(now))).fetchone()
                 if row and row[0] >= policy.max_reports:
-                    return f"policy allows {policy.max_reports} report(s) per {policy.period_seconds:g} s"
+                    return f"policy allows {policy.max_reports} report(s) per {policy.seconds:g} s"
             if policy.max_epsilon is not None:
                 spent = self.spent(campaign).epsilon
                 if spent + epsilon > policy.max_epsilon * (1 + 1e-12):

@@ -91,7 +91,7 @@ class Recorder:
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
         kind = kind_of(spec)
         self.made_with.mechanism = None
-        batch = kind.batch_of(now)  # a report that names its batch is charged once per batch, sealed into it
+        batch = kind.batch_of(spec, now)  # a report that names its batch is charged once per batch, sealed into it
         try:
             payload = kind.make_payload(self, spec, campaign, value, report_id, batch)  # validates the value first
             if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
@@ -104,7 +104,7 @@ class Recorder:
             return Recorded(RecordStatus.UPLOAD_DISABLED)
         if spec.expired_on(utc_day(now)):  # the collector would reject it
             return Recorded(RecordStatus.CAMPAIGN_CLOSED)
-        policy = self.policies.get(campaign, self.policy)
+        policy = self.policies.get(campaign, self.policy).for_period(kind.report_period(spec))
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():

@@ -8,14 +8,13 @@ aggregator-to-aggregator token ``PEER_TOKEN``), ``leader`` (``POST /v1/campaigns
 from __future__ import annotations
 
 import hmac
-import re
 import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from client_sdk.distributed_messages import ProtocolError
-from client_sdk.errors import SpecError
+from client_sdk.distributed_messages import ProtocolError, check_batch
+from client_sdk.errors import ShareRejected, SpecError
 from client_sdk.kinds import DISTRIBUTED, kind_of
 from client_sdk.spec import NAME_PATTERN
 from estimators import NoReports
@@ -35,7 +34,6 @@ from .store import DistStore
 public = Blueprint("dist_public", __name__)
 peer = Blueprint("dist_peer", __name__)
 leader_api = Blueprint("dist_leader", __name__)
-DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 PEER_BUCKET = "peer"  # the rate bucket of the peer token (API keys' buckets are named by their hashes)
 
 
@@ -108,7 +106,7 @@ def ingest(items: list[tuple[int, dict, CampaignVersion]], day: str) -> leader.U
         reason = "is a distributed campaign: it takes reports on its leader only"
         result.rejected = [(i, r["report_id"], "campaign", reason) for i, r, _ in items]
         return result
-    return leader.accept_reports(dist_store(), items, day, overlap_days())
+    return leader.accept_reports(dist_store(), items, day, overlap_days(), now=clock_now())
 
 
 def estimate(campaign: CampaignVersion, confidence: float) -> dict:
@@ -195,8 +193,9 @@ def peer_job(job_id: str) -> Response:
 
 @peer.post("/v1/peer/aggregate_shares")
 def peer_aggregate_share() -> Response:
-    "The helper's noisy aggregate share of a batch (once)"
-    return jsonify(helper.aggregate_share(get_storage(), dist_store(), _peer_body()))
+    "The helper's noisy aggregate share of a batch (once, and only once the batch has closed on this helper's clock)"
+    return jsonify(helper.aggregate_share(get_storage(), dist_store(), _peer_body(), now=clock_now(),
+                                          grace=float(current_app.config["COLLECT_GRACE"])))
 
 
 # -- leader -------------------------------------------------------------------------------------------------------
@@ -215,13 +214,15 @@ def _campaign(name: str, version: int | None = None) -> CampaignVersion:
 @leader_api.post("/v1/campaigns/<name>/collect")
 @require("admin")
 def collect(name: str) -> Response:
-    "Collect one batch (a UTC day) of a version: both aggregate shares, each with its aggregator's noise, unsharded"
+    """Collect one batch (a UTC day, or a shorter batch's start: the spec's ``window``) of a version: both aggregate
+    shares, each with its aggregator's noise, unsharded"""
     body = read_json(4096)
     if not isinstance(body, dict) or set(body) - {"batch", "version"}:
         raise invalid("body", 'must be {"batch": "YYYY-MM-DD"} (and optionally "version", default the latest)')
-    batch = body.get("batch")
-    if not isinstance(batch, str) or not DAY.fullmatch(batch):
-        raise invalid("batch", "must be a UTC day YYYY-MM-DD")
+    try:
+        batch = check_batch(body.get("batch"), "batch")
+    except ShareRejected as exc:
+        raise invalid("batch", exc.message) from None
     version = body.get("version")
     if version is not None and (type(version) is not int or not 1 <= version <= 2**31):
         raise invalid("version", "must be a positive integer")

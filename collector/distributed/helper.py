@@ -10,8 +10,10 @@ same job id again returns the stored answer (a leader retrying after a lost answ
 different body under the same id is refused; a report id seen in an earlier job (or one committed meanwhile) is
 rejected ``report-replayed``.
 
-Aggregate share (``POST /v1/peer/aggregate_shares``): the helper checks that the leader's report count and checksum
-(SHA-256 of the sorted ids) are its own, that the batch reaches ``min_batch`` and has not been collected, adds its
+Aggregate share (``POST /v1/peer/aggregate_shares``): the helper checks on its own clock that the batch has ended
+plus the collection grace (``batch-open`` before, as the leader's collection: ``collector.distributed.batches``),
+that the leader's report count and checksum (SHA-256 of the sorted ids) are its own, that the batch reaches
+``min_batch`` and has not been collected, adds its
 own noise (calibrated so that it alone protects the release: ``estimators.distributed.noise``) and answers; the
 answer is stored and repeated unchanged for a retried request (fresh noise on a retry would let the analyst
 average it away).  Nothing the leader sends reaches this noise.
@@ -45,6 +47,7 @@ from client_sdk.vdaf.hpke import HpkeError, open_sealed
 from ..storage import CampaignVersion, StorageBase
 from . import hpke_keys
 from .aggregation import CampaignVdaf
+from .batches import still_open
 from .store import BatchKey, DistCampaign, DistStore, failpoint
 
 HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to them
@@ -115,11 +118,17 @@ def _campaign(storage: StorageBase, store: DistStore, name: Any, fingerprint: An
     return version.spec, known
 
 
-def _batch(value: Any) -> str:
+def _batch(spec: Spec, value: Any) -> str:
+    "The request's batch, a batch of the campaign's window"
     try:
-        return check_batch(value, "batch")
-    except ShareRejected:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "batch must be a UTC day YYYY-MM-DD", "batch") from None
+        batch = check_batch(value, "batch")
+        assert spec.prio3 is not None, "a distributed campaign"
+        spec.prio3.batch_end(batch)
+        return batch
+    except ShareRejected as exc:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"batch {exc.message}", "batch") from None
+    except ValueError as exc:
+        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"batch: {exc}", "batch") from None
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
@@ -145,13 +154,14 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     if stored is not None:
         return _replayed(stored, request_digest)
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
-    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
+    key: BatchKey = (spec.name, spec.fingerprint, _batch(spec, body["batch"]))
     vdaf = CampaignVdaf(spec, campaign.verify_key)
 
     results: list[dict] = []
     candidates: list[tuple[int, bytes, bytes, bytes, Any]] = []  # position, id, public share, input share, leader vs
     keys = hpke_keys.keys(store)  # once per job, not per report
-    as_of = (dt.date.fromisoformat(key[2]) - dt.timedelta(days=1)).isoformat()  # retired for batches after the day
+    # retired for batches after the day (the batch's UTC day: its name's first ten characters)
+    as_of = (dt.date.fromisoformat(key[2][:10]) - dt.timedelta(days=1)).isoformat()
     pairs, retired = keys.usable(as_of, overlap_days), keys.retired(as_of, overlap_days)
     ids: list[bytes] = []
     for position, report in enumerate(entries):
@@ -255,14 +265,15 @@ def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
 
 
 # -- collection -------------------------------------------------------------------------------------------------
-def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
-    "This helper's noisy aggregate share of a batch, once (a retried request gets the same answer)"
+def aggregate_share(storage: StorageBase, store: DistStore, body: Any, *, now: float, grace: float) -> dict:
+    """This helper's noisy aggregate share of a batch, once (a retried request gets the same answer), and only once
+    the batch has ended plus ``grace`` at ``now`` (this helper's clock, ``COLLECT_GRACE``): 409 ``batch-open``"""
     if not isinstance(body, dict) or set(body) != AGGREGATE_SHARE_FIELDS:
         raise PeerProblem(400, ProtocolError.INVALID_FIELD,
                           "body must be {campaign, fingerprint, batch, report_count, checksum}",
                           "body")
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
-    key: BatchKey = (spec.name, spec.fingerprint, _batch(body["batch"]))
+    key: BatchKey = (spec.name, spec.fingerprint, _batch(spec, body["batch"]))
     request_digest = digest(body)
     state, _, _, answer = store.batch_row(key)
     if state == "collected":
@@ -271,6 +282,10 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
         if stored.pop("request_digest") != request_digest:
             raise PeerProblem(409, ProtocolError.BATCH_COLLECTED, "this batch was collected already", "batch")
         return stored
+    assert spec.prio3 is not None
+    open_detail = still_open(spec.prio3, key[2], now=now, grace=grace, role="helper")  # the name is checked
+    if open_detail is not None:
+        raise PeerProblem(409, ProtocolError.BATCH_OPEN, open_detail, "batch")
     vdaf = CampaignVdaf(spec, campaign.verify_key)
     valid_ids = store.helper_valid_ids(key)
     count, share = store.agg_share(key)
@@ -289,5 +304,5 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
         if not raced:
             store.set_batch(key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
-        return aggregate_share(storage, store, body)
+        return aggregate_share(storage, store, body, now=now, grace=grace)
     return out

@@ -69,9 +69,9 @@ class DistributedCampaigns(CollectorKind):
 
 
 def in_window(releases: Sequence[dict], since: str | None, until: str | None) -> list[dict]:
-    "The releases whose batch (a UTC day) falls in [since, until], in batch order"
-    chosen = [r for r in releases if (not since or str(r.get("batch")) >= since)
-              and (not until or str(r.get("batch")) <= until)]
+    "The releases whose batch's UTC day (a day, or a shorter batch's first ten characters) is in [since, until]"
+    chosen = [r for r in releases if (not since or str(r.get("batch"))[:10] >= since)
+              and (not until or str(r.get("batch"))[:10] <= until)]
     return sorted(chosen, key=lambda release: str(release.get("batch")))
 
 

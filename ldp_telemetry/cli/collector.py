@@ -126,8 +126,8 @@ def _fail(message: str) -> None:
               help="Leader: seconds an aggregation job stays with the driver that claimed it; a crashed driver's job "
                    "is taken over by another after this (env LDP_JOB_LEASE) [default: 60].")
 @click.option("--collect-grace", default=None, type=click.FloatRange(0),
-              help="Leader: seconds after a batch's UTC day has ended before it may be collected, for reports "
-                   "queued on devices that day [default: 3600].")
+              help="Leader and helper: seconds after a batch has ended (its UTC day, or its spec's shorter window) "
+                   "before it may be collected, for reports devices queued in it [default: 3600].")
 @click.option("--hpke-overlap-days", default=None, type=click.IntRange(0, 3650), envvar="LDP_HPKE_OVERLAP_DAYS",
               help="Leader or helper: days an older HPKE key still opens reports after 'hpke-keys rotate' "
                    "(env LDP_HPKE_OVERLAP_DAYS) [default: 7].")
@@ -152,13 +152,13 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         config["PEER_TOKEN"] = peer_token
         if hpke_overlap_days is not None:
             config["HPKE_OVERLAP_DAYS"] = hpke_overlap_days
+        if collect_grace is not None:  # both: each aggregator checks a batch's end plus the grace on its clock
+            config["COLLECT_GRACE"] = collect_grace
     if role == "leader":
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         _check_helper_url(str(helper_url))
         config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
-        if collect_grace is not None:
-            config["COLLECT_GRACE"] = collect_grace
         if job_lease is not None:
             config["JOB_LEASE"] = job_lease
     from collector.cors import parse_origins
@@ -445,11 +445,18 @@ PEER_TOKEN_OPTION = click.option("--peer-token", default=None, envvar="LDP_PEER_
 @HELPER_URL_OPTION
 @PEER_TOKEN_OPTION
 @click.argument("name")
-@click.option("--batch", required=True, type=click.DateTime(["%Y-%m-%d"]), help="The batch: a UTC day YYYY-MM-DD.")
+@click.option("--batch", required=True, help="The batch: a UTC day YYYY-MM-DD, or for a campaign of shorter batches "
+                                             "(its spec's window) the batch's start YYYY-MM-DDTHH:MMZ.")
 def campaign_collect(database: str | None, url: str | None, token: str | None, helper_url: str | None,
-                     peer_token: str | None, name: str, batch: Any) -> None:
+                     peer_token: str | None, name: str, batch: str) -> None:
     "Collect one batch of distributed campaign NAME (once) and print its release as JSON."
-    day = batch.date().isoformat()
+    from client_sdk.distributed_messages import check_batch
+    from client_sdk.errors import ShareRejected
+
+    try:
+        day = check_batch(batch, "--batch")
+    except ShareRejected as exc:
+        raise click.BadParameter(exc.message, param_hint="'--batch'") from None
     if _target(database, url, token) == "url":
         click.echo(json.dumps(_api("POST", str(url), str(token), _campaign_path(name, "/collect"),
                                    {"batch": day})[1], indent=2))

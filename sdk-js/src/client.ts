@@ -9,7 +9,7 @@ import { isLoaded, mechanismFromSpec, type Mechanism, type Payload } from "./mec
 import { randbelowNumber, secureRandom, uniformUnit, type RandomSource } from "./randomness.js";
 import { fingerprinted, loadSpec, Spec } from "./spec.js";
 import type { AggregatorsOption } from "./distributed/aggregators.js";
-import type { DistributedSpec, Prio3Sealer } from "./distributed.js";
+import type { Prio3Sealer } from "./distributed.js";
 import {
   DEFAULT_LIMITS, DEFAULT_POLICY, DROP_COUNTERS, type Charge, type QueueLimits, type QueuedReport, type ReportPolicy,
   type Spending, type Store,
@@ -308,7 +308,9 @@ export class Client {
     const reportId = uuid4();
     const payload = this.#perturb(spec, value);
     const day = new Date(now * 1000).toISOString().slice(0, 10);
-    const prio3 = spec.mechanism === "prio3"; // a distributed report is for a batch, its UTC day, and costs delta too
+    const prio3 = spec.mechanism === "prio3";
+    // a distributed report's sealer adds its batch (of its window; one report per batch) and delta, and the period
+    const charge: Charge = { campaign, epsilon: spec.epsilon, policy: this.#policies[campaign] ?? this.#policy, now };
     return (async (): Promise<Recorded> => {
       await this.ready;
       if (!this.#loaded) return recorded("state_error");
@@ -316,7 +318,7 @@ export class Client {
       if (spec.expiredOn(day)) return recorded("campaign_closed");
       let body = payload;
       if (prio3) {
-        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, day, this.#options, this.store);
+        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, charge, this.#options, this.store);
         // until the helper answers, within the same maxHeld as values waiting for their spec
         if (sealed === "held" && !this.#hold(campaign, value, now)) return recorded("spec_unavailable");
         if (typeof sealed === "string") return recorded(sealed as RecordStatus);
@@ -327,10 +329,7 @@ export class Client {
         const report = { report_id: reportId, campaign, fingerprint: spec.fingerprint, payload: body };
         const text = JSON.stringify(report);
         const queued: QueuedReport = { id: reportId, campaign, text, size: utf8Length(text), created: now };
-        const policy = this.#policies[campaign] ?? this.#policy;
-        // a distributed spec's delta (local ones have none: pure epsilon), and its report's batch
-        const charge = { campaign, epsilon: spec.epsilon, policy, now, delta: (spec as DistributedSpec).delta, batch: prio3 && day };
-        const outcome = await this.store.enqueue(queued, charge as Charge, this.#limits);
+        const outcome = await this.store.enqueue(queued, charge, this.#limits);
         if (outcome === "refused") return recorded("refused_by_policy");
         this.#unsent.set(reportId, queued);
         if (this.#unsent.size > this.#limits.maxReports) this.#unsent.delete(this.#unsent.keys().next().value!);
@@ -797,7 +796,7 @@ function checkedPolicy(policy: ReportPolicy): ReportPolicy {
   if (policy.maxReports !== null && !(Number.isInteger(policy.maxReports) && policy.maxReports >= 1)) {
     throw new RangeError("maxReports");
   }
-  if (!(policy.periodSeconds > 0)) throw new RangeError("periodSeconds");
+  if (!((policy.periodSeconds ?? 1) > 0)) throw new RangeError("periodSeconds"); // null: the campaign's period
   if (policy.maxEpsilon !== null && !(policy.maxEpsilon > 0 && Number.isFinite(policy.maxEpsilon))) {
     throw new RangeError("maxEpsilon");
   }

@@ -12,7 +12,7 @@ import { InvalidValueType, UnsupportedSpec, ValueNotInDomain } from "./errors.js
 import { registerMechanism, type Payload } from "./mechanisms.js";
 import { registerSpecParser, type Spec } from "./spec.js";
 import type { ClientOptions } from "./client.js";
-import type { Store } from "./store.js";
+import type { Charge, Store } from "./store.js";
 import { ctxFor, randSize, shardPrio3 } from "./vdaf/index.js";
 
 export { DistributedSpec, type Prio3Params } from "./distributed/spec.js";
@@ -161,8 +161,13 @@ export class Prio3Sealer {
     return encodeValue(this.spec, value) as Payload;
   }
 
-  async seal(measurement: unknown, reportId: string, batch: string, context: DistributedContext, store: Store
+  /** Shard and seal for the batch of ``charge.now``, completing the ledger's ``charge``: the report's batch (one
+   * report per batch), its delta, and the batch as the period of a policy that names none. */
+  async seal(measurement: unknown, reportId: string, charge: Charge, context: DistributedContext, store: Store
   ): Promise<SealOutcome> {
+    const batch = charge.batch = this.spec.batchAt(charge.now);
+    charge.delta = this.spec.delta ?? undefined;
+    charge.policy = this.spec.policyFor(charge.policy);
     const agent = agentOf(context);
     if (agent.trusted === null) return "aggregators_not_configured";
     let configs: [HpkeConfig, HpkeConfig] | null = null;

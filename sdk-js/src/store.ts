@@ -11,15 +11,18 @@ export interface QueuedReport {
   created: number;
 }
 
-/** At most ``maxReports`` per ``periodSeconds`` (null: no cap) and ``maxEpsilon`` in total (null: no cap). */
+/** At most ``maxReports`` per ``periodSeconds`` (null: no cap) and ``maxEpsilon`` in total (null: no cap).
+ * ``periodSeconds`` null is the campaign's own period: a distributed campaign's batch (its ``window``), a UTC day
+ * for the others. */
 export interface ReportPolicy {
   maxReports: number | null;
-  periodSeconds: number;
+  periodSeconds: number | null;
   maxEpsilon: number | null;
 }
 
 export const DAY_SECONDS = 86_400;
-export const DEFAULT_POLICY: ReportPolicy = { maxReports: 1, periodSeconds: DAY_SECONDS, maxEpsilon: null };
+export const DEFAULT_POLICY: ReportPolicy = { maxReports: 1, periodSeconds: null, maxEpsilon: null };
+
 
 /** Most reports, bytes and seconds of age the queue keeps (dropped oldest first, each drop counted). */
 export interface QueueLimits {
@@ -45,7 +48,7 @@ export interface Charge {
   epsilon: number;
   policy: ReportPolicy;
   now: number;
-  /** A distributed report's delta and batch (its UTC day): one report per batch, batches only move forward. */
+  /** A distributed report's delta and batch (of its spec's window): one report per batch, batches only move forward. */
   delta?: number;
   batch?: string | false;
 }
@@ -94,7 +97,8 @@ export const charged = (spent: Spending, { epsilon, delta, batch }: Charge): Spe
   lastBatch: batch || spent.lastBatch,
 });
 
-export const periodOf = (policy: ReportPolicy, now: number): number => Math.floor(now / policy.periodSeconds);
+export const periodOf = (policy: ReportPolicy, now: number): number =>
+  Math.floor(now / (policy.periodSeconds ?? DAY_SECONDS));
 
 /** The state a store keeps, as plain data (what the file store journals and replays). */
 export interface StateData extends Snapshot {

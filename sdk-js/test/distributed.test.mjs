@@ -12,6 +12,7 @@ const HELPER_URL = "https://helper.test";
 const APPS = { name: "apps", trust: "distributed", prio3: "histogram", domain: ["mail", "maps", "chat"], epsilon: 1.0,
   delta: 1e-6, noise: "gaussian" };
 const SPEND = { name: "spend", trust: "distributed", prio3: "sum", max_measurement: 50, epsilon: 0.5, noise: "laplace" };
+const MINUTELY = { name: "minutely", trust: "distributed", prio3: "count", epsilon: 1.0, noise: "laplace", window: "1m" };
 
 async function hpkeConfig(id) {
   const pair = await crypto.subtle.generateKey({ name: "X25519" }, true, ["deriveBits"]);
@@ -33,7 +34,7 @@ async function fakeAggregators() {
     }
     if (origin === LEADER_URL && pathname === "/v1/campaigns") {
       const aggregators = { leader: { hpke_config: fake.leader }, helper: fake.listedHelper() };
-      return Response.json({ campaigns: [APPS, SPEND].map((spec) => ({ name: spec.name, spec, aggregators,
+      return Response.json({ campaigns: [APPS, SPEND, MINUTELY].map((spec) => ({ name: spec.name, spec, aggregators,
         fingerprint: loadSpec(spec).fingerprint })) });
     }
     if (origin === LEADER_URL && pathname === "/v1/reports") {
@@ -79,6 +80,28 @@ test("one report per batch: a second value the same day is refused even without 
   assert.equal((await c.record("spend", 8)).status, "refused_by_policy");
   assert.deepEqual(await c.spent("spend"), { epsilon: 0.5, reports: 1, delta: 0, lastBatch: day() });
   await c.close();
+});
+
+test("a campaign of 1-minute batches: one report a minute under the default policy, each sealed for its minute", async () => {
+  const fake = await fakeAggregators();
+  let now = 1_700_000_000; // 2023-11-14 22:13:20 UTC
+  const c = client(fake, { clock: () => now, campaigns: ["minutely"] });
+  assert.ok(await c.prepare());
+  assert.equal((await c.record("minutely", true)).status, "queued");
+  now += 39; // 22:13:59: the same batch
+  assert.equal((await c.record("minutely", false)).status, "refused_by_policy");
+  now += 1; // 22:14:00: the next one
+  assert.equal((await c.record("minutely", false)).status, "queued");
+  assert.deepEqual(await c.spent("minutely"), { epsilon: 2, reports: 2, delta: 0, lastBatch: "2023-11-14T22:14Z" });
+  const queued = await c.store.peek("minutely", 10, 1e9);
+  assert.deepEqual(queued.map((r) => JSON.parse(r.text).payload.batch).sort(), ["2023-11-14T22:13Z", "2023-11-14T22:14Z"]);
+  await c.close();
+  const daily = client(fake, { clock: () => now, campaigns: ["minutely"], policy: { periodSeconds: 86_400 } });
+  await daily.prepare();
+  assert.equal((await daily.record("minutely", true)).status, "queued");
+  now += 60;
+  assert.equal((await daily.record("minutely", true)).status, "refused_by_policy"); // its own period: a day
+  await daily.close();
 });
 
 test("values outside the spec throw at once, before anything is charged", async () => {

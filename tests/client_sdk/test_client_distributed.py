@@ -26,6 +26,7 @@ SPECS = {
     "tabs": {"prio3": "sumvec", "length": 3, "max_measurement": 9, "noise": "gaussian"},
     "langs": {"prio3": "multihot", "domain": ["en", "fr", "de", "es"], "max_weight": 2, "noise": "gaussian"},
     "coins": {"prio3": "histogram", "domain": ["a", "b"], "noise": "coins", "coins": 2},
+    "minutely": {"prio3": "count", "noise": "laplace", "window": "1m"},
 }
 CASES = [("apps", ["maps", "chat", "maps"], [0, 2, 1]), ("spend", [50, 0, 7], 57), ("opted", [True, False, True], 2),
          ("tabs", [[1, 2, 3], [9, 9, 9], [0, 0, 1]], [10, 11, 13]), ("langs", [["en", "fr"], [], ["fr"]], [1, 2, 0, 0])]
@@ -401,3 +402,27 @@ def test_a_state_file_of_an_earlier_version_gains_the_ledgers_delta_and_batch(tm
     held = state.conn.execute("SELECT campaign, value FROM held").fetchall()
     assert held == ([("later", "1")] if version == 4 else [])  # a version-4 file keeps its held values
     state.close()
+
+
+def test_a_campaign_of_one_minute_batches_takes_one_report_a_minute(tmp_path, fake):
+    """The batch follows the spec's window: with the default policy (its period: the campaign's), a device reports
+    once per 1-minute batch, not once per day; each report names its minute and is sealed for it"""
+    days = Days()  # 1_700_000_000 is 22:13:20 UTC
+    client = make_client(tmp_path, fake, clock=days, policy=ReportPolicy())
+    assert client.record("minutely", True).status is RecordStatus.QUEUED
+    days.now += 39  # 22:13:59: the same batch
+    assert client.record("minutely", False).status is RecordStatus.REFUSED_BY_POLICY
+    days.now += 1  # 22:14:00: the next one
+    assert client.record("minutely", False).status is RecordStatus.QUEUED
+    spent = client.spent("minutely")
+    assert (spent.reports, spent.last_batch) == (2, "2023-11-14T22:14Z")
+    assert client.flush(timeout=30).sent == 2
+    reports = fake.sent()
+    assert [parse_payload(r["payload"]).batch for r in reports] == ["2023-11-14T22:13Z", "2023-11-14T22:14Z"]
+    assert fake.aggregate(make_spec("minutely"), reports) == 1  # each opens for the minute it names
+    daily = make_client(tmp_path / "daily", fake, clock=days, policy=ReportPolicy(period_seconds=86_400))
+    assert daily.record("minutely", True).status is RecordStatus.QUEUED
+    days.now += 60
+    assert daily.record("minutely", True).status is RecordStatus.REFUSED_BY_POLICY  # its own period: a day
+    daily.close()
+    client.close()

@@ -9,6 +9,7 @@ import pytest
 
 from client_sdk import SpecError, load_spec, mechanism_from_spec
 from client_sdk.spec import MAX_PRIO3_LENGTH, Prio3Params
+from client_sdk.spec_prio3 import WINDOW_SECONDS
 
 
 def distributed(**overrides):
@@ -145,6 +146,12 @@ def test_fingerprint_covers_type_specific_parameters():
     ({"min_batch": 1}, "min_batch"),
     ({"min_batch": 2.5}, "min_batch"),
     ({"window": "hour"}, "window"),
+    ({"window": "7m"}, "window"),  # does not divide an hour: batches would not align to the day
+    ({"window": "60m"}, "window"),  # one spelling per length: "1h"
+    ({"window": "24h"}, "window"),  # "day"
+    ({"window": "30s"}, "window"),
+    ({"window": 60}, "window"),
+    ({"window": ["day"]}, "window"),
     ({"range": [0, 1]}, "range"),
     ({"catch_all": "a"}, "catch_all"),
     ({"candidates": ["a"]}, "candidates"),
@@ -170,3 +177,24 @@ def test_local_randomizers_refuse_a_distributed_spec():
     with pytest.raises(SpecError) as info:
         mechanism_from_spec(distributed())
     assert info.value.field == "trust" and "client_sdk.distributed" in str(info.value)
+
+
+def test_the_window_is_the_batch_length_and_a_day_by_default():
+    "A spec without a window and one with 'day' are the same spec (fingerprint); shorter ones are other specs"
+    default, day, minute = (load_spec(distributed(**extra)) for extra in ({}, {"window": "day"}, {"window": "1m"}))
+    assert default.fingerprint == day.fingerprint != minute.fingerprint
+    assert default.to_dict()["window"] == "day" and minute.to_dict()["window"] == "1m"
+    assert load_spec(minute.to_dict()).fingerprint == minute.fingerprint
+    assert [WINDOW_SECONDS[w] for w in ("1m", "15m", "1h", "12h", "day")] == [60, 900, 3600, 43200, 86400]
+    assert all(86400 % seconds == 0 for seconds in WINDOW_SECONDS.values())
+    now = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+    assert (default.prio3.batch_at(now), minute.prio3.batch_at(now)) == ("2023-11-14", "2023-11-14T22:13Z")
+    quarter = load_spec(distributed(window="15m")).prio3
+    assert quarter.batch_at(now) == "2023-11-14T22:00Z" and quarter.batch_end("2023-11-14T22:00Z") == now - 800 + 900
+    assert minute.prio3.batch_end("2023-11-14T22:13Z") == now + 40
+    assert default.prio3.batch_end("2023-11-14") == 1_700_006_400.0
+    for wrong in ("2023-11-14T22:05Z", "2023-11-14", "2023-11-14T22:00", "2023-11-14T24:00Z", "tomorrow"):
+        with pytest.raises(ValueError, match="not a batch of window '15m'"):
+            quarter.batch_end(wrong)
+    with pytest.raises(ValueError, match="not a batch of window 'day'"):
+        default.prio3.batch_end("2023-11-14T00:00Z")

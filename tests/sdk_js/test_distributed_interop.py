@@ -78,6 +78,7 @@ VALID = [
     {**BASE, "prio3": "histogram", "domain": ["x", "y"], "noise": "coins"},
     {**BASE, "prio3": "sumvec", "length": 7, "max_measurement": 9, "description": "ignored", "version": 3},
     {**BASE, "prio3": "multihot", "domain": ["en", "fr", "de", "es"], "max_weight": 2, "mechanism": "prio3"},
+    *({**BASE, "prio3": "count", "window": window} for window in ("1m", "15m", "1h", "12h", "day")),
 ]
 INVALID = [
     ({**BASE, "prio3": "median"}, "prio3"),
@@ -92,6 +93,7 @@ INVALID = [
     ({**BASE, "prio3": "histogram", "domain": ["a"] * 2}, "domain"),
     ({**BASE, "prio3": "count", "honest_fraction": 0.5}, "honest_fraction"),
     ({**BASE, "prio3": "count", "window": "week"}, "window"),
+    *(({**BASE, "prio3": "count", "window": window}, "window") for window in ("7m", "60m", "24h", 60, "toString")),
     ({**BASE, "prio3": "count", "mechanism": "oue"}, "mechanism"),
     ({**BASE, "prio3": "count", "epsilon": 25}, "epsilon"),
     ({"name": "local", "mechanism": "oue", "epsilon": 1.0, "domain": ["a", "b"], "prio3": "count"}, "prio3"),

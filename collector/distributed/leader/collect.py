@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from client_sdk.clock import day_start
 from client_sdk.distributed_messages import ProtocolError, from_b64url
 from client_sdk.errors import LDPError
 
 from ...auth import clock_now
 from ...storage import CampaignVersion, StorageBase
+from ..batches import still_open
 from ..helper import checksum
 from ..peer import PeerClient, PeerRefused, PeerUnavailable
 from ..store import BatchKey, DistStore
@@ -38,7 +38,8 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
             lease_seconds: float = LEASE_SECONDS) -> dict:
     """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
 
-    Only a batch whose UTC day ended ``grace`` seconds ago or more (``now``, default the collector's clock):
+    Only a batch that ended ``grace`` seconds ago or more (``now``, default the collector's clock; its length is the
+    spec's ``window``):
     collecting earlier would close it while devices still send reports for it (each report names its batch, and
     one for a collected batch is refused ``batch-collected``, so the grace is what a late device has).
     The batch's jobs are claimed as the drivers claim them (leases); jobs another driver holds are waited for up to
@@ -55,12 +56,12 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     if store.release(key) is not None:
         raise _collected(store, key)
     now = clock_now() if now is None else now
-    closes = day_start(batch) + 86400 + grace
-    if now < closes:
-        raise CollectError(409, ProtocolError.BATCH_OPEN,
-                           f"batch {batch} is still open: it takes reports until the end of that "
-                           f"UTC day plus a grace of {grace:g} s (COLLECT_GRACE) for reports "
-                           f"devices queued that day; collect it in {int(closes - now) + 1} s")
+    try:
+        open_detail = still_open(vdaf.params, batch, now=now, grace=grace, role="leader")
+    except ValueError as exc:
+        raise CollectError(400, ProtocolError.INVALID_FIELD, str(exc)) from None
+    if open_detail is not None:
+        raise CollectError(409, ProtocolError.BATCH_OPEN, open_detail)
     min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:

@@ -3,7 +3,8 @@ rejected by reason, pending (waiting for a job or in one), aggregated, and how f
 
 A batch's ``state``:
 
-* ``open``: its UTC day plus the collection grace has not ended; it takes reports;
+* ``open``: its window (its UTC day, or the spec's shorter ``window``) plus the collection grace has not ended; it
+  takes reports;
 * ``ready``: its window has ended with at least ``min_batch`` reports aggregated or pending: collect it;
 * ``below_min_batch``: its window has ended with fewer: collection refuses it (``batch-too-small``) and it is never
   released; reports still arriving for it (devices that were offline) are taken and counted;
@@ -17,26 +18,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from client_sdk.clock import day_start
 from client_sdk.distributed_messages import ProtocolError
+from client_sdk.spec_prio3 import Prio3Params
 
 from ...storage import CampaignVersion
+from ..batches import batch_closes
 from ..store import DistStore
 
 STATES = ("open", "ready", "below_min_batch", "collecting", "collected")
 REASONS = tuple(error.value for error in ProtocolError)  # a metric's reason label is one of these (bounded)
 
 
-def batch_state(batch: str, counts: dict[str, int], min_batch: int, stored_state: str, released: bool, *,
+def batch_state(batch: str, counts: dict[str, int], params: Prio3Params, stored_state: str, released: bool, *,
                 now: float, grace: float) -> str:
     "One batch's state (see the module doc)"
     if released:
         return "collected"
     if stored_state == "closed":
         return "collecting"
-    if now < day_start(batch) + 86400 + grace:
+    if now < batch_closes(params, batch, grace):
         return "open"
-    return "ready" if counts.get("pending", 0) + counts.get("aggregated", 0) >= min_batch else "below_min_batch"
+    enough = counts.get("pending", 0) + counts.get("aggregated", 0) >= params.min_batch
+    return "ready" if enough else "below_min_batch"
 
 
 def campaign_progress(store: DistStore, campaign: CampaignVersion, *, now: float, grace: float) -> dict:
@@ -51,7 +54,7 @@ def campaign_progress(store: DistStore, campaign: CampaignVersion, *, now: float
         row = rows[batch]
         counts, rejected = row["reports"], row["rejected"]
         pending, aggregated = counts.get("pending", 0), counts.get("aggregated", 0)
-        state = batch_state(batch, counts, min_batch, row["state"], row["released"], now=now, grace=grace)
+        state = batch_state(batch, counts, spec.prio3, row["state"], row["released"], now=now, grace=grace)
         batches.append({"batch": batch, "state": state, "accepted": sum(counts.values()),
                         "rejected": dict(sorted(rejected.items())), "pending": pending,
                         "pending_in_jobs": row["in_jobs"], "aggregated": aggregated, "min_batch": min_batch,

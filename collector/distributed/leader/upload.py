@@ -3,17 +3,18 @@ the leader's share, and store the valid ones in their batch in one transaction."
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
+from client_sdk.clock import DAY_SECONDS, day_start
 from client_sdk.distributed import LEADER, input_share_info
 from client_sdk.distributed_messages import ProtocolError, parse_payload
 from client_sdk.errors import ShareRejected
 from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
+from ...auth import clock_now
 from ...storage import CampaignVersion
 from .. import hpke_keys
 from ..store import BatchKey, DistCampaign, DistStore
@@ -30,12 +31,14 @@ class UploadResult:
 
 
 def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersion]], day: str,
-                   overlap_days: int = hpke_keys.DEFAULT_OVERLAP_DAYS) -> UploadResult:
+                   overlap_days: int = hpke_keys.DEFAULT_OVERLAP_DAYS, *, now: float | None = None) -> UploadResult:
     """Check each distributed report, open the leader's share, and store the valid ones in one transaction.
 
     A report goes into the batch its payload names (a device's clock behind or ahead of the leader's does not move
-    it into another batch), or into ``day`` if it names none (devices of earlier versions).  A batch more than
-    ``FUTURE_BATCH_DAYS`` after ``day`` is refused (``batch-in-future``), one already collected too
+    it into another batch), or if it names none (devices of earlier versions) into the batch of its receipt:
+    ``day``, or for a campaign of shorter batches (its ``window``) the one of ``now`` (default the collector's
+    clock).  A name that is no batch of the campaign's window is refused (``invalid-message``), a batch ending
+    more than ``FUTURE_BATCH_DAYS`` after ``day`` (``batch-in-future``), one already collected too
     (``batch-collected``): both are final for the report, as is a share sealed to a retired HPKE key
     (``outdated-config``: ``hpke_keys`` has the overlap rule)."""
     result = UploadResult()
@@ -45,7 +48,8 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
     rows: dict[BatchKey, list[tuple[bytes, bytes, bytes, str]]] = {}
     reasons: dict[BatchKey, Counter] = {}
     indices: dict[bytes, int] = {}
-    latest = (dt.date.fromisoformat(day) + dt.timedelta(days=FUTURE_BATCH_DAYS)).isoformat()
+    latest_end = day_start(day) + (1 + FUTURE_BATCH_DAYS) * DAY_SECONDS  # the end of the latest batch taken
+    received = clock_now() if now is None else now
 
     def reject(index: int, report_id: str, key: BatchKey, where: str, reason: str, slug: ProtocolError) -> None:
         result.rejected.append((index, report_id, where, reason))
@@ -53,7 +57,10 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
 
     for index, report, campaign in items:
         spec = campaign.spec
-        key: BatchKey = (spec.name, spec.fingerprint, day)
+        params = spec.prio3
+        assert params is not None, "a distributed campaign"
+        key: BatchKey = (spec.name, spec.fingerprint, day if params.batch_seconds == DAY_SECONDS
+                         else params.batch_at(received))
         found = campaign_vdaf(store, spec)
         report_id = report["report_id"]
         if found is None:
@@ -80,7 +87,12 @@ def accept_reports(store: DistStore, items: list[tuple[int, dict, CampaignVersio
             continue
         batch = payload.batch
         if batch is not None:
-            if batch > latest:
+            try:
+                batch_end = params.batch_end(batch)
+            except ValueError as exc:
+                reject(index, report_id, key, "payload.batch", str(exc), ProtocolError.INVALID_MESSAGE)
+                continue
+            if batch_end > latest_end:
                 slug = ProtocolError.BATCH_IN_FUTURE
                 reject(index, report_id, key, "payload.batch", f"names batch {batch}, more than {FUTURE_BATCH_DAYS} "
                        f"day(s) after this leader's day {day} ({slug})", slug)

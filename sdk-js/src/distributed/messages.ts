@@ -36,8 +36,13 @@ export function reportNonce(reportId: string): Uint8Array {
   return fromHex(reportId.replace(/-/g, ""));
 }
 
-/** The batch a report made at ``now`` (seconds since the epoch) is for: its UTC day. */
-export const batchOf = (now: number): string => new Date(now * 1000).toISOString().slice(0, 10);
+/** The batch of ``seconds`` (dividing a day: a spec's ``window``) that a report made at ``now`` (seconds since the
+ * epoch) is for: its UTC day YYYY-MM-DD for a day's batch, else the batch's start YYYY-MM-DDTHH:MMZ
+ * (``client_sdk.clock.batch_at``). */
+export const batchOf = (now: number, seconds = 86_400): string => {
+  const start = new Date(Math.floor(now / seconds) * seconds * 1000).toISOString();
+  return seconds === 86_400 ? start.slice(0, 10) : `${start.slice(0, 16)}Z`;
+};
 
 const lengthPrefixed = (data: Uint8Array): Uint8Array => {
   const out = new Uint8Array(4 + data.length);

@@ -6,6 +6,8 @@ import { SpecError } from "../errors.js";
 import { toHex, utf8 } from "../hash.js";
 import { sha256 } from "../sha256.js";
 import { Spec, validateDomain } from "../spec.js";
+import type { ReportPolicy } from "../store.js";
+import { batchOf } from "./messages.js";
 import { deriveChunkLength, encodedLength, type Prio3Params as SharderParams, type Prio3Type } from "../vdaf/index.js";
 
 export const PRIO3_TYPES: string[] = ["count", "sum", "histogram", "sumvec", "multihot"];
@@ -15,6 +17,12 @@ const MAX_PRIO3_ENCODED_LENGTH = 16384;
 const MAX_PRIO3_MEASUREMENT = 2 ** 32 - 1;
 const MAX_COINS = 64;
 const MAX_MIN_BATCH = 2 ** 31;
+/** A batch's length in seconds by ``window`` (``client_sdk.spec_prio3.WINDOW_SECONDS``): minutes or hours dividing a
+ * day, or the day. */
+export const WINDOW_SECONDS: Record<string, number> = Object.fromEntries([
+  ...[1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30].map((n) => [`${n}m`, 60 * n]),
+  ...[1, 2, 3, 4, 6, 8, 12].map((n) => [`${n}h`, 3600 * n]), ["day", 86_400]]);
+const WINDOWS = Object.keys(WINDOW_SECONDS);
 
 /** The Prio3 circuit and the release's DP parameters (``client_sdk.spec.Prio3Params``; field names as in JSON). */
 export interface Prio3Params extends SharderParams {
@@ -38,6 +46,21 @@ export class DistributedSpec extends Spec {
     readonly delta: number | null, readonly prio3: Prio3Params, readonly aggregators: unknown) {
     super(name, "prio3", epsilon, domain, null, null, null, null, expires);
     (this as { fingerprint: string }).fingerprint = toHex(sha256(utf8(canonicalJson(this.identity())))).slice(0, 32);
+  }
+
+  /** The length of one batch, in seconds (its ``window``). */
+  get batchSeconds(): number {
+    return WINDOW_SECONDS[this.prio3.window]!;
+  }
+
+  /** ``policy`` with this campaign's batch as its period if it names none (``ReportPolicy.for_period``). */
+  policyFor(policy: ReportPolicy): ReportPolicy {
+    return policy.periodSeconds === null ? { ...policy, periodSeconds: this.batchSeconds } : policy;
+  }
+
+  /** The batch a report made at ``now`` (seconds since the epoch) is for (``Prio3Params.batch_at``). */
+  batchAt(now: number): string {
+    return batchOf(now, this.batchSeconds);
   }
 
   override identity(): Record<string, unknown> {
@@ -118,7 +141,9 @@ export function distributedFromDict(d: Record<string, unknown>, name: string, ex
   }
   const minBatch = integer("min_batch", d.min_batch ?? 100, 2, MAX_MIN_BATCH);
   const window = d.window ?? "day";
-  if (window !== "day") throw new SpecError("window", "must be one of day");
+  if (typeof window !== "string" || !Object.hasOwn(WINDOW_SECONDS, window)) {
+    throw new SpecError("window", `must be one of ${WINDOWS} (a batch's length: minutes, hours or a day)`);
+  }
   const params: Prio3Params = { type: kind, length, max_measurement: maxMeasurement, max_weight: maxWeight,
     chunk_length: null, noise, coins, honest_fraction: honest, min_batch: minBatch, window };
   const encoded = encodedLength(params);

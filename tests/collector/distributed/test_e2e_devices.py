@@ -53,7 +53,7 @@ class Aggregators:
     leader_db: Path | str
     admin: str
     ingest: str
-    restart_leader: Callable[[float], None]  # the leader again, with LDP_CLOCK_OFFSET of that many seconds
+    restart_leader: Callable[[float], None]  # both again, with LDP_CLOCK_OFFSET of that many seconds
     offset: float = 0.0  # how far (seconds) the leader's clock has moved on
 
     @property
@@ -62,8 +62,8 @@ class Aggregators:
         return utc_day(time.time() + self.offset)
 
     def end_day(self) -> str:
-        """Let the leader's day end (it restarts in the next day, past the day's collection grace): that batch may
-        be collected now; the day that ended"""
+        """Let the aggregators' day end (they restart in the next day, past the day's collection grace: each checks
+        the batch's end on its own clock): that batch may be collected now; the day that ended"""
         ended = self.day
         self.offset = past_grace(ended) - time.time()
         self.restart_leader(self.offset)
@@ -130,16 +130,18 @@ def aggregators(tmp: Path, databases: tuple[Any, Any] | None = None,
     admin, ingest = create_key(leader_db, "admin"), create_key(leader_db, "ingest")
     common = ("--rate-limit", "0", "--peer-token", PEER_TOKEN, *extra)
     with ExitStack() as stack:
-        helper_url, _ = stack.enter_context(running_server(helper_db, tmp / "helper.log", helper_port, 1,
-                                                           (*common, "--role", "helper")))
         leader: list[ExitStack] = []
+        helper_url = f"http://127.0.0.1:{helper_port}"
 
         def start_leader(offset: float) -> str:
+            "The helper and the leader, (re)started with their clocks ``offset`` seconds ahead; the leader's URL"
             if leader:
                 leader.pop().close()
             inner = ExitStack()
             with pytest.MonkeyPatch.context() as env:  # the server copies the environment as it starts
                 env.setenv("LDP_CLOCK_OFFSET", repr(offset))
+                inner.enter_context(running_server(helper_db, tmp / "helper.log", helper_port, 1,
+                                                   (*common, "--role", "helper")))
                 url, _ = inner.enter_context(running_server(
                     leader_db, tmp / "leader.log", leader_port, 1,
                     (*common, "--role", "leader", "--helper-url", helper_url, "--aggregate-interval", "0")))

@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -74,17 +74,29 @@ class Aggregators:
         self.admin = create_key(self.leader_db, "admin")
         self.ingest = create_key(self.leader_db, "ingest")
         self.clock_offset = 0  # seconds: LDP_CLOCK_OFFSET of the servers started from now on
+        self.running_helper: tuple[ExitStack, pytest.MonkeyPatch] | None = None
 
     def end_day(self) -> None:
         """Servers started from now on live in the next day, past the collection grace of the day so far: its batch
-        has ended and can be collected"""
+        has ended and can be collected.  A running helper is restarted with that clock (it checks the batch's end on
+        its own clock)"""
         now = time.time()
         self.clock_offset = past_grace(utc_day(now + self.clock_offset)) - now
+        if self.running_helper is not None:
+            stack, monkeypatch = self.running_helper
+            stack.close()
+            stack.enter_context(self._server(monkeypatch, None, self.helper_db, self.helper_port, "helper"))
 
     @contextmanager
     def helper(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None) -> Iterator[subprocess.Popen]:
-        with self._server(monkeypatch, failpoint, self.helper_db, self.helper_port, "helper") as process:
-            yield process
+        with ExitStack() as stack:
+            process = stack.enter_context(self._server(monkeypatch, failpoint, self.helper_db, self.helper_port,
+                                                       "helper"))
+            self.running_helper = (stack, monkeypatch)
+            try:
+                yield process
+            finally:
+                self.running_helper = None
 
     @contextmanager
     def leader(self, monkeypatch: pytest.MonkeyPatch, failpoint: str | None = None, interval: float = 0.2,

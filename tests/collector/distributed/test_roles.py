@@ -334,7 +334,7 @@ def test_helper_refuses_a_small_batch_or_a_wrong_checksum(pair):
     pair.upload(honest_reports(spec, block, values_for("histogram", 10)))
     pair.aggregate()
     client = PeerClient(pair.transport, PEER_TOKEN)
-    body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": today(), "report_count": 10,
+    body = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": end_day(), "report_count": 10,
             "checksum": "0" * 64}
     with pytest.raises(PeerRefused) as refused:
         client.aggregate_share(body)

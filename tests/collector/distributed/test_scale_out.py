@@ -149,10 +149,10 @@ def test_two_leaders_and_two_helpers_survive_a_sigkill_of_one_of_each(tmp_path, 
         assert query(servers.leader_db, "SELECT count(*) FROM dist_jobs WHERE state = 'pending'") == [(0,)]
         assert query(servers.helper_db, "SELECT count(*) FROM dist_helper_seen WHERE valid = 1") == [(REPORTS,)]
 
-        now = time.time()  # the day ends: the leaders restart past its collection grace
+        now = time.time()  # the day ends: the aggregators restart past its collection grace (each checks its clock)
         servers.clock_offset = past_grace(today()) - now
-        servers.start("leader0")
-        servers.start("leader1")
+        for name in ("helper0", "helper1", "leader0", "leader1"):
+            servers.start(name)
         status, release = call("POST", f"{servers.leader_urls[0]}/v1/campaigns/apps/collect", servers.admin,
                                {"batch": today()})
         assert status == 200, release
