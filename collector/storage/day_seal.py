@@ -1,0 +1,72 @@
+"""Sealing a closed day: its reports rewritten into fresh pages, so the files no longer say in which order they came.
+
+A B-tree clustered on the random report id orders query results, not the bytes on disk.  While a day is open,
+SQLite places each new cell in free space of its leaf page (a page fills from its end: the offsets of a page's cells
+follow their arrival), and the WAL keeps each commit's pages in commit order; PostgreSQL appends each row to the
+heap (``ctid`` order, and so ``SELECT *`` and ``pg_dump``, is arrival order).  Sealing a closed day undoes that:
+
+* SQLite (:func:`seal_sqlite_day`): with ``secure_delete`` on (deleted cells and freed pages are overwritten
+  with zeros), the day's rows are deleted and inserted again in report-id order, ``SEAL_CHUNK`` reports per
+  transaction: each chunk is one transaction, so a crash or a kill loses nothing (the chunk is stored before or
+  after, whole).  Then :func:`truncate_wal` checkpoints the WAL and truncates it to zero bytes, so no frame of the
+  day's earlier page images is left.  ``Storage._build_day_filters`` seals a day as it builds its filter.
+* PostgreSQL (``PostgresStorage.seal_closed_days``): ``CLUSTER`` on the primary key writes the table into a new file
+  in (day, report id) order, with its indexes, and drops the old one (dead rows with it), in one transaction.
+
+Report ids are random (version 4 UUIDs), so an order by id is unrelated to the order of arrival.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+SEAL_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
+TRUNCATE_TRIES = 5  # a checkpoint that readers keep from finishing is tried again, this many times
+
+
+def seal_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
+                    still_wanted: Callable[[sqlite3.Connection], bool]) -> int | None:
+    """Rewrite the reports of ``day_number`` in report-id order, SEAL_CHUNK at a time, each chunk in a transaction
+    of its own; how many.  Stops (None) once ``still_wanted(conn)``, asked in each transaction, says no."""
+    after, rewritten = b"", 0
+    while True:
+        with transaction() as conn:
+            if not still_wanted(conn):
+                return None
+            rows = conn.execute("SELECT report_id, version_id, payload FROM reports WHERE day = ? AND report_id > ? "
+                                "ORDER BY report_id LIMIT ?", (day_number, after, SEAL_CHUNK)).fetchall()
+            if not rows:
+                return rewritten
+            with _secure_delete(conn):
+                conn.execute("DELETE FROM reports WHERE day = ? AND report_id >= ? AND report_id <= ?",
+                             (day_number, rows[0][0], rows[-1][0]))
+                conn.executemany("INSERT INTO reports (day, report_id, version_id, payload) VALUES (?, ?, ?, ?)",
+                                 ((day_number, *row) for row in rows))
+            after, rewritten = rows[-1][0], rewritten + len(rows)
+
+
+@contextmanager
+def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
+    "secure_delete on for the block (this connection only), then back to what it was"
+    before = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = 1")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(before)}")
+
+
+def truncate_wal(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[object]]) -> bool:
+    """Copy the WAL into the database file and truncate it to zero bytes, under the writer lock (``lock``: writers
+    queue on it meanwhile); True once done.  A reader still on an older snapshot keeps the checkpoint from
+    finishing: tried again TRUNCATE_TRIES times, a second apart."""
+    for attempt in range(TRUNCATE_TRIES):
+        with lock():
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy:
+            return True
+        time.sleep(1.0 * (attempt + 1))
+    return False

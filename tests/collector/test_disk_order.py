@@ -1,0 +1,75 @@
+"""The disk reader cannot order a closed day's reports by arrival: the raw SQLite pages and WAL frames, PostgreSQL's
+heap order and a pg_dump, read for a day sent one device after another, agree with the arrival order on no more
+pairs than chance (0.5, within K_SE standard errors)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import client_sdk
+import estimators
+from collector.storage import ReportGroup, open_storage, payload_text, wait_for_filter_builds
+
+from . import disk_reader
+from .test_storage import SPECS
+
+DAY, NEXT_DAY = "2024-03-01", "2024-03-02"
+DEVICES = 300  # one request each, one after another: about 4 leaf pages of the day
+K_SE = 4.0  # |concordance - 0.5| within 4 standard errors: a false alarm about once in 16,000 runs
+
+
+def device_groups(campaign, devices: int, seed: int) -> list[ReportGroup]:
+    "One report per device, its id drawn from a seeded generator (uuid4 layout)"
+    rng = random.Random(seed)
+    mechanism = client_sdk.mechanism_from_spec(campaign.spec, rng=client_sdk.DeterministicRandom(seed))
+    groups = []
+    for _ in range(devices):
+        payloads = [mechanism.perturb(campaign.spec.domain[0])]
+        report_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        groups.append(ReportGroup(campaign, [report_id], payloads, [payload_text(p) for p in payloads],
+                                  estimators.aggregate(campaign.spec, payloads)))
+    return groups
+
+
+def send_day_and_close_it(storage, seed: int = 7) -> list[bytes]:
+    "DEVICES requests on DAY, one report each; then a request on NEXT_DAY (the day is closed); the arrival order"
+    campaign = storage.create_campaign(SPECS[1], DAY)[0]
+    groups = device_groups(campaign, DEVICES, seed)
+    for group in groups:
+        storage.insert_reports([group], DAY)
+    storage.insert_reports(device_groups(campaign, 1, seed + 1), NEXT_DAY)
+    wait_for_filter_builds()
+    return [uuid.UUID(group.report_ids[0]).bytes for group in groups]
+
+
+def assert_chance(arrival, rank, what, **kwargs):
+    share, se = disk_reader.concordance(arrival, rank, **kwargs)
+    assert abs(share - 0.5) <= K_SE * se, f"{what}: {share:.3f} of pairs in arrival order (SE {se:.3f})"
+
+
+def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
+    path = tmp_path / "collector.db"
+    with open_storage(path) as storage:
+        storage.migrate()
+        arrival = send_day_and_close_it(storage)
+        ids = set(arrival)
+        # read while the collector holds the database open: the files as a copy of them would show
+        pages = disk_reader.database_positions(path, ids)
+        frames = disk_reader.wal_positions(Path(f"{path}-wal"), ids)
+        copies = {report: disk_reader.occurrences((path, Path(f"{path}-wal")), report) for report in arrival}
+        assert storage.count_reports() == DEVICES + 1
+    assert set(pages) == ids  # the reader finds every report
+    by_page = {report: place[0] for report, place in pages.items()}
+    # within a page: the cells' content offsets (SQLite fills a page from its end)
+    assert_chance(arrival, lambda r: -pages[r][1] if r in pages else None, "cell offsets within a page",
+                  same_group=by_page.get)
+    assert_chance(arrival, lambda r: (pages[r][0], -pages[r][1]) if r in pages else None, "page and offset")
+    assert_chance(arrival, lambda r: (frames[r][0], -frames[r][1]) if r in frames else None, "WAL frames")
+    assert set(copies.values()) == {1}  # no second copy of a report anywhere: no freed cell, no older frame
