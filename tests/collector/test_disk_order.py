@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 import psycopg
-import pytest
 
 import client_sdk
 import estimators
@@ -73,3 +72,32 @@ def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
     assert_chance(arrival, lambda r: (pages[r][0], -pages[r][1]) if r in pages else None, "page and offset")
     assert_chance(arrival, lambda r: (frames[r][0], -frames[r][1]) if r in frames else None, "WAL frames")
     assert set(copies.values()) == {1}  # no second copy of a report anywhere: no freed cell, no older frame
+
+
+def dump_order(url: str, table: str) -> list[bytes]:
+    "The report ids of ``table`` in the order of the rows of its pg_dump (COPY), as the dump file holds them"
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    out = subprocess.run([shutil.which("pg_dump") or "pg_dump", "--data-only", "--table", table, "-h", info["host"],
+                          "-p", str(info["port"]), "-U", info["user"], info["dbname"]],
+                         check=True, capture_output=True, text=True).stdout
+    lines = out.split(f"COPY public.{table} ", 1)[1].split("\n")[1:]
+    column = 1 if table == "reports" else 0  # reports: (day, report_id, ...); the distributed tables: report_id first
+    return [bytes.fromhex(line.split("\t")[column][3:]) for line in lines[:lines.index("\\.")]]
+
+
+def test_postgresql_heap_and_dump_do_not_order_a_closed_day(postgres_cluster):
+    url = postgres_cluster.create_database("disk_order")
+    with open_storage(url) as storage:
+        storage.migrate()
+        arrival = send_day_and_close_it(storage)
+        heap = [bytes(row[0]) for row in storage._all("SELECT report_id FROM reports ORDER BY ctid")]
+        scan = [bytes(row[0]) for row in storage._all("SELECT report_id FROM reports")]
+    ids = set(arrival)
+    for what, order in (("ctid", heap), ("SELECT * without ORDER BY", scan)):
+        place = {report: i for i, report in enumerate(order) if report in ids}
+        assert set(place) == ids
+        assert_chance(arrival, place.get, what)
+    if shutil.which("pg_dump"):
+        place = {report: i for i, report in enumerate(dump_order(url, "reports")) if report in ids}
+        assert set(place) == ids
+        assert_chance(arrival, place.get, "pg_dump")
