@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 SEAL_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
@@ -29,23 +29,48 @@ TRUNCATE_TRIES = 5  # a checkpoint that readers keep from finishing is tried aga
 
 def seal_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
                     still_wanted: Callable[[sqlite3.Connection], bool]) -> int | None:
-    """Rewrite the reports of ``day_number`` in report-id order, SEAL_CHUNK at a time, each chunk in a transaction
-    of its own; how many.  Stops (None) once ``still_wanted(conn)``, asked in each transaction, says no."""
-    after, rewritten = b"", 0
+    """Rewrite the reports of ``day_number`` in report-id order (:func:`rewrite_in_key_order`); how many, or None
+    once ``still_wanted(conn)``, asked in each transaction, says no"""
+    return rewrite_in_key_order(transaction, "reports", REPORT_COLUMNS, "day = ?", (day_number,),
+                                still_wanted=still_wanted)
+
+
+REPORT_COLUMNS = ("day", "report_id", "version_id", "payload")
+
+
+def rewrite_in_key_order(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], table: str,
+                         columns: Sequence[str], where: str, params: Sequence[object], *, key: str = "report_id",
+                         replace: Mapping[str, object] | None = None,
+                         still_wanted: Callable[[sqlite3.Connection], bool] | None = None) -> int | None:
+    """Delete the rows of ``table`` matching ``where`` and insert them again in ``key`` order (its cells and index
+    entries land in fresh space in that order; the old ones are zeroed), SEAL_CHUNK rows per transaction, each
+    column of ``replace`` set to its value; how many rows.  Stops (None) once ``still_wanted(conn)``, asked in
+    each transaction, says no."""
+    names, marks, at = ", ".join(columns), ", ".join("?" * len(columns)), columns.index(key)
+    fixed = {columns.index(column): value for column, value in (replace or {}).items()}
+    after: object = b""
+    rewritten = 0
     while True:
         with transaction() as conn:
-            if not still_wanted(conn):
+            if still_wanted is not None and not still_wanted(conn):
                 return None
-            rows = conn.execute("SELECT report_id, version_id, payload FROM reports WHERE day = ? AND report_id > ? "
-                                "ORDER BY report_id LIMIT ?", (day_number, after, SEAL_CHUNK)).fetchall()
+            rows = conn.execute(f"SELECT {names} FROM {table} WHERE {where} AND {key} > ? ORDER BY {key} LIMIT ?",
+                                (*params, after, SEAL_CHUNK)).fetchall()
             if not rows:
                 return rewritten
             with _secure_delete(conn):
-                conn.execute("DELETE FROM reports WHERE day = ? AND report_id >= ? AND report_id <= ?",
-                             (day_number, rows[0][0], rows[-1][0]))
-                conn.executemany("INSERT INTO reports (day, report_id, version_id, payload) VALUES (?, ?, ?, ?)",
-                                 ((day_number, *row) for row in rows))
-            after, rewritten = rows[-1][0], rewritten + len(rows)
+                conn.execute(f"DELETE FROM {table} WHERE {where} AND {key} >= ? AND {key} <= ?",
+                             (*params, rows[0][at], rows[-1][at]))
+                conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})",
+                                 ([fixed.get(i, value) for i, value in enumerate(row)] for row in rows))
+            after, rewritten = rows[-1][at], rewritten + len(rows)
+
+
+def delete_securely(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], sql: str,
+                    params: Sequence[object]) -> None:
+    "One DELETE in a transaction of its own, the deleted cells overwritten with zeros"
+    with transaction() as conn, _secure_delete(conn):
+        conn.execute(sql, params)
 
 
 @contextmanager

@@ -54,8 +54,6 @@ AGGREGATE_SHARDS = 8
 POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
 MIGRATION_LOCK = 0x6C6470  # pg_advisory_xact_lock key of the schema migration ("ldp")
 SEAL_LOCK = 0x6C6473  # pg_try_advisory_xact_lock key of sealing ("lds"): one process seals at a time
-# The tables holding a row per report, rewritten in primary-key (random id) order by a seal
-REPORT_TABLES = ("reports", "dist_reports", "dist_helper_seen")
 SEAL_RECHECK_SECONDS = 600.0  # a process looks for days to seal at its first insert of a day, then this often
 _seal_checked: dict[str, tuple[str, float]] = {}  # per URL: the day and time.monotonic() of the last look
 TABLES = ("campaigns", "report_versions", "reports", "aggregates", "api_keys", "rate_buckets")
@@ -279,18 +277,17 @@ class PostgresStorage(StorageBase):
 
     def seal_closed_days(self, day: str) -> list[str]:
         """Seal the days before ``day`` whose reports are not sealed yet (none, or more reports than when they
-        were): ``CLUSTER`` writes each of REPORT_TABLES into a new file in primary-key order, its indexes rebuilt,
-        and removes the old file at commit, in one transaction (a crash leaves the old file, nothing lost); the
-        days sealed.  Writers of these tables wait meanwhile (at most the busy timeout: then 503 and a retry).
-        Nothing if another process is sealing."""
+        were): ``CLUSTER`` writes ``reports`` into a new file in (day, report id) order, its index rebuilt, and
+        removes the old file at commit, in one transaction (a crash leaves the old file, nothing lost); the days
+        sealed.  Writers of reports wait meanwhile (at most the busy timeout: then 503 and a retry).  Nothing if
+        another process is sealing.  (The distributed tables are sealed per batch: ``DistStore.seal_batch``.)"""
         with self.transaction() as conn:
             if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SEAL_LOCK,)).fetchone()[0]:  # type: ignore[index]
                 return []
             counts = "SELECT day, sum(n) FROM aggregates WHERE day < %s GROUP BY day"
             if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM sealed_days", (day,)).fetchall():
                 return []
-            for table in REPORT_TABLES:
-                conn.execute(f"CLUSTER {table} USING {table}_pkey")
+            conn.execute("CLUSTER reports USING reports_pkey")
             # counted once the tables are locked: every insert in flight has committed
             return [row[0] for row in conn.execute(
                 f"INSERT INTO sealed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "

@@ -15,6 +15,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 # index leaf, index interior (WITHOUT ROWID tables and indexes keep whole entries in interior cells too), table leaf
 CELL_PAGE_TYPES = (0x0A, 0x02, 0x0D)
@@ -99,20 +100,23 @@ def wal_frames(path: Path) -> list[tuple[int, bytes]]:
     return frames
 
 
-def database_positions(path: Path, ids: set[bytes]) -> dict[bytes, tuple[int, int]]:
-    """Where each of ``ids`` sits in the database as the files hold it now: (page number, cell content offset) of
-    the cell whose record holds it, each page read from the database file or, if the WAL holds a newer image of it,
-    from the WAL's last frame of that page (a WITHOUT ROWID table's key or an index entry; the first match)"""
+def database_cells(path: Path, ids: set[bytes]) -> list[tuple[int, int, bytes]]:
+    """(page number, cell content offset, id) of every cell holding one of ``ids`` (a table's row or an index
+    entry) in the database as the files hold it now: each page read from the database file or, if the WAL holds a
+    newer image of it, from the WAL's last frame of that page"""
     data = path.read_bytes()
     size = page_size(data)
     pages = {number: data[(number - 1) * size:number * size] for number in range(1, len(data) // size + 1)}
     pages.update(wal_frames(Path(f"{path}-wal")))
+    return [(number, offset, value) for number in sorted(pages) for offset, values in leaf_cells(pages[number], number)
+            for value in values if value in ids]
+
+
+def database_positions(path: Path, ids: set[bytes]) -> dict[bytes, tuple[int, int]]:
+    "(page number, cell content offset) of the first cell (by page number) holding each of ``ids``"
     found: dict[bytes, tuple[int, int]] = {}
-    for number in sorted(pages):
-        for offset, values in leaf_cells(pages[number], number):
-            for value in values:
-                if value in ids and value not in found:
-                    found[value] = (number, offset)
+    for number, offset, value in database_cells(path, ids):
+        found.setdefault(value, (number, offset))
     return found
 
 
@@ -133,30 +137,42 @@ def occurrences(paths: Iterable[Path], value: bytes) -> int:
     return sum(path.read_bytes().count(value) for path in paths if path.exists())
 
 
-def concordance(arrival: Sequence[bytes], rank: Callable[[bytes], tuple | None], *,
+def concordance(arrival: Sequence[bytes], rank: Callable[[bytes], Any], *,
                 same_group: Callable[[bytes], object] | None = None) -> tuple[float, float]:
-    """The share of pairs (among reports that ``rank`` places; with ``same_group``, only pairs in the same group,
-    e.g. the same page) whose physical order (``rank``, lower first) is their arrival order, ties counting one half;
-    and its standard error if the physical order were a random one.
-
-    Under independence a group of n reports has a number of concordant pairs of variance n (n - 1) (2n + 5) / 72
-    (Kendall's tau, variance 2 (2n + 5) / (9 n (n - 1)), times the n (n - 1) / 2 pairs, halved); groups add up."""
-    order = {report: i for i, report in enumerate(arrival)}
-    groups: dict[object, list[bytes]] = {}
-    for report in arrival:
+    """The share of pairs (among reports that ``rank`` places, not None; with ``same_group``, only pairs in the
+    same group, e.g. the same page) whose physical order (``rank``, lower first) is their arrival order, ties
+    counting one half; and its standard error if the physical order were a random one"""
+    groups: dict[object, list[tuple[Any, int]]] = {}
+    for position, report in enumerate(arrival):
         if rank(report) is not None:
-            groups.setdefault(same_group(report) if same_group else None, []).append(report)
+            groups.setdefault(same_group(report) if same_group else None, []).append((rank(report), position))
+    return _pairs(groups.values())
+
+
+def cells_concordance(arrival: Sequence[bytes], cells: Iterable[tuple[int, int, bytes]]) -> tuple[float, float]:
+    """:func:`concordance` of the cells of each page (``database_cells``): within a page, a higher content offset
+    first (SQLite fills a page from its end)"""
+    position = {report: i for i, report in enumerate(arrival)}
+    groups: dict[int, list[tuple[Any, int]]] = {}
+    for page, offset, report in cells:
+        groups.setdefault(page, []).append((-offset, position[report]))
+    return _pairs(groups.values())
+
+
+def _pairs(groups: Iterable[list[tuple[Any, int]]]) -> tuple[float, float]:
+    """Over the pairs within each group of (rank, arrival position): the share in arrival order and its SE under
+    independence.  A group of n has a number of concordant pairs of variance n (n - 1) (2n + 5) / 72 (Kendall's
+    tau, variance 2 (2n + 5) / (9 n (n - 1)), times the n (n - 1) / 2 pairs, halved); groups add up."""
     agree, pairs, variance = 0.0, 0, 0.0
-    for members in groups.values():
+    for members in groups:
         n = len(members)
         pairs += n * (n - 1) // 2
         variance += n * (n - 1) * (2 * n + 5) / 72
-        for i, first in enumerate(members):
-            for second in members[i + 1:]:
-                a, b = rank(first), rank(second)
-                if a == b:
+        for i, (rank_a, at_a) in enumerate(members):
+            for rank_b, at_b in members[i + 1:]:
+                if rank_a == rank_b:
                     agree += 0.5
-                elif (a < b) == (order[first] < order[second]):  # type: ignore[operator]
+                elif (rank_a < rank_b) == (at_a < at_b):
                     agree += 1
     if not pairs:
         return 0.5, math.inf
