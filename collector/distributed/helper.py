@@ -290,5 +290,5 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any) -> dict:
             store.set_batch(key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
         return aggregate_share(storage, store, body)
-    store.seal_batch(key)  # no job of the batch runs any more: its reports' order of arrival goes
+    store.scrub_batch(key)  # no job of the batch runs any more: its reports' order of arrival goes
     return out

@@ -48,7 +48,7 @@ FAILPOINT_ENV = "LDP_FAILPOINT"
 DIST_REPORT_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "public_share", "leader_share", "helper_share",
                        "job_id", "state", "error")
 HELPER_SEEN_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "job_id", "valid")
-SEALED_TABLES = ("dist_reports", "dist_helper_seen", "dist_jobs", "dist_helper_jobs")  # a seal rewrites (PostgreSQL)
+SCRUBBED_TABLES = ("dist_reports", "dist_helper_seen", "dist_jobs", "dist_helper_jobs")  # rewritten (PostgreSQL)
 
 
 def failpoint(name: str) -> None:
@@ -501,14 +501,14 @@ class DistStore:
         return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE job_id <> ? AND report_id IN ({marks})",
                                [rid for rid, _ in outcomes], (job_id,))
 
-    # -- both roles: a collected batch sealed -----------------------------------------------------------------
-    def seal_batch(self, key: BatchKey) -> None:
+    # -- both roles: a collected batch scrubbed ----------------------------------------------------------------
+    def scrub_batch(self, key: BatchKey) -> None:
         """Once a batch is collected: drop what ties its reports to their jobs (a job holds the reports that arrived
         between two driver rounds: the job ids, the jobs' rows and the helper's stored answers, which list report
         ids) and rewrite its per-report rows in report-id order, so neither the rows nor the files order the
-        batch's reports by arrival (``collector.storage.day_seal``).  SQLite: the rows deleted and inserted again
-        with secure_delete, SEAL_CHUNK a transaction, then the WAL truncated; PostgreSQL: the tables rewritten by
-        CLUSTER in one transaction.  Idempotent: an interrupted seal loses nothing and can simply run again."""
+        batch's reports by arrival (``collector.storage.day_scrub``).  SQLite: the rows deleted and inserted again
+        with secure_delete, SCRUB_CHUNK a transaction, then the WAL truncated; PostgreSQL: the tables rewritten by
+        CLUSTER in one transaction.  Idempotent: an interrupted scrub loses nothing and can simply run again."""
         where = "campaign = ? AND fingerprint = ? AND batch = ?"
         jobs = [f"DELETE FROM {table} WHERE {where}" for table in ("dist_jobs", "dist_helper_jobs")]
         if self.storage.dialect == "postgresql":
@@ -517,10 +517,10 @@ class DistStore:
                 self.storage._run(f"UPDATE dist_helper_seen SET job_id = '' WHERE {where}", key)
                 for sql in jobs:
                     self.storage._run(sql, key)
-                for table in SEALED_TABLES:  # a new file each, in primary-key order; no dead row left behind
+                for table in SCRUBBED_TABLES:  # a new file each, in primary-key order; no dead row left behind
                     self.storage._run(f"CLUSTER {table} USING {table}_pkey")
             return
-        from ..storage.day_seal import delete_securely, rewrite_in_key_order, truncate_wal
+        from ..storage.day_scrub import delete_securely, rewrite_in_key_order, truncate_wal
 
         storage: Any = self.storage  # the SQLite Storage: its transactions, connection and writer lock
         rewrite_in_key_order(storage.transaction, "dist_reports", DIST_REPORT_COLUMNS, where, key,

@@ -53,9 +53,9 @@ from .rows import _day_number, _day_text, _id_bytes, merged_counts
 AGGREGATE_SHARDS = 8
 POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
 MIGRATION_LOCK = 0x6C6470  # pg_advisory_xact_lock key of the schema migration ("ldp")
-SEAL_LOCK = 0x6C6473  # pg_try_advisory_xact_lock key of sealing ("lds"): one process seals at a time
-SEAL_RECHECK_SECONDS = 600.0  # a process looks for days to seal at its first insert of a day, then this often
-_seal_checked: dict[str, tuple[str, float]] = {}  # per URL: the day and time.monotonic() of the last look
+SCRUB_LOCK = 0x6C6473  # pg_try_advisory_xact_lock key of scrubbing ("lds"): one process at a time
+SCRUB_RECHECK_SECONDS = 600.0  # a process looks for days to scrub at its first insert of a day, then this often
+_scrub_checked: dict[str, tuple[str, float]] = {}  # per URL: the day and time.monotonic() of the last look
 TABLES = ("campaigns", "report_versions", "reports", "aggregates", "api_keys", "rate_buckets")
 # Versioned migrations: (version, statements).  Never edit an applied one; append the next.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
@@ -88,8 +88,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     )),
     # the distributed campaigns' tables (leader and helper), with the job leases
     (4, dist_schema.statements("postgresql")),
-    # the closed days whose reports are sealed (collector.storage.day_seal), with their count of reports then
-    (5, ("CREATE TABLE sealed_days (day text PRIMARY KEY, reports bigint NOT NULL)",)),
+    # the closed days whose reports are scrubbed (collector.storage.day_scrub), with their count of reports then
+    (5, ("CREATE TABLE scrubbed_days (day text PRIMARY KEY, reports bigint NOT NULL)",)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -261,36 +261,36 @@ class PostgresStorage(StorageBase):
         return len(ids)
 
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, **kwargs: Any) -> InsertResult:
-        "As StorageBase's; then, at the first insert of a day (and every SEAL_RECHECK_SECONDS), seal closed days"
+        "As StorageBase's; then, at the first insert of a day (and every SCRUB_RECHECK_SECONDS), scrub closed days"
         result = super().insert_reports(groups, day, **kwargs)
-        last = _seal_checked.get(self.url)
-        if last is None or last[0] != day or time.monotonic() - last[1] >= SEAL_RECHECK_SECONDS:
-            _seal_checked[self.url] = (day, time.monotonic())
+        last = _scrub_checked.get(self.url)
+        if last is None or last[0] != day or time.monotonic() - last[1] >= SCRUB_RECHECK_SECONDS:
+            _scrub_checked[self.url] = (day, time.monotonic())
             _start_filter_build(Path(self.url), [_day_number(day)], functools.partial(
                 PostgresStorage, self.url, busy_timeout_ms=int(self.busy_timeout * 1000)))
         return result
 
     def _build_day_filters(self, days: Sequence[int]) -> bool:
-        "PostgreSQL keeps no day filters: the work on closed days (in a thread, ``_start_filter_build``) is the seal"
-        self.seal_closed_days(_day_text(max(days)))
+        "PostgreSQL keeps no day filters: its work on closed days (in a thread, ``_start_filter_build``) is the scrub"
+        self.scrub_closed_days(_day_text(max(days)))
         return True
 
-    def seal_closed_days(self, day: str) -> list[str]:
-        """Seal the days before ``day`` whose reports are not sealed yet (none, or more reports than when they
+    def scrub_closed_days(self, day: str) -> list[str]:
+        """Scrub the days before ``day`` whose reports are not scrubbed yet (none, or more reports than when they
         were): ``CLUSTER`` writes ``reports`` into a new file in (day, report id) order, its index rebuilt, and
         removes the old file at commit, in one transaction (a crash leaves the old file, nothing lost); the days
-        sealed.  Writers of reports wait meanwhile (at most the busy timeout: then 503 and a retry).  Nothing if
-        another process is sealing.  (The distributed tables are sealed per batch: ``DistStore.seal_batch``.)"""
+        scrubbed.  Writers of reports wait meanwhile (at most the busy timeout: then 503 and a retry).  Nothing if
+        another process is scrubbing.  (The distributed tables are scrubbed per batch: ``DistStore.scrub_batch``.)"""
         with self.transaction() as conn:
-            if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SEAL_LOCK,)).fetchone()[0]:  # type: ignore[index]
+            if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SCRUB_LOCK,)).fetchone()[0]:  # type: ignore[index]
                 return []
             counts = "SELECT day, sum(n) FROM aggregates WHERE day < %s GROUP BY day"
-            if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM sealed_days", (day,)).fetchall():
+            if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM scrubbed_days", (day,)).fetchall():
                 return []
             conn.execute("CLUSTER reports USING reports_pkey")
             # counted once the tables are locked: every insert in flight has committed
             return [row[0] for row in conn.execute(
-                f"INSERT INTO sealed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "
+                f"INSERT INTO scrubbed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "
                 "SET reports = excluded.reports RETURNING day", (day,)).fetchall()]
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:

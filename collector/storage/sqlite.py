@@ -29,7 +29,7 @@ from ..errors import (
 from ..report_codec import encode_payloads
 from . import base as _base
 from .base import DEDUP_DAYS, SQL_VARIABLES_PER_QUERY, StorageBase
-from .day_seal import seal_sqlite_day, truncate_wal
+from .day_scrub import scrub_sqlite_day, truncate_wal
 from .faults import storage_fault
 from .filter_builds import _day_filter_cache, _start_filter_build
 from .group_commit import _group_commit_queue, _GroupCommitQueue, _PendingInsert
@@ -468,7 +468,7 @@ class Storage(StorageBase):
         filter row in its own transaction (``_insert_group``).  The filter is read from a snapshot taken after a
         claim row (a random token) is committed, and stored only if that claim row is still there: an insert
         before the claim is in the snapshot, one after it has deleted the claim, so a stored filter never misses
-        an id of its day.  Between the claim and the snapshot each day is sealed (``day_seal``): a day whose
+        an id of its day.  Between the claim and the snapshot each day is scrubbed (``day_scrub``): a day whose
         filter is stored is in report-id order on disk.  False if another process holds the build lock."""
         # imported here: the day filters (+97 ms) with the first query about a closed day
         from .day_filter import DayFilter
@@ -487,10 +487,10 @@ class Storage(StorageBase):
                 conn.executemany("INSERT OR REPLACE INTO day_filters (day, reports, token, bits) "
                                  "VALUES (?, -1, ?, NULL)", [(day, token) for day in days])
             claimed = "SELECT 1 FROM day_filters WHERE day = ? AND token = ?"
-            sealed = {day: seal_sqlite_day(self.transaction, day,
+            scrubbed = {day: scrub_sqlite_day(self.transaction, day,
                                            lambda conn, day=day: bool(conn.execute(claimed, (day, token)).fetchone()))
                       for day in days}
-            days = [day for day in days if sealed[day] is not None]  # others: a late insert, sealed by a later build
+            days = [day for day in days if scrubbed[day] is not None]  # others: a late insert; a later build
             built = {}
             # Read on a connection of its own, with a small cache and no memory map: the scan leaves neither the
             # writer's page cache full of the closed day's pages nor the day mapped into the process's RSS.
@@ -514,7 +514,7 @@ class Storage(StorageBase):
                         # the bits back; an entry whose transaction rolls back is never used (its token is not
                         # stored)
                         cache[day] = (token, day_filter)
-            if any(sealed.values()):  # no frame of the days' earlier pages stays in the WAL
+            if any(scrubbed.values()):  # no frame of the days' earlier pages stays in the WAL
                 truncate_wal(self.conn, self._writer_locked)
             return True
         finally:

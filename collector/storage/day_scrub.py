@@ -1,17 +1,20 @@
-"""Sealing a closed day: its reports rewritten into fresh pages, so the files no longer say in which order they came.
+"""Scrubbing a closed day: its reports rewritten into fresh pages, so the files no longer say in which order they came.
 
 A B-tree clustered on the random report id orders query results, not the bytes on disk.  While a day is open,
 SQLite places each new cell in free space of its leaf page (a page fills from its end: the offsets of a page's cells
 follow their arrival), and the WAL keeps each commit's pages in commit order; PostgreSQL appends each row to the
-heap (``ctid`` order, and so ``SELECT *`` and ``pg_dump``, is arrival order).  Sealing a closed day undoes that:
+heap (``ctid`` order, and so ``SELECT *`` and ``pg_dump``, is arrival order).  Scrubbing a closed day undoes that:
 
-* SQLite (:func:`seal_sqlite_day`): with ``secure_delete`` on (deleted cells and freed pages are overwritten
-  with zeros), the day's rows are deleted and inserted again in report-id order, ``SEAL_CHUNK`` reports per
+* SQLite (:func:`scrub_sqlite_day`): with ``secure_delete`` on (deleted cells and freed pages are overwritten
+  with zeros), the day's rows are deleted and inserted again in report-id order, ``SCRUB_CHUNK`` reports per
   transaction: each chunk is one transaction, so a crash or a kill loses nothing (the chunk is stored before or
   after, whole).  Then :func:`truncate_wal` checkpoints the WAL and truncates it to zero bytes, so no frame of the
-  day's earlier page images is left.  ``Storage._build_day_filters`` seals a day as it builds its filter.
-* PostgreSQL (``PostgresStorage.seal_closed_days``): ``CLUSTER`` on the primary key writes the table into a new file
+  day's earlier page images is left.  ``Storage._build_day_filters`` scrubs a day as it builds its filter.
+* PostgreSQL (``PostgresStorage.scrub_closed_days``): ``CLUSTER`` on the primary key writes the table into a new file
   in (day, report id) order, with its indexes, and drops the old one (dead rows with it), in one transaction.
+
+A distributed campaign's batch is scrubbed once collected (``DistStore.scrub_batch``, with
+:func:`rewrite_in_key_order`): on the leader and the helper its per-report rows, without their job ids.
 
 Report ids are random (version 4 UUIDs), so an order by id is unrelated to the order of arrival.
 """
@@ -23,11 +26,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-SEAL_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
+SCRUB_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
 TRUNCATE_TRIES = 5  # a checkpoint that readers keep from finishing is tried again, this many times
 
 
-def seal_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
+def scrub_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
                     still_wanted: Callable[[sqlite3.Connection], bool]) -> int | None:
     """Rewrite the reports of ``day_number`` in report-id order (:func:`rewrite_in_key_order`); how many, or None
     once ``still_wanted(conn)``, asked in each transaction, says no"""
@@ -43,7 +46,7 @@ def rewrite_in_key_order(transaction: Callable[[], AbstractContextManager[sqlite
                          replace: Mapping[str, object] | None = None,
                          still_wanted: Callable[[sqlite3.Connection], bool] | None = None) -> int | None:
     """Delete the rows of ``table`` matching ``where`` and insert them again in ``key`` order (its cells and index
-    entries land in fresh space in that order; the old ones are zeroed), SEAL_CHUNK rows per transaction, each
+    entries land in fresh space in that order; the old ones are zeroed), SCRUB_CHUNK rows per transaction, each
     column of ``replace`` set to its value; how many rows.  Stops (None) once ``still_wanted(conn)``, asked in
     each transaction, says no."""
     names, marks, at = ", ".join(columns), ", ".join("?" * len(columns)), columns.index(key)
@@ -55,7 +58,7 @@ def rewrite_in_key_order(transaction: Callable[[], AbstractContextManager[sqlite
             if still_wanted is not None and not still_wanted(conn):
                 return None
             rows = conn.execute(f"SELECT {names} FROM {table} WHERE {where} AND {key} > ? ORDER BY {key} LIMIT ?",
-                                (*params, after, SEAL_CHUNK)).fetchall()
+                                (*params, after, SCRUB_CHUNK)).fetchall()
             if not rows:
                 return rewritten
             with _secure_delete(conn):
