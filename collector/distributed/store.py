@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..storage import StorageBase, restrict_database
+from ..storage.day_scrub import delete_securely, rewrite_in_key_order, truncate_wal
 
 BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
 IDS_PER_QUERY = 900  # report ids per IN (...) list: below SQLite's historical 999 variables
@@ -520,8 +521,6 @@ class DistStore:
                 for table in SCRUBBED_TABLES:  # a new file each, in primary-key order; no dead row left behind
                     self.storage._run(f"CLUSTER {table} USING {table}_pkey")
             return
-        from ..storage.day_scrub import delete_securely, rewrite_in_key_order, truncate_wal
-
         storage: Any = self.storage  # the SQLite Storage: its transactions, connection and writer lock
         rewrite_in_key_order(storage.transaction, "dist_reports", DIST_REPORT_COLUMNS, where, key,
                              replace={"job_id": None})

@@ -486,10 +486,13 @@ class Storage(StorageBase):
                 days = [day for day in days if day not in ready]
                 conn.executemany("INSERT OR REPLACE INTO day_filters (day, reports, token, bits) "
                                  "VALUES (?, -1, ?, NULL)", [(day, token) for day in days])
-            claimed = "SELECT 1 FROM day_filters WHERE day = ? AND token = ?"
-            scrubbed = {day: scrub_sqlite_day(self.transaction, day,
-                                           lambda conn, day=day: bool(conn.execute(claimed, (day, token)).fetchone()))
-                      for day in days}
+
+            def claim_held(day: int, conn: sqlite3.Connection) -> bool:
+                return conn.execute("SELECT 1 FROM day_filters WHERE day = ? AND token = ?",
+                                    (day, token)).fetchone() is not None
+
+            scrubbed = {day: scrub_sqlite_day(self.transaction, day, functools.partial(claim_held, day))
+                        for day in days}
             days = [day for day in days if scrubbed[day] is not None]  # others: a late insert; a later build
             built = {}
             # Read on a connection of its own, with a small cache and no memory map: the scan leaves neither the

@@ -4,9 +4,12 @@ pairs than chance (0.5, within K_SE standard errors)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import shutil
+import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -72,6 +75,55 @@ def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
     assert_chance(arrival, lambda r: (pages[r][0], -pages[r][1]) if r in pages else None, "page and offset")
     assert_chance(arrival, lambda r: (frames[r][0], -frames[r][1]) if r in frames else None, "WAL frames")
     assert set(copies.values()) == {1}  # no second copy of a report anywhere: no freed cell, no older frame
+
+
+# Scrubs DAY of the database named by argv[1] 100 reports per transaction, and SIGKILLs itself once the second
+# chunk's rows are deleted and inserted again, before that transaction commits
+KILL_MID_SCRUB = """
+import contextlib, os, signal, sys
+from collector.storage import Storage, day_scrub
+
+day_scrub.SCRUB_CHUNK = 100
+chunks, original = [], day_scrub._secure_delete
+
+@contextlib.contextmanager
+def killed_on_the_second(conn):
+    with original(conn):
+        yield
+    chunks.append(1)
+    if len(chunks) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+day_scrub._secure_delete = killed_on_the_second
+Storage(sys.argv[1])._build_day_filters([int(sys.argv[2])])
+"""
+
+
+def test_a_kill_mid_scrub_loses_no_report(tmp_path):
+    path = tmp_path / "collector.db"
+    with open_storage(path) as storage:
+        storage.migrate()
+        campaign = storage.create_campaign(SPECS[1], DAY)[0]
+        groups = device_groups(campaign, DEVICES, seed=3)
+        for group in groups:
+            storage.insert_reports([group], DAY)
+        stored = sorted(storage.table_rows("reports"), key=lambda row: row["report_id"])
+    day_number = dt.date.fromisoformat(DAY).toordinal()
+    killed = subprocess.run([sys.executable, "-c", KILL_MID_SCRUB, str(path), str(day_number)], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open_storage(path) as storage:
+        # one chunk rewritten, the second rolled back: every report there once, none lost
+        assert sorted(storage.table_rows("reports"), key=lambda row: row["report_id"]) == stored
+        claim = [row["reports"] for row in storage.table_rows("day_filters") if row["day"] == day_number]
+        assert claim == [-1]  # the killed build's claim: no filter
+        storage.insert_reports(device_groups(campaign, 1, seed=4), NEXT_DAY)  # the next build scrubs the day
+        wait_for_filter_builds()
+        rows = sorted(storage.table_rows("reports"), key=lambda row: row["report_id"])
+        assert [row for row in rows if row["day"] == day_number] == stored
+        arrival = [uuid.UUID(group.report_ids[0]).bytes for group in groups]
+        cells = disk_reader.database_cells(path, set(arrival))
+    share, se = disk_reader.cells_concordance(arrival, cells)
+    assert abs(share - 0.5) <= K_SE * se, f"cell offsets within a page: {share:.3f} (SE {se:.3f})"
 
 
 def dump_order(url: str, table: str) -> list[bytes]:
