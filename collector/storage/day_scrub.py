@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 SCRUB_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
-TRUNCATE_TRIES = 5  # a checkpoint that readers keep from finishing is tried again, this many times
+TRUNCATE_TRIES = 5  # tries of a checkpoint that readers keep from finishing
 
 
 def scrub_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
@@ -90,11 +90,12 @@ def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
 def truncate_wal(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[object]]) -> bool:
     """Copy the WAL into the database file and truncate it to zero bytes, under the writer lock (``lock``: writers
     queue on it meanwhile); True once done.  A reader still on an older snapshot keeps the checkpoint from
-    finishing: tried again TRUNCATE_TRIES times, a second apart."""
+    finishing: tried TRUNCATE_TRIES times, 1, 2, 3 ... seconds apart."""
     for attempt in range(TRUNCATE_TRIES):
+        if attempt:
+            time.sleep(attempt)
         with lock():
             busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if not busy:
             return True
-        time.sleep(1.0 * (attempt + 1))
     return False

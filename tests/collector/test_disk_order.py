@@ -77,6 +77,24 @@ def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
     assert set(copies.values()) == {1}  # no second copy of a report anywhere: no freed cell, no older frame
 
 
+def test_a_vacuum_into_copy_of_an_open_day_is_not_in_arrival_order(tmp_path):
+    "docs/deploy.md's backup (VACUUM INTO) writes every table afresh in key order; the open day's layout stays behind"
+    path, copy = tmp_path / "collector.db", tmp_path / "backup.db"
+    with open_storage(path) as storage:
+        storage.migrate()
+        campaign = storage.create_campaign(SPECS[1], DAY)[0]
+        groups = device_groups(campaign, DEVICES, seed=5)
+        for group in groups:
+            storage.insert_reports([group], DAY)
+        storage.conn.execute("VACUUM INTO ?", (str(copy),))
+    arrival = [uuid.UUID(group.report_ids[0]).bytes for group in groups]
+    cells = disk_reader.database_cells(copy, set(arrival))
+    assert {cell[2] for cell in cells} == set(arrival)
+    share, se = disk_reader.cells_concordance(arrival, cells)
+    assert abs(share - 0.5) <= K_SE * se, f"cell offsets within a page: {share:.3f} (SE {se:.3f})"
+    assert not Path(f"{copy}-wal").exists()
+
+
 # Scrubs DAY of the database named by argv[1] 100 reports per transaction, and SIGKILLs itself once the second
 # chunk's rows are deleted and inserted again, before that transaction commits
 KILL_MID_SCRUB = """
@@ -153,3 +171,15 @@ def test_postgresql_heap_and_dump_do_not_order_a_closed_day(postgres_cluster):
         place = {report: i for i, report in enumerate(dump_order(url, "reports")) if report in ids}
         assert set(place) == ids
         assert_chance(arrival, place.get, "pg_dump")
+
+
+def test_privacy_md_states_the_scrub_as_the_code_does():
+    from collector.storage import DEDUP_DAYS, day_scrub
+    from collector.storage import postgres as storage_pg
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "privacy.md").read_text().split())
+    tries = day_scrub.TRUNCATE_TRIES
+    for figure in (f"{day_scrub.SCRUB_CHUNK:,} reports per transaction",
+                   f"first insert of one of the {DEDUP_DAYS} days", f"tried {tries} times over {sum(range(tries))} s",
+                   f"every {storage_pg.SCRUB_RECHECK_SECONDS / 60:g} minutes", f"within {K_SE:g} standard errors"):
+        assert figure in text, figure
