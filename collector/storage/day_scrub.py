@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 SCRUB_CHUNK = 20_000  # reports rewritten per transaction: the writer lock is held for one chunk at a time
 TRUNCATE_TRIES = 5  # tries of a checkpoint that readers keep from finishing
+TRUNCATE_WAIT_MS = 500  # how long each try waits for readers (and so writers for it) at most
 
 
 def scrub_sqlite_day(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], day_number: int,
@@ -90,12 +91,18 @@ def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
 def truncate_wal(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[object]]) -> bool:
     """Copy the WAL into the database file and truncate it to zero bytes, under the writer lock (``lock``: writers
     queue on it meanwhile); True once done.  A reader still on an older snapshot keeps the checkpoint from
-    finishing: tried TRUNCATE_TRIES times, 1, 2, 3 ... seconds apart."""
-    for attempt in range(TRUNCATE_TRIES):
-        if attempt:
-            time.sleep(attempt)
-        with lock():
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        if not busy:
-            return True
-    return False
+    finishing: tried TRUNCATE_TRIES times, 1, 2, 3 ... seconds apart, each waiting TRUNCATE_WAIT_MS for them (the
+    writers wait as long)."""
+    before = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute(f"PRAGMA busy_timeout = {TRUNCATE_WAIT_MS}")
+    try:
+        for attempt in range(TRUNCATE_TRIES):
+            if attempt:
+                time.sleep(attempt)
+            with lock():
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return True
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(before)}")

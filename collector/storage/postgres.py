@@ -27,6 +27,7 @@ import atexit
 import functools
 import itertools
 import json
+import logging
 import os
 import secrets
 import threading
@@ -271,8 +272,12 @@ class PostgresStorage(StorageBase):
         return result
 
     def _build_day_filters(self, days: Sequence[int]) -> bool:
-        "PostgreSQL keeps no day filters: its work on closed days (in a thread, ``_start_filter_build``) is the scrub"
-        self.scrub_closed_days(_day_text(max(days)))
+        """PostgreSQL keeps no day filters: its work on closed days (in a thread, ``_start_filter_build``) is the
+        scrub.  A scrub that fails is tried again at the next check (``SCRUB_RECHECK_SECONDS``)."""
+        try:
+            self.scrub_closed_days(_day_text(max(days)))
+        except psycopg.Error as exc:
+            logging.getLogger("collector").warning("scrubbing closed days failed: %s", type(exc).__name__)
         return True
 
     def scrub_closed_days(self, day: str) -> list[str]:
