@@ -49,7 +49,8 @@ FAILPOINT_ENV = "LDP_FAILPOINT"
 DIST_REPORT_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "public_share", "leader_share", "helper_share",
                        "job_id", "state", "error")
 HELPER_SEEN_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "job_id", "valid")
-SCRUBBED_TABLES = ("dist_reports", "dist_helper_seen", "dist_jobs", "dist_helper_jobs")  # rewritten (PostgreSQL)
+# rewritten by a scrub on PostgreSQL (dist_agg_shares: without the dead versions a job's update left)
+SCRUBBED_TABLES = ("dist_reports", "dist_helper_seen", "dist_jobs", "dist_helper_jobs", "dist_agg_shares")
 
 
 def failpoint(name: str) -> None:

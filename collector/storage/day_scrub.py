@@ -70,6 +70,19 @@ def rewrite_in_key_order(transaction: Callable[[], AbstractContextManager[sqlite
             after, rewritten = rows[-1][at], rewritten + len(rows)
 
 
+def rewrite_table(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], table: str) -> None:
+    """Every row of a small table deleted and inserted again, in one transaction, with secure_delete on: its pages
+    are zeroed as a whole (``DELETE`` without ``WHERE`` clears the B-tree), so no older version of a row, left in a
+    page's free space by an update, survives.  For ``aggregates``: each insert request rewrote its day's row, and
+    the differences between successive versions would be the requests' reports in order of arrival."""
+    with transaction() as conn, _secure_delete(conn):
+        cursor = conn.execute(f"SELECT * FROM {table}")
+        marks = ", ".join("?" * len(cursor.description))
+        rows = cursor.fetchall()
+        conn.execute(f"DELETE FROM {table}")
+        conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+
+
 def delete_securely(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], sql: str,
                     params: Sequence[object]) -> None:
     "One DELETE in a transaction of its own, the deleted cells overwritten with zeros"

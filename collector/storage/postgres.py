@@ -282,17 +282,21 @@ class PostgresStorage(StorageBase):
 
     def scrub_closed_days(self, day: str) -> list[str]:
         """Scrub the days before ``day`` whose reports are not scrubbed yet (none, or more reports than when they
-        were): ``CLUSTER`` writes ``reports`` into a new file in (day, report id) order, its index rebuilt, and
-        removes the old file at commit, in one transaction (a crash leaves the old file, nothing lost); the days
-        scrubbed.  Writers of reports wait meanwhile (at most the busy timeout: then 503 and a retry).  Nothing if
-        another process is scrubbing.  (The distributed tables are scrubbed per batch: ``DistStore.scrub_batch``.)"""
+        were), in one transaction (a crash leaves the old files, nothing lost): ``CLUSTER`` writes ``reports`` into
+        a new file in (day, report id) order, its index rebuilt, and ``aggregates`` without its dead row versions,
+        and the old files are removed at commit; the days scrubbed.  Writers of reports wait meanwhile (at most
+        the busy timeout: then 503 and a retry).  Nothing if another process is scrubbing.  (The distributed
+        tables are scrubbed per batch: ``DistStore.scrub_batch``.)"""
         with self.transaction() as conn:
             if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SCRUB_LOCK,)).fetchone()[0]:  # type: ignore[index]
                 return []
             counts = "SELECT day, sum(n) FROM aggregates WHERE day < %s GROUP BY day"
             if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM scrubbed_days", (day,)).fetchall():
                 return []
-            conn.execute("CLUSTER reports USING reports_pkey")
+            # aggregates too: each insert left a dead version of its day's shard row, and the differences between
+            # successive versions would be the requests' reports in order of arrival
+            for table in ("reports", "aggregates"):
+                conn.execute(f"CLUSTER {table} USING {table}_pkey")
             # counted once the tables are locked: every insert in flight has committed
             return [row[0] for row in conn.execute(
                 f"INSERT INTO scrubbed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "

@@ -29,7 +29,7 @@ from ..errors import (
 from ..report_codec import encode_payloads
 from . import base as _base
 from .base import DEDUP_DAYS, SQL_VARIABLES_PER_QUERY, StorageBase
-from .day_scrub import scrub_sqlite_day, truncate_wal
+from .day_scrub import rewrite_table, scrub_sqlite_day, truncate_wal
 from .faults import storage_fault
 from .filter_builds import _day_filter_cache, _start_filter_build
 from .group_commit import _group_commit_queue, _GroupCommitQueue, _PendingInsert
@@ -517,7 +517,8 @@ class Storage(StorageBase):
                         # the bits back; an entry whose transaction rolls back is never used (its token is not
                         # stored)
                         cache[day] = (token, day_filter)
-            if any(scrubbed.values()):  # no frame of the days' earlier pages stays in the WAL
+            if any(scrubbed.values()):  # no older aggregate, no frame of the days' earlier pages in the WAL
+                rewrite_table(self.transaction, "aggregates")
                 truncate_wal(self.conn, self._writer_locked)
             return True
         finally:

@@ -67,6 +67,10 @@ def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
         frames = disk_reader.wal_positions(Path(f"{path}-wal"), ids)
         copies = {report: disk_reader.occurrences((path, Path(f"{path}-wal")), report) for report in arrival}
         assert storage.count_reports() == DEVICES + 1
+        # each request rewrote the day's aggregate row: no older version of it is left (each holds the day's text,
+        # as do the live row, its primary-key index entry and the campaign's created_day)
+        live = 2 * storage._one("SELECT count(*) FROM aggregates WHERE day = ?", (DAY,))[0] + 1
+        day_texts = disk_reader.occurrences((path, Path(f"{path}-wal")), DAY.encode())
     assert set(pages) == ids  # the reader finds every report
     by_page = {report: place[0] for report, place in pages.items()}
     # within a page: the cells' content offsets (SQLite fills a page from its end)
@@ -75,6 +79,7 @@ def test_sqlite_pages_and_wal_do_not_order_a_closed_day(tmp_path):
     assert_chance(arrival, lambda r: (pages[r][0], -pages[r][1]) if r in pages else None, "page and offset")
     assert_chance(arrival, lambda r: (frames[r][0], -frames[r][1]) if r in frames else None, "WAL frames")
     assert set(copies.values()) == {1}  # no second copy of a report anywhere: no freed cell, no older frame
+    assert day_texts == live, f"{day_texts - live} older versions of the day's aggregate"
 
 
 def test_a_vacuum_into_copy_of_an_open_day_is_not_in_arrival_order(tmp_path):
@@ -162,6 +167,12 @@ def test_postgresql_heap_and_dump_do_not_order_a_closed_day(postgres_cluster):
         arrival = send_day_and_close_it(storage)
         heap = [bytes(row[0]) for row in storage._all("SELECT report_id FROM reports ORDER BY ctid")]
         scan = [bytes(row[0]) for row in storage._all("SELECT report_id FROM reports")]
+        # each insert left a dead version of its day's aggregate shard row: none is left in the table's file
+        storage._run("CHECKPOINT")
+        aggregates_file = postgres_cluster.data / storage._one("SELECT pg_relation_filepath('aggregates')")[0]
+        live = storage._one("SELECT count(*) FROM aggregates WHERE day = ?", (DAY,))[0]
+        versions = disk_reader.occurrences([aggregates_file], DAY.encode())
+    assert versions == live, f"{versions - live} dead versions of the day's aggregate rows in the heap"
     ids = set(arrival)
     for what, order in (("ctid", heap), ("SELECT * without ORDER BY", scan)):
         place = {report: i for i, report in enumerate(order) if report in ids}
