@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+import pytest
 
 import client_sdk
 import estimators
@@ -194,3 +195,32 @@ def test_privacy_md_states_the_scrub_as_the_code_does():
                    f"first insert of one of the {DEDUP_DAYS} days", f"tried {tries} times over {sum(range(tries))} s",
                    f"every {storage_pg.SCRUB_RECHECK_SECONDS / 60:g} minutes", f"within {K_SE:g} standard errors"):
         assert figure in text, figure
+
+
+def test_the_parquet_archive_of_a_day_is_not_in_arrival_order(tmp_path):
+    "The archive holds payloads only, in report-id order: a Laplace payload (nearly always distinct) names its report"
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from collector.archive import export_campaign
+    from collector.report_codec import decode_payload, untagged
+
+    with open_storage(tmp_path / "collector.db") as storage:
+        storage.migrate()
+        campaign = storage.create_campaign(SPECS[4], DAY)[0]
+        rng = random.Random(11)
+        mechanism = client_sdk.mechanism_from_spec(campaign.spec, rng=client_sdk.DeterministicRandom(11))
+        arrival = []
+        for _ in range(DEVICES):
+            payload = mechanism.perturb(5.0)
+            arrival.append(payload)
+            storage.insert_reports([ReportGroup(campaign, [str(uuid.UUID(int=rng.getrandbits(128), version=4))],
+                                                [payload])], DAY)
+        written = export_campaign(storage, campaign.name, tmp_path / "archive").written
+    rows = [decode_payload("laplace", untagged(raw)) for raw in pq.read_table(written[0]).column("payload").to_pylist()]
+    assert sorted(rows) == sorted(arrival)
+    unique = [payload for payload in arrival if arrival.count(payload) == 1]  # a payload on a grid may repeat
+    assert len(unique) > 0.9 * DEVICES
+    place = {payload: i for i, payload in enumerate(rows)}
+    share, se = disk_reader.concordance(unique, place.get)
+    assert abs(share - 0.5) <= K_SE * se, f"Parquet rows: {share:.3f} of pairs in arrival order (SE {se:.3f})"
