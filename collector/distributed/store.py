@@ -49,8 +49,9 @@ FAILPOINT_ENV = "LDP_FAILPOINT"
 DIST_REPORT_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "public_share", "leader_share", "helper_share",
                        "job_id", "state", "error")
 HELPER_SEEN_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "job_id", "valid")
-# rewritten by a scrub on PostgreSQL (dist_agg_shares: without the dead versions a job's update left)
-SCRUBBED_TABLES = ("dist_reports", "dist_helper_seen", "dist_jobs", "dist_helper_jobs", "dist_agg_shares")
+# rewritten by a scrub on PostgreSQL (dist_agg_shares: without the dead versions a job's update left), and locked in
+# this order
+SCRUBBED_TABLES = ("dist_agg_shares", "dist_reports", "dist_jobs", "dist_helper_seen", "dist_helper_jobs")
 
 
 def failpoint(name: str) -> None:
@@ -515,6 +516,9 @@ class DistStore:
         jobs = [f"DELETE FROM {table} WHERE {where}" for table in ("dist_jobs", "dist_helper_jobs")]
         if self.storage.dialect == "postgresql":
             with self.transaction():
+                # every table up front, in the order the job and upload transactions lock them (aggregate share
+                # first, reports before jobs): waiting for them never closes a cycle with one of those
+                self.storage._run(f"LOCK TABLE {', '.join(SCRUBBED_TABLES)} IN ACCESS EXCLUSIVE MODE")
                 self.storage._run(f"UPDATE dist_reports SET job_id = NULL WHERE {where}", key)
                 self.storage._run(f"UPDATE dist_helper_seen SET job_id = '' WHERE {where}", key)
                 for sql in jobs:

@@ -282,9 +282,9 @@ class PostgresStorage(StorageBase):
 
     def scrub_closed_days(self, day: str) -> list[str]:
         """Scrub the days before ``day`` whose reports are not scrubbed yet (none, or more reports than when they
-        were), in one transaction (a crash leaves the old files, nothing lost): ``CLUSTER`` writes ``reports`` into
-        a new file in (day, report id) order, its index rebuilt, and ``aggregates`` without its dead row versions,
-        and the old files are removed at commit; the days scrubbed.  Writers of reports wait meanwhile (at most
+        were): ``CLUSTER`` writes ``reports`` into a new file in (day, report id) order, its index rebuilt, then
+        ``aggregates`` without its dead row versions, each in a transaction (a crash leaves the old file, nothing
+        lost) that removes the old file at commit; the days scrubbed.  Writers of reports wait meanwhile (at most
         the busy timeout: then 503 and a retry).  Nothing if another process is scrubbing.  (The distributed
         tables are scrubbed per batch: ``DistStore.scrub_batch``.)"""
         with self.transaction() as conn:
@@ -293,14 +293,17 @@ class PostgresStorage(StorageBase):
             counts = "SELECT day, sum(n) FROM aggregates WHERE day < %s GROUP BY day"
             if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM scrubbed_days", (day,)).fetchall():
                 return []
-            # aggregates too: each insert left a dead version of its day's shard row, and the differences between
-            # successive versions would be the requests' reports in order of arrival
-            for table in ("reports", "aggregates"):
-                conn.execute(f"CLUSTER {table} USING {table}_pkey")
-            # counted once the tables are locked: every insert in flight has committed
-            return [row[0] for row in conn.execute(
+            conn.execute("CLUSTER reports USING reports_pkey")
+            # counted while reports is locked: every insert in flight has committed, and no other can start
+            days = [row[0] for row in conn.execute(
                 f"INSERT INTO scrubbed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "
                 "SET reports = excluded.reports RETURNING day", (day,)).fetchall()]
+        # aggregates too: each insert left a dead version of its day's shard row, and the differences between
+        # successive versions would be the requests' reports in order of arrival.  A transaction of its own: a
+        # rebuild locks aggregates, then reads reports; holding both here would deadlock with it.
+        with self.transaction() as conn:
+            conn.execute("CLUSTER aggregates USING aggregates_pkey")
+        return days
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         "Add to one shard row chosen at random: a new row, or the stored one locked, merged and updated"
