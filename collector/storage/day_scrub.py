@@ -21,6 +21,7 @@ Report ids are random (version 4 UUIDs), so an order by id is unrelated to the o
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -71,16 +72,17 @@ def rewrite_in_key_order(transaction: Callable[[], AbstractContextManager[sqlite
 
 
 def rewrite_table(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], table: str) -> None:
-    """Every row of a small table deleted and inserted again, in one transaction, with secure_delete on: its pages
-    are zeroed as a whole (``DELETE`` without ``WHERE`` clears the B-tree), so no older version of a row, left in a
+    """A table copied into a new one of the same definition, the old one dropped with secure_delete on (its pages
+    zeroed as a whole) and the copy renamed to its name, in one transaction: no older version of a row, left in a
     page's free space by an update, survives.  For ``aggregates``: each insert request rewrote its day's row, and
     the differences between successive versions would be the requests' reports in order of arrival."""
+    copy = f"{table}_scrubbed"
     with transaction() as conn, _secure_delete(conn):
-        cursor = conn.execute(f"SELECT * FROM {table}")
-        marks = ", ".join("?" * len(cursor.description))
-        rows = cursor.fetchall()
-        conn.execute(f"DELETE FROM {table}")
-        conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0]
+        conn.execute(re.sub(r"^(CREATE TABLE\s+(IF NOT EXISTS\s+)?)[\"\[`]?\w+[\"\]`]?", rf"\g<1>{copy}", sql))
+        conn.execute(f"INSERT INTO {copy} SELECT * FROM {table}")
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {copy} RENAME TO {table}")
 
 
 def delete_securely(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]], sql: str,

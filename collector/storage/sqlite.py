@@ -494,6 +494,8 @@ class Storage(StorageBase):
             scrubbed = {day: scrub_sqlite_day(self.transaction, day, functools.partial(claim_held, day))
                         for day in days}
             days = [day for day in days if scrubbed[day] is not None]  # others: a late insert; a later build
+            if any(scrubbed.values()):  # no older version of the days' aggregate rows either
+                rewrite_table(self.transaction, "aggregates")
             built = {}
             # Read on a connection of its own, with a small cache and no memory map: the scan leaves neither the
             # writer's page cache full of the closed day's pages nor the day mapped into the process's RSS.
@@ -517,8 +519,7 @@ class Storage(StorageBase):
                         # the bits back; an entry whose transaction rolls back is never used (its token is not
                         # stored)
                         cache[day] = (token, day_filter)
-            if any(scrubbed.values()):  # no older aggregate, no frame of the days' earlier pages in the WAL
-                rewrite_table(self.transaction, "aggregates")
+            if any(scrubbed.values()):  # no frame of the days' earlier pages left in the WAL
                 truncate_wal(self.conn, self._writer_locked)
             return True
         finally:
