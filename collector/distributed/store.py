@@ -14,8 +14,9 @@ Both roles:
 
 Leader only: ``dist_reports`` (each accepted upload: its public share, the leader's opened input share, the helper's
 sealed share, its job and state; the shares are emptied once the report is aggregated or rejected, the id stays
-for replay checks and the batch checksum), ``dist_jobs`` (aggregation jobs, each with the lease of the driver
-running it), ``dist_rejections`` (counts by reason) and ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each
+for replay checks and the batch checksum, the job goes once the batch is collected: ``scrub_batch``),
+``dist_jobs`` (aggregation jobs, each with the lease of the driver running it), ``dist_rejections`` (counts by
+reason) and ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each
 job's request digest and stored answer) and ``dist_helper_seen`` (every report id the helper has processed, with
 its batch and outcome).
 
