@@ -305,4 +305,5 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any, *, now: f
             store.set_batch(key, "collected", answer=json.dumps({**out, "request_digest": request_digest}))
     if raced:  # a concurrent request answered first: repeat its answer, never a second noise draw
         return aggregate_share(storage, store, body, now=now, grace=grace)
+    store.scrub_batch(key)  # no job of the batch runs any more: its reports' order of arrival goes
     return out

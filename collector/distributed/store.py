@@ -14,8 +14,9 @@ Both roles:
 
 Leader only: ``dist_reports`` (each accepted upload: its public share, the leader's opened input share, the helper's
 sealed share, its job and state; the shares are emptied once the report is aggregated or rejected, the id stays
-for replay checks and the batch checksum), ``dist_jobs`` (aggregation jobs, each with the lease of the driver
-running it), ``dist_rejections`` (counts by reason) and ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each
+for replay checks and the batch checksum, the job goes once the batch is collected: ``scrub_batch``),
+``dist_jobs`` (aggregation jobs, each with the lease of the driver running it), ``dist_rejections`` (counts by
+reason) and ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each
 job's request digest and stored answer) and ``dist_helper_seen`` (every report id the helper has processed, with
 its batch and outcome).
 
@@ -40,11 +41,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..storage import StorageBase, restrict_database
+from ..storage.day_scrub import delete_securely, rewrite_in_key_order, truncate_wal
 
 BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
 IDS_PER_QUERY = 900  # report ids per IN (...) list: below SQLite's historical 999 variables
 
 FAILPOINT_ENV = "LDP_FAILPOINT"
+DIST_REPORT_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "public_share", "leader_share", "helper_share",
+                       "job_id", "state", "error")
+HELPER_SEEN_COLUMNS = ("report_id", "campaign", "fingerprint", "batch", "job_id", "valid")
+# rewritten by a scrub on PostgreSQL (dist_agg_shares: without the dead versions a job's update left), and locked in
+# this order
+SCRUBBED_TABLES = ("dist_agg_shares", "dist_reports", "dist_jobs", "dist_helper_seen", "dist_helper_jobs")
 
 
 def failpoint(name: str) -> None:
@@ -496,6 +504,37 @@ class DistStore:
                                [(rid, *key, job_id, int(ok)) for rid, ok in outcomes])
         return self._in_chunks("SELECT report_id FROM dist_helper_seen WHERE job_id <> ? AND report_id IN ({marks})",
                                [rid for rid, _ in outcomes], (job_id,))
+
+    # -- both roles: a collected batch scrubbed ----------------------------------------------------------------
+    def scrub_batch(self, key: BatchKey) -> None:
+        """Once a batch is collected: drop what ties its reports to their jobs (a job holds the reports that arrived
+        between two driver rounds: the job ids, the jobs' rows and the helper's stored answers, which list report
+        ids) and rewrite its per-report rows in report-id order, so neither the rows nor the files order the
+        batch's reports by arrival (``collector.storage.day_scrub``).  SQLite: the rows deleted and inserted again
+        with secure_delete, SCRUB_CHUNK a transaction, then the WAL truncated; PostgreSQL: the tables rewritten by
+        CLUSTER in one transaction.  Idempotent: an interrupted scrub loses nothing and can simply run again."""
+        where = "campaign = ? AND fingerprint = ? AND batch = ?"
+        jobs = [f"DELETE FROM {table} WHERE {where}" for table in ("dist_jobs", "dist_helper_jobs")]
+        if self.storage.dialect == "postgresql":
+            with self.transaction():
+                # every table up front, in the order the job and upload transactions lock them (aggregate share
+                # first, reports before jobs): waiting for them never closes a cycle with one of those
+                self.storage._run(f"LOCK TABLE {', '.join(SCRUBBED_TABLES)} IN ACCESS EXCLUSIVE MODE")
+                self.storage._run(f"UPDATE dist_reports SET job_id = NULL WHERE {where}", key)
+                self.storage._run(f"UPDATE dist_helper_seen SET job_id = '' WHERE {where}", key)
+                for sql in jobs:
+                    self.storage._run(sql, key)
+                for table in SCRUBBED_TABLES:  # a new file each, in primary-key order; no dead row left behind
+                    self.storage._run(f"CLUSTER {table} USING {table}_pkey")
+            return
+        storage: Any = self.storage  # the SQLite Storage: its transactions, connection and writer lock
+        rewrite_in_key_order(storage.transaction, "dist_reports", DIST_REPORT_COLUMNS, where, key,
+                             replace={"job_id": None})
+        rewrite_in_key_order(storage.transaction, "dist_helper_seen", HELPER_SEEN_COLUMNS, where, key,
+                             replace={"job_id": ""})
+        for sql in jobs:
+            delete_securely(storage.transaction, sql, key)
+        truncate_wal(storage.conn, storage._writer_locked)
 
     def helper_valid_ids(self, key: BatchKey) -> list[bytes]:
         rows = self._all("SELECT report_id FROM dist_helper_seen WHERE campaign = ? AND fingerprint = ? AND "

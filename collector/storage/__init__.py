@@ -17,7 +17,8 @@ the same for PostgreSQL (a ``postgresql://`` URL).
 
 Modules: ``models`` (the records handed out), ``rows`` (values <-> stored columns), ``base`` (:class:`StorageBase`,
 rate buckets, keys), ``faults`` (errors that mean the storage failed), ``sqlite`` with ``sqlite_schema``,
-``group_commit``, ``day_filter`` and ``filter_builds`` (the SQLite backend), ``postgres`` (only for a PostgreSQL URL).
+``group_commit``, ``day_filter`` and ``filter_builds`` (the SQLite backend), ``postgres`` (only for a PostgreSQL URL),
+``day_scrub`` (a closed day rewritten on disk, both backends).
 Errors live in :mod:`collector.errors` and are re-exported here.  A tuning constant is read in the module
 that defines it: patch ``collector.storage.base.REBUILD_CHUNK`` or ``collector.storage.sqlite.CHECKPOINT_REPORTS``,
 not the re-exported name.
@@ -25,9 +26,10 @@ not the re-exported name.
 Stored per report: its UTC day, its 16 random id bytes, a small version id (``report_versions``: campaign and
 version once per version, not per row) and the payload in a compact form
 (``report_codec``).  Nothing else: no rowid, no time of day.  The table is ``WITHOUT ROWID`` and clustered on
-(day, report_id), so within a day rows sit in the order of their random ids and nothing orders them by arrival
-(a device's batch across campaigns does not land on consecutive rows), and an insert only touches the pages of
-today's partition, however many past days are stored.
+(day, report_id), so within a day rows are read in the order of their random ids (a device's batch across
+campaigns does not land on consecutive rows), and an insert only touches the pages of today's partition, however
+many past days are stored.  Where a cell lands in its page still follows arrival while the day is open: a closed
+day is rewritten in id order (``day_scrub``).
 """
 
 

@@ -24,13 +24,17 @@ handling live here; campaigns, the insert flow, keys and rate buckets are :class
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
+import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -43,12 +47,16 @@ from ..errors import DatabaseCorrupt, DatabaseLocked, DiskFull, StorageUnavailab
 from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from . import base as _base
 from .base import StorageBase
+from .filter_builds import _start_filter_build
 from .models import CampaignVersion, InsertResult, ReportGroup
-from .rows import _id_bytes, merged_counts
+from .rows import _day_number, _day_text, _id_bytes, merged_counts
 
 AGGREGATE_SHARDS = 8
 POOL_MAX_CONNECTIONS = 16  # per process: gunicorn's threads of one worker, with room for health checks
 MIGRATION_LOCK = 0x6C6470  # pg_advisory_xact_lock key of the schema migration ("ldp")
+SCRUB_LOCK = 0x6C6473  # pg_try_advisory_xact_lock key of scrubbing ("lds"): one process at a time
+SCRUB_RECHECK_SECONDS = 600.0  # a process looks for days to scrub at its first insert of a day, then this often
+_scrub_checked: dict[str, tuple[str, float]] = {}  # per URL: the day and time.monotonic() of the last look
 TABLES = ("campaigns", "report_versions", "reports", "aggregates", "api_keys", "rate_buckets")
 # Versioned migrations: (version, statements).  Never edit an applied one; append the next.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
@@ -81,6 +89,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     )),
     # the distributed campaigns' tables (leader and helper), with the job leases
     (4, dist_schema.statements("postgresql")),
+    # the closed days whose reports are scrubbed (collector.storage.day_scrub), with their count of reports then
+    (5, ("CREATE TABLE scrubbed_days (day text PRIMARY KEY, reports bigint NOT NULL)",)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -250,6 +260,50 @@ class PostgresStorage(StorageBase):
                 ids, payloads, {report_id for report_id in ids if _id_bytes(report_id) not in new}, result)
         self._aggregate_inserted(c, day, payloads, aggregate)
         return len(ids)
+
+    def insert_reports(self, groups: Sequence[ReportGroup], day: str, **kwargs: Any) -> InsertResult:
+        "As StorageBase's; then, at the first insert of a day (and every SCRUB_RECHECK_SECONDS), scrub closed days"
+        result = super().insert_reports(groups, day, **kwargs)
+        last = _scrub_checked.get(self.url)
+        if last is None or last[0] != day or time.monotonic() - last[1] >= SCRUB_RECHECK_SECONDS:
+            _scrub_checked[self.url] = (day, time.monotonic())
+            _start_filter_build(Path(self.url), [_day_number(day)], functools.partial(
+                PostgresStorage, self.url, busy_timeout_ms=int(self.busy_timeout * 1000)))
+        return result
+
+    def _build_day_filters(self, days: Sequence[int]) -> bool:
+        """PostgreSQL keeps no day filters: its work on closed days (in a thread, ``_start_filter_build``) is the
+        scrub.  A scrub that fails is tried again at the next check (``SCRUB_RECHECK_SECONDS``)."""
+        try:
+            self.scrub_closed_days(_day_text(max(days)))
+        except psycopg.Error as exc:
+            logging.getLogger("collector").warning("scrubbing closed days failed: %s", type(exc).__name__)
+        return True
+
+    def scrub_closed_days(self, day: str) -> list[str]:
+        """Scrub the days before ``day`` whose reports are not scrubbed yet (none, or more reports than when they
+        were): ``CLUSTER`` writes ``reports`` into a new file in (day, report id) order, its index rebuilt, then
+        ``aggregates`` without its dead row versions, each in a transaction (a crash leaves the old file, nothing
+        lost) that removes the old file at commit; the days scrubbed.  Writers of reports wait meanwhile (at most
+        the busy timeout: then 503 and a retry).  Nothing if another process is scrubbing.  (The distributed
+        tables are scrubbed per batch: ``DistStore.scrub_batch``.)"""
+        with self.transaction() as conn:
+            if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SCRUB_LOCK,)).fetchone()[0]:  # type: ignore[index]
+                return []
+            counts = "SELECT day, sum(n) FROM aggregates WHERE day < %s GROUP BY day"
+            if not conn.execute(f"{counts} EXCEPT SELECT day, reports FROM scrubbed_days", (day,)).fetchall():
+                return []
+            conn.execute("CLUSTER reports USING reports_pkey")
+            # counted while reports is locked: every insert in flight has committed, and no other can start
+            days = [row[0] for row in conn.execute(
+                f"INSERT INTO scrubbed_days (day, reports) {counts} ON CONFLICT (day) DO UPDATE "
+                "SET reports = excluded.reports RETURNING day", (day,)).fetchall()]
+        # aggregates too: each insert left a dead version of its day's shard row, and the differences between
+        # successive versions would be the requests' reports in order of arrival.  A transaction of its own: a
+        # rebuild locks aggregates, then reads reports; holding both here would deadlock with it.
+        with self.transaction() as conn:
+            conn.execute("CLUSTER aggregates USING aggregates_pkey")
+        return days
 
     def _add_to_aggregate(self, campaign: CampaignVersion, day: str, aggregate: estimators.Aggregate) -> None:
         "Add to one shard row chosen at random: a new row, or the stored one locked, merged and updated"

@@ -29,6 +29,7 @@ from ..errors import (
 from ..report_codec import encode_payloads
 from . import base as _base
 from .base import DEDUP_DAYS, SQL_VARIABLES_PER_QUERY, StorageBase
+from .day_scrub import rewrite_table, scrub_sqlite_day, truncate_wal
 from .faults import storage_fault
 from .filter_builds import _day_filter_cache, _start_filter_build
 from .group_commit import _group_commit_queue, _GroupCommitQueue, _PendingInsert
@@ -220,6 +221,15 @@ class Storage(StorageBase):
                     raise DatabaseLocked(f"database writer lock busy for more than {timeout:g} s") from None
                 time.sleep(delay)
                 delay = min(2 * delay, 0.005)
+
+    @contextmanager
+    def _writer_locked(self) -> Iterator[None]:
+        "The writer flock held for the block (no transaction)"
+        lock_fd = self._lock_writer(self.busy_timeout)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
     def check(self, *, lock_timeout: float = 1.0) -> dict:
         """StorageUnavailable unless every table can be read and the write lock taken within ``lock_timeout``
@@ -458,7 +468,8 @@ class Storage(StorageBase):
         filter row in its own transaction (``_insert_group``).  The filter is read from a snapshot taken after a
         claim row (a random token) is committed, and stored only if that claim row is still there: an insert
         before the claim is in the snapshot, one after it has deleted the claim, so a stored filter never misses
-        an id of its day.  False if another process holds the build lock."""
+        an id of its day.  Between the claim and the snapshot each day is scrubbed (``day_scrub``): a day whose
+        filter is stored is in report-id order on disk.  False if another process holds the build lock."""
         # imported here: the day filters (+97 ms) with the first query about a closed day
         from .day_filter import DayFilter
 
@@ -475,6 +486,16 @@ class Storage(StorageBase):
                 days = [day for day in days if day not in ready]
                 conn.executemany("INSERT OR REPLACE INTO day_filters (day, reports, token, bits) "
                                  "VALUES (?, -1, ?, NULL)", [(day, token) for day in days])
+
+            def claim_held(day: int, conn: sqlite3.Connection) -> bool:
+                return conn.execute("SELECT 1 FROM day_filters WHERE day = ? AND token = ?",
+                                    (day, token)).fetchone() is not None
+
+            scrubbed = {day: scrub_sqlite_day(self.transaction, day, functools.partial(claim_held, day))
+                        for day in days}
+            days = [day for day in days if scrubbed[day] is not None]  # others: a late insert; a later build
+            if any(scrubbed.values()):  # no older version of the days' aggregate rows either
+                rewrite_table(self.transaction, "aggregates")
             built = {}
             # Read on a connection of its own, with a small cache and no memory map: the scan leaves neither the
             # writer's page cache full of the closed day's pages nor the day mapped into the process's RSS.
@@ -498,6 +519,8 @@ class Storage(StorageBase):
                         # the bits back; an entry whose transaction rolls back is never used (its token is not
                         # stored)
                         cache[day] = (token, day_filter)
+            if any(scrubbed.values()):  # no frame of the days' earlier pages left in the WAL
+                truncate_wal(self.conn, self._writer_locked)
             return True
         finally:
             os.close(lock_fd)

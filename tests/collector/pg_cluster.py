@@ -98,7 +98,7 @@ def empty_database(url: str) -> None:
     from collector.distributed import schema
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE campaigns, report_versions, reports, aggregates, api_keys, rate_buckets, "
+        conn.execute("TRUNCATE campaigns, report_versions, reports, aggregates, api_keys, rate_buckets, scrubbed_days, "
                      f"{', '.join(schema.TABLES)} RESTART IDENTITY")
 
 

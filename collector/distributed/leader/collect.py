@@ -106,6 +106,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
             # same noisy share, and this leader's noise of the other one is what the analyst sees)
             raise _collected(store, key)
         store.set_batch(key, "collected")
+    store.scrub_batch(key)  # its jobs are done and it takes no report any more: its reports' order of arrival goes
     return out
 
 
