@@ -73,7 +73,8 @@ MUTATIONS = (
              "support = np.clip(r, min(p, q), max(p, q))", "support = r",
              ("tests/estimators/test_frequency.py", "-k", "zero_or_n or small_n")),
     Mutation("duchi-zero-variance", "estimators/means.py",
-             "variance = max(variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))", "pass",
+             "variance = max(sample_variance, entry.device.variance(min(max(mean_t, -1.0), 1.0)))",
+             "variance = sample_variance",
              ("tests/estimators/test_means.py", "-k", "duchi")),
     # issue 22 §4: central DP drawn around the truth (a width), never around the local estimate
     Mutation("central-around-the-estimate", "estimators/report/plots.py",
