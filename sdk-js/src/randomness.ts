@@ -170,10 +170,9 @@ const EXP_ONE = 1n << EXP_BITS;
  * derive bit-identical probabilities (Math.exp and libm's exp differ in the last bit for about one argument in
  * four) and no privacy ratio built on it exceeds e**eps. */
 export function expRounded(x: number): number {
-  if (!Number.isFinite(x) || Math.abs(x) > 64) throw new RangeError("expRounded needs |x| <= 64");
+  if (!(Math.abs(x) <= 64)) throw new RangeError("expRounded needs |x| <= 64"); // NaN and infinities too
   const ratio = fromDouble(Math.abs(x));
-  const whole = Math.floor(Math.abs(x));
-  const shift = 8 + (whole === 0 ? 0 : 32 - Math.clz32(whole));
+  const shift = 40 - Math.clz32(Math.abs(x)); // 8 + the bit length of the integer part (clz32 truncates; 32 for 0)
   const y = (ratio.n << EXP_BITS) / (ratio.d << BigInt(shift));
   let total = EXP_ONE, term = EXP_ONE;
   for (let i = 1n; term; i++) {

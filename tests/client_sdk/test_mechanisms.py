@@ -49,6 +49,19 @@ def test_categorical_payloads_check_and_have_one_shape(mechanism):
     assert len(shapes) == 1
 
 
+@pytest.mark.parametrize("mechanism", CATEGORICAL)
+def test_values_no_campaign_can_report_raise_even_with_a_catch_all(mechanism):
+    "None, bools, NaN and containers are mistakes, not values outside the domain: never the catch-all's report"
+    randomizer = mechanism_from_spec(categorical_spec(mechanism, domain=[*DOMAIN, "other"], catch_all="other"))
+    for value in (None, True, [], {}, b"chrome"):
+        with pytest.raises(TypeError):
+            randomizer.perturb(value)
+    with pytest.raises(ValueError):
+        randomizer.perturb(float("nan"))
+    randomizer.check_payload(randomizer.perturb("opera"))  # a string outside the domain: the catch-all
+    randomizer.check_payload(randomizer.perturb(7))
+
+
 @pytest.mark.parametrize("mechanism", NUMERIC)
 def test_numeric_payloads_check_and_have_one_shape(mechanism):
     spec = numeric_spec(mechanism)
