@@ -103,10 +103,10 @@ def validate_epsilon(epsilon: Any) -> float:
     if not is_finite_number(epsilon):
         raise SpecError("epsilon", allowed)
     if epsilon < MIN_EPSILON:
-        raise SpecError("epsilon", f"{allowed}: {epsilon} is below {MIN_EPSILON}, where the noise swamps every estimate")
+        raise SpecError("epsilon", f"{allowed}: {epsilon} is below {MIN_EPSILON}, where noise swamps every estimate")
     if epsilon > MAX_EPSILON:
-        raise SpecError("epsilon", f"{allowed}: {epsilon} is above {MAX_EPSILON}, where some mechanism's probabilities "
-                                   "round to 0 or 1 in float64 (no privacy, no estimate)")
+        raise SpecError("epsilon", f"{allowed}: {epsilon} is above {MAX_EPSILON}, where some mechanism's "
+                                   "probabilities round to 0 or 1 in float64 (no privacy, no estimate)")
     if epsilon > EPSILON_WARNING_THRESHOLD:
         warnings.warn(
             f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning,
