@@ -7,7 +7,8 @@ Every draw in ``client_sdk`` goes through an object with three methods, ``randbe
 Bernoulli draws compare a uniform integer with an exact rational threshold, so a probability is never rounded by
 floating point at draw time.  Probabilities that come from ``exp(eps)`` are quantized once, in the spec, to a
 multiple of ``2**-32`` and always in the direction that keeps the privacy ratio at or below ``e**eps``
-(:func:`quantize_down`, :func:`quantize_up`); the estimators de-bias with the same quantized values.
+(:func:`quantize_down`, :func:`quantize_up`): from the exact rational of a double at or below e**eps
+(:func:`exp_rounded`), never from a rounded quotient; the estimators de-bias with the same quantized values.
 
 Discrete Laplace and discrete Gaussian sampling follow Canonne, Kamath, Steinke, "The Discrete Gaussian for
 Differential Privacy" (NeurIPS 2020), Algorithms 1, 2 and 3: exact for a rational scale (or variance parameter),
@@ -108,17 +109,21 @@ class ByteStreamRandom:
 
 SECURE_RANDOM = SecureRandom()
 
-_EXP_BITS = 200  # fixed-point precision of exp_rounded: far below half an ulp of any double it returns
+_EXP_BITS = 200  # fixed-point precision of exp_rounded: far below an ulp of any double it returns
 _EXP_ONE = 1 << _EXP_BITS
+_DOUBLE_BITS = 53
 
 
 def exp_rounded(x: float) -> float:
-    """e**x as the double nearest to a 200-bit fixed-point evaluation, for |x| <= 64.
+    """e**x as a double from a 200-bit fixed-point evaluation, for |x| <= 64; for x >= 0 at or below e**x.
 
     The mechanisms' probabilities derive from e**eps; libm's ``exp`` differs between platforms and languages in the
     last bit for about one epsilon in four (V8 against glibc), and a changed bit changes the quantized thresholds
     and Piecewise's constants.  This is integer arithmetic only (Taylor series of x / 2**s, then s squarings, every
-    step rounded down), so every SDK computes the same bits (``sdk-js/src/exactexp.ts`` is the same algorithm)."""
+    step rounded down), so every SDK computes the same bits (``sdk-js/src/randomness.ts`` is the same algorithm).
+    For x >= 0 every step rounds down and the result is truncated to a double, so it never exceeds e**x and a
+    privacy ratio built on it never exceeds e**eps; for x < 0 (variances and Hybrid's branch weight only) it is
+    within an ulp of e**x in either direction."""
     if not math.isfinite(x) or abs(x) > 64:
         raise ValueError("exp_rounded needs |x| <= 64")
     ratio = Fraction(abs(x))  # exact: a dyadic rational n / 2**q
@@ -133,16 +138,17 @@ def exp_rounded(x: float) -> float:
         total = total * total // _EXP_ONE
     if x < 0:
         total = _EXP_ONE * _EXP_ONE // total
-    return total / _EXP_ONE  # int / int is correctly rounded
+    drop = total.bit_length() - _DOUBLE_BITS  # > 0: total >= 2**200 e**-64
+    return math.ldexp(total >> drop, drop - _EXP_BITS)  # truncated to 53 bits: exact, never rounded up
 
 
-def quantize_down(probability: float) -> Fraction:
-    "The largest multiple of 2**-32 at or below ``probability``"
+def quantize_down(probability: float | Fraction) -> Fraction:
+    "The largest multiple of 2**-32 at or below ``probability`` (exact for a Fraction: no float rounding first)"
     return Fraction(math.floor(probability * PROB_DENOMINATOR), PROB_DENOMINATOR)
 
 
-def quantize_up(probability: float) -> Fraction:
-    "The smallest multiple of 2**-32 at or above ``probability``"
+def quantize_up(probability: float | Fraction) -> Fraction:
+    "The smallest multiple of 2**-32 at or above ``probability`` (exact for a Fraction: no float rounding first)"
     return Fraction(math.ceil(probability * PROB_DENOMINATOR), PROB_DENOMINATOR)
 
 

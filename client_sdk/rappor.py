@@ -39,7 +39,7 @@ from fractions import Fraction
 
 from .errors import SpecError, ValueNotInDomain
 from .frozen import Frozen
-from .randomness import PROB_DENOMINATOR, quantize_down, quantize_up
+from .randomness import PROB_DENOMINATOR, exp_rounded, quantize_down, quantize_up
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -139,11 +139,18 @@ class RapporParams(Frozen):
 
     @property
     def epsilon_one(self) -> float:
-        "Privacy of one report: h ln(p11 (1 - p01) / (p01 (1 - p11)))"
+        """Privacy of one report: h ln(p11 (1 - p01) / (p01 (1 - p11))), rounded up until e**epsilon provably covers
+        the exact ratio of the quantized probabilities the IRR draws with (``exp_rounded`` is at or below e**x)"""
         p11, p01 = self.p11, self.p01
         if p01 <= 0 or p11 >= 1:
             return math.inf
-        return self.h * math.log(p11 * (1 - p01) / (p01 * (1 - p11)))
+        epsilon = self.h * math.log(p11 * (1 - p01) / (p01 * (1 - p11)))
+        f_half, p, q = quantized_probabilities(self)
+        one, zero = q * (1 - f_half) + p * f_half, p * (1 - f_half) + q * f_half
+        ratio = (one * (1 - zero) / (zero * (1 - one))) ** self.h
+        while epsilon <= 64 and Fraction(exp_rounded(epsilon)) < ratio:
+            epsilon *= 1 + 2**-52
+        return epsilon
 
     @property
     def epsilon_inf(self) -> float:

@@ -99,9 +99,14 @@ def validate_int(name: str, value: Any, low: int, high: int) -> int:
 def validate_epsilon(epsilon: Any) -> float:
     """eps in [MIN_EPSILON, MAX_EPSILON]: above MAX_EPSILON some mechanism's probabilities round to 0 or 1 in
     float64 or its arithmetic overflows (see the constants); below MIN_EPSILON estimates are useless"""
-    if not is_finite_number(epsilon) or not MIN_EPSILON <= epsilon <= MAX_EPSILON:
-        raise SpecError("epsilon", f"must be a number in [{MIN_EPSILON}, {MAX_EPSILON}]: above {MAX_EPSILON} some "
-                                   "mechanism's probabilities round to 0 or 1 in float64 (no privacy, no estimate)")
+    allowed = f"must be a number in [{MIN_EPSILON}, {MAX_EPSILON}]"
+    if not is_finite_number(epsilon):
+        raise SpecError("epsilon", allowed)
+    if epsilon < MIN_EPSILON:
+        raise SpecError("epsilon", f"{allowed}: {epsilon} is below {MIN_EPSILON}, where noise swamps every estimate")
+    if epsilon > MAX_EPSILON:
+        raise SpecError("epsilon", f"{allowed}: {epsilon} is above {MAX_EPSILON}, where some mechanism's "
+                                   "probabilities round to 0 or 1 in float64 (no privacy, no estimate)")
     if epsilon > EPSILON_WARNING_THRESHOLD:
         warnings.warn(
             f"epsilon = {epsilon} gives almost no privacy (above {EPSILON_WARNING_THRESHOLD})", PrivacyWarning,

@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "HELPER_URL": "",  # the leader's helper: https://..., or http:// to a loopback host only
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
-    "AGGREGATE_INTERVAL": 0.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
+    "AGGREGATE_INTERVAL": 2.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
     "JOB_LEASE": 60.0,  # leader: seconds a claimed aggregation job stays with its driver (collector.distributed.leader)
     "COLLECT_GRACE": 3600.0,  # leader and helper: seconds after a batch has ended before it is collected
     "HPKE_OVERLAP_DAYS": 7,  # leader and helper: days an older HPKE key still opens reports after a rotation

@@ -7,6 +7,7 @@ so a new mechanism is one new module (or one new class in a family's module) on 
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 
 from ..errors import ValueNotInDomain
@@ -75,7 +76,12 @@ class CategoricalMechanism(Mechanism):
         self.d = spec.domain_size
 
     def encode(self, value: Any) -> int:
-        "Index of ``value`` in the domain; the catch-all's index for other values when the spec names one"
+        """Index of ``value`` in the domain; the catch-all's index for other strings and numbers when the spec names
+        one.  Anything else (None, a bool, NaN, a list) raises: it is a mistake, not a value outside the domain."""
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)) or type(value).__name__ == "bool_":
+            raise TypeError(f"campaign {self.spec.name!r} takes a string or an integer")
+        if value != value:
+            raise ValueError(f"campaign {self.spec.name!r} cannot report NaN")
         index = self.spec.index_of(value)
         if index is None:
             if self.spec.catch_all is None:

@@ -13,7 +13,8 @@ hadamard   ``[j, b]``: j a column of the D x D Sylvester Hadamard matrix (D the 
 =========  =========================================================================================
 
 Each payload has the same shape and size whatever the true value.  Probabilities are quantized to multiples of
-2**-32 in the direction that keeps the privacy ratio at or below e**eps; p* and q* are the quantized values.
+2**-32 in the direction that keeps the privacy ratio at or below e**eps, from the exact rational of e**eps rounded
+down (``exp_rounded``); p* and q* are the quantized values.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class GRR(CategoricalMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        e = exp_rounded(spec.epsilon)
+        e = Fraction(exp_rounded(spec.epsilon))
         self.keep = quantize_down(e / (e + self.d - 1))
         self.p_star = float(self.keep)
         self.q_star = float((1 - self.keep) / (self.d - 1))
@@ -94,7 +95,7 @@ class SUE(UnaryEncoding):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        half = exp_rounded(spec.epsilon / 2)
+        half = Fraction(exp_rounded(spec.epsilon / 2))
         self.other_bit_one = quantize_up(1 / (half + 1))
         self.true_bit_one = 1 - self.other_bit_one
         self.p_star = float(self.true_bit_one)
@@ -109,7 +110,7 @@ class OUE(UnaryEncoding):
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.true_bit_one = Fraction(1, 2)
-        self.other_bit_one = quantize_up(1 / (exp_rounded(spec.epsilon) + 1))
+        self.other_bit_one = quantize_up(1 / (Fraction(exp_rounded(spec.epsilon)) + 1))
         self.p_star = 0.5
         self.q_star = float(self.other_bit_one)
 
@@ -123,7 +124,7 @@ class OLH(CategoricalMechanism):
         super().__init__(spec, rng=rng)
         e = exp_rounded(spec.epsilon)
         self.g = olh_range(e)
-        self.keep = quantize_down(e / (e + self.g - 1))
+        self.keep = quantize_down(Fraction(e) / (Fraction(e) + self.g - 1))
         self.p_star = float(self.keep)
         self.q_star = 1 / self.g
 
@@ -154,7 +155,8 @@ class Hadamard(CategoricalMechanism):
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
         self.size = hadamard_size(self.d)
-        self.keep = quantize_down(exp_rounded(spec.epsilon) / (exp_rounded(spec.epsilon) + 1))
+        e = Fraction(exp_rounded(spec.epsilon))
+        self.keep = quantize_down(e / (e + 1))
         self.p_star = float(self.keep)
         self.q_star = 0.5  # rows of a Hadamard matrix agree on exactly half of the columns
 

@@ -126,7 +126,7 @@ class Duchi(NumericMechanism):
 
     def __init__(self, spec: Spec, *, rng: RandomSource | None = None) -> None:
         super().__init__(spec, rng=rng)
-        e = exp_rounded(spec.epsilon)
+        e = Fraction(exp_rounded(spec.epsilon))
         self.slope = quantize_down((e - 1) / (e + 1))  # c; the ratio (1+c)/(1-c) stays <= e
         self.magnitude = 1 / float(self.slope)  # C
 
@@ -141,6 +141,18 @@ class Duchi(NumericMechanism):
         return self.magnitude**2 - t**2
 
 
+def piecewise_magnitude(z: float) -> float:
+    """C = (z+1)/(z-1) as a double at or above it: the density ratio (C+1)/(C-1) then stays at or below z.
+
+    The float quotient is within two ulps of the exact one; each step up is at least an ulp (``randomness.ts``
+    computes the same bits)."""
+    exact = (Fraction(z) + 1) / (Fraction(z) - 1)
+    magnitude = (z + 1) / (z - 1)
+    while Fraction(magnitude) < exact:
+        magnitude *= 1 + 2**-52
+    return magnitude
+
+
 class Piecewise(NumericMechanism):
     "N. Wang et al. (ICDE 2019): uniform on [l, l+C-1] w.p. z/(z+1), else uniform on the rest of [-C, C]"
 
@@ -150,8 +162,8 @@ class Piecewise(NumericMechanism):
         super().__init__(spec, rng=rng)
         z = exp_rounded(spec.epsilon / 2)
         self.z = z
-        self.magnitude = (z + 1) / (z - 1)  # C
-        self.central = quantize_down(z / (z + 1))
+        self.magnitude = piecewise_magnitude(z)  # C
+        self.central = quantize_down(Fraction(z) / (Fraction(z) + 1))
         self.cell_width = 2 * self.magnitude / PM_CELLS
 
     def sample_continuous(self, t: float) -> float:

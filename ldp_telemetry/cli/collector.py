@@ -120,8 +120,9 @@ def _fail(message: str) -> None:
                    "http://127.0.0.1:8001 (env LDP_HELPER_URL).")
 @click.option("--peer-token", default=None, envvar="LDP_PEER_TOKEN",
               help="Aggregator-to-aggregator bearer token, the same on leader and helper (env LDP_PEER_TOKEN).")
-@click.option("--aggregate-interval", default=2.0, show_default=True, type=click.FloatRange(0),
-              help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate').")
+@click.option("--aggregate-interval", default=None, type=click.FloatRange(0),
+              help="Leader: seconds between rounds of the aggregation driver (0: only 'ldp-telemetry aggregate'; "
+                   "env LDP_AGGREGATE_INTERVAL) [default: 2].")
 @click.option("--job-lease", default=None, type=click.FloatRange(1),
               help="Leader: seconds an aggregation job stays with the driver that claimed it; a crashed driver's job "
                    "is taken over by another after this (env LDP_JOB_LEASE) [default: 60].")
@@ -136,7 +137,7 @@ def _fail(message: str) -> None:
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
-          role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float,
+          role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float | None,
           job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
           public_max_batch: int | None) -> None:
@@ -158,7 +159,9 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
         if not helper_url:
             _fail("--role leader needs --helper-url (or LDP_HELPER_URL)")
         _check_helper_url(str(helper_url))
-        config.update(HELPER_URL=helper_url, AGGREGATE_INTERVAL=aggregate_interval)
+        config["HELPER_URL"] = helper_url
+        if aggregate_interval is not None:
+            config["AGGREGATE_INTERVAL"] = aggregate_interval
         if job_lease is not None:
             config["JOB_LEASE"] = job_lease
     from collector.cors import parse_origins

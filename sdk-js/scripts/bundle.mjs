@@ -12,7 +12,7 @@ const MAIN = "./ldp-telemetry.min.js";
 const SHARED = {
   "./mechanisms.js": ["bitsToHex", "registerMechanism"],
   "./hash.js": ["fromHex", "toHex", "utf8"],
-  "./randomness.js": ["quantizeDown", "quantizeUp", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
+  "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit"],
   "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
   "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",

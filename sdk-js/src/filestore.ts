@@ -4,9 +4,10 @@
  * ``DIR/ldp-telemetry.journal`` (mode 0600, the directory 0700) is one JSON change per line; opening replays it.
  * A last line without its newline is a write a crash interrupted (its operation never resolved) and is cut off;
  * any other damage is a StateFileError. When the journal holds many more lines than the state needs, it is
- * rewritten compactly under a temporary name, fsynced and renamed over the old one. One process per directory. */
+ * rewritten compactly under a temporary name, fsynced and renamed over the old one. One process per directory
+ * (``ldp-telemetry.lock``, see #lock). */
 
-import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
+import { link, mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { StateFileError } from "./errors.js";
 import { MemoryStore, applyChange, emptyState, ledgerChange, type Change, type Snapshot } from "./store.js";
@@ -14,6 +15,7 @@ import { MemoryStore, applyChange, emptyState, ledgerChange, type Change, type S
 const JOURNAL = "ldp-telemetry.journal";
 const LOCK = "ldp-telemetry.lock";
 const lockedHere = new Set<string>(); // directories this process holds: two clients of one process conflict too
+let claims = 0; // names this process's own lock files apart
 
 const alive = (pid: number): boolean => {
   try {
@@ -23,6 +25,26 @@ const alive = (pid: number): boolean => {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 };
+
+/** Give ``file``'s content the name ``name`` unless the name exists (link(2) never replaces). */
+async function claim(file: string, name: string): Promise<boolean> {
+  try {
+    await link(file, name);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw new StateFileError(`cannot lock ${name}: ${error}`);
+  }
+}
+
+/** The pid a lock file names (0 for anything else), null when there is no such file. */
+async function owner(name: string): Promise<number | null> {
+  try {
+    return Number(await readFile(name, "utf8")) || 0;
+  } catch {
+    return null;
+  }
+}
 
 export class FileStore extends MemoryStore {
   #handle: FileHandle | null = null;
@@ -40,25 +62,39 @@ export class FileStore extends MemoryStore {
 
   #locked = false;
 
-  /** Take the directory: ``ldp-telemetry.lock`` holds the owner's pid; a lock whose process is gone is stale. */
+  /** Take the directory: ``ldp-telemetry.lock`` holds the owner's pid from the moment it exists (written to a file of
+   * this process's own, then hard-linked to the lock's name, which fails if the name exists); a lock whose process
+   * is gone is stale, and only the process that creates ``ldp-telemetry.lock.break-PID`` (the same way) removes
+   * that lock, after reading it again: two processes never both pass. */
   async #lock(): Promise<void> {
     const path = join(this.directory, LOCK), key = resolve(this.directory);
-    for (let attempt = 0; attempt < 3 && !this.#locked; attempt++) {
-      try {
-        if (lockedHere.has(key)) throw Object.assign(new Error("held"), { code: "EEXIST" });
-        const file = await open(path, "wx", 0o600);
-        await file.writeFile(String(process.pid));
-        await file.close();
-        this.#locked = true;
-        lockedHere.add(key);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new StateFileError(`cannot lock ${path}: ${error}`);
-        const holder = Number(await readFile(path, "utf8").catch(() => "0"));
-        if (lockedHere.has(key) || (holder > 0 && holder !== process.pid && alive(holder))) {
-          throw new StateFileError(`${this.directory} is in use by another client (process ${holder || process.pid})`);
+    if (lockedHere.has(key)) throw new StateFileError(`${this.directory} is in use by another client (process ${process.pid})`);
+    const mine = `${path}.${process.pid}.${++claims}`;
+    await writeFile(mine, String(process.pid), { mode: 0o600 });
+    try {
+      for (let attempt = 0; attempt < 50 && !this.#locked; attempt++) {
+        if (await claim(mine, path)) {
+          this.#locked = true;
+          lockedHere.add(key);
+          break;
         }
-        await rm(path, { force: true }); // stale: its process is gone
+        const holder = await owner(path);
+        if (holder === null) continue; // removed meanwhile: try again
+        if (lockedHere.has(key) || (holder > 0 && holder !== process.pid && alive(holder))) {
+          throw new StateFileError(`${this.directory} is in use by another client (process ${holder})`);
+        }
+        const breaker = `${path}.break-${holder}`;
+        if (await claim(mine, breaker)) {
+          if ((await owner(path)) === holder) await rm(path, { force: true }); // still the stale one: no one else removes it
+          await rm(breaker, { force: true });
+        } else {
+          const other = await owner(breaker);
+          if (other !== null && !(other > 0 && alive(other))) await rm(breaker, { force: true }); // its breaker died
+          else await new Promise((done) => setTimeout(done, 5)); // another process is breaking it
+        }
       }
+    } finally {
+      await rm(mine, { force: true });
     }
     if (!this.#locked) throw new StateFileError(`cannot lock ${path}`);
   }

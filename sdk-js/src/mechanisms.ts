@@ -4,7 +4,7 @@
 import { InvalidValueType, SpecError, ValueNotInDomain } from "./errors.js";
 import { toHex } from "./hash.js";
 import {
-  bernoulli, bernoulliMany, bitLength, expRounded, quantizeDown, quantizeUp, randbelowNumber, randbits, rational,
+  bernoulli, bernoulliMany, bitLength, expRounded, fromDouble, quantizeRatio, randbelowNumber, randbits, rational,
   secureRandom, threshold, toNumber, type RandomSource, type Rational,
 } from "./randomness.js";
 import type { Spec } from "./spec.js";
@@ -30,6 +30,12 @@ function roundHalfEven(x: number): number {
   if (diff > 0.5) return floor + 1;
   if (diff < 0.5) return floor;
   return floor % 2 === 0 ? floor : floor + 1;
+}
+
+/** e/(e+others) quantized down from the exact rational of the double e (Python: quantize_down of a Fraction). */
+function keepOf(e: number, others: number): Rational {
+  const r = fromDouble(e);
+  return quantizeRatio(r.n, r.n + BigInt(others) * r.d);
 }
 
 abstract class Categorical implements Mechanism {
@@ -68,8 +74,7 @@ export class GRR extends Categorical {
   readonly qStar: number;
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
-    const e = expRounded(spec.epsilon);
-    this.keep = quantizeDown(e / (e + this.d - 1));
+    this.keep = keepOf(expRounded(spec.epsilon), this.d - 1);
     this.pStar = toNumber(this.keep);
     this.qStar = (1 - this.pStar) / (this.d - 1);
   }
@@ -88,13 +93,10 @@ export class UnaryEncoding extends Categorical {
   readonly #threshold: number;
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
-    if (spec.mechanism === "sue") {
-      this.otherBitOne = quantizeUp(1 / (expRounded(spec.epsilon / 2) + 1));
-      this.trueBitOne = rational(this.otherBitOne.d - this.otherBitOne.n, this.otherBitOne.d);
-    } else {
-      this.trueBitOne = rational(1n, 2n);
-      this.otherBitOne = quantizeUp(1 / (expRounded(spec.epsilon) + 1));
-    }
+    const sue = spec.mechanism === "sue";
+    const keep = keepOf(expRounded(sue ? spec.epsilon / 2 : spec.epsilon), 1); // 1/(e+1) rounded up is 1 - keep
+    this.otherBitOne = rational(keep.d - keep.n, keep.d);
+    this.trueBitOne = sue ? keep : rational(1n, 2n);
     this.#threshold = threshold(this.otherBitOne);
     this.pStar = toNumber(this.trueBitOne);
     this.qStar = toNumber(this.otherBitOne);
@@ -126,7 +128,7 @@ export class OLH extends Categorical {
     super(spec, rng);
     const e = expRounded(spec.epsilon);
     this.g = olhRange(e);
-    this.keep = quantizeDown(e / (e + this.g - 1));
+    this.keep = keepOf(e, this.g - 1);
     this.pStar = toNumber(this.keep);
     this.qStar = 1 / this.g;
   }
@@ -154,8 +156,7 @@ export class Hadamard extends Categorical {
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
     this.size = hadamardSize(this.d);
-    const e = expRounded(spec.epsilon);
-    this.keep = quantizeDown(e / (e + 1));
+    this.keep = keepOf(expRounded(spec.epsilon), 1);
     this.pStar = toNumber(this.keep);
   }
   perturbIndex(index: number): [number, number] {

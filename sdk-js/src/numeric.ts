@@ -5,8 +5,8 @@
 import { InvalidValueType } from "./errors.js";
 import { registerMechanism, type Mechanism, type Payload } from "./mechanisms.js";
 import {
-  bernoulli, expRounded, fromDouble, quantizeDown, randbelow, randbits, rational, uniformUnit, type RandomSource,
-  type Rational,
+  bernoulli, expRounded, fromDouble, quantizeDown, quantizeRatio, randbelow, randbits, rational, uniformUnit,
+  type RandomSource, type Rational,
 } from "./randomness.js";
 import type { Spec } from "./spec.js";
 
@@ -86,8 +86,8 @@ export class Duchi extends Numeric {
   readonly slope: Rational;
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
-    const e = expRounded(spec.epsilon);
-    this.slope = quantizeDown((e - 1) / (e + 1));
+    const e = fromDouble(expRounded(spec.epsilon));
+    this.slope = quantizeRatio(e.n - e.d, e.n + e.d); // (e-1)/(e+1), exactly, rounded down
   }
   perturbUnit(t: number): number {
     const x = fromDouble(t), s = this.slope;
@@ -101,9 +101,12 @@ export class Piecewise extends Numeric {
   readonly cellWidth: number;
   constructor(spec: Spec, rng: RandomSource) {
     super(spec, rng);
-    const z = expRounded(spec.epsilon / 2);
-    this.magnitude = (z + 1) / (z - 1);
-    this.central = quantizeDown(z / (z + 1));
+    const z = expRounded(spec.epsilon / 2), r = fromDouble(z);
+    // C = (z+1)/(z-1) rounded up (as the Python SDK's piecewise_magnitude), so (C+1)/(C-1) <= z
+    let c = (z + 1) / (z - 1);
+    for (let m = fromDouble(c); m.n * (r.n - r.d) < (r.n + r.d) * m.d; m = fromDouble(c)) c *= 1 + 2 ** -52;
+    this.magnitude = c;
+    this.central = quantizeRatio(r.n, r.n + r.d);
     this.cellWidth = 2 * this.magnitude / PM_CELLS;
   }
   sampleContinuous(t: number): number {

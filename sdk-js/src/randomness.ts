@@ -111,6 +111,11 @@ export function quantizeDown(p: number): Rational {
   return rational(BigInt(Math.floor(p * PROB_DENOMINATOR)), 1n << 32n);
 }
 
+/** The largest multiple of 2**-32 at or below n/d (n, d > 0), exactly (reduced). */
+export function quantizeRatio(n: bigint, d: bigint): Rational {
+  return rational((n << 32n) / d, 1n << 32n);
+}
+
 /** The smallest multiple of 2**-32 at or above ``p`` (reduced). */
 export function quantizeUp(p: number): Rational {
   return rational(BigInt(Math.ceil(p * PROB_DENOMINATOR)), 1n << 32n);
@@ -160,14 +165,14 @@ export function uniformUnit(rng: RandomSource): number {
 const EXP_BITS = 200n;
 const EXP_ONE = 1n << EXP_BITS;
 
-/** e**x as the double nearest to a 200-bit fixed-point evaluation, |x| <= 64: the same integer algorithm as the
- * Python SDK's ``exp_rounded``, so both derive bit-identical probabilities (Math.exp and libm's exp differ in the
- * last bit for about one argument in four). */
+/** e**x as a double from a 200-bit fixed-point evaluation, |x| <= 64, for x >= 0 at or below e**x: the same
+ * integer algorithm as the Python SDK's ``exp_rounded`` (every step rounded down, the result truncated), so both
+ * derive bit-identical probabilities (Math.exp and libm's exp differ in the last bit for about one argument in
+ * four) and no privacy ratio built on it exceeds e**eps. */
 export function expRounded(x: number): number {
-  if (!Number.isFinite(x) || Math.abs(x) > 64) throw new RangeError("expRounded needs |x| <= 64");
+  if (!(Math.abs(x) <= 64)) throw new RangeError("expRounded needs |x| <= 64"); // NaN and infinities too
   const ratio = fromDouble(Math.abs(x));
-  const whole = Math.floor(Math.abs(x));
-  const shift = 8 + (whole === 0 ? 0 : 32 - Math.clz32(whole));
+  const shift = 40 - Math.clz32(Math.abs(x)); // 8 + the bit length of the integer part (clz32 truncates; 32 for 0)
   const y = (ratio.n << EXP_BITS) / (ratio.d << BigInt(shift));
   let total = EXP_ONE, term = EXP_ONE;
   for (let i = 1n; term; i++) {
@@ -176,16 +181,6 @@ export function expRounded(x: number): number {
   }
   for (let i = 0; i < shift; i++) total = total * total / EXP_ONE;
   if (x < 0) total = EXP_ONE * EXP_ONE / total;
-  return bigRatioToNumber(total, EXP_BITS);
-}
-
-/** v / 2**bits correctly rounded (v > 0): Number(BigInt) rounds to nearest, ties to even; the division by a power
- * of two is exact for the magnitudes used here. */
-function bigRatioToNumber(v: bigint, bits: bigint): number {
-  const length = BigInt(bitLength(v));
-  if (length <= 64n) return Number(v) / 2 ** Number(bits);
-  const drop = length - 64n; // keep 64 bits plus a sticky bit, then round once
-  const sticky = (v & ((1n << drop) - 1n)) !== 0n ? 1n : 0n;
-  const kept = ((v >> drop) << 1n) | sticky;
-  return Number(kept) * 2 ** (Number(drop) - 1 - Number(bits));
+  const drop = bitLength(total) - 53; // > 0: total >= 2**200 e**-64; 53 bits convert exactly
+  return Number(total >> BigInt(drop)) * 2 ** (drop - 200);
 }

@@ -3,7 +3,7 @@
  * ``client_sdk/rappor.py`` (the encodings, tags and byte orders are documented there and in docs/rappor.md). */
 
 import { SpecError } from "./errors.js";
-import { quantizeDown, quantizeUp, type Rational } from "./randomness.js";
+import { expRounded, fromDouble, quantizeDown, quantizeUp, type Rational } from "./randomness.js";
 
 export const MAX_BLOOM_BITS = 1 << 16;
 export const MAX_COHORTS = 1 << 10;
@@ -93,11 +93,17 @@ export function p01(x: RapporParams): number {
   return x.p * (1 - x.f / 2) + x.q * x.f / 2;
 }
 
-/** Privacy of one report: h ln(p11 (1 - p01) / (p01 (1 - p11))). */
+/** Privacy of one report: h ln(p11 (1 - p01) / (p01 (1 - p11))), rounded up until e**epsilon provably covers the
+ * exact ratio of the quantized probabilities the IRR draws with (as the Python SDK's epsilon_one). */
 export function epsilonOne(x: RapporParams): number {
   const a = p11(x), b = p01(x);
   if (b <= 0 || a >= 1) return Infinity;
-  return x.h * Math.log(a * (1 - b) / (b * (1 - a)));
+  let epsilon = x.h * Math.log(a * (1 - b) / (b * (1 - a)));
+  const [f, p, q] = [quantizeUp(x.f / 2), quantizeUp(x.p), quantizeDown(x.q)].map((r) => (r.n << 32n) / r.d);
+  const unit = 1n << 32n, one = q * (unit - f) + p * f, zero = p * (unit - f) + q * f, h = BigInt(x.h);
+  const num = (one * (unit * unit - zero)) ** h, den = (zero * (unit * unit - one)) ** h;
+  for (let e; epsilon <= 64 && (e = fromDouble(expRounded(epsilon))).n * den < num * e.d;) epsilon *= 1 + 2 ** -52;
+  return epsilon;
 }
 
 /** Long-term privacy of one value under the memoized PRR: 2h ln((1 - f/2) / (f/2)). */

@@ -186,7 +186,7 @@ export function specFromDict(data: unknown): Spec {
   forbid(d, ["rappor", "candidates"], "only with mechanism rappor");
   const epsilon = d.epsilon;
   if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
-    throw new SpecError("epsilon", "must be a number in [0.01, 20]");
+    throw new SpecError("epsilon", `must be a number in [0.01, 20]${isFinite(epsilon) ? (epsilon < 1 ? ", too small" : ", too large") : ""}`);
   }
   if (NUMERIC_MECHANISMS.includes(mechanism as string)) {
     forbid(d, ["domain", "catch_all"], "not with a numeric mechanism");

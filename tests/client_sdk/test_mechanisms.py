@@ -4,6 +4,7 @@ import math
 import pathlib
 import subprocess
 import sys
+from fractions import Fraction
 
 import pytest
 
@@ -11,7 +12,7 @@ from client_sdk import DeterministicRandom, PayloadError, SecureRandom, ValueNot
 from client_sdk.mechanisms.categorical import hadamard_size
 from client_sdk.mechanisms.hashing import olh_hash, seed_from_hex
 from client_sdk.mechanisms.numeric import GRID, PM_CELLS
-from tests.audit import audit
+from tests.audit import LN_K_EPSILONS, audit, exact_audit_specs, exact_violations, python_parameters
 
 CATEGORICAL = ["grr", "sue", "oue", "olh", "hadamard"]
 NUMERIC = ["laplace", "duchi", "piecewise", "hybrid"]
@@ -46,6 +47,19 @@ def test_categorical_payloads_check_and_have_one_shape(mechanism):
         json.dumps(payload)
         shapes.add(shape(payload) if mechanism not in ("grr", "hadamard") else shape(payload)[0])
     assert len(shapes) == 1
+
+
+@pytest.mark.parametrize("mechanism", CATEGORICAL)
+def test_values_no_campaign_can_report_raise_even_with_a_catch_all(mechanism):
+    "None, bools, NaN and containers are mistakes, not values outside the domain: never the catch-all's report"
+    randomizer = mechanism_from_spec(categorical_spec(mechanism, domain=[*DOMAIN, "other"], catch_all="other"))
+    for value in (None, True, [], {}, b"chrome"):
+        with pytest.raises(TypeError):
+            randomizer.perturb(value)
+    with pytest.raises(ValueError):
+        randomizer.perturb(float("nan"))
+    randomizer.check_payload(randomizer.perturb("opera"))  # a string outside the domain: the catch-all
+    randomizer.check_payload(randomizer.perturb(7))
 
 
 @pytest.mark.parametrize("mechanism", NUMERIC)
@@ -215,6 +229,26 @@ def test_audit_catches_a_mechanism_that_spends_twice_its_epsilon(mechanism):
 @pytest.mark.parametrize("mechanism", ["duchi", "piecewise", "laplace"])
 def test_audit_catches_a_numeric_mechanism_that_spends_twice_its_epsilon(mechanism):
     assert audit(numeric_samples(mechanism, 2.0, 12_000), 1.0) != []
+
+
+# -- exact privacy audit: the quantized parameters' worst-case ratio, as a rational, against a bound of e^eps --
+@pytest.mark.filterwarnings("ignore::client_sdk.errors.PrivacyWarning")  # the grid reaches epsilon 20
+def test_exact_audit_every_mechanism_at_epsilon_ln_k():
+    "At eps = float(ln k), k = 2..65, and on a grid of epsilons: every worst-case ratio is at most e^eps, exactly"
+    violations = []
+    for data in exact_audit_specs(LN_K_EPSILONS + [i / 20 for i in range(1, 401)]):
+        randomizer = mechanism_from_spec(load_spec(data), rng=DeterministicRandom(1))
+        found = exact_violations(randomizer.spec.mechanism, python_parameters(randomizer), randomizer.spec.epsilon)
+        violations += [f"{data}: {v}" for v in found]
+    assert violations == []
+
+
+def test_exact_audit_catches_a_ratio_one_ulp_above_e_eps():
+    "The audit's bound is tight enough to see a ratio 2**-52 above e^eps"
+    epsilon = math.log(7)
+    keep = Fraction(7 * (1 + Fraction(1, 2**52)), 8 + Fraction(7, 2**52))  # keep / (1 - keep) = 7 (1 + 2**-52)
+    assert exact_violations("hadamard", {"keep": keep}, epsilon) != []
+    assert exact_violations("hadamard", {"keep": Fraction(7, 8) * (1 - Fraction(1, 2**40))}, epsilon) == []
 
 
 def test_bounded_laplace_has_no_output_only_one_input_can_produce():

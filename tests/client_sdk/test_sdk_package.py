@@ -88,6 +88,17 @@ def test_the_wheel_holds_client_sdk_and_nothing_else(wheel):
     print(f"SDK wheel: {wheel.name}, {wheel.stat().st_size} bytes")
 
 
+def test_docs_state_the_wheels_size_within_ten_percent(wheel):
+    "docs/sdk.md's 'about N KB, M KB unpacked' against the wheel just built"
+    with zipfile.ZipFile(wheel) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "sdk.md").read_text().split())
+    found = re.search(r"a wheel to ship \(about ([\d,]+) KB, ([\d,]+) KB unpacked, within 10%", text)
+    assert found, "docs/sdk.md states the wheel's size"
+    for stated, measured in zip(found.groups(), (wheel.stat().st_size, unpacked)):
+        assert abs(int(stated.replace(",", "")) * 1000 - measured) <= 0.1 * measured, (stated, measured)
+
+
 def test_the_wheel_installs_alone_and_delivers_to_a_collector(wheel, tmp_path):
     env = tmp_path / "venv"
     venv.create(env, with_pip=False)

@@ -214,3 +214,13 @@ def test_a_unit_is_only_for_numeric_campaigns(spec):
     with pytest.raises(SpecError) as info:
         load_spec(spec)
     assert info.value.field == "unit" and "unknown" not in str(info.value)
+
+
+@pytest.mark.parametrize(("epsilon", "side"), [(0.001, "below 0.01"), (25.0, "above 20.0"), (-1, "below 0.01")])
+def test_an_epsilon_out_of_range_names_the_range_and_the_side_it_is_on(epsilon, side):
+    with pytest.raises(SpecError) as raised:
+        load_spec({"name": "b", "mechanism": "grr", "epsilon": epsilon, "domain": ["a", "b"]})
+    assert raised.value.field == "epsilon"
+    assert "[0.01, 20.0]" in str(raised.value) and side in str(raised.value)
+    other = "above" if side.startswith("below") else "below"
+    assert other not in str(raised.value)

@@ -9,6 +9,7 @@ import math
 import shutil
 import subprocess
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from client_sdk.mechanisms.categorical import hadamard_sign_bit
 from client_sdk.mechanisms.hashing import olh_hash, seed_from_hex
 from estimators import aggregate, estimate
 from estimators.rappor.counts import estimate_bloom_bits
-from tests.audit import audit
+from tests.audit import LN_K_EPSILONS, audit, exact_audit_specs, exact_violations, python_parameters
 from tests.tolerances import k_sigma
 
 N = 100_000
@@ -174,6 +175,24 @@ def test_js_randomizers_pass_the_privacy_audit(sdk_js: Path) -> None:
         if spec.mechanism in ("grr", "oue", "duchi"):  # the audit has the power to catch a leak of 3x epsilon
             assert audit(samples, spec.epsilon / 3), spec.name
     assert not violations, violations[:10]
+
+
+def test_js_randomizers_pass_the_exact_privacy_audit(sdk_js: Path) -> None:
+    """At eps = float(ln k), k = 2..65, and on a grid: the JavaScript randomizers' quantized parameters give a
+    worst-case ratio at most e^eps, proved with rationals, and are exactly the Python SDK's"""
+    specs = exact_audit_specs(LN_K_EPSILONS + [i / 20 for i in range(1, 201)])
+    done = subprocess.run([shutil.which("node") or "node", "scripts/mechanism-parameters.mjs"], cwd=sdk_js,
+                          input=json.dumps(specs), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    violations, mismatches = [], []
+    for data, js in zip(specs, json.loads(done.stdout), strict=True):
+        violations += [f"{data}: {v}" for v in exact_violations(js["mechanism"], js["parameters"], js["epsilon"])]
+        python = client_sdk.mechanism_from_spec(client_sdk.load_spec(data), rng=client_sdk.DeterministicRandom(1))
+        expected = {key: Fraction(value) for key, value in python_parameters(python).items()}
+        if {key: Fraction(value) for key, value in js["parameters"].items()} != expected:
+            mismatches.append(data)
+    assert violations == []
+    assert mismatches == []
 
 
 def test_js_rappor_reports_give_unbiased_bloom_bit_estimates(sdk_js: Path) -> None:

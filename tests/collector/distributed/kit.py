@@ -98,7 +98,7 @@ class Pair:
         common = {"RATE_LIMIT": 0, "PEER_TOKEN": PEER_TOKEN, "MAX_BODY_BYTES": 16 * 1024 * 1024}
         self.helper_app = create_app({**common, "DATABASE": str(self.helper_db), "ROLE": "helper"})
         self.leader_app = create_app({**common, "DATABASE": str(self.leader_db), "ROLE": "leader",
-                                      "HELPER_URL": HELPER_URL})
+                                      "HELPER_URL": HELPER_URL, "AGGREGATE_INTERVAL": 0})  # the tests drive the jobs
         self.transport = SwitchTransport(self.helper_app.test_client())
         self.leader_app.extensions["ldp_peer_transport"] = self.transport
         self.leader = self.leader_app.test_client()

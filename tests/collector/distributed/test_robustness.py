@@ -8,6 +8,7 @@ import stat
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -238,5 +239,25 @@ def test_a_helper_url_in_clear_is_refused(tmp_path, url):
 @pytest.mark.parametrize("url", ["https://helper.example.com", "http://127.0.0.1:8001", "http://127.8.0.1",
                                  "http://localhost:8001", "http://[::1]:8001"])
 def test_https_or_loopback_is_accepted(tmp_path, url):
-    create_app({"DATABASE": str(tmp_path / "l.db"), "ROLE": "leader", "PEER_TOKEN": PEER_TOKEN, "HELPER_URL": url})
+    create_app({"DATABASE": str(tmp_path / "l.db"), "ROLE": "leader", "PEER_TOKEN": PEER_TOKEN, "HELPER_URL": url,
+                "AGGREGATE_INTERVAL": 0})  # no driver thread calling that helper
     assert PeerClient.for_url(url, PEER_TOKEN).transport.base_url == url  # type: ignore[attr-defined]
+
+
+def test_the_aggregation_interval_has_one_default_for_serve_create_app_and_the_docs(tmp_path):
+    "A leader made by create_app (as under one's own gunicorn) runs its driver at collector.config's default"
+    from collector.config import DEFAULTS
+
+    interval = DEFAULTS["AGGREGATE_INTERVAL"]
+    assert interval > 0
+    app = create_app({"DATABASE": str(tmp_path / "l.db"), "ROLE": "leader", "PEER_TOKEN": PEER_TOKEN,
+                      "HELPER_URL": "http://127.0.0.1:9"})
+    driver = app.extensions["ldp_aggregation_driver"]
+    try:
+        assert driver.interval == interval
+    finally:
+        driver.stop()
+    help_text = " ".join(CliRunner().invoke(main, ["serve", "--help"], terminal_width=200).output.split())
+    assert f"env LDP_AGGREGATE_INTERVAL) [default: {interval:g}]" in help_text
+    operations = " ".join((Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text().split())
+    assert f"`AGGREGATE_INTERVAL` (`--aggregate-interval`, env `LDP_AGGREGATE_INTERVAL`, {interval:g} s" in operations
