@@ -51,7 +51,10 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
         raise SourceError(f"{path} holds campaign {loaded.spec.name!r}, not {campaign!r}")
     days = loaded.window(since, until)
     try:
+        estimators.mechanism_for(loaded.spec).check_estimable()
         result = window_estimate(loaded.spec, loaded.total(since, until), confidence)
+    except estimators.CandidatesRequired as exc:
+        raise SourceError(str(exc)) from None
     except estimators.NoReports:
         raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
     per_day = daily_estimates(loaded.spec, days, confidence) if daily else []
