@@ -7,8 +7,9 @@ The directory must be the same for every worker and should be emptied when the s
 ``ldp-telemetry serve`` creates a fresh one and removes it when the master stops.
 
 Plain ``gunicorn 'collector.app:create_app()'`` without the variable (run by a gunicorn master, not merely with
-gunicorn imported) still gets one directory shared by the workers of one master: ``<tmp>/ldp-metrics-<uid>-gunicorn-<master pid>`` (directories of masters that no
-longer run are removed).  Outside gunicorn without a directory, metrics live in the process.
+gunicorn imported) still gets one directory shared by the workers of one master:
+``<tmp>/ldp-metrics-<uid>-gunicorn-<master pid>`` (directories of masters that no longer run are removed).
+Outside gunicorn without a directory, metrics live in the process.
 
 prometheus_client picks its storage when it is imported, from the environment, so this module imports it only
 once the directory is known (:func:`use_directory`).
@@ -147,6 +148,7 @@ class _WrittenFiles:
         self.directory = directory
 
     def collect(self) -> Any:
+        # after use_directory: prometheus_client picks its value class at import
         from prometheus_client.multiprocess import MultiProcessCollector
 
         return MultiProcessCollector.merge(_sized_files(Path(self.directory)), accumulate=True)
