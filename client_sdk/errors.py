@@ -34,6 +34,7 @@ Hierarchy (the module on the right, when not this one)::
     ├── EstimatorError (ValueError)           estimators.errors: the root of the estimators' errors
     │   ├── NoReports                         no reports to estimate from
     │   ├── AggregateMismatch                 aggregates of different specs
+    │   ├── CandidatesRequired                a Bloom-filter RAPPOR spec without candidates to decode against
     │   └── RapporFileError                   a RAPPOR CSV file is malformed (estimators.rappor.csv_io)
     ├── ReleaseMismatch (ValueError)          estimators.distributed.release: a release is not the spec's
     ├── SourceError                           estimators.errors: a report's data cannot be fetched

@@ -6,9 +6,10 @@ worker answers for the whole service, and counters of workers that exited keep c
 The directory must be the same for every worker and should be emptied when the service starts:
 ``ldp-telemetry serve`` creates a fresh one and removes it when the master stops.
 
-Plain ``gunicorn 'collector.app:create_app()'`` without the variable still gets one directory shared by the
-workers of one master: ``<tmp>/ldp-metrics-<uid>-gunicorn-<master pid>`` (directories of masters that no
-longer run are removed).  Outside gunicorn without a directory, metrics live in the process.
+Plain ``gunicorn 'collector.app:create_app()'`` without the variable (run by a gunicorn master, not merely with
+gunicorn imported) still gets one directory shared by the workers of one master:
+``<tmp>/ldp-metrics-<uid>-gunicorn-<master pid>`` (directories of masters that no longer run are removed).
+Outside gunicorn without a directory, metrics live in the process.
 
 prometheus_client picks its storage when it is imported, from the environment, so this module imports it only
 once the directory is known (:func:`use_directory`).
@@ -34,10 +35,18 @@ def default_directory() -> str | None:
     "``PROMETHEUS_MULTIPROC_DIR``, else under gunicorn a directory per master process, else None"
     if os.environ.get(ENV):
         return os.environ[ENV]
-    if "gunicorn.arbiter" not in sys.modules:
+    if not _under_gunicorn():
         return None
     # the app is loaded in each worker, whose parent is the master (with --preload workers inherit the variable)
     return str(process_directory("gunicorn", os.getppid()))
+
+
+def _under_gunicorn() -> bool:
+    """Whether a gunicorn master runs this process or is its parent: its ``Arbiter`` exports ``SERVER_SOFTWARE``
+    before it loads the app (workers inherit it).  Importing gunicorn is not enough: a process that only imported
+    it (a test run, a script) made a directory named after its own parent, which nothing removed."""
+    arbiter = sys.modules.get("gunicorn.arbiter")
+    return arbiter is not None and os.environ.get("SERVER_SOFTWARE") == getattr(arbiter, "SERVER_SOFTWARE", None)
 
 
 def process_directory(kind: str, pid: int) -> Path:
@@ -120,10 +129,38 @@ class Metrics:
         "Prometheus text format 0.0.4 of every process's counters (or of this process's without a directory)"
         # after use_directory: prometheus_client picks its value class at import
         from prometheus_client import CollectorRegistry, generate_latest
-        from prometheus_client.multiprocess import MultiProcessCollector
 
         registry: Any = self.registry
         if self.directory:
             registry = CollectorRegistry()
-            MultiProcessCollector(registry, path=self.directory)
+            registry.register(_WrittenFiles(self.directory))
         return generate_latest(registry).decode("utf-8")
+
+
+class _WrittenFiles:
+    """prometheus_client's ``MultiProcessCollector`` over the directory's files that hold their header.
+
+    A process creates its file empty and sizes it a moment later (``MmapedDict``: open, then truncate); reading
+    it in between fails (``struct.error``: a 500 from ``/metrics`` while a worker starts).  Such a file holds no
+    value yet, so it is left out until it is sized (its size never goes back to 0)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def collect(self) -> Any:
+        # after use_directory: prometheus_client picks its value class at import
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        return MultiProcessCollector.merge(_sized_files(Path(self.directory)), accumulate=True)
+
+
+def _sized_files(directory: Path) -> list[str]:
+    "The ``*.db`` files of ``directory`` past their 8-byte header's room (a file removed meanwhile is left out)"
+    files = []
+    for path in sorted(directory.glob("*.db")):
+        try:
+            if path.stat().st_size >= 8:
+                files.append(str(path))
+        except FileNotFoundError:
+            continue
+    return files

@@ -17,7 +17,6 @@ from estimators.errors import SourceError
 from estimators.window import ReportData, daily_estimates, window_estimate
 
 from .admin_client import AdminClient, campaign_path
-from .archive import ArchiveError, read_aggregate_file
 from .errors import AdminApiError
 from .kinds import Window, collector_kind
 from .storage import CampaignNotFound, is_database_url, open_storage
@@ -43,6 +42,9 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
                                     until: str | None = None, confidence: float = 0.95,
                                     daily: bool = True) -> ReportData:
     "The same from an aggregate file (``collector.archive``, as ``ldp-telemetry spark aggregate`` writes it)"
+    # imported here: `report --db` does not load the archive reader
+    from .archive import ArchiveError, read_aggregate_file
+
     try:
         loaded = read_aggregate_file(path)
     except ArchiveError as exc:
@@ -51,7 +53,10 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
         raise SourceError(f"{path} holds campaign {loaded.spec.name!r}, not {campaign!r}")
     days = loaded.window(since, until)
     try:
+        estimators.mechanism_for(loaded.spec).check_estimable()
         result = window_estimate(loaded.spec, loaded.total(since, until), confidence)
+    except estimators.CandidatesRequired as exc:
+        raise SourceError(str(exc)) from None
     except estimators.NoReports:
         raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
     per_day = daily_estimates(loaded.spec, days, confidence) if daily else []

@@ -16,7 +16,7 @@ from client_sdk.spec import Spec, load_spec
 
 from .aggregation import Aggregate, aggregate, merge
 from .batch import ReportBatch, parse_payloads
-from .errors import AggregateMismatch, EstimatorError, NoReports
+from .errors import AggregateMismatch, CandidatesRequired, EstimatorError, NoReports
 from .frequency import FrequencyEstimate
 from .means import MeanEstimate
 from .mechanisms import mechanism_for
@@ -43,6 +43,7 @@ def estimate(spec: Any, payloads: ReportBatch | Sequence[Any], *, confidence: fl
 
 
 __all__ = [
-    "Aggregate", "AggregateMismatch", "Estimate", "EstimatorError", "FrequencyEstimate", "MeanEstimate", "NoReports",
-    "ReportBatch", "Spec", "aggregate", "estimate", "estimate_aggregate", "mechanism_for", "merge", "parse_payloads",
+    "Aggregate", "AggregateMismatch", "CandidatesRequired", "Estimate", "EstimatorError", "FrequencyEstimate",
+    "MeanEstimate", "NoReports", "ReportBatch", "Spec", "aggregate", "estimate", "estimate_aggregate", "mechanism_for",
+    "merge", "parse_payloads",
 ]

@@ -18,8 +18,14 @@ class AggregateMismatch(EstimatorError):
     "Two aggregates (or an aggregate and a batch) of different specs cannot be combined"
 
 
+class CandidatesRequired(EstimatorError):
+    "A Bloom-filter RAPPOR campaign has no candidate strings to decode its reports against"
+
+    field = "candidates"
+
+
 class SourceError(LDPError):
     "A report's data could not be fetched: unknown campaign, empty window, missing database, unreachable collector"
 
 
-__all__ = ["AggregateMismatch", "EstimatorError", "NoReports", "PayloadError", "SourceError"]
+__all__ = ["AggregateMismatch", "CandidatesRequired", "EstimatorError", "NoReports", "PayloadError", "SourceError"]

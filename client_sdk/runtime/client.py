@@ -150,8 +150,9 @@ class Client:
         self._upload_enabled = self.state.fresh or self.state.setting(UPLOAD_SETTING, "1") == "1"
         cached_at: dict[str, float] = {}
         held_campaigns: set[str] = set()
+        closed_campaigns: set[str] = set()
         if not self.state.fresh:
-            cached_at, held_campaigns = spec_times_and_held(self.state)
+            cached_at, held_campaigns, closed_campaigns = spec_times_and_held(self.state)
         self._closed = False
         self._final: ClientStatus | None = None  # the status when the state file was closed
         self._wake = threading.Event()
@@ -163,8 +164,8 @@ class Client:
             upload_enabled=lambda: self._upload_enabled, closed=lambda: self._closed)
         self._specs = SpecCache(
             url, headers, self.state, self._send, self._uploader, shipped=shipped, trusted=trusted,
-            cached_at=cached_at, wanted=(*campaigns, *shipped, *held_campaigns), spec_ttl=spec_ttl, clock=clock,
-            wake=self._wake, log_once=log_once)
+            cached_at=cached_at, closed=closed_campaigns, wanted=(*campaigns, *shipped, *held_campaigns),
+            spec_ttl=spec_ttl, clock=clock, wake=self._wake, log_once=log_once)
         self._uploader.on_stale_keys = self._specs.expire  # a refusal naming a retired key: fetch the listing again
         self._recorder = Recorder(
             self.state_dir, self.state, self.queue, self.ledger, self.held, self._specs, rng=rng,

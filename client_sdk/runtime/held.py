@@ -30,20 +30,23 @@ HELD_DROP_COUNTERS = ("held_dropped_age", "held_dropped_invalid", "held_dropped_
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 
 
-def spec_times_and_held(state: StateFile) -> tuple[dict[str, float], set[str]]:
-    """When each cached spec was fetched, and the campaigns with held values: one read at open (the spec cache's,
-    which a file that holds nothing answers exactly as before)"""
+def spec_times_and_held(state: StateFile) -> tuple[dict[str, float], set[str], set[str]]:
+    """When each cached spec was fetched, the campaigns with held values and those the collector listed as closed:
+    one read at open (the spec cache's, which a file that holds nothing answers exactly as before)"""
     fetched: dict[str, float] = {}
     held: set[str] = set()
+    closed: set[str] = set()
     with state.lock:
-        rows = state.conn.execute("SELECT campaign, fetched FROM specs "
-                                  "UNION ALL SELECT DISTINCT campaign, NULL FROM held").fetchall()
-    for campaign, when in rows:
+        rows = state.conn.execute("SELECT campaign, fetched, fingerprint = '' FROM specs "
+                                  "UNION ALL SELECT DISTINCT campaign, NULL, 0 FROM held").fetchall()
+    for campaign, when, is_closed in rows:
         if when is None:
             held.add(campaign)
+        elif is_closed:
+            closed.add(campaign)
         else:
             fetched[campaign] = when
-    return fetched, held
+    return fetched, held, closed
 
 
 def encode_value(value: Any) -> str:

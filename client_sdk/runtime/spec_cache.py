@@ -21,7 +21,7 @@ from ..kinds import kind_of
 from ..spec import Spec, canonical_json, load_spec
 from .answers import campaign_list, condition_for, problem, retry_after
 from .shipped import ShippedSpec
-from .state_file import StateFile
+from .state_file import CLOSED_SPEC_BODY, StateFile
 from .status import RecordStatus
 from .transport import CampaignUnavailable, Request, Response, TransportError, UnknownCampaign
 from .uploader import Send, Uploader
@@ -51,8 +51,9 @@ class SpecCache:
     fetch what is due."""
 
     def __init__(self, url: str, headers: dict[str, str], state: StateFile, send: Send, uploader: Uploader, *,
-                 shipped: dict[str, ShippedSpec], trusted: Any, cached_at: dict[str, float], wanted: Iterable[str],
-                 spec_ttl: float, clock: Callable[[], float], wake: threading.Event, log_once: OnceLog) -> None:
+                 shipped: dict[str, ShippedSpec], trusted: Any, cached_at: dict[str, float], closed: set[str],
+                 wanted: Iterable[str], spec_ttl: float, clock: Callable[[], float], wake: threading.Event,
+                 log_once: OnceLog) -> None:
         self.url, self.headers, self.state, self.send, self.uploader = url, headers, state, send, uploader
         self.shipped, self.trusted = shipped, trusted
         self.spec_ttl, self.clock, self.wake, self.log_once = spec_ttl, clock, wake, log_once
@@ -60,7 +61,7 @@ class SpecCache:
         self.cached_at = cached_at
         self.wanted: set[str] = set(wanted)
         self.unknown: set[str] = set()
-        self.closed_campaigns: set[str] = set()
+        self.closed_campaigns = set(closed)  # as the collector listed them, here or before a restart (stored)
         self.spec_errors: dict[str, SpecError] = {}
         self.checked = float("-inf")
         self.lock = threading.Lock()
@@ -75,8 +76,8 @@ class SpecCache:
         self.keys_refused = False  # an aggregator refused a report's HPKE key: fetch the listing after this send
 
     def has_spec(self, campaign: str) -> bool:
-        "A spec fetched, cached or shipped (one the collector has not listed as unknown)"
-        return (campaign in self.specs or campaign in self.cached_at
+        "A spec fetched, cached or shipped (one the collector has not listed as unknown or closed)"
+        return campaign not in self.closed_campaigns and (campaign in self.specs or campaign in self.cached_at
                 or (campaign in self.shipped and campaign not in self.unknown))
 
     def answered(self, campaign: str) -> bool:
@@ -163,10 +164,13 @@ class SpecCache:
             if listing is None:
                 self.uploader.fail("unexpected_answer", "GET /v1/campaigns did not answer a list of campaigns", None)
                 return False
+            newly_closed = self.wanted & set(listing.items) - self.closed_campaigns
             fresh = self._fresh_specs(listing)
+            newly_closed &= self.closed_campaigns
             with self.state.without_fsync():  # a cache: lost in a power cut, fetched again
-                self.state.cache_spec_texts([(campaign, text, spec.fingerprint, now)
-                                             for campaign, (spec, _, text) in fresh.items()])
+                self.state.cache_spec_texts([*((campaign, text, spec.fingerprint, now)
+                                               for campaign, (spec, _, text) in fresh.items()),
+                                             *((campaign, CLOSED_SPEC_BODY, "", now) for campaign in newly_closed)])
             for campaign, (spec, body, _) in fresh.items():
                 shipped = self.shipped.get(campaign)
                 if shipped is not None and shipped[0].fingerprint != spec.fingerprint:

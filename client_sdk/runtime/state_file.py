@@ -68,6 +68,9 @@ SCHEMA = (
     "recorded REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS held_campaign ON held (campaign, seq)",
 )
+# The specs row of a campaign the collector listed as closed (final: a closed campaign takes no new version), so
+# that record() answers campaign_closed from the next start on: this body and an empty fingerprint
+CLOSED_SPEC_BODY = '{"closed": true}'
 # Columns added to tables of files made before (version 5): ALTER TABLE on an upgrade, where they are missing
 ADDED_COLUMNS = (("ledger", "delta", "REAL NOT NULL DEFAULT 0"), ("ledger", "last_batch", "TEXT"))
 

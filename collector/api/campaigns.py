@@ -51,7 +51,8 @@ def create_campaign() -> tuple[Response, int]:
         except CampaignClosed as exc:
             raise Problem(409, str(exc), slug="campaign-closed", title="Campaign closed", field="name") from None
     out = _with_lifetime(campaign, get_storage().closed_campaigns())
-    out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)]
+    out["warnings"] = [*(str(w.message) for w in caught if issubclass(w.category, PrivacyWarning)),
+                       *collector_kind(campaign.spec).creation_notes(campaign)]
     response = jsonify(out)
     response.headers["Location"] = url_for("campaigns.get_campaign", name=campaign.name, version=campaign.version)
     return response, 201 if created else 200

@@ -59,6 +59,10 @@ class CollectorKind:
         "POST /v1/campaigns: the new (or identical existing) version"
         return storage.create_campaign(body, day)
 
+    def creation_notes(self, campaign: CampaignVersion) -> list[str]:
+        "One-line notes for whoever created ``campaign`` (e.g. that its reports cannot be estimated yet)"
+        return []
+
     def api_fields(self, campaign: CampaignVersion) -> dict:
         "Members the campaign's API form carries beyond the spec (a distributed campaign's aggregators)"
         return {}

@@ -4,18 +4,18 @@ input shares with aggregation jobs (``collector.distributed``, its own store), e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from flask import Response, jsonify
+from typing import TYPE_CHECKING, Any
 
 import estimators
 from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
 from estimators.window import ReportData, finite_json
 
-from ..api.args import confidence_arg
 from ..storage import CampaignVersion, StorageBase
 from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+
+if TYPE_CHECKING:
+    from flask import Response
 
 # Function-level imports: collector.distributed is loaded by the methods of a distributed campaign only, so a
 # standalone collector loads no distributed module (+166 ms, 189 modules per worker, measured for collector/api).
@@ -45,7 +45,11 @@ class DistributedCampaigns(CollectorKind):
         return Accepted(outcome.accepted, outcome.duplicate, list(outcome.rejected))
 
     def estimate_response(self, campaign: CampaignVersion) -> Response:
-        from ..distributed import api  # as in create_campaign: a standalone collector never loads it
+        # the web stack here only, as in local.py; the distributed API: a standalone collector never loads it
+        from flask import jsonify
+
+        from ..api.args import confidence_arg
+        from ..distributed import api
 
         return jsonify(finite_json(api.estimate(campaign, confidence_arg())))
 

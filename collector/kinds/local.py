@@ -3,21 +3,20 @@ mechanism, stored as rows and per-day aggregates (``collector.storage``), estima
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import Response, current_app, jsonify, request
+from typing import TYPE_CHECKING, Any
 
 import estimators
-from estimators.errors import SourceError
+from estimators.errors import CandidatesRequired, SourceError
 from estimators.kinds.local import LOCAL_ESTIMATES
 from estimators.mechanisms import ServerMechanism, mechanism_for
 from estimators.window import DailyResult, ReportData, finite_json
 
-from ..api.args import confidence_arg, day_arg, int_arg
-from ..db import get_storage
-from ..problems import Problem, invalid
+from ..errors import Problem
 from ..storage import CampaignVersion, StorageBase
 from .base import ApiGet, CollectorKind, Window, register_collector_kind
+
+if TYPE_CHECKING:
+    from flask import Response
 
 
 class LocalCampaigns(CollectorKind):
@@ -28,8 +27,22 @@ class LocalCampaigns(CollectorKind):
     def server_mechanism(self, spec: Any) -> ServerMechanism | None:
         return mechanism_for(spec)
 
+    def creation_notes(self, campaign: CampaignVersion) -> list[str]:
+        try:
+            mechanism_for(campaign.spec).check_estimable()
+        except CandidatesRequired as exc:
+            return [f"{exc} (until then its reports are stored, not estimated)"]
+        return []
+
     def estimate_response(self, campaign: CampaignVersion) -> Response:
         "De-biased estimate from the stored aggregates, over [since, until] or per day (``granularity``)"
+        # the web stack here only: `ldp-telemetry report --db` loads the kinds without Flask (+0.2 s of start-up)
+        from flask import current_app, jsonify, request
+
+        from ..api.args import confidence_arg, day_arg, int_arg
+        from ..db import get_storage
+        from ..problems import invalid
+
         _require_estimable(campaign)
         confidence = confidence_arg()
         since, until = day_arg("since"), day_arg("until")
@@ -58,6 +71,10 @@ class LocalCampaigns(CollectorKind):
                         "days": [{"day": day, **_estimate(campaign, agg, confidence)} for day, agg in days]})
 
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
+        try:
+            mechanism_for(campaign.spec).check_estimable()
+        except CandidatesRequired as exc:
+            raise SourceError(str(exc)) from None
         days = storage.aggregates_by_day(campaign, window.since, window.until)
         total = estimators.Aggregate.empty(campaign.spec)
         for _, aggregate in days:
@@ -127,13 +144,11 @@ def _estimate_object(campaign: CampaignVersion, aggregate: estimators.Aggregate,
 
 def _require_estimable(campaign: CampaignVersion) -> None:
     "409 for a Bloom-filter RAPPOR campaign without candidates: there is nothing to decode against"
-    spec = campaign.spec
-    if spec.mechanism == "rappor" and spec.rappor is not None and spec.rappor.encoding == "bloom" \
-            and not spec.candidates:
-        raise Problem(409, f"campaign {campaign.name!r} version {campaign.version} has no candidates: Bloom-filter "
-                           "RAPPOR is decoded against a candidate list; post the spec again with 'candidates' "
-                           "(a new version)", slug="candidates-required", title="Candidates required",
-                      field="candidates")
+    try:
+        mechanism_for(campaign.spec).check_estimable()
+    except CandidatesRequired as exc:
+        raise Problem(409, f"{exc} (version {campaign.version}; post the spec again with them)",
+                      slug="candidates-required", title="Candidates required", field=exc.field) from None
 
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:

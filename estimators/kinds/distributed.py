@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..distributed import estimate_releases
 from ..errors import NoReports
 from ..estimates import Estimate
 from ..window import DailyResult, finite_json
@@ -22,6 +21,10 @@ class DistributedEstimates(EstimateKind):
         "The estimate over the releases of a window (their batches added up); NoReports when there is none"
         if not source:
             raise NoReports("no release in this window")
+        # imported here: the releases' estimator (accounting, noise) only for a distributed campaign's estimate, not
+        # with every local report's start-up
+        from ..distributed import estimate_releases
+
         return Estimate.from_json(finite_json(estimate_releases(spec, source, confidence)))
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:

@@ -119,6 +119,10 @@ class ServerMechanism(ABC):
     def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
         "De-bias an aggregate of this spec's reports (``.to_dict()`` of the result is plain JSON)"
 
+    def check_estimable(self) -> None:
+        "Raise ``CandidatesRequired`` (an ``EstimatorError``) if the spec lacks what its reports' estimate needs"
+        return None
+
 
 def pair_columns(payloads: Sequence[Any], first: str, second: str) -> dict[str, np.ndarray]:
     "Columns of checked ``[int, int]`` payloads"

@@ -15,6 +15,7 @@ import numpy as np
 from client_sdk.mechanisms import RapporMechanism
 
 from ..bits import hex_rows
+from ..errors import CandidatesRequired
 from ..rappor.counts import rappor_counts
 from ..rappor.decode import estimate_rappor
 from ..rappor.simulate import simulate_rappor
@@ -64,3 +65,10 @@ class RapporServer(ServerMechanism):
 
     def estimate(self, aggregate: Any, *, confidence: float, delta: float | None) -> Any:
         return estimate_rappor(self.spec, aggregate, confidence=confidence)
+
+    def check_estimable(self) -> None:
+        "Bloom-filter reports are decoded against candidate strings: a spec without them cannot be estimated"
+        if self.device.params.encoding == "bloom" and not self.spec.candidates:
+            raise CandidatesRequired(f"campaign {self.spec.name!r} has no candidates: Bloom-filter RAPPOR is "
+                                     "decoded against a candidate list; create its next version with "
+                                     "'candidates' in the spec")

@@ -42,6 +42,7 @@ import numpy as np
 from client_sdk.rappor import RapporParams
 from client_sdk.spec import Spec
 
+from ..errors import CandidatesRequired
 from ..intervals import frequency_interval, support_std_errors
 from .counts import check_counts, estimate_bloom_bits
 from .design import CandidateMap
@@ -218,7 +219,7 @@ def decode_rappor(
     if settings.encoding == "boolean":
         return _decode_direct(settings, counts, ("TRUE",), boolean=True, **options)
     if candidates is None:
-        raise ValueError(f"the {settings.encoding} encoding needs candidates to decode")
+        raise CandidatesRequired(f"the {settings.encoding} encoding needs candidates to decode")
     if settings.encoding == "basic":
         if isinstance(candidates, CandidateMap) or len(candidates) != settings.k:
             raise ValueError("the basic encoding needs exactly k candidate strings, in bit order")

@@ -270,6 +270,7 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
                     peer_token: str | None, spec_file: Any) -> None:
     "Create a campaign (or its next version) from SPEC_FILE, a JSON spec ('-' for stdin)."
     from client_sdk.errors import SpecError
+    from collector.kinds import collector_kind
     from collector.storage import CampaignClosed, VersionConflict
 
     target = _target(database, url, token)
@@ -292,6 +293,8 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
             except (SpecError, VersionConflict, CampaignClosed) as exc:
                 _fail(f"invalid spec: {exc}")
             out = _campaign_json(storage, created_campaign)
+            for note in collector_kind(created_campaign.spec).creation_notes(created_campaign):
+                click.echo(f"warning: {note}", err=True)
     click.echo(json.dumps(out, indent=2))
     if not created:
         click.echo("an identical version already exists; nothing created", err=True)

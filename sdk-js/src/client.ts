@@ -257,7 +257,13 @@ export class Client {
       this.#uploadEnabled = snapshot.settings[UPLOAD_SETTING] !== "0";
       this.#secret = snapshot.secret === null ? null : fromHex(snapshot.secret);
       for (const [campaign, cached] of Object.entries(snapshot.specs)) {
+        // the empty text: a campaign the collector listed as closed (final: a closed campaign takes no new version),
+        // so that record() answers campaign_closed from the start on, as the Python SDK does
         const known = this.#specs.get(campaign);
+        if (!cached.text) {
+          this.#closedCampaigns.add(campaign);
+          continue;
+        }
         if (known && known.fetched >= cached.fetched) continue;
         try {
           this.#specs.set(campaign, { spec: await fingerprinted(loadSpec(cached.text)), fetched: cached.fetched });
@@ -489,12 +495,10 @@ export class Client {
   #specsNeeded(): boolean {
     const now = this.#clock();
     for (const campaign of this.#wanted) {
-      if (this.#unknown.has(campaign) || this.#closedCampaigns.has(campaign)) {
-        if (now - this.#specsChecked >= this.#specTtl) return true;
-        continue;
-      }
-      const known = this.#specs.get(campaign);
-      if (known === undefined || now - known.fetched >= this.#specTtl) return true;
+      // an unknown or closed campaign is asked about again with the next listing due
+      const fetched = this.#unknown.has(campaign) || this.#closedCampaigns.has(campaign) ? this.#specsChecked
+        : this.#specs.get(campaign)?.fetched;
+      if (fetched === undefined || now - fetched >= this.#specTtl) return true;
     }
     return false;
   }
@@ -533,7 +537,7 @@ export class Client {
     await loadFor(items.filter((item) => this.#wanted.has(item?.name)).map((item) => item.spec)).catch(() => undefined);
     const listing = new Map<string, Record<string, unknown>>();
     for (const item of items) {
-      if (item && typeof item === "object" && typeof item.name === "string" && item.spec && typeof item.spec === "object") {
+      if (item?.spec instanceof Object && typeof item.name === "string") { // parsed JSON: objects and arrays
         listing.set(item.name, item);
       }
     }
@@ -547,6 +551,8 @@ export class Client {
       this.#unknown.delete(campaign);
       if (item.closed === true) {
         this.#closedCampaigns.add(campaign);
+        // the empty text: closed (see #open); a cache (not stored, the next listing says it again)
+        await this.store.putSpec(campaign, "", now).catch(() => undefined);
         continue;
       }
       this.#closedCampaigns.delete(campaign);
@@ -809,13 +815,7 @@ const utf8Length = (text: string): number => new TextEncoder().encode(text).leng
 const monotonic = (): number => performance.now() / 1000;
 const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
-async function jsonOrNull(response: Response): Promise<unknown> {
-  try {
-    return JSON.parse(await response.text());
-  } catch {
-    return null;
-  }
-}
+const jsonOrNull = (response: Response): Promise<unknown> => response.text().then(JSON.parse).catch(() => null);
 
 /** Fisher-Yates from the CSPRNG: the order of a device's requests says nothing about its campaigns. */
 function shuffled<T>(items: T[]): T[] {
@@ -831,5 +831,5 @@ function uuid4(): string {
   raw[6] = (raw[6] & 0x0f) | 0x40;
   raw[8] = (raw[8] & 0x3f) | 0x80;
   const hex = toHex(raw);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return hex.replace(/^(.{8})(.{4})(.{4})(.{4})/, "$1-$2-$3-$4-");
 }

@@ -1,13 +1,15 @@
 // The client's contract, as docs/sdk.md states it for the Python SDK: statuses, ledger, consent, delivery rules.
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, appendFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, appendFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, FileStore, InvalidValue, InvalidValueType, loadSpec } from "../dist/node.js";
 import { BROWSER, HOME, LOAD, fakeCollector, problemResponse, quiet } from "./helpers.mjs";
 
-const tmp = () => mkdtempSync(join(tmpdir(), "ldp-js-"));
+const made = []; // state directories, removed when the file's tests are done (the run leaves nothing behind)
+const tmp = () => made[made.push(mkdtempSync(join(tmpdir(), "ldp-js-"))) - 1];
+after(() => { for (const dir of made) rmSync(dir, { recursive: true, force: true }); });
 function client(stateDir, collector, extra = {}) {
   return new Client({ url: "http://collector.test", apiKey: "k", stateDir, fetch: collector.fetch, background: false,
     logger: quiet, backoffBase: 0.01, backoffCap: 0.05, ...extra });

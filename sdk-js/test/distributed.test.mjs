@@ -1,7 +1,7 @@
 // Distributed campaigns in the JS Client against a fake leader and helper (the real ones: tests/sdk_js/
 // test_distributed_e2e.py): the same ledger (epsilon and delta, one report per batch), policy and statuses as a
 // local campaign, and the Python SDK's trust rules for the aggregators (docs/distributed.md).
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, InvalidValue, InvalidValueType, MemoryStore, loadMechanism, loadSpec } from "../dist/node.js";
 import { b64url } from "../dist/distributed/messages.js";
@@ -206,6 +206,8 @@ test("the helper's configs are kept in the store: a restarted device seals while
   const { join } = await import("node:path");
   const { FileStore } = await import("../dist/node.js");
   const dir = mkdtempSync(join(tmpdir(), "ldp-js-dist-"));
+  const { rmSync } = await import("node:fs");
+  after(() => rmSync(dir, { recursive: true, force: true })); // the run leaves nothing behind
   const fake = await fakeAggregators();
   const first = client(fake, { store: new FileStore(dir) });
   await first.prepare();

@@ -150,7 +150,11 @@ def test_a_name_with_a_trailing_newline_is_rejected(http, keys, campaign, db_pat
 
 
 def test_bloom_rappor_without_candidates_is_a_409_and_candidates_make_a_new_version(http, keys, db_path):
-    spec = create(http, keys["admin"], BLOOM_SPEC)
+    created = http.post("/v1/campaigns", json=BLOOM_SPEC, headers=bearer(keys["admin"]))
+    assert created.status_code == 201
+    (note,) = created.json["warnings"]  # the creator hears at once that the estimate will need candidates
+    assert "has no candidates" in note and "\n" not in note
+    spec = client_sdk.load_spec(created.json["spec"])
     reports = make_reports(spec, ["home", "news", "home"])
     assert http.post("/v1/reports", json={"reports": reports}, headers=bearer(keys["ingest"])).json["accepted"] == 3
     missing = http.get("/v1/campaigns/homepage/estimate", headers=bearer(keys["admin"]))
@@ -159,6 +163,7 @@ def test_bloom_rappor_without_candidates_is_a_409_and_candidates_make_a_new_vers
     with_candidates = http.post("/v1/campaigns", json={**BLOOM_SPEC, "candidates": ["home", "news"]},
                                 headers=bearer(keys["admin"]))
     assert with_candidates.status_code == 201 and with_candidates.json["version"] == 2
+    assert with_candidates.json["warnings"] == []
     assert with_candidates.json["spec"]["candidates"] == ["home", "news"]
     changed = http.post("/v1/campaigns", json={**BLOOM_SPEC, "candidates": ["home", "news", "mail"]},
                         headers=bearer(keys["admin"]))

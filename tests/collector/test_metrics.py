@@ -102,3 +102,28 @@ def test_a_stale_directory_removed_by_another_starting_process_is_skipped(tmp_pa
     directory = metrics.process_directory("test", 12345)
     assert directory == tmp_path / f"ldp-metrics-{os.getuid()}-test-12345" and directory.is_dir()
     assert not stale.exists()
+
+
+def test_a_file_another_process_is_creating_is_read_as_holding_nothing_yet(tmp_path):
+    """prometheus_client creates a process's file empty and sizes it a moment later; ``/metrics`` read while a
+    worker starts met the empty file (``struct.error``, a 500 under load). The empty file holds no value yet."""
+    _run(COUNT_IN_A_PROCESS, tmp_path)
+    (tmp_path / "counter_999999999.db").touch()  # a starting worker, between its open() and its truncate()
+    text = _run(EXPOSE, tmp_path)
+    assert _value(text, 'ldp_reports_total{outcome="accepted"}') == 5
+
+
+def test_an_app_in_a_process_that_only_imported_gunicorn_makes_no_directory(tmp_path, monkeypatch):
+    """A test run (or a script) imports gunicorn through ``collector.server`` and creates apps without a master:
+    metrics stay in the process, instead of a directory named after the process's parent that nothing removes"""
+    import gunicorn.arbiter  # noqa: F401
+
+    from collector.metrics import default_directory
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    monkeypatch.delenv("SERVER_SOFTWARE", raising=False)
+    assert default_directory() is None
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("SERVER_SOFTWARE", gunicorn.SERVER_SOFTWARE)  # what a master exports before loading the app
+    assert default_directory() == str(tmp_path / f"ldp-metrics-{os.getuid()}-gunicorn-{os.getppid()}")

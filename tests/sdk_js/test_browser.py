@@ -57,6 +57,8 @@ def test_example_page_records_survives_a_reload_and_delivers(tmp_path: Path, sdk
         seen = json.loads(done.stdout)
         estimates = {name: _get(f"{url}/v1/campaigns/{name}/estimate", admin) for name in ("browser", "load_ms")}
     assert len(seen["devices"]) == DEVICES, seen
+    # privacy by default: every first visit (each device, each tab) waited, unchecked and without a client
+    assert seen["consentAsked"] == [True] * (DEVICES + 2), seen["consentAsked"]
     for device in seen["devices"]:
         assert device["recorded"] == "queued queued queued", seen  # browser, load_ms (numeric.js), pages (rappor.js)
         assert device["before"]["pending"] == 3 and device["before"]["sent"] == 0, device

@@ -123,19 +123,24 @@ def test_tampered_javascript_reports_are_rejected(sharded: dict) -> None:
 
 
 def test_packed_sdk_shards_through_its_vdaf_export(sdk_js: Path, tmp_path: Path) -> None:
-    """The published shape: ``npm pack``, installed with the optional peer @noble/hashes (from npm's cache), and
-    ``ldp-telemetry/vdaf`` imported by name shards a conformance case to the Python SDK's bytes"""
+    """The published shape: ``npm pack``, installed with the optional peer @noble/hashes, and
+    ``ldp-telemetry/vdaf`` imported by name shards a conformance case to the Python SDK's bytes.
+
+    Both are installed from tarballs, the peer packed from the copy ``npm ci`` installed from the lock file:
+    ``npm install --offline @noble/hashes@VERSION`` needs the package's metadata in npm's cache, which ``npm ci``
+    never puts there (it fetches the lock file's tarballs), so it failed on every fresh machine."""
     from .conftest import run_npm
 
     npm = shutil.which("npm") or "npm"
-    done = run_npm("pack", "--pack-destination", str(tmp_path))
-    tarball = tmp_path / done.stdout.strip().splitlines()[-1]
+    packed = [tmp_path / run_npm("pack", "--pack-destination", str(tmp_path), *source).stdout.strip().splitlines()[-1]
+              for source in ((), (str(sdk_js / "node_modules" / "@noble" / "hashes"),))]
+    noble = json.loads((sdk_js / "package.json").read_text())["devDependencies"]["@noble/hashes"]
+    assert packed[1].name == f"noble-hashes-{noble}.tgz"  # the version the lock file pins
     app = tmp_path / "app"
     app.mkdir()
     (app / "package.json").write_text('{"name": "app", "version": "1.0.0", "type": "module"}')
-    noble = json.loads((sdk_js / "package.json").read_text())["devDependencies"]["@noble/hashes"]
-    installed = subprocess.run([npm, "install", "--offline", "--no-audit", "--no-fund", str(tarball),
-                                f"@noble/hashes@{noble}"], cwd=app, capture_output=True, text=True, timeout=300)
+    installed = subprocess.run([npm, "install", "--offline", "--no-audit", "--no-fund", *map(str, packed)], cwd=app,
+                               capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr[-3000:]
     case = json.loads((sdk_js.parent / "conformance" / "prio3.json").read_text())[-1]
     (app / "main.js").write_text("""
