@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 
 from .errors import SpecError
 from .frozen import Frozen
-from .kinds import kind_of
+from .kinds import kind_name, kind_names, kind_of
+from .kinds.local_params import LocalParams
 from .randomness import exp_rounded
 from .rappor import RapporParams
 from .spec_fields import (
@@ -54,17 +54,11 @@ from .spec_fields import (
     MIN_EPSILON,
     DomainValue,
     is_day,
-    is_finite_number,
     is_number,
     is_utf8,
     validate_day,
-    validate_domain,
-    validate_epsilon,
-    validate_int,
-    validate_range,
-    validate_unit,
 )
-from .spec_prio3 import DISTRIBUTED_FIELDS, MAX_PRIO3_LENGTH, Prio3Params, prio3_from_dict
+from .spec_prio3 import MAX_PRIO3_LENGTH, Prio3Params
 from .wire import is_integer
 
 # The spec's public names; the limits and the Prio3 parameters are defined in spec_fields and spec_prio3.
@@ -109,18 +103,17 @@ def register_mechanism(name: str, family: str) -> None:
     ALLOWED_MECHANISM_NAMES = MECHANISMS + ("auto",)
 
 
-UNARY_MECHANISMS = ("sue", "oue")  # one bit per value: a report's count of ones is what ``max_ones`` bounds
 # Above this many values an OUE report (one bit per value) gets large; OLH sends three integers instead.
 AUTO_OUE_MAX_DOMAIN = 4096
 # Always use fullmatch: with re.match, "$" also matches before a trailing newline ("g\n").
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
-_KNOWN_FIELDS = {
-    "name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-    "description", "version", "derived", "fingerprint", "expires", "unit", "max_ones",
-}
-_KNOWN_FIELDS |= set(DISTRIBUTED_FIELDS)
-TRUST_MODELS = ("local", "distributed")  # the built-in campaign kinds (client_sdk.kinds registers each)
+# The envelope: the members every kind's spec has (each kind adds its own, ``CampaignKind.fields``)
+ENVELOPE_FIELDS = frozenset({"name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
+                             "unit", "derived", "fingerprint"})
+TRUST_MODELS = ("local", "distributed")  # the trust models the built-in kinds support (CampaignKind.trust_models)
+
+
 def resolve_auto(domain_size: int, epsilon: float) -> str:
     """The lowest-variance frequency oracle for ``domain_size`` values at ``epsilon``.
 
@@ -146,58 +139,125 @@ def resolve_auto_numeric(epsilon: float) -> str:
 
 
 class Spec(Frozen):
-    "A validated campaign spec; build it with :meth:`from_dict`"
+    """A validated campaign spec; build it with :meth:`from_dict`.
 
+    The envelope's fields are the spec's own (name, description, version, delta, expires, trust and the ``kind``'s
+    name); the rest is the kind's parameters object at ``params`` (``LocalParams``, the prio3 kind's parameters, an
+    outside kind's), read through the properties below (``spec.mechanism``, ``spec.domain``, ``spec.prio3``...)."""
+
+    # Shown by repr in this order; the value (compared, hashed, pickled) is the envelope and the parameters
     _fields = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
                "description", "version", "expires", "trust", "prio3", "unit", "max_ones")
-    __slots__ = (*_fields, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
+    _state = ("name", "description", "version", "delta", "expires", "trust", "kind", "params")
+    __slots__ = (*_state, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
     name: str
-    mechanism: str
-    epsilon: float
-    domain: tuple[DomainValue, ...] | None
-    catch_all: DomainValue | None
-    range: tuple[float, float] | None
-    rappor: RapporParams | None  # for mechanism "rappor"
-    candidates: tuple[str, ...] | None
-    delta: float | None
     description: str
     version: int
+    delta: float | None
     expires: str | None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
-    trust: str  # "distributed": aggregated with Prio3 by two servers (mechanism "prio3", prio3 below)
-    prio3: Prio3Params | None
-    unit: str | None  # numeric campaigns: what the values measure ("ms"); part of the fingerprint when given
-    max_ones: int | None  # SUE/OUE: the collector refuses reports with more bits set (estimators.ones_test)
+    trust: str  # the trust model: "local", or "distributed" (aggregated with Prio3 by two servers)
+    kind: str  # the campaign kind's name (client_sdk.kinds)
+    params: Any  # the kind's parameters
     _index: dict[tuple[type, DomainValue], int]
     _fingerprint: str | None
 
-    def __init__(self, name: str, mechanism: str, epsilon: float, domain: tuple[DomainValue, ...] | None = None,
-                 catch_all: DomainValue | None = None, range: tuple[float, float] | None = None,
-                 rappor: RapporParams | None = None, candidates: tuple[str, ...] | None = None,
-                 delta: float | None = None, description: str = "", version: int = 1, expires: str | None = None,
-                 trust: str = "local", prio3: Prio3Params | None = None, unit: str | None = None,
-                 max_ones: int | None = None) -> None:
-        self._set(name=name, mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, range=range,
-                  rappor=rappor, candidates=candidates, delta=delta, description=description, version=version,
-                  expires=expires, trust=trust, prio3=prio3, unit=unit, max_ones=max_ones, _index={},
+    def __init__(self, name: str, mechanism: str | None = None, epsilon: float | None = None,
+                 domain: tuple[DomainValue, ...] | None = None, catch_all: DomainValue | None = None,
+                 range: tuple[float, float] | None = None, rappor: RapporParams | None = None,
+                 candidates: tuple[str, ...] | None = None, delta: float | None = None, description: str = "",
+                 version: int = 1, expires: str | None = None, trust: str = "local", prio3: Prio3Params | None = None,
+                 unit: str | None = None, max_ones: int | None = None, *, kind: str | None = None,
+                 params: Any = None) -> None:
+        "Either ``kind`` and ``params`` (what :meth:`from_dict` passes), or a local or prio3 spec's fields"
+        if params is None:
+            assert epsilon is not None
+            if prio3 is not None:
+                from .kinds.prio3 import Prio3SpecParams
+
+                params = Prio3SpecParams(float(epsilon), domain, prio3)
+            else:
+                assert mechanism is not None
+                params = LocalParams(mechanism, epsilon, domain, catch_all, range, rappor, candidates, unit,
+                                     max_ones)
+        self._set(name=name, description=description, version=version, delta=delta, expires=expires, trust=trust,
+                  kind=kind_name({"trust": trust}) if kind is None else kind, params=params, _index={},
                   _fingerprint=None)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self._state)
+
+    def _replace(self, **changes: Any) -> Spec:
+        return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
+
+    def __reduce__(self) -> tuple:
+        return _rebuild, self._values()
+
+    # -- the kind's parameters, as attributes -------------------------------------------------------------
+    @property
+    def mechanism(self) -> str:
+        "The randomizer's name (a local campaign), else what the kind calls its reports (``prio3``)"
+        return str(getattr(self.params, "mechanism", self.kind))
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.params.epsilon)
+
+    @property
+    def domain(self) -> tuple[DomainValue, ...] | None:
+        return getattr(self.params, "domain", None)
+
+    @property
+    def catch_all(self) -> DomainValue | None:
+        return getattr(self.params, "catch_all", None)
+
+    @property
+    def range(self) -> tuple[float, float] | None:
+        return getattr(self.params, "range", None)
+
+    @property
+    def rappor(self) -> RapporParams | None:
+        return getattr(self.params, "rappor", None)
+
+    @property
+    def candidates(self) -> tuple[str, ...] | None:
+        return getattr(self.params, "candidates", None)
+
+    @property
+    def prio3(self) -> Prio3Params | None:
+        return getattr(self.params, "prio3", None)
+
+    @property
+    def unit(self) -> str | None:
+        "Numeric campaigns: what the values measure (\"ms\"); part of the fingerprint when given"
+        return getattr(self.params, "unit", None)
+
+    @property
+    def max_ones(self) -> int | None:
+        "SUE/OUE: the collector refuses reports with more bits set (estimators.ones_test)"
+        return getattr(self.params, "max_ones", None)
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Any) -> Spec:
-        "Validate a JSON-like dict and build the spec (``auto`` resolved)"
+        "Validate a JSON-like dict (the envelope here, the rest by its kind) and build the spec (``auto`` resolved)"
         if not isinstance(data, dict):
             raise SpecError("spec", "must be a JSON object")
-        unknown = sorted(set(data) - _KNOWN_FIELDS)
+        kind = kind_of(data)  # SpecError('kind') for a kind no module registered
+        if "kind" in data and data["kind"] != kind.name:  # e.g. an estimate type ("frequency"), no campaign kind
+            raise SpecError("kind", f"must be one of {list(kind_names())}")
+        trust = data.get("trust")
+        trust = kind.trust_models[0] if trust is None else trust
+        if trust not in kind.trust_models:
+            raise SpecError("trust", f"must be one of {list(kind.trust_models)} for a {kind.name!r} campaign "
+                                     f"(trust models: {list(TRUST_MODELS)})")
+        known = ENVELOPE_FIELDS | kind.fields
+        unknown = sorted(set(data) - known)
         if unknown:
-            allowed = sorted(_KNOWN_FIELDS - {"derived", "fingerprint"})
+            allowed = sorted(known - {"derived", "fingerprint"})
             raise SpecError(unknown[0], f"unknown field; allowed fields are {allowed}")
         name = data.get("name")
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise SpecError("name", "must be 1-64 characters from A-Z a-z 0-9 _ . - starting with a letter or digit")
-        kind = kind_of(data)  # SpecError('trust') for a kind no module registered
-        mechanism = data.get("mechanism")
-        if mechanism not in ALLOWED_MECHANISM_NAMES and kind.takes_mechanism:
-            raise SpecError("mechanism", f"must be one of {list(ALLOWED_MECHANISM_NAMES)}")
         description = data.get("description", "")
         if not isinstance(description, str) or len(description) > 1000 or not is_utf8(description):
             raise SpecError("description", "must be a string of at most 1000 characters")
@@ -209,92 +269,14 @@ class Spec(Frozen):
             if not is_number(delta) or not 0 < delta < 1:
                 raise SpecError("delta", "must be a number with 0 < delta < 1 (used for the central Gaussian baseline)")
             delta = float(delta)
-        common: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
-                                  "expires": validate_day("expires", data.get("expires"))}
-        return kind.spec_from_dict(cls, data, common)._checked(data)  # a carried fingerprint must be the spec's
-
-    @classmethod
-    def _local_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        "A local-DP campaign: a randomizer's mechanism with its domain or range (``client_sdk.kinds.local``)"
-        mechanism = data.get("mechanism")
-        for forbidden in DISTRIBUTED_FIELDS[1:]:
-            if forbidden in data:
-                raise SpecError(forbidden, "only allowed with trust 'distributed'")
-        assert isinstance(mechanism, str)  # one of ALLOWED_MECHANISM_NAMES (checked above)
-        if mechanism == "rappor":
-            return cls._rappor_from_dict(data, common)
-        for forbidden in ("rappor", "candidates"):
-            if forbidden in data:
-                raise SpecError(forbidden, f"only allowed with mechanism 'rappor', not {mechanism!r}")
-        epsilon = validate_epsilon(data.get("epsilon"))
-
-        if mechanism == "auto" and "range" in data and "domain" not in data:
-            mechanism = resolve_auto_numeric(epsilon)
-        if mechanism in NUMERIC_MECHANISMS:
-            for forbidden in ("domain", "catch_all", "max_ones"):
-                if forbidden in data:
-                    raise SpecError(forbidden, f"numeric mechanism {mechanism!r} takes 'range', not {forbidden!r}")
-            value_range = validate_range(data.get("range"))
-            return cls(mechanism=mechanism, epsilon=epsilon, range=value_range, unit=validate_unit(data.get("unit")),
-                       **common)._checked(data)
-
-        for forbidden in ("range", "unit"):
-            if forbidden in data:
-                raise SpecError(forbidden, f"categorical mechanism {mechanism!r} takes 'domain', not {forbidden!r}")
-        domain = validate_domain(data.get("domain"))
-        catch_all = data.get("catch_all")
-        if catch_all is not None and catch_all not in domain:
-            raise SpecError("catch_all", "must be one of the domain's entries")
-        if mechanism == "auto":
-            mechanism = resolve_auto(len(domain), epsilon)
-        max_ones = data.get("max_ones")
-        if max_ones is not None:
-            if mechanism not in UNARY_MECHANISMS:
-                raise SpecError("max_ones", f"only with a unary encoding {list(UNARY_MECHANISMS)} (it bounds the bits "
-                                            f"a report sets), not {mechanism!r}")
-            max_ones = validate_int("max_ones", max_ones, 1, len(domain))
-        return cls(mechanism=mechanism, epsilon=epsilon, domain=domain, catch_all=catch_all, max_ones=max_ones,
-                   **common)._checked(data)
-
-    def _checked(self, data: dict) -> Spec:
-        "A fingerprint carried in ``data`` (a spec as served) must be this spec's"
-        claimed = data.get("fingerprint")
-        if claimed is not None and claimed != self.fingerprint:
+        envelope: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
+                                    "expires": validate_day("expires", data.get("expires")), "trust": trust}
+        params = kind.parse_params(data, envelope)
+        spec = cls(**envelope, kind=kind.name, params=params)
+        claimed = data.get("fingerprint")  # a spec as served: its fingerprint must be this spec's
+        if claimed is not None and claimed != spec.fingerprint:
             raise SpecError("fingerprint", "does not match the spec's parameters (the spec was altered)")
-        return self
-
-    @classmethod
-    def _distributed_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        "A distributed (Prio3) campaign: its parameters are ``client_sdk.spec_prio3``'s"
-        epsilon, domain, params = prio3_from_dict(data, common["delta"])
-        return cls(mechanism="prio3", epsilon=epsilon, domain=domain, trust="distributed", prio3=params,
-                   **common)._checked(data)
-
-
-    @classmethod
-    def _rappor_from_dict(cls, data: dict, common: dict[str, Any]) -> Spec:
-        for forbidden in ("domain", "range", "catch_all", "unit", "max_ones"):
-            if forbidden in data:
-                raise SpecError(forbidden, "not allowed with mechanism 'rappor' (use 'candidates' for decoding)")
-        params = RapporParams.from_dict(data.get("rappor"))
-        if not MIN_EPSILON <= params.epsilon_one <= MAX_EPSILON:
-            raise SpecError("rappor", f"f, p, q and h give epsilon_1 = {params.epsilon_one:.6g}; it must be in "
-                                      f"[{MIN_EPSILON}, {MAX_EPSILON}], as epsilon for the other mechanisms")
-        if "epsilon" in data and data["epsilon"] is not None:
-            claimed = data["epsilon"]
-            if not is_finite_number(claimed) or not math.isclose(claimed, params.epsilon_one, rel_tol=1e-9):
-                raise SpecError("epsilon", f"is derived for RAPPOR (epsilon_1 = {params.epsilon_one:.6g}); omit it")
-        candidates = data.get("candidates")
-        if candidates is not None:
-            if not isinstance(candidates, list) or not all(isinstance(c, str) and is_utf8(c) for c in candidates):
-                raise SpecError("candidates", "must be a list of strings")
-            if len(candidates) > MAX_DOMAIN_SIZE:
-                raise SpecError("candidates", f"has more than {MAX_DOMAIN_SIZE} entries")
-            if len(set(candidates)) != len(candidates):
-                raise SpecError("candidates", "entries must be unique")
-            candidates = tuple(candidates)
-        spec = cls(mechanism="rappor", epsilon=params.epsilon_one, rappor=params, candidates=candidates, **common)
-        return spec._checked(data)
+        return spec
 
     # -- views --------------------------------------------------------------------------------------------
     @property
@@ -320,32 +302,10 @@ class Spec(Frozen):
         return self._index.get((type(value), value))
 
     def identity(self) -> dict:
-        "The fields that change what a report means: the input of the fingerprint"
-        out: dict[str, Any] = {"name": self.name, "mechanism": self.mechanism, **kind_of(self).identity(self)}
-        if self.prio3 is not None:  # distributed: every Prio3 parameter, with epsilon and delta (noise calibration)
-            out.update(self.prio3.identity(), trust=self.trust, epsilon=self.epsilon)
-            if self.delta is not None:
-                out["delta"] = self.delta
-        elif self.rappor is not None:
-            out["rappor"] = self.rappor.to_dict()
-            if self.rappor.encoding == "basic":  # one bit per candidate: the list defines what a bit means
-                out["candidates"] = list(self.candidates or ())
-            elif self.candidates is not None:  # a changed candidate list is a new version (decoding changes)
-                out["candidates"] = list(self.candidates)
-        else:
-            out["epsilon"] = self.epsilon
-        if self.domain is not None:
-            out["domain"] = list(self.domain)
-        if self.catch_all is not None:
-            out["catch_all"] = self.catch_all
-        if self.range is not None:
-            out["range"] = list(self.range)
+        "The fields that change what a report means: the input of the fingerprint (the kind gives its part)"
+        out: dict[str, Any] = {"name": self.name, **kind_of(self).identity(self)}
         if self.expires is not None:
             out["expires"] = self.expires
-        if self.unit is not None:
-            out["unit"] = self.unit
-        if self.max_ones is not None:  # the collector keeps only the reports with at most this many bits set
-            out["max_ones"] = self.max_ones
         return out
 
     def expired_on(self, day: str) -> bool:
@@ -361,33 +321,27 @@ class Spec(Frozen):
         return self._fingerprint
 
     def to_dict(self, *, derived: bool = True) -> dict:
-        "Plain JSON; ``derived`` adds the mechanism's derived probabilities and the fingerprint (informational)"
+        "Plain JSON; ``derived`` adds the kind's derived parameters and the fingerprint (informational)"
         out = self.identity()
-        if self.mechanism == "rappor":
-            out.pop("epsilon", None)
-        if self.candidates is not None:
-            out["candidates"] = list(self.candidates)
         if self.delta is not None:
             out["delta"] = self.delta
         if self.description:
             out["description"] = self.description
         out["version"] = self.version
-        if self.prio3 is not None:
-            out.pop("chunk_length", None)  # derived, not an input
-            if derived:
-                out["derived"] = {"chunk_length": self.prio3.chunk_length, "sensitivity": self.prio3.sensitivity}
-                out["fingerprint"] = self.fingerprint
-            return out
+        out = kind_of(self).to_dict(self, out, derived=derived)
         if derived:
-            if _derived_parameters is None:
-                raise RuntimeError("client_sdk.mechanisms is not imported")  # cannot happen: client_sdk imports it
-            if kind_of(self).takes_mechanism:  # the randomizer's probabilities
-                out["derived"] = _derived_parameters(self)
             out["fingerprint"] = self.fingerprint
         return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _rebuild(name: str, description: str, version: int, delta: float | None, expires: str | None, trust: str,
+             kind: str, params: Any) -> Spec:
+    "A pickled spec, rebuilt"
+    return Spec(name, description=description, version=version, delta=delta, expires=expires, trust=trust,
+                kind=kind, params=params)
 
 
 # The mechanisms build on the spec, so the spec cannot import them; client_sdk.mechanisms registers here the

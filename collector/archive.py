@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import estimators
-from client_sdk.errors import LDPError
+from client_sdk.errors import LDPError, SpecError
 from client_sdk.kinds import kind_of
 from client_sdk.spec import Spec, load_spec
 
@@ -104,8 +104,11 @@ def read_file_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, str]:
 
 
 def _check_local(spec: Spec) -> None:
-    if not kind_of(spec).takes_mechanism:  # a distributed campaign: its shares are the distributed store's
-        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived here")
+    try:
+        kind_of(spec).require_randomizer(spec)  # only a randomizer's reports are archived here
+    except SpecError:
+        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived "
+                           "here") from None
 
 
 def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from client_sdk.errors import SpecError
 from client_sdk.kinds import kind_of
 from client_sdk.spec import Spec, load_spec
 
@@ -57,9 +58,11 @@ def mechanism_for(spec: Any) -> ServerMechanism:
     if hit is not None and hit[0] is spec:
         return hit[1]
     spec = load_spec(spec)
-    if not kind_of(spec).takes_mechanism:  # e.g. distributed: Prio3 shares, estimated from releases
-        raise ValueError(f"campaign {spec.name!r} is {spec.trust}: its reports are Prio3 shares with no local-DP "
-                         "estimator (estimates come from its releases)")
+    try:
+        kind_of(spec).require_randomizer(spec)
+    except SpecError:  # e.g. prio3: shares, estimated from its releases
+        raise ValueError(f"campaign {spec.name!r} is a {spec.kind!r} campaign ({spec.trust}): its reports have no "
+                         "local-DP estimator (its kind's estimate side makes its estimates)") from None
     cached = _CACHE.get(spec)
     if cached is None:
         cached = registered(spec.mechanism)(spec)

@@ -4,17 +4,26 @@ See :mod:`client_sdk.kinds.base` for the interface and docs/architecture.md ("Ad
 
 from .base import (
     DEFAULT_KIND,
+    ENTRY_POINT_GROUP,
+    KINDS_VARIABLE,
     CampaignKind,
+    KindModuleError,
     Registry,
     find_kind,
     kind_name,
     kind_names,
     kind_of,
+    load_outside_kinds,
     register_kind,
     unregister_kind,
 )
-from .distributed import DISTRIBUTED, DistributedKind
+from .context import DeviceContext
 from .local import LOCAL, LocalKind
+from .prio3 import PRIO3, Prio3Kind, Prio3SpecParams
 
-__all__ = ["DEFAULT_KIND", "DISTRIBUTED", "LOCAL", "CampaignKind", "DistributedKind", "Registry", "LocalKind",
-           "find_kind", "kind_name", "kind_names", "kind_of", "register_kind", "unregister_kind"]
+DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
+
+__all__ = ["DEFAULT_KIND", "DISTRIBUTED", "ENTRY_POINT_GROUP", "KINDS_VARIABLE", "LOCAL", "PRIO3", "CampaignKind",
+           "DeviceContext", "DistributedKind", "KindModuleError", "LocalKind", "Prio3Kind", "Prio3SpecParams",
+           "Registry", "find_kind", "kind_name", "kind_names", "kind_of", "load_outside_kinds", "register_kind",
+           "unregister_kind"]

@@ -1,49 +1,68 @@
 """The registry of campaign kinds, device side: what every side asks of a kind before it asks its own side.
 
-A campaign's kind is named by its spec's ``trust`` member ("local" when absent).  Each kind registers one
-:class:`CampaignKind` here (``register_kind``); the collector and the estimators keep their own registries of the
-same names (``collector.kinds``, ``estimators.kinds``).  Nothing outside the kind modules asks "which kind is this?":
-it looks the kind up (:func:`kind_of`) and calls it.
+A campaign's kind is its spec's ``kind`` member; a spec without one is ``prio3`` when its ``trust`` is
+``distributed`` and ``local`` otherwise (:func:`kind_name`).  ``trust`` names a trust model only; a kind declares the
+ones it supports.  Each kind registers one :class:`CampaignKind` here (``register_kind``); the collector and the
+estimators keep their own registries of the same names (``collector.kinds``, ``estimators.kinds``).  Nothing outside
+the kind modules asks "which kind is this?": it looks the kind up (:func:`kind_of`) and calls it.
+
+A kind outside the project's packages is registered by importing its module: name it in the environment variable
+``LDP_TELEMETRY_KINDS`` (comma-separated module names) or in the entry-point group ``ldp_telemetry.kinds`` of its
+distribution (the entry point's value is the module).  They are imported once, when a registry is first asked for
+a kind it does not have (``import client_sdk`` stays cheap: ``importlib.metadata`` only then).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
-from ..errors import SpecError
+from ..errors import SpecError, UnsupportedSpec
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, Protocol
+    from typing import Any, ClassVar
 
-    class ReportMaker(Protocol):
-        "What a device offers a kind to make a payload with (``Recorder``): its randomizers and sealing configs"
+    from .context import DeviceContext
 
-        def perturbed(self, spec: Any, value: Any) -> Any: ...
-
-        def sealed(self, spec: Any, campaign: str, value: Any, report_id: str, batch: str) -> Any: ...
-
-DEFAULT_KIND = "local"  # a spec without ``trust``
+DEFAULT_KIND = "local"  # a spec with neither ``kind`` nor a trust model another built-in kind supports
+KINDS_VARIABLE = "LDP_TELEMETRY_KINDS"
+ENTRY_POINT_GROUP = "ldp_telemetry.kinds"
 
 
 class CampaignKind:
-    """One campaign kind as a device sees it: how a report is made and what it charges to the privacy ledger.
+    """One campaign kind as a device sees it: its spec parameters, how a report is made and what it charges.
 
-    Subclasses set ``name`` (the spec's ``trust``) and override what differs; the defaults are a local kind's."""
+    Subclasses set ``name``, ``trust_models`` and ``fields`` and override what differs; the defaults are those of a
+    kind with one report per value, pure epsilon and a UTC day as its period."""
 
     name: ClassVar[str] = ""
-    # its specs are listed with an ``aggregators`` block and reports are sealed with the helper's HPKE configs
-    needs_aggregators: ClassVar[bool] = False
-    takes_mechanism: ClassVar[bool] = True  # its spec names one of the randomizers (``mechanism``)
+    trust_models: ClassVar[tuple[str, ...]] = ("local",)  # the first is a spec's when it names none
+    fields: ClassVar[frozenset[str]] = frozenset()  # the top-level spec members it owns (beside the envelope's)
 
-    def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
-        """The spec of this kind from its JSON (``Spec.from_dict`` has checked the fields every kind shares:
-        ``common`` holds name, description, version, delta, expires); SpecError naming the field otherwise"""
+    # -- the spec -----------------------------------------------------------------------------------------------
+    def parse_params(self, data: dict, envelope: dict[str, Any]) -> Any:
+        """The kind's parameters from a spec's JSON (``envelope`` holds the envelope's validated fields: name,
+        description, version, delta, expires, trust); SpecError naming the field otherwise.  The object has at
+        least ``epsilon`` (what one report spends)."""
         raise NotImplementedError
 
     def identity(self, spec: Any) -> dict:
-        "What the kind adds to a spec's identity (its fingerprint and JSON): ``trust``, so that it reloads as this kind"
-        return {"trust": self.name}
+        "The kind's part of the spec's identity (its fingerprint): here its name, trust model and epsilon"
+        return {"kind": self.name, "trust": spec.trust, "epsilon": spec.epsilon}
+
+    def to_dict(self, spec: Any, out: dict, *, derived: bool) -> dict:
+        "The spec's JSON: ``out`` (identity and envelope) with what the kind adds (``derived``: informational)"
+        return out
+
+    def json_schema(self) -> dict:
+        "A JSON Schema of the kind's own fields (the OpenAPI document and the conformance cases read it)"
+        return {"type": "object", "properties": {}}
+
+    # -- the device -------------------------------------------------------------------------------------------
+    def make_report(self, ctx: DeviceContext, spec: Any, value: Any) -> Any:
+        "The report's payload, or a ``RecordStatus`` saying why none is made (nothing is charged then)"
+        raise NotImplementedError
 
     def batch_of(self, spec: Any, now: float) -> str | None:
         "The batch a report of ``spec`` made at ``now`` belongs to (the ledger charges once per batch), or None"
@@ -57,10 +76,22 @@ class CampaignKind:
         "(epsilon, delta) one report of ``spec`` spends"
         return float(spec.epsilon), 0.0
 
-    def make_payload(self, maker: ReportMaker, spec: Any, campaign: str, value: Any, report_id: str,
-                     batch: str | None) -> Any:
-        "The report's payload, or a ``RecordStatus`` saying why none is made (nothing is charged then)"
-        raise NotImplementedError
+    # -- what other modules ask the kind to do ------------------------------------------------------------------
+    def aggregators_of(self, listing: Mapping[str, Any]) -> Any:
+        "The aggregators block a campaign listing item carries for this kind's reports (None: it seals to none)"
+        return None
+
+    def wants_sealing_configs(self, spec: Any) -> bool:
+        "Whether a device must fetch the aggregators' HPKE configs before it can report to ``spec``"
+        return False
+
+    def require_randomizer(self, spec: Any) -> None:
+        "Raise SpecError unless ``spec``'s reports are made by one of the local randomizers (``mechanism``)"
+        raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it has no local randomizer")
+
+    def randomizer_of(self, ctx: DeviceContext, spec: Any) -> Any:
+        "The device's local randomizer for ``spec``; UnsupportedSpec for a kind whose reports no randomizer makes"
+        raise UnsupportedSpec(f"campaign {spec.name!r} is a {self.name!r} campaign: it has no local randomizer")
 
 
 class Registry:
@@ -83,20 +114,53 @@ class Registry:
         self.kinds.pop(name, None)
 
     def find(self, spec: Any) -> Any:
-        "The kind of ``spec`` (a Spec, its JSON or an estimate: their ``trust``), None when this side has none"
+        "The kind of ``spec`` (a Spec, its JSON or an estimate), None when this side has none"
         name = kind_name(spec)
-        kind = self.kinds.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return None
+        if name not in self.kinds or name not in DEVICE.kinds:
+            load_outside_kinds()
+        kind = self.kinds.get(name)
         return kind if kind is not None and name in DEVICE.kinds else None
 
     def of(self, spec: Any) -> Any:
-        "The kind of ``spec``; SpecError('trust') when this side has none"
+        "The kind of ``spec``; SpecError('kind') when this side has none"
         kind = self.find(spec)
         if kind is None:
-            raise SpecError("trust", f"must be one of {[name for name in kind_names() if name in self.kinds]}")
+            raise SpecError("kind", f"must be one of {[name for name in kind_names() if name in self.kinds]}")
         return kind
 
 
 DEVICE = Registry("device side")  # the list of kinds: the other sides' registries take only kinds named here
+_LOADED: list[bool] = []
+
+
+class KindModuleError(ImportError):
+    "A module named to register a campaign kind (LDP_TELEMETRY_KINDS, entry points) could not be imported"
+
+
+def outside_kind_modules() -> list[str]:
+    "The modules that register outside kinds: the environment variable's, then the entry points'"
+    names = [name.strip() for name in os.environ.get(KINDS_VARIABLE, "").split(",") if name.strip()]
+    from importlib.metadata import entry_points  # here: importlib.metadata costs more than import client_sdk
+
+    names += [point.value.partition(":")[0].strip() for point in entry_points(group=ENTRY_POINT_GROUP)]
+    return list(dict.fromkeys(names))
+
+
+def load_outside_kinds(*, again: bool = False) -> None:
+    "Import the outside kinds' modules (once; ``again`` for tests that change the environment)"
+    if _LOADED and not again:
+        return
+    _LOADED[:] = [True]
+    from importlib import import_module
+
+    for module in outside_kind_modules():
+        try:
+            import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure of an outside module names the module
+            raise KindModuleError(f"campaign kind module {module!r} (named in {KINDS_VARIABLE} or the entry-point "
+                                  f"group {ENTRY_POINT_GROUP!r}) cannot be imported: {exc}") from exc
 
 
 def register_kind(kind: CampaignKind) -> CampaignKind:
@@ -115,9 +179,25 @@ def kind_names() -> tuple[str, ...]:
 
 
 def kind_name(spec: Any) -> Any:
-    "The kind a spec names: its ``trust`` (a Spec or its JSON), ``local`` when it has none"
-    trust = spec.get("trust", DEFAULT_KIND) if isinstance(spec, Mapping) else getattr(spec, "trust", DEFAULT_KIND)
-    return DEFAULT_KIND if trust is None else trust
+    """The kind a spec names (a Spec, its JSON or an estimate): its ``kind``; else the built-in kind whose trust
+    model its ``trust`` is (``distributed``: prio3); else ``local``.  An estimate's ``kind`` is its type
+    ("frequency"): its campaign's kind is the one its ``trust`` implies, or names"""
+    if not isinstance(spec, Mapping):
+        return getattr(spec, "kind", None) or DEFAULT_KIND  # a Spec
+    named, trust = spec.get("kind"), spec.get("trust")
+    if isinstance(named, str) and named not in DEVICE.kinds:
+        load_outside_kinds()
+    if named in DEVICE.kinds:
+        return named
+    if not isinstance(trust, str):
+        return DEFAULT_KIND if named is None else named
+    if trust in _TRUST_KINDS:
+        return _TRUST_KINDS[trust]
+    # An estimate names the campaign's kind by its ``trust`` (its own ``kind`` is the estimate's type)
+    return trust if trust in DEVICE.kinds else DEFAULT_KIND if named is None else named
+
+
+_TRUST_KINDS = {"distributed": "prio3"}  # a spec without ``kind``: the kind its trust model implies
 
 
 def find_kind(spec: Any) -> CampaignKind | None:
@@ -126,5 +206,5 @@ def find_kind(spec: Any) -> CampaignKind | None:
 
 
 def kind_of(spec: Any) -> CampaignKind:
-    "The registered kind of ``spec``; SpecError('trust') when it names none"
+    "The registered kind of ``spec``; SpecError('kind') when it names none"
     return DEVICE.of(spec)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..errors import SpecError
 from ..kinds import kind_of
 from ..randomness import RandomSource
 from ..spec import Spec, load_spec, set_derived_parameters
@@ -52,9 +51,7 @@ def mechanism_from_spec(spec: Any, *, rng: RandomSource | None = None, **options
     ``cohort``; without them it uses a fresh in-memory secret, which gives no long-term protection across
     processes (``client_sdk.Client`` persists one)."""
     spec = load_spec(spec)
-    if not kind_of(spec).takes_mechanism:  # e.g. distributed: client_sdk.distributed shards and seals instead
-        raise SpecError("trust", f"campaign {spec.name!r} is {spec.trust}: it has no local randomizer "
-                                 "(client_sdk.distributed.seal_report makes its reports)")
+    kind_of(spec).require_randomizer(spec)  # SpecError for a kind whose reports no randomizer makes
     return MECHANISM_CLASSES[spec.mechanism](spec, rng=rng, **options)
 
 

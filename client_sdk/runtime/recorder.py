@@ -10,6 +10,7 @@ report made with it).
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import sqlite3
@@ -20,20 +21,14 @@ from typing import Any
 
 from ..clock import utc_day
 from ..errors import (
-    AggregatorMismatch,
-    InvalidValue,
-    InvalidValueType,
     LDPError,
     RecordingError,
-    SpecError,
     StateFileError,
     UnsupportedSpec,
-    ValueNotInDomain,
 )
-from ..kinds import kind_of
-from ..mechanisms import Mechanism, mechanism_from_spec
+from ..kinds import CampaignKind, DeviceContext, kind_of
+from ..mechanisms import Mechanism
 from ..randomness import RandomSource
-from ..rappor import cohort_from_secret
 from ..spec import Spec
 from . import device_state
 from .held import HeldValues, decode_value, encode_value
@@ -60,12 +55,8 @@ class Recorder:
         self.held, self.specs = held, specs
         self.rng, self.policy, self.policies, self.batch_size = rng, policy, policies, batch_size
         self.clock, self.upload_enabled, self.wake, self.log_once = clock, upload_enabled, wake, log_once
-        self.mechanisms: dict[str, Mechanism] = {}
-        self.made_with = threading.local()  # the randomizer of this thread's report being recorded
-        # The RAPPOR device secret: read from the state file on first use, or drawn and stored (pending) in the
-        # transaction of the first report made with it
-        self.secret: bytes | None = None
-        self.secret_pending = False
+        self.memos: dict[str, dict] = {}  # each kind's in-memory memo on this device (its randomizers)
+        self.device_secret = DeviceSecret(state_dir, state)
         self.held_campaigns = held_campaigns  # campaigns with values held in the state file
         self.held_lock = threading.Lock()  # a hold and its campaign's entry here, against a release's re-read
         self.counts: dict[str, int] = {}
@@ -87,18 +78,18 @@ class Recorder:
         return Recorded(status, report_id)
 
     def queue_value(self, spec: Spec, campaign: str, value: Any, now: float) -> Recorded:
-        "Validate and perturb ``value``, ask the ledger, then charge it and queue the report in one transaction"
+        "Have the kind make ``value``'s report, ask the ledger, then charge it and queue the report in one transaction"
         report_id = _uuid4()  # before the payload: a distributed report's id is its Prio3 nonce
         kind = kind_of(spec)
-        self.made_with.mechanism = None
         batch = kind.batch_of(spec, now)  # a report that names its batch is charged once per batch, sealed into it
+        ctx = self.context(kind, campaign, report_id, batch)
         try:
-            payload = kind.make_payload(self, spec, campaign, value, report_id, batch)  # validates the value first
+            payload = kind.make_report(ctx, spec, value)  # validates the value first
             if isinstance(payload, RecordStatus):  # nothing charged, nothing queued
                 return Recorded(payload)
         except RecordingError:
             raise
-        except LDPError:  # the RAPPOR device secret could not be read
+        except LDPError:  # the device secret could not be read
             return Recorded(RecordStatus.STATE_ERROR)
         if not self.upload_enabled():
             return Recorded(RecordStatus.UPLOAD_DISABLED)
@@ -111,9 +102,8 @@ class Recorder:
                 epsilon, delta = kind.ledger_charge(spec)
                 if self.ledger.refusal(campaign, epsilon, policy, now, batch) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
-                mechanism = self.made_with.mechanism
-                if spec.mechanism == "rappor" and mechanism is not None:
-                    report["payload"] = self.with_stored_secret(spec, value, mechanism, payload)
+                if ctx.finish is not None:  # e.g. a RAPPOR report: drawn with the secret the state file holds
+                    report["payload"] = ctx.finish(payload)
                 self.ledger.charge(campaign, epsilon, policy, now, delta=delta, batch=batch)
                 self.queue.put(report, now)
                 pending = self.queue.last_count
@@ -123,6 +113,33 @@ class Recorder:
         if pending >= self.batch_size:
             self.wake.set()
         return Recorded(RecordStatus.QUEUED, report_id)
+
+    def context(self, kind: CampaignKind, campaign: str, report_id: str = "", batch: str | None = None
+                ) -> DeviceContext:
+        "What the kind may use to make one report (``client_sdk.kinds.DeviceContext``)"
+        return DeviceContext(rng=self.rng, state=KindStateSlot(self.state, kind.name),
+                             memo=self.memos.setdefault(kind.name, {}), secret=self.device_secret,
+                             sealing_configs=lambda: self._sealing_configs(campaign), log_once=self.log_once,
+                             campaign=campaign, report_id=report_id, batch=batch)
+
+    def _sealing_configs(self, campaign: str) -> Any:
+        "The leader's and helper's HPKE configs for ``campaign``, None without configured aggregators"
+        return None if self.specs.trusted is None else self.specs.sealing_configs(campaign)
+
+    # What tests read: the randomizers the kinds built, and the device secret
+    @property
+    def mechanisms(self) -> dict[str, Mechanism]:
+        return {key: held for memo in self.memos.values() for key, held in memo.items()
+                if isinstance(held, Mechanism)}
+
+    @property
+    def secret(self) -> bytes | None:
+        return self.device_secret.current
+
+    def checked_mechanism(self, spec: Spec) -> Mechanism:
+        "The randomizer the spec's kind makes its reports with (UnsupportedSpec if none)"
+        kind = kind_of(spec)
+        return kind.randomizer_of(self.context(kind, spec.name), spec)  # type: ignore[no-any-return]
 
     # -- values held for their spec ---------------------------------------------------------------------------
     def hold(self, campaign: str, value: Any) -> RecordStatus:
@@ -196,73 +213,36 @@ class Recorder:
             self.held_campaigns = set()
             self.held.scrub()
 
-    # -- local campaigns: the randomizers -----------------------------------------------------------------------
-    def perturbed(self, spec: Spec, value: Any) -> Any:
-        """A local report's payload (``client_sdk.kinds.ReportMaker``): ``value`` perturbed by the spec's randomizer,
-        which this thread's record then finds in ``self.made_with`` (a RAPPOR one is checked against the stored
-        secret in the record's transaction)"""
-        mechanism = self.made_with.mechanism = self.checked_mechanism(spec)
-        return self.perturb(spec, value, mechanism)
 
-    def checked_mechanism(self, spec: Spec) -> Mechanism:
-        try:
-            return self._mechanism(spec)
-        except (SpecError, TypeError) as exc:
-            raise UnsupportedSpec(f"campaign {spec.name!r}: {exc}") from None
 
-    def with_stored_secret(self, spec: Spec, value: Any, mechanism: Mechanism, payload: Any) -> Any:
-        """The payload of a RAPPOR report, drawn with the secret the state file holds (call inside the record's
-        transaction).  A secret drawn by this client is stored now, with the first report made with it; if another
-        client on this directory stored one first, the mechanisms are rebuilt with that one and the value perturbed
-        again, so a value never gets two permanent responses."""
-        if self.secret_pending:
-            assert self.secret is not None
-            stored = self.state.store_device_secret(self.secret)
-            self.secret_pending = False
-            if stored != self.secret:
-                self.secret = stored
-                self.mechanisms = {k: m for k, m in self.mechanisms.items() if m.spec.mechanism != "rappor"}
-        if getattr(mechanism, "secret", None) == self.secret:
-            return payload
-        return self.perturb(spec, value, self.checked_mechanism(spec))
+class KindStateSlot:
+    "A kind's own state on this device: a JSON object in the state file's settings, under the kind's name"
 
-    def perturb(self, spec: Spec, value: Any, mechanism: Mechanism) -> Any:
-        if isinstance(value, float) and value != value:
-            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
-        try:
-            return mechanism.perturb(value)
-        except (ValueNotInDomain, SpecError) as exc:
-            raise InvalidValue(str(exc)) from None
-        except LDPError:
-            raise
-        except TypeError as exc:
-            raise InvalidValueType(str(exc)) from None
-        except (ValueError, ArithmeticError) as exc:
-            raise InvalidValue(str(exc)) from None
+    def __init__(self, state: StateFile, kind: str) -> None:
+        self.state, self.key = state, f"kind_state.{kind}"
 
-    def _mechanism(self, spec: Spec) -> Mechanism:
-        mechanism = self.mechanisms.get(spec.fingerprint)
-        if mechanism is None:
-            if spec.mechanism == "rappor":  # its memoized responses belong to this device's secret
-                mechanism = mechanism_from_spec(spec, rng=self.rng, **self._rappor_options(spec))
-            elif self.rng is None:
-                mechanism = _shared_mechanism(spec)
-            else:
-                mechanism = mechanism_from_spec(spec, rng=self.rng)
-            self.mechanisms[spec.fingerprint] = mechanism
-        return mechanism
+    def load(self) -> dict:
+        loaded = json.loads(self.state.setting(self.key, "{}"))
+        return loaded if isinstance(loaded, dict) else {}
 
-    def _rappor_options(self, spec: Spec) -> dict[str, Any]:
-        "The device secret and its cohort (see :meth:`_device_secret`)"
-        secret = self._device_secret()
-        assert spec.rappor is not None  # only RAPPOR specs come here
-        return {"secret": secret, "cohort": cohort_from_secret(secret, spec.rappor.m)}
+    def save(self, value: dict) -> None:
+        self.state.set_setting(self.key, json.dumps(value, sort_keys=True, separators=(",", ":")))
 
-    def _device_secret(self) -> bytes:
-        """The RAPPOR device secret: the state file's; else an older SDK's secret file, imported (committed, then the
-        file removed); else a fresh one from the OS CSPRNG, stored with the first report made with it"""
+
+class DeviceSecret:
+    """The device secret (RAPPOR memoizes its responses by it): the state file's; else an older SDK's secret file,
+    imported (committed, then the file removed); else a fresh one from the OS CSPRNG, stored with the first report
+    made with it (:meth:`store`, in that report's transaction)"""
+
+    def __init__(self, state_dir: Path, state: StateFile) -> None:
+        self.state_dir, self.state = state_dir, state
+        self.current: bytes | None = None
+        self.pending = False
+
+    @property
+    def value(self) -> bytes:
         with self.state.lock:
-            if self.secret is None:
+            if self.current is None:
                 try:
                     stored = None if self.state.fresh else self.state.device_secret()
                     if stored is not None:
@@ -272,56 +252,18 @@ class Recorder:
                 except (sqlite3.Error, OSError) as exc:  # a STATE_ERROR for record(), like a damaged secret file
                     raise StateFileError(f"the RAPPOR device secret cannot be read or stored: {exc}") from None
                 if stored is None:
-                    self.secret, self.secret_pending = secrets.token_bytes(device_state.SECRET_BYTES), True
+                    self.current, self.pending = secrets.token_bytes(device_state.SECRET_BYTES), True
                 else:
-                    self.secret = stored
-            return self.secret
+                    self.current = stored
+            return self.current
 
-    # -- distributed campaigns ----------------------------------------------------------------------------------
-    def sealed(self, spec: Spec, campaign: str, value: Any, report_id: str, batch: str) -> dict | RecordStatus:
-        """A distributed report's payload for ``batch``: the value sharded and sealed to the leader and the helper,
-        with HPKE configs the listing names and the app's configuration vouches for; or the status saying why not"""
-        if isinstance(value, float) and value != value:
-            raise InvalidValue(f"campaign {spec.name!r} cannot report NaN")
-        try:
-            # imported here: the distributed module (+10 ms; Prio3 and HPKE after it) only for a distributed campaign
-            from .. import distributed
-
-            if self.specs.trusted is None:
-                self.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "
-                              "aggregators configured (Client(aggregators=...)): nothing is sealed", campaign)
-                return RecordStatus.AGGREGATORS_NOT_CONFIGURED
-            configs = self.specs.sealing_configs(campaign)
-        except AggregatorMismatch as exc:
-            self.log_once(("aggregator_mismatch", campaign), "campaign %s: refused, the leader's listing does not "
-                          "match the configured aggregators (%s)", campaign, exc)
-            return RecordStatus.AGGREGATOR_MISMATCH
-        except SpecError as exc:
-            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
-        except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device
-            raise UnsupportedSpec(f"campaign {campaign!r} is distributed: {exc}") from None
-        try:
-            return distributed.seal_report(spec, value, *configs, report_id=report_id, batch=batch)
-        except distributed.SealError as exc:  # a listed public key HPKE cannot use
-            raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
-        except TypeError as exc:
-            raise InvalidValueType(str(exc)) from None
-        except ValueError as exc:  # ValueNotInDomain too
-            raise InvalidValue(str(exc)) from None
-
-
-_SHARED_MECHANISMS: dict[str, Mechanism] = {}
-
-
-def _shared_mechanism(spec: Spec) -> Mechanism:
-    """The process's randomizer for ``spec`` drawing from the OS CSPRNG (built once per spec: it keeps no state
-    between reports); never a RAPPOR one, whose memoized responses belong to one device"""
-    mechanism = _SHARED_MECHANISMS.get(spec.fingerprint)
-    if mechanism is None:
-        if len(_SHARED_MECHANISMS) >= 256:
-            _SHARED_MECHANISMS.clear()
-        mechanism = _SHARED_MECHANISMS[spec.fingerprint] = mechanism_from_spec(spec)
-    return mechanism
+    def store(self) -> bytes:
+        "Store a secret drawn here (call inside the record's transaction); the stored one: another client's wins"
+        if self.pending:
+            assert self.current is not None
+            self.current = self.state.store_device_secret(self.current)
+            self.pending = False
+        return self.value
 
 
 def _uuid4() -> str:

@@ -71,4 +71,4 @@ def _one(item: Any, where: str) -> ShippedSpec:
         raise SpecError(f"{where}.fingerprint", "does not match the spec's parameters (the spec was altered)")
     if listed.get("name") is not None and listed["name"] != spec.name:
         raise SpecError(f"{where}.name", f"is not the spec's name {spec.name!r}")
-    return spec, listed.get("aggregators") if kind_of(spec).needs_aggregators else None
+    return spec, kind_of(spec).aggregators_of(listed)

@@ -114,7 +114,7 @@ class SpecCache:
             return shipped[0]  # until the collector's spec arrives (fetched, it replaces this one)
         if self.clock() - held[1] >= self.spec_ttl:
             self.wake.set()  # stale: keep using it, refresh in the background
-        if kind_of(held[0]).needs_aggregators and self.helper_configs_missing():
+        if kind_of(held[0]).wants_sealing_configs(held[0]) and self.helper_configs_missing():
             self.helper_configs_wanted = True
             self.wake.set()
             return RecordStatus.SPEC_UNAVAILABLE
@@ -180,7 +180,7 @@ class SpecCache:
                 self.aggregators[campaign] = body.get("aggregators")
                 self.specs[campaign] = (spec, now)
                 self.cached_at[campaign] = now
-            if any(kind_of(spec).needs_aggregators for spec, _, _ in fresh.values()):
+            if any(kind_of(spec).wants_sealing_configs(spec) for spec, _, _ in fresh.values()):
                 self.fetch_helper_configs(timeout)  # with every listing: the helper may have rotated its key
             self.checked = now
             self.keys_refused = False
@@ -234,7 +234,7 @@ class SpecCache:
         self.aggregators[campaign] = cached.get("aggregators")
         self.specs[campaign] = (spec, now)
         self.cached_at[campaign] = now
-        if kind_of(spec).needs_aggregators:
+        if kind_of(spec).wants_sealing_configs(spec):
             self.fetch_helper_configs()
         return spec
 
@@ -349,8 +349,9 @@ def _parsed_listing(body: bytes) -> _Listing | None:
 
 
 def _with_aggregators(spec: Spec, body: dict, aggregators: Any) -> dict:
-    "What the state file caches: the spec as listed, with its aggregators block if its kind needs one"
-    return {**body, "aggregators": aggregators} if kind_of(spec).needs_aggregators else body
+    "What the state file caches: the spec as listed, with the aggregators block its kind seals to (if any)"
+    block = kind_of(spec).aggregators_of({"aggregators": aggregators})
+    return body if block is None else {**body, "aggregators": block}
 
 
 def _split_cached(body: dict) -> tuple[Spec, Any]:

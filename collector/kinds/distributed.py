@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class DistributedCampaigns(CollectorKind):
     "Prio3 with a leader and a helper; the views' hooks are collector.distributed.api's"
 
-    name = "distributed"
+    name = "prio3"
     listing_cacheable = False  # its aggregators block comes from the distributed store's tables
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:

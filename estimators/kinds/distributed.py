@@ -15,7 +15,7 @@ from .base import EstimateKind, register_estimate_kind
 class DistributedEstimates(EstimateKind):
     "Prio3 releases (``source``) with the aggregators' (or the devices' coins') noise: exact-quantile intervals"
 
-    name = "distributed"
+    name = "prio3"
 
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
         "The estimate over the releases of a window (their batches added up); NoReports when there is none"

@@ -301,10 +301,10 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
 
 
 def _needs_aggregators(spec: Any) -> bool:
-    """Whether the spec's kind (a Spec or its JSON) is sealed to aggregators: its campaign is provisioned on the helper
-    first, and its leader shows its progress"""
+    """Whether the spec's kind (a Spec or its JSON) seals its reports to aggregators: its campaign is provisioned
+    on the helper first, and its leader shows its progress"""
     kind = find_kind(spec) if spec is not None else None
-    return kind is not None and kind.needs_aggregators
+    return kind is not None and kind.wants_sealing_configs(spec)
 
 
 def _create_distributed(database: str, helper_url: str | None, peer_token: str | None,

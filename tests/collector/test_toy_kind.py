@@ -33,26 +33,34 @@ from estimators.window import ReportData
 from .helpers import bearer
 
 NAME = "tally"
-SPEC = {"name": "app_opened", "trust": NAME, "epsilon": 1.0, "description": "app opens, counted"}
+SPEC = {"name": "app_opened", "kind": NAME, "epsilon": 1.0, "description": "app opens, counted"}
+
+
+class TallyParams:
+    "The toy kind's parameters: epsilon only (it owns no spec field of its own)"
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = epsilon
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TallyParams) and other.epsilon == self.epsilon
+
+    def __hash__(self) -> int:
+        return hash(self.epsilon)
 
 
 class TallyDevice(CampaignKind):
     "Device side: a report says 'it happened' (its payload is true)"
 
     name = NAME
-    takes_mechanism = False
 
-    def spec_from_dict(self, spec_class: Any, data: dict, common: dict[str, Any]) -> Any:
-        for field in ("domain", "range", "rappor", "candidates", "unit", "prio3"):
-            if field in data:
-                raise SpecError(field, "not allowed with trust 'tally'")
+    def parse_params(self, data: dict, envelope: dict[str, Any]) -> TallyParams:
         epsilon = data.get("epsilon")
         if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not epsilon > 0:
             raise SpecError("epsilon", "must be a positive number")
-        return spec_class(mechanism=NAME, epsilon=float(epsilon), trust=NAME, **common)
+        return TallyParams(float(epsilon))
 
-    def make_payload(self, maker: Any, spec: Any, campaign: str, value: Any, report_id: str,
-                     batch: str | None) -> Any:
+    def make_report(self, ctx: Any, spec: Any, value: Any) -> Any:
         return True
 
 
@@ -133,12 +141,12 @@ def test_a_third_kind_runs_from_campaign_to_report(tally: TallyCollector, http: 
     created = http.post("/v1/campaigns", json=SPEC, headers=admin)
     assert created.status_code == 201, created.json
     spec = created.json["spec"]
-    assert spec["trust"] == NAME and kind_of(spec).name == NAME  # it reloads as its own kind from the database
+    assert spec["kind"] == NAME and kind_of(spec).name == NAME  # it reloads as its own kind from the database
     listed = http.get("/v1/campaigns", headers=ingest).json["campaigns"]
     assert [item["spec"]["fingerprint"] for item in listed] == [spec["fingerprint"]]
 
     device = kind_of(spec)
-    payloads = [device.make_payload(None, spec, spec["name"], None, str(uuid.uuid4()), None) for _ in range(5)]
+    payloads = [device.make_report(None, spec, None) for _ in range(5)]
     repeated = _report(spec, True)
     batch = [_report(spec, payload) for payload in payloads] + [repeated, dict(repeated), _report(spec, 1)]
     answer = http.post("/v1/reports", json={"reports": batch}, headers=ingest)
@@ -157,10 +165,10 @@ def test_a_third_kind_runs_from_campaign_to_report(tally: TallyCollector, http: 
 
 
 def test_without_its_modules_the_kind_is_refused_by_name(http: Any, keys: dict[str, str]) -> None:
-    "The registry is the list of kinds: an unregistered one is a 400 naming 'trust', before anything is stored"
+    "The registry is the list of kinds: an unregistered one is a 400 naming 'kind', before anything is stored"
     answer = http.post("/v1/campaigns", json=SPEC, headers=bearer(keys["admin"]))
-    assert answer.status_code == 400 and answer.json["field"] == "trust"
-    assert "['local', 'distributed']" in answer.json["detail"]
+    assert answer.status_code == 400 and answer.json["field"] == "kind"
+    assert "['local', 'prio3']" in answer.json["detail"]
     assert http.get("/v1/campaigns", headers=bearer(keys["ingest"])).json["campaigns"] == []
 
 

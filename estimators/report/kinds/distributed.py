@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 class DistributedReport(ReportKind):
     "Prio3 releases: the header names the noise, the batches and the three trust models' standard errors"
 
-    name = "distributed"
+    name = "prio3"
     model_label = "distributed DP"
     colour = DISTRIBUTED_COLOUR
 
