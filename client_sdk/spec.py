@@ -58,7 +58,7 @@ from .spec_fields import (
     is_utf8,
     validate_day,
 )
-from .spec_prio3 import MAX_PRIO3_LENGTH, Prio3Params
+from .spec_prio3 import MAX_PRIO3_LENGTH, Prio3Params, Prio3SpecParams
 from .wire import is_integer
 
 # The spec's public names; the limits and the Prio3 parameters are defined in spec_fields and spec_prio3.
@@ -172,8 +172,6 @@ class Spec(Frozen):
         if params is None:
             assert epsilon is not None
             if prio3 is not None:
-                from .kinds.prio3 import Prio3SpecParams
-
                 params = Prio3SpecParams(float(epsilon), domain, prio3)
             else:
                 assert mechanism is not None

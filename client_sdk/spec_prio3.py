@@ -127,6 +127,20 @@ class Prio3Params(Frozen):
         return out
 
 
+class Prio3SpecParams(Frozen):
+    "A prio3 campaign's parameters: the release's epsilon, the domain (histogram, multihot) and the circuit's"
+
+    __slots__ = _fields = ("epsilon", "domain", "prio3")
+    epsilon: float
+    domain: tuple[DomainValue, ...] | None
+    prio3: Prio3Params
+
+    def __init__(self, epsilon: float, domain: tuple[DomainValue, ...] | None, prio3: Prio3Params) -> None:
+        self._set(epsilon=epsilon, domain=domain, prio3=prio3)
+
+    mechanism = "prio3"  # no local randomizer has this name
+
+
 def prio3_from_dict(data: dict, delta: float | None) -> tuple[float, tuple[DomainValue, ...] | None, Prio3Params]:
     """A distributed campaign's epsilon, domain (histogram, multihot) and Prio3 parameters from its spec's JSON:
     the circuit's parameters, the noise and the release's batch rules (``delta``: the spec's, validated)"""

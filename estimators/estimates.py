@@ -24,7 +24,7 @@ _STD_ERROR_FIELDS = ("prop_std_error", "proportion_std_error", "std_error")
 _CI_LOW_FIELDS = ("prop_low_95", "proportion_ci_low", "ci_low")
 _CI_HIGH_FIELDS = ("prop_high_95", "proportion_ci_high", "ci_high")
 ROW_LIST_FIELDS = ("values", "estimates", "candidates", "rows")
-TRUST_MODELS = ("local", "distributed", "central")
+COMPARED_MODELS = ("local", "distributed", "central")  # the trust models a report compares an estimate under
 DEFAULT_CONFIDENCE = 0.95
 
 

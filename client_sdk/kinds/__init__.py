@@ -2,6 +2,7 @@
 
 See :mod:`client_sdk.kinds.base` for the interface and docs/architecture.md ("Adding a campaign kind")."""
 
+from ..spec_prio3 import Prio3SpecParams
 from .base import (
     DEFAULT_KIND,
     ENTRY_POINT_GROUP,
@@ -19,7 +20,7 @@ from .base import (
 )
 from .context import DeviceContext
 from .local import LOCAL, LocalKind
-from .prio3 import PRIO3, Prio3Kind, Prio3SpecParams
+from .prio3 import PRIO3, Prio3Kind
 
 DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
 

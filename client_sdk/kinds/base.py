@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..errors import SpecError, UnsupportedSpec
+from ..errors import LDPError, SpecError, UnsupportedSpec
 
+# Function-level imports: importlib and importlib.metadata only when a kind is looked up that is not registered
+# (``import client_sdk`` does not load them: start-up).
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -135,7 +137,7 @@ DEVICE = Registry("device side")  # the list of kinds: the other sides' registri
 _LOADED: list[bool] = []
 
 
-class KindModuleError(ImportError):
+class KindModuleError(LDPError, ImportError):
     "A module named to register a campaign kind (LDP_TELEMETRY_KINDS, entry points) could not be imported"
 
 
@@ -185,16 +187,15 @@ def kind_name(spec: Any) -> Any:
     if not isinstance(spec, Mapping):
         return getattr(spec, "kind", None) or DEFAULT_KIND  # a Spec
     named, trust = spec.get("kind"), spec.get("trust")
-    if isinstance(named, str) and named not in DEVICE.kinds:
-        load_outside_kinds()
-    if named in DEVICE.kinds:
-        return named
+    if isinstance(named, str):
+        if named not in DEVICE.kinds:
+            load_outside_kinds()
+        if named in DEVICE.kinds:
+            return named
     if not isinstance(trust, str):
-        return DEFAULT_KIND if named is None else named
-    if trust in _TRUST_KINDS:
-        return _TRUST_KINDS[trust]
-    # An estimate names the campaign's kind by its ``trust`` (its own ``kind`` is the estimate's type)
-    return trust if trust in DEVICE.kinds else DEFAULT_KIND if named is None else named
+        return DEFAULT_KIND
+    # An estimate names its campaign's kind by ``trust`` (the estimate's own ``kind`` is its type, "frequency")
+    return _TRUST_KINDS.get(trust, trust if trust in DEVICE.kinds else DEFAULT_KIND)
 
 
 _TRUST_KINDS = {"distributed": "prio3"}  # a spec without ``kind``: the kind its trust model implies

@@ -12,6 +12,8 @@ from ..errors import InvalidValue, InvalidValueType, LDPError, SpecError, Unsupp
 from .base import CampaignKind, register_kind
 from .local_params import LOCAL_FIELDS, local_json_schema, local_params_from_dict
 
+# Function-level imports: client_sdk.spec (which imports this package) and client_sdk.mechanisms (which build
+# on the spec) are imported when a spec is parsed or a report made, after both finished loading (import order).
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from typing import Any

@@ -25,6 +25,8 @@ from ..spec_fields import (
     validate_unit,
 )
 
+# Function-level imports: client_sdk.spec (which imports this package) and client_sdk.mechanisms (which build
+# on the spec) are imported when a spec is parsed or a report made, after both finished loading (import order).
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from typing import Any

@@ -10,33 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import AggregatorMismatch, InvalidValue, InvalidValueType, SpecError, UnsupportedSpec
-from ..frozen import Frozen
-from ..spec_prio3 import DISTRIBUTED_FIELDS, Prio3Params, prio3_from_dict
+from ..errors import InvalidValue, InvalidValueType, SpecError, UnsupportedSpec
+from ..spec_prio3 import DISTRIBUTED_FIELDS, Prio3SpecParams, prio3_from_dict
 from .base import CampaignKind, register_kind
 
+# Function-level imports: client_sdk.distributed (Prio3, HPKE) only when a prio3 report is made, and the limits
+# of the JSON Schema only when it is asked for.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..spec_fields import DomainValue
     from .context import DeviceContext
 
 PRIO3_FIELDS = frozenset({"mechanism", "domain", *DISTRIBUTED_FIELDS}) - {"trust"}
-
-
-class Prio3SpecParams(Frozen):
-    "A prio3 campaign's parameters: the release's epsilon, the domain (histogram, multihot) and the circuit's"
-
-    __slots__ = _fields = ("epsilon", "domain", "prio3")
-    epsilon: float
-    domain: tuple[DomainValue, ...] | None
-    prio3: Prio3Params
-
-    def __init__(self, epsilon: float, domain: tuple[DomainValue, ...] | None, prio3: Prio3Params) -> None:
-        self._set(epsilon=epsilon, domain=domain, prio3=prio3)
-
-    mechanism = "prio3"  # no local randomizer has this name
 
 
 class Prio3Kind(CampaignKind):
@@ -102,9 +88,7 @@ class Prio3Kind(CampaignKind):
 
     def make_report(self, ctx: DeviceContext, spec: Any, value: Any) -> Any:
         """The value sharded and sealed to the leader and the helper for the report's batch, with HPKE configs the
-        listing names and the app's configuration vouches for; or the status saying why not"""
-        from ..runtime.status import RecordStatus
-
+        listing names and the app's configuration vouches for; or the status saying why not (the device's)"""
         campaign = ctx.campaign
         assert ctx.batch is not None  # batch_of gives one
         if isinstance(value, float) and value != value:
@@ -113,15 +97,9 @@ class Prio3Kind(CampaignKind):
             # imported here: the distributed module (+10 ms; Prio3 and HPKE after it) only for a prio3 campaign
             from .. import distributed
 
-            configs = ctx.sealing_configs()
-            if configs is None:
-                ctx.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "
-                             "aggregators configured (Client(aggregators=...)): nothing is sealed", campaign)
-                return RecordStatus.AGGREGATORS_NOT_CONFIGURED
-        except AggregatorMismatch as exc:
-            ctx.log_once(("aggregator_mismatch", campaign), "campaign %s: refused, the leader's listing does not "
-                         "match the configured aggregators (%s)", campaign, exc)
-            return RecordStatus.AGGREGATOR_MISMATCH
+            configs = ctx.sealing_configs()  # or the RecordStatus saying why there are none
+            if not isinstance(configs, tuple):
+                return configs
         except SpecError as exc:
             raise UnsupportedSpec(f"campaign {campaign!r}: {exc}") from None
         except ImportError as exc:  # client_sdk.vdaf.MissingDependency: no `distributed` extra on this device

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..clock import utc_day
 from ..errors import (
+    AggregatorMismatch,
     LDPError,
     RecordingError,
     StateFileError,
@@ -122,9 +123,19 @@ class Recorder:
                              sealing_configs=lambda: self._sealing_configs(campaign), log_once=self.log_once,
                              campaign=campaign, report_id=report_id, batch=batch)
 
-    def _sealing_configs(self, campaign: str) -> Any:
-        "The leader's and helper's HPKE configs for ``campaign``, None without configured aggregators"
-        return None if self.specs.trusted is None else self.specs.sealing_configs(campaign)
+    def _sealing_configs(self, campaign: str) -> tuple[Any, Any] | RecordStatus:
+        """The leader's and helper's HPKE configs for ``campaign`` (``DeviceContext.sealing_configs``), or the status
+        saying why a report cannot be sealed; SpecError, or ImportError without the ``distributed`` extra"""
+        if self.specs.trusted is None:
+            self.log_once(("aggregators", campaign), "campaign %s is distributed and this client has no "
+                          "aggregators configured (Client(aggregators=...)): nothing is sealed", campaign)
+            return RecordStatus.AGGREGATORS_NOT_CONFIGURED
+        try:
+            return self.specs.sealing_configs(campaign)
+        except AggregatorMismatch as exc:
+            self.log_once(("aggregator_mismatch", campaign), "campaign %s: refused, the leader's listing does not "
+                          "match the configured aggregators (%s)", campaign, exc)
+            return RecordStatus.AGGREGATOR_MISMATCH
 
     # What tests read: the randomizers the kinds built, and the device secret
     @property

@@ -70,8 +70,8 @@ def list_campaigns() -> Response:
     Every device asks for it, so the answer's body is kept per process, keyed by everything it is made of: the
     day, each listed version (its name, number, fingerprint and creation day: the spec is immutable) and the
     closed campaigns, all read from the database on every request, so a new version or a closing shows at once.
-    A listing with a campaign whose kind is not ``listing_cacheable`` is not kept (a distributed campaign's
-    aggregators' block comes from their own tables)."""
+    A listing with a campaign whose kind gives it a ``listing_cache_key`` other than ``()`` is not kept (a prio3
+    campaign's aggregators' block comes from their own tables)."""
     storage = get_storage()
     closed = storage.closed_campaigns()
     key = g.api_key
@@ -83,7 +83,7 @@ def list_campaigns() -> Response:
     if body is not None:
         return current_app.response_class(body, mimetype="application/json")
     response = jsonify({"campaigns": [_with_lifetime(c, closed) for c in campaigns]})
-    if all(collector_kind(c.spec).listing_cacheable for c in campaigns):
+    if all(collector_kind(c.spec).listing_cache_key(c) == () for c in campaigns):
         if len(cache) >= LISTING_CACHE_SIZE:
             cache.clear()  # atomic, unlike evicting one entry while other threads may add theirs
         cache[cache_key] = response.get_data()

@@ -53,7 +53,11 @@ class CollectorKind:
     ingest blueprint with the storage's rows and aggregates; the others are handed to :meth:`accept_reports`."""
 
     name: ClassVar[str] = ""
-    listing_cacheable: ClassVar[bool] = True  # its listing entry is made of the campaign's row alone
+
+    def listing_cache_key(self, campaign: CampaignVersion) -> tuple | None:
+        """What the campaign listing's cached body depends on beyond the campaign's row (nothing here: the row
+        alone makes its entry); None when its entry cannot be cached"""
+        return ()
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
         "POST /v1/campaigns: the new (or identical existing) version"

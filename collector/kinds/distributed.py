@@ -25,7 +25,8 @@ class DistributedCampaigns(CollectorKind):
     "Prio3 with a leader and a helper; the views' hooks are collector.distributed.api's"
 
     name = "prio3"
-    listing_cacheable = False  # its aggregators block comes from the distributed store's tables
+    def listing_cache_key(self, campaign: CampaignVersion) -> tuple | None:
+        return None  # its aggregators block comes from the distributed store's tables, read on every listing
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
         from ..distributed import api  # Flask views, HPKE, the peer client: loaded by distributed campaigns only

@@ -14,7 +14,7 @@ from typing import Any
 from ..central import RATIO_OF
 from ..central import ratio_text as ratio_text  # re-exported: every format prints the ratio through it
 from ..estimates import (
-    TRUST_MODELS,
+    COMPARED_MODELS,
     Estimate,
     ValueRow,
     as_estimate,
@@ -60,7 +60,7 @@ def trust_model_errors(result: EstimateLike) -> dict[str, float] | None:
     if models is None:
         return None
     errors: dict[str, float] = {}
-    for name in TRUST_MODELS:
+    for name in COMPARED_MODELS:
         model = models.get(name)
         if model is None or model.std_error is None:
             return None
@@ -205,5 +205,5 @@ def format_column(values: Sequence[float | None], digits: int = 4) -> list[str]:
 
 
 # the estimate's types and row readers, re-exported: the renderers and the tests read them from here
-__all__ = ["DAILY_SERIES", "SCHEMA_VERSION", "TRUST_MODELS", "Estimate", "EstimateLike", "ValueRow", "as_estimate",
+__all__ = ["DAILY_SERIES", "SCHEMA_VERSION", "COMPARED_MODELS", "Estimate", "EstimateLike", "ValueRow", "as_estimate",
            "parse_row", "row_list_key"]
