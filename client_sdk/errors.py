@@ -30,6 +30,7 @@ Hierarchy (the module on the right, when not this one)::
     ├── HpkeError (ValueError)                a ciphertext does not open
     ├── VerifyError (ValueError)              a Prio3 report fails verification
     ├── MissingDependency (ImportError)       the ``distributed`` extra (pycryptodome, cryptography) is missing
+    ├── KindModuleError (ImportError)         a module named to register an outside campaign kind fails to import
     ├── Mismatch                              a computed value differs from a VDAF test vector
     ├── EstimatorError (ValueError)           estimators.errors: the root of the estimators' errors
     │   ├── NoReports                         no reports to estimate from
@@ -179,6 +180,10 @@ class VerifyError(LDPError, ValueError):
 
 class MissingDependency(LDPError, ImportError):
     "Distributed (Prio3) campaigns need pycryptodome >= 3.20, the SDK's optional `distributed` extra"
+
+
+class KindModuleError(LDPError, ImportError):
+    "A module named to register a campaign kind (LDP_TELEMETRY_KINDS, entry points) could not be imported"
 
 
 class Mismatch(LDPError):

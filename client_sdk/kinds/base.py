@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..errors import LDPError, SpecError, UnsupportedSpec
+from ..errors import KindModuleError, SpecError, UnsupportedSpec
 
 # Function-level imports: importlib and importlib.metadata only when a kind is looked up that is not registered
 # (``import client_sdk`` does not load them: start-up).
@@ -137,10 +137,6 @@ DEVICE = Registry("device side")  # the list of kinds: the other sides' registri
 _LOADED: list[bool] = []
 
 
-class KindModuleError(LDPError, ImportError):
-    "A module named to register a campaign kind (LDP_TELEMETRY_KINDS, entry points) could not be imported"
-
-
 def outside_kind_modules() -> list[str]:
     "The modules that register outside kinds: the environment variable's, then the entry points'"
     names = [name.strip() for name in os.environ.get(KINDS_VARIABLE, "").split(",") if name.strip()]
@@ -184,9 +180,10 @@ def kind_name(spec: Any) -> Any:
     """The kind a spec names (a Spec, its JSON or an estimate): its ``kind``; else the built-in kind whose trust
     model its ``trust`` is (``distributed``: prio3); else ``local``.  An estimate's ``kind`` is its type
     ("frequency"): its campaign's kind is the one its ``trust`` implies, or names"""
-    if not isinstance(spec, Mapping):
-        return getattr(spec, "kind", None) or DEFAULT_KIND  # a Spec
-    named, trust = spec.get("kind"), spec.get("trust")
+    if isinstance(spec, Mapping):
+        named, trust = spec.get("kind"), spec.get("trust")
+    else:  # a Spec, or an Estimate
+        named, trust = getattr(spec, "kind", None), getattr(spec, "trust", None)
     if isinstance(named, str):
         if named not in DEVICE.kinds:
             load_outside_kinds()
