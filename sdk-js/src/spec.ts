@@ -74,9 +74,7 @@ export class Spec {
     readonly candidates: string[] | null,
     readonly expires: string | null,
     readonly unit?: string | null,
-  ) {
-    if (syncSha256 !== null) this.fingerprint = toHex(syncSha256(utf8(canonicalJson(this.identity())))).slice(0, 32);
-  }
+  ) {}
 
   get isNumeric(): boolean {
     return NUMERIC_MECHANISMS.includes(this.mechanism);
@@ -174,6 +172,10 @@ export function specFromDict(data: unknown): Spec {
     delta: (delta as number | null) ?? null, expires: validateDay(d.expires) };
   const spec = kind.parse(d, envelope);
   (spec as { kind: string }).kind = kindOf;
+  // fingerprinted once the kind has set its fields (prio3 fingerprints its specs itself, browsers included)
+  if (!spec.fingerprint && syncSha256 !== null) {
+    (spec as { fingerprint: string }).fingerprint = toHex(syncSha256(utf8(canonicalJson(spec.identity())))).slice(0, 32);
+  }
   return checked(d, spec);
 }
 
