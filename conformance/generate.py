@@ -1,4 +1,5 @@
-"""Write the conformance cases every SDK runs (conformance/*.json) from the Python SDK.
+"""Write the conformance cases every SDK runs from the Python SDK: per campaign kind, ``conformance/<kind>/*.json``
+(``local/``: specs, payload vectors, wire formats; ``prio3/``: shards), and ``exp.json``, which every kind shares.
 
     python conformance/generate.py          # rewrite the files
     python conformance/generate.py --check  # exit 1 if a file differs from what the Python SDK gives now
@@ -313,11 +314,13 @@ def prio3_cases() -> list[dict[str, Any]]:
 
 
 def documents() -> dict[str, Any]:
-    "Every conformance file's content, by file name"
+    "Every conformance file's content, by its path under conformance/ (a kind's cases in the kind's directory)"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        return {"specs.json": spec_cases(), "payloads.json": payload_vectors(), "exp.json": exp_cases(),
-                "wire.json": wire_cases(), "prio3.json": prio3_cases()}
+        return {"exp.json": exp_cases(),
+                "local/specs.json": spec_cases(), "local/payloads.json": payload_vectors(),
+                "local/wire.json": wire_cases(),
+                "prio3/shards.json": prio3_cases()}
 
 
 def render(content: Any) -> str:
@@ -333,6 +336,7 @@ def main(argv: list[str]) -> int:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
         else:
+            path.parent.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
     if stale:
         print("out of date (run python conformance/generate.py):", ", ".join(stale))

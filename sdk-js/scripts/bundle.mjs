@@ -1,22 +1,28 @@
 // The browser bundle (dist/browser/): ldp-telemetry.min.js, one minified ES module for <script type="module">
-// without a build step, and the randomizers loaded on demand (rappor.js, numeric.js), which import what they share
-// with it (the mechanism registry, sampling, helpers) from it under short export names. test/bundle.test.mjs holds
-// the main module to 12 KB gzipped. vdaf.js, the Prio3 sharder of distributed campaigns (with TurboSHAKE128 from
-// @noble/hashes), is self-contained: a page of local campaigns never loads it.
+// without a build step (the client, the store, the spec's envelope and the kind registry), and the modules loaded on
+// demand, which import what they share with it (registries, sampling, helpers) from it under short export names:
+// the kinds (local.js: the local kind with the categorical randomizers; prio3.js: distributed campaigns, which loads
+// vdaf.js) and the local kind's other randomizers (rappor.js, numeric.js). test/bundle.test.mjs holds the main
+// module, and the main module with local.js (what a page of local campaigns loads), to 12 KB gzipped. vdaf.js, the
+// Prio3 sharder (with TurboSHAKE128 from @noble/hashes), is self-contained.
 import { join, relative, resolve } from "node:path";
+import { rmSync } from "node:fs";
 import { build } from "esbuild";
 
+rmSync("dist/browser", { recursive: true, force: true }); // no module of an earlier layout left beside the new ones
 const common = { bundle: true, minify: true, format: "esm", platform: "browser", target: ["es2022"],
   legalComments: "none", logLevel: "warning" };
 const MAIN = "./ldp-telemetry.min.js";
 const SHARED = {
-  "./mechanisms.js": ["bitsToHex", "registerMechanism"],
+  "./mechanisms.js": ["bitsToHex", "registerMechanism", "localMechanism"],
+  "./kinds/index.js": ["provideKind"],
+  "./client.js": ["loadMechanism"],
   "./hash.js": ["fromHex", "toHex", "utf8"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
-    "randbelow", "randbits", "rational", "uniformUnit"],
+    "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
   "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
   "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
-    "MAX_EPSILON"],
+    "MAX_EPSILON", "CATEGORICAL_MECHANISMS", "NUMERIC_MECHANISMS", "rapporParser", "text"],
 };
 const alias = new Map(Object.values(SHARED).flat().map((name, i) => [name, `$${i}`]));
 
@@ -25,16 +31,21 @@ const entry = [`export * from "./src/index.ts";`, ...Object.entries(SHARED).map(
   `export { ${names.map((n) => `${n} as ${alias.get(n)}`).join(", ")} } from "./src/${path.slice(2, -3)}.ts";`)];
 // Properties only the categorical randomizers use (never read by an app or by the modules loaded on demand)
 const mangleProps = /^(otherBitOne|trueBitOne|keep|perturbIndex|pStar|qStar|claimed)$/;
+// the kinds' loaders, import("./local.js") and import("./prio3.js"), stay imports of the modules beside it
+const kindsOnDemand = { name: "kinds-on-demand", setup(b) {
+  b.onResolve({ filter: /^\.\/\w+\.js$/ }, (args) => (args.kind === "dynamic-import" ? { path: args.path, external: true } : undefined));
+} };
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
-  outfile: "dist/browser/ldp-telemetry.min.js", mangleProps });
+  outfile: "dist/browser/ldp-telemetry.min.js", mangleProps, plugins: [kindsOnDemand] });
 
-// The modules loaded on demand: rappor.js, numeric.js and distributed.js (which loads vdaf.js, the Prio3 sharder)
+// The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
 const SRC = resolve("src");
-for (const name of ["rappor", "numeric", "distributed"]) {
+for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
   await build({
     ...common,
-    entryPoints: [`src/${name}.ts`],
-    outfile: `dist/browser/${name}.js`,
+    entryPoints: [`src/${source}.ts`],
+    outfile: `dist/browser/${source.replace("kinds/", "")}.js`,
+    mangleProps,
     plugins: [{
       name: "shared-from-main",
       setup(b) {

@@ -5,11 +5,11 @@
 import { acknowledgement, conditionFor, problem, retryAfter } from "./answers.js";
 import { InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec, ValueNotInDomain } from "./errors.js";
 import { fromHex, toHex } from "./hash.js";
+import { isKind, loadKind, prepareSpec, specReady } from "./kinds/index.js";
 import { isLoaded, mechanismFromSpec, type Mechanism, type Payload } from "./mechanisms.js";
 import { randbelowNumber, secureRandom, uniformUnit, type RandomSource } from "./randomness.js";
-import { fingerprinted, loadSpec, Spec } from "./spec.js";
+import { NUMERIC_MECHANISMS, fingerprinted, loadSpec, Spec } from "./spec.js";
 import type { AggregatorsOption } from "./distributed/aggregators.js";
-import type { Prio3Sealer } from "./distributed.js";
 import {
   DEFAULT_LIMITS, DEFAULT_POLICY, DROP_COUNTERS, type Charge, type QueueLimits, type QueuedReport, type ReportPolicy,
   type Spending, type Store,
@@ -95,32 +95,33 @@ export function setDefaultStore(factory: StoreFactory): void {
   defaultStoreFactory = factory;
 }
 
-// Randomizers in modules of their own, beside this one in dist/ and dist/browser/: browsers load one with the first
-// campaign that needs it (the Node entry point loads them at once).
-const MODULES: Record<string, string> = { rappor: "./rappor.js", prio3: "./distributed.js" };
-for (const name of ["laplace", "duchi", "piecewise", "hybrid"]) MODULES[name] = "./numeric.js";
+// The local kind's randomizers in modules of their own, beside this one in dist/ and dist/browser/: browsers load one
+// with the first campaign that needs it (the Node entry point loads them at once).
+const MODULES: Record<string, string> = { rappor: "./rappor.js" };
+for (const name of NUMERIC_MECHANISMS) MODULES[name] = "./numeric.js";
 const loading = new Map<string, Promise<unknown>>();
 
-/** Load the module of mechanism ``name`` (resolves at once when it is loaded or built in). */
+/** Load what reports of mechanism ``name`` need: its kind (``prio3``, or a kind registered with ``registerKind``),
+ * or the local kind and the randomizer's module. Resolves at once when it is loaded. */
 export function loadMechanism(name: string): Promise<void> {
+  if (isLoaded(name)) return Promise.resolve();
+  if (isKind(name)) return loadKind(name).then(() => undefined);
   const path = MODULES[name];
-  if (path === undefined || isLoaded(name)) return Promise.resolve();
-  let promise = loading.get(path);
-  if (promise === undefined) {
-    promise = import(/* a variable: bundlers leave the path alone */ path);
-    loading.set(path, promise);
-    promise.catch(() => loading.delete(path));
-  }
-  return promise.then(() => undefined);
+  return loadKind("local").then(() => {
+    if (path === undefined || isLoaded(name)) return;
+    let promise = loading.get(path);
+    if (promise === undefined) {
+      promise = import(/* a variable: bundlers leave the path alone */ path);
+      loading.set(path, promise);
+      promise.catch(() => loading.delete(path));
+    }
+    return promise.then(() => undefined);
+  });
 }
 
-/** The module parsing this spec (an object or JSON text) needs: RAPPOR's, the distributed one, or none. */
-function needsModule(source: unknown): string | undefined {
-  const s = typeof source === "string" ? source : JSON.stringify(source ?? null);
-  return /"mechanism":\s*"rappor"/.test(s) ? "rappor" : /"trust":\s*"distributed"/.test(s) ? "prio3" : undefined;
-}
+/** Load what parsing these specs (objects or JSON text) needs: their kinds' modules. */
 const loadFor = async (sources: unknown[]): Promise<void> => {
-  for (const name of new Set(sources.map(needsModule))) if (name) await loadMechanism(name);
+  for (const source of sources) await prepareSpec(source).catch(() => undefined); // parsing names the problem
 };
 
 const UPLOAD_SETTING = "upload_enabled";
@@ -219,7 +220,7 @@ export class Client {
     this.#wanted = new Set(options.campaigns ?? []);
     this.#options = options;
     for (const source of options.specs ?? []) {
-      if (needsModule(source)) this.#shipped.push(source); // parsed once its module has loaded
+      if (!specReady(source)) this.#shipped.push(source); // parsed once its kind's module has loaded
       else this.#ship(source);
     }
     this.store = options.store ?? defaultStoreFactory(options);
@@ -314,8 +315,8 @@ export class Client {
     const reportId = uuid4();
     const payload = this.#perturb(spec, value);
     const day = new Date(now * 1000).toISOString().slice(0, 10);
-    const prio3 = spec.mechanism === "prio3";
-    // a distributed report's sealer adds its batch (of its window; one report per batch) and delta, and the period
+    const reporter = this.#mechanism(spec);
+    // a sealing kind's reporter (prio3) adds the report's batch (one report per batch), its delta, and the period
     const charge: Charge = { campaign, epsilon: spec.epsilon, policy: this.#policies[campaign] ?? this.#policy, now };
     return (async (): Promise<Recorded> => {
       await this.ready;
@@ -323,8 +324,8 @@ export class Client {
       if (!this.#uploadEnabled) return recorded("upload_disabled");
       if (spec.expiredOn(day)) return recorded("campaign_closed");
       let body = payload;
-      if (prio3) {
-        const sealed = await (this.#mechanism(spec) as unknown as Prio3Sealer).seal(payload, reportId, charge, this.#options, this.store);
+      if (reporter.seal) {
+        const sealed = await reporter.seal(payload, reportId, charge, this.#options, this.store);
         // until the helper answers, within the same maxHeld as values waiting for their spec
         if (sealed === "held" && !this.#hold(campaign, value, now)) return recorded("spec_unavailable");
         if (typeof sealed === "string") return recorded(sealed as RecordStatus);

@@ -1,16 +1,16 @@
 /** Distributed campaigns on the device (``client_sdk/distributed.py``): the value becomes a Prio3 measurement,
  * sharded between the leader and the helper with its proof of validity (sdk-js/src/vdaf), each input share sealed
  * with HPKE to its aggregator's config, the report's campaign, fingerprint, id, public share and batch bound in the
- * HPKE info. This module loads with the first distributed spec (browsers: on demand, as dist/browser/distributed.js),
- * so local-only pages never download it. It registers the "prio3" mechanism and the distributed spec parser. */
+ * HPKE info. The prio3 kind loads this module with the first distributed spec (browsers: on demand, in dist/browser/prio3.js),
+ * so local-only pages never download it. The prio3 kind (kinds/prio3.ts) makes its reports with {@link Prio3Sealer}. */
 
 import { HpkeError, seal, type HpkeConfig } from "./distributed/hpke.js";
 import { AggregatorMismatch, aggregatorConfigs, configuredAggregators, parseHpkeConfigs, type Trusted } from "./distributed/aggregators.js";
 import { HELPER, LEADER, b64url, fromB64url, inputShareInfo, reportNonce } from "./distributed/messages.js";
-import { DistributedSpec, distributedFromDict } from "./distributed/spec.js";
+import type { DistributedSpec } from "./distributed/spec.js";
 import { InvalidValueType, UnsupportedSpec, ValueNotInDomain } from "./errors.js";
-import { registerMechanism, type Payload } from "./mechanisms.js";
-import { registerSpecParser, type Spec } from "./spec.js";
+import type { Mechanism, Payload } from "./mechanisms.js";
+import type { Spec } from "./spec.js";
 import type { ClientOptions } from "./client.js";
 import type { Charge, Store } from "./store.js";
 import { ctxFor, randSize, shardPrio3 } from "./vdaf/index.js";
@@ -154,7 +154,7 @@ export async function sealReport(spec: DistributedSpec, measurement: unknown, le
 
 /** The mechanism a Client uses for a distributed spec: ``perturb`` validates and encodes (synchronously, so a bad
  * value throws from ``record``), ``seal`` shards and seals with the configs the app's configuration vouches for. */
-export class Prio3Sealer {
+export class Prio3Sealer implements Mechanism {
   constructor(readonly spec: DistributedSpec) {}
 
   perturb(value: unknown): Payload {
@@ -191,5 +191,3 @@ export class Prio3Sealer {
   }
 }
 
-registerSpecParser("prio3", distributedFromDict);
-registerMechanism("prio3", (spec) => new Prio3Sealer(spec as DistributedSpec));

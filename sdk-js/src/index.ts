@@ -8,6 +8,7 @@ setDefaultStore((options) => new IndexedDBStore(options.dbName));
 export * from "./errors.js";
 export { Client, loadMechanism, type ClientOptions, type ClientStatus, type FlushResult, type Recorded, type RecordStatus } from "./client.js";
 export { Spec, fingerprinted, loadSpec } from "./spec.js";
+export { loadKind, registerKind, type CampaignKind, type Envelope, type KindLoader } from "./kinds/index.js";
 export { mechanismFromSpec, type Mechanism, type MechanismOptions, type Payload } from "./mechanisms.js";
 export { secureRandom, type RandomSource } from "./randomness.js";
 export { type Store, type ReportPolicy, type QueueLimits, type QueuedReport, type Spending } from "./store.js";

@@ -1,19 +1,21 @@
-/** The local randomizers, one class per mechanism, drawing exactly as the Python SDK's
- * ``client_sdk/mechanisms`` (wire formats, probabilities quantized to 2**-32, exact samplers). */
+/** What makes a spec's reports (a kind's reporter; the local kind's randomizers register here by mechanism), one
+ * entry point, ``mechanismFromSpec``. The randomizers draw exactly as the Python SDK's ``client_sdk/mechanisms``. */
 
-import { InvalidValueType, SpecError, ValueNotInDomain } from "./errors.js";
+import { SpecError } from "./errors.js";
 import { toHex } from "./hash.js";
-import {
-  bernoulli, bernoulliMany, bitLength, expRounded, fromDouble, quantizeRatio, randbelowNumber, randbits, rational,
-  secureRandom, threshold, toNumber, type RandomSource, type Rational,
-} from "./randomness.js";
+import { loadedKind } from "./kinds/index.js";
+import { secureRandom, type RandomSource } from "./randomness.js";
 import type { Spec } from "./spec.js";
+import type { Charge, Store } from "./store.js";
 
 export type Payload = number | string | (string | number)[] | { cohort: number; bits: string };
 
 export interface Mechanism {
   readonly spec: Spec;
   perturb(value: unknown): Payload;
+  /** A kind that seals (prio3): the payload of the encoded value, completing the ledger's ``charge`` (its batch and
+   * delta), or the status the report waits or fails with. ``context`` is the Client's options. */
+  seal?(encoded: unknown, reportId: string, charge: Charge, context: object, store: Store): Promise<Payload | string>;
 }
 
 /** Pack 0/1 bytes into big-endian hex, zero-padded to whole bytes. */
@@ -21,152 +23,6 @@ export function bitsToHex(bits: Uint8Array, width: number): string {
   const out = new Uint8Array((width + 7) >> 3);
   for (let i = 0; i < width; i++) if (bits[i]) out[i >> 3] |= 0x80 >> (i & 7);
   return toHex(out);
-}
-
-/** Python's round(): halves to even. */
-function roundHalfEven(x: number): number {
-  const floor = Math.floor(x);
-  const diff = x - floor;
-  if (diff > 0.5) return floor + 1;
-  if (diff < 0.5) return floor;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
-
-/** e/(e+others) quantized down from the exact rational of the double e (Python: quantize_down of a Fraction). */
-function keepOf(e: number, others: number): Rational {
-  const r = fromDouble(e);
-  return quantizeRatio(r.n, r.n + BigInt(others) * r.d);
-}
-
-abstract class Categorical implements Mechanism {
-  readonly d: number;
-  abstract readonly pStar: number;
-  abstract readonly qStar: number;
-  constructor(readonly spec: Spec, readonly rng: RandomSource) {
-    this.d = spec.domain!.length;
-  }
-
-  /** Index of ``value`` in the domain; the catch-all's index for other values when the spec names one. */
-  encode(value: unknown): number {
-    if (typeof value !== "string" && typeof value !== "number") {
-      throw new InvalidValueType(`campaign ${this.spec.name} takes a string or an integer`);
-    }
-    let index = this.spec.indexOf(value);
-    if (index === null) {
-      if (this.spec.catchAll === null) {
-        throw new ValueNotInDomain(`value is not in the domain of campaign ${this.spec.name} and the spec names no catch_all`);
-      }
-      index = this.spec.indexOf(this.spec.catchAll)!;
-    }
-    return index;
-  }
-
-  perturb(value: unknown): Payload {
-    return this.perturbIndex(this.encode(value));
-  }
-
-  abstract perturbIndex(index: number): Payload;
-}
-
-export class GRR extends Categorical {
-  readonly keep: Rational;
-  readonly pStar: number;
-  readonly qStar: number;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    this.keep = keepOf(expRounded(spec.epsilon), this.d - 1);
-    this.pStar = toNumber(this.keep);
-    this.qStar = (1 - this.pStar) / (this.d - 1);
-  }
-  perturbIndex(index: number): number {
-    if (bernoulli(this.rng, this.keep)) return index;
-    const other = randbelowNumber(this.rng, this.d - 1);
-    return other < index ? other : other + 1;
-  }
-}
-
-export class UnaryEncoding extends Categorical {
-  readonly trueBitOne: Rational;
-  readonly otherBitOne: Rational;
-  readonly pStar: number;
-  readonly qStar: number;
-  readonly #threshold: number;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    const sue = spec.mechanism === "sue";
-    const keep = keepOf(expRounded(sue ? spec.epsilon / 2 : spec.epsilon), 1); // 1/(e+1) rounded up is 1 - keep
-    this.otherBitOne = rational(keep.d - keep.n, keep.d);
-    this.trueBitOne = sue ? keep : rational(1n, 2n);
-    this.#threshold = threshold(this.otherBitOne);
-    this.pStar = toNumber(this.trueBitOne);
-    this.qStar = toNumber(this.otherBitOne);
-  }
-  perturbIndex(index: number): string {
-    const bits = bernoulliMany(this.rng, this.#threshold, this.d);
-    bits[index] = bernoulli(this.rng, this.trueBitOne) ? 1 : 0;
-    return bitsToHex(bits, this.d);
-  }
-}
-
-export const OLH_MAX_RANGE = 2 ** 31;
-const MASK64 = (1n << 64n) - 1n;
-
-export function olhRange(e: number): number {
-  return Math.max(2, roundHalfEven(Math.min(e + 1, OLH_MAX_RANGE)));
-}
-
-export function olhHash(a: bigint, b: bigint, x: number, g: number): number {
-  return Number(((((a * BigInt(x) + b) & MASK64) >> 32n) * BigInt(g)) >> 32n);
-}
-
-export class OLH extends Categorical {
-  readonly g: number;
-  readonly keep: Rational;
-  readonly pStar: number;
-  readonly qStar: number;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    const e = expRounded(spec.epsilon);
-    this.g = olhRange(e);
-    this.keep = keepOf(e, this.g - 1);
-    this.pStar = toNumber(this.keep);
-    this.qStar = 1 / this.g;
-  }
-  perturbIndex(index: number): [string, number] {
-    const a = randbits(this.rng, 64), b = randbits(this.rng, 64);
-    const hashed = olhHash(a, b, index, this.g);
-    let y = hashed;
-    if (!bernoulli(this.rng, this.keep)) {
-      const other = randbelowNumber(this.rng, this.g - 1);
-      y = other < hashed ? other : other + 1;
-    }
-    return [a.toString(16).padStart(16, "0") + b.toString(16).padStart(16, "0"), y];
-  }
-}
-
-export function hadamardSize(d: number): number {
-  return 2 ** bitLength(BigInt(Math.max(0, d - 1)));
-}
-
-export class Hadamard extends Categorical {
-  readonly size: number;
-  readonly keep: Rational;
-  readonly pStar: number;
-  readonly qStar = 0.5;
-  constructor(spec: Spec, rng: RandomSource) {
-    super(spec, rng);
-    this.size = hadamardSize(this.d);
-    this.keep = keepOf(expRounded(spec.epsilon), 1);
-    this.pStar = toNumber(this.keep);
-  }
-  perturbIndex(index: number): [number, number] {
-    const column = randbelowNumber(this.rng, this.size);
-    let parity = index & column;
-    parity ^= parity >>> 16; parity ^= parity >>> 8; parity ^= parity >>> 4; parity ^= parity >>> 2; parity ^= parity >>> 1;
-    let bit = parity & 1;
-    if (!bernoulli(this.rng, this.keep)) bit ^= 1;
-    return [column, bit];
-  }
 }
 
 export interface MechanismOptions {
@@ -179,26 +35,25 @@ export interface MechanismOptions {
 type Factory = (spec: Spec, rng: RandomSource, options: MechanismOptions) => Mechanism;
 const factories = new Map<string, Factory>();
 
-/** Make ``mechanismFromSpec`` build ``name`` with ``factory`` (the RAPPOR module registers itself). */
+/** Make the local kind build mechanism ``name`` with ``factory`` (each randomizer's module registers itself). */
 export function registerMechanism(name: string, factory: Factory): void {
   factories.set(name, factory);
 }
 
-/** Whether ``mechanismFromSpec`` can build ``name`` now (built in, or its module is loaded). */
-export const isLoaded = (name: string): boolean => ["grr", "sue", "oue", "olh", "hadamard"].includes(name) || factories.has(name);
+/** Whether the local kind can build mechanism ``name`` now (its module is loaded; prio3: the kind is). */
+export const isLoaded = (name: string): boolean => factories.has(name) || loadedKind(name) !== undefined;
 
-/** The randomizer for ``spec``; randomness from the platform CSPRNG unless ``rng`` is given. */
+/** The local randomizer of ``spec`` (the local kind's reporter). */
+export function localMechanism(spec: Spec, rng: RandomSource, options: MechanismOptions): Mechanism {
+  const factory = factories.get(spec.mechanism);
+  if (factory === undefined) throw new SpecError("mechanism", `${spec.mechanism} is not loaded`);
+  return factory(spec, rng, options);
+}
+
+/** What makes the reports of ``spec`` (its kind's reporter); randomness from the platform CSPRNG unless ``rng`` is
+ * given. */
 export function mechanismFromSpec(spec: Spec, options: MechanismOptions = {}): Mechanism {
-  const rng = options.rng ?? secureRandom;
-  switch (spec.mechanism) {
-    case "grr": return new GRR(spec, rng);
-    case "sue": case "oue": return new UnaryEncoding(spec, rng);
-    case "olh": return new OLH(spec, rng);
-    case "hadamard": return new Hadamard(spec, rng);
-    default: {
-      const factory = factories.get(spec.mechanism);
-      if (factory === undefined) throw new SpecError("mechanism", `${spec.mechanism} is not loaded`);
-      return factory(spec, rng, options);
-    }
-  }
+  const kind = loadedKind(spec.kind);
+  if (kind === undefined) throw new SpecError("kind", `${spec.kind} is not loaded`);
+  return kind.reporter(spec, options.rng ?? secureRandom, options);
 }

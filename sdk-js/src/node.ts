@@ -5,7 +5,8 @@ import { sha256 } from "./sha256.js";
 import { registerSha256 } from "./spec.js";
 import { registerHpkePrimitives } from "./distributed/hpke.js";
 import { nodeCrypto } from "./distributed/nodecrypto.js";
-import "./numeric.js"; // the randomizers in modules of their own, loaded at once (browsers load them on demand)
+import "./kinds/local.js"; // the local kind and its randomizers, loaded at once (browsers load them on demand)
+import "./numeric.js";
 import "./rappor.js";
 
 export * from "./index.js";

@@ -1,27 +1,20 @@
-/** The campaign spec: validated exactly as the Python SDK's ``client_sdk/spec.py`` validates it (the same field
- * named in each SpecError), with the same fingerprint (SHA-256 of the canonical JSON of the identity fields).
- * conformance/specs.json holds the cases both SDKs run. */
+/** The campaign spec: the envelope (the fields every kind has) validated here, the rest by the spec's kind
+ * (kinds/), exactly as the Python SDK's ``client_sdk/spec.py`` validates it (the same field named in each SpecError),
+ * with the same fingerprint (SHA-256 of the canonical JSON of the identity fields). conformance/<kind>/specs.json
+ * holds the cases both SDKs run. */
 
 import { PyFloat, canonicalJson } from "./canonical.js";
 import { SpecError } from "./errors.js";
 import { toHex, utf8 } from "./hash.js";
 import type { RapporParams } from "./rapporparams.js";
-import { expRounded } from "./randomness.js";
+import { ENVELOPE_FIELDS, kindName, loadedKind, type Envelope } from "./kinds/index.js";
 
 export const CATEGORICAL_MECHANISMS = ["grr", "sue", "oue", "olh", "hadamard"];
 export const NUMERIC_MECHANISMS = ["laplace", "duchi", "piecewise", "hybrid"];
-const ALLOWED = [...CATEGORICAL_MECHANISMS, ...NUMERIC_MECHANISMS, "rappor", "auto"];
 export const MIN_EPSILON = 0.01;
 export const MAX_EPSILON = 20.0;
-const MAX_RANGE_MAGNITUDE = 1e15;
-const MIN_RANGE_WIDTH = 1e-9;
 const MAX_DOMAIN_SIZE = 1 << 20;
-const AUTO_OUE_MAX_DOMAIN = 4096;
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
-const DISTRIBUTED_FIELDS = ["prio3", "max_measurement", "length", "max_weight", "noise", "coins",
-  "honest_fraction", "min_batch", "window", "aggregators"]; // aggregators: the listing's block, cached with the spec
-const KNOWN_FIELDS = new Set(["name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates",
-  "delta", "description", "version", "derived", "fingerprint", "expires", "unit", "trust", ...DISTRIBUTED_FIELDS]);
 
 export type DomainValue = string | number;
 
@@ -44,15 +37,14 @@ export async function fingerprinted(spec: Spec): Promise<Spec> {
   return spec;
 }
 
-/** The specs of the modules loaded on demand are parsed by those modules (rappor.ts for mechanism "rappor",
- * distributed.ts for trust "distributed"): browsers download their checks with them. A parser gets the spec's
- * object with the common fields (name, expires, delta) already checked. */
+/** RAPPOR's specs are parsed by rappor.ts (loaded on demand: browsers download its checks with it), called by the
+ * local kind with the envelope's fields (name, expires, delta) already checked. */
 type SpecParser = (d: Record<string, unknown>, name: string, expires: string | null, delta: number | null) => Spec;
 const parsers: Record<string, SpecParser> = {};
 /** RAPPOR's identity, for the fingerprint (rappor.ts registers it). */
 let rapporIdentity: ((params: RapporParams) => Record<string, unknown>) | null = null;
 
-export function registerSpecParser(kind: "rappor" | "prio3", parser: SpecParser): void {
+export function registerSpecParser(kind: "rappor", parser: SpecParser): void {
   parsers[kind] = parser;
 }
 
@@ -65,6 +57,8 @@ export class Spec {
   /** SHA-256 (hex, first 32 characters) of the canonical JSON of {@link identity}; "" in browsers until
    * {@link fingerprinted} has computed it. */
   readonly fingerprint: string = "";
+  /** The campaign kind that parsed it and makes its reports (kinds/index.ts). */
+  readonly kind: string = "local";
   /** The fingerprint the source carried (a spec as served), checked against {@link fingerprint}. */
   claimed: unknown = null;
   #index: Map<string, number> | null = null;
@@ -80,9 +74,7 @@ export class Spec {
     readonly candidates: string[] | null,
     readonly expires: string | null,
     readonly unit?: string | null,
-  ) {
-    if (syncSha256 !== null) this.fingerprint = toHex(syncSha256(utf8(canonicalJson(this.identity())))).slice(0, 32);
-  }
+  ) {}
 
   get isNumeric(): boolean {
     return NUMERIC_MECHANISMS.includes(this.mechanism);
@@ -142,27 +134,28 @@ export function loadSpec(source: unknown): Spec {
   return specFromDict(source);
 }
 
-const isFinite = Number.isFinite as (v: unknown) => v is number;
 const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed(); // no lone surrogates
 /** A string of at most ``max`` code points, without lone surrogates. */
-const text = (v: unknown, max: number): v is string => typeof v == "string" && [...v].length <= max && wellFormed(v);
+export const text = (v: unknown, max: number): v is string => typeof v == "string" && [...v].length <= max && wellFormed(v);
 
+/** A spec from its JSON object: the envelope checked here, the rest by the spec's kind (kinds/index.ts). */
 export function specFromDict(data: unknown): Spec {
   if (data === null || typeof data !== "object" || Array.isArray(data)) throw new SpecError("spec", "must be a JSON object");
   const d = data as Record<string, unknown>;
   const has = (key: string): boolean => key in d;
-  const unknown = Object.keys(d).filter((k) => !KNOWN_FIELDS.has(k)).sort();
+  const kindOf = kindName(d);
+  const kind = loadedKind(kindOf);
+  // named: the field the kind comes from (its module is not loaded yet)
+  if (kind === undefined) throw new SpecError(has("kind") ? "kind" : "trust", `${kindOf}: await loadKind("${kindOf}")`);
+  const known = new Set([...ENVELOPE_FIELDS, ...kind.fields]);
+  const unknown = Object.keys(d).filter((k) => !known.has(k)).sort();
   if (unknown.length) throw new SpecError(unknown[0], "unknown field");
   const name = d.name;
   if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
     throw new SpecError("name", "must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
   }
-  const trust = has("trust") ? d.trust : "local";
-  if (trust !== "local" && trust !== "distributed") throw new SpecError("trust", "must be local or distributed");
-  const mechanism = d.mechanism;
-  if (trust !== "distributed" && (typeof mechanism !== "string" || !ALLOWED.includes(mechanism))) {
-    throw new SpecError("mechanism", `must be one of ${ALLOWED}`);
-  }
+  const trust = has("trust") ? d.trust : kind.trustModels[0];
+  if (!kind.trustModels.includes(trust as string)) throw new SpecError("trust", `must be one of ${kind.trustModels} (kind ${kindOf})`);
   const description = has("description") ? d.description : "";
   if (!text(description, 1000)) {
     throw new SpecError("description", "must be a string (<= 1000 characters)");
@@ -175,46 +168,19 @@ export function specFromDict(data: unknown): Spec {
   if (delta != null && (typeof delta != "number" || !(delta > 0 && delta < 1))) {
     throw new SpecError("delta", "must be in (0, 1)");
   }
-  const expires = validateDay(d.expires);
-  const parsed = (kind: string): Spec => {
-    if (!parsers[kind]) throw new SpecError(kind === "prio3" ? "trust" : "mechanism", `${kind}: await loadMechanism("${kind}")`);
-    return checked(d, parsers[kind](d, name, expires, delta as number | null));
-  };
-  if (trust === "distributed") return parsed("prio3");
-  forbid(d, DISTRIBUTED_FIELDS, "only with trust distributed");
-  if (mechanism === "rappor") return parsed("rappor");
-  forbid(d, ["rappor", "candidates"], "only with mechanism rappor");
-  const epsilon = d.epsilon;
-  if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
-    throw new SpecError("epsilon", `must be a number in [0.01, 20]${isFinite(epsilon) ? (epsilon < 1 ? ", too small" : ", too large") : ""}`);
+  const envelope: Envelope = { name, kind: kindOf, trust: trust as string, description, version: version as number,
+    delta: (delta as number | null) ?? null, expires: validateDay(d.expires) };
+  const spec = kind.parse(d, envelope);
+  (spec as { kind: string }).kind = kindOf;
+  // fingerprinted once the kind has set its fields (prio3 fingerprints its specs itself, browsers included)
+  if (!spec.fingerprint && syncSha256 !== null) {
+    (spec as { fingerprint: string }).fingerprint = toHex(syncSha256(utf8(canonicalJson(spec.identity())))).slice(0, 32);
   }
-  if (NUMERIC_MECHANISMS.includes(mechanism as string)) {
-    forbid(d, ["domain", "catch_all"], "not with a numeric mechanism");
-    // 1-16 code points, none a control character (C0, DEL, C1) or a lone surrogate
-    const unit = d.unit;
-    if (unit != null && !(text(unit, 16) && /^\P{Cc}+$/u.test(unit))) {
-      throw new SpecError("unit", "must be 1-16 characters, no controls");
-    }
-    return checked(d, new Spec(name, mechanism as string, epsilon, null, null, validateRange(d.range), null, null, expires, unit));
-  }
-  forbid(d, ["range", "unit"], "not with a categorical mechanism");
-  const domain = validateDomain(d.domain);
-  const catchAll = d.catch_all;
-  let catchAllValue: DomainValue | null = null;
-  if (catchAll != null) {
-    if (!domain.some((v) => v === catchAll)) throw new SpecError("catch_all", "must be in the domain");
-    catchAllValue = catchAll as DomainValue;
-  }
-  const resolved = mechanism === "auto" ? resolveAuto(domain.length, epsilon) : (mechanism as string);
-  return checked(d, new Spec(name, resolved, epsilon, domain, catchAllValue, null, null, null, expires));
+  return checked(d, spec);
 }
 
-/** The lowest-variance frequency oracle: GRR when d < 3e + 2, else OUE up to 4,096 values, else OLH. */
-export function resolveAuto(domainSize: number, epsilon: number): string {
-  const e = expRounded(epsilon);
-  if (domainSize < 3 * e + 2) return "grr";
-  return domainSize <= AUTO_OUE_MAX_DOMAIN ? "oue" : "olh";
-}
+/** RAPPOR's spec parser, once rappor.ts has registered it (the local kind calls it for mechanism "rappor"). */
+export const rapporParser = (): SpecParser | undefined => parsers.rappor;
 
 /** Throws SpecError naming the first of ``fields`` that ``d`` has. */
 export function forbid(d: Record<string, unknown>, fields: string[], why: string): void {
@@ -229,17 +195,6 @@ function checked(d: Record<string, unknown>, spec: Spec): Spec {
 
 function checkClaim(spec: Spec): void {
   if (spec.claimed !== null && spec.claimed !== spec.fingerprint) throw new SpecError("fingerprint", "does not match the spec");
-}
-
-function validateRange(value: unknown): [number, number] {
-  if (!Array.isArray(value) || value.length !== 2) throw new SpecError("range", "must be [low, high]");
-  const [low, high] = value;
-  if (!isFinite(low) || !isFinite(high)) throw new SpecError("range", "must be finite numbers");
-  if (Math.max(Math.abs(low), Math.abs(high)) > MAX_RANGE_MAGNITUDE) {
-    throw new SpecError("range", "must be within [-1e15, 1e15]");
-  }
-  if (!(high - low >= MIN_RANGE_WIDTH)) throw new SpecError("range", "needs high - low >= 1e-9");
-  return [low, high];
 }
 
 export function validateDomain(domain: unknown): DomainValue[] {

@@ -2,7 +2,7 @@
  * ``check_payload``, which the collector applies; conformance/wire.json holds the cases). */
 
 import { PayloadError } from "./errors.js";
-import { OLH_MAX_RANGE, hadamardSize, olhRange } from "./mechanisms.js";
+import { OLH_MAX_RANGE, hadamardSize, olhRange } from "./categorical.js";
 import { GRID, PM_CELLS } from "./numeric.js";
 import { expRounded, fromDouble } from "./randomness.js";
 import type { Spec } from "./spec.js";

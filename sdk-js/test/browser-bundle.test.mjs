@@ -20,7 +20,7 @@ function stream(bytes) {
 test("the browser bundle loads its randomizers on demand and draws byte-identical payloads", async () => {
   await bundle.loadMechanism("rappor");
   await bundle.loadMechanism("piecewise");
-  for (const [i, c] of load("payloads.json").entries()) {
+  for (const [i, c] of load("local/payloads.json").entries()) {
     const rng = stream(fromHex(c.random));
     const options = { rng, ...(c.secret ? { secret: fromHex(c.secret) } : {}) };
     assert.deepEqual(bundle.mechanismFromSpec(bundle.loadSpec(c.spec), options).perturb(c.value), c.payload, `case ${i}`);
@@ -29,9 +29,9 @@ test("the browser bundle loads its randomizers on demand and draws byte-identica
 });
 
 test("the browser bundle fingerprints with WebCrypto exactly as the Python SDK", async () => {
-  for (const c of load("specs.json").valid) {
+  for (const c of load("local/specs.json").valid) {
     assert.equal((await bundle.fingerprinted(bundle.loadSpec(c.spec))).fingerprint, c.fingerprint, c.spec.name);
   }
-  const tampered = { ...load("specs.json").valid[0].spec, fingerprint: "0".repeat(32) };
+  const tampered = { ...load("local/specs.json").valid[0].spec, fingerprint: "0".repeat(32) };
   await assert.rejects(bundle.fingerprinted(bundle.loadSpec(tampered)), (e) => e.field === "fingerprint");
 });

@@ -120,7 +120,7 @@ test("rand comes from crypto.getRandomValues when not given (never Math.random);
 
 test("the browser chunk dist/browser/vdaf.js shards the conformance cases to the same bytes", async () => {
   const browser = await import("../dist/browser/vdaf.js");
-  const cases = JSON.parse(readFileSync(new URL("../../conformance/prio3.json", import.meta.url), "utf8"));
+  const cases = JSON.parse(readFileSync(new URL("../../conformance/prio3/shards.json", import.meta.url), "utf8"));
   for (const c of cases.filter((_, i) => i % 3 === 0)) {
     const { publicShare, inputShares } = browser.shardPrio3(c.prio3, c.measurement, fromHex(c.nonce), fromHex(c.rand),
       browser.ctxFor(c.fingerprint));

@@ -1,4 +1,5 @@
-"""The Python SDK runs the language-neutral conformance cases (conformance/*.json); sdk-js runs the same files."""
+"""The Python SDK runs the language-neutral conformance cases (conformance/<kind>/*.json, and exp.json that every
+kind shares); sdk-js runs the same files."""
 
 from __future__ import annotations
 
@@ -22,8 +23,15 @@ def _load(name: str) -> Any:
     return json.loads((CONFORMANCE / name).read_text(encoding="utf-8"))
 
 
-PAYLOADS = _load("payloads.json")
-SPECS = _load("specs.json")
+def _kinds_with(name: str) -> list[str]:
+    "The kinds whose directory holds ``name`` (a new kind adds its own directory)"
+    return sorted(path.parent.name for path in CONFORMANCE.glob(f"*/{name}"))
+
+
+PAYLOADS = _load("local/payloads.json")
+SPEC_CASES = {kind: _load(f"{kind}/specs.json") for kind in _kinds_with("specs.json")}
+VALID_SPECS = [case for cases in SPEC_CASES.values() for case in cases["valid"]]
+INVALID_SPECS = [case for cases in SPEC_CASES.values() for case in cases["invalid"]]
 
 
 def _perturb(case: dict, rng: Any) -> Any:
@@ -51,14 +59,14 @@ def test_secure_random_consumes_the_os_bytes_as_the_vectors_do(monkeypatch: pyte
         assert stream.consumed == len(case["random"]) // 2
 
 
-@pytest.mark.parametrize("case", SPECS["valid"], ids=lambda c: c["spec"]["name"])
+@pytest.mark.parametrize("case", VALID_SPECS, ids=lambda c: c["spec"]["name"])
 def test_valid_spec(case: dict) -> None:
     spec = load_spec(case["spec"])
     assert (spec.mechanism, spec.epsilon, spec.fingerprint) == (case["mechanism"], case["epsilon"],
                                                                 case["fingerprint"])
 
 
-@pytest.mark.parametrize("case", SPECS["invalid"], ids=lambda c: c["field"])
+@pytest.mark.parametrize("case", INVALID_SPECS, ids=lambda c: c["field"])
 def test_invalid_spec(case: dict) -> None:
     source = case["spec"] if not isinstance(case["spec"], str) else json.dumps(case["spec"])
     with pytest.raises(SpecError) as caught:
@@ -71,7 +79,7 @@ def test_exp_rounded_matches_the_table() -> None:
 
 
 def test_wire_format() -> None:
-    for case in _load("wire.json"):
+    for case in _load("local/wire.json"):
         mechanism = mechanism_from_spec(case["spec"])
         if case["valid"]:
             mechanism.check_payload(case["payload"])
@@ -99,11 +107,21 @@ def test_files_are_what_the_generator_writes() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for name, content in module.documents().items():
+    documents = module.documents()
+    for name, content in documents.items():
         assert (CONFORMANCE / name).read_text(encoding="utf-8") == module.render(content), name
+    written = {path.relative_to(CONFORMANCE).as_posix() for path in CONFORMANCE.rglob("*.json")}
+    assert written == set(documents), "every case file is the generator's (a kind's cases live in conformance/<kind>/)"
 
 
-@pytest.mark.parametrize("case", _load("prio3.json"), ids=lambda c: c["spec"]["name"])
+def test_the_cases_are_per_kind() -> None:
+    "Each built-in kind has its own directory of cases; the spec cases are those of the local kind"
+    assert {path.name for path in CONFORMANCE.iterdir() if path.is_dir()} >= {"local", "prio3"}
+    assert "local" in _kinds_with("specs.json")
+    assert VALID_SPECS and INVALID_SPECS
+
+
+@pytest.mark.parametrize("case", _load("prio3/shards.json"), ids=lambda c: c["spec"]["name"])
 def test_prio3_shard_vector(case: dict) -> None:
     "The campaign's Prio3 parameters, context and, from the case's nonce and rand, the exact encoded shards"
     from client_sdk.distributed import ctx_for, vdaf_for

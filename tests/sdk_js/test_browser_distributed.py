@@ -43,7 +43,7 @@ def test_example_page_records_into_a_distributed_campaign_and_the_release_counts
         assert not [line for line in seen["console"] if "pageerror" in line], seen["console"]
         # the chunks of distributed campaigns loaded on demand, after the main module
         loaded = seen["loaded"]
-        assert loaded.index("/ldp-telemetry.min.js") < loaded.index("/distributed.js") < loaded.index("/vdaf.js")
+        assert loaded.index("/ldp-telemetry.min.js") < loaded.index("/prio3.js") < loaded.index("/vdaf.js")
         batch = servers.end_day()
         release = servers.call("POST", "/v1/campaigns/browser_dist/collect", {"batch": batch})
     assert release["report_count"] == DEVICES and not release["rejected"], release

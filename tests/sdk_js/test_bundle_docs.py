@@ -49,9 +49,13 @@ def test_the_docs_bundle_figures_are_the_builds(sdk_js: Path, page: str) -> None
                              (sharder.group(1), _gzipped(sdk_js, "vdaf.js"))):
         assert abs(_kb(stated) - measured) <= 0.1 * measured, (page, stated, measured)
     if page == "sdk-js.md":
-        module = re.search(r"`distributed.js` \(specs, HPKE, aggregator checks: about ([\d.]+) KB gzipped\)", text)
-        assert module, page
-        measured = _gzipped(sdk_js, "distributed.js")
-        assert abs(_kb(module.group(1)) - measured) <= 0.1 * measured, (page, module.group(1), measured)
+        module = re.search(r"`prio3.js` \(the prio3 kind: specs, HPKE, aggregator checks: "
+                           r"about ([\d.]+) KB gzipped\)", text)
+        local = re.search(r"`local.js`: the local kind's spec fields and the categorical randomizers, "
+                          r"about ([\d.]+) KB", text)
+        assert module and local, page
+        for stated, measured in ((module.group(1), _gzipped(sdk_js, "prio3.js")),
+                                 (local.group(1), _gzipped(sdk_js, "local.js"))):
+            assert abs(_kb(stated) - measured) <= 0.1 * measured, (page, stated, measured)
     for stale in re.findall(r"budget ([\d,]+)", text):  # every budget a page names is one the test holds
         assert int(stale.replace(",", "")) in (budget, distributed_budget), (page, stale)

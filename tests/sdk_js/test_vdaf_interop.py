@@ -142,7 +142,7 @@ def test_packed_sdk_shards_through_its_vdaf_export(sdk_js: Path, tmp_path: Path)
     installed = subprocess.run([npm, "install", "--offline", "--no-audit", "--no-fund", *map(str, packed)], cwd=app,
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr[-3000:]
-    case = json.loads((sdk_js.parent / "conformance" / "prio3.json").read_text())[-1]
+    case = json.loads((sdk_js.parent / "conformance" / "prio3" / "shards.json").read_text())[-1]
     (app / "main.js").write_text("""
 import { ctxFor, shardPrio3 } from "ldp-telemetry/vdaf";
 const c = JSON.parse(process.argv[2]);

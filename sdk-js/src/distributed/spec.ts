@@ -65,7 +65,6 @@ export class DistributedSpec extends Spec {
 
   override identity(): Record<string, unknown> {
     const p = this.prio3;
-    if (p === undefined) return {}; // called by Spec's constructor before the fields are set
     const out: Record<string, unknown> = { name: this.name, mechanism: "prio3", prio3: p.type, noise: p.noise,
       min_batch: p.min_batch, window: p.window, trust: "distributed", epsilon: new PyFloat(this.epsilon) };
     if (p.type === "sumvec") out.length = p.length;
