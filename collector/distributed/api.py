@@ -61,7 +61,7 @@ def peer_client() -> PeerClient:
     if not url:
         raise Problem(409, "this leader has no HELPER_URL configured", slug=ProtocolError.HELPER_NOT_CONFIGURED,
                       field="HELPER_URL")
-    return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config.get("PEER_TIMEOUT", 30.0)))
+    return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config["PEER_TIMEOUT"]))
 
 
 # The HTTP status of each problem the helper's protocol code refuses a request with (helper.PeerProblem)

@@ -54,7 +54,7 @@ HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to
 
 
 class PeerProblem(LDPError):
-    "A request the helper refuses: its problem type (``slug``), detail and field (the answer: collector.distributed.api)"
+    "A request the helper refuses: its problem type (slug), detail and field (its answer: collector.distributed.api)"
 
     def __init__(self, slug: ProtocolError, detail: str, field: str | None = None) -> None:
         super().__init__(detail)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import DEFAULTS
 from ..errors import (
     CampaignClosed,
     CampaignNotFound,
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 
-def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:
+def open_storage(target: str | Path, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"]) -> StorageBase:
     "The storage named by ``target``: a ``postgresql://`` URL (PostgreSQL backend) or the path of a SQLite file"
     if is_database_url(target):
         # imported here: the PostgreSQL store (psycopg, +495 ms) only for a postgresql:// database

@@ -42,6 +42,7 @@ import psycopg_pool
 
 import estimators
 
+from ..config import DEFAULTS
 from ..errors import DatabaseCorrupt, DatabaseLocked, DiskFull, StorageUnavailable
 from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from . import base as _base
@@ -130,7 +131,7 @@ class PostgresStorage(StorageBase):
     charge_after_insert = True
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 10_000, pooled: bool = False) -> None:
+    def __init__(self, url: str, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"], pooled: bool = False) -> None:
         self.url = url
         self.busy_timeout = busy_timeout_ms / 1000
         self._pool = shared_pool(url, self.busy_timeout) if pooled else None

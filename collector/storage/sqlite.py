@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DEFAULTS
 from ..errors import (
     DatabaseLocked,
     RateLimited,
@@ -80,7 +81,7 @@ class Storage(StorageBase):
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"]) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout_ms / 1000
         create_private(self.path)

@@ -10,6 +10,7 @@ from client_sdk.distributed_messages import ProtocolError, from_b64url
 from client_sdk.errors import LDPError
 
 from ...auth import clock_now
+from ...config import DEFAULTS
 from ...storage import CampaignVersion, StorageBase
 from ..batches import still_open
 from ..helper import checksum
@@ -38,7 +39,7 @@ class CollectError(LDPError):
 
 
 def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
-            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None,
+            lock_timeout: float = 120.0, grace: float = DEFAULTS["COLLECT_GRACE"], now: float | None = None,
             lease_seconds: float = LEASE_SECONDS) -> dict:
     """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
 
