@@ -75,7 +75,8 @@ def test_no_setting_default_is_written_twice():
 
 
 def test_the_check_finds_a_repeated_default():
-    planted = "LEASE_SECONDS = 60.0\n\ndef collect(grace: float = 3600.0):\n    return config.get('PEER_TIMEOUT', 30.0)\n"
+    planted = ("LEASE_SECONDS = 60.0\n\n"
+               "def collect(grace: float = 3600.0):\n    return config.get('PEER_TIMEOUT', 30.0)\n")
     found = repeated_defaults(planted, "collector/planted.py")
     names = [line.split(": ", 1)[1].split(" = ")[0] for line in found]
     assert names == ["LEASE_SECONDS", "grace", "PEER_TIMEOUT"]
