@@ -23,10 +23,11 @@ import numpy as np
 
 from client_sdk import Client, load_spec
 from client_sdk.clock import utc_today
+from collector.config import DEFAULTS
 
 from .scenario import DemoCampaign
 
-BULK_BATCH = 5000  # the collector's default MAX_BATCH_REPORTS
+BULK_BATCH: int = DEFAULTS["MAX_BATCH_REPORTS"]  # the collector's default
 DISTRIBUTED_BATCH = 250  # sealed reports per POST to the leader
 SDK_WORKERS = 8  # users reporting at the same time (as many as the collector has threads: their POSTs share commits)
 Progress = Callable[[int], None]

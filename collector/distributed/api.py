@@ -61,13 +61,36 @@ def peer_client() -> PeerClient:
     if not url:
         raise Problem(409, "this leader has no HELPER_URL configured", slug=ProtocolError.HELPER_NOT_CONFIGURED,
                       field="HELPER_URL")
-    return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config.get("PEER_TIMEOUT", 30.0)))
+    return PeerClient.for_url(url, token, retries=1, timeout=float(current_app.config["PEER_TIMEOUT"]))
+
+
+# The HTTP status of each problem the helper's protocol code refuses a request with (helper.PeerProblem)
+PEER_STATUS: dict[str, int] = {
+    ProtocolError.INVALID_FIELD: 400, ProtocolError.UNKNOWN_CAMPAIGN: 404, ProtocolError.VERIFY_KEY_MISMATCH: 409,
+    ProtocolError.JOB_MISMATCH: 409, ProtocolError.BATCH_OPEN: 409, ProtocolError.BATCH_COLLECTED: 409,
+    ProtocolError.BATCH_MISMATCH: 409, ProtocolError.BATCH_TOO_SMALL: 409,
+}
+# ... and of each problem of a collection (leader.CollectError): the helper's faults are 502 (bad gateway), its
+# absence 503, the batch's state 409
+COLLECT_STATUS: dict[str, int] = {
+    ProtocolError.INVALID_FIELD: 400, ProtocolError.NOT_DISTRIBUTED: 409, ProtocolError.BATCH_OPEN: 409,
+    ProtocolError.BATCH_COLLECTED: 409, ProtocolError.BATCH_TOO_SMALL: 409, ProtocolError.INTERNAL: 500,
+    ProtocolError.BATCH_MISMATCH: 502, ProtocolError.JOB_REFUSED: 502, ProtocolError.HELPER_UNAVAILABLE: 503,
+    ProtocolError.BUSY: 503,
+}
+
+
+def collect_status(exc: leader.CollectError) -> int:
+    "The answer to a collection that cannot proceed; a refusal of the helper: 409 if a conflict there, else 502"
+    if exc.helper_refusal is not None:
+        return 409 if exc.helper_refusal.status == 409 else 502
+    return COLLECT_STATUS[exc.slug]
 
 
 @peer.errorhandler(helper.PeerProblem)
 def _peer_problem(exc: helper.PeerProblem) -> Response:
     "A refusal of the helper's protocol code, as problem+json (every peer view raises these)"
-    return problem_response(Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field))
+    return problem_response(Problem(PEER_STATUS[exc.slug], exc.detail, slug=exc.slug, field=exc.field))
 
 
 # -- hooks for the collector's views ----------------------------------------------------------------------------
@@ -235,7 +258,8 @@ def collect(name: str) -> Response:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         extra: dict[str, Any] = {"release": exc.release} if exc.release is not None else {}
         extra.update(exc.extra)
-        raise Problem(exc.status, exc.detail, slug=exc.slug, field=exc.field, headers=headers, **extra) from None
+        raise Problem(collect_status(exc), exc.detail, slug=exc.slug, field=exc.field, headers=headers,
+                      **extra) from None
 
 
 @leader_api.get("/v1/campaigns/<name>/progress")

@@ -54,11 +54,11 @@ HELPER_ROLE, LEADER_ROLE = HELPER, LEADER  # DAP's roles, as the device seals to
 
 
 class PeerProblem(LDPError):
-    "A request the helper refuses: (status, slug, detail)"
+    "A request the helper refuses: its problem type (slug), detail and field (its answer: collector.distributed.api)"
 
-    def __init__(self, status: int, slug: str, detail: str, field: str | None = None) -> None:
+    def __init__(self, slug: ProtocolError, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
-        self.status, self.slug, self.detail, self.field = status, slug, detail, field
+        self.slug, self.detail, self.field = slug, detail, field
 
 
 def digest(body: Any) -> str:
@@ -74,29 +74,29 @@ def checksum(report_ids: list[bytes]) -> str:
 def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day: str) -> tuple[CampaignVersion, bool]:
     "Store the leader's campaign (same spec, same fingerprint) and its verify key; idempotent"
     if not isinstance(body, dict) or set(body) != {"spec", "verify_key"}:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {\"spec\", \"verify_key\"}", "body")
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "body must be {\"spec\", \"verify_key\"}", "body")
     spec_source = body["spec"]
     if not isinstance(spec_source, dict) or spec_source.get("name") != name:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
     if find_kind(spec_source) is not DISTRIBUTED:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "spec must be a distributed campaign", "spec.trust")
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "spec must be a distributed campaign", "spec.trust")
     try:
         verify_key = from_b64url(body["verify_key"], "verify_key")
     except ValueError as exc:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
+        raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
 
     source = {k: v for k, v in spec_source.items() if k not in ("version", "fingerprint", "derived")}
     try:
         spec = load_spec(source)
         vdaf = CampaignVdaf(spec, verify_key)
     except SpecError as exc:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"spec: {exc}", f"spec.{exc.field}") from None
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"spec: {exc}", f"spec.{exc.field}") from None
     if len(verify_key) != vdaf.vdaf.VERIFY_KEY_SIZE:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+        raise PeerProblem(ProtocolError.INVALID_FIELD,
                           f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")
     known = store.campaign(spec.name, spec.fingerprint)
     if known is not None and known.verify_key != verify_key:
-        raise PeerProblem(409, ProtocolError.VERIFY_KEY_MISMATCH,
+        raise PeerProblem(ProtocolError.VERIFY_KEY_MISMATCH,
                           "this campaign was provisioned with another verify key",
                           "verify_key")
     campaign, created = storage.create_campaign(source, day)
@@ -108,11 +108,11 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
 
 def _campaign(storage: StorageBase, store: DistStore, name: Any, fingerprint: Any) -> tuple[Spec, DistCampaign]:
     if not isinstance(name, str) or not isinstance(fingerprint, str):
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "campaign and fingerprint must be strings", "campaign")
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "campaign and fingerprint must be strings", "campaign")
     known = store.campaign(name, fingerprint)
     version = storage.find_version(name, fingerprint)
     if known is None or version is None or known.role != "helper":
-        raise PeerProblem(404, ProtocolError.UNKNOWN_CAMPAIGN,
+        raise PeerProblem(ProtocolError.UNKNOWN_CAMPAIGN,
                           f"no distributed campaign {name!r} with this fingerprint here",
                           "campaign")
     return version.spec, known
@@ -126,9 +126,9 @@ def _batch(spec: Spec, value: Any) -> str:
         spec.prio3.batch_end(batch)
         return batch
     except ShareRejected as exc:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"batch {exc.message}", "batch") from None
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"batch {exc.message}", "batch") from None
     except ValueError as exc:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"batch: {exc}", "batch") from None
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"batch: {exc}", "batch") from None
 
 
 # -- aggregation jobs -------------------------------------------------------------------------------------------
@@ -143,11 +143,11 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     try:
         uuid.UUID(job_id)
     except ValueError:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "job id must be a UUID", "job_id") from None
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "job id must be a UUID", "job_id") from None
     try:
         entries = parse_job_request(body)
     except ValueError:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "body must be {campaign, fingerprint, batch, reports: "
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "body must be {campaign, fingerprint, batch, reports: "
                           "[...]}", "body") from None
     request_digest = digest(body)
     stored = store.helper_job(job_id)
@@ -166,13 +166,13 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
     ids: list[bytes] = []
     for position, report in enumerate(entries):
         if not isinstance(report, dict) or set(report) != JOB_REPORT_FIELDS:
-            raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+            raise PeerProblem(ProtocolError.INVALID_FIELD,
                               f"reports[{position}] must have {sorted(JOB_REPORT_FIELDS)}",
                               f"reports[{position}]")
         try:
             report_uuid = uuid.UUID(report["report_id"])
         except (ValueError, TypeError, AttributeError):
-            raise PeerProblem(400, ProtocolError.INVALID_FIELD, f"reports[{position}].report_id must be a UUID",
+            raise PeerProblem(ProtocolError.INVALID_FIELD, f"reports[{position}].report_id must be a UUID",
                               f"reports[{position}].report_id") from None
         ids.append(report_uuid.bytes)
         results.append(job_answer_entry(report["report_id"], error=ProtocolError.INVALID_MESSAGE))
@@ -201,7 +201,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
             continue
         candidates.append((position, report_uuid.bytes, public_share, input_share, leader_vs))
     if len(set(ids)) != len(ids):
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD, "a report id appears twice in the job", "reports")
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "a report id appears twice in the job", "reports")
 
     verified = vdaf.verify_init(1, [(c[1], c[2], c[3]) for c in candidates])
     outputs: dict[int, list[int]] = {}
@@ -255,7 +255,7 @@ def aggregation_job(storage: StorageBase, store: DistStore, job_id: str, body: A
 
 
 def _job_mismatch() -> PeerProblem:
-    return PeerProblem(409, ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
+    return PeerProblem(ProtocolError.JOB_MISMATCH, "this job id was used with another request", "job_id")
 
 
 def _replayed(stored: tuple[str, str], request_digest: str) -> dict:
@@ -269,7 +269,7 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any, *, now: f
     """This helper's noisy aggregate share of a batch, once (a retried request gets the same answer), and only once
     the batch has ended plus ``grace`` at ``now`` (this helper's clock, ``COLLECT_GRACE``): 409 ``batch-open``"""
     if not isinstance(body, dict) or set(body) != AGGREGATE_SHARE_FIELDS:
-        raise PeerProblem(400, ProtocolError.INVALID_FIELD,
+        raise PeerProblem(ProtocolError.INVALID_FIELD,
                           "body must be {campaign, fingerprint, batch, report_count, checksum}",
                           "body")
     spec, campaign = _campaign(storage, store, body["campaign"], body["fingerprint"])
@@ -280,21 +280,21 @@ def aggregate_share(storage: StorageBase, store: DistStore, body: Any, *, now: f
         assert answer is not None
         stored = json.loads(answer)
         if stored.pop("request_digest") != request_digest:
-            raise PeerProblem(409, ProtocolError.BATCH_COLLECTED, "this batch was collected already", "batch")
+            raise PeerProblem(ProtocolError.BATCH_COLLECTED, "this batch was collected already", "batch")
         return stored
     assert spec.prio3 is not None
     open_detail = still_open(spec.prio3, key[2], now=now, grace=grace, role="helper")  # the name is checked
     if open_detail is not None:
-        raise PeerProblem(409, ProtocolError.BATCH_OPEN, open_detail, "batch")
+        raise PeerProblem(ProtocolError.BATCH_OPEN, open_detail, "batch")
     vdaf = CampaignVdaf(spec, campaign.verify_key)
     valid_ids = store.helper_valid_ids(key)
     count, share = store.agg_share(key)
     if body["report_count"] != count or body["checksum"] != checksum(valid_ids):
-        raise PeerProblem(409, ProtocolError.BATCH_MISMATCH,
+        raise PeerProblem(ProtocolError.BATCH_MISMATCH,
                           f"the helper holds {count} valid reports with another checksum",
                           "checksum")
     if count < vdaf.params.min_batch:
-        raise PeerProblem(409, ProtocolError.BATCH_TOO_SMALL,
+        raise PeerProblem(ProtocolError.BATCH_TOO_SMALL,
                           f"{count} valid reports; min_batch is {vdaf.params.min_batch}",
                           "batch")
     noisy = vdaf.add_noise(vdaf.decode(share))  # this helper's own noise: alone, it protects the release

@@ -25,9 +25,10 @@ from client_sdk.clock import utc_today
 from client_sdk.errors import LDPError
 from client_sdk.vdaf import hpke
 
+from ..config import DEFAULTS
 from .store import DistStore
 
-DEFAULT_OVERLAP_DAYS = 7  # serve --hpke-overlap-days: a week for devices that were offline when the key rotated
+DEFAULT_OVERLAP_DAYS: int = DEFAULTS["HPKE_OVERLAP_DAYS"]  # serve --hpke-overlap-days (collector.config)
 CURRENT, OVERLAP, RETIRED = "current", "overlap", "retired"
 
 

@@ -24,7 +24,9 @@ import requests
 from client_sdk.distributed import checked_url
 from client_sdk.errors import LDPError
 
-DEFAULT_TIMEOUT = 30.0  # seconds for one request (an aggregation job of a few thousand reports takes a few)
+from ..config import DEFAULTS
+
+DEFAULT_TIMEOUT: float = DEFAULTS["PEER_TIMEOUT"]  # seconds for one request (collector.config)
 CONNECT_TIMEOUT = 3.0
 
 

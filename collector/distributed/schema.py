@@ -1,12 +1,20 @@
 """The tables of distributed campaigns, written once for both storage backends.
 
-They are created by each backend's own versioned migrations (SQLite: ``PRAGMA user_version`` step
-``DIST_SCHEMA_VERSION`` of ``collector.storage.sqlite_schema``; PostgreSQL: migration 4 of
-``collector.storage.postgres``), so every collector database has them (empty unless the collector is a leader or a
-helper).  ``collector.distributed.store`` describes each table; this module holds only the DDL.
+They are the prio3 kind's own tables: this module registers their migrations with the storage layer
+(``collector.storage.register_migrations``) when it is imported (by the kind's collector side and by
+``collector.distributed.store``), and each backend's ``migrate()`` applies them after its own steps.  Migration 1
+leaves tables already in place as they are: databases made before the kinds had migrations of their own got these
+tables from a collector-wide step (SQLite ``PRAGMA user_version`` 6, PostgreSQL migration 4).
+``collector.distributed.store`` describes each table; this module holds only the DDL.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from ..storage.kind_migrations import register_migrations
+
+KIND = "prio3"  # the kind whose tables these are (its migrations are recorded under this name)
 
 _TABLES = (
     # seq: each key's place in the rotation order (collector.distributed.hpke_keys), newest highest
@@ -55,3 +63,18 @@ _TYPES = {"sqlite": {"blob": "BLOB", "without_rowid": " WITHOUT ROWID"},
 def statements(dialect: str) -> tuple[str, ...]:
     "The DDL of every distributed table and index in ``dialect`` (``sqlite`` or ``postgresql``); idempotent"
     return tuple(statement.format(**_TYPES[dialect]) for statement in _TABLES)
+
+
+def create_tables(conn: Any, dialect: str) -> None:
+    """Migration 1: every table and index; in SQLite, the columns a file made before them lacks, and the tables'
+    own version table of then (``dist_meta``) dropped"""
+    for statement in statements(dialect):
+        conn.execute(statement)
+    if dialect == "sqlite":
+        for table, column, kind in ADDED_COLUMNS:
+            if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        conn.execute("DROP TABLE IF EXISTS dist_meta")
+
+
+MIGRATIONS = register_migrations(KIND, ((1, create_tables),))

@@ -20,11 +20,12 @@ reason) and ``dist_releases``.  Helper only: ``dist_helper_jobs`` (each
 job's request digest and stored answer) and ``dist_helper_seen`` (every report id the helper has processed, with
 its batch and outcome).
 
-The DDL is ``collector.distributed.schema``, applied by each backend's versioned migrations.  The statements are
-written once in the SQL both backends accept (the storage's ``?`` placeholders); where PostgreSQL's row locks
-stand in for SQLite's single writer they are one suffix (``FOR UPDATE``, ``FOR SHARE``, ``SKIP LOCKED``) that
-SQLite leaves out.  Several processes may share one PostgreSQL database: every read-modify-write here first locks
-the row it modifies (a batch's aggregate share, a batch's state, a job), so two processes serialize on it.
+The DDL is ``collector.distributed.schema``, the prio3 kind's migrations, which each backend's ``migrate()``
+applies. The statements are written once in the SQL both backends accept (the storage's ``?`` placeholders); where
+PostgreSQL's row locks stand in for SQLite's single writer they are one suffix (``FOR UPDATE``, ``FOR SHARE``,
+``SKIP LOCKED``) that SQLite leaves out. Several processes may share one PostgreSQL database: every
+read-modify-write here first locks the row it modifies (a batch's aggregate share, a batch's state, a job), so two
+processes serialize on it.
 
 No time of day is stored except a job's lease expiry (a job, not a report: it says nothing about any device).
 """
@@ -42,6 +43,7 @@ from typing import Any
 
 from ..storage import StorageBase, restrict_database
 from ..storage.day_scrub import delete_securely, rewrite_in_key_order, truncate_wal
+from . import schema  # noqa: F401  (registers the tables' migrations, which migrate() applies)
 
 BatchKey = tuple[str, str, str]  # (campaign name, fingerprint, batch day)
 IDS_PER_QUERY = 900  # report ids per IN (...) list: below SQLite's historical 999 variables
@@ -145,7 +147,7 @@ class DistStore:
             yield
 
     def migrate(self) -> None:
-        """Bring the database (distributed tables included) to the latest schema: the storage's own migrations.  The
+        """Bring the database (distributed tables included) to the latest schema: the storage's migrations.  The
         database holds this aggregator's HPKE private key and the verify keys: a SQLite file is made 0600."""
         path = getattr(self.storage, "path", None)
         if path is not None:

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from client_sdk.kinds import Registry
 
+from ..storage.kind_migrations import register_migrations
+
 if TYPE_CHECKING:
     from flask import Response
 
     from estimators.mechanisms import ServerMechanism
     from estimators.window import ReportData
 
-    from ..storage import CampaignVersion, StorageBase
+    from ..storage import CampaignVersion, KindMigrations, StorageBase
 
 ApiGet = Callable[[str, dict], Any]  # GET a path of the admin API with query parameters, its JSON
 # (index in the POST /v1/reports batch, the report, its campaign version)
@@ -58,6 +60,11 @@ class CollectorKind:
         """What the campaign listing's cached body depends on beyond the campaign's row (nothing here: the row
         alone makes its entry); None when its entry cannot be cached"""
         return ()
+
+    def migrations(self) -> KindMigrations | None:
+        """The migrations of the kind's own tables (``collector.storage.register_migrations``), registered with the
+        kind and applied by every storage's ``migrate()``; None for a kind without tables of its own"""
+        return None
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
         "POST /v1/campaigns: the new (or identical existing) version"
@@ -98,7 +105,11 @@ _KINDS = Registry("collector side")
 
 
 def register_collector_kind(kind: CollectorKind) -> CollectorKind:
-    "Register the collector side of a kind whose device side is registered (client_sdk.kinds.register_kind)"
+    """Register the collector side of a kind whose device side is registered (client_sdk.kinds.register_kind), with
+    the migrations of its tables"""
+    migrations = kind.migrations()
+    if migrations is not None:
+        register_migrations(migrations.kind, migrations.steps)
     return cast(CollectorKind, _KINDS.register(kind))
 
 

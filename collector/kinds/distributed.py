@@ -11,7 +11,7 @@ from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
 from estimators.window import ReportData, finite_json
 
-from ..storage import CampaignVersion, StorageBase
+from ..storage import CampaignVersion, KindMigrations, StorageBase
 from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
 
 if TYPE_CHECKING:
@@ -27,6 +27,11 @@ class DistributedCampaigns(CollectorKind):
     name = "prio3"
     def listing_cache_key(self, campaign: CampaignVersion) -> tuple | None:
         return None  # its aggregators block comes from the distributed store's tables, read on every listing
+
+    def migrations(self) -> KindMigrations:
+        from ..distributed import schema  # the tables' DDL only (two small modules, no HPKE, no Flask)
+
+        return schema.MIGRATIONS
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
         from ..distributed import api  # Flask views, HPKE, the peer client: loaded by distributed campaigns only

@@ -18,7 +18,8 @@ the same for PostgreSQL (a ``postgresql://`` URL).
 Modules: ``models`` (the records handed out), ``rows`` (values <-> stored columns), ``base`` (:class:`StorageBase`,
 rate buckets, keys), ``faults`` (errors that mean the storage failed), ``sqlite`` with ``sqlite_schema``,
 ``group_commit``, ``day_filter`` and ``filter_builds`` (the SQLite backend), ``postgres`` (only for a PostgreSQL URL),
-``day_scrub`` (a closed day rewritten on disk, both backends).
+``day_scrub`` (a closed day rewritten on disk, both backends), ``kind_migrations`` (the tables each campaign kind
+registers for itself, applied by both backends), ``file_modes`` (the database file readable by its owner only).
 Errors live in :mod:`collector.errors` and are re-exported here.  A tuning constant is read in the module
 that defines it: patch ``collector.storage.base.REBUILD_CHUNK`` or ``collector.storage.sqlite.CHECKPOINT_REPORTS``,
 not the re-exported name.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import DEFAULTS
 from ..errors import (
     CampaignClosed,
     CampaignNotFound,
@@ -50,22 +52,25 @@ from ..errors import (
 )
 from .base import DEDUP_DAYS, REBUILD_CHUNK, StorageBase, hash_key
 from .faults import storage_fault
+from .file_modes import create_private, restrict_database
 from .filter_builds import wait_for_filter_builds
+from .kind_migrations import KindMigrations, register_migrations, unregister_migrations
 from .models import KEY_PREFIX, RATE_WINDOW_SECONDS, ROLES, ApiKey, CampaignVersion, InsertResult, RateRule, ReportGroup
 from .rows import merged_counts, payload_text
-from .sqlite import Storage, create_private, restrict_database
+from .sqlite import Storage
 from .sqlite_schema import LATEST_SCHEMA_VERSION, SCHEMA_VERSION
 
 __all__ = [
     "DEDUP_DAYS", "KEY_PREFIX", "LATEST_SCHEMA_VERSION", "RATE_WINDOW_SECONDS", "REBUILD_CHUNK", "ROLES",
     "SCHEMA_VERSION", "ApiKey", "CampaignClosed", "CampaignNotFound", "CampaignVersion", "DatabaseCorrupt",
-    "DatabaseLocked", "DiskFull", "InsertResult", "RateLimited", "RateRule", "ReportGroup", "Storage", "StorageBase",
-    "StorageError", "StorageUnavailable", "VersionConflict", "create_private", "hash_key", "is_database_url",
-    "merged_counts", "open_storage", "payload_text", "restrict_database", "storage_fault", "wait_for_filter_builds",
+    "DatabaseLocked", "DiskFull", "InsertResult", "KindMigrations", "RateLimited", "RateRule", "ReportGroup",
+    "Storage", "StorageBase", "StorageError", "StorageUnavailable", "VersionConflict", "create_private", "hash_key",
+    "is_database_url", "merged_counts", "open_storage", "payload_text", "register_migrations", "restrict_database",
+    "storage_fault", "unregister_migrations", "wait_for_filter_builds",
 ]
 
 
-def open_storage(target: str | Path, *, busy_timeout_ms: int = 10_000) -> StorageBase:
+def open_storage(target: str | Path, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"]) -> StorageBase:
     "The storage named by ``target``: a ``postgresql://`` URL (PostgreSQL backend) or the path of a SQLite file"
     if is_database_url(target):
         # imported here: the PostgreSQL store (psycopg, +495 ms) only for a postgresql:// database

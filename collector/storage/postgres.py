@@ -15,8 +15,8 @@ handling live here; campaigns, the insert flow, keys and rate buckets are :class
 * Rate buckets: the read-modify-write of a key's bucket holds a transaction-level advisory lock on the key, so
   every process sees and charges the same bucket; an insert takes its token last, so the lock lasts only until
   its commit (an empty bucket still rolls the insert back).
-* Schema: versioned migrations (``schema_migrations``), applied under an advisory lock by whichever process starts
-  first.
+* Schema: versioned migrations (``schema_migrations``), then the campaign kinds' own
+  (``collector.storage.kind_migrations``), applied under an advisory lock by whichever process starts first.
 * Faults: connection failures, a full disk (SQLSTATE 53100 gives 507), lock and serialization failures map to
   the same StorageUnavailable classes as SQLite's, so the API answers 503/507 the same way.
 """
@@ -42,12 +42,13 @@ import psycopg_pool
 
 import estimators
 
-from ..distributed import schema as dist_schema
+from ..config import DEFAULTS
 from ..errors import DatabaseCorrupt, DatabaseLocked, DiskFull, StorageUnavailable
 from ..report_codec import decode_payload, encode_payloads, tagged_bytes, untagged
 from . import base as _base
 from .base import StorageBase
 from .filter_builds import _start_filter_build
+from .kind_migrations import KIND_VERSIONS_TABLE, apply_kind_migrations
 from .models import CampaignVersion, InsertResult, ReportGroup
 from .rows import _day_number, _day_text, _id_bytes, merged_counts
 
@@ -87,10 +88,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE api_keys ADD COLUMN is_public integer NOT NULL DEFAULT 0",
         "ALTER TABLE api_keys ADD COLUMN campaigns text",
     )),
-    # the distributed campaigns' tables (leader and helper), with the job leases
-    (4, dist_schema.statements("postgresql")),
+    # nothing: a database at this version has the prio3 kind's tables, made by that kind's migration 1
+    # (collector.distributed.schema), which leaves them as they are
+    (4, ()),
     # the closed days whose reports are scrubbed (collector.storage.day_scrub), with their count of reports then
     (5, ("CREATE TABLE scrubbed_days (day text PRIMARY KEY, reports bigint NOT NULL)",)),
+    # the last migration of each campaign kind's own tables (collector.storage.kind_migrations)
+    (6, (KIND_VERSIONS_TABLE,)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -127,7 +131,7 @@ class PostgresStorage(StorageBase):
     charge_after_insert = True
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 10_000, pooled: bool = False) -> None:
+    def __init__(self, url: str, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"], pooled: bool = False) -> None:
         self.url = url
         self.busy_timeout = busy_timeout_ms / 1000
         self._pool = shared_pool(url, self.busy_timeout) if pooled else None
@@ -221,6 +225,7 @@ class PostgresStorage(StorageBase):
                 for statement in statements:
                     conn.execute(statement)
                 conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+            apply_kind_migrations(conn, self.dialect)  # then the kinds' own tables
 
     def schema_version(self) -> int:
         row = self._one("SELECT coalesce(max(version), 0) FROM schema_migrations")

@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DEFAULTS
 from ..errors import (
     DatabaseLocked,
     RateLimited,
@@ -31,8 +32,10 @@ from . import base as _base
 from .base import DEDUP_DAYS, SQL_VARIABLES_PER_QUERY, StorageBase
 from .day_scrub import rewrite_table, scrub_sqlite_day, truncate_wal
 from .faults import storage_fault
+from .file_modes import create_private
 from .filter_builds import _day_filter_cache, _start_filter_build
 from .group_commit import _group_commit_queue, _GroupCommitQueue, _PendingInsert
+from .kind_migrations import applied_versions, apply_kind_migrations, pending
 from .models import CampaignVersion, InsertResult, RateRule, ReportGroup
 from .rows import _day_number, _ids_bytes, _ids_joined, merged_counts
 from .sqlite_schema import (
@@ -78,7 +81,7 @@ class Storage(StorageBase):
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = DEFAULTS["BUSY_TIMEOUT_MS"]) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout_ms / 1000
         create_private(self.path)
@@ -126,6 +129,9 @@ class Storage(StorageBase):
         self._migrate_reports()
         for version, apply in LATER_STEPS:
             self._schema_step(version, apply)
+        if pending(applied_versions(self.conn)):  # the kinds' own tables, checked first without the write lock
+            with self.transaction() as conn:
+                apply_kind_migrations(conn, self.dialect)
         if before < LATEST_SCHEMA_VERSION:
             # the migration's pages (a new file: every table and index) leave the WAL at once, so that the WAL's
             # size is set by the commits of reports, which the checkpoint policy bounds
@@ -570,27 +576,3 @@ def _insert_returning(rows: int) -> str:
     "INSERT OR IGNORE of ``rows`` report rows, returning the ids it inserted (not those already stored)"
     return ("INSERT OR IGNORE INTO reports (day, report_id, version_id, payload) VALUES "
             + ",".join(["(?, ?, ?, ?)"] * rows) + " RETURNING report_id")
-
-
-
-def create_private(path: Path) -> None:
-    """Create the database file readable by its owner only (0600) unless it exists: it holds API key hashes and, on
-    a leader or helper, HPKE private keys and verify keys.  SQLite creates the -wal and -shm files with the database
-    file's permissions, so they are 0600 too."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
-    except OSError:
-        pass  # a directory that does not exist or cannot be written: sqlite3.connect names the problem
-
-
-def restrict_database(path: Path) -> None:
-    "Make an existing database (and its -wal, -shm files) readable by its owner only (a file made by an older version)"
-    for name in (str(path), f"{path}-wal", f"{path}-shm"):
-        try:
-            if os.stat(name).st_mode & 0o077:
-                os.chmod(name, 0o600)
-        except FileNotFoundError:
-            pass
-

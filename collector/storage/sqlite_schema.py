@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..distributed import schema as dist_schema
+from .kind_migrations import KIND_VERSIONS_TABLE
 
 # PRAGMA user_version of the current report schema: 2 = WITHOUT ROWID reports clustered on (day, report_id)
 SCHEMA_VERSION = 2  # the reports step; LIFETIMES_SCHEMA_VERSION below is the latest
@@ -16,10 +16,12 @@ LIFETIMES_SCHEMA_VERSION = 3
 FILTERS_SCHEMA_VERSION = 4
 # 5 = api_keys.is_public and api_keys.campaigns (the campaigns a scoped key may read and report to)
 KEY_SCOPES_SCHEMA_VERSION = 5
-# 6 = the distributed campaigns' tables (collector.distributed.schema; files made before kept their schema version
-# in a dist_meta table, dropped by this step) with the job leases of dist_jobs
-DIST_SCHEMA_VERSION = 6
-LATEST_SCHEMA_VERSION = DIST_SCHEMA_VERSION  # what migrate() leaves
+# 6 = a file at this version has the prio3 kind's tables, made by that kind's migration 1
+# (collector.distributed.schema), which leaves them as they are: the step itself adds nothing
+PRIO3_TABLES_SCHEMA_VERSION = 6
+# 7 = kind_migrations: the last migration of each campaign kind's own tables (collector.storage.kind_migrations)
+KIND_TABLES_SCHEMA_VERSION = 7
+LATEST_SCHEMA_VERSION = KIND_TABLES_SCHEMA_VERSION  # what migrate() leaves
 DAY_FILTERS_TABLE = """CREATE TABLE IF NOT EXISTS day_filters (
     day INTEGER PRIMARY KEY,
     reports INTEGER NOT NULL,
@@ -78,18 +80,20 @@ def add_key_scopes(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE api_keys ADD COLUMN campaigns TEXT")
 
 
-def add_distributed(conn: sqlite3.Connection) -> None:
-    "Version 6: the distributed tables, with the job leases (a file that had them gets the lease columns)"
-    for statement in dist_schema.statements("sqlite"):
-        conn.execute(statement)
-    for table, column, kind in dist_schema.ADDED_COLUMNS:
-        if column not in _columns(conn, table):
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-    conn.execute("DROP TABLE IF EXISTS dist_meta")  # the distributed tables' own version, before this step
+def add_nothing(conn: sqlite3.Connection) -> None:
+    "Version 6: nothing (the prio3 tables are that kind's migrations)"
+
+
+def add_kind_versions(conn: sqlite3.Connection) -> None:
+    """Version 7: the kind_migrations table (the kinds' migrations are applied after the collector's own steps).  One
+    that a file below this version has is no record of them: its kinds' migrations run again (they leave tables)"""
+    conn.execute("DROP TABLE IF EXISTS kind_migrations")
+    conn.execute(KIND_VERSIONS_TABLE)
 
 
 # The steps after the reports step (Storage._migrate_reports, which copies rows), in order
 LATER_STEPS: tuple[tuple[int, Callable[[sqlite3.Connection], object]], ...] = (
     (LIFETIMES_SCHEMA_VERSION, add_lifetimes), (FILTERS_SCHEMA_VERSION, add_day_filters),
-    (KEY_SCOPES_SCHEMA_VERSION, add_key_scopes), (DIST_SCHEMA_VERSION, add_distributed),
+    (KEY_SCOPES_SCHEMA_VERSION, add_key_scopes), (PRIO3_TABLES_SCHEMA_VERSION, add_nothing),
+    (KIND_TABLES_SCHEMA_VERSION, add_kind_versions),
 )

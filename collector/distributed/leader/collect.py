@@ -10,6 +10,7 @@ from client_sdk.distributed_messages import ProtocolError, from_b64url
 from client_sdk.errors import LDPError
 
 from ...auth import clock_now
+from ...config import DEFAULTS
 from ...storage import CampaignVersion, StorageBase
 from ..batches import still_open
 from ..helper import checksum
@@ -22,19 +23,23 @@ JOB_POLL_SECONDS = 0.2  # while another driver runs a job of the batch being col
 
 
 class CollectError(LDPError):
-    "Collection cannot proceed: (status, slug, detail, field), the stored ``release``, more problem members ``extra``"
+    "Collection cannot proceed: its problem type (slug), detail, field, the stored release, more problem members"
 
-    def __init__(self, status: int, slug: str, detail: str, field: str = "batch",
-                 retry_after: int | None = None, release: dict | None = None, extra: dict | None = None) -> None:
+    def __init__(self, slug: str, detail: str, field: str = "batch", retry_after: int | None = None,
+                 release: dict | None = None, extra: dict | None = None,
+                 helper_refusal: PeerRefused | None = None) -> None:
+        """``slug``: a ProtocolError, or the helper's own problem type when ``helper_refusal`` (the helper's answer
+        refusing the request) is given; the HTTP answer is collector.distributed.api's"""
         super().__init__(detail)
-        self.status, self.slug, self.detail, self.field, self.retry_after = status, slug, detail, field, retry_after
+        self.slug, self.detail, self.field, self.retry_after = slug, detail, field, retry_after
         self.release = release
         self.extra = extra or {}
+        self.helper_refusal = helper_refusal
 
 
 
 def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: CampaignVersion, batch: str, *,
-            lock_timeout: float = 120.0, grace: float = 3600.0, now: float | None = None,
+            lock_timeout: float = 120.0, grace: float = DEFAULTS["COLLECT_GRACE"], now: float | None = None,
             lease_seconds: float = LEASE_SECONDS) -> dict:
     """Finish the batch's jobs, gather both noisy aggregate shares, unshard and store the release (once).
 
@@ -50,7 +55,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     key: BatchKey = (spec.name, spec.fingerprint, batch)
     found = campaign_vdaf(store, spec)
     if found is None:
-        raise CollectError(409, ProtocolError.NOT_DISTRIBUTED,
+        raise CollectError(ProtocolError.NOT_DISTRIBUTED,
                            f"campaign {spec.name!r} is not a distributed campaign of this leader", "name")
     _, vdaf = found
     if store.release(key) is not None:
@@ -59,9 +64,9 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     try:
         open_detail = still_open(vdaf.params, batch, now=now, grace=grace, role="leader")
     except ValueError as exc:
-        raise CollectError(400, ProtocolError.INVALID_FIELD, str(exc)) from None
+        raise CollectError(ProtocolError.INVALID_FIELD, str(exc)) from None
     if open_detail is not None:
-        raise CollectError(409, ProtocolError.BATCH_OPEN, open_detail)
+        raise CollectError(ProtocolError.BATCH_OPEN, open_detail)
     min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
@@ -79,7 +84,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         raise _too_small(len(valid), min_batch)
     count, share = store.agg_share(key)
     if count != len(valid):
-        raise CollectError(500, ProtocolError.INTERNAL,
+        raise CollectError(ProtocolError.INTERNAL,
                            f"aggregate share counts {count} reports, {len(valid)} aggregated")
     vector = vdaf.decode(share)
     body: dict[str, Any] = {"campaign": spec.name, "fingerprint": spec.fingerprint, "batch": batch,
@@ -87,13 +92,12 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     try:
         helper = peer.aggregate_share(body)
     except PeerUnavailable as exc:
-        raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); retry",
+        raise CollectError(ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); retry",
                            retry_after=10) from None
     except PeerRefused as exc:
-        status = 409 if exc.status == 409 else 502
-        raise CollectError(status, exc.slug, f"the helper refused: {exc.detail}") from None
+        raise CollectError(exc.slug, f"the helper refused: {exc.detail}", helper_refusal=exc) from None
     if helper.get("report_count") != count:
-        raise CollectError(502, ProtocolError.BATCH_MISMATCH, "the helper's share counts another number of reports")
+        raise CollectError(ProtocolError.BATCH_MISMATCH, "the helper's share counts another number of reports")
     helper_vector = vdaf.decode(from_b64url(helper.get("aggregate_share"), "aggregate_share"))
     release = vdaf.unshard([vdaf.add_noise(vector), helper_vector])
     rejected = store.rejections(key)
@@ -119,7 +123,7 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
         try:
             summary = run_pending(storage, store, peer, key, lease_seconds=lease_seconds)
         except PendingWork as exc:
-            raise CollectError(503, ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
+            raise CollectError(ProtocolError.HELPER_UNAVAILABLE, f"the helper did not answer ({exc}); the batch "
                                "is closed and nothing is lost: retry", retry_after=10) from None
         if not store.batch_unfinished(key):
             return
@@ -127,10 +131,10 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
         # claimed by another driver, since this round, and reports another process is putting into a job are not
         # in one yet: they are looked at again)
         if summary.errors and not store.leased_jobs(key):
-            raise CollectError(502, ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
+            raise CollectError(ProtocolError.JOB_REFUSED, "the helper refused jobs of this batch: "
                                + "; ".join(summary.errors[:3]))
         if time.monotonic() >= deadline:
-            raise CollectError(503, ProtocolError.BUSY,
+            raise CollectError(ProtocolError.BUSY,
                                "another process is running this batch's jobs; retry", retry_after=5)
         time.sleep(JOB_POLL_SECONDS)
 
@@ -138,7 +142,7 @@ def _finish_jobs(storage: StorageBase, store: DistStore, peer: PeerClient, key: 
 def _collected(store: DistStore, key: BatchKey) -> CollectError:
     "batch-collected, with the stored release"
     release = store.release(key)
-    return CollectError(409, ProtocolError.BATCH_COLLECTED,
+    return CollectError(ProtocolError.BATCH_COLLECTED,
                         f"batch {key[2]} of {key[0]!r} was collected already; the release "
                         "is in this answer and in GET /v1/campaigns/<name>/releases",
                         release=release)
@@ -146,7 +150,7 @@ def _collected(store: DistStore, key: BatchKey) -> CollectError:
 
 def _too_small(count: int, needed: int) -> CollectError:
     "batch-too-small, in state below_min_batch: the batch's window has ended (``progress``)"
-    return CollectError(409, ProtocolError.BATCH_TOO_SMALL,
+    return CollectError(ProtocolError.BATCH_TOO_SMALL,
                         f"the batch's window has ended with {count} valid or pending reports; at least "
                         f"{needed} are needed (min_batch): it is not released (state below_min_batch)",
                         extra={"state": "below_min_batch", "report_count": count, "min_batch": needed})

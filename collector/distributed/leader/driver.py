@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 
+from ...config import DEFAULTS
 from ...storage import open_storage
 from ..peer import Backoff, PeerClient, PeerUnavailable
 from ..store import DistStore
@@ -25,7 +26,7 @@ class Driver(threading.Thread):
     "Runs pending jobs every ``interval`` seconds; after a failure waits with exponential backoff"
 
     def __init__(self, database: str, helper_url: str, token: str, interval: float,
-                 backoff: Backoff | None = None, refresh_interval: float = 300.0,
+                 backoff: Backoff | None = None, refresh_interval: float = DEFAULTS["HPKE_REFRESH_INTERVAL"],
                  lease_seconds: float = LEASE_SECONDS) -> None:
         super().__init__(name="ldp-aggregation-driver", daemon=True)
         self.database, self.helper_url, self.token, self.interval = database, helper_url, token, interval

@@ -38,6 +38,7 @@ from typing import Any
 
 from client_sdk.distributed_messages import JobEntry, ProtocolError, check_job_answer, from_b64url, job_request
 
+from ...config import DEFAULTS
 from ...storage import StorageBase
 from ..aggregation import CampaignVdaf, Verified
 from ..peer import PeerClient, PeerRefused, PeerUnavailable
@@ -48,7 +49,7 @@ logger = logging.getLogger("collector")
 JOB_SIZE = 1000  # reports per aggregation job
 # Seconds a claimed job stays with its driver: after a crash, the wait before another driver takes it over.  Longer
 # than a job takes (1,000 Histogram(1024) reports: a few seconds); a slower driver costs a second run, not a count.
-LEASE_SECONDS = 60.0
+LEASE_SECONDS: float = DEFAULTS["JOB_LEASE"]  # serve --job-lease (collector.config)
 
 
 def lease_owner() -> str:

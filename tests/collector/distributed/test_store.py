@@ -190,6 +190,7 @@ def test_a_collection_meeting_reports_another_process_is_putting_into_a_job_wait
 
 @on_both_backends
 def test_a_collection_whose_job_the_helper_refuses_answers_502_naming_the_job(tmp_path):
+    from collector.distributed.api import collect_status
     from collector.distributed.leader.collect import CollectError, _finish_jobs
 
     class Refusing:
@@ -206,7 +207,7 @@ def test_a_collection_whose_job_the_helper_refuses_answers_502_naming_the_job(tm
             _finish_jobs(storage, store, PeerClient(Refusing(), PEER_TOKEN, retries=0), key, timeout=30,
                          lease_seconds=60)
         ((job_id, _),) = store.pending_jobs(key)
-    assert refused.value.status == 502 and refused.value.slug == "job-refused"
+    assert collect_status(refused.value) == 502 and refused.value.slug == "job-refused"
     assert f"job {job_id}: helper refused (400 invalid-field): not this job" in refused.value.detail
 
 
