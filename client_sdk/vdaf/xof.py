@@ -1,4 +1,5 @@
-"""The XOFs of draft-irtf-cfrg-vdaf-20 (section "Extendable Output Functions"): XofTurboShake128, XofFixedKeyAes128.
+"""The XOFs of draft-irtf-cfrg-vdaf-20 (section "Extendable Output Functions"): XofTurboShake128, XofFixedKeyAes128,
+and the domain separation tag of their callers.
 
 TurboSHAKE128 (RFC 9861) and AES-128 come from pycryptodome (>= 3.20), the SDK's optional ``distributed`` extra:
 the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dominate the cost of sharding.
@@ -23,12 +24,19 @@ def _crypto() -> tuple[Any, Any]:
         from Crypto.Hash import TurboSHAKE128
     except ImportError as exc:  # pragma: no cover - exercised by test_import_isolation in a subprocess
         raise MissingDependency(
-            f"Prio3 needs pycryptodome >= 3.20 (TurboSHAKE128, AES): {INSTALL_HINT}"
+            f"Prio3 and Poplar1 need pycryptodome >= 3.20 (TurboSHAKE128, AES): {INSTALL_HINT}"
         ) from exc
     return TurboSHAKE128, AES
 
 
 _TURBOSHAKE, _AES = _crypto()
+
+VERSION = 18  # the draft's VERSION constant, the first byte of every domain separation tag
+
+
+def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
+    "VERSION || algorithm class || algorithm id || usage, big-endian (draft section \"Domain Separation Tag\")"
+    return bytes([VERSION, algo_class]) + algo.to_bytes(4, "big") + usage.to_bytes(2, "big")
 
 
 class _RawTurboShake:
@@ -97,6 +105,14 @@ def turboshake128(message: bytes, domain: int, length: int) -> bytes:
     return bytes(h.read(length))
 
 
+def fixed_key_aes128(dst: bytes, binder: bytes) -> Callable[[bytes], bytes]:
+    "ECB encryption (whole 16-byte blocks) under XofFixedKeyAes128's fixed key TurboSHAKE128(len(dst) || dst || binder)"
+    if len(dst) > 65535:
+        raise ValueError("dst longer than 65535 bytes")
+    fixed_key = turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
+    return _AES.new(fixed_key, _AES.MODE_ECB).encrypt  # type: ignore[no-any-return]
+
+
 class Xof:
     "Common XOF interface: next(length) bytes, next_vec(field, length) field elements"
 
@@ -162,10 +178,7 @@ class XofFixedKeyAes128(Xof):
     def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
         if len(seed) != self.SEED_SIZE:
             raise ValueError("incorrect seed size")
-        if len(dst) > 65535:
-            raise ValueError("dst longer than 65535 bytes")
-        fixed_key = turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
-        self._cipher = _AES.new(fixed_key, _AES.MODE_ECB)
+        self._encrypt = fixed_key_aes128(dst, binder)
         self._seed = int.from_bytes(seed, "little")
         self._consumed = 0
 
@@ -179,7 +192,7 @@ class XofFixedKeyAes128(Xof):
             block = (self._seed ^ i).to_bytes(16, "little")
             lo, hi = block[:8], block[8:]
             sigma += hi + bytes(a ^ b for a, b in zip(hi, lo))
-        encrypted = self._cipher.encrypt(bytes(sigma))
+        encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
 
