@@ -105,12 +105,11 @@ def turboshake128(message: bytes, domain: int, length: int) -> bytes:
     return bytes(h.read(length))
 
 
-def fixed_key_aes128(dst: bytes, binder: bytes) -> Callable[[bytes], bytes]:
-    "ECB encryption (whole 16-byte blocks) under XofFixedKeyAes128's fixed key TurboSHAKE128(len(dst) || dst || binder)"
+def fixed_key(dst: bytes, binder: bytes) -> bytes:
+    "XofFixedKeyAes128's AES-128 key: TurboSHAKE128(len(dst) || dst || binder, 2, 16)"
     if len(dst) > 65535:
         raise ValueError("dst longer than 65535 bytes")
-    fixed_key = turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
-    return _AES.new(fixed_key, _AES.MODE_ECB).encrypt  # type: ignore[no-any-return]
+    return turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
 
 
 class Xof:
@@ -178,7 +177,7 @@ class XofFixedKeyAes128(Xof):
     def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
         if len(seed) != self.SEED_SIZE:
             raise ValueError("incorrect seed size")
-        self._encrypt = fixed_key_aes128(dst, binder)
+        self._encrypt = _AES.new(fixed_key(dst, binder), _AES.MODE_ECB).encrypt
         self._seed = int.from_bytes(seed, "little")
         self._consumed = 0
 

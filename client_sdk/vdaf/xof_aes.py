@@ -7,6 +7,10 @@ call.  Block ``i`` of a seed's stream is ``AES(sigma) xor sigma`` with ``sigma =
 ``lo || hi = seed xor le128(i)`` (GKWWY20's circular correlation-robust hash), exactly ``XofFixedKeyAes128.next``.
 
 Seeds and blocks are 128-bit ints (the 16 bytes read little-endian), so XORing a correction word is one operation.
+
+AES-128 here is ``cryptography``'s (the SDK's ``distributed`` extra, as for HPKE): an ECB call costs about a
+twentieth of pycryptodome's wrapper, and the IDPF makes two sequential calls per tree level.  The fixed key is
+derived with TurboSHAKE128 (``xof.py``), so the output is ``XofFixedKeyAes128``'s byte for byte.
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from .xof import fixed_key_aes128
+from ..errors import MissingDependency
+from .xof import INSTALL_HINT, fixed_key
+
+try:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+except ImportError as exc:  # pragma: no cover - cryptography is a dependency of the extra
+    raise MissingDependency(f"Poplar1 needs cryptography >= 48 (AES-128): {INSTALL_HINT}") from exc
 
 MASK64 = (1 << 64) - 1
 
@@ -25,7 +35,7 @@ class FixedKeyAes128:
     SEED_SIZE = 16
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
-        self._encrypt = fixed_key_aes128(dst, binder)
+        self._encrypt = Cipher(algorithms.AES(fixed_key(dst, binder)), modes.ECB()).encryptor().update
 
     def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
         """The first ``count`` 16-byte blocks of each seed's stream, seed after seed (``count * len(seeds)`` ints;
