@@ -142,7 +142,7 @@ class IdpfBBCGGI21:
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
         "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
         hashers = _Hashers(ctx, nonce)
-        nodes = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the root: the empty prefix
+        nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
         out: dict[int, list[int]] = {}
         for current in range(level + 1):
             shift = level - current
@@ -150,14 +150,14 @@ class IdpfBBCGGI21:
             parents = list(dict.fromkeys(node >> 1 for node in needed))
             cw = public_share[current]
             seed_cw = int.from_bytes(cw.seed, "little")
-            extended = {}
+            extended: dict[int, tuple[int, int, bool, bool]] = {}
             for parent, ((s0, s1), (t0, t1)) in zip(
                     parents, self._extend(current, [nodes[parent][0] for parent in parents], hashers)):
                 if nodes[parent][1]:
                     s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
                 extended[parent] = (s0, s1, t0, t1)
             chosen = [extended[node >> 1][node & 1] for node in needed]
-            ctrls = [extended[node >> 1][2 + (node & 1)] for node in needed]
+            ctrls = [bool(extended[node >> 1][2 + (node & 1)]) for node in needed]
             last = current == level
             seeds, values = self._convert(current, chosen, hashers, values=last)
             if not last:
@@ -177,9 +177,9 @@ class IdpfBBCGGI21:
         "Each seed's two child seeds (low bit cleared) and control bits"
         if level < self.BITS - 1:
             blocks = hashers.extend_aes.blocks(seeds, 2)
-            pairs = zip(blocks[0::2], blocks[1::2])
+            pairs = list(zip(blocks[0::2], blocks[1::2]))
         else:
-            pairs = (_turboshake_pair(seed, hashers.extend_dst, hashers.nonce) for seed in seeds)
+            pairs = [_turboshake_pair(seed, hashers.extend_dst, hashers.nonce) for seed in seeds]
         return [((a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED), (bool(a & 1), bool(b & 1))) for a, b in pairs]
 
     def _convert(self, level: int, seeds: list[int], hashers: _Hashers,
@@ -201,14 +201,14 @@ class IdpfBBCGGI21:
         vectors = []
         p, mask, length = field.MODULUS, (1 << 64) - 1, self.VALUE_LEN
         for i, seed in enumerate(seeds):
-            vec = []
+            vec: list[int] = []
             for block in blocks[i * count + 1:(i + 1) * count]:
                 vec += (block & mask, block >> 64)
             vec = vec[:length]
             if max(vec) >= p:  # rejection sampling needs more of the stream (probability about 2**-32)
-                xof = XofFixedKeyAes128(seed.to_bytes(KEY_SIZE, "little"), hashers.convert_dst, hashers.nonce)
-                xof.next(KEY_SIZE)
-                vec = xof.next_vec(field, length)
+                stream = XofFixedKeyAes128(seed.to_bytes(KEY_SIZE, "little"), hashers.convert_dst, hashers.nonce)
+                stream.next(KEY_SIZE)
+                vec = stream.next_vec(field, length)
             vectors.append(vec)
         return next_seeds, vectors
 

@@ -180,16 +180,17 @@ def _check_poplar1(vdaf: Poplar1, v: dict[str, Any]) -> None:
     def run(kind: str, op: dict[str, Any], where: str) -> None:
         agg_param = vdaf.decode_agg_param(bytes.fromhex(v["agg_param"]))
         level = agg_param[0]
-        index, agg_id = op.get("report_index"), op.get("aggregator_id")
-        report = reports[index] if index is not None else {}
+        index: int = op.get("report_index", -1)
+        agg_id: int = op.get("aggregator_id", -1)
+        report = reports[index] if index >= 0 else {}
         if kind == "shard":
             public_share, input_shares = vdaf.shard(ctx, report["measurement"], bytes.fromhex(report["nonce"]),
                                                     bytes.fromhex(report["rand"]))
             _expect(f"{where}: public_share", vdaf.encode_public_share(public_share), report["public_share"])
-            for i, share in enumerate(input_shares):
-                _expect(f"{where}: input_shares[{i}]", vdaf.encode_input_share(share), report["input_shares"][i])
+            for i, input_share in enumerate(input_shares):
+                _expect(f"{where}: input_shares[{i}]", vdaf.encode_input_share(input_share),
+                        report["input_shares"][i])
         elif kind == "verify_init":
-            assert agg_id is not None
             state, share = vdaf.verify_init(
                 verify_key, ctx, agg_id, agg_param, bytes.fromhex(report["nonce"]),
                 vdaf.decode_public_share(bytes.fromhex(report["public_share"])),
@@ -219,7 +220,6 @@ def _check_poplar1(vdaf: Poplar1, v: dict[str, Any]) -> None:
                 _expect(f"{where}: out_shares[{agg_id}]", vdaf.encode_out_share(level, result),
                         report["out_shares"][agg_id])
         elif kind == "aggregate":
-            assert agg_id is not None
             agg_share = vdaf.agg_init(agg_param)
             for i, other in enumerate(reports):
                 ours = out_shares.get((i, agg_id))
@@ -246,7 +246,8 @@ def _check_idpf(v: dict[str, Any]) -> None:
     beta_inner = [[int(x) for x in value] for value in v["beta_inner"]]
     beta_leaf = [int(x) for x in v["beta_leaf"]]
     ctx, nonce = bytes.fromhex(v["ctx"]), bytes.fromhex(v["nonce"])
-    public_share, keys = idpf.gen(alpha, beta_inner, beta_leaf, ctx, nonce, b"".join(bytes.fromhex(k) for k in v["keys"]))
+    rand = b"".join(bytes.fromhex(key) for key in v["keys"])  # the keys are the generator's random input
+    public_share, keys = idpf.gen(alpha, beta_inner, beta_leaf, ctx, nonce, rand)
     _expect("public_share", idpf.encode_public_share(public_share), v["public_share"])
     for i, key in enumerate(keys):
         _expect(f"keys[{i}]", key, v["keys"][i])
