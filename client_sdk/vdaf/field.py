@@ -61,7 +61,7 @@ class Field:
             raise ValueError("input length must be a multiple of the size of an encoded field element")
         vec = cls.unpack_vec(encoded)
         modulus = cls.MODULUS
-        if any(x >= modulus for x in vec):
+        if vec and max(vec) >= modulus:
             raise ValueError("modulus overflow")
         return vec
 

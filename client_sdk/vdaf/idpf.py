@@ -11,6 +11,7 @@ leaf level uses XofTurboShake128 as the draft says.  Seeds are kept as 128-bit i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import VerifyError
@@ -44,6 +45,16 @@ def _check_bits(bits: object, length: int, what: str) -> Sequence[bool]:
     if any(not isinstance(b, (bool, int)) or b not in (0, 1) for b in bits):
         raise ValueError(f"{what} must hold only bits (True/False or 1/0)")
     return bits
+
+
+@lru_cache(maxsize=16)
+def _prefix_indices(level: int, prefixes: tuple[Sequence[bool], ...]) -> tuple[int, ...]:
+    """The prefixes as ints, checked (each level + 1 bits, all distinct); cached, as an aggregator evaluates every
+    report of a batch at the same prefixes"""
+    indices = tuple(bits_to_int(_check_bits(prefix, level + 1, "each prefix")) for prefix in prefixes)
+    if len(set(indices)) != len(indices):
+        raise ValueError("prefixes must be unique")
+    return indices
 
 
 class _Hashers:
@@ -132,9 +143,10 @@ class IdpfBBCGGI21:
             raise ValueError("incorrect key size")
         if len(nonce) != self.NONCE_SIZE:
             raise ValueError("incorrect nonce size")
-        indices = [bits_to_int(_check_bits(prefix, level + 1, "each prefix")) for prefix in prefixes]
-        if len(set(indices)) != len(indices):
-            raise ValueError("prefixes must be unique")
+        try:
+            indices = _prefix_indices(level, tuple(prefixes))
+        except TypeError:  # unhashable prefixes (lists): checked without the cache
+            indices = _prefix_indices.__wrapped__(level, tuple(prefixes))
         values = self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce)
         return [values[index] for index in indices]
 
@@ -176,8 +188,12 @@ class IdpfBBCGGI21:
                 hashers: _Hashers) -> list[tuple[tuple[int, int], tuple[bool, bool]]]:
         "Each seed's two child seeds (low bit cleared) and control bits"
         if level < self.BITS - 1:
-            blocks = hashers.extend_aes.blocks(seeds, 2)
-            pairs = list(zip(blocks[0::2], blocks[1::2]))
+            if len(seeds) == 2:
+                a0, a1, b0, b1 = hashers.extend_aes.two_blocks_each(seeds[0], seeds[1])
+                pairs = [(a0, a1), (b0, b1)]
+            else:
+                blocks = hashers.extend_aes.blocks(seeds, 2)
+                pairs = list(zip(blocks[0::2], blocks[1::2]))
         else:
             pairs = [_turboshake_pair(seed, hashers.extend_dst, hashers.nonce) for seed in seeds]
         return [((a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED), (bool(a & 1), bool(b & 1))) for a, b in pairs]
@@ -196,7 +212,10 @@ class IdpfBBCGGI21:
         if not values:
             return hashers.convert_aes.blocks(seeds, 1), []
         count = 1 + (self.VALUE_LEN + 1) // 2  # the seed's block, then two Field64 elements per block
-        blocks = hashers.convert_aes.blocks(seeds, count)
+        if count == 2 and len(seeds) == 2:
+            blocks = list(hashers.convert_aes.two_blocks_each(seeds[0], seeds[1]))
+        else:
+            blocks = hashers.convert_aes.blocks(seeds, count)
         next_seeds = blocks[0::count]
         vectors = []
         p, mask, length = field.MODULUS, (1 << 64) - 1, self.VALUE_LEN
@@ -231,26 +250,21 @@ class IdpfBBCGGI21:
         "VerifyError on a wrong length, a set unused control bit, or a value out of its field"
         if len(encoded) != self.public_share_size():
             raise VerifyError("public share has the wrong length")
-        bits = 2 * self.BITS
-        packed_len = (bits + 7) // 8
-        packed = encoded[:packed_len]
-        if packed[-1] >> ((bits + 7) % 8 + 1):
+        bits, levels, value_len = 2 * self.BITS, self.BITS, self.VALUE_LEN
+        offset = (bits + 7) // 8
+        packed = int.from_bytes(encoded[:offset], "little")
+        if packed >> bits:
             raise VerifyError("public share: trailing control bits")
-        ctrl = [bool(packed[i // 8] >> (i % 8) & 1) for i in range(bits)]
-        offset = packed_len
-        seeds = [encoded[offset + KEY_SIZE * i:offset + KEY_SIZE * (i + 1)] for i in range(self.BITS)]
-        offset += KEY_SIZE * self.BITS
-        public_share = []
-        for level in range(self.BITS):
-            field = self.current_field(level)
-            size = field.ENCODED_SIZE * self.VALUE_LEN
-            try:
-                payload = field.decode_vec(encoded[offset:offset + size])
-            except ValueError as exc:
-                raise VerifyError(f"public share: {exc}") from exc
-            offset += size
-            public_share.append(CorrectionWord(seeds[level], (ctrl[2 * level], ctrl[2 * level + 1]), payload))
-        return public_share
+        seeds = [encoded[i:i + KEY_SIZE] for i in range(offset, offset + KEY_SIZE * levels, KEY_SIZE)]
+        offset += KEY_SIZE * levels
+        inner, leaf = self.field_inner, self.field_leaf
+        inner_end = offset + inner.ENCODED_SIZE * value_len * (levels - 1)
+        try:  # every inner payload in one parse, then the leaf's
+            values = inner.decode_vec(encoded[offset:inner_end]) + leaf.decode_vec(encoded[inner_end:])
+        except ValueError as exc:
+            raise VerifyError(f"public share: {exc}") from exc
+        return [CorrectionWord(seeds[level], (bool(packed >> 2 * level & 1), bool(packed >> 2 * level + 1 & 1)),
+                               values[level * value_len:(level + 1) * value_len]) for level in range(levels)]
 
 
 def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:

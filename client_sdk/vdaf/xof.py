@@ -8,6 +8,7 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ _TURBOSHAKE, _AES = _crypto()
 VERSION = 18  # the draft's VERSION constant, the first byte of every domain separation tag
 
 
+@lru_cache(maxsize=64)
 def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
     "VERSION || algorithm class || algorithm id || usage, big-endian (draft section \"Domain Separation Tag\")"
     return bytes([VERSION, algo_class]) + algo.to_bytes(4, "big") + usage.to_bytes(2, "big")
@@ -61,7 +63,7 @@ class _RawTurboShake:
 
         self._lib = _raw_keccak_lib
         self._size_t = c_size_t
-        self._domain = c_ubyte(1)
+        self._domains = {1: c_ubyte(1), 2: c_ubyte(2)}  # XofTurboShake128's, XofFixedKeyAes128's key derivation
         self._buffer = create_string_buffer
         self._raw = get_raw_buffer
         self._local = threading.local()
@@ -73,8 +75,9 @@ class _RawTurboShake:
             raise ValueError("could not instantiate TurboSHAKE128")
         return smart_pointer(state.get(), self._lib.keccak_destroy)
 
-    def start(self, message: bytes) -> Callable[[int], bytes]:
+    def start(self, message: bytes, domain: int = 1) -> Callable[[int], bytes]:
         "Absorb message into this thread's state; the returned reader is valid until the next start()"
+        domain_byte = self._domains[domain]
         holder = getattr(self._local, "state", None)
         if holder is None:
             holder = self._local.state = self._new_state()
@@ -85,7 +88,7 @@ class _RawTurboShake:
 
         def read(length: int) -> bytes:
             out = self._buffer(length)
-            if lib.keccak_squeeze(state, out, self._size_t(length), self._domain):
+            if lib.keccak_squeeze(state, out, self._size_t(length), domain_byte):
                 raise ValueError("TurboSHAKE128 squeeze failed")
             return bytes(self._raw(out))
 
@@ -100,6 +103,8 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
 
 def turboshake128(message: bytes, domain: int, length: int) -> bytes:
     "TurboSHAKE128(M, D, L) of RFC 9861"
+    if _RAW is not None and domain in (1, 2):
+        return _RAW.start(message, domain)(length)
     h = _TURBOSHAKE.new(domain=domain)
     h.update(message)
     return bytes(h.read(length))

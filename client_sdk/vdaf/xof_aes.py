@@ -27,6 +27,8 @@ except ImportError as exc:  # pragma: no cover - cryptography is a dependency of
     raise MissingDependency(f"Poplar1 needs cryptography >= 48 (AES-128): {INSTALL_HINT}") from exc
 
 MASK64 = (1 << 64) - 1
+MASK128 = (1 << 128) - 1
+BLOCK_ONE = 1 << 64  # le128(1) moved to where it lands in sigma: the second word
 
 
 class FixedKeyAes128:
@@ -64,3 +66,14 @@ class FixedKeyAes128:
             len(sigma), "little")
         out = struct.unpack(f"<{len(words)}Q", hashed)
         return [lo | hi << 64 for lo, hi in zip(out[0::2], out[1::2])]
+
+    def two_blocks_each(self, first: int, second: int) -> tuple[int, int, int, int]:
+        """Blocks 0 and 1 of two seeds' streams (what key generation needs at every level, for its two seeds): the
+        same as ``blocks([first, second], 2)`` in straight-line code, as one 512-bit int"""
+        hi = first >> 64
+        sigma_first = hi | (hi ^ (first & MASK64)) << 64
+        hi = second >> 64
+        sigma_second = hi | (hi ^ (second & MASK64)) << 64
+        sigma = sigma_first | (sigma_first ^ BLOCK_ONE) << 128 | sigma_second << 256 | (sigma_second ^ BLOCK_ONE) << 384
+        out = int.from_bytes(self._encrypt(sigma.to_bytes(64, "little")), "little") ^ sigma
+        return out & MASK128, out >> 128 & MASK128, out >> 256 & MASK128, out >> 384
