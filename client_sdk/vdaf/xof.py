@@ -8,8 +8,8 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..errors import MissingDependency
