@@ -28,9 +28,11 @@ def files(package):
     return sorted((ROOT / package).rglob("*.py"))
 
 
-# The one optional extra of the device (ldp-telemetry-sdk[distributed]): Prio3's XOFs, in client_sdk/vdaf/xof.py only,
-# and HPKE for the input shares, in client_sdk/vdaf/hpke.py only.
-OPTIONAL_DEVICE_IMPORTS = {"client_sdk/vdaf/xof.py": {"Crypto"}, "client_sdk/vdaf/hpke.py": {"cryptography"}}
+# The one optional extra of the device (ldp-telemetry-sdk[distributed]): the VDAFs' XOFs, in client_sdk/vdaf/xof.py
+# and (Poplar1's batched fixed-key AES) client_sdk/vdaf/xof_aes.py only, and HPKE for the input shares, in
+# client_sdk/vdaf/hpke.py only.
+OPTIONAL_DEVICE_IMPORTS = {"client_sdk/vdaf/xof.py": {"Crypto"}, "client_sdk/vdaf/xof_aes.py": {"cryptography"},
+                           "client_sdk/vdaf/hpke.py": {"cryptography"}}
 
 
 def test_the_device_imports_only_the_standard_library_and_itself():

@@ -1,13 +1,15 @@
-"""Prio3 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20) for distributed campaigns.
+"""Prio3 and Poplar1 verifiable distributed aggregation (draft-irtf-cfrg-vdaf-20) for distributed campaigns.
 
 Not imported by ``client_sdk`` itself: local-DP campaigns stay standard-library only.  This subpackage needs
-pycryptodome >= 3.20 (the SDK's ``distributed`` extra: ``pip install './sdk[distributed]'`` from a checkout) and
-raises ``MissingDependency`` without it.
+pycryptodome >= 3.20 and cryptography >= 48 (the SDK's ``distributed`` extra: ``pip install './sdk[distributed]'``
+from a checkout) and raises ``MissingDependency`` without them.
 """
 
 from __future__ import annotations
 
-from .field import Field, Field64, Field128
+from .field import Field, Field64, Field128, Field255
+from .idpf import CorrectionWord, IdpfBBCGGI21
+from .poplar1 import Poplar1, Poplar1AggParam, Poplar1InputShare, Poplar1VerifyState
 from .prio3 import (
     InputShare,
     Prio3,
@@ -27,6 +29,13 @@ __all__ = [
     "Field",
     "Field64",
     "Field128",
+    "Field255",
+    "CorrectionWord",
+    "IdpfBBCGGI21",
+    "Poplar1",
+    "Poplar1AggParam",
+    "Poplar1InputShare",
+    "Poplar1VerifyState",
     "InputShare",
     "MissingDependency",
     "Prio3",

@@ -1,4 +1,5 @@
-"""The NTT-friendly prime fields of draft-irtf-cfrg-vdaf (Field64, Field128) and polynomial helpers.
+"""The prime fields of draft-irtf-cfrg-vdaf (NTT-friendly Field64 and Field128; Field255 for Poplar1's leaves) and
+polynomial helpers.
 
 Field elements are plain Python ``int`` values in ``[0, MODULUS)`` and vectors are ``list[int]``: allocating an
 object per element (as the draft's reference code does) costs more than the arithmetic itself.  Polynomials are
@@ -60,7 +61,7 @@ class Field:
             raise ValueError("input length must be a multiple of the size of an encoded field element")
         vec = cls.unpack_vec(encoded)
         modulus = cls.MODULUS
-        if any(x >= modulus for x in vec):
+        if vec and max(vec) >= modulus:
             raise ValueError("modulus overflow")
         return vec
 
@@ -122,6 +123,13 @@ class Field128(Field):
     ENCODED_SIZE = 16
     GEN_ORDER = 2**66
     GENERATOR = pow(7, 4611686018427387897, MODULUS)
+
+
+class Field255(Field):
+    "GF(2**255 - 19), 32-byte elements: Poplar1's leaf field (no NTT subgroup, so no polynomial operations)"
+
+    MODULUS = 2**255 - 19
+    ENCODED_SIZE = 32
 
 
 def _root_powers(field: type[Field], n: int) -> list[int]:

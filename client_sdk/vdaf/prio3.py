@@ -16,9 +16,8 @@ from ..errors import VerifyError
 from .circuits import Count, Histogram, HistogramWithCoins, MultihotCountVec, Sum, SumVec
 from .field import Field, Field64, Field128
 from .flp import FlpBBCGGI19, Valid
-from .xof import Xof, XofTurboShake128
+from .xof import Xof, XofTurboShake128, format_dst
 
-VERSION = 18
 USAGE_MEAS_SHARE = 1
 USAGE_PROOF_SHARE = 2
 USAGE_JOINT_RANDOMNESS = 3
@@ -48,11 +47,6 @@ class VerifyState:
 class VerifierShare:
     verifiers_share: list[int]
     joint_rand_part: bytes | None
-
-
-def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
-    "VERSION || algorithm class || algorithm id || usage, big-endian (draft section \"Domain Separation Tag\")"
-    return bytes([VERSION, algo_class]) + algo.to_bytes(4, "big") + usage.to_bytes(2, "big")
 
 
 class Prio3:

@@ -1,5 +1,6 @@
 """Known-answer checks against the draft's published test vectors (JSON, schema in draft-irtf-cfrg-vdaf-20,
-appendix "Test Vectors").  ``check_vector_file`` runs every listed operation and returns the first mismatch.
+appendix "Test Vectors"): Prio3's, Poplar1's, the IDPF's and the XOFs'.  ``check_vector_file`` runs every listed
+operation and returns the first mismatch.
 
 The VDAF is the file name up to its first ``_`` (``Prio3Count_0``, ``Prio3Count_bad_wire_seed``); a file whose VDAF
 is not supported is a failure, never a skip.
@@ -14,6 +15,8 @@ from typing import Any
 
 from ..errors import Mismatch
 from .field import Field128
+from .idpf import IdpfBBCGGI21
+from .poplar1 import EVALUATE_SKETCH, REVEAL_SKETCH, Poplar1, Poplar1VerifyState
 from .prio3 import (
     Prio3,
     VerifyState,
@@ -47,6 +50,10 @@ def check_vector_file(path: Path) -> str | None:
         name = vdaf_name(Path(path))
         if name in XOFS:
             _check_xof(XOFS[name], vector)
+        elif name == "Poplar1":
+            _check_poplar1(Poplar1(vector["bits"]), vector)
+        elif name == "IdpfBBCGGI21":
+            _check_idpf(vector)
         elif name in FACTORIES:
             _check_vdaf(FACTORIES[name](vector), vector)
         else:
@@ -78,8 +85,13 @@ def _check_vdaf(vdaf: Prio3, v: dict[str, Any]) -> None:
     reports = v["reports"]
     states: dict[tuple[int, int], VerifyState] = {}
     out_shares: dict[tuple[int, int], list[int]] = {}
-    rejected: set[int] = set()
+    _run_operations(v, lambda kind, op, where: _run_operation(vdaf, v, kind, op, ctx, verify_key, reports, states,
+                                                              out_shares, where))
 
+
+def _run_operations(v: dict[str, Any], run: Callable[[str, dict[str, Any], str], None]) -> None:
+    "Each operation in order; a failure must be expected, and nothing may follow it for the same report"
+    rejected: set[int] = set()
     for number, op in enumerate(v["operations"]):
         kind = op["operation"]
         where = f"operation {number} ({kind}"
@@ -89,7 +101,7 @@ def _check_vdaf(vdaf: Prio3, v: dict[str, Any]) -> None:
         if index is not None and index in rejected:
             raise Mismatch(f"{where}: listed after the report was rejected")
         try:
-            _run_operation(vdaf, v, kind, op, ctx, verify_key, reports, states, out_shares, where)
+            run(kind, op, where)
         except Mismatch:
             raise
         except Exception as exc:  # an expected failure may surface as any error of a malformed message
@@ -156,3 +168,96 @@ def _run_operation(vdaf: Prio3, v: dict[str, Any], kind: str, op: dict[str, Any]
             raise Mismatch(f"{where}: agg_result {result!r}, want {v['agg_result']!r}")
     else:
         raise Mismatch(f"{where}: unknown operation {kind!r}")
+
+
+def _check_poplar1(vdaf: Poplar1, v: dict[str, Any]) -> None:
+    ctx = bytes.fromhex(v["ctx"])
+    verify_key = bytes.fromhex(v["verify_key"])
+    reports = v["reports"]
+    states: dict[tuple[int, int], Poplar1VerifyState] = {}
+    out_shares: dict[tuple[int, int], list[int]] = {}
+
+    def run(kind: str, op: dict[str, Any], where: str) -> None:
+        agg_param = vdaf.decode_agg_param(bytes.fromhex(v["agg_param"]))
+        level = agg_param[0]
+        index: int = op.get("report_index", -1)
+        agg_id: int = op.get("aggregator_id", -1)
+        report = reports[index] if index >= 0 else {}
+        if kind == "shard":
+            public_share, input_shares = vdaf.shard(ctx, report["measurement"], bytes.fromhex(report["nonce"]),
+                                                    bytes.fromhex(report["rand"]))
+            _expect(f"{where}: public_share", vdaf.encode_public_share(public_share), report["public_share"])
+            for i, input_share in enumerate(input_shares):
+                _expect(f"{where}: input_shares[{i}]", vdaf.encode_input_share(input_share),
+                        report["input_shares"][i])
+        elif kind == "verify_init":
+            state, share = vdaf.verify_init(
+                verify_key, ctx, agg_id, agg_param, bytes.fromhex(report["nonce"]),
+                vdaf.decode_public_share(bytes.fromhex(report["public_share"])),
+                vdaf.decode_input_share(agg_id, bytes.fromhex(report["input_shares"][agg_id])))
+            states[index, agg_id] = state
+            _expect(f"{where}: verifier_shares[0][{agg_id}]", vdaf.encode_verifier_share(level, share),
+                    report["verifier_shares"][0][agg_id])
+        elif kind == "verifier_shares_to_message":
+            step = EVALUATE_SKETCH if op["round"] == 0 else REVEAL_SKETCH
+            shares = [vdaf.decode_verifier_share(Poplar1VerifyState(step, level, []), bytes.fromhex(s))
+                      for s in report["verifier_shares"][op["round"]]]
+            message = vdaf.verifier_shares_to_message(ctx, agg_param, shares)
+            _expect(f"{where}: verifier_messages[{op['round']}]", vdaf.encode_verifier_message(level, message),
+                    report["verifier_messages"][op["round"]])
+        elif kind == "verify_next":
+            if (index, agg_id) not in states:
+                raise Mismatch(f"{where}: no verification state (verify_init was not run)")
+            state = states[index, agg_id]
+            message = vdaf.decode_verifier_message(state, bytes.fromhex(report["verifier_messages"][op["round"] - 1]))
+            result = vdaf.verify_next(ctx, state, message)
+            if isinstance(result, tuple):
+                states[index, agg_id], share = result
+                _expect(f"{where}: verifier_shares[{op['round']}][{agg_id}]",
+                        vdaf.encode_verifier_share(level, share), report["verifier_shares"][op["round"]][agg_id])
+            else:
+                out_shares[index, agg_id] = result
+                _expect(f"{where}: out_shares[{agg_id}]", vdaf.encode_out_share(level, result),
+                        report["out_shares"][agg_id])
+        elif kind == "aggregate":
+            agg_share = vdaf.agg_init(agg_param)
+            for i, other in enumerate(reports):
+                ours = out_shares.get((i, agg_id))
+                out_share = ours if ours is not None else vdaf.decode_out_share(
+                    agg_param, bytes.fromhex(other["out_shares"][agg_id]))
+                agg_share = vdaf.agg_update(agg_param, agg_share, out_share)
+            _expect(f"{where}: agg_shares[{agg_id}]", vdaf.encode_agg_share(agg_param, agg_share),
+                    v["agg_shares"][agg_id])
+        elif kind == "unshard":
+            agg_shares = [vdaf.decode_agg_share(agg_param, bytes.fromhex(s)) for s in v["agg_shares"]]
+            result = vdaf.unshard(agg_param, agg_shares, len(reports))
+            if result != v["agg_result"]:
+                raise Mismatch(f"{where}: agg_result {result!r}, want {v['agg_result']!r}")
+        else:
+            raise Mismatch(f"{where}: unknown operation {kind!r}")
+
+    _run_operations(v, run)
+
+
+def _check_idpf(v: dict[str, Any]) -> None:
+    "Key generation byte for byte; then both keys evaluated at every level: beta on alpha's path, zero beside it"
+    idpf = IdpfBBCGGI21(len(v["beta_leaf"]), v["bits"])
+    alpha = tuple(v["alpha"])
+    beta_inner = [[int(x) for x in value] for value in v["beta_inner"]]
+    beta_leaf = [int(x) for x in v["beta_leaf"]]
+    ctx, nonce = bytes.fromhex(v["ctx"]), bytes.fromhex(v["nonce"])
+    rand = b"".join(bytes.fromhex(key) for key in v["keys"])  # the keys are the generator's random input
+    public_share, keys = idpf.gen(alpha, beta_inner, beta_leaf, ctx, nonce, rand)
+    _expect("public_share", idpf.encode_public_share(public_share), v["public_share"])
+    for i, key in enumerate(keys):
+        _expect(f"keys[{i}]", key, v["keys"][i])
+    decoded = idpf.decode_public_share(bytes.fromhex(v["public_share"]))
+    for level in range(idpf.BITS):
+        on_path = alpha[:level + 1]
+        beside = on_path[:-1] + (not on_path[-1],)
+        p = idpf.current_field(level).MODULUS
+        shares = [idpf.eval(i, decoded, keys[i], level, [on_path, beside], ctx, nonce) for i in range(2)]
+        sums = [[(x + y) % p for x, y in zip(a, b)] for a, b in zip(*shares)]
+        want = [beta_inner[level] if level < idpf.BITS - 1 else beta_leaf, [0] * idpf.VALUE_LEN]
+        if sums != want:
+            raise Mismatch(f"eval at level {level}: the keys' shares add up to {sums}, want {want}")

@@ -1,4 +1,5 @@
-"""The XOFs of draft-irtf-cfrg-vdaf-20 (section "Extendable Output Functions"): XofTurboShake128, XofFixedKeyAes128.
+"""The XOFs of draft-irtf-cfrg-vdaf-20 (section "Extendable Output Functions"): XofTurboShake128, XofFixedKeyAes128,
+and the domain separation tag of their callers.
 
 TurboSHAKE128 (RFC 9861) and AES-128 come from pycryptodome (>= 3.20), the SDK's optional ``distributed`` extra:
 the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dominate the cost of sharding.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..errors import MissingDependency
@@ -23,12 +25,20 @@ def _crypto() -> tuple[Any, Any]:
         from Crypto.Hash import TurboSHAKE128
     except ImportError as exc:  # pragma: no cover - exercised by test_import_isolation in a subprocess
         raise MissingDependency(
-            f"Prio3 needs pycryptodome >= 3.20 (TurboSHAKE128, AES): {INSTALL_HINT}"
+            f"Prio3 and Poplar1 need pycryptodome >= 3.20 (TurboSHAKE128, AES): {INSTALL_HINT}"
         ) from exc
     return TurboSHAKE128, AES
 
 
 _TURBOSHAKE, _AES = _crypto()
+
+VERSION = 18  # the draft's VERSION constant, the first byte of every domain separation tag
+
+
+@lru_cache(maxsize=64)
+def format_dst(algo_class: int, algo: int, usage: int) -> bytes:
+    "VERSION || algorithm class || algorithm id || usage, big-endian (draft section \"Domain Separation Tag\")"
+    return bytes([VERSION, algo_class]) + algo.to_bytes(4, "big") + usage.to_bytes(2, "big")
 
 
 class _RawTurboShake:
@@ -53,7 +63,7 @@ class _RawTurboShake:
 
         self._lib = _raw_keccak_lib
         self._size_t = c_size_t
-        self._domain = c_ubyte(1)
+        self._domains = {1: c_ubyte(1), 2: c_ubyte(2)}  # XofTurboShake128's, XofFixedKeyAes128's key derivation
         self._buffer = create_string_buffer
         self._raw = get_raw_buffer
         self._local = threading.local()
@@ -65,8 +75,9 @@ class _RawTurboShake:
             raise ValueError("could not instantiate TurboSHAKE128")
         return smart_pointer(state.get(), self._lib.keccak_destroy)
 
-    def start(self, message: bytes) -> Callable[[int], bytes]:
+    def start(self, message: bytes, domain: int = 1) -> Callable[[int], bytes]:
         "Absorb message into this thread's state; the returned reader is valid until the next start()"
+        domain_byte = self._domains[domain]
         holder = getattr(self._local, "state", None)
         if holder is None:
             holder = self._local.state = self._new_state()
@@ -77,7 +88,7 @@ class _RawTurboShake:
 
         def read(length: int) -> bytes:
             out = self._buffer(length)
-            if lib.keccak_squeeze(state, out, self._size_t(length), self._domain):
+            if lib.keccak_squeeze(state, out, self._size_t(length), domain_byte):
                 raise ValueError("TurboSHAKE128 squeeze failed")
             return bytes(self._raw(out))
 
@@ -92,9 +103,18 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
 
 def turboshake128(message: bytes, domain: int, length: int) -> bytes:
     "TurboSHAKE128(M, D, L) of RFC 9861"
+    if _RAW is not None and domain in (1, 2):
+        return _RAW.start(message, domain)(length)
     h = _TURBOSHAKE.new(domain=domain)
     h.update(message)
     return bytes(h.read(length))
+
+
+def fixed_key(dst: bytes, binder: bytes) -> bytes:
+    "XofFixedKeyAes128's AES-128 key: TurboSHAKE128(len(dst) || dst || binder, 2, 16)"
+    if len(dst) > 65535:
+        raise ValueError("dst longer than 65535 bytes")
+    return turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
 
 
 class Xof:
@@ -162,10 +182,7 @@ class XofFixedKeyAes128(Xof):
     def __init__(self, seed: bytes, dst: bytes, binder: bytes) -> None:
         if len(seed) != self.SEED_SIZE:
             raise ValueError("incorrect seed size")
-        if len(dst) > 65535:
-            raise ValueError("dst longer than 65535 bytes")
-        fixed_key = turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
-        self._cipher = _AES.new(fixed_key, _AES.MODE_ECB)
+        self._encrypt = _AES.new(fixed_key(dst, binder), _AES.MODE_ECB).encrypt
         self._seed = int.from_bytes(seed, "little")
         self._consumed = 0
 
@@ -179,7 +196,7 @@ class XofFixedKeyAes128(Xof):
             block = (self._seed ^ i).to_bytes(16, "little")
             lo, hi = block[:8], block[8:]
             sigma += hi + bytes(a ^ b for a, b in zip(hi, lo))
-        encrypted = self._cipher.encrypt(bytes(sigma))
+        encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
 

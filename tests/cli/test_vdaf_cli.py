@@ -29,11 +29,11 @@ def test_a_failing_or_unsupported_file_exits_1(tmp_path):
     broken = json.loads((VENDORED / "Prio3Sum_0.json").read_text())
     broken["agg_result"] += 1
     (tmp_path / "Prio3Sum_0.json").write_text(json.dumps(broken))
-    (tmp_path / "Poplar1_0.json").write_text("{}")
+    (tmp_path / "Mastic_0.json").write_text("{}")
     result = run("vdaf", "check-vectors", str(tmp_path))
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert lines[0].startswith("FAIL Poplar1_0: unsupported")
+    assert lines[0].startswith("FAIL Mastic_0: unsupported")
     assert lines[1] == "PASS Prio3Count_0"
     assert lines[2].startswith("FAIL Prio3Sum_0: ") and "agg_result" in lines[2]
 

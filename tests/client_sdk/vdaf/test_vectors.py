@@ -16,7 +16,7 @@ from .vectors_dir import VENDORED, extra_vectors_dir, vector_files, vector_id
 def test_the_vendored_vectors_cover_every_implemented_type():
     names = {p.stem.rsplit("_", 1)[0] for p in VENDORED.glob("*.json")}
     assert {"Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "Prio3MultihotCountVec", "XofTurboShake128",
-            "XofFixedKeyAes128"} <= names, f"vectors missing from {VENDORED}"
+            "XofFixedKeyAes128", "Poplar1", "IdpfBBCGGI21"} <= names, f"vectors missing from {VENDORED}"
 
 
 def test_an_extra_vector_directory_exists_and_holds_vectors():
@@ -113,7 +113,7 @@ def test_nothing_may_follow_a_failed_operation(tmp_path):
 
 
 def test_unsupported_vector_type_fails(tmp_path):
-    path = tmp_path / "Poplar1_0.json"
+    path = tmp_path / "Mastic_0.json"
     path.write_text(json.dumps({"operations": []}))
     assert "unsupported" in check_vector_file(path)
 
@@ -122,3 +122,41 @@ def test_malformed_vector_fails(tmp_path):
     path = tmp_path / "Prio3Count_9.json"
     path.write_text("{not json")
     assert check_vector_file(path) is not None
+
+
+@pytest.mark.parametrize("name,edit,where", [
+    ("Poplar1_1", lambda v: v["reports"][0].update(public_share=_flip(v["reports"][0]["public_share"], 5)),
+     "public_share"),
+    ("Poplar1_1", lambda v: v["reports"][0]["verifier_shares"][1].__setitem__(
+        0, _flip(v["reports"][0]["verifier_shares"][1][0])), "verifier_shares[1][0]"),
+    ("Poplar1_3", lambda v: v["reports"][0]["out_shares"].__setitem__(1, _flip(v["reports"][0]["out_shares"][1])),
+     "out_shares[1]"),
+    ("Poplar1_3", lambda v: v.update(agg_result=[1] + v["agg_result"][1:]), "agg_result"),
+    ("IdpfBBCGGI21_0", lambda v: v.update(public_share=_flip(v["public_share"], 40)), "public_share"),
+    ("IdpfBBCGGI21_0", lambda v: v["beta_leaf"].__setitem__(0, "8"), "public_share"),
+])
+def test_a_changed_poplar1_or_idpf_value_is_reported(tmp_path, name, edit, where):
+    mismatch = check_vector_file(_copy(tmp_path, name, edit))
+    assert mismatch is not None and where in mismatch
+
+
+def test_a_tampered_poplar1_input_share_fails_where_the_vector_expects_success(tmp_path):
+    def edit(v):  # the helper's correlation share changed (not resharded): its second-round sketch share differs
+        v["operations"] = v["operations"][1:]
+        report = v["reports"][0]
+        report["input_shares"][1] = _flip(report["input_shares"][1], 16 + 32)
+
+    mismatch = check_vector_file(_copy(tmp_path, "Poplar1_0", edit))
+    assert mismatch is not None and "verifier_shares[1][1]" in mismatch
+
+
+def test_a_poplar1_sketch_that_must_fail_is_held_to_it(tmp_path):
+    """A negative vector made from a positive one: the second-round sketch must be rejected; with an honest report
+    it is accepted, which the checker reports"""
+    def edit(v):
+        v["operations"] = [op for op in v["operations"] if op["operation"] not in ("aggregate", "unshard")]
+        v["operations"] = v["operations"][:7]
+        v["operations"][-1]["success"] = False
+
+    mismatch = check_vector_file(_copy(tmp_path, "Poplar1_1", edit))
+    assert mismatch is not None and "must fail" in mismatch

@@ -1,0 +1,273 @@
+"""The incremental distributed point function of BBCGGI21 (draft-irtf-cfrg-vdaf-20, section "IDPF Specification",
+``IdpfBBCGGI21``): two keys whose evaluations at a node of a binary tree of depth ``BITS`` are additive shares of
+``beta[level]`` on the path to ``alpha`` and of zero elsewhere.  Inner levels carry Field64 values, the leaves
+Field255.
+
+Evaluation is the draft's, node for node, but breadth first: a level's prefixes share their ancestors, so each
+node is expanded once, and all the nodes of one level are hashed by one fixed-key AES call (``xof_aes``).  The
+leaf level uses XofTurboShake128 as the draft says.  Seeds are kept as 128-bit ints (little-endian bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import NamedTuple
+
+from ..errors import VerifyError
+from .field import Field, Field64, Field255
+from .xof import XofFixedKeyAes128, XofTurboShake128, format_dst
+from .xof_aes import FixedKeyAes128
+
+KEY_SIZE = 16
+LOW_BIT_CLEARED = ~1
+
+
+class CorrectionWord(NamedTuple):
+    "One level of the public share: the seed correction, the two control-bit corrections, the value correction"
+
+    seed: bytes
+    ctrl: tuple[bool, bool]
+    payload: list[int]
+
+
+def bits_to_int(bits: Sequence[bool]) -> int:
+    "A bit string (most significant first) as an int"
+    value = 0
+    for bit in bits:
+        value = value << 1 | (1 if bit else 0)
+    return value
+
+
+def _check_bits(bits: object, length: int, what: str) -> Sequence[bool]:
+    if not isinstance(bits, (tuple, list)) or len(bits) != length:
+        raise ValueError(f"{what} must be a sequence of {length} bits")
+    if any(not isinstance(b, (bool, int)) or b not in (0, 1) for b in bits):
+        raise ValueError(f"{what} must hold only bits (True/False or 1/0)")
+    return bits
+
+
+@lru_cache(maxsize=16)
+def _prefix_indices(level: int, prefixes: tuple[Sequence[bool], ...]) -> tuple[int, ...]:
+    """The prefixes as ints, checked (each level + 1 bits, all distinct); cached, as an aggregator evaluates every
+    report of a batch at the same prefixes"""
+    indices = tuple(bits_to_int(_check_bits(prefix, level + 1, "each prefix")) for prefix in prefixes)
+    if len(set(indices)) != len(indices):
+        raise ValueError("prefixes must be unique")
+    return indices
+
+
+class _Hashers:
+    "The XOFs of one report (one nonce, one ctx): fixed-key AES for inner levels, TurboSHAKE128 for the leaves"
+
+    def __init__(self, ctx: bytes, nonce: bytes) -> None:
+        self.extend_dst = format_dst(1, 0, 0) + ctx
+        self.convert_dst = format_dst(1, 0, 1) + ctx
+        self.nonce = nonce
+        self.extend_aes = FixedKeyAes128(self.extend_dst, nonce)
+        self.convert_aes = FixedKeyAes128(self.convert_dst, nonce)
+
+
+class IdpfBBCGGI21:
+    "IdpfBBCGGI21 with ``value_len`` field elements per node and ``bits`` levels (SHARES = 2)"
+
+    SHARES = 2
+    KEY_SIZE = KEY_SIZE
+    NONCE_SIZE = 16
+    RAND_SIZE = 2 * KEY_SIZE
+    field_inner: type[Field] = Field64
+    field_leaf: type[Field] = Field255
+
+    def __init__(self, value_len: int, bits: int) -> None:
+        for name, value in (("value_len", value_len), ("bits", bits)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if bits > 0xFFFF:
+            raise ValueError("bits must be at most 65535 (the aggregation parameter's level is a uint16)")
+        self.VALUE_LEN = value_len
+        self.BITS = bits
+
+    def current_field(self, level: int) -> type[Field]:
+        return self.field_inner if level < self.BITS - 1 else self.field_leaf
+
+    # --- key generation ---------------------------------------------------------------------------------------
+
+    def gen(self, alpha: Sequence[bool], beta_inner: Sequence[Sequence[int]], beta_leaf: Sequence[int], ctx: bytes,
+            nonce: bytes, rand: bytes) -> tuple[list[CorrectionWord], list[bytes]]:
+        "The public share and the two keys programming ``beta`` on the path to ``alpha``"
+        alpha = _check_bits(alpha, self.BITS, "alpha")
+        if len(beta_inner) != self.BITS - 1:
+            raise ValueError("incorrect beta_inner length")
+        if len(rand) != self.RAND_SIZE:
+            raise ValueError("incorrect rand size")
+        if len(nonce) != self.NONCE_SIZE:
+            raise ValueError("incorrect nonce size")
+        keys = [rand[:KEY_SIZE], rand[KEY_SIZE:]]
+        hashers = _Hashers(ctx, nonce)
+        seeds = [int.from_bytes(key, "little") for key in keys]
+        ctrl = [False, True]
+        public_share = []
+        for level in range(self.BITS):
+            bit = bool(alpha[level])
+            (s0, t0), (s1, t1) = self._extend(level, seeds, hashers)
+            keep, lose = int(bit), 1 - int(bit)
+            seed_cw = s0[lose] ^ s1[lose]
+            ctrl_cw = (t0[0] ^ t1[0] ^ (not bit), t0[1] ^ t1[1] ^ bit)
+            x0 = s0[keep] ^ seed_cw if ctrl[0] else s0[keep]
+            x1 = s1[keep] ^ seed_cw if ctrl[1] else s1[keep]
+            ctrl[0] = t0[keep] ^ ctrl_cw[keep] if ctrl[0] else t0[keep]
+            ctrl[1] = t1[keep] ^ ctrl_cw[keep] if ctrl[1] else t1[keep]
+            seeds, (w0, w1) = self._convert(level, [x0, x1], hashers, values=True)
+            beta = beta_inner[level] if level < self.BITS - 1 else beta_leaf
+            if len(beta) != self.VALUE_LEN:
+                raise ValueError("length of beta must match the value length")
+            p = self.current_field(level).MODULUS
+            w_cw = [(b - a + c) % p for b, a, c in zip(beta, w0, w1)]
+            if ctrl[1]:
+                w_cw = [-x % p for x in w_cw]
+            public_share.append(CorrectionWord(seed_cw.to_bytes(KEY_SIZE, "little"), ctrl_cw, w_cw))
+        return public_share, keys
+
+    # --- evaluation -------------------------------------------------------------------------------------------
+
+    def eval(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
+             prefixes: Sequence[Sequence[bool]], ctx: bytes, nonce: bytes) -> list[list[int]]:
+        "This aggregator's shares of the values at ``prefixes`` (distinct, each ``level + 1`` bits), in their order"
+        if agg_id not in range(self.SHARES):
+            raise ValueError("aggregator id out of range")
+        if isinstance(level, bool) or not isinstance(level, int) or level not in range(self.BITS):
+            raise ValueError("level out of range")
+        if len(public_share) != self.BITS:
+            raise ValueError("public share has the wrong number of correction words")
+        if len(key) != KEY_SIZE:
+            raise ValueError("incorrect key size")
+        if len(nonce) != self.NONCE_SIZE:
+            raise ValueError("incorrect nonce size")
+        try:
+            indices = _prefix_indices(level, tuple(prefixes))
+        except TypeError:  # unhashable prefixes (lists): checked without the cache
+            indices = _prefix_indices.__wrapped__(level, tuple(prefixes))
+        values = self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce)
+        return [values[index] for index in indices]
+
+    def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
+                     indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
+        "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
+        hashers = _Hashers(ctx, nonce)
+        nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
+        out: dict[int, list[int]] = {}
+        for current in range(level + 1):
+            shift = level - current
+            needed = list(dict.fromkeys(index >> shift for index in indices))
+            parents = list(dict.fromkeys(node >> 1 for node in needed))
+            cw = public_share[current]
+            seed_cw = int.from_bytes(cw.seed, "little")
+            extended: dict[int, tuple[int, int, bool, bool]] = {}
+            for parent, ((s0, s1), (t0, t1)) in zip(
+                    parents, self._extend(current, [nodes[parent][0] for parent in parents], hashers)):
+                if nodes[parent][1]:
+                    s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
+                extended[parent] = (s0, s1, t0, t1)
+            chosen = [extended[node >> 1][node & 1] for node in needed]
+            ctrls = [bool(extended[node >> 1][2 + (node & 1)]) for node in needed]
+            last = current == level
+            seeds, values = self._convert(current, chosen, hashers, values=last)
+            if not last:
+                nodes = {node: (seed, ctrl) for node, seed, ctrl in zip(needed, seeds, ctrls)}
+                continue
+            p = self.current_field(current).MODULUS
+            for node, value, ctrl in zip(needed, values, ctrls):
+                if ctrl:
+                    value = [(y + w) for y, w in zip(value, cw.payload)]
+                out[node] = [-y % p for y in value] if agg_id else [y % p for y in value]
+        return out
+
+    # --- extend and convert, for a list of seeds at once ------------------------------------------------------
+
+    def _extend(self, level: int, seeds: list[int],
+                hashers: _Hashers) -> list[tuple[tuple[int, int], tuple[bool, bool]]]:
+        "Each seed's two child seeds (low bit cleared) and control bits"
+        if level < self.BITS - 1:
+            if len(seeds) == 2:
+                a0, a1, b0, b1 = hashers.extend_aes.two_blocks_each(seeds[0], seeds[1])
+                pairs = [(a0, a1), (b0, b1)]
+            else:
+                blocks = hashers.extend_aes.blocks(seeds, 2)
+                pairs = list(zip(blocks[0::2], blocks[1::2]))
+        else:
+            pairs = [_turboshake_pair(seed, hashers.extend_dst, hashers.nonce) for seed in seeds]
+        return [((a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED), (bool(a & 1), bool(b & 1))) for a, b in pairs]
+
+    def _convert(self, level: int, seeds: list[int], hashers: _Hashers,
+                 values: bool) -> tuple[list[int], list[list[int]]]:
+        "Each seed's next seed and (when ``values``) its VALUE_LEN field elements"
+        field = self.current_field(level)
+        if level == self.BITS - 1:
+            next_seeds, vectors = [], []
+            for seed in seeds:
+                xof = XofTurboShake128(seed.to_bytes(KEY_SIZE, "little"), hashers.convert_dst, hashers.nonce)
+                next_seeds.append(int.from_bytes(xof.next(KEY_SIZE), "little"))
+                vectors.append(xof.next_vec(field, self.VALUE_LEN))
+            return next_seeds, vectors
+        if not values:
+            return hashers.convert_aes.blocks(seeds, 1), []
+        count = 1 + (self.VALUE_LEN + 1) // 2  # the seed's block, then two Field64 elements per block
+        if count == 2 and len(seeds) == 2:
+            blocks = list(hashers.convert_aes.two_blocks_each(seeds[0], seeds[1]))
+        else:
+            blocks = hashers.convert_aes.blocks(seeds, count)
+        next_seeds = blocks[0::count]
+        vectors = []
+        p, mask, length = field.MODULUS, (1 << 64) - 1, self.VALUE_LEN
+        for i, seed in enumerate(seeds):
+            vec: list[int] = []
+            for block in blocks[i * count + 1:(i + 1) * count]:
+                vec += (block & mask, block >> 64)
+            vec = vec[:length]
+            if max(vec) >= p:  # rejection sampling needs more of the stream (probability about 2**-32)
+                stream = XofFixedKeyAes128(seed.to_bytes(KEY_SIZE, "little"), hashers.convert_dst, hashers.nonce)
+                stream.next(KEY_SIZE)
+                vec = stream.next_vec(field, length)
+            vectors.append(vec)
+        return next_seeds, vectors
+
+    # --- the public share's encoding --------------------------------------------------------------------------
+
+    def encode_public_share(self, public_share: Sequence[CorrectionWord]) -> bytes:
+        ctrl = [bit for cw in public_share for bit in cw.ctrl]
+        packed = bytearray((len(ctrl) + 7) // 8)
+        for i, bit in enumerate(ctrl):
+            packed[i // 8] |= bool(bit) << (i % 8)
+        out = bytes(packed) + b"".join(cw.seed for cw in public_share)
+        out += b"".join(self.current_field(level).encode_vec(cw.payload) for level, cw in enumerate(public_share))
+        return out
+
+    def public_share_size(self) -> int:
+        return ((2 * self.BITS + 7) // 8 + KEY_SIZE * self.BITS + self.VALUE_LEN * (
+            self.field_inner.ENCODED_SIZE * (self.BITS - 1) + self.field_leaf.ENCODED_SIZE))
+
+    def decode_public_share(self, encoded: bytes) -> list[CorrectionWord]:
+        "VerifyError on a wrong length, a set unused control bit, or a value out of its field"
+        if len(encoded) != self.public_share_size():
+            raise VerifyError("public share has the wrong length")
+        bits, levels, value_len = 2 * self.BITS, self.BITS, self.VALUE_LEN
+        offset = (bits + 7) // 8
+        packed = int.from_bytes(encoded[:offset], "little")
+        if packed >> bits:
+            raise VerifyError("public share: trailing control bits")
+        seeds = [encoded[i:i + KEY_SIZE] for i in range(offset, offset + KEY_SIZE * levels, KEY_SIZE)]
+        offset += KEY_SIZE * levels
+        inner, leaf = self.field_inner, self.field_leaf
+        inner_end = offset + inner.ENCODED_SIZE * value_len * (levels - 1)
+        try:  # every inner payload in one parse, then the leaf's
+            values = inner.decode_vec(encoded[offset:inner_end]) + leaf.decode_vec(encoded[inner_end:])
+        except ValueError as exc:
+            raise VerifyError(f"public share: {exc}") from exc
+        return [CorrectionWord(seeds[level], (bool(packed >> 2 * level & 1), bool(packed >> 2 * level + 1 & 1)),
+                               values[level * value_len:(level + 1) * value_len]) for level in range(levels)]
+
+
+def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:
+    "The leaf level's extend: 32 bytes of XofTurboShake128(seed, dst, nonce) as two 128-bit ints"
+    stream = XofTurboShake128(seed.to_bytes(KEY_SIZE, "little"), dst, nonce).next(2 * KEY_SIZE)
+    return int.from_bytes(stream[:KEY_SIZE], "little"), int.from_bytes(stream[KEY_SIZE:], "little")

@@ -1,0 +1,79 @@
+"""XofFixedKeyAes128 (draft-irtf-cfrg-vdaf-20, section "XofFixedKeyAes128") for many seeds at once.
+
+The IDPF expands every node of a tree level under the same fixed key (same ``dst``, same nonce as the binder),
+each seed by one or a few blocks.  One XOF object per node would spend its time deriving the key and crossing into
+the cipher block by block; here the key is derived once and every block of every seed goes through a single ECB
+call.  Block ``i`` of a seed's stream is ``AES(sigma) xor sigma`` with ``sigma = hi || (hi xor lo)`` for
+``lo || hi = seed xor le128(i)`` (GKWWY20's circular correlation-robust hash), exactly ``XofFixedKeyAes128.next``.
+
+Seeds and blocks are 128-bit ints (the 16 bytes read little-endian), so XORing a correction word is one operation.
+
+AES-128 here is ``cryptography``'s (the SDK's ``distributed`` extra, as for HPKE): an ECB call costs about a
+twentieth of pycryptodome's wrapper, and the IDPF makes two sequential calls per tree level.  The fixed key is
+derived with TurboSHAKE128 (``xof.py``), so the output is ``XofFixedKeyAes128``'s byte for byte.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from ..errors import MissingDependency
+from .xof import INSTALL_HINT, fixed_key
+
+try:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+except ImportError as exc:  # pragma: no cover - cryptography is a dependency of the extra
+    raise MissingDependency(f"Poplar1 needs cryptography >= 48 (AES-128): {INSTALL_HINT}") from exc
+
+MASK64 = (1 << 64) - 1
+MASK128 = (1 << 128) - 1
+BLOCK_ONE = 1 << 64  # le128(1) moved to where it lands in sigma: the second word
+
+
+class FixedKeyAes128:
+    "The streams of XofFixedKeyAes128(seed, dst, binder) for any number of seeds under one (dst, binder)"
+
+    SEED_SIZE = 16
+
+    def __init__(self, dst: bytes, binder: bytes) -> None:
+        self._encrypt = Cipher(algorithms.AES(fixed_key(dst, binder)), modes.ECB()).encryptor().update
+
+    def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
+        """The first ``count`` 16-byte blocks of each seed's stream, seed after seed (``count * len(seeds)`` ints;
+        block j of seed i at ``i * count + j``)"""
+        words: list[int] = []
+        extend = words.extend
+        if count == 1:
+            for seed in seeds:
+                hi = seed >> 64
+                extend((hi, hi ^ (seed & MASK64)))
+        elif count == 2:
+            for seed in seeds:
+                hi = seed >> 64
+                mixed = hi ^ (seed & MASK64)
+                extend((hi, mixed, hi, mixed ^ 1))
+        else:
+            for seed in seeds:
+                hi = seed >> 64
+                mixed = hi ^ (seed & MASK64)
+                for i in range(count):
+                    extend((hi, mixed ^ i))
+        if not words:
+            return []
+        sigma = struct.pack(f"<{len(words)}Q", *words)
+        hashed = (int.from_bytes(self._encrypt(sigma), "little") ^ int.from_bytes(sigma, "little")).to_bytes(
+            len(sigma), "little")
+        out = struct.unpack(f"<{len(words)}Q", hashed)
+        return [lo | hi << 64 for lo, hi in zip(out[0::2], out[1::2])]
+
+    def two_blocks_each(self, first: int, second: int) -> tuple[int, int, int, int]:
+        """Blocks 0 and 1 of two seeds' streams (what key generation needs at every level, for its two seeds): the
+        same as ``blocks([first, second], 2)`` in straight-line code, as one 512-bit int"""
+        hi = first >> 64
+        sigma_first = hi | (hi ^ (first & MASK64)) << 64
+        hi = second >> 64
+        sigma_second = hi | (hi ^ (second & MASK64)) << 64
+        sigma = sigma_first | (sigma_first ^ BLOCK_ONE) << 128 | sigma_second << 256 | (sigma_second ^ BLOCK_ONE) << 384
+        out = int.from_bytes(self._encrypt(sigma.to_bytes(64, "little")), "little") ^ sigma
+        return out & MASK128, out >> 128 & MASK128, out >> 256 & MASK128, out >> 384

@@ -1,0 +1,50 @@
+/** The AES-128 block cipher under XofFixedKeyAes128 (xofaes.ts): one key per (dst, binder), then many independent
+ * blocks (ECB). WebCrypto has no ECB, so the default encrypts each block alone as AES-CBC with a zero IV (the first
+ * ciphertext block is AES(block)), a promise per block; Node registers node:crypto's synchronous ECB instead
+ * (aesnode.ts), as HPKE's primitives are registered. No AES of its own: a browser's or OpenSSL's. */
+
+/** AES-128 encryption of independent 16-byte blocks under one key. */
+export interface AesBlockCipher {
+  /** AES(block) for each 16-byte block of ``blocks`` (a multiple of 16 bytes long), in order. */
+  encryptBlocks(blocks: Uint8Array): Uint8Array | Promise<Uint8Array>;
+}
+
+/** Where AES-128 keys come from. */
+export interface AesPrimitive {
+  readonly name: string;
+  withKey(key: Uint8Array): AesBlockCipher | Promise<AesBlockCipher>;
+}
+
+const ZERO_IV = new Uint8Array(16);
+
+/** WebCrypto's AES-CBC, one call per block (browsers, and any runtime with globalThis.crypto.subtle). */
+export const webCryptoAes: AesPrimitive = {
+  name: "webcrypto",
+  async withKey(key) {
+    const subtle = globalThis.crypto.subtle;
+    const cryptoKey = await subtle.importKey("raw", key as BufferSource, { name: "AES-CBC" }, false, ["encrypt"]);
+    return {
+      async encryptBlocks(blocks) {
+        if (blocks.length % 16) throw new RangeError("AES blocks must be a multiple of 16 bytes");
+        const count = blocks.length / 16;
+        const encrypted = await Promise.all(Array.from({ length: count }, (_, i) =>
+          subtle.encrypt({ name: "AES-CBC", iv: ZERO_IV }, cryptoKey, blocks.subarray(16 * i, 16 * i + 16) as BufferSource)));
+        const out = new Uint8Array(blocks.length);
+        encrypted.forEach((ciphertext, i) => out.set(new Uint8Array(ciphertext, 0, 16), 16 * i)); // padding block dropped
+        return out;
+      },
+    };
+  },
+};
+
+let current: AesPrimitive = webCryptoAes;
+
+/** Use ``primitive`` for every later XofFixedKeyAes128 (Node's entry point registers aesnode.ts's ``nodeAes``). */
+export function registerAes(primitive: AesPrimitive): void {
+  current = primitive;
+}
+
+/** The AES primitive in use. */
+export function currentAes(): AesPrimitive {
+  return current;
+}
