@@ -109,8 +109,8 @@ def main() -> None:
     print(f"speed-up per point (reference's upper bound over ours, CPU time): least {min(speedups):.0f}x, median "
           f"{statistics.median(speedups):.0f}x")
     if arguments.write:
-        arguments.write.write_text(json.dumps({"peer": peer["peer"], "generated_by": "benchmarks/shuffle_amplification.py",
-                                               "points": stored}, indent=1) + "\n")
+        data = {"peer": peer["peer"], "generated_by": "benchmarks/shuffle_amplification.py --write", "points": stored}
+        arguments.write.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {arguments.write}")
 
 

@@ -16,9 +16,9 @@ The theorem: the shuffled views of the two neighbouring datasets are post-proces
 (every other report is, with probability e^-epsilon0, a "clone" of the differing person's report under one
 dataset or the other), so the shuffled mechanism is (epsilon, delta)-DP for every epsilon with
 delta >= D_{e^epsilon}(P || Q), the hockey-stick divergence.  :func:`shuffle_delta` computes that divergence
-**exactly** (no step blocks, no early stop; the summation's only truncation is a tail of C below 1e-12 delta, added
-in full): given C = c the first coordinate K = A + D has P(K = k) = a b(k - 1) + (1 - a) b(k), Q(K = k) =
-(1 - a) b(k - 1) + a b(k), a = e^epsilon0 / (1 + e^epsilon0), b the Bin(c, 1/2) pmf; their ratio increases in k,
+**exactly** (no step blocks, no early stop; the sum over C leaves out a lower tail below 1e-12 delta, added in
+full, and bounds the part above its window as below): given C = c the first coordinate K = A + D has
+P(K = k) = a b(k - 1) + (1 - a) b(k), Q(K = k) = (1 - a) b(k - 1) + a b(k), a = e^epsilon0 / (1 + e^epsilon0), b the Bin(c, 1/2) pmf; their ratio increases in k,
 so the divergence given c is A_e b(t) - (e^epsilon - 1) P(Bin(c, 1/2) > t) with t = floor(R (c + 1) / (1 + R)),
 R = (e^epsilon a - (1 - a)) / (a - e^epsilon (1 - a)), A_e = a - e^epsilon (1 - a).  It falls with c (one more
 clone is an independent fair coin added, a post-processing), so the part of Bin(n - 1, e^-epsilon0) above the
@@ -84,7 +84,8 @@ class ClonePair:
     """The clone pair (P, Q) of Theorem 3.2 for epsilon0 and n, with the distribution of C summed once.
 
     ``window`` holds the values of C summed, ``weights`` their Bin(n - 1, e^-epsilon0) probabilities; ``below``
-    and ``above`` the mass left out on either side (at most 1e-12 of the smallest delta asked for)."""
+    the mass left out below (at most ``tail``: it enters the divergence in full) and above (it enters at the
+    divergence of the window's top, an upper bound as the divergence falls with c)."""
 
     def __init__(self, epsilon0: float, n: int, *, tail: float = 1e-30) -> None:
         _check_positive("epsilon0", epsilon0)
@@ -94,15 +95,17 @@ class ClonePair:
         self.alpha = 1 / (1 + math.exp(-self.epsilon0))  # e^eps0 / (1 + e^eps0) without overflow
         trials, p = n - 1, math.exp(-self.epsilon0)
         mean, sd = trials * p, math.sqrt(trials * p * (1 - p))
-        reach = 12.0
+        # above the window the divergence is at most its value at the top (it falls with c), so the window reaches
+        # 6 sd up (the mass beyond, below 1e-9, enters at that value); below it, until the mass left is below tail
+        reach = 6.0
+        high = min(trials, math.ceil(mean + 6 * sd) + 2)
+        above = float(special.bdtrc(high, trials, p)) if high < trials else 0.0
         while True:
             low = max(0, math.floor(mean - reach * sd) - 2)
-            high = min(trials, math.ceil(mean + reach * sd) + 2)
             below = float(special.bdtr(low - 1, trials, p)) if low > 0 else 0.0
-            above = float(special.bdtrc(high, trials, p)) if high < trials else 0.0
-            if below + above <= tail or (low == 0 and high == trials):
+            if below <= tail or low == 0:
                 break
-            reach *= 1.5
+            reach += 1.0
         self.window = np.arange(low, high + 1, dtype=np.int64)
         c = self.window
         log_weights = (special.gammaln(trials + 1) - special.gammaln(c + 1) - special.gammaln(trials - c + 1)
@@ -117,8 +120,10 @@ class ClonePair:
             return np.zeros(len(self.window))
         e = math.exp(epsilon)
         a = self.alpha
-        weight_low = a - e * (1 - a)  # > 0 below epsilon0
-        ratio = (e * a - (1 - a)) / weight_low
+        # a - e^eps (1 - a) = a (1 - e^(eps - eps0)) and e^eps a - (1 - a) = (1 - a) (e^(eps + eps0) - 1), through
+        # expm1: as eps nears eps0 the plain differences cancel (the reference's onestep loses digits there)
+        weight_low = -a * math.expm1(epsilon - self.epsilon0)
+        ratio = (1 - a) * math.expm1(epsilon + self.epsilon0) / weight_low
         c = self.window
         # k > t with t = floor(ratio (c + 1) / (1 + ratio)) in 0..c; t + 1 rises by 0 or 1 from one c to the next
         t = np.minimum(np.floor(ratio / (1 + ratio) * (c + 1)).astype(np.int64), c)
@@ -139,8 +144,8 @@ class ClonePair:
         if size <= ANCHOR:
             return np.asarray(special.bdtrc(t, c, 0.5), dtype=np.float64)
         step_up = np.diff(t)
-        next_pmf = np.exp(special.gammaln(c[1:] + 1) - special.gammaln(t[1:] + 1) - special.gammaln(c[1:] - t[1:] + 1)
-                          - c[1:] * LOG2)
+        # P(Bin(c + 1) = t + 1) = P(Bin(c) = t) (c + 1) / (2 (t + 1)), c and t consecutive values
+        next_pmf = pmf_t[:-1] * (c[:-1] + 1) / (2 * (t[:-1] + 1))
         increments = pmf_t[:-1] / 2 - step_up * next_pmf
         blocks = -(-size // ANCHOR)
         padded = np.zeros(blocks * ANCHOR)
