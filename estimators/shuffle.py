@@ -18,7 +18,8 @@ dataset or the other), so the shuffled mechanism is (epsilon, delta)-DP for ever
 delta >= D_{e^epsilon}(P || Q), the hockey-stick divergence.  :func:`shuffle_delta` computes that divergence
 **exactly** (no step blocks, no early stop; the sum over C leaves out a lower tail below 1e-12 delta, added in
 full, and bounds the part above its window as below): given C = c the first coordinate K = A + D has
-P(K = k) = a b(k - 1) + (1 - a) b(k), Q(K = k) = (1 - a) b(k - 1) + a b(k), a = e^epsilon0 / (1 + e^epsilon0), b the Bin(c, 1/2) pmf; their ratio increases in k,
+P(K = k) = a b(k - 1) + (1 - a) b(k), Q(K = k) = (1 - a) b(k - 1) + a b(k), a = e^epsilon0 / (1 + e^epsilon0),
+b the Bin(c, 1/2) pmf; their ratio increases in k,
 so the divergence given c is A_e b(t) - (e^epsilon - 1) P(Bin(c, 1/2) > t) with t = floor(R (c + 1) / (1 + R)),
 R = (e^epsilon a - (1 - a)) / (a - e^epsilon (1 - a)), A_e = a - e^epsilon (1 - a).  It falls with c (one more
 clone is an independent fair coin added, a post-processing), so the part of Bin(n - 1, e^-epsilon0) above the
