@@ -54,12 +54,13 @@ def test_an_outside_kind_goes_from_campaign_create_through_both_sdks_to_a_report
     monkeypatch.setenv("LDP_TELEMETRY_KINDS", SERVER_MODULES)  # the collector's serve and CLI (subprocesses)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     db = tmp_path / "collector.db"
-    created = json.loads(_ldp("campaign", "create", "--db", str(db), "-", stdin=json.dumps(SPEC)).stdout)
-    spec = created["spec"]
-    assert spec["kind"] == "bins" and spec["bins"] == 4 and spec["per_device"] == 1
     admin, ingest = create_key(db, "admin"), create_key(db, "ingest")
 
-    with running_server(db, tmp_path / "serve.log") as (url, _):
+    with running_server(db, tmp_path / "serve.log") as (url, _):  # its tables made at start-up, before any campaign
+        created = json.loads(_ldp("campaign", "create", "--url", url, "--token", admin, "-",
+                                  stdin=json.dumps(SPEC)).stdout)
+        spec = created["spec"]
+        assert spec["kind"] == "bins" and spec["bins"] == 4 and spec["per_device"] == 1
         job = {"url": url, "key": ingest, "campaign": SPEC["name"], "values": PYTHON_VALUES,
                "state_dir": str(tmp_path / "python-devices")}
         done = subprocess.run([sys.executable, "-m", f"{PACKAGE}.python_devices"], input=json.dumps(job),
@@ -101,3 +102,17 @@ def test_an_outside_kind_goes_from_campaign_create_through_both_sdks_to_a_report
     html = page.read_text()
     assert re.search(r"campaign screen_size: frequency estimate, bins campaign", html), html[:2000]
     assert f"n = {estimate['n']} reports" in html
+
+
+def test_campaign_create_in_a_database_goes_through_the_kind(tmp_path: Path) -> None:
+    "``campaign create --db``: the kind creates the campaign, its table is made, ``campaign show`` reads it"
+    db = tmp_path / "collector.db"
+    created = json.loads(_ldp("campaign", "create", "--db", str(db), "-", stdin=json.dumps(SPEC)).stdout)
+    assert created["spec"]["kind"] == "bins" and created["version"] == 1
+    shown = json.loads(_ldp("campaign", "show", "--db", str(db), SPEC["name"]).stdout)
+    assert shown["fingerprint"] == created["fingerprint"] and shown["reports"] == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM bins_reports").fetchone()[0] == 0
+    done = subprocess.run(ldp_command("campaign", "create", "--db", str(db), "-"), capture_output=True, text=True,
+                          input=json.dumps({**SPEC, "bins": 99}), env=_env(SERVER_MODULES), cwd=ROOT, check=False)
+    assert done.returncode == 1 and "bins" in done.stderr and "[2, 64]" in done.stderr  # the kind's own error
