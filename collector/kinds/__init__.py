@@ -5,12 +5,12 @@
 docs/architecture.md ("Adding a campaign kind") lists the modules a kind has on each side."""
 from client_sdk.kinds import load_outside_kinds
 
+from ..errors import ProvisionError
 from .base import (
     Accepted,
     ApiGet,
     CollectorKind,
     Peers,
-    ProvisionError,
     ReportItem,
     Window,
     collector_kind,
@@ -23,5 +23,5 @@ from .local import LOCAL, LocalCampaigns
 load_outside_kinds()  # last: an outside kind's modules import this package's names
 
 __all__ = ["DISTRIBUTED", "LOCAL", "Accepted", "ApiGet", "CollectorKind", "DistributedCampaigns",
-           "LocalCampaigns", "Peers", "ProvisionError", "ReportItem", "Window", "collector_kind", "register_collector_kind",
-           "unregister_collector_kind"]
+           "LocalCampaigns", "Peers", "ProvisionError", "ReportItem", "Window", "collector_kind",
+           "register_collector_kind", "unregister_collector_kind"]

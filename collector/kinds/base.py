@@ -46,10 +46,6 @@ class Peers:
     peer_token: str | None = None
 
 
-class ProvisionError(Exception):
-    "A campaign could not be created because what it is provisioned on first could not be (the message says why)"
-
-
 @dataclass(frozen=True)
 class Window:
     "The window and confidence a report asks for"

@@ -11,8 +11,9 @@ from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
 from estimators.window import ReportData, finite_json
 
+from ..errors import ProvisionError
 from ..storage import CampaignVersion, KindMigrations, StorageBase
-from .base import Accepted, ApiGet, CollectorKind, Peers, ProvisionError, ReportItem, Window, register_collector_kind
+from .base import Accepted, ApiGet, CollectorKind, Peers, ReportItem, Window, register_collector_kind
 
 if TYPE_CHECKING:
     from flask import Response

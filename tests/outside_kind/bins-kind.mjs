@@ -1,4 +1,4 @@
-// Step 5, the JavaScript side: the bins kind for sdk-js, written against the package's public entry only and
+// Step 6, the JavaScript side: the bins kind for sdk-js, written against the package's public entry only and
 // registered by the device with registerKind("bins", () => import(".../bins-kind.mjs")). It parses the kind's own
 // fields as bins_device.py does (the same SpecError fields, the same identity, so the same fingerprint) and draws a
 // report the same way: the true bin with probability floor(2^32 e^eps / (e^eps + bins - 1)) / 2^32, else another bin

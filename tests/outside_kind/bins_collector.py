@@ -1,4 +1,4 @@
-"""Step 2, the collector side: a bins campaign's reports go to the kind's own table, ``bins_reports``, made by the
+"""Step 3, the collector side: a bins campaign's reports go to the kind's own table, ``bins_reports``, made by the
 kind's migration (registered with the kind, applied by every storage's ``migrate()``); its estimate and its report
 data are read from there."""
 

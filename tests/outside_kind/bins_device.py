@@ -1,4 +1,4 @@
-"""Step 1, the device side and the spec: the "bins" kind owns the spec fields ``bins`` (how many, 2 to 64) and
+"""Step 2, the device side and the spec: the "bins" kind owns the spec fields ``bins`` (how many, 2 to 64) and
 ``per_device`` (the most reports one device makes per campaign, counted in the kind's own device state).  A report
 is generalized randomized response over the bins: the true bin with probability e^eps / (e^eps + bins - 1),
 quantized down to a multiple of 2**-32 as the project's randomizers do, else one of the others uniformly."""

@@ -1,4 +1,4 @@
-"""Step 3, the estimate side: the bins' frequencies de-biased from their counts, each with its standard error and a
+"""Step 4, the estimate side: the bins' frequencies de-biased from their counts, each with its standard error and a
 normal interval.  With p the probability of the true bin and q = (1 - p) / (bins - 1) that of each other one, a
 bin's share of reports c / n has expectation q + f (p - q), so f = (c / n - q) / (p - q) is unbiased; its variance
 is pi (1 - pi) / (n (p - q)^2) with pi = c / n's expectation (Wang et al., USENIX Security 2017, section 4), here with

@@ -1,4 +1,4 @@
-// Step 6, JavaScript devices: one sdk-js Client per value in this Node process (stdin: {url, key, campaign,
+// Step 7, JavaScript devices: one sdk-js Client per value in this Node process (stdin: {url, key, campaign,
 // values, stateDir}); each registers the bins kind from its own module, records its value and flushes to the
 // collector. Prints each device's outcome as JSON.
 import { Client, registerKind } from "../../sdk-js/dist/node.js";
@@ -16,7 +16,6 @@ for (const [index, value] of values.entries()) {
   const recorded = await client.record(campaign, value);
   const flushed = await client.flush(30);
   outcomes.push({ status: recorded.status, sent: flushed.sent, rejected: flushed.rejected });
-  if (process.env.DEBUG_KIND) process.stderr.write(JSON.stringify(await client.status()));
   await client.close();
 }
 process.stdout.write(JSON.stringify(outcomes));

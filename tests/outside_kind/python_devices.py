@@ -1,4 +1,4 @@
-"""Step 4, Python devices: ``python -m tests.outside_kind.python_devices`` with the kind's device module named in
+"""Step 5, Python devices: ``python -m tests.outside_kind.python_devices`` with the kind's device module named in
 ``LDP_TELEMETRY_KINDS``; stdin {url, key, campaign, values, state_dir}.  One Client per value records it (twice: the
 kind's own device state caps a device at ``per_device`` reports) and flushes; each device's outcome as JSON."""
 

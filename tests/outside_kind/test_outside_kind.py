@@ -1,4 +1,4 @@
-"""The bins kind, from outside the project's packages, end to end: ``ldp-telemetry campaign create`` and a real
+"""Step 8: the bins kind, from outside the project's packages, end to end: ``ldp-telemetry campaign create`` and a real
 ``ldp-telemetry serve`` (subprocesses on loopback, a real SQLite file) with the kind's modules named in
 ``LDP_TELEMETRY_KINDS``, Python devices (``client_sdk.Client``, the same variable) and JavaScript devices (sdk-js in
 Node, ``registerKind`` from the kind's own module), then ``ldp-telemetry report`` as JSON and HTML."""
@@ -116,3 +116,14 @@ def test_campaign_create_in_a_database_goes_through_the_kind(tmp_path: Path) -> 
     done = subprocess.run(ldp_command("campaign", "create", "--db", str(db), "-"), capture_output=True, text=True,
                           input=json.dumps({**SPEC, "bins": 99}), env=_env(SERVER_MODULES), cwd=ROOT, check=False)
     assert done.returncode == 1 and "bins" in done.stderr and "[2, 64]" in done.stderr  # the kind's own error
+
+
+def test_the_architecture_section_names_this_package_s_files_in_their_order() -> None:
+    "docs/architecture.md's 'Adding a campaign kind' walks through this package: every file it names exists"
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text[text.index("### Adding a campaign kind"):text.index("## Adding a mechanism")]
+    named = re.findall(r"^\d+\. `tests/outside_kind/([^`]+)`", section, flags=re.MULTILINE)
+    files = sorted(path.name for path in HERE.iterdir() if path.suffix in (".py", ".mjs"))
+    assert sorted(named) == files, (named, files)
+    for step, name in enumerate(named[1:7], start=2):  # the sides' modules say which step they are
+        assert f"Step {step}," in (HERE / name).read_text(), name
