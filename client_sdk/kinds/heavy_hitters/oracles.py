@@ -36,11 +36,12 @@ class OlhConstants:
         self.q_star = 1 / self.g
 
     def variance(self, frequency: float, reports: int, devices: int | None = None) -> float:
-        """Var of the de-biased frequency (S/N - q*)/(p* - q*) from N = ``reports`` reports (Wang et al. 2017,
-        eq. (2) with the true frequency's term), plus the hypergeometric f(1-f)(n-N)/((n-1)N) when ``devices`` = n is given"""
+        """Var of the de-biased frequency (S/N - q*)/(p* - q*) from N = ``reports`` reports of a fixed population
+        (Wang et al. 2017, eq. (2) with the true value's term): [f p*(1-p*) + (1-f) q*(1-q*)] / (N (p*-q*)^2),
+        plus the hypergeometric f(1-f)(n-N)/((n-1)N) of the group's devices when ``devices`` = n is given"""
         p, q, f = self.p_star, self.q_star, frequency
-        support = q + f * (p - q)
-        return support * (1 - support) / (reports * (p - q) ** 2) + _sampling(f, reports, devices)
+        per_report = f * p * (1 - p) + (1 - f) * q * (1 - q)
+        return per_report / (reports * (p - q) ** 2) + _sampling(f, reports, devices)
 
 
 class SketchConstants:
@@ -61,12 +62,14 @@ class SketchConstants:
 
     def variance(self, frequency: float, reports: int, devices: int | None = None) -> float:
         """Var of f^ = (m/(m-1)) (Z/(N (2p-1)) - 1/m), Z the sum of the N reports' sign agreements z in {-1, 1}
-        with the candidate's column; E z = (2p-1)(f + (1-f)/m) over the hash family (a collision in a row is a
-        chance 1/m), so Var f^ = (m/(m-1))^2 (1 - (E z)^2) / (N (2p-1)^2), plus the sampling term"""
+        with the candidate's column: E z = 2p-1 for a report of the candidate, (2p-1) c for another value that
+        collides with it in a fraction c of the rows (c ~ 1/m), so over a fixed population
+        Var f^ = (m/(m-1))^2 (1 - f (2p-1)^2) / (N (2p-1)^2) (dropping the O(1/m^2) collision terms), plus the
+        sampling term; the hash family is fixed, so a candidate's estimate is unbiased over the family only (its
+        bias given the hashes is the colliding frequency, of order sqrt(sum f_d^2 / (m depth)))"""
         m, f = self.width, frequency
-        mean = self.signal * (f + (1 - f) / m)
         scale = m / (m - 1)
-        return scale**2 * (1 - mean**2) / (reports * self.signal**2) + _sampling(f, reports, devices)
+        return scale**2 * (1 - f * self.signal**2) / (reports * self.signal**2) + _sampling(f, reports, devices)
 
 
 def _sampling(frequency: float, reports: int, devices: int | None) -> float:

@@ -44,12 +44,12 @@ def group_keys(params: HeavyHittersParams, strings: list[tuple[int, ...]]) -> np
 
 
 def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
-                       rng: np.random.Generator) -> PemAggregate | SfpAggregate:
+                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
     """The aggregate of sum(counts) devices, counts[s] of them holding the encoded string strings[s], each making
-    one report (group drawn uniformly, as on the device)"""
+    one report (group drawn uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
     owner = np.repeat(np.arange(len(strings)), counts)
     n = len(owner)
-    keys = group_keys(params, strings)
+    keys = group_keys(params, strings) if keys is None else keys
     group = rng.integers(0, params.groups, size=n)
     key = keys[owner, group]
     constants = oracle(params)
