@@ -30,6 +30,18 @@ from ...errors import SpecError
 from ...frozen import Frozen
 from ...spec_fields import validate_epsilon, validate_int
 from .encoding import PUZZLE_BITS
+from .limits import (
+    DEFAULT_SKETCH_DEPTH,
+    DEFAULT_SKETCH_WIDTH,
+    HASH_FAMILIES,
+    MAX_ALPHABET,
+    MAX_EXPECTED_REPORTS,
+    MAX_FRAGMENT_CANDIDATES,
+    MAX_LENGTH,
+    MAX_LEVEL_BRANCHING,
+    MIN_EXPECTED_REPORTS,
+)
+from .planning import plan
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -38,13 +50,6 @@ if TYPE_CHECKING:
 KIND_NAME = "heavy_hitters"
 ALGORITHMS = ("pem", "sfp", "auto")
 OVERFLOWS = ("truncate", "refuse")
-HASH_FAMILIES = ("multiply_shift",)
-MAX_LENGTH = 64
-MAX_ALPHABET = 255
-MAX_LEVEL_BRANCHING = 4096  # B**segment_length: the extensions of one kept prefix that a level tests
-MAX_FRAGMENT_CANDIDATES = 1 << 24  # 256 * B**fragment_length: the (puzzle, fragment) pairs a position tests
-MIN_EXPECTED_REPORTS, MAX_EXPECTED_REPORTS = 100, 1 << 40
-DEFAULT_SKETCH_WIDTH, DEFAULT_SKETCH_DEPTH = 1024, 16
 PEM_FIELDS = ("segment_length",)
 SFP_FIELDS = ("sketch_width", "sketch_depth", "fragment_length", "hash_family")
 FIELDS = frozenset(("max_length", "alphabet", "overflow", "algorithm", "expected_reports") + PEM_FIELDS
@@ -167,8 +172,7 @@ def params_from_dict(data: Mapping[str, Any], epsilon: Any) -> HeavyHittersParam
             raise SpecError(field, f"not allowed with algorithm {algorithm!r}: {why}")
     base = HeavyHittersParams(epsilon, max_length, alphabet, overflow, "pem", algorithm, expected)
     if algorithm == "auto":
-        from .planning import plan
-
+        assert expected is not None
         return plan(base, expected)
     if algorithm == "pem":
         return base._replace(segment_length=_segment_length(base, data.get("segment_length", 1)))

@@ -18,6 +18,13 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from .limits import (
+    DEFAULT_SKETCH_DEPTH,
+    DEFAULT_SKETCH_WIDTH,
+    HASH_FAMILIES,
+    MAX_FRAGMENT_CANDIDATES,
+    MAX_LEVEL_BRANCHING,
+)
 from .oracles import OlhConstants, SketchConstants
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -56,7 +63,8 @@ def planned_candidates(params: HeavyHittersParams, top_k: int = DEFAULT_TOP_K) -
     if params.algorithm == "sfp":
         assert params.fragment_length is not None
         return [256 * params.symbol_count**params.fragment_length] * params.discovery_groups
-    counts, previous = [], 0
+    counts: list[int] = []
+    previous = 0
     for level in range(params.discovery_groups):
         length = params.prefix_length(level)
         added = valid_extensions(alphabet, length - previous)
@@ -113,14 +121,6 @@ def reports_needed(params: HeavyHittersParams, frequency: float, top_k: int = DE
 def plan(base: HeavyHittersParams, devices: int) -> HeavyHittersParams:
     """The algorithm and parameters with the smallest detection threshold at n = ``devices`` and base's epsilon:
     every valid PEM segment length and SFP fragment length (default sketch), ties to PEM"""
-    from .params import (
-        DEFAULT_SKETCH_DEPTH,
-        DEFAULT_SKETCH_WIDTH,
-        HASH_FAMILIES,
-        MAX_FRAGMENT_CANDIDATES,
-        MAX_LEVEL_BRANCHING,
-    )
-
     options = []
     for length in range(1, base.max_length + 1):
         if base.symbol_count**length <= MAX_LEVEL_BRANCHING:

@@ -69,8 +69,9 @@ class PemAggregate:
 
     def merge(self, other: PemAggregate) -> PemAggregate:
         _same(self.params, other.params)
-        return PemAggregate(self.params, [tuple(np.concatenate([mine, theirs]) for mine, theirs in zip(x, z))
-                                          for x, z in zip(self.groups, other.groups)])  # type: ignore[misc]
+        groups = [(np.concatenate([a, a2]), np.concatenate([b, b2]), np.concatenate([y, y2]))
+                  for (a, b, y), (a2, b2, y2) in zip(self.groups, other.groups)]
+        return PemAggregate(self.params, groups)
 
     def to_json(self) -> dict:
         return {"algorithm": "pem", "groups": [{"a": _encode(a), "b": _encode(b), "y": _encode(y)}

@@ -78,7 +78,7 @@ def decode_pem(params: HeavyHittersParams, aggregate: PemAggregate, top_k: int =
         levels.append(LevelSummary(len(group[2]), len(candidates), float(threshold), len(kept)))
     estimation = aggregate.groups[params.estimation_group]
     reports = len(estimation[2])
-    frequencies = olh_estimates(estimation, [prefix_key(c) for c in kept], constants) if reports else []
+    frequencies = olh_estimates(estimation, [prefix_key(c) for c in kept], constants)
     hitters = [hitter(params, constants, symbols, float(f), max(1, reports), devices, float(score), confidence)
                for symbols, f, score in zip(kept, frequencies, scores)]
     hitters.sort(key=lambda h: -h.frequency)
