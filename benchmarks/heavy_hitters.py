@@ -122,6 +122,10 @@ def scores(found: list[str], truth: list[str]) -> tuple[float, float]:
     return hits / len(truth), hits / len(found) if found else 0.0
 
 
+def ratio(ours_value: float, peer_value: float) -> float:
+    return ours_value / peer_value if peer_value else float("inf")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
@@ -154,7 +158,6 @@ def main() -> None:
         for other in peers:
             if other["found"] is None:
                 continue
-            ratio = (lambda a, b: a / b if b else float("inf"))
             print(f"{mine['name']} / {other['name']}: recall x{ratio(mine['recall'], other['recall']):.2f}, "
                   f"precision x{ratio(mine['precision'], other['precision']):.2f}, "
                   f"server time: peer / ours = {other['server_seconds'] / mine['server_seconds']:.1f}")
