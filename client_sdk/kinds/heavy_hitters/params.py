@@ -33,13 +33,17 @@ from .encoding import PUZZLE_BITS
 from .limits import (
     DEFAULT_SKETCH_DEPTH,
     DEFAULT_SKETCH_WIDTH,
+    FIELDS,  # noqa: F401  (re-exported: the kind's fields beside its parameters)
     HASH_FAMILIES,
+    KIND_NAME,
     MAX_ALPHABET,
     MAX_EXPECTED_REPORTS,
     MAX_FRAGMENT_CANDIDATES,
     MAX_LENGTH,
     MAX_LEVEL_BRANCHING,
     MIN_EXPECTED_REPORTS,
+    PEM_FIELDS,
+    SFP_FIELDS,
 )
 from .planning import plan
 
@@ -47,13 +51,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy tre
 if TYPE_CHECKING:
     from typing import Any
 
-KIND_NAME = "heavy_hitters"
 ALGORITHMS = ("pem", "sfp", "auto")
 OVERFLOWS = ("truncate", "refuse")
-PEM_FIELDS = ("segment_length",)
-SFP_FIELDS = ("sketch_width", "sketch_depth", "fragment_length", "hash_family")
-FIELDS = frozenset(("max_length", "alphabet", "overflow", "algorithm", "expected_reports") + PEM_FIELDS
-                   + SFP_FIELDS)
 
 
 class HeavyHittersParams(Frozen):
