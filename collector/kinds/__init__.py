@@ -13,8 +13,9 @@ from .base import (
     unregister_collector_kind,
 )
 from .distributed import DISTRIBUTED, DistributedCampaigns
+from .heavy_hitters import HEAVY_HITTERS, HeavyHittersCampaigns
 from .local import LOCAL, LocalCampaigns
 
-__all__ = ["DISTRIBUTED", "LOCAL", "Accepted", "ApiGet", "CollectorKind", "DistributedCampaigns",
-           "LocalCampaigns", "ReportItem", "Window", "collector_kind", "register_collector_kind",
-           "unregister_collector_kind"]
+__all__ = ["DISTRIBUTED", "HEAVY_HITTERS", "LOCAL", "Accepted", "ApiGet", "CollectorKind", "DistributedCampaigns",
+           "HeavyHittersCampaigns", "LocalCampaigns", "ReportItem", "Window", "collector_kind",
+           "register_collector_kind", "unregister_collector_kind"]
