@@ -23,6 +23,9 @@ from .store import KIND, MIGRATIONS, HeavyHittersStore
 if TYPE_CHECKING:
     from flask import Response
 
+# Function-level imports: the web stack (the request's storage, the Flask views of .api) only when a request is
+# answered: `ldp-telemetry report --db` loads the kinds without Flask, as collector/kinds/local.py says.
+
 
 class HeavyHittersCampaigns(CollectorKind):
     "Frequent strings of an unknown dictionary: the reports' codec, the kind's own tables, the decoders"
@@ -34,12 +37,12 @@ class HeavyHittersCampaigns(CollectorKind):
 
     def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
         "Check each payload against its campaign's parameters, refuse repeated ids, store the rest in one transaction"
-        from ...db import get_storage  # the request's storage (the web stack: only when reports arrive)
+        from ...db import get_storage
 
         return accept(get_storage(), items, day)
 
     def estimate_response(self, campaign: CampaignVersion) -> Response:
-        from . import api  # Flask: the view hook only
+        from . import api
 
         return api.estimate_response(campaign)
 

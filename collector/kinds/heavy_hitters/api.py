@@ -19,7 +19,8 @@ def estimate_response(campaign: CampaignVersion) -> Response:
     since, until = day_arg("since"), day_arg("until")
     if since and until and since > until:
         raise invalid("since", "must not be after until")
-    from . import window_estimate  # the kind's module imports this one lazily: no circle at load time
+    # the kind's package imports this module in its view hook: imported here, there is no circle at load time
+    from . import window_estimate
 
     try:
         result = window_estimate(get_storage(), campaign, since, until, confidence)
