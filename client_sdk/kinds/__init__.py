@@ -19,12 +19,14 @@ from .base import (
     unregister_kind,
 )
 from .context import DeviceContext
+from .heavy_hitters.kind import HEAVY_HITTERS, HeavyHittersKind
 from .local import LOCAL, LocalKind
 from .prio3 import PRIO3, Prio3Kind
 
 DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
 
 __all__ = ["DEFAULT_KIND", "DISTRIBUTED", "ENTRY_POINT_GROUP", "KINDS_VARIABLE", "LOCAL", "PRIO3", "CampaignKind",
-           "DeviceContext", "DistributedKind", "KindModuleError", "LocalKind", "Prio3Kind", "Prio3SpecParams",
+           "DeviceContext", "DistributedKind", "HEAVY_HITTERS", "HeavyHittersKind", "KindModuleError", "LocalKind",
+           "Prio3Kind", "Prio3SpecParams",
            "Registry", "find_kind", "kind_name", "kind_names", "kind_of", "load_outside_kinds", "register_kind",
            "unregister_kind"]

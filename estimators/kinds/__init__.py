@@ -4,7 +4,9 @@ docs/architecture.md ("Adding a campaign kind") lists the modules a kind has on 
 
 from .base import EstimateKind, estimate_kind, register_estimate_kind, unregister_estimate_kind
 from .distributed import DISTRIBUTED_ESTIMATES, DistributedEstimates
+from .heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES, HeavyHittersEstimates
 from .local import LOCAL_ESTIMATES, LocalEstimates
 
-__all__ = ["DISTRIBUTED_ESTIMATES", "LOCAL_ESTIMATES", "DistributedEstimates", "EstimateKind", "LocalEstimates",
-           "estimate_kind", "register_estimate_kind", "unregister_estimate_kind"]
+__all__ = ["DISTRIBUTED_ESTIMATES", "HEAVY_HITTERS_ESTIMATES", "LOCAL_ESTIMATES", "DistributedEstimates",
+           "EstimateKind", "HeavyHittersEstimates", "LocalEstimates", "estimate_kind", "register_estimate_kind",
+           "unregister_estimate_kind"]

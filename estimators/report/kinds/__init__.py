@@ -3,7 +3,9 @@ comparison figures.  docs/architecture.md ("Adding a campaign kind") lists the m
 
 from .base import GENERIC, ReportKind, register_report_kind, report_kind, unregister_report_kind
 from .distributed import DISTRIBUTED_REPORT, DistributedReport
+from .heavy_hitters import HEAVY_HITTERS_REPORT, HeavyHittersReport
 from .local import LOCAL_REPORT, LocalReport
 
-__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "DistributedReport", "LocalReport", "ReportKind",
+__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "HEAVY_HITTERS_REPORT", "LOCAL_REPORT", "DistributedReport",
+           "HeavyHittersReport", "LocalReport", "ReportKind",
            "register_report_kind", "report_kind", "unregister_report_kind"]

@@ -1,0 +1,126 @@
+"""The device side: one report of one string, and the codec both ends use for it.
+
+``make_report(rng, params, value)`` draws, in this order (``ByteStreamRandom`` documents how each call consumes
+bytes, as ``secrets`` does; another SDK reproduces a payload byte for byte from the same bytes):
+
+pem  1. group  = randbelow(groups)             (levels 0..L-1, then the estimation group L)
+     2. a      = randbits(64), 3. b = randbits(64)   the OLH seed
+     4. keep   = bernoulli(keep): randbelow(keep.denominator) < keep.numerator
+     5. only if not kept: other = randbelow(g - 1), reported as other if other < h else other + 1
+     payload ``[group, seed, y]``: seed the 32 hex characters of a then b (``hashing.seed_to_hex``), y in [0, g),
+     h = olh_hash(a, b, prefix_key(the group's prefix), g)
+sfp  1. group  = randbelow(groups)             (positions 0..P-1, then the estimation group P)
+     2. row    = randbelow(sketch_depth), 3. column = randbelow(sketch_width)
+     4. keep   = bernoulli(keep); the bit is H[h_row(key), column]'s sign bit, flipped when not kept
+     payload ``[group, row, column, bit]``; key = fragment_key(puzzle_hash(string), fragment) at a position,
+     prefix_key(string) in the estimation group; h_row = olh_hash(sketch seed of the row, key, width)
+
+The group is drawn here, from the device's CSPRNG, independently of the value: the collector cannot choose it, and
+every report is eps-LDP for the whole string (the group is data-independent; the oracle is eps-LDP for whatever
+function of the string the group reports: a prefix, a (hash, fragment) pair or the string).
+"""
+
+from __future__ import annotations
+
+from ...errors import PayloadError
+from ...frozen import Frozen
+from ...mechanisms.categorical import hadamard_sign_bit
+from ...mechanisms.hashing import SEED_HEX_CHARS, olh_hash, seed_from_hex, seed_to_hex
+from ...randomness import RandomSource, bernoulli
+from ...wire import require_hex, require_int, require_list
+from .encoding import encode_value, fragment_key, prefix_key, puzzle_hash, sketch_seeds
+from .planning import oracle
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .params import HeavyHittersParams
+
+
+class PemReport(Frozen):
+    "One PEM report: the group (level, or the estimation group), the OLH seed (a, b) and the reported hash y"
+
+    __slots__ = _fields = ("group", "a", "b", "y")
+    group: int
+    a: int
+    b: int
+    y: int
+
+    def __init__(self, group: int, a: int, b: int, y: int) -> None:
+        self._set(group=group, a=a, b=b, y=y)
+
+    def to_json(self) -> list:
+        return [self.group, seed_to_hex(self.a, self.b), self.y]
+
+
+class SfpReport(Frozen):
+    "One SFP report: the group (fragment position, or the estimation group), the sketch row and column, the bit"
+
+    __slots__ = _fields = ("group", "row", "column", "bit")
+    group: int
+    row: int
+    column: int
+    bit: int
+
+    def __init__(self, group: int, row: int, column: int, bit: int) -> None:
+        self._set(group=group, row=row, column=column, bit=bit)
+
+    def to_json(self) -> list:
+        return [self.group, self.row, self.column, self.bit]
+
+
+def group_key(params: HeavyHittersParams, symbols: tuple[int, ...], group: int) -> int:
+    "The key the oracle of ``group`` reports for a string's symbols"
+    if group == params.estimation_group:
+        return prefix_key(symbols)
+    if params.algorithm == "pem":
+        return prefix_key(symbols[:params.prefix_length(group)])
+    return fragment_key(params.symbol_count, puzzle_hash(symbols), params.fragment(symbols, group))
+
+
+def perturb_symbols(rng: RandomSource, params: HeavyHittersParams, symbols: tuple[int, ...]) -> PemReport | SfpReport:
+    "The report of an encoded string (``encoding.encode_value``), drawn in the documented order"
+    constants = oracle(params)
+    group = rng.randbelow(params.groups)
+    key = group_key(params, symbols, group)
+    if params.algorithm == "pem":
+        g = constants.g  # type: ignore[union-attr]
+        a, b = rng.randbits(64), rng.randbits(64)
+        hashed = olh_hash(a, b, key, g)
+        if bernoulli(rng, constants.keep):
+            return PemReport(group, a, b, hashed)
+        other = rng.randbelow(g - 1)
+        return PemReport(group, a, b, other if other < hashed else other + 1)
+    assert params.sketch_depth is not None and params.sketch_width is not None
+    row = rng.randbelow(params.sketch_depth)
+    column = rng.randbelow(params.sketch_width)
+    seed_a, seed_b = sketch_seeds(params.sketch_depth)[row]
+    bit = hadamard_sign_bit(olh_hash(seed_a, seed_b, key, params.sketch_width), column)
+    if not bernoulli(rng, constants.keep):
+        bit ^= 1
+    return SfpReport(group, row, column, bit)
+
+
+def make_report(rng: RandomSource, params: HeavyHittersParams, value: Any) -> list:
+    """The JSON payload of one report of ``value``; InvalidValue / InvalidValueType (``encode_value``) for a
+    string the campaign refuses (too long with overflow 'refuse', not UTF-8, outside the alphabet)"""
+    return perturb_symbols(rng, params, encode_value(params, value)).to_json()
+
+
+def parse_payload(params: HeavyHittersParams, payload: Any) -> PemReport | SfpReport:
+    "The typed report of a payload; PayloadError naming the field unless the device could have produced it"
+    if params.algorithm == "pem":
+        group, seed, y = require_list(payload, "payload", 3)
+        group = require_int(group, "payload[0]", 0, params.groups)
+        require_hex(seed, "payload[1]", SEED_HEX_CHARS)
+        a, b = seed_from_hex(seed)
+        return PemReport(group, a, b, require_int(y, "payload[2]", 0, oracle(params).g))  # type: ignore[union-attr]
+    assert params.sketch_depth is not None and params.sketch_width is not None
+    group, row, column, bit = require_list(payload, "payload", 4)
+    return SfpReport(require_int(group, "payload[0]", 0, params.groups),
+                     require_int(row, "payload[1]", 0, params.sketch_depth),
+                     require_int(column, "payload[2]", 0, params.sketch_width), require_int(bit, "payload[3]", 0, 2))
+
+
+__all__ = ["PayloadError", "PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "perturb_symbols"]

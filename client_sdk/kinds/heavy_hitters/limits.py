@@ -1,0 +1,18 @@
+"""The name, fields, bounds and defaults of a heavy_hitters campaign's parameters (one definition, for params,
+planning and the kind's registration: this module imports nothing, so registering the kind loads no mechanism)."""
+
+from __future__ import annotations
+
+HASH_FAMILIES = ("multiply_shift",)
+MAX_LENGTH = 64
+MAX_ALPHABET = 255
+MAX_LEVEL_BRANCHING = 4096  # B**segment_length: the extensions of one kept prefix that a level tests
+MAX_FRAGMENT_CANDIDATES = 1 << 24  # 256 * B**fragment_length: the (puzzle, fragment) pairs a position tests
+MIN_EXPECTED_REPORTS, MAX_EXPECTED_REPORTS = 100, 1 << 40
+DEFAULT_SKETCH_WIDTH, DEFAULT_SKETCH_DEPTH = 1024, 16
+
+KIND_NAME = "heavy_hitters"
+PEM_FIELDS = ("segment_length",)
+SFP_FIELDS = ("sketch_width", "sketch_depth", "fragment_length", "hash_family")
+FIELDS = frozenset(("max_length", "alphabet", "overflow", "algorithm", "expected_reports") + PEM_FIELDS
+                   + SFP_FIELDS)

@@ -1,0 +1,106 @@
+"""The heavy_hitters kind, collector side: reports validated by the kind's codec (``parse_payload``), stored in the
+kind's own tables as mergeable per-day aggregates (:mod:`.store`, its migrations), and decoded on request.
+
+The HTTP answers (the estimate, its problems) are :mod:`.api`; a report's data from a database or a running
+collector's admin API is built here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import estimators
+from client_sdk.errors import PayloadError
+from client_sdk.kinds.heavy_hitters import parse_payload
+from estimators.errors import SourceError
+from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES
+from estimators.window import ReportData, finite_json
+
+from ...storage import CampaignVersion, KindMigrations, StorageBase
+from ..base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+from .store import KIND, MIGRATIONS, HeavyHittersStore
+
+if TYPE_CHECKING:
+    from flask import Response
+
+# Function-level imports: the web stack (the request's storage, the Flask views of .api) only when a request is
+# answered: `ldp-telemetry report --db` loads the kinds without Flask, as collector/kinds/local.py says.
+
+
+class HeavyHittersCampaigns(CollectorKind):
+    "Frequent strings of an unknown dictionary: the reports' codec, the kind's own tables, the decoders"
+
+    name = KIND
+
+    def migrations(self) -> KindMigrations:
+        return MIGRATIONS
+
+    def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
+        "Check each payload against its campaign's parameters, refuse repeated ids, store the rest in one transaction"
+        from ...db import get_storage
+
+        return accept(get_storage(), items, day)
+
+    def estimate_response(self, campaign: CampaignVersion) -> Response:
+        from . import api
+
+        return api.estimate_response(campaign)
+
+    def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
+        return ReportData(window_estimate(storage, campaign, window.since, window.until, window.confidence),
+                          campaign.spec.to_dict(), window.since, window.until)
+
+    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
+                             window: Window, daily_top: int | None) -> ReportData:
+        "The collector's /estimate (the same function made it)"
+        params: dict[str, Any] = {key: value for key, value in (("since", window.since), ("until", window.until))
+                                  if value}
+        params["confidence"] = window.confidence
+        result = get(base + "/estimate", params)
+        result.pop("window", None)
+        return ReportData(result, spec_json, window.since, window.until)
+
+
+def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accepted:
+    "The reports of one POST /v1/reports batch for heavy_hitters campaigns (see accept_reports)"
+    outcome = Accepted()
+    valid: dict[str, list[tuple[str, Any]]] = {}
+    versions: dict[str, CampaignVersion] = {}
+    batch_ids: set[str] = set()
+    for index, report, campaign in items:
+        try:
+            parsed = parse_payload(campaign.spec.params, report["payload"])
+        except PayloadError as exc:
+            outcome.rejected.append((index, report["report_id"], exc.field, exc.reason))
+            continue
+        if report["report_id"] in batch_ids:
+            outcome.duplicate += 1
+            continue
+        batch_ids.add(report["report_id"])
+        valid.setdefault(campaign.fingerprint, []).append((report["report_id"], parsed))
+        versions[campaign.fingerprint] = campaign
+    store = HeavyHittersStore(storage)
+    with storage.transaction():
+        seen = store.seen(sorted(batch_ids))
+        for fingerprint, reports in valid.items():
+            fresh = [(report_id, parsed) for report_id, parsed in reports if report_id not in seen]
+            outcome.duplicate += len(reports) - len(fresh)
+            if fresh:
+                store.add(versions[fingerprint], day, fresh)
+                outcome.accepted += len(fresh)
+    return outcome
+
+
+def window_estimate(storage: StorageBase, campaign: CampaignVersion, since: str | None, until: str | None,
+                    confidence: float) -> dict:
+    "The estimate JSON of the version's reports in [since, until]; SourceError when there are none"
+    store = HeavyHittersStore(storage)
+    aggregate = store.aggregate(campaign, store.days(campaign, since, until))
+    try:
+        estimate = HEAVY_HITTERS_ESTIMATES.estimate(campaign.spec, aggregate, confidence)
+    except estimators.NoReports:
+        raise SourceError(f"campaign {campaign.name!r} has no reports in this window") from None
+    return dict(finite_json(estimate.to_json()))
+
+
+HEAVY_HITTERS = register_collector_kind(HeavyHittersCampaigns())

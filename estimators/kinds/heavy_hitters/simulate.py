@@ -1,0 +1,71 @@
+"""Vectorised simulation of heavy_hitters reports, with the device's keys and hashes (for tests and benchmarks).
+
+Each distinct string's keys come from ``client_sdk.kinds.heavy_hitters.group_key`` (the device's function), the
+OLH and sketch hashes from the same multiply-add-shift formula (``olh_hash_array``), and the keep draws compare a
+uniform 32-bit integer with the quantized keep probability, as ``bernoulli`` does: the reports have the device's
+distribution exactly (a test compares them with ``make_report``'s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from client_sdk.kinds.heavy_hitters import HeavyHittersParams, group_key
+from client_sdk.kinds.heavy_hitters.encoding import sketch_seeds
+from client_sdk.kinds.heavy_hitters.planning import oracle
+from client_sdk.randomness import PROB_DENOMINATOR
+
+from .aggregate import PemAggregate, SfpAggregate
+
+_SHIFT = np.uint64(32)
+
+
+def olh_hash_array(a: np.ndarray, b: np.ndarray, x: np.ndarray, g: int) -> np.ndarray:
+    "``hashing.olh_hash`` elementwise (uint64 arithmetic wraps mod 2**64 as the formula's mask does)"
+    with np.errstate(over="ignore"):
+        mixed = (a * x + b) >> _SHIFT
+    return (mixed * np.uint64(g)) >> _SHIFT
+
+
+def sign_bits(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    "``hadamard_sign_bit`` elementwise: the parity of popcount(row & column)"
+    return (np.bitwise_count(rows & columns) & 1).astype(np.int64)
+
+
+def _kept(rng: np.random.Generator, keep_numerator: int, keep_denominator: int, size: int) -> np.ndarray:
+    threshold = keep_numerator * (PROB_DENOMINATOR // keep_denominator)
+    return rng.integers(0, PROB_DENOMINATOR, size=size, dtype=np.uint64) < np.uint64(threshold)
+
+
+def group_keys(params: HeavyHittersParams, strings: list[tuple[int, ...]]) -> np.ndarray:
+    "keys[s, group]: the key string s reports in each group (the device's ``group_key``)"
+    return np.array([[group_key(params, s, group) for group in range(params.groups)] for s in strings],
+                    dtype=np.uint64).reshape(len(strings), params.groups)
+
+
+def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
+                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
+    """The aggregate of sum(counts) devices, counts[s] of them holding the encoded string strings[s], each making
+    one report (group drawn uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
+    owner = np.repeat(np.arange(len(strings)), counts)
+    n = len(owner)
+    keys = group_keys(params, strings) if keys is None else keys
+    group = rng.integers(0, params.groups, size=n)
+    key = keys[owner, group]
+    constants = oracle(params)
+    kept = _kept(rng, constants.keep.numerator, constants.keep.denominator, n)
+    if params.algorithm == "pem":
+        g = constants.g  # type: ignore[union-attr]
+        a = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+        b = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+        hashed = olh_hash_array(a, b, key, g)
+        other = rng.integers(0, g - 1, size=n, dtype=np.uint64)
+        y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.uint32)
+        return PemAggregate(params, [(a[group == i], b[group == i], y[group == i]) for i in range(params.groups)])
+    assert params.sketch_depth is not None and params.sketch_width is not None
+    seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
+    row = rng.integers(0, params.sketch_depth, size=n)
+    column = rng.integers(0, params.sketch_width, size=n)
+    hashed = olh_hash_array(seeds[row, 0], seeds[row, 1], key, params.sketch_width).astype(np.int64)
+    bit = sign_bits(hashed, column) ^ (~kept).astype(np.int64)
+    return SfpAggregate.from_arrays(params, group, row, column, bit)

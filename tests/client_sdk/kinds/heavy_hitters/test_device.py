@@ -1,0 +1,136 @@
+"""heavy_hitters reports: the documented byte consumption order, the payload codec, and privacy audits."""
+
+import hashlib
+
+import pytest
+
+from client_sdk.errors import PayloadError
+from client_sdk.kinds.heavy_hitters import encode_value, group_key, make_report, params_from_dict, parse_payload
+from client_sdk.kinds.heavy_hitters.oracles import OlhConstants, SketchConstants
+from client_sdk.mechanisms.hashing import olh_hash
+from client_sdk.randomness import ByteStreamRandom, DeterministicRandom
+from tests.audit import LN_K_EPSILONS, audit, exact_violations
+
+PEM = {"max_length": 2, "alphabet": "ab", "algorithm": "pem", "segment_length": 1}
+SFP = {"max_length": 2, "alphabet": "ab", "algorithm": "sfp", "fragment_length": 1, "sketch_width": 16,
+       "sketch_depth": 2}
+
+
+class Reader:
+    "An independent reading of the documented order: randbelow(n) takes bit_length(n) bits of whole bytes"
+
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def bits(self, k):
+        size = (k + 7) // 8
+        value = int.from_bytes(self.data[self.at:self.at + size], "big") >> (8 * size - k)
+        self.at += size
+        return value
+
+    def below(self, n):
+        while (value := self.bits(n.bit_length())) >= n:
+            pass
+        return value
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pem_reports_consume_the_bytes_in_the_documented_order(seed):
+    params = params_from_dict({**PEM, "max_length": 6, "alphabet": "abcdefghijklmnopqrstuvwxyz."}, 3.0)
+    data = hashlib.sha256(bytes([seed])).digest() * 8
+    payload = make_report(ByteStreamRandom(data), params, "hello")
+    read, olh = Reader(data), OlhConstants(3.0)
+    group = read.below(params.groups)
+    a, b = read.bits(64), read.bits(64)
+    hashed = olh_hash(a, b, group_key(params, encode_value(params, "hello"), group), olh.g)
+    if read.below(olh.keep.denominator) < olh.keep.numerator:
+        y = hashed
+    else:
+        other = read.below(olh.g - 1)
+        y = other if other < hashed else other + 1
+    assert payload == [group, f"{a:016x}{b:016x}", y]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
+    params = params_from_dict({**SFP, "max_length": 6, "sketch_width": 1024, "sketch_depth": 16}, 3.0)
+    data = hashlib.sha256(bytes([seed])).digest() * 4
+    payload = make_report(ByteStreamRandom(data), params, "abba")
+    read = Reader(data)
+    group, row, column = read.below(params.groups), read.below(16), read.below(1024)
+    keep = SketchConstants(3.0, 1024, 16).keep
+    kept = read.below(keep.denominator) < keep.numerator
+    assert payload[:3] == [group, row, column] and payload[3] in (0, 1)
+    from client_sdk.kinds.heavy_hitters.encoding import sketch_seeds
+
+    seed_a, seed_b = sketch_seeds(16)[row]
+    h = olh_hash(seed_a, seed_b, group_key(params, encode_value(params, "abba"), group), 1024)
+    assert payload[3] == (bin(h & column).count("1") & 1) ^ (not kept)
+
+
+@pytest.mark.parametrize(("spec", "payload", "field"), [
+    (PEM, [0, "00" * 16], "payload"),
+    (PEM, [3, "00" * 16, 0], "payload[0]"),
+    (PEM, [0, "zz" * 16, 0], "payload[1]"),
+    (PEM, [0, "00" * 15, 0], "payload[1]"),
+    (PEM, [0, "00" * 16, 1000], "payload[2]"),
+    (PEM, [0, "00" * 16, True], "payload[2]"),
+    (SFP, [0, 0, 0], "payload"),
+    (SFP, [3, 0, 0, 0], "payload[0]"),
+    (SFP, [0, 2, 0, 0], "payload[1]"),
+    (SFP, [0, 0, 16, 0], "payload[2]"),
+    (SFP, [0, 0, 0, 2], "payload[3]"),
+    (SFP, "0,0,0,0", "payload"),
+])
+def test_bad_payloads_raise_a_payload_error_naming_the_field(spec, payload, field):
+    with pytest.raises(PayloadError) as caught:
+        parse_payload(params_from_dict(spec, 3.0), payload)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize("spec", [PEM, SFP])
+def test_payloads_round_trip_through_the_codec(spec):
+    params, rng = params_from_dict(spec, 2.0), DeterministicRandom(7)
+    for value in ("", "a", "ab", "ba"):
+        payload = make_report(rng, params, value)
+        assert parse_payload(params, payload).to_json() == payload
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0, 8.0] + LN_K_EPSILONS[::9])
+def test_exact_audit_both_oracles_stay_within_e_eps(epsilon):
+    olh, sketch = OlhConstants(epsilon), SketchConstants(epsilon, 1024, 16)
+    assert exact_violations("olh", {"keep": olh.keep, "g": olh.g}, epsilon) == []
+    assert exact_violations("hadamard", {"keep": sketch.keep}, epsilon) == []
+
+
+VALUES = ("", "ab", "ba", "bb")
+
+
+def pem_samples(params, epsilon_audited, draws):
+    "Outputs binned by (group, which of the audited values' keys the reported y supports): post-processing"
+    rng = DeterministicRandom(11)
+    g = OlhConstants(params.epsilon).g
+    samples = {}
+    for value in VALUES:
+        binned = []
+        for _ in range(draws):
+            group, seed, y = make_report(rng, params, value)
+            a, b = int(seed[:16], 16), int(seed[16:], 16)
+            keys = [group_key(params, encode_value(params, v), group) for v in VALUES]
+            binned.append((group, tuple(olh_hash(a, b, key, g) == y for key in keys)))
+        samples[value] = binned
+    return samples
+
+
+def sfp_samples(params, draws):
+    rng = DeterministicRandom(12)
+    return {value: [tuple(make_report(rng, params, value)) for _ in range(draws)] for value in VALUES}
+
+
+def test_empirical_audit_of_both_randomizers_passes_at_epsilon_and_detects_a_planted_leak():
+    epsilon = 1.0
+    assert audit(pem_samples(params_from_dict(PEM, epsilon), epsilon, 6000), epsilon) == []
+    assert audit(sfp_samples(params_from_dict(SFP, epsilon), 6000), epsilon) == []
+    # the same randomizers at 2 eps, audited at eps: a leak the audit must see
+    assert audit(pem_samples(params_from_dict(PEM, 2 * epsilon), epsilon, 6000), epsilon) != []
+    assert audit(sfp_samples(params_from_dict(SFP, 2 * epsilon), 6000), epsilon) != []

@@ -1,0 +1,84 @@
+"""The heavy_hitters kind on the collector: create, ingest (payloads checked by field, duplicates refused), the
+kind's own tables, /estimate, and the report in every format (JSON valid against report.schema.json)."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from typing import Any
+
+import jsonschema
+import pytest
+
+from client_sdk import DeterministicRandom
+from client_sdk.kinds.heavy_hitters import make_report
+from client_sdk.spec import load_spec
+from collector.reporting import report_data_from_db
+from estimators.report import json_report, render_markdown, render_table
+from estimators.report.json_report import report_schema
+
+from .helpers import bearer
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz."
+PLANTED = {"hello": 0.35, "world": 0.3}
+
+
+def _spec(algorithm: str) -> dict:
+    extra = {"segment_length": 2} if algorithm == "pem" else {"fragment_length": 2, "sketch_width": 256,
+                                                              "sketch_depth": 8}
+    return {"name": f"words_{algorithm}", "kind": "heavy_hitters", "epsilon": 4.0, "max_length": 5,
+            "alphabet": ALPHABET, "algorithm": algorithm, **extra}
+
+
+def _reports(spec_json: dict, n: int, seed: int = 3) -> list[dict]:
+    spec = load_spec(spec_json)
+    rng = DeterministicRandom(seed)
+    values = [word for word, share in PLANTED.items() for _ in range(int(share * n))]
+    values += ["".join(ALPHABET[rng.randbelow(26)] for _ in range(5)) for _ in range(n - len(values))]
+    return [{"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": spec.fingerprint,
+             "payload": make_report(rng, spec.params, value)} for value in values]
+
+
+@pytest.mark.parametrize("algorithm", ["pem", "sfp"])
+def test_reports_are_stored_in_the_kinds_tables_and_estimated(algorithm: str, http: Any, keys: dict[str, str],
+                                                              db_path: Any) -> None:
+    admin, ingest = bearer(keys["admin"]), bearer(keys["ingest"])
+    created = http.post("/v1/campaigns", json=_spec(algorithm), headers=admin)
+    assert created.status_code == 201, created.json
+    spec = created.json["spec"]
+    reports = _reports(spec, 3000)
+    bad = {**reports[0], "report_id": str(uuid.uuid4()), "payload": [99] + reports[0]["payload"][1:]}
+    batches = [reports[:1500] + [bad, dict(reports[0])], reports[1500:]]
+    answers = [http.post("/v1/reports", json={"reports": batch}, headers=ingest).json for batch in batches]
+    assert (answers[0]["accepted"], answers[0]["duplicate"], answers[0]["rejected"]) == (1500, 1, 1)
+    assert answers[0]["errors"][0]["field"] == "reports[1500].payload[0]"
+    assert answers[1]["accepted"] == 1500
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM hh_seen").fetchone() == (3000,)
+        table = "hh_pem_reports" if algorithm == "pem" else "hh_counts"
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] > 0
+
+    estimate = http.get(f"/v1/campaigns/{spec['name']}/estimate", headers=admin)
+    assert estimate.status_code == 200, estimate.json
+    result = estimate.json
+    assert result["kind"] == "heavy_hitters" and result["n"] == 3000
+    found = {row["value"]: row for row in result["values"]}
+    assert set(PLANTED) <= set(found)
+    section = result["heavy_hitters"]
+    assert 0 < section["detection_threshold"] < min(PLANTED.values())
+    assert section["expected_false_discoveries"] >= 0 and section["interval_source"].startswith("estimation group")
+
+    data = report_data_from_db(db_path, spec["name"])
+    document = json_report(data)
+    jsonschema.validate(document, report_schema())
+    text = render_table(data)
+    assert "detection threshold" in text and "hello" in text and "estimation group" in text
+    markdown = render_markdown(data, image_prefix=None).text
+    assert "hello" in markdown and "detection threshold" in markdown
+
+
+def test_an_empty_window_is_a_404_naming_since(http: Any, keys: dict[str, str]) -> None:
+    admin = bearer(keys["admin"])
+    spec = http.post("/v1/campaigns", json=_spec("pem"), headers=admin).json["spec"]
+    answer = http.get(f"/v1/campaigns/{spec['name']}/estimate", headers=admin)
+    assert answer.status_code == 404 and answer.json["field"] == "since"
