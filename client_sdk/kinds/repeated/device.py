@@ -156,7 +156,7 @@ def _ensure_state(rng: RandomSource, params: RepeatedParams, state: MutableMappi
         _check_state(params, state)
         return
     if state and state.get("version") not in (None, STATE_VERSION):
-        raise DeviceStateError(f"repeated-collection state of version {state.get('version')!r} is not readable")
+        raise DeviceStateError("version", f"{state.get('version')!r} is not a readable version of this state")
     state.clear()
     state.update(new_state(rng, params))
 
@@ -164,18 +164,18 @@ def _ensure_state(rng: RandomSource, params: RepeatedParams, state: MutableMappi
 def _check_state(params: RepeatedParams, state: MutableMapping[str, Any]) -> None:
     answers = state.get("answers")
     if not isinstance(answers, dict):
-        raise DeviceStateError("repeated-collection state: answers must be an object")
+        raise DeviceStateError("answers", "must be an object")
     if params.mode == "mean":
         alpha = state.get("alpha")
         if type(alpha) is not int or not 0 <= alpha < PROB_DENOMINATOR or \
                 any(answer not in (0, 1) or isinstance(answer, bool) for answer in answers.values()):
-            raise DeviceStateError("repeated-collection state: alpha or an answer is damaged")
+            raise DeviceStateError("alpha", "alpha or an answer is damaged")
         return
     assert params.buckets is not None and params.bits is not None
     buckets = state.get("buckets")
     if not isinstance(buckets, list) or len(buckets) != params.bits or buckets != sorted(set(buckets)) or \
             not all(type(b) is int and 0 <= b < params.buckets for b in buckets):
-        raise DeviceStateError("repeated-collection state: the sampled buckets are damaged")
+        raise DeviceStateError("buckets", "must be the d sampled buckets, distinct and ascending")
     width = hex_length(params.bits)
     if any(not isinstance(answer, str) or len(answer) != width for answer in answers.values()):
-        raise DeviceStateError("repeated-collection state: an answer is damaged")
+        raise DeviceStateError("answers", f"each answer must be {width} hex digits")
