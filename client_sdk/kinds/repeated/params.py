@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 
 from ...errors import SpecError
 from ...randomness import PROB_DENOMINATOR, exp_rounded, quantize_up

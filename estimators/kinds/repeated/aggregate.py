@@ -57,7 +57,7 @@ class PeriodAggregate:
             bits.append(sent)
         if not bits:
             return self
-        width = self.params.bits if self.params.mode == "histogram" else 1
+        width = self.params.bits if self.params.mode == "histogram" and self.params.bits else 1
         bit_array = np.asarray(bits, dtype=np.int64).reshape(-1, width)
         bucket_array = np.asarray(buckets, dtype=np.int64).reshape(-1, width) if self.params.mode == "histogram" \
             else np.zeros_like(bit_array)

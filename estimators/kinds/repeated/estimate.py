@@ -18,8 +18,8 @@ share is ``(k / (n d)) sum_{i: v sampled} (b_iv - q') / (p' - q')``, unbiased ov
 variance ``(1/n) [(k/d) (f_v E_own + (1 - f_v) E_other) - f_v]`` where
 ``E_own = (p'(1-q')^2 + (1-p')q'^2) / (p'-q')^2`` and ``E_other = q'(1-q') / (p'-q')^2``
 (:func:`histogram_variance`; without gamma this is the paper's ``(k/d) e^(eps/2) / (e^(eps/2) - 1)^2 + f (k/d - 1)``
-over n).  SE: the sample standard deviation of the devices' unbiased values (three values: from the counts alone)
-over sqrt(n); interval: normal.
+over n).  SE: the larger of the sample standard deviation of the devices' unbiased values (three values: from the
+counts alone) over sqrt(n) and the formula at the estimate clipped to [0, 1]; interval: normal.
 
 **Change** between two periods: ``after - before`` with SE ``sqrt(SE_before^2 + SE_after^2)``.  That is exact for
 disjoint sets of devices and conservative for the same devices: memoization makes a device's two reports
@@ -132,8 +132,10 @@ def _estimate_histogram(aggregate: PeriodAggregate, confidence: float) -> Period
     ones, sampled = aggregate.ones.astype(np.float64), aggregate.sampled.astype(np.float64)
     shares = (ones * one + (sampled - ones) * zero) / n
     second = (ones * one**2 + (sampled - ones) * zero**2) / n
-    variance = np.clip(second - shares**2, 0.0, None) * n / max(n - 1, 1)
-    se = np.sqrt(variance / n)
+    sample = np.clip(second - shares**2, 0.0, None) * n / max(n - 1, 1) / n
+    # few reports carry a bit for a bucket (n d / k): the sample variance of a skewed three-point value is then
+    # often too small, and the formula at the estimate clipped to [0, 1] floors it
+    se = np.sqrt(np.maximum(sample, histogram_variance(aggregate.params, np.clip(shares, 0.0, 1.0), n)))
     z = z_value(confidence)
     return PeriodHistogram(shares, se, shares - z * se, shares + z * se, n, confidence)
 

@@ -79,9 +79,9 @@ def simulate_devices(params: RepeatedParams, n: int, rng: np.random.Generator) -
     assert params.buckets is not None and params.bits is not None
     d = params.bits
     buckets = sample_buckets(params.buckets, d, n, rng)
-    thresholds = np.full((d + 1, d), params.flip_threshold, np.int64)
-    thresholds[np.arange(d), np.arange(d)] = params.keep_threshold
-    answers = (rng.integers(0, PROB_DENOMINATOR, (n, d + 1, d)) < thresholds).astype(np.int8)
+    bit_thresholds = np.full((d + 1, d), params.flip_threshold, np.int64)
+    bit_thresholds[np.arange(d), np.arange(d)] = params.keep_threshold
+    answers = (rng.integers(0, PROB_DENOMINATOR, (n, d + 1, d)) < bit_thresholds).astype(np.int8)
     return SimulatedDevices(params, None, buckets, answers)
 
 
