@@ -1,0 +1,24 @@
+"""The period a report belongs to: its label is the batch the ledger charges once and the estimators group by.
+
+Labels are UTC: ``2026-01-05T13`` (hour), ``2026-01-05`` (day), the Monday starting the week ``2026-01-05`` (week)."""
+
+from __future__ import annotations
+
+import time
+
+from .params import RepeatedParams
+
+_MONDAY_OFFSET = 3 * 86400  # 1970-01-01 was a Thursday: the Monday before it was 3 days earlier
+
+
+def period_start(params: RepeatedParams, timestamp: float) -> int:
+    "The UTC second (since the epoch) the period holding ``timestamp`` starts at"
+    seconds = params.period_seconds
+    offset = _MONDAY_OFFSET if params.period == "week" else 0
+    return int((int(timestamp) + offset) // seconds * seconds - offset)
+
+
+def period_of(params: RepeatedParams, timestamp: float) -> str:
+    "The label of the period holding ``timestamp`` (seconds since the epoch, UTC)"
+    start = time.gmtime(period_start(params, timestamp))
+    return time.strftime("%Y-%m-%dT%H" if params.period == "hour" else "%Y-%m-%d", start)
