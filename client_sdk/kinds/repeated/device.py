@@ -6,9 +6,9 @@ The device keeps one JSON-able state dict per campaign (the kind's slot of the d
     mean:       {"version": 1, "identity": {...}, "alpha": a,             "answers": {"<point>": 0 | 1}}
     histogram:  {"version": 1, "identity": {...}, "buckets": [j_1..j_d],  "answers": {"<bucket>" | "other": "<hex>"}}
 
-``identity`` is the campaign's (:func:`~.params.identity`): a state made for other parameters is dropped and drawn
-afresh, and every answer of the new one is charged again.  Nothing else ever redraws: clearing the app's state is the
-only way, and it costs a new epsilon per answer then used.
+``identity`` is the campaign's (:func:`~.params.identity`) with its epsilon (:func:`state_identity`): a state made
+for other parameters is dropped and drawn afresh, and every answer of the new one is charged again.  Nothing else
+ever redraws: clearing the app's state is the only way, and it costs a new epsilon per answer then used.
 
 Byte consumption (every SDK reproduces payloads byte-identically from the same stream; ``randbits(n)`` reads
 ceil(n/8) bytes big-endian and drops the excess low bits, ``randbelow(n)`` repeats ``randbits(n.bit_length())``
@@ -95,9 +95,14 @@ def draw_buckets(rng: RandomSource, k: int, d: int) -> list[int]:
     return sorted(chosen)
 
 
+def state_identity(params: RepeatedParams) -> dict[str, Any]:
+    "What a state was drawn for: the campaign's identity and its epsilon (the memoized answers' probabilities)"
+    return {**identity(params), "epsilon": params.epsilon}
+
+
 def new_state(rng: RandomSource, params: RepeatedParams) -> dict[str, Any]:
     "A device's state for a campaign: alpha (mean) or its d buckets (histogram), drawn once, and no answers yet"
-    state: dict[str, Any] = {"version": STATE_VERSION, "identity": identity(params)}
+    state: dict[str, Any] = {"version": STATE_VERSION, "identity": state_identity(params)}
     if params.mode == "mean":
         state["alpha"] = rng.randbits(PROB_BITS)
     else:
@@ -152,7 +157,7 @@ def _unpack(packed: str, width: int) -> list[int]:
 
 def _ensure_state(rng: RandomSource, params: RepeatedParams, state: MutableMapping[str, Any]) -> None:
     "Draw the state when it is empty or was made for other parameters; DeviceStateError when it is damaged"
-    if state.get("version") == STATE_VERSION and state.get("identity") == identity(params):
+    if state.get("version") == STATE_VERSION and state.get("identity") == state_identity(params):
         _check_state(params, state)
         return
     if state and state.get("version") not in (None, STATE_VERSION):
