@@ -35,7 +35,7 @@ The state (alpha, the sampled buckets, the memoized answers) is drawn once from 
 the app's state is the only way to redraw it, and every answer used afterwards costs epsilon again.
 """
 
-from .codec import check_payload, encode_payload
+from .codec import check_payload, check_report, encode_payload, encode_report
 from .device import answer_count, bucket_of, draw_buckets, make_report, new_state, rounded_point
 from .params import (
     FIELDS,
@@ -48,8 +48,9 @@ from .params import (
     parse_params,
     to_dict,
 )
-from .periods import period_of
+from .periods import period_label_start, period_of, period_start
 
 __all__ = ["FIELDS", "KIND_NAME", "MODES", "PERIOD_SECONDS", "RepeatedParams", "answer_count", "bucket_of",
-           "check_payload", "draw_buckets", "encode_payload", "identity", "json_schema", "make_report", "new_state",
-           "parse_params", "period_of", "rounded_point", "to_dict"]
+           "check_payload", "check_report", "draw_buckets", "encode_payload", "encode_report", "identity",
+           "json_schema", "make_report", "new_state", "parse_params", "period_label_start", "period_of", "period_start",
+           "rounded_point", "to_dict"]

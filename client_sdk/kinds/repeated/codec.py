@@ -8,7 +8,9 @@ histogram  ``{"buckets": [j_1, ..., j_d], "bits": "<hex>"}``: the device's d sam
            2 ceil(d / 8) lowercase hex digits, padding bits 0 (``client_sdk.wire.bits_to_hex``)
 =========  =====================================================================================================
 
-A payload carries no period: the envelope's batch (the period's label) travels beside it.
+A report's payload is ``{"period": "<label>", "answer": <one of the above>}``: the label of the period the device
+made it for (:mod:`.periods`; its ledger's batch), so a report uploaded late still counts in its own period
+(:func:`encode_report`, :func:`check_report`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 from ...errors import PayloadError
 from ...wire import bits_to_hex, is_integer, require_int, require_packed_bits
 from .params import RepeatedParams
+from .periods import period_label_start
+
+REPORT_KEYS = frozenset({"period", "answer"})
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -51,3 +56,22 @@ def check_payload(params: RepeatedParams, payload: Any) -> tuple[tuple[int, ...]
     number = int.from_bytes(raw, "big") >> (8 * len(raw) - params.bits)
     bits = tuple((number >> (params.bits - 1 - i)) & 1 for i in range(params.bits))
     return tuple(int(bucket) for bucket in buckets), bits
+
+
+def encode_report(period: str, answer: Any) -> dict[str, Any]:
+    "A report's payload: the period's label and the answer (:func:`encode_payload`'s)"
+    return {"period": period, "answer": answer}
+
+
+def check_report(params: RepeatedParams, payload: Any) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    "(period, buckets, bits) of a valid report payload; PayloadError naming the field otherwise"
+    if not isinstance(payload, dict) or set(payload) != REPORT_KEYS:
+        raise PayloadError("payload", 'must be an object {"period": "<label>", "answer": ...}')
+    period = payload["period"]
+    if not isinstance(period, str) or period_label_start(params, period) is None:
+        raise PayloadError("payload.period", f"must be the label of a {params.period} (UTC)")
+    try:
+        buckets, bits = check_payload(params, payload["answer"])
+    except PayloadError as error:
+        raise PayloadError("payload.answer" + error.field[len("payload"):], error.reason) from None
+    return period, buckets, bits

@@ -16,6 +16,7 @@ import copy
 from ...randomness import SecureRandom
 from ..base import CampaignKind, register_kind
 from . import device
+from .codec import encode_report
 from .params import FIELDS, KIND_NAME, RepeatedParams, json_schema, parse_params, to_dict
 from .periods import period_of
 
@@ -77,7 +78,9 @@ class RepeatedKind(CampaignKind):
 
     def _draw(self, ctx: DeviceContext, spec: Any, start: dict, value: Any) -> None:
         entry = copy.deepcopy(start)  # a damaged one: DeviceStateError (a STATE_ERROR; nothing is redrawn)
-        payload, new_answer = device.make_report(ctx.rng or SecureRandom(), spec.params, entry, value)
+        answer, new_answer = device.make_report(ctx.rng or SecureRandom(), spec.params, entry, value)
+        assert ctx.batch is not None  # batch_of gives one: the period's label
+        payload = encode_report(ctx.batch, answer)
         ctx.notes.update(start=start, entry=entry, payload=payload, new_answer=new_answer, value=value)
 
     def _save(self, ctx: DeviceContext, spec: Any) -> Any:

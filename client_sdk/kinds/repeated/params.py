@@ -19,11 +19,10 @@ privacy ratio at or below e**eps: 1BitMean's ``q = quantize_up(1 / (1 + exp_roun
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
 
 from ...errors import SpecError
+from ...frozen import Frozen
 from ...randomness import PROB_DENOMINATOR, exp_rounded, quantize_up
 from ...spec_fields import validate_epsilon, validate_int, validate_range
 
@@ -42,21 +41,35 @@ FIELDS = frozenset({"mode", "range", "period", "rounding_points", "buckets", "bi
 _MODE_FIELDS = {"mean": frozenset({"rounding_points"}), "histogram": frozenset({"buckets", "bits"})}
 
 
-@dataclass(frozen=True)
-class RepeatedParams:
+class RepeatedParams(Frozen):
     """One repeated-collection campaign's parameters (validated: build with :func:`parse_params`)
 
     ``epsilon`` is what one memoized answer costs (the envelope's epsilon)."""
 
+    __slots__ = ("mode", "low", "high", "epsilon", "period", "rounding_points", "buckets", "bits", "gamma",
+                 "flip_threshold", "gamma_threshold")
+    _fields = ("mode", "low", "high", "epsilon", "period", "rounding_points", "buckets", "bits", "gamma")
     mode: str
     low: float
     high: float
     epsilon: float
-    period: str = DEFAULT_PERIOD
-    rounding_points: int | None = None
-    buckets: int | None = None
-    bits: int | None = None
-    gamma: float | None = None
+    period: str
+    rounding_points: int | None
+    buckets: int | None
+    bits: int | None
+    gamma: float | None
+    flip_threshold: int  # q * 2**32: P(bit = 1) at the bottom rounding point (mean) or for another bucket
+    gamma_threshold: int  # gamma * 2**32 (0 without output perturbation): a sent bit flips when randbits(32) < it
+
+    def __init__(self, mode: str, low: float, high: float, epsilon: float, period: str = DEFAULT_PERIOD,
+                 rounding_points: int | None = None, buckets: int | None = None, bits: int | None = None,
+                 gamma: float | None = None) -> None:
+        self._set(mode=mode, low=low, high=high, epsilon=epsilon, period=period, rounding_points=rounding_points,
+                  buckets=buckets, bits=bits, gamma=gamma)
+        exponent = epsilon if mode == "mean" else epsilon / 2
+        q = quantize_up(1 / (1 + Fraction(exp_rounded(exponent))))
+        self._set(flip_threshold=int(q * PROB_DENOMINATOR),
+                  gamma_threshold=0 if gamma is None else int(quantize_up(gamma) * PROB_DENOMINATOR))
 
     @property
     def period_seconds(self) -> int:
@@ -66,18 +79,6 @@ class RepeatedParams:
     def keep_threshold(self) -> int:
         "p * 2**32: P(bit = 1) at the top rounding point (mean) or for the device's own bucket (histogram)"
         return PROB_DENOMINATOR - self.flip_threshold
-
-    @cached_property
-    def flip_threshold(self) -> int:
-        "q * 2**32: P(bit = 1) at the bottom rounding point (mean) or for another bucket (histogram)"
-        exponent = self.epsilon if self.mode == "mean" else self.epsilon / 2
-        q = quantize_up(1 / (1 + Fraction(exp_rounded(exponent))))
-        return int(q * PROB_DENOMINATOR)
-
-    @cached_property
-    def gamma_threshold(self) -> int:
-        "gamma * 2**32 (0 without output perturbation): a sent bit is flipped when randbits(32) < it"
-        return 0 if self.gamma is None else int(quantize_up(self.gamma) * PROB_DENOMINATOR)
 
     def point_threshold(self, point: int) -> tuple[int, int]:
         """(numerator, denominator) of P(memoized bit = 1) at rounding point ``point`` (mean mode):

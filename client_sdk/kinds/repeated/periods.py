@@ -22,3 +22,17 @@ def period_of(params: RepeatedParams, timestamp: float) -> str:
     "The label of the period holding ``timestamp`` (seconds since the epoch, UTC)"
     start = time.gmtime(period_start(params, timestamp))
     return time.strftime("%Y-%m-%dT%H" if params.period == "hour" else "%Y-%m-%d", start)
+
+
+def period_label_start(params: RepeatedParams, label: str) -> int | None:
+    "The UTC second the period labelled ``label`` starts at; None unless ``label`` is exactly such a label"
+    if len(label) != (13 if params.period == "hour" else 10) or not label.isascii():
+        return None
+    import calendar  # here: it loads datetime, which ``import client_sdk`` does not (test_spec_lite.py)
+
+    try:
+        parsed = time.strptime(label, "%Y-%m-%dT%H" if params.period == "hour" else "%Y-%m-%d")
+    except ValueError:
+        return None
+    start = calendar.timegm(parsed)
+    return start if period_of(params, start) == label else None

@@ -44,7 +44,10 @@ def device(tmp_path: Path, fake: FakeCollector, clock: Clock, *specs: client_sdk
 
 
 def stored_payloads(fake: FakeCollector, campaign: str) -> list:
-    return [report["payload"] for report in fake.stored.values() if report["campaign"] == campaign]
+    "The answers the collector received, in period order (each report names its period)"
+    payloads = [report["payload"] for report in fake.stored.values() if report["campaign"] == campaign]
+    assert len({payload["period"] for payload in payloads}) == len(payloads)  # one per period
+    return [json.dumps(payload["answer"]) for payload in sorted(payloads, key=lambda payload: payload["period"])]
 
 
 def test_the_spec_names_its_kind_in_its_identity_and_round_trips():
@@ -97,8 +100,9 @@ def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path)
     state = kind_slot(tmp_path)[spec.name]
     answers = len(state["answers"])
     assert 1 <= answers <= 2 and spent == pytest.approx(2.0 * answers)
-    bits = {payload["bits"] for payload in stored_payloads(fake, spec.name)}
-    assert {tuple(payload["buckets"]) for payload in stored_payloads(fake, spec.name)} == {tuple(state["buckets"])}
+    answers_sent = [json.loads(answer) for answer in stored_payloads(fake, spec.name)]
+    bits = {answer["bits"] for answer in answers_sent}
+    assert {tuple(answer["buckets"]) for answer in answers_sent} == {tuple(state["buckets"])}
     assert len(bits) >= 2  # gamma flips the sent bits afresh every period; the memoized answers stay two at most
 
 

@@ -108,3 +108,22 @@ def test_lifetime_bounds():
     assert parse_params(MEAN).lifetime_epsilon() == 5.0
     assert parse_params(HISTOGRAM).answer_limit() == 3
     assert parse_params({**HISTOGRAM, "bits": 8}).answer_limit() == 8
+
+
+def test_a_report_names_its_period_and_is_checked_by_field():
+    from client_sdk.errors import PayloadError
+    from client_sdk.kinds.repeated import check_report, encode_report, period_label_start, period_of
+
+    params = parse_params({"mode": "histogram", "range": [0, 8], "buckets": 8, "bits": 2, "epsilon": 1.0,
+                           "period": "week"})
+    label = period_of(params, 1_767_225_600)  # Thursday 2026-01-01: its week starts on Monday 2025-12-29
+    assert label == "2025-12-29" and period_label_start(params, label) == 1_767_225_600 - 3 * 86_400
+    assert period_label_start(params, "2025-12-30") is None  # a Tuesday labels no week
+    good = encode_report(label, {"buckets": [1, 5], "bits": "80"})
+    assert check_report(params, good) == (label, (1, 5), (1, 0))
+    for bad, field in [({**good, "period": "2025-13-01"}, "payload.period"), ({"answer": 1}, "payload"),
+                       ({**good, "answer": {"buckets": [5, 1], "bits": "80"}}, "payload.answer.buckets[1]"),
+                       ({**good, "answer": {"buckets": [1, 5], "bits": 3}}, "payload.answer.bits")]:
+        with pytest.raises(PayloadError) as info:
+            check_report(params, bad)
+        assert info.value.field == field
