@@ -28,7 +28,8 @@ def period_label_start(params: RepeatedParams, label: str) -> int | None:
     "The UTC second the period labelled ``label`` starts at; None unless ``label`` is exactly such a label"
     if len(label) != (13 if params.period == "hour" else 10) or not label.isascii():
         return None
-    import calendar  # here: it loads datetime, which ``import client_sdk`` does not (test_spec_lite.py)
+    # here: calendar loads datetime, which ``import client_sdk`` does not (test_spec_lite.py)
+    import calendar
 
     try:
         parsed = time.strptime(label, "%Y-%m-%dT%H" if params.period == "hour" else "%Y-%m-%d")

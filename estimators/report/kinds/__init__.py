@@ -4,6 +4,8 @@ comparison figures.  docs/architecture.md ("Adding a campaign kind") lists the m
 from .base import GENERIC, ReportKind, register_report_kind, report_kind, unregister_report_kind
 from .distributed import DISTRIBUTED_REPORT, DistributedReport
 from .local import LOCAL_REPORT, LocalReport
+from .repeated import REPEATED_REPORT, RepeatedReport
 
-__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "DistributedReport", "LocalReport", "ReportKind",
-           "register_report_kind", "report_kind", "unregister_report_kind"]
+__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "DistributedReport", "LocalReport",
+           "REPEATED_REPORT", "RepeatedReport", "ReportKind", "register_report_kind", "report_kind",
+           "unregister_report_kind"]
