@@ -168,3 +168,13 @@ def test_a_value_of_the_wrong_type_raises_before_anything_is_drawn(tmp_path):
         client.record(spec.name, "five")
     client.close(timeout=0)
     assert kind_slot(tmp_path) == {}
+
+
+def test_docs_privacy_quotes_the_guarantee_as_the_module_states_it():
+    import client_sdk.kinds.repeated as module
+
+    text = module.__doc__.split("The guarantee, exactly\n----------------------\n")[1].strip()
+    docs = (Path(__file__).parents[4] / "docs" / "privacy.md").read_text()
+    quoted = "\n".join(line[2:] if line.startswith("> ") else line[1:] for line in docs.splitlines()
+                       if line.startswith(">"))
+    assert text in quoted
