@@ -18,6 +18,7 @@ EDGE = {
     "collector/api", "collector/distributed/api.py", "collector/problems.py", "collector/errors.py",
     "collector/auth.py", "collector/cors.py", "collector/app.py", "collector/server.py",
     "collector/request_buffer.py", "collector/kinds/local.py", "collector/kinds/heavy_hitters/api.py",
+    "collector/kinds/repeated.py",
 }
 
 

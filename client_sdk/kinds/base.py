@@ -74,8 +74,9 @@ class CampaignKind:
         "The campaign's period in seconds: a report policy that names none caps reports per this (a UTC day)"
         return 86400.0
 
-    def ledger_charge(self, spec: Any) -> tuple[float, float]:
-        "(epsilon, delta) one report of ``spec`` spends"
+    def ledger_charge(self, spec: Any, ctx: DeviceContext | None = None) -> tuple[float, float]:
+        """(epsilon, delta) one report of ``spec`` spends; ``ctx`` is the report's (asked in the record's
+        transaction, after ``make_report``: a kind whose reports reuse memoized answers charges only a new one)"""
         return float(spec.epsilon), 0.0
 
     # -- what other modules ask the kind to do ------------------------------------------------------------------

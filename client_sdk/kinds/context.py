@@ -3,7 +3,8 @@
 The recorder builds one per report: the random source, the kind's own state slot (a JSON object kept in the
 device's state file under the kind's name), an in-memory memo the kind keeps per device (its randomizers), the
 device secret, the sealing configurations for kinds that seal to aggregators, and the report's campaign, id and
-batch.  A kind that must finish its payload in the record's transaction (after the ledger said yes) passes a
+batch, and ``notes``: the kind's own notes on this one report, from ``make_report`` to its ``ledger_charge`` and
+finish function.  A kind that must finish its payload in the record's transaction (after the ledger said yes) passes a
 function to :meth:`DeviceContext.finish_in_transaction`."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class DeviceContext:
     "One report's view of the device (see the module docstring)"
 
     __slots__ = ("rng", "state", "memo", "secret", "sealing_configs", "log_once", "campaign", "report_id", "batch",
-                 "finish")
+                 "finish", "notes")
 
     def __init__(self, *, rng: RandomSource | None, state: KindState, memo: dict, secret: DeviceSecret,
                  sealing_configs: Callable[[], Any], log_once: Callable[..., None], campaign: str, report_id: str,
@@ -45,6 +46,7 @@ class DeviceContext:
         self.sealing_configs, self.log_once = sealing_configs, log_once
         self.campaign, self.report_id, self.batch = campaign, report_id, batch
         self.finish: Callable[[Any], Any] | None = None
+        self.notes: dict = {}
 
     def finish_in_transaction(self, function: Callable[[Any], Any]) -> None:
         "Have the recorder call ``function(payload)`` in the record's transaction for the payload it queues"

@@ -73,7 +73,7 @@ class Prio3Kind(CampaignKind):
     def report_period(self, spec: Any) -> float:
         return float(spec.prio3.batch_seconds)
 
-    def ledger_charge(self, spec: Any) -> tuple[float, float]:
+    def ledger_charge(self, spec: Any, ctx: DeviceContext | None = None) -> tuple[float, float]:
         return float(spec.epsilon), float(spec.delta or 0.0)
 
     def aggregators_of(self, listing: Mapping[str, Any]) -> Any:

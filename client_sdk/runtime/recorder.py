@@ -100,7 +100,7 @@ class Recorder:
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():
-                epsilon, delta = kind.ledger_charge(spec)
+                epsilon, delta = kind.ledger_charge(spec, ctx)
                 if self.ledger.refusal(campaign, epsilon, policy, now, batch) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 if ctx.finish is not None:  # e.g. a RAPPOR report: drawn with the secret the state file holds

@@ -15,8 +15,8 @@ import pytest
 
 import client_sdk
 import estimators
-from collector.distributed import schema as prio3_schema
 from collector.distributed.store import DistStore
+from collector.kinds import collector_kind  # noqa: F401  (registers every built-in kind's migrations)
 from collector.storage import (
     LATEST_SCHEMA_VERSION,
     ReportGroup,
@@ -25,6 +25,7 @@ from collector.storage import (
     register_migrations,
     unregister_migrations,
 )
+from collector.storage.kind_migrations import registered_migrations
 from collector.storage.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
 
 from .helpers import on_both_backends
@@ -32,8 +33,8 @@ from .helpers import on_both_backends
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OLD = ROOT / "tests" / "data" / "old_databases"
 DAY = "2024-01-01"
-# the built-in kinds with tables of their own, by name (table_rows: in key order)
-BUILT_IN = [{"kind": "heavy_hitters", "version": 1}, {"kind": prio3_schema.KIND, "version": 1}]
+# the built-in kinds with tables of their own, by name (table_rows: in key order), as they registered them
+BUILT_IN = [{"kind": kind.kind, "version": kind.latest} for kind in registered_migrations()]
 
 
 def works_as_before(storage) -> None:
@@ -111,7 +112,7 @@ def test_a_kind_registered_after_the_database_was_made_gets_its_tables_at_the_ne
         storage.migrate()
         storage.migrate()  # each step once
         assert {r["kind"]: r["version"] for r in storage.table_rows("kind_migrations")} == {
-            prio3_schema.KIND: 1, "heavy_hitters": 1, "sketch": 2}
+            **{row["kind"]: row["version"] for row in BUILT_IN}, "sketch": 2}
     finally:
         unregister_migrations("sketch")
 

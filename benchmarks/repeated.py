@@ -1,0 +1,180 @@
+"""Repeated collection (issue 35): dBitFlip and 1BitMean against the paper's formulas and multi-freq-ldpy 0.2.5's
+``long_freq_est.dBitFlipPM``, in one run.
+
+* dBitFlip, for k = 64 and 1,024 buckets, d = 1 and 4, epsilon 1 and 4, n = 1e5 and 1e6, on Zipf(1.1) data:
+  our MSE (unbiased estimate, mean over buckets, ``--trials`` simulated populations) over the formula
+  (``histogram_variance``); the peer's MSE (its estimate is clipped and renormalised) over the same formula at the
+  n it processed; n * MSE of both (comparable across n), and ("same, ours") n * MSE of ours on the peer's users
+  post-processed the peer's way (clipped, renormalised): the like-for-like figure, since clipping and renormalising
+  shrinks a sparse histogram towards 0 and beats every unbiased estimate on MSE; server time (aggregate +
+  estimate).  The peer's client and aggregator are Python loops over users (and buckets): it runs on the first
+  ``--peer-cap`` users and its time is scaled linearly to n (marked ``~``).
+* 1BitMean: MSE over the formula (``mean_variance``) at epsilon 1 and 4, and the formula variance of the one-shot
+  mean mechanisms at the same epsilon (Duchi is 1BitMean without rounding; Laplace, Piecewise, Hybrid).
+* 365 periods of 1e5 devices (histogram k = 64, d = 4): the stored aggregates (JSON) read back and the series
+  estimated, timed, with the peak memory of that step.
+
+    bash benchmarks/setup_peers.sh                 # once: peers in benchmarks/.venv-peers
+    benchmarks/.venv-peers/bin/python benchmarks/repeated.py [--quick] [--no-peers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import tracemalloc
+
+import numpy as np
+
+from client_sdk import mechanism_from_spec
+from client_sdk.kinds.repeated import parse_params
+from estimators.kinds.repeated import (
+    PeriodAggregate,
+    aggregate_from_json,
+    estimate_period,
+    estimate_series,
+    histogram_variance,
+    mean_variance,
+    simulate_devices,
+)
+
+
+def zipf_buckets(n: int, k: int, rng: np.random.Generator, exponent: float = 1.1) -> np.ndarray:
+    weights = 1 / np.arange(1, k + 1) ** exponent
+    return rng.choice(k, size=n, p=weights / weights.sum())
+
+
+def histogram_params(k: int, d: int, epsilon: float):
+    return parse_params({"mode": "histogram", "range": [0, k], "buckets": k, "bits": d, "epsilon": epsilon})
+
+
+def ours(k: int, d: int, epsilon: float, buckets: np.ndarray, trials: int, rng: np.random.Generator) -> dict:
+    params, n = histogram_params(k, d, epsilon), buckets.size
+    values = buckets + 0.5
+    truth = np.bincount(buckets, minlength=k) / n
+    errors, server = [], []
+    for _ in range(trials):
+        devices = simulate_devices(params, n, rng)
+        sent_buckets, bits = devices.report(values, rng)
+        started = time.process_time()
+        estimate = estimate_period(PeriodAggregate(params).add_arrays(sent_buckets, bits))
+        server.append(time.process_time() - started)
+        errors.append(float(np.mean((estimate.shares - truth) ** 2)))
+    formula = float(np.mean(histogram_variance(params, truth, n)))
+    return {"mse": float(np.mean(errors)), "formula": formula, "server_s": min(server), "n": n}
+
+
+def clipped_renormalised(shares: np.ndarray) -> np.ndarray:
+    "The peer's post-processing: negatives to 0, then scaled to sum to 1"
+    positive = np.clip(shares, 0.0, None)
+    return positive / positive.sum() if positive.sum() > 0 else positive
+
+
+def peer(k: int, d: int, epsilon: float, buckets: np.ndarray, cap: int, rng: np.random.Generator) -> dict:
+    # the peer is installed in its own environment only (benchmarks/setup_peers.sh)
+    from multi_freq_ldpy.long_freq_est.dBitFlipPM import (
+        dBitFlipPM_Aggregator_MI,
+        dBitFlipPM_Client,
+    )
+
+    users = buckets[:cap]
+    reports = [dBitFlipPM_Client(int(value), k, k, d, epsilon) for value in users]
+    started = time.process_time()
+    estimate = dBitFlipPM_Aggregator_MI(reports, k, d, epsilon)
+    server = time.process_time() - started
+    truth = np.bincount(users, minlength=k) / users.size
+    params = histogram_params(k, d, epsilon)
+    formula = float(np.mean(histogram_variance(params, truth, users.size)))
+    # ours on the same users, post-processed the peer's way: the like-for-like MSE
+    same = estimate_period(simulate_devices(params, users.size, rng).aggregate(users + 0.5, rng))
+    same_way = float(np.mean((clipped_renormalised(same.shares) - truth) ** 2))
+    return {"mse": float(np.mean((estimate - truth) ** 2)), "formula": formula, "ours_same_way": same_way,
+            "server_s": server * buckets.size / users.size, "n": users.size, "scaled": users.size < buckets.size}
+
+
+def print_histograms(sizes, epsilons, trials: int, cap: int, with_peer: bool, rng: np.random.Generator) -> None:
+    print(f"\ndBitFlip histogram: mean MSE over buckets ({trials} populations each for ours)")
+    print(f"{'k':>5} {'d':>2} {'eps':>4} {'n':>9} | {'ours/formula':>12} {'n*MSE ours':>11} {'server s':>9} |"
+          f" {'peer/formula':>12} {'n*MSE peer':>11} {'same, ours':>11} {'server s':>9} {'peer/ours time':>14}")
+    for k in (64, 1024):
+        for d in (1, 4):
+            for epsilon in epsilons:
+                for n in sizes:
+                    buckets = zipf_buckets(n, k, rng)
+                    mine = ours(k, d, epsilon, buckets, trials, rng)
+                    line = (f"{k:>5} {d:>2} {epsilon:>4g} {n:>9,} | {mine['mse'] / mine['formula']:>12.3f} "
+                            f"{n * mine['mse']:>11.4f} {mine['server_s']:>9.4f} |")
+                    if with_peer:
+                        theirs = peer(k, d, epsilon, buckets, cap, rng)
+                        mark = "~" if theirs["scaled"] else " "
+                        line += (f" {theirs['mse'] / theirs['formula']:>12.3f} {theirs['n'] * theirs['mse']:>11.4f}"
+                                 f" {theirs['n'] * theirs['ours_same_way']:>11.4f}"
+                                 f" {mark}{theirs['server_s']:>8.2f} {theirs['server_s'] / mine['server_s']:>13.0f}x")
+                    print(line, flush=True)
+
+
+def print_means(epsilons, n: int, trials: int, rng: np.random.Generator) -> None:
+    print(f"\n1BitMean on [0, 100], n = {n:,}, {trials} populations: MSE over the formula; n * variance of one-shot "
+          "mechanisms at the same epsilon (formula)")
+    values = 100 * rng.beta(0.5, 3, n)
+    t = 2 * values / 100 - 1
+    for epsilon in epsilons:
+        params = parse_params({"mode": "mean", "range": [0, 100], "rounding_points": 11, "epsilon": epsilon})
+        errors = [(estimate_period(simulate_devices(params, n, rng).aggregate(values, rng)).mean - values.mean()) ** 2
+                  for _ in range(trials)]
+        formula = mean_variance(params, values)
+        others = []
+        for mechanism in ("duchi", "laplace", "piecewise", "hybrid"):
+            randomizer = mechanism_from_spec({"name": "m", "mechanism": mechanism, "epsilon": epsilon,
+                                              "range": [0, 100]})
+            per_report = np.mean([randomizer.variance(float(x)) for x in t[:2000]]) * (100 / 2) ** 2
+            others.append(f"{mechanism} {per_report:.0f}")
+        print(f"  eps {epsilon:g}: ours/formula {np.mean(errors) / formula:.3f}, n*var ours {n * formula:.0f}; "
+              + ", ".join(others))
+
+
+def print_series(periods: int, n: int, rng: np.random.Generator) -> None:
+    params = histogram_params(64, 4, 1.0)
+    devices = simulate_devices(params, n, rng)
+    base = zipf_buckets(n, 64, rng)
+    stored = {}
+    for day in range(periods):
+        moved = np.where(rng.random(n) < 0.05, zipf_buckets(n, 64, rng), base)
+        stored[f"day-{day:03d}"] = json.dumps(devices.aggregate(moved + 0.5, rng).to_json())
+    tracemalloc.start()
+    started = time.perf_counter()
+    series = estimate_series({label: aggregate_from_json(params, json.loads(text)) for label, text in stored.items()})
+    elapsed = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"\n{periods} periods of {n:,} devices (k = 64, d = 4): stored aggregates read and the series estimated in "
+          f"{elapsed:.3f} s, peak {peak / 2**20:.1f} MiB ({len(series)} estimates)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="n = 1e5 only, epsilon 1")
+    parser.add_argument("--trials", type=int, default=5, help="simulated populations per cell (ours)")
+    parser.add_argument("--peer-cap", type=int, default=20_000, help="users the peer's client and aggregator process")
+    parser.add_argument("--no-peers", action="store_true", help="only ldp-telemetry")
+    args = parser.parse_args()
+    with_peer = not args.no_peers
+    if with_peer:
+        try:
+            import multi_freq_ldpy  # noqa: F401
+        except ImportError:
+            print("multi-freq-ldpy not installed (bash benchmarks/setup_peers.sh); ldp-telemetry alone")
+            with_peer = False
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
+    rng = np.random.default_rng(2035)
+    epsilons = (1.0,) if args.quick else (1.0, 4.0)
+    sizes = (100_000,) if args.quick else (100_000, 1_000_000)
+    print_histograms(sizes, epsilons, args.trials, args.peer_cap, with_peer, rng)
+    print_means(epsilons, 100_000, 50 if args.quick else 200, rng)
+    print_series(365, 100_000, rng)
+
+
+if __name__ == "__main__":
+    main()
