@@ -43,7 +43,8 @@ for (const value of values) {
 }
 const result = await client.flush(60);
 await client.close(0);
-process.stdout.write(JSON.stringify({ statuses, sent: result.sent, remaining: result.remaining, rejected: result.rejected }));
+const { sent, remaining, rejected } = result;
+process.stdout.write(JSON.stringify({ statuses, sent, remaining, rejected }));
 """
 
 
