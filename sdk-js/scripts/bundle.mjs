@@ -20,7 +20,7 @@ const SHARED = {
   "./hash.js": ["fromHex", "toHex", "utf8"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
-  "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
+  "./errors.js": ["InvalidValue", "InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
   "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
     "MAX_EPSILON", "CATEGORICAL_MECHANISMS", "NUMERIC_MECHANISMS", "rapporParser", "text"],
 };
@@ -40,7 +40,7 @@ await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", l
 
 // The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
 const SRC = resolve("src");
-for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
+for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "rappor", "numeric"]) {
   await build({
     ...common,
     entryPoints: [`src/${source}.ts`],
