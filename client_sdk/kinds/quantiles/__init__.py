@@ -5,7 +5,17 @@ or Hadamard at the full epsilon.
 :mod:`.params` parses and describes the kind's fields, :mod:`.tree` holds the tree and the branching factor's
 choice, :mod:`.device` makes and checks reports.  The estimate side is ``estimators.kinds.quantiles``."""
 
-from .device import CLAMPED, QuantilesReport, bucket_of, check_payload, clamp, level_oracle, level_spec, make_report, node_of
+from .device import (
+    CLAMPED,
+    QuantilesReport,
+    bucket_of,
+    check_payload,
+    clamp,
+    level_oracle,
+    level_spec,
+    make_report,
+    node_of,
+)
 from .params import (
     AUTO,
     BUCKETINGS,

@@ -36,7 +36,8 @@ from .inference import LevelCovariance, adjoint, cdf_covariance, consistent_leve
 
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 BAND_DRAWS = 2000
-BAND_SEED = 20100913  # fixed: the same aggregate always gives the same band
+BAND_SEED = 20100913
+SMALL_PRODUCT = 1 << 23  # multiply-adds  # fixed: the same aggregate always gives the same band
 
 
 @dataclass
@@ -155,10 +156,16 @@ def band_critical_value(covariance: np.ndarray, confidence: float, draws: int = 
         return z_value(confidence)
     bonferroni = z_value(1 - (1 - confidence) / m)
     correlation = covariance[np.ix_(inner, inner)] / np.outer(se[inner], se[inner])
-    values, vectors = np.linalg.eigh(correlation)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    try:  # a Cholesky factor with a little jitter; the symmetric square root when the matrix is singular
+        root = np.linalg.cholesky(correlation + 1e-10 * np.eye(m))
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(correlation)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
     rng = np.random.default_rng(BAND_SEED)
-    maxima = np.abs(root @ rng.standard_normal((m, draws))).max(axis=0)
+    normal = rng.standard_normal((m, draws))
+    # small bands without BLAS: its threads cost more than the product there (milliseconds per call on 2 cores)
+    draws_of = np.einsum("ij,jk->ik", root, normal) if m * m * draws <= SMALL_PRODUCT else root @ normal
+    maxima = np.abs(draws_of).max(axis=0)
     return float(min(np.quantile(maxima, confidence), bonferroni))
 
 
