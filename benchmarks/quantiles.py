@@ -49,7 +49,12 @@ tree.update_tree(data)
 tree.compute_attributes()
 tree.post_process()
 seconds = time.perf_counter() - start
-quantiles = [int(tree.get_quantile(q)) for q in (0.5, 0.9, 0.95, 0.99)]
+def quantile(q):
+    try:
+        return int(tree.get_quantile(q))
+    except ValueError:  # its CDF never reaches q (min() of no index): the last leaf
+        return int(domain) - 1
+quantiles = [quantile(q) for q in (0.5, 0.9, 0.95, 0.99)]
 # the peer's range (l, r) is the leaves l+1..r: ours [l, r) is asked as (l-1, r-1); l = 0 is cdf[r-1]
 answers = [float(tree.cdf[r - 1] - (tree.cdf[l - 1] if l else 0.0)) for l, r in ranges]
 json.dump({"seconds": seconds, "quantiles": quantiles, "ranges": answers}, open(out_path, "w"))
