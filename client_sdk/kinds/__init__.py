@@ -21,10 +21,12 @@ from .base import (
 from .context import DeviceContext
 from .local import LOCAL, LocalKind
 from .prio3 import PRIO3, Prio3Kind
+from .quantiles.kind import QUANTILES, QuantilesKind
 
 DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
 
 __all__ = ["DEFAULT_KIND", "DISTRIBUTED", "ENTRY_POINT_GROUP", "KINDS_VARIABLE", "LOCAL", "PRIO3", "CampaignKind",
            "DeviceContext", "DistributedKind", "KindModuleError", "LocalKind", "Prio3Kind", "Prio3SpecParams",
+           "QUANTILES", "QuantilesKind",
            "Registry", "find_kind", "kind_name", "kind_names", "kind_of", "load_outside_kinds", "register_kind",
            "unregister_kind"]

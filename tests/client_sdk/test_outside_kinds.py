@@ -39,7 +39,7 @@ def test_a_kind_named_in_the_environment_is_loaded_once_with_its_own_fields():
     done = _run(code, " tests.client_sdk.outside_kinds.stamp ,")
     assert done.returncode == 0, done.stderr
     spec, names, (field, message) = json.loads(done.stdout)
-    assert names == ["local", "prio3", "stamp"]
+    assert names == ["local", "prio3", "quantiles", "stamp"]
     assert spec["kind"] == "stamp" and spec["label"] == "hello" and spec["trust"] == "local"
     assert field == "domain" and "'label'" in message and "'mechanism'" not in message and "'noise'" not in message
 

@@ -11,6 +11,7 @@ growth      geometric only: the factor between consecutive boundaries, in (1, MA
 branching   the tree's branching factor B in 2..MAX_BRANCHING, or "auto" (default): the B minimising the
             average variance of range queries (``tree.best_branching``)
 oracle      the frequency oracle of every level: "olh" (default) or "hadamard"
+unit        (the envelope's member) what the values measure, "ms": part of the identity when given
 ==========  ========================================================================================
 
 Epsilon is the envelope's: each report spends all of it on one level (``device.make_report``).
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 
 from ...errors import SpecError
 from ...frozen import Frozen
-from ...spec_fields import is_finite_number, validate_int, validate_range
+from ...spec_fields import is_finite_number, validate_int, validate_range, validate_unit
 from .tree import MAX_LEAVES, best_branching, tree_height
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -50,7 +51,7 @@ class QuantilesParams(Frozen):
     (``branching_requested`` keeps what the spec said, "auto" or the number)"""
 
     __slots__ = _fields = ("low", "high", "bucketing", "buckets", "growth", "branching", "branching_requested",
-                           "oracle", "epsilon")
+                           "oracle", "epsilon", "unit")
     low: float
     high: float
     bucketing: str
@@ -60,11 +61,13 @@ class QuantilesParams(Frozen):
     branching_requested: int | str
     oracle: str
     epsilon: float
+    unit: str | None
 
     def __init__(self, low: float, high: float, bucketing: str, buckets: int, growth: float | None,
-                 branching: int, branching_requested: int | str, oracle: str, epsilon: float) -> None:
+                 branching: int, branching_requested: int | str, oracle: str, epsilon: float,
+                 unit: str | None = None) -> None:
         self._set(low=low, high=high, bucketing=bucketing, buckets=buckets, growth=growth, branching=branching,
-                  branching_requested=branching_requested, oracle=oracle, epsilon=epsilon)
+                  branching_requested=branching_requested, oracle=oracle, epsilon=epsilon, unit=unit)
 
     @property
     def height(self) -> int:
@@ -91,17 +94,22 @@ class QuantilesParams(Frozen):
                                "branching": self.branching, "oracle": self.oracle}
         if self.growth is not None:
             out["growth"] = self.growth
+        if self.unit is not None:
+            out["unit"] = self.unit
         return out
 
     def to_dict(self) -> dict:
-        "The fields as a spec's JSON shows them (``branching`` as requested, ``derived`` adds the resolved tree)"
+        """The fields as a spec's JSON shows them, parsed back to the same params (``branching`` as requested;
+        geometric bucketing shows ``growth`` only: its bucket count is derived)"""
         out = self.identity()
         out["branching"] = self.branching_requested
+        if self.bucketing == "geometric":
+            del out["buckets"]
         return out
 
     def derived(self) -> dict:
         "What a served spec shows under ``derived``"
-        return {"branching": self.branching, "height": self.height, "leaves": self.leaves}
+        return {"branching": self.branching, "height": self.height, "leaves": self.leaves, "buckets": self.buckets}
 
 
 def bucket_boundaries(low: float, high: float, bucketing: str, buckets: int,
@@ -167,7 +175,8 @@ def parse_params(data: Mapping[str, Any], epsilon: float) -> QuantilesParams:
         if branching ** tree_height(buckets, branching) > MAX_LEAVES:
             raise SpecError("branching", f"pads {buckets} buckets to more than {MAX_LEAVES} leaves: choose another "
                                          "branching factor or 'auto'")
-    return QuantilesParams(low, high, bucketing, buckets, growth, branching, requested, oracle, float(epsilon))
+    return QuantilesParams(low, high, bucketing, buckets, growth, branching, requested, oracle, float(epsilon),
+                           validate_unit(data.get("unit")))
 
 
 def json_schema() -> dict:
