@@ -17,7 +17,7 @@ PACKAGES = ("client_sdk", "estimators", "collector", "ldp_telemetry", "demo")
 EDGE = {
     "collector/api", "collector/distributed/api.py", "collector/problems.py", "collector/errors.py",
     "collector/auth.py", "collector/cors.py", "collector/app.py", "collector/server.py",
-    "collector/request_buffer.py", "collector/kinds/local.py",
+    "collector/request_buffer.py", "collector/kinds/local.py", "collector/kinds/quantiles/api.py",
 }
 
 

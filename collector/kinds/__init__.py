@@ -14,7 +14,8 @@ from .base import (
 )
 from .distributed import DISTRIBUTED, DistributedCampaigns
 from .local import LOCAL, LocalCampaigns
+from .quantiles import QUANTILES, QuantilesCampaigns
 
-__all__ = ["DISTRIBUTED", "LOCAL", "Accepted", "ApiGet", "CollectorKind", "DistributedCampaigns",
-           "LocalCampaigns", "ReportItem", "Window", "collector_kind", "register_collector_kind",
+__all__ = ["DISTRIBUTED", "LOCAL", "QUANTILES", "Accepted", "ApiGet", "CollectorKind", "DistributedCampaigns",
+           "LocalCampaigns", "QuantilesCampaigns", "ReportItem", "Window", "collector_kind", "register_collector_kind",
            "unregister_collector_kind"]

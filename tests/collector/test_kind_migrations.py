@@ -48,7 +48,8 @@ def works_as_before(storage) -> None:
     storage.insert_reports([group], "2024-01-02")
     assert storage.count_reports("grr") == 5
     assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-    assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+    assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1},
+                                                     {"kind": "quantiles", "version": 1}]
 
 
 def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tmp_path):
@@ -62,7 +63,8 @@ def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tm
         assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         works_as_before(storage)
         storage.migrate()  # idempotent
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1},
+                                                     {"kind": "quantiles", "version": 1}]
 
 
 def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens_and_works(postgres_cluster):
@@ -85,7 +87,8 @@ def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens
         store = DistStore(storage)
         assert [(k.config_id, k.private_key) for k in store.hpke_keys()] == [(7, b"\x01" * 32)]
         assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1},
+                                                     {"kind": "quantiles", "version": 1}]
         storage.migrate()  # idempotent
 
 
@@ -109,7 +112,7 @@ def test_a_kind_registered_after_the_database_was_made_gets_its_tables_at_the_ne
         storage.migrate()
         storage.migrate()  # each step once
         assert {r["kind"]: r["version"] for r in storage.table_rows("kind_migrations")} == {
-            prio3_schema.KIND: 1, "sketch": 2}
+            prio3_schema.KIND: 1, "quantiles": 1, "sketch": 2}
     finally:
         unregister_migrations("sketch")
 

@@ -168,7 +168,7 @@ def test_without_its_modules_the_kind_is_refused_by_name(http: Any, keys: dict[s
     "The registry is the list of kinds: an unregistered one is a 400 naming 'kind', before anything is stored"
     answer = http.post("/v1/campaigns", json=SPEC, headers=bearer(keys["admin"]))
     assert answer.status_code == 400 and answer.json["field"] == "kind"
-    assert "['local', 'prio3']" in answer.json["detail"]
+    assert "['local', 'prio3', 'quantiles']" in answer.json["detail"]
     assert http.get("/v1/campaigns", headers=bearer(keys["ingest"])).json["campaigns"] == []
 
 

@@ -130,8 +130,19 @@ class QuantilesEstimate:
             "quantiles": [{"p": row.p, "estimate": row.estimate, "ci_low": row.ci_low, "ci_high": row.ci_high}
                           for row in self.quantiles],
             "quantile_interval": "the pointwise CDF intervals inverted",
-            "mean": self.mean.to_dict(),
+            "values": [],  # no per-value rows: the quantiles, the CDF and the histogram are this kind's
+            # the mean of the bucketed distribution, in the members every mean estimate has
+            "mean": self.mean.estimate, "std_error": self.mean.std_error, "ci_low": self.mean.ci_low,
+            "ci_high": self.mean.ci_high,
+            "histogram": self.histogram(),
+            **self.extra,
         }
+
+    def histogram(self) -> list[dict[str, float]]:
+        "Each real bucket's [low, high), consistent frequency, SE and interval (as :meth:`range_frequency`)"
+        boundaries = self.boundaries
+        return [{"low": float(boundaries[i]), "high": float(boundaries[i + 1]),
+                 **self.range_frequency(i, i + 1).to_dict()} for i in range(self.params.buckets)]
 
 
 def consistent_tree(params: QuantilesParams, aggregate: QuantilesAggregate) -> tuple[list[np.ndarray], list[float]]:

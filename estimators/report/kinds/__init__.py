@@ -4,6 +4,8 @@ comparison figures.  docs/architecture.md ("Adding a campaign kind") lists the m
 from .base import GENERIC, ReportKind, register_report_kind, report_kind, unregister_report_kind
 from .distributed import DISTRIBUTED_REPORT, DistributedReport
 from .local import LOCAL_REPORT, LocalReport
+from .quantiles import QUANTILES_REPORT, QuantilesReport
 
-__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "DistributedReport", "LocalReport", "ReportKind",
+__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "LOCAL_REPORT", "QUANTILES_REPORT", "DistributedReport", "LocalReport",
+           "QuantilesReport", "ReportKind",
            "register_report_kind", "report_kind", "unregister_report_kind"]
