@@ -22,6 +22,7 @@ import numpy as np
 
 from client_sdk.errors import PrivacyWarning
 from client_sdk.mechanisms import mechanism_from_spec
+from client_sdk.mechanisms.numeric import NumericMechanism
 from estimators.central import central_noise, count_sensitivity
 from estimators.intervals import z_value
 
@@ -50,6 +51,7 @@ def mean_mechanism(estimate: QuantilesEstimate) -> dict[str, Any]:
         warnings.simplefilter("ignore", PrivacyWarning)
         mechanism = mechanism_from_spec({"name": "quantiles-mean", "mechanism": "auto", "epsilon": params.epsilon,
                                          "range": [params.low, params.high]})
+    assert isinstance(mechanism, NumericMechanism)  # "auto" over a range resolves to a mean mechanism
     boundaries = estimate.boundaries
     midpoints = (boundaries[:-1] + boundaries[1:]) / 2
     shares = np.clip(estimate.frequencies, 0.0, None)
