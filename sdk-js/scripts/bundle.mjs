@@ -20,7 +20,8 @@ const SHARED = {
   "./hash.js": ["fromHex", "toHex", "utf8"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
-  "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
+  "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec", "InvalidValue"],
+  "./canonical.js": ["PyFloat", "canonicalJson"],
   "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
     "MAX_EPSILON", "CATEGORICAL_MECHANISMS", "NUMERIC_MECHANISMS", "rapporParser", "text"],
 };
@@ -38,9 +39,10 @@ const kindsOnDemand = { name: "kinds-on-demand", setup(b) {
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
   outfile: "dist/browser/ldp-telemetry.min.js", mangleProps, plugins: [kindsOnDemand] });
 
-// The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
+// The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js, quantiles.js), rappor.js and
+// numeric.js
 const SRC = resolve("src");
-for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
+for (const source of ["kinds/local", "kinds/prio3", "kinds/quantiles", "rappor", "numeric"]) {
   await build({
     ...common,
     entryPoints: [`src/${source}.ts`],

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { ByteStreamRandom, expRounded, loadSpec, mechanismFromSpec, SpecError } from "../dist/node.js";
+import { ByteStreamRandom, expRounded, loadKind, loadSpec, mechanismFromSpec, SpecError } from "../dist/node.js";
 import { checkPayload } from "../dist/wire.js";
 
 const ROOT = new URL("../../conformance/", import.meta.url);
@@ -12,6 +12,7 @@ const load = (name) => JSON.parse(readFileSync(new URL(name, ROOT), "utf8"));
 const kindsWith = (name) => readdirSync(ROOT, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(new URL(`${entry.name}/${name}`, ROOT))).map((entry) => entry.name);
 const specCases = (part) => kindsWith("specs.json").flatMap((kind) => load(`${kind}/specs.json`)[part]);
+await Promise.all(kindsWith("specs.json").map((kind) => loadKind(kind))); // each kind's module, as a spec of it would
 const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
 const toHex = (bytes) => Buffer.from(bytes).toString("hex");
 
