@@ -15,7 +15,7 @@ from collector.reporting import report_data_from_db
 from collector.storage import open_storage
 from estimators.report import render_table
 
-from .helpers import bearer
+from .helpers import bearer, on_both_backends
 
 SPEC = {"name": "load_ms", "kind": "quantiles", "epsilon": 2.0, "range": [0, 1000], "buckets": 32, "unit": "ms"}
 
@@ -29,6 +29,7 @@ def _reports(spec: dict, values: list[float], seed: int) -> list[dict]:
              "payload": make_report(rng, params, value)} for value in values]
 
 
+@on_both_backends
 def test_reports_are_checked_stored_per_day_and_estimated(http: Any, keys: dict[str, str], db_path: Any) -> None:
     admin, ingest = bearer(keys["admin"]), bearer(keys["ingest"])
     created = http.post("/v1/campaigns", json=SPEC, headers=admin)
