@@ -7,7 +7,9 @@ import uuid
 from typing import Any
 
 import numpy as np
+import pytest
 
+from client_sdk.errors import PayloadError
 from client_sdk.kinds.quantiles import QuantilesReport, make_report
 from client_sdk.randomness import DeterministicRandom
 from collector.kinds.quantiles import QuantilesStore
@@ -77,9 +79,6 @@ def test_payload_errors_name_the_field():
 
     params = load_spec({**SPEC}).params
     for payload, field in (("x", "payload"), ([1], "payload"), ([0, [1, 0]], "payload[0]")):
-        try:
+        with pytest.raises(PayloadError) as info:
             QuantilesReport.decode(params, payload)
-        except Exception as error:  # noqa: BLE001 - PayloadError, checked by its field
-            assert getattr(error, "field", None) == field, (payload, error)
-        else:
-            raise AssertionError(f"{payload!r} was accepted")
+        assert info.value.field == field, payload
