@@ -314,6 +314,67 @@ def prio3_cases() -> list[dict[str, Any]]:
     return out
 
 
+QUANTILES_SPECS = [
+    {"name": "q-uniform", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1000], "buckets": 64, "branching": 4},
+    {"name": "q-had", "kind": "quantiles", "epsilon": 0.5, "range": [-5, 5], "buckets": 100, "oracle": "hadamard"},
+    {"name": "q-latency", "kind": "quantiles", "epsilon": 2.0, "range": [1, 60000], "bucketing": "geometric",
+     "growth": 1.1, "unit": "ms"},
+    {"name": "q-bytes", "kind": "quantiles", "epsilon": 1.5, "range": [0.5, 1e9], "bucketing": "geometric",
+     "growth": 2, "oracle": "hadamard", "expires": "2030-01-01"},
+    {"name": "q-auto", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 1024},
+    {"name": "q-tiny", "kind": "quantiles", "epsilon": 3.0, "range": [0, 1], "buckets": 2},
+]
+QUANTILES_INVALID = [
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "buckets": 8},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1]},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 1},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "growth": 2},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 9], "bucketing": "geometric", "growth": 2},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [1, 9], "bucketing": "geometric", "buckets": 4,
+     "growth": 2},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [1, 9], "bucketing": "geometric", "growth": 1},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [1, 9], "bucketing": "log"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "oracle": "oue"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "branching": 1},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 4096, "branching": 15},
+    {"name": "q", "kind": "quantiles", "epsilon": 0, "range": [0, 1], "buckets": 8},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "domain": [1, 2]},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "trust": "distributed"},
+]
+QUANTILES_VALUES = [-7.0, 0.0, 0.37, 1.0, 2.5, 99.5, 1234.5, 59999.0, 1e12]
+
+
+def quantiles_spec_cases() -> dict[str, Any]:
+    "The quantiles kind's specs: each valid one's fingerprint (the resolved tree in it), each invalid one's field"
+    valid = [{"spec": data, "mechanism": "quantiles", "epsilon": data["epsilon"],
+              "fingerprint": load_spec(data).fingerprint} for data in QUANTILES_SPECS]
+    invalid = []
+    for data in QUANTILES_INVALID:
+        try:
+            load_spec(data)
+        except SpecError as exc:
+            invalid.append({"spec": data, "error": type(exc).__name__, "field": exc.field})
+        else:
+            raise AssertionError(f"spec {data!r} should be invalid")
+    return {"valid": valid, "invalid": invalid}
+
+
+def quantiles_payload_vectors() -> list[dict[str, Any]]:
+    "Per spec and value (clamped ones included): the bytes drawn and the payload ``[level, oracle payload]``"
+    from client_sdk.kinds.quantiles import make_report
+
+    out, seed = [], 50_000
+    for data in QUANTILES_SPECS:
+        params = load_spec(data).params
+        for value in QUANTILES_VALUES:
+            seed += 1
+            pool = _random_bytes(seed, 1 << 12)
+            rng = ByteStreamRandom(pool)
+            payload = make_report(rng, params, value)
+            out.append({"spec": data, "value": value, "random": pool[:rng.consumed].hex(), "payload": payload})
+    return out
+
+
 def documents() -> dict[str, Any]:
     "Every conformance file's content, by its path under conformance/ (a kind's cases in the kind's directory)"
     with warnings.catch_warnings():
@@ -322,7 +383,8 @@ def documents() -> dict[str, Any]:
                 "local/specs.json": spec_cases(), "local/payloads.json": payload_vectors(),
                 "local/wire.json": wire_cases(),
                 "prio3/shards.json": prio3_cases(),
-                **heavy_hitters_documents()}
+                **heavy_hitters_documents(),
+                "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors()}
 
 
 def render(content: Any) -> str:

@@ -23,10 +23,11 @@ from .heavy_hitters.kind import HEAVY_HITTERS, HeavyHittersKind
 from .local import LOCAL, LocalKind
 from .prio3 import PRIO3, Prio3Kind
 from .repeated.kind import REPEATED, RepeatedKind
+from .quantiles.kind import QUANTILES, QuantilesKind
 
 DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
 
 __all__ = ["DEFAULT_KIND", "DISTRIBUTED", "ENTRY_POINT_GROUP", "KINDS_VARIABLE", "LOCAL", "PRIO3", "CampaignKind",
            "DeviceContext", "DistributedKind", "HEAVY_HITTERS", "HeavyHittersKind", "KindModuleError", "LocalKind",
-           "Prio3Kind", "Prio3SpecParams", "REPEATED", "Registry", "RepeatedKind", "find_kind", "kind_name",
-           "kind_names", "kind_of", "load_outside_kinds", "register_kind", "unregister_kind"]
+           "Prio3Kind", "Prio3SpecParams", "QUANTILES", "QuantilesKind", "REPEATED", "Registry", "RepeatedKind",
+           "find_kind", "kind_name", "kind_names", "kind_of", "load_outside_kinds", "register_kind", "unregister_kind"]

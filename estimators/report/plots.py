@@ -414,7 +414,10 @@ def report_plots(data: ReportData, *, simulate_points: bool = True,
     "Every figure that applies to this report, in reading order"
     result = data.estimate
     plots: list[Plot] = []
-    if result.is_mean and result.mean is not None and result.ci_low is not None and result.ci_high is not None:
+    own = report_kind(result).main_plots(data)
+    if own is not None:
+        plots += own
+    elif result.is_mean and result.mean is not None and result.ci_low is not None and result.ci_high is not None:
         plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
     elif result.values:
         plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))

@@ -37,6 +37,9 @@ def warning_lines(data: ReportData) -> list[str]:
 
 def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     "Column names and formatted cells, shared by the terminal and Markdown renderers"
+    own = report_kind(data.estimate).value_table(data)
+    if own is not None:
+        return own
     result = data.estimate
     if result.is_mean:
         columns = [with_unit(name, result) for name in ("mean", "std error", "CI low", "CI high", "central DP CI +-")]
@@ -54,6 +57,9 @@ def value_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
 
 
 def footnotes(data: ReportData) -> list[str]:
+    own = report_kind(data.estimate).footnotes(data)
+    if own is not None:
+        return own
     notes = []
     result = data.estimate
     rows = result.values

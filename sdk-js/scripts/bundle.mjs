@@ -21,6 +21,7 @@ const SHARED = {
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
   "./errors.js": ["InvalidValue", "InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
+  "./canonical.js": ["PyFloat", "canonicalJson"],
   "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
     "MAX_EPSILON", "CATEGORICAL_MECHANISMS", "NUMERIC_MECHANISMS", "rapporParser", "text"],
 };
@@ -38,9 +39,10 @@ const kindsOnDemand = { name: "kinds-on-demand", setup(b) {
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
   outfile: "dist/browser/ldp-telemetry.min.js", mangleProps, plugins: [kindsOnDemand] });
 
-// The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
+// The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js, quantiles.js), rappor.js and
+// numeric.js
 const SRC = resolve("src");
-for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "rappor", "numeric"]) {
+for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "kinds/quantiles", "rappor", "numeric"]) {
   await build({
     ...common,
     entryPoints: [`src/${source}.ts`],

@@ -12,7 +12,7 @@ const BUDGET = 12 * 1000; // bytes, minified and gzipped (issue 24: at most 12 K
 // from the main module)
 const DISTRIBUTED = ["prio3.js", "vdaf.js"];
 const DISTRIBUTED_BUDGET = 16_000;
-const KINDS = ["local.js", "heavy_hitters.js"]; // kinds loaded on demand (heavy_hitters: test/bundle-heavy-hitters.test.mjs)
+const KINDS = ["local.js", "heavy_hitters.js", "quantiles.js"]; // kinds loaded on demand (heavy_hitters: test/bundle-heavy-hitters.test.mjs)
 const DIR = new URL("../dist/browser/", import.meta.url);
 const read = (name) => readFileSync(new URL(name, DIR));
 
@@ -37,6 +37,7 @@ test("the browser bundle for local campaigns is at most 12 KB minified and gzipp
     + `numeric, RAPPOR campaigns: ${rappor.join(" + ")}, ${rapporGzipped} bytes gzipped`);
   assert.ok(gzipped <= BUDGET, `${gzipped} bytes gzipped`);
   assert.ok(!files.includes("local.js"), "the local kind is loaded on demand");
+  assert.ok(!files.includes("quantiles.js"), "the quantiles kind is loaded on demand");
   assert.deepEqual(rappor.sort(), ["numeric.js", "rappor.js"], "the modules loaded on demand");
   assert.ok(!read("ldp-telemetry.min.js").toString().includes("cohort/v1"), "RAPPOR is not in the main module");
   for (const f of readdirSync(DIR)) {

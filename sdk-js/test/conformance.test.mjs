@@ -12,6 +12,7 @@ const load = (name) => JSON.parse(readFileSync(new URL(name, ROOT), "utf8"));
 const kindsWith = (name) => readdirSync(ROOT, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(new URL(`${entry.name}/${name}`, ROOT))).map((entry) => entry.name);
 const specCases = (part) => kindsWith("specs.json").flatMap((kind) => load(`${kind}/specs.json`)[part]);
+await Promise.all(kindsWith("specs.json").map((kind) => loadKind(kind))); // each kind's module, as a spec of it would
 const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
 const toHex = (bytes) => Buffer.from(bytes).toString("hex");
 // the kinds with spec cases, loaded before their specs are parsed synchronously (each kind's directory is its name)

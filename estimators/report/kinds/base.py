@@ -64,6 +64,18 @@ class ReportKind:
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
 
+    def value_table(self, data: ReportData) -> tuple[list[str], list[list[str]]] | None:
+        "The kind's own table (column names, formatted cells); None: the estimate's values or mean"
+        return None
+
+    def footnotes(self, data: ReportData) -> list[str] | None:
+        "The kind's own notes under its table; None: the notes of the estimate's values or mean"
+        return None
+
+    def main_plots(self, data: ReportData) -> list[Plot] | None:
+        "The kind's own main figures; None: the estimate's frequency bars or mean"
+        return None
+
     def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"
         return []

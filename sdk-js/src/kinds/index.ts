@@ -50,6 +50,7 @@ const loaders = new Map<string, KindLoader>([
   ["local", () => import("./local.js")],
   ["prio3", () => import("./prio3.js")],
   ["heavy_hitters", () => import("./heavy_hitters.js")],
+  ["quantiles", () => import("./quantiles.js")],
 ]);
 const kinds = new Map<string, CampaignKind>();
 const loading = new Map<string, Promise<CampaignKind>>();

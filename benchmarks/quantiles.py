@@ -1,0 +1,146 @@
+"""Quantiles and range queries of the quantiles kind against the peer ldp-hierarchical-mechanism 0.1.3, same data.
+
+Both sides get the same bucketed values (domain 1,024 by default), the same epsilon per report, one level per
+user (the peer with ``on_all_levels=False``: with True every user reports every level, spending h times epsilon)
+and the same oracle (OLH; the peer's ``local_hashing``, pure-ldp's OLH).  The peer runs in its own virtual
+environment (``--peer-python``; create it with
+``python3 -m venv .peer-venv && .peer-venv/bin/pip install -r benchmarks/requirements-quantiles-peer.txt``).
+
+Figures per cell (population x epsilon x n): mean squared error of 1,000 random ranges, the quantiles' absolute
+rank error and value error in buckets (p50, p90, p95, p99), and the time of randomizing, aggregating and
+estimating (both sides do all three: the peer cannot aggregate reports it did not make).  Printed as ratios
+ours / peer (below 1: ours is better or faster), with our MSE against the planner's predicted average range
+variance.
+
+    .venv/bin/python benchmarks/quantiles.py --peer-python .peer-venv/bin/python --n 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from client_sdk.kinds.quantiles import parse_params  # noqa: E402
+from estimators.kinds.quantiles import average_range_variance, estimate_quantiles, simulate_aggregate  # noqa: E402
+
+QUANTILES = (0.5, 0.9, 0.95, 0.99)
+
+PEER = r"""
+import json, sys, time
+import numpy as np
+from hierarchical_mechanism_LDP import Private_TreeBary
+data_path, out_path, domain, branching, epsilon, seed = sys.argv[1:7]
+np.random.seed(int(seed))
+data = np.load(data_path)
+ranges = np.load(data_path.replace(".npy", "-ranges.npy"))
+start = time.perf_counter()
+tree = Private_TreeBary(int(domain), int(branching), float(epsilon), protocol="local_hashing", on_all_levels=False)
+tree.update_tree(data)
+tree.compute_attributes()
+tree.post_process()
+seconds = time.perf_counter() - start
+def quantile(q):
+    try:
+        return int(tree.get_quantile(q))
+    except ValueError:  # its CDF never reaches q (min() of no index): the last leaf
+        return int(domain) - 1
+quantiles = [quantile(q) for q in (0.5, 0.9, 0.95, 0.99)]
+# the peer's range (l, r) is the leaves l+1..r: ours [l, r) is asked as (l-1, r-1); l = 0 is cdf[r-1]
+answers = [float(tree.cdf[r - 1] - (tree.cdf[l - 1] if l else 0.0)) for l, r in ranges]
+json.dump({"seconds": seconds, "quantiles": quantiles, "ranges": answers}, open(out_path, "w"))
+"""
+
+
+def population(name: str, domain: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    "Bucket indices: log-normal latencies, a bimodal mixture, a point mass plus a uniform"
+    if name == "lognormal":
+        values = rng.lognormal(math.log(domain / 10), 0.7, n)
+    elif name == "bimodal":
+        values = np.where(rng.random(n) < 0.6, rng.normal(domain * 0.25, domain * 0.04, n),
+                          rng.normal(domain * 0.7, domain * 0.1, n))
+    else:
+        values = np.where(rng.random(n) < 0.3, domain * 0.4 + 0.5, rng.uniform(0, domain, n))
+    return np.clip(np.floor(values), 0, domain - 1).astype(np.int64)
+
+
+def quantile_buckets(cdf_inclusive: np.ndarray, p: float) -> int:
+    return int(np.searchsorted(cdf_inclusive, p - 1e-12))
+
+
+def run_cell(args: argparse.Namespace, name: str, epsilon: float, n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    d = args.domain
+    data = population(name, d, n, rng)
+    truth = np.cumsum(np.bincount(data, minlength=d)) / n  # inclusive: F at the top of each bucket
+    lows = rng.integers(0, d, args.ranges)
+    highs = rng.integers(0, d, args.ranges)
+    ranges = np.stack([np.minimum(lows, highs), np.maximum(lows, highs) + 1], axis=1)
+    true_ranges = np.array([truth[r - 1] - (truth[lo - 1] if lo else 0.0) for lo, r in ranges])
+    true_q = [quantile_buckets(truth, p) for p in QUANTILES]
+
+    params = parse_params({"range": [0, d], "buckets": d, "branching": args.branching}, epsilon)
+    start = time.perf_counter()
+    estimate = estimate_quantiles(params, simulate_aggregate(params, data, rng), quantiles=QUANTILES)
+    ours_seconds = time.perf_counter() - start
+    ours_ranges = np.array([estimate.cdf[r] - estimate.cdf[lo] for lo, r in ranges])
+    ours_q = [max(math.ceil(row.estimate) - 1, 0) for row in estimate.quantiles]
+
+    with tempfile.TemporaryDirectory() as folder:
+        data_path = str(pathlib.Path(folder) / "data.npy")
+        np.save(data_path, data)
+        np.save(data_path.replace(".npy", "-ranges.npy"), ranges)
+        out_path = str(pathlib.Path(folder) / "peer.json")
+        subprocess.run([args.peer_python, "-c", PEER, data_path, out_path, str(d), str(args.branching),
+                        str(epsilon), str(seed)], check=True)
+        peer = json.loads(pathlib.Path(out_path).read_text())
+
+    def figures(answers: np.ndarray, quantiles: list[int]) -> dict:
+        return {"range_mse": float(np.mean((answers - true_ranges) ** 2)),
+                "rank_error": float(np.mean([abs(truth[q] - p) for q, p in zip(quantiles, QUANTILES)])),
+                "value_error": float(np.mean([abs(q - t) for q, t in zip(quantiles, true_q)]))}
+
+    return {"population": name, "epsilon": epsilon, "n": n, "ours": figures(ours_ranges, ours_q),
+            "peer": figures(np.array(peer["ranges"]), peer["quantiles"]), "ours_seconds": ours_seconds,
+            "peer_seconds": peer["seconds"], "predicted_range_variance": average_range_variance(params, n)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--peer-python", required=True, help="the Python of the peer's virtual environment")
+    parser.add_argument("--n", type=int, nargs="+", default=[20000])
+    parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    parser.add_argument("--population", nargs="+", default=["lognormal", "bimodal", "point"])
+    parser.add_argument("--domain", type=int, default=1024)
+    parser.add_argument("--branching", type=int, default=4)
+    parser.add_argument("--ranges", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print("population  eps      n | range MSE ours/peer  ours/predicted | rank err ours/peer | value err "
+          "ours/peer | time ours/peer (ours s, peer s)")
+    for name in args.population:
+        for epsilon in args.epsilon:
+            for n in args.n:
+                cell = run_cell(args, name, epsilon, n, args.seed)
+                ours, peer = cell["ours"], cell["peer"]
+
+                def ratio(key: str, ours: dict = ours, peer: dict = peer) -> str:
+                    return f"{ours[key] / peer[key]:.3f}" if peer[key] else "n/a"
+
+                print(f"{name:<10} {epsilon:4.1f} {n:>7} | {ratio('range_mse'):>19} "
+                      f"{ours['range_mse'] / cell['predicted_range_variance']:>14.3f} | {ratio('rank_error'):>18} | "
+                      f"{ratio('value_error'):>19} | {cell['ours_seconds'] / cell['peer_seconds']:.4f} "
+                      f"({cell['ours_seconds']:.2f} s, {cell['peer_seconds']:.1f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

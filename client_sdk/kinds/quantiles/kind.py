@@ -1,0 +1,73 @@
+"""The quantiles campaign kind, device side: the spec's parameters (:mod:`.params`) and reports (:mod:`.device`)
+behind the :class:`~client_sdk.kinds.base.CampaignKind` interface.
+
+A quantiles spec names ``"kind": "quantiles"``; its trust model is ``local`` (each report is epsilon-LDP on its
+own, as a local campaign's).  Its identity holds the kind, trust model and epsilon with every parameter the
+reports depend on (the resolved branching factor among them), so a fingerprint changes with the tree.  The
+device counts the values it clamped into the range in the kind's own state slot (``ctx.state``, never sent: see
+:mod:`.device` on why a clamp flag would leak)."""
+
+from __future__ import annotations
+
+from ...errors import InvalidValueType
+from ...spec_fields import validate_epsilon
+from ..base import CampaignKind, register_kind
+from .params import FIELDS, KIND_NAME, QuantilesParams, json_schema, parse_params
+
+# Function-level imports: .device builds each level's oracle from a local spec (client_sdk.spec, which imports
+# this package), so it is imported when a report is made, after the spec module finished loading.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..context import DeviceContext
+
+
+class QuantilesKind(CampaignKind):
+    "A bounded number's distribution as a hierarchical histogram: one level's node per report, at the full epsilon"
+
+    name = KIND_NAME
+    trust_models = ("local",)
+    fields = FIELDS
+
+    def parse_params(self, data: dict, envelope: dict[str, Any]) -> QuantilesParams:
+        return parse_params(data, validate_epsilon(data.get("epsilon")))
+
+    def identity(self, spec: Any) -> dict:
+        "kind, trust and epsilon (CampaignKind's) with the range, bucketing and tree"
+        return {**super().identity(spec), **spec.params.identity()}
+
+    def to_dict(self, spec: Any, out: dict, *, derived: bool) -> dict:
+        shown = spec.params.to_dict()
+        for member in set(spec.params.identity()) - set(shown):  # geometric: buckets is derived, not an input
+            out.pop(member, None)
+        out.update(shown)
+        if derived:
+            out["derived"] = spec.params.derived()
+        return out
+
+    def json_schema(self) -> dict:
+        return json_schema()
+
+    def make_report(self, ctx: DeviceContext, spec: Any, value: Any) -> Any:
+        """``[level, oracle payload]`` (:func:`.device.make_report`); a value outside the range is clamped and
+        counted in ``ctx.state`` (saved in the record's transaction, so a report the ledger refuses counts none)"""
+        from ...randomness import SECURE_RANDOM
+        from .device import CLAMPED, make_report
+
+        state = ctx.state.load()
+        before = int(state.get(CLAMPED, 0))
+        try:
+            payload = make_report(ctx.rng if ctx.rng is not None else SECURE_RANDOM, spec.params, value, state)
+        except TypeError as exc:  # not a number (InvalidValue, NaN, passes through)
+            raise InvalidValueType(f"campaign {spec.name!r}: {exc}") from None
+        if int(state.get(CLAMPED, 0)) != before:
+            def save_clamps(made: Any) -> Any:
+                ctx.state.save(state)
+                return made
+
+            ctx.finish_in_transaction(save_clamps)
+        return payload
+
+
+QUANTILES = register_kind(QuantilesKind())

@@ -1,0 +1,304 @@
+/** The quantiles kind (``client_sdk/kinds/quantiles/``): a bounded number's distribution as a hierarchical
+ * histogram. Each report draws one level of the tree (``randbelow(h)``, then the level's oracle, OLH or Hadamard at
+ * the full epsilon over the level's B**l nodes) and sends ``[level, oracle payload]``; a value outside the range is
+ * clamped into it (the payload says nothing about it). The spec's fields, their errors and the branching factor
+ * "auto" resolves to are the Python SDK's: geometric boundaries by repeated multiplication (``low * growth``, never
+ * ``pow``), the tree's range-variance factor with the same operations in the same order, so both SDKs put a value
+ * in the same bucket and choose the same tree. Browsers load this module with the first quantiles spec
+ * (dist/browser/quantiles.js). */
+
+import { Hadamard, OLH } from "../categorical.js";
+import { InvalidValue, InvalidValueType, SpecError } from "../errors.js";
+import type { Mechanism, Payload } from "../mechanisms.js";
+import { randbelowNumber, type RandomSource } from "../randomness.js";
+import { PyFloat } from "../canonical.js";
+import { MAX_EPSILON, MIN_EPSILON, Spec, text } from "../spec.js";
+import { provideKind, type CampaignKind, type Envelope } from "./index.js";
+
+const FIELDS = ["range", "bucketing", "buckets", "growth", "branching", "oracle"];
+const BUCKETINGS = ["uniform", "geometric"];
+const ORACLES = ["olh", "hadamard"];
+const MIN_BUCKETS = 2, MAX_BUCKETS = 4096, MIN_BRANCHING = 2, MAX_BRANCHING = 16, MAX_GROWTH = 10.0;
+const MIN_GROWTH = 1.0 + 1e-6;
+const MAX_LEAVES = 8192;
+const MAX_RANGE_MAGNITUDE = 1e15, MIN_RANGE_WIDTH = 1e-9;
+const isFinite = Number.isFinite as (v: unknown) => v is number;
+
+/** The smallest h >= 1 with branching**h >= buckets. */
+export function treeHeight(buckets: number, branching: number): number {
+  let height = 1, size = branching;
+  while (size < buckets) { size *= branching; height += 1; }
+  return height;
+}
+
+const groupSums = (values: number[], b: number): number[] => {
+  const out: number[] = [];
+  for (let i = 0; i < values.length; i += b) {
+    let s = 0;
+    for (let j = i; j < i + b && j < values.length; j++) s += values[j];
+    out.push(s);
+  }
+  return out;
+};
+
+function consistentLevels(levels: number[][], precisions: number[], b: number, root: number): number[][] {
+  const height = levels.length;
+  const z = levels.map((level) => [...level]);
+  let precisionZ = precisions[height - 1];
+  for (let index = height - 2; index >= 0; index--) {
+    const children = groupSums(z[index + 1], b);
+    const fromChildren = precisionZ / b;
+    precisionZ = precisions[index] + fromChildren;
+    const alpha = precisionZ > 0 ? precisions[index] / precisionZ : 0.0;
+    z[index] = z[index].map((own, i) => alpha * own + (1 - alpha) * children[i]);
+  }
+  const out: number[][] = [];
+  let parents = [root];
+  for (let index = 0; index < height; index++) {
+    const sums = groupSums(z[index], b);
+    const level = z[index].map((value, i) => value + (parents[Math.floor(i / b)] - sums[Math.floor(i / b)]) / b);
+    out.push(level);
+    parents = level;
+  }
+  return out;
+}
+
+function bottomUpWeights(precisions: number[], b: number): number[] {
+  const height = precisions.length;
+  const weights = new Array<number>(height).fill(1.0);
+  let precisionZ = precisions[height - 1];
+  for (let index = height - 2; index >= 0; index--) {
+    precisionZ = precisions[index] + precisionZ / b;
+    weights[index] = precisionZ > 0 ? precisions[index] / precisionZ : 0.0;
+  }
+  return weights;
+}
+
+function adjoint(leafGradient: number[], precisions: number[], b: number): number[][] {
+  const height = precisions.length;
+  const weights = bottomUpWeights(precisions, b);
+  const fromTop: number[][] = new Array(height);
+  let gradient = [...leafGradient];
+  for (let index = height - 1; index >= 0; index--) {
+    const sums = groupSums(gradient, b);
+    fromTop[index] = gradient.map((g, i) => g - sums[Math.floor(i / b)] / b);
+    gradient = sums.map((s) => s / b);
+  }
+  const out: number[][] = [];
+  let carried = new Array<number>(b).fill(0.0);
+  for (let index = 0; index < height; index++) {
+    const total = fromTop[index].map((g, i) => (index ? g + carried[Math.floor(i / b)] : g));
+    out.push(total.map((t) => weights[index] * t));
+    carried = total.map((t) => (1 - weights[index]) * t);
+  }
+  return out;
+}
+
+function lcaCovariances(b: number, height: number): number[] {
+  const precisions = new Array<number>(height).fill(1.0 / height);
+  const leaves = b ** height;
+  const gradient = adjoint([1.0, ...new Array<number>(leaves - 1).fill(0.0)], precisions, b);
+  const scaled = gradient.map((level) => level.map((g) => height * g));
+  const column = consistentLevels(scaled, precisions, b, 0.0)[height - 1];
+  const out: number[] = [];
+  for (let k = 0; k < height; k++) out.push(column[b ** (height - k - 1)]);
+  out.push(column[0]);
+  return out;
+}
+
+/** The average variance of a range query over all ranges of buckets, in units of V / n (tree.py). */
+export function rangeVarianceFactor(buckets: number, b: number): number {
+  const height = treeHeight(buckets, b);
+  const c = lcaCovariances(b, height);
+  let trace = 0.0;
+  for (let j = 0; j <= buckets; j++) {
+    let previous = 0;
+    for (let k = height; k >= 0; k--) {
+      const size = b ** (height - k);
+      const pairs = Math.floor(j / size) * size * size + (j % size) ** 2;
+      trace += c[k] * (pairs - previous);
+      previous = pairs;
+    }
+  }
+  let previousLevel = 0.0, total = 0.0;
+  for (let k = height; k >= 0; k--) {
+    const size = b ** (height - k);
+    let squares = 0.0;
+    for (let start = 0; start < buckets; start += size) {
+      const stop = Math.min(start + size, buckets);
+      const count = stop - start;
+      const block = count * buckets - (start + stop - 1) * count / 2;
+      squares += block * block;
+    }
+    total += c[k] * (squares - previousLevel);
+    previousLevel = squares;
+  }
+  const pairsCount = buckets * (buckets + 1) / 2;
+  return ((buckets + 1) * trace - total) / pairsCount;
+}
+
+/** The branching factor with the smallest average range-query variance (ties: the smaller). */
+export function bestBranching(buckets: number, maxBranching = MAX_BRANCHING): number {
+  let best = 2, bestVariance = Infinity;
+  for (let b = 2; b <= maxBranching; b++) {
+    if (b ** treeHeight(buckets, b) > MAX_LEAVES) continue;
+    const variance = rangeVarianceFactor(buckets, b);
+    if (variance < bestVariance * (1 - 1e-12)) { best = b; bestVariance = variance; }
+  }
+  return best;
+}
+
+/** The buckets+1 boundaries (geometric: by repeated multiplication, as every SDK computes them). */
+export function bucketBoundaries(low: number, high: number, bucketing: string, buckets: number, growth: number | null): number[] {
+  if (bucketing === "uniform") {
+    const width = high - low;
+    return [...Array.from({ length: buckets }, (_, i) => low + width * i / buckets), high];
+  }
+  const out = [low];
+  for (let i = 0; i < buckets - 1; i++) out.push(out[out.length - 1] * growth!);
+  return [...out, high];
+}
+
+function geometricBucketCount(low: number, high: number, growth: number): number {
+  let boundary = low, count = 0;
+  while (boundary < high) {
+    boundary *= growth;
+    count += 1;
+    if (count > MAX_BUCKETS) throw new SpecError("growth", `gives more than ${MAX_BUCKETS} buckets over the range`);
+  }
+  return Math.max(count, MIN_BUCKETS);
+}
+
+const integerIn = (field: string, v: unknown, low: number, high: number): number => {
+  if (!Number.isInteger(v) || (v as number) < low || (v as number) > high) {
+    throw new SpecError(field, `must be an integer in [${low}, ${high}]`);
+  }
+  return v as number;
+};
+
+/** A quantiles spec: the range, its buckets, the tree and the level oracle; ``mechanism`` is the kind's name. */
+export class QuantilesSpec extends Spec {
+  readonly boundaries: number[];
+  readonly height: number;
+  constructor(envelope: Envelope, epsilon: number, unit: string | null, readonly low: number, readonly high: number,
+    readonly bucketing: string, readonly buckets: number, readonly growth: number | null, readonly branching: number,
+    readonly branchingRequested: number | string, readonly oracle: string) {
+    super(envelope.name, "quantiles", epsilon, null, null, [low, high], null, null, envelope.expires, unit);
+    this.boundaries = bucketBoundaries(low, high, bucketing, buckets, growth);
+    this.height = treeHeight(buckets, branching);
+  }
+
+  /** kind, trust and epsilon with every parameter the reports depend on (the resolved branching factor). */
+  override identity(): Record<string, unknown> {
+    const out: Record<string, unknown> = {
+      name: this.name, kind: "quantiles", trust: "local", epsilon: new PyFloat(this.epsilon),
+      range: [new PyFloat(this.low), new PyFloat(this.high)], bucketing: this.bucketing, buckets: this.buckets,
+      branching: this.branching, oracle: this.oracle,
+    };
+    if (this.growth !== null) out.growth = new PyFloat(this.growth);
+    if (this.unit) out.unit = this.unit;
+    if (this.expires) out.expires = this.expires;
+    return out;
+  }
+
+  /** The bucket of a value in the range (uniform: floor; geometric: the last boundary at or below it). */
+  bucketOf(value: number): number {
+    let index: number;
+    if (this.bucketing === "uniform") {
+      index = Math.floor((value - this.low) * this.buckets / (this.high - this.low));
+    } else {
+      let lo = 0, hi = this.boundaries.length; // bisect_right
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (value < this.boundaries[mid]) hi = mid; else lo = mid + 1;
+      }
+      index = lo - 1;
+    }
+    return Math.min(Math.max(index, 0), this.buckets - 1);
+  }
+}
+
+function parse(d: Record<string, unknown>, envelope: Envelope): QuantilesSpec {
+  const epsilon = d.epsilon;
+  if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
+    throw new SpecError("epsilon", `must be a number in [${MIN_EPSILON}, ${MAX_EPSILON}]`);
+  }
+  if (!("range" in d)) throw new SpecError("range", "is required: [low, high], the values' range");
+  const range = d.range;
+  if (!Array.isArray(range) || range.length !== 2) throw new SpecError("range", "must be a list [low, high] of two numbers");
+  const [low, high] = range;
+  if (!isFinite(low) || !isFinite(high)) throw new SpecError("range", "low and high must be finite numbers");
+  if (Math.max(Math.abs(low), Math.abs(high)) > MAX_RANGE_MAGNITUDE) throw new SpecError("range", "must be within [-1e15, 1e15]");
+  if (!(high - low >= MIN_RANGE_WIDTH)) throw new SpecError("range", "low must be below high by at least 1e-9");
+  const bucketing = "bucketing" in d ? d.bucketing : "uniform";
+  if (typeof bucketing !== "string" || !BUCKETINGS.includes(bucketing)) throw new SpecError("bucketing", `must be one of ${BUCKETINGS}`);
+  let growth: number | null = null, buckets: number;
+  if (bucketing === "uniform") {
+    if ("growth" in d) throw new SpecError("growth", "applies to geometric bucketing only");
+    if (!("buckets" in d)) throw new SpecError("buckets", "is required for uniform bucketing");
+    buckets = integerIn("buckets", d.buckets, MIN_BUCKETS, MAX_BUCKETS);
+  } else {
+    if ("buckets" in d) throw new SpecError("buckets", "is derived from growth for geometric bucketing: give growth only");
+    if (low <= 0) throw new SpecError("range", "geometric bucketing needs low > 0 (the first boundary)");
+    const g = d.growth;
+    if (!isFinite(g) || !(g >= MIN_GROWTH && g <= MAX_GROWTH)) throw new SpecError("growth", `must be a number in (1, ${MAX_GROWTH}]`);
+    growth = g;
+    buckets = geometricBucketCount(low, high, g);
+  }
+  const oracle = "oracle" in d ? d.oracle : "olh";
+  if (typeof oracle !== "string" || !ORACLES.includes(oracle)) throw new SpecError("oracle", `must be one of ${ORACLES}`);
+  const requested = "branching" in d ? d.branching : "auto";
+  let branching: number;
+  if (requested === "auto") {
+    branching = bestBranching(buckets);
+  } else {
+    branching = integerIn("branching", requested, MIN_BRANCHING, MAX_BRANCHING);
+    if (branching ** treeHeight(buckets, branching) > MAX_LEAVES) {
+      throw new SpecError("branching", `pads ${buckets} buckets to more than ${MAX_LEAVES} leaves`);
+    }
+  }
+  const unit = d.unit;
+  if (unit != null && !(text(unit, 16) && /^\P{Cc}+$/u.test(unit))) throw new SpecError("unit", "must be 1-16 characters, no controls");
+  return new QuantilesSpec(envelope, epsilon, (unit as string | null) ?? null, low, high, bucketing, buckets, growth,
+    branching, requested as number | string, oracle);
+}
+
+/** Makes ``[level, oracle payload]``: the level uniform on 1..h, then the level's oracle on the value's node. */
+class QuantilesReporter implements Mechanism {
+  readonly #oracles = new Map<number, OLH | Hadamard>();
+  constructor(readonly spec: QuantilesSpec, readonly rng: RandomSource) {}
+
+  #oracle(level: number): OLH | Hadamard {
+    let oracle = this.#oracles.get(level);
+    if (oracle === undefined) {
+      const size = this.spec.branching ** level;
+      const levelSpec = new Spec(`quantiles-level-${level}`, this.spec.oracle, this.spec.epsilon,
+        Array.from({ length: size }, (_, i) => i), null, null, null, null, null);
+      oracle = this.spec.oracle === "olh" ? new OLH(levelSpec, this.rng) : new Hadamard(levelSpec, this.rng);
+      this.#oracles.set(level, oracle);
+    }
+    return oracle;
+  }
+
+  perturb(value: unknown): Payload {
+    if (typeof value !== "number") throw new InvalidValueType(`campaign ${this.spec.name}: a quantiles campaign takes a number`);
+    if (Number.isNaN(value)) throw new InvalidValue(`campaign ${this.spec.name}: a quantiles campaign cannot report NaN`);
+    const clamped = Math.min(Math.max(value, this.spec.low), this.spec.high);
+    const bucket = this.spec.bucketOf(clamped);
+    const level = 1 + randbelowNumber(this.rng, this.spec.height);
+    const node = Math.floor(bucket / this.spec.branching ** (this.spec.height - level));
+    // a nested list (the level oracle's own payload inside): JSON like every payload, wider than the local kind's type
+    return [level, this.#oracle(level).perturbIndex(node)] as unknown as Payload;
+  }
+}
+
+export const kind: CampaignKind = {
+  name: "quantiles",
+  trustModels: ["local"],
+  fields: FIELDS,
+  parse,
+  reporter: (spec, rng) => new QuantilesReporter(spec as QuantilesSpec, rng),
+};
+
+provideKind(kind);
+

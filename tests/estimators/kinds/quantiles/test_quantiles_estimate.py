@@ -1,0 +1,164 @@
+"""The quantiles estimate: unbiased ranges with the variance the linear map predicts, and interval coverage."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from client_sdk.errors import PayloadError
+from client_sdk.kinds.quantiles import make_report, parse_params
+from client_sdk.randomness import DeterministicRandom
+from estimators.errors import AggregateMismatch
+from estimators.kinds.quantiles import (
+    QuantilesAggregate,
+    adjoint,
+    consistent_tree,
+    estimate_quantiles,
+    level_covariance,
+    reports_for_quantile,
+    simulate_aggregate,
+)
+from tests.tolerances import k_sigma, variance_tolerance
+
+
+def params_of(oracle="olh", buckets=64, branching=4, epsilon=1.0):
+    return parse_params({"range": [0, buckets], "buckets": buckets, "branching": branching, "oracle": oracle},
+                        epsilon)
+
+
+def population(name, buckets, rng, n):
+    "Bucket indices of n devices: skewed (latency-like), bimodal, or a point mass plus a uniform"
+    if name == "lognormal":
+        values = rng.lognormal(math.log(buckets / 8), 0.8, n)
+    elif name == "bimodal":
+        values = np.where(rng.random(n) < 0.7, rng.normal(buckets * 0.2, buckets * 0.05, n),
+                          rng.normal(buckets * 0.75, buckets * 0.08, n))
+    else:
+        values = np.where(rng.random(n) < 0.4, buckets * 0.3 + 0.5, rng.uniform(0, buckets, n))
+    return np.clip(np.floor(values), 0, buckets - 1).astype(np.int64)
+
+
+@functools.cache
+def truth_of(name, buckets):
+    "The population's bucket probabilities (by a large sample: its sampling error is far below the tests')"
+    sample = population(name, buckets, np.random.default_rng(999), 2_000_000)
+    return np.bincount(sample, minlength=buckets) / len(sample)
+
+
+def true_levels(params, leaves):
+    padded = np.zeros(params.leaves)
+    padded[: len(leaves)] = leaves
+    return [padded.reshape(params.level_size(level), -1).sum(axis=1) for level in range(1, params.height + 1)]
+
+
+RANGES = [(0, 8), (5, 40), (16, 17), (30, 64)]
+
+
+@pytest.mark.parametrize("oracle", ["olh", "hadamard"])
+def test_ranges_are_unbiased_with_the_predicted_variance(oracle):
+    "R simulated campaigns: mean within k SE of the truth, sample variance within k SE of the mean exact variance"
+    params, n, repetitions = params_of(oracle), 4000, 300
+    truth = truth_of("lognormal", 64)
+    rng = np.random.default_rng(5)
+    estimates, variances = [], []
+    queries = np.zeros((params.leaves, len(RANGES)))
+    for column, (lo, hi) in enumerate(RANGES):
+        queries[lo:hi, column] = 1
+    for _ in range(repetitions):
+        aggregate = simulate_aggregate(params, rng.choice(64, size=n, p=truth), rng)
+        levels, precisions = consistent_tree(params, aggregate)
+        estimates.append(levels[-1] @ queries)
+        covariance = level_covariance(params, aggregate, true_levels(params, truth))
+        variances.append(np.diag(covariance.quadratic(adjoint(queries, precisions, params.branching))))
+    estimates, variance = np.array(estimates), np.mean(variances, axis=0)
+    expected = truth @ queries[:64]
+    k = k_sigma(2 * len(RANGES))
+    assert np.all(np.abs(estimates.mean(axis=0) - expected) <= k * np.sqrt(variance / repetitions))
+    for sample, predicted in zip(estimates.var(axis=0, ddof=1), variance):
+        assert abs(sample - predicted) <= variance_tolerance(predicted, repetitions, 2 * len(RANGES))
+
+
+def binomial_floor(level, repetitions, comparisons):
+    "The lowest coverage count consistent with a true coverage of ``level`` (k SE below)"
+    return level - k_sigma(comparisons) * math.sqrt(level * (1 - level) / repetitions)
+
+
+@pytest.mark.parametrize(("name", "n", "oracle"), [("lognormal", 3000, "olh"), ("bimodal", 20000, "hadamard"),
+                                                    ("point", 500, "olh")])
+def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
+    params, repetitions = params_of(oracle), 150
+    truth = truth_of(name, 64)
+    cdf = np.concatenate([[0.0], np.cumsum(truth)])
+    boundaries = np.asarray(params.boundaries)
+    true_quantiles = {p: float(boundaries[np.searchsorted(cdf, p - 1e-12)]) for p in (0.5, 0.9, 0.95, 0.99)}
+    rng = np.random.default_rng(hash(name) % 1000)
+    ranges, band, quantiles = 0, 0, {p: 0 for p in true_quantiles}
+    for _ in range(repetitions):
+        aggregate = simulate_aggregate(params, rng.choice(64, size=n, p=truth), rng)
+        estimate = estimate_quantiles(params, aggregate, band_draws=500)
+        lo, hi = RANGES[rng.integers(len(RANGES))]
+        interval = estimate.range_frequency(lo, hi)
+        ranges += interval.ci_low <= cdf[hi] - cdf[lo] <= interval.ci_high
+        band_low, band_high = estimate.cdf_band()
+        band += bool(np.all((band_low <= cdf + 1e-12) & (cdf - 1e-12 <= band_high)))
+        for row in estimate.quantiles:
+            # the true quantile is the boundary where F reaches p: inside [ci_low, ci_high] of values
+            quantiles[row.p] += row.ci_low <= true_quantiles[row.p] <= row.ci_high
+    comparisons = 6
+    assert ranges / repetitions >= binomial_floor(0.95, repetitions, comparisons)
+    assert ranges / repetitions <= 1 - binomial_floor(0.95, repetitions, comparisons) + 0.95
+    assert band / repetitions >= binomial_floor(0.95, repetitions, comparisons)
+    for p, covered in quantiles.items():
+        assert covered / repetitions >= binomial_floor(0.95, repetitions, comparisons), p
+
+
+def test_the_mean_is_unbiased_within_its_standard_error():
+    params, truth = params_of(), truth_of("bimodal", 64)
+    rng = np.random.default_rng(8)
+    means, errors = [], []
+    for _ in range(60):
+        estimate = estimate_quantiles(params, simulate_aggregate(params, rng.choice(64, size=5000, p=truth), rng),
+                                      band_draws=100)
+        means.append(estimate.mean.estimate)
+        errors.append(estimate.mean.std_error)
+    expected = truth @ (np.arange(64) + 0.5)
+    assert abs(np.mean(means) - expected) <= k_sigma(1) * np.mean(errors) / math.sqrt(len(means))
+    assert abs(np.std(means, ddof=1) / np.mean(errors) - 1) < 0.35  # the SE is the spread's (60 samples)
+
+
+def test_reports_through_the_device_estimate_the_truth():
+    "The real device function, aggregated from JSON payloads, against the truth within k SE"
+    params = params_of(branching=2, buckets=16)
+    rng = DeterministicRandom(4)
+    values = [1.0] * 1500 + [9.5] * 500
+    payloads = [make_report(rng, params, v) for v in values]
+    aggregate = QuantilesAggregate.empty(params, "f").with_reports(params, payloads)
+    assert aggregate.n == len(values)
+    estimate = estimate_quantiles(params, aggregate, band_draws=200)
+    share = estimate.range_frequency(0, 8)
+    assert abs(share.estimate - 0.75) <= k_sigma(2) * share.std_error
+    assert estimate.quantiles[0].ci_low <= 1.0 <= estimate.quantiles[0].ci_high
+
+
+def test_aggregates_merge_and_round_trip_through_json():
+    params, rng = params_of("hadamard"), np.random.default_rng(3)
+    a = simulate_aggregate(params, rng.integers(0, 64, 500), rng, fingerprint="f")
+    b = simulate_aggregate(params, rng.integers(0, 64, 700), rng, fingerprint="f")
+    merged = a.merge(b)
+    assert merged.n == 1200 and QuantilesAggregate.from_dict(merged.to_dict()) == merged
+    with pytest.raises(AggregateMismatch):
+        a.merge(simulate_aggregate(params, rng.integers(0, 64, 5), rng, fingerprint="g"))
+    with pytest.raises(PayloadError) as caught:
+        QuantilesAggregate.empty(params).with_reports(params, [[1, [0, 0]], [9, [0, 0]]])
+    assert caught.value.field == "payloads[1][0]"
+
+
+def test_the_planner_n_for_a_quantile_gives_that_rank_error():
+    params = params_of(buckets=64)
+    n = reports_for_quantile(params, 0.02)
+    rng = np.random.default_rng(12)
+    truth = truth_of("lognormal", 64)
+    estimate = estimate_quantiles(params, simulate_aggregate(params, rng.choice(64, size=n, p=truth), rng),
+                                  band_draws=100)
+    assert float(np.max(estimate.cdf_std_errors)) * 1.959964 <= 0.02 * 1.05  # worst boundary, plug-in SE
