@@ -134,3 +134,4 @@ def ledger_figures(rows: Sequence[LedgerRow], budget: Budget | None) -> dict:
         tight_left = budget.epsilon - tight.epsilon if math.isfinite(tight.epsilon) else 0.0
         out["remaining_tight"] = {"epsilon": max(tight_left, 0.0), "at_delta": tight.delta}
     return out
+

@@ -50,3 +50,26 @@ def test_a_device_stops_at_the_figure_the_ledger_refuses_at(tmp_path):
     client.close()
     assert statuses == [RecordStatus.QUEUED] * 3 + [RecordStatus.REFUSED_BY_POLICY] * 2
     assert spent == 1.5  # = the ledger's basic figure when it refuses the fourth day (the test above)
+
+
+def test_reports_and_campaign_show_state_the_spend(http, keys, db_path):
+    import json
+    import subprocess
+
+    from collector.reporting import report_data_from_db
+    from estimators.report import render_html, render_json
+
+    from .helpers import ldp_command, make_reports
+
+    admin = bearer(keys["admin"])
+    spec = client_sdk.load_spec(http.post("/v1/campaigns", json=BUDGETED, headers=admin).json["spec"])
+    reports = make_reports(spec, [spec.domain[i % 4] for i in range(20)])
+    assert http.post("/v1/reports", json={"reports": reports}, headers=bearer(keys["ingest"])).status_code == 200
+    http.post("/v1/campaigns/budgeted/publish", json={"window": "2024-03-01"}, headers=admin)
+    data = report_data_from_db(db_path, spec.name)
+    report = json.loads(render_json(data))
+    assert report["budget"]["spent"]["basic"]["epsilon"] == 0.5 and report["budget"]["remaining"] == {"epsilon": 1.0}
+    assert "privacy spent per device over 1 release charge(s)" in render_html(data)
+    shown = subprocess.run(ldp_command("campaign", "show", "budgeted", "--db", str(db_path)), capture_output=True,
+                           text=True, check=True)
+    assert json.loads(shown.stdout)["budget"]["remaining"] == {"epsilon": 1.0}
