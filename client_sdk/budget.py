@@ -46,10 +46,10 @@ class Budget:
         unknown = sorted(set(value) - {"epsilon", "delta"})
         if unknown:
             raise SpecError(f"budget.{unknown[0]}", "unknown field; allowed fields are ['delta', 'epsilon']")
-        epsilon = value.get("epsilon")
+        epsilon: Any = value.get("epsilon")
         if not _number(epsilon) or not epsilon > 0:
             raise SpecError("budget.epsilon", "must be a positive finite number")
-        delta = value.get("delta")
+        delta: Any = value.get("delta")
         if delta is not None and (not _number(delta) or not 0 < delta < 1):
             raise SpecError("budget.delta", "must be a number with 0 < delta < 1")
         return cls(float(epsilon), None if delta is None else float(delta))

@@ -21,8 +21,8 @@ is given: a changed unit changes what a value means, so it is a new version.  A 
 fingerprint it always had.  A unary campaign's ``max_ones`` is part of it too: the collector keeps only reports
 with at most that many bits set (a defence against crafted reports, ``estimators.ones_test``), which changes what
 an aggregate means.  The optional ``budget`` (what one device may spend over the campaign's life,
-``client_sdk.budget``) is part of it when given: a changed budget changes when devices stop.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
-it.
+``client_sdk.budget``) is part of it when given: a changed budget changes when devices stop.  Fields used only for
+analysis (``delta``, ``description``, ``version``) are not part of it.
 
 A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being
 perturbed on the device (``client_sdk.distributed``)::

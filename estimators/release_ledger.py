@@ -79,7 +79,8 @@ def mechanism_of(spec: Any) -> dict:
     "The mechanism one release of ``spec`` spends a device's privacy with, as stored JSON (module docstring)"
     if getattr(spec, "prio3", None) is None:
         return {"type": "approx", "epsilon": float(spec.epsilon), "delta": 0.0}
-    from .distributed.release import DistributedQuestion  # scipy only for a distributed campaign's calibration
+    # imported here: the calibration (scipy) only for a distributed campaign
+    from .distributed.release import DistributedQuestion
 
     question = DistributedQuestion.of(spec)
     noise = question.calibrated_noise()

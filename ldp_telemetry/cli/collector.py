@@ -357,7 +357,8 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
     """Print one campaign version as JSON (with its report count when read from --db).
 
     It shows the release ledger's "budget": what a device has spent over the campaign's releases (tight and basic)
-    and what remains of the spec's budget.  A distributed campaign on its leader also shows its "progress": per batch, reports accepted, rejected by reason,
+    and what remains of the spec's budget.  A distributed campaign on its leader also shows its "progress": per
+    batch, reports accepted, rejected by reason,
     pending, aggregated, the distance to min_batch and the batch's state (open, ready, below_min_batch, ...)."""
     from collector.release_ledger import budget_view
     from collector.storage import CampaignNotFound

@@ -1,5 +1,6 @@
 """Through real servers (a leader and a helper on loopback, SQLite files): the collection past a campaign's budget
-is refused 409 budget-exhausted (the budget is checked before the batch's size: the second batch is empty), and the budget route shows what the first release spent."""
+is refused 409 budget-exhausted (the budget is checked before the batch's size: the second batch is empty), and the
+budget route shows what the first release spent."""
 
 from __future__ import annotations
 
