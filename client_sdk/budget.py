@@ -17,10 +17,13 @@ ledger``) and the collector's release ledger (``collector.release_ledger``) both
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 from .errors import SpecError
+from .frozen import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (client_sdk.frozen says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = ("basic composition of the charges: each release charges the (epsilon, delta) its kind states for one "
         "report, the charges add up, and a release that would take the sums past the budget is refused")
@@ -31,12 +34,15 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Frozen):
     "What one device may spend over a campaign's life: ``epsilon``, and ``delta`` if the budget caps it (else None)"
 
+    __slots__ = _fields = ("epsilon", "delta")
     epsilon: float
-    delta: float | None = None
+    delta: float | None
+
+    def __init__(self, epsilon: float, delta: float | None = None) -> None:
+        self._set(epsilon=epsilon, delta=delta)
 
     @classmethod
     def from_json(cls, value: Any) -> Budget:

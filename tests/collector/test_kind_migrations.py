@@ -17,6 +17,7 @@ import client_sdk
 import estimators
 from collector.distributed import schema as prio3_schema
 from collector.distributed.store import DistStore
+from collector.release_ledger import LEDGER
 from collector.storage import (
     LATEST_SCHEMA_VERSION,
     ReportGroup,
@@ -32,6 +33,8 @@ from .helpers import on_both_backends
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OLD = ROOT / "tests" / "data" / "old_databases"
 DAY = "2024-01-01"
+# every registered migration applied: prio3's tables and the release ledger's (collector.release_ledger)
+APPLIED = [{"kind": prio3_schema.KIND, "version": 1}, {"kind": LEDGER, "version": 1}]
 
 
 def works_as_before(storage) -> None:
@@ -48,7 +51,7 @@ def works_as_before(storage) -> None:
     storage.insert_reports([group], "2024-01-02")
     assert storage.count_reports("grr") == 5
     assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-    assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+    assert storage.table_rows("kind_migrations") == APPLIED
 
 
 def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tmp_path):
@@ -62,7 +65,7 @@ def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tm
         assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         works_as_before(storage)
         storage.migrate()  # idempotent
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == APPLIED
 
 
 def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens_and_works(postgres_cluster):
@@ -85,7 +88,7 @@ def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens
         store = DistStore(storage)
         assert [(k.config_id, k.private_key) for k in store.hpke_keys()] == [(7, b"\x01" * 32)]
         assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == APPLIED
         storage.migrate()  # idempotent
 
 
@@ -109,7 +112,7 @@ def test_a_kind_registered_after_the_database_was_made_gets_its_tables_at_the_ne
         storage.migrate()
         storage.migrate()  # each step once
         assert {r["kind"]: r["version"] for r in storage.table_rows("kind_migrations")} == {
-            prio3_schema.KIND: 1, "sketch": 2}
+            prio3_schema.KIND: 1, LEDGER: 1, "sketch": 2}
     finally:
         unregister_migrations("sketch")
 
