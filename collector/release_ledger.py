@@ -68,6 +68,17 @@ class BudgetExhausted(LedgerError):
         super().__init__(BUDGET_EXHAUSTED, detail, "budget", extra)
 
 
+_MIGRATED: set[str] = set()  # the databases (``storage.location``) this process has brought to the ledger's table
+
+
+def _ensure_table(storage: StorageBase) -> None:
+    """Migrate once per database and process: a database made by a process that had not imported this module (a
+    bare ``collector.storage`` user) lacks the table until a ``migrate()`` that knows it"""
+    if storage.location not in _MIGRATED:
+        storage.migrate()
+        _MIGRATED.add(storage.location)
+
+
 def charge_of(spec: Any) -> tuple[float, float]:
     "What one release of ``spec`` charges a device: its kind's charge for one report (the device's ledger's)"
     epsilon, delta = kind_of(spec).ledger_charge(spec)
@@ -76,6 +87,7 @@ def charge_of(spec: Any) -> tuple[float, float]:
 
 def spent(storage: StorageBase, name: str) -> tuple[float, float]:
     "The sums of the charges of every release of campaign ``name`` (the budget's rule)"
+    _ensure_table(storage)
     rows = storage._all("SELECT epsilon, delta, charges FROM release_ledger WHERE campaign = ?", (name,))
     epsilon = sum(float(e) * int(c) for e, _, c in rows)  # summed as the device sums: in order, one by one
     delta = sum(float(d) * int(c) for _, d, c in rows)
@@ -140,6 +152,7 @@ def publish_window(storage: StorageBase, campaign: CampaignVersion, window: str,
                           "recorded when it is collected, not published", "name")
     days = window_days(window)
     release = f"window:{days[0]}:{days[-1]}"
+    _ensure_table(storage)
     with storage.transaction():
         covered: set[str] = set()
         for (text,) in storage._all("SELECT days FROM release_ledger WHERE campaign = ?", (campaign.name,)):
@@ -155,6 +168,7 @@ def publish_window(storage: StorageBase, campaign: CampaignVersion, window: str,
 
 def releases(storage: StorageBase, name: str) -> list[dict]:
     "Every recorded release of campaign ``name``, in the order recorded"
+    _ensure_table(storage)
     rows = storage._all("SELECT release, version, fingerprint, source, charges, epsilon, delta, mechanism, days, "
                         "recorded_day FROM release_ledger WHERE campaign = ? ORDER BY recorded_day, release", (name,))
     keys = ("release", "version", "fingerprint", "source", "charges", "epsilon", "delta", "mechanism", "days",
