@@ -57,6 +57,8 @@ Hierarchy (the module on the right, when not this one)::
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
     ├── NoFreeConfigId                        collector.distributed.hpke_keys: every HPKE config id is taken
+    ├── LedgerError                           collector.release_ledger: a release the ledger will not record
+    │   └── BudgetExhausted                   it would pass the campaign's budget (409 budget-exhausted)
     └── DemoStopped (RuntimeError)            demo.errors: a demo phase stops (the other failed, or Ctrl-C)
 
     PrivacyWarning (UserWarning)              parameters that are legal but give weak privacy (epsilon > 10)

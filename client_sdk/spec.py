@@ -20,8 +20,9 @@ campaign's ``unit`` ("ms", "MB": what the recorded numbers measure, shown on the
 is given: a changed unit changes what a value means, so it is a new version.  A spec without these fields keeps the
 fingerprint it always had.  A unary campaign's ``max_ones`` is part of it too: the collector keeps only reports
 with at most that many bits set (a defence against crafted reports, ``estimators.ones_test``), which changes what
-an aggregate means.  Fields used only for analysis (``delta``, ``description``, ``version``) are not part of
-it.
+an aggregate means.  The optional ``budget`` (what one device may spend over the campaign's life,
+``client_sdk.budget``) is part of it when given: a changed budget changes when devices stop.  Fields used only for
+analysis (``delta``, ``description``, ``version``) are not part of it.
 
 A distributed campaign (``"trust": "distributed"``) is aggregated by two servers with Prio3 instead of being
 perturbed on the device (``client_sdk.distributed``)::
@@ -41,6 +42,7 @@ import hashlib
 import json
 import re
 
+from .budget import Budget, refusal
 from .errors import SpecError
 from .frozen import Frozen
 from .kinds import kind_name, kind_names, kind_of
@@ -110,7 +112,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 # The envelope: the members every kind's spec has (each kind adds its own, ``CampaignKind.fields``)
 ENVELOPE_FIELDS = frozenset({"name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
-                             "unit", "derived", "fingerprint"})
+                             "unit", "derived", "fingerprint", "budget"})
 TRUST_MODELS = ("local", "distributed")  # the trust models the built-in kinds support (CampaignKind.trust_models)
 
 
@@ -147,8 +149,8 @@ class Spec(Frozen):
 
     # Shown by repr in this order; the value (compared, hashed, pickled) is the envelope and the parameters
     _fields = ("name", "mechanism", "epsilon", "domain", "catch_all", "range", "rappor", "candidates", "delta",
-               "description", "version", "expires", "trust", "prio3", "unit", "max_ones")
-    _state = ("name", "description", "version", "delta", "expires", "trust", "kind", "params")
+               "description", "version", "expires", "trust", "prio3", "unit", "max_ones", "budget")
+    _state = ("name", "description", "version", "delta", "expires", "trust", "kind", "params", "budget")
     __slots__ = (*_state, "_index", "_fingerprint")  # the two memos: not compared, hashed or shown
     name: str
     description: str
@@ -158,6 +160,7 @@ class Spec(Frozen):
     trust: str  # the trust model: "local", or "distributed" (aggregated with Prio3 by two servers)
     kind: str  # the campaign kind's name (client_sdk.kinds)
     params: Any  # the kind's parameters
+    budget: Budget | None  # what one device may spend over the campaign's life (client_sdk.budget); fingerprinted
     _index: dict[tuple[type, DomainValue], int]
     _fingerprint: str | None
 
@@ -166,8 +169,8 @@ class Spec(Frozen):
                  range: tuple[float, float] | None = None, rappor: RapporParams | None = None,
                  candidates: tuple[str, ...] | None = None, delta: float | None = None, description: str = "",
                  version: int = 1, expires: str | None = None, trust: str = "local", prio3: Prio3Params | None = None,
-                 unit: str | None = None, max_ones: int | None = None, *, kind: str | None = None,
-                 params: Any = None) -> None:
+                 unit: str | None = None, max_ones: int | None = None, budget: Budget | None = None, *,
+                 kind: str | None = None, params: Any = None) -> None:
         "Either ``kind`` and ``params`` (what :meth:`from_dict` passes), or a local or prio3 spec's fields"
         if params is None:
             assert epsilon is not None
@@ -178,8 +181,8 @@ class Spec(Frozen):
                 params = LocalParams(mechanism, epsilon, domain, catch_all, range, rappor, candidates, unit,
                                      max_ones)
         self._set(name=name, description=description, version=version, delta=delta, expires=expires, trust=trust,
-                  kind=kind_name({"trust": trust}) if kind is None else kind, params=params, _index={},
-                  _fingerprint=None)
+                  kind=kind_name({"trust": trust}) if kind is None else kind, params=params, budget=budget,
+                  _index={}, _fingerprint=None)
 
     def _values(self) -> tuple:
         return tuple(getattr(self, name) for name in self._state)
@@ -270,7 +273,11 @@ class Spec(Frozen):
         envelope: dict[str, Any] = {"name": name, "description": description, "version": version, "delta": delta,
                                     "expires": validate_day("expires", data.get("expires")), "trust": trust}
         params = kind.parse_params(data, envelope)
-        spec = cls(**envelope, kind=kind.name, params=params)
+        budget = None if data.get("budget") is None else Budget.from_json(data["budget"])
+        spec = cls(**envelope, kind=kind.name, params=params, budget=budget)
+        if budget is not None and refusal(budget, (0.0, 0.0), kind.ledger_charge(spec)) is not None:
+            raise SpecError("budget", "is below one report's charge (the spec's epsilon, and delta): nothing could "
+                                      "ever be reported")
         claimed = data.get("fingerprint")  # a spec as served: its fingerprint must be this spec's
         if claimed is not None and claimed != spec.fingerprint:
             raise SpecError("fingerprint", "does not match the spec's parameters (the spec was altered)")
@@ -304,6 +311,8 @@ class Spec(Frozen):
         out: dict[str, Any] = {"name": self.name, **kind_of(self).identity(self)}
         if self.expires is not None:
             out["expires"] = self.expires
+        if self.budget is not None:  # only when given: a spec without one keeps its fingerprint
+            out["budget"] = self.budget.to_json()
         return out
 
     def expired_on(self, day: str) -> bool:
@@ -336,10 +345,10 @@ class Spec(Frozen):
 
 
 def _rebuild(name: str, description: str, version: int, delta: float | None, expires: str | None, trust: str,
-             kind: str, params: Any) -> Spec:
+             kind: str, params: Any, budget: Budget | None = None) -> Spec:
     "A pickled spec, rebuilt"
     return Spec(name, description=description, version=version, delta=delta, expires=expires, trust=trust,
-                kind=kind, params=params)
+                kind=kind, params=params, budget=budget)
 
 
 # The mechanisms build on the spec, so the spec cannot import them; client_sdk.mechanisms registers here the

@@ -185,6 +185,32 @@ DOCUMENT: dict[str, Any] = {
                               **_problem_responses(400, 401, 403, 404, 429)},
             },
         },
+        "/v1/campaigns/{name}/budget": {
+            "get": {
+                "operationId": "campaignBudget",
+                "summary": "What a device has spent over the campaign's releases (tight and basic composition) and "
+                           "what remains of its budget (admin key)",
+                "security": ADMIN, "parameters": [CAMPAIGN_NAME, VERSION],
+                "responses": {"200": _json({"type": "object", "required": ["spent", "budget", "remaining", "ledger"]},
+                                           "{campaign, version, releases, charges, rule, spent: {basic, tight}, "
+                                           "budget, remaining, remaining_tight, ledger}"),
+                              **_problem_responses(400, 401, 403, 404)},
+            },
+        },
+        "/v1/campaigns/{name}/publish": {
+            "post": {
+                "operationId": "publishWindow",
+                "summary": "Record a local campaign's published window in the release ledger (admin key); 409 "
+                           "budget-exhausted past the spec's budget",
+                "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+                "requestBody": {"required": True, "content": {JSON: {"schema": {
+                    "type": "object", "required": ["window"],
+                    "properties": {"window": {"type": "string", "description": "YYYY-MM-DD:YYYY-MM-DD"},
+                                   "version": {"type": "integer"}}}}}},
+                "responses": {"200": _json({"type": "object"}, "{campaign, release, charges}"),
+                              **_problem_responses(400, 401, 403, 404, 409)},
+            },
+        },
         "/v1/campaigns/{name}/close": {
             "post": {
                 "operationId": "closeCampaign", "summary": "Close a campaign: its reports are rejected from now on "

@@ -3,7 +3,8 @@
 :func:`report_data_from_db` and :func:`report_data_from_url` return the :class:`~estimators.window.ReportData`
 that the renderers take; ``ldp-telemetry report`` and the demo call them and hold none of this logic.  The
 estimate itself is made by :func:`estimators.window.window_estimate`, the function the ``/estimate``
-endpoint calls too.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
+endpoint calls too; the release ledger's figures (``collector.release_ledger.budget_view``) go with it at
+``budget``.  The HTTP API is read through :class:`collector.admin_client.AdminClient`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from estimators.window import ReportData, daily_estimates, window_estimate
 from .admin_client import AdminClient, campaign_path
 from .errors import AdminApiError
 from .kinds import Window, collector_kind
+from .release_ledger import budget_view
 from .storage import CampaignNotFound, is_database_url, open_storage
 
 HTTP_TIMEOUT_SECONDS = 60
@@ -35,7 +37,9 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
             version = storage.get_campaign(campaign)
         except CampaignNotFound:
             raise SourceError(f"unknown campaign {campaign!r}") from None
-        return collector_kind(version.spec).report_data_from_db(storage, version, window)
+        data = collector_kind(version.spec).report_data_from_db(storage, version, window)
+        data.result["budget"] = budget_view(storage, version)  # what a device has spent, what remains
+        return data
 
 
 def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: str | None = None,
@@ -83,7 +87,9 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
             kind = collector_kind(spec_json or {})
         except SpecError as exc:
             raise SourceError(f"campaign {campaign!r}: {exc}") from None
-        return kind.report_data_from_api(get, base, resource, spec_json, window, daily_top)
+        data = kind.report_data_from_api(get, base, resource, spec_json, window, daily_top)
+        data.result["budget"] = get(base + "/budget", {})  # the release ledger's figures
+        return data
 
 
 def _spec_of(campaign: Any) -> dict | None:

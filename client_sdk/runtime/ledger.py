@@ -5,7 +5,8 @@ Spending adds up by basic composition: k reports under (epsilon, delta) cost (k 
 does not change (Dwork and Roth 2014, Theorem 3.16; averaging attacks are why a device must cap its reports).  A
 :class:`ReportPolicy` per campaign caps reports per period (by default one per campaign period: a UTC day, or a
 distributed campaign's batch) and, optionally, the total epsilon; ``record`` refuses reports beyond it before
-anything is queued.
+anything is queued.  A spec's ``budget`` caps the campaign's charges here by the rule of ``client_sdk.budget`` (the
+sums of the charges), the same the collector's release ledger refuses releases by, so both stop at one figure.
 
 A distributed campaign's report names its batch (``client_sdk.distributed.batch_of``: the batch of the campaign's
 ``window``, a UTC day by default, on this device's clock), and the leader puts it in that batch, so the ledger keys
@@ -20,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..budget import Budget
+from ..budget import refusal as budget_refusal
 from .state_file import StateFile
 
 DAY_SECONDS = 86_400.0
@@ -83,8 +86,10 @@ class PrivacyLedger:
         self.state = state  # the tables are created by StateFile
 
     def refusal(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float,
-                batch: str | None = None) -> str | None:
-        "Why one more report under ``epsilon`` (for ``batch``, if named) would break ``policy``, or None if allowed"
+                batch: str | None = None, *, delta: float = 0.0, budget: Budget | None = None) -> str | None:
+        """Why one more report under (``epsilon``, ``delta``) (for ``batch``, if named) would break ``policy`` or
+        the campaign's ``budget`` (``client_sdk.budget``: the rule the collector's release ledger applies too), or
+        None if allowed"""
         with self.state.lock:
             conn = self.state.conn
             if batch is not None:
@@ -100,6 +105,11 @@ class PrivacyLedger:
                 spent = self.spent(campaign).epsilon
                 if spent + epsilon > policy.max_epsilon * (1 + 1e-12):
                     return f"epsilon budget {policy.max_epsilon:g} would be exceeded (spent {spent:g})"
+            if budget is not None:
+                spending = self.spent(campaign)
+                reason = budget_refusal(budget, (spending.epsilon, spending.delta), (epsilon, delta))
+                if reason is not None:
+                    return reason
         return None
 
     def charge(self, campaign: str, epsilon: float, policy: ReportPolicy, now: float, *, delta: float = 0.0,

@@ -101,7 +101,8 @@ class Recorder:
         try:
             with self.state.transaction():
                 epsilon, delta = kind.ledger_charge(spec, ctx)
-                if self.ledger.refusal(campaign, epsilon, policy, now, batch) is not None:
+                if self.ledger.refusal(campaign, epsilon, policy, now, batch, delta=delta,
+                                      budget=spec.budget) is not None:
                     return Recorded(RecordStatus.REFUSED_BY_POLICY)
                 if ctx.finish is not None:  # e.g. a RAPPOR report: drawn with the secret the state file holds
                     report["payload"] = ctx.finish(payload)

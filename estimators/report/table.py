@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..window import ReportData
+from .budget import budget_line
 from .kinds.base import report_kind
 from .model import (
     BELOW_ZERO,
@@ -26,8 +27,11 @@ WARNING = "WARNING"
 
 
 def header_lines(data: ReportData) -> list[str]:
-    "The facts every format states first (the estimate's kind says which)"
-    return report_kind(data.estimate).header_lines(data)
+    "The facts every format states first (the estimate's kind says which; the release ledger's line for every kind)"
+    lines = report_kind(data.estimate).header_lines(data)
+    if isinstance(data.result.get("budget"), dict):  # collector.reporting adds the release ledger's figures
+        lines = [*lines, budget_line(data.result["budget"])]
+    return lines
 
 
 def warning_lines(data: ReportData) -> list[str]:

@@ -341,8 +341,11 @@ def campaign_list(database: str | None, url: str | None, token: str | None, as_j
 def campaign_show(database: str | None, url: str | None, token: str | None, name: str, version: int | None) -> None:
     """Print one campaign version as JSON (with its report count when read from --db).
 
-    A distributed campaign on its leader also shows its "progress": per batch, reports accepted, rejected by reason,
+    It shows the release ledger's "budget": what a device has spent over the campaign's releases (tight and basic)
+    and what remains of the spec's budget.  A distributed campaign on its leader also shows its "progress": per
+    batch, reports accepted, rejected by reason,
     pending, aggregated, the distance to min_batch and the batch's state (open, ready, below_min_batch, ...)."""
+    from collector.release_ledger import budget_view
     from collector.storage import CampaignNotFound
 
     if _target(database, url, token) == "url":
@@ -350,6 +353,7 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
         out = _api("GET", str(url), str(token), _campaign_path(name, query))[1]
         if _needs_aggregators(out.get("spec")):
             out["progress"] = _api("GET", str(url), str(token), _campaign_path(name, "/progress" + query))[1]
+        out["budget"] = _api("GET", str(url), str(token), _campaign_path(name, "/budget" + query))[1]
         click.echo(json.dumps(out, indent=2))
         return
     with _storage(str(database)) as storage:
@@ -360,6 +364,7 @@ def campaign_show(database: str | None, url: str | None, token: str | None, name
         out = {**_campaign_json(storage, item), "reports": storage.count_reports(name)}
         if _needs_aggregators(item.spec):
             out["progress"] = _progress(storage, item)
+        out["budget"] = budget_view(storage, item)
         click.echo(json.dumps(out, indent=2))
 
 
@@ -377,6 +382,29 @@ def _progress(storage: Any, item: Any) -> dict | None:
         return None
     grace = float(os.environ.get("LDP_COLLECT_GRACE") or DEFAULTS["COLLECT_GRACE"])  # as the leader's serve
     return campaign_progress(store, item, now=clock_now(), grace=grace)
+
+
+@campaign.command("publish")
+@TARGET_DB_OPTION
+@URL_OPTION
+@TOKEN_OPTION
+@click.argument("name")
+@click.option("--window", required=True, metavar="START:END", help="The UTC days published (YYYY-MM-DD:YYYY-MM-DD).")
+def campaign_publish(database: str | None, url: str | None, token: str | None, name: str, window: str) -> None:
+    """Record the publication of a local campaign's window in the release ledger: one report's epsilon per day no
+    earlier publication covered; refused (budget-exhausted) if it would pass the spec's budget."""
+    from collector.release_ledger import LedgerError, publish_window
+    from collector.storage import CampaignNotFound
+
+    if _target(database, url, token) == "url":
+        out = _api("POST", str(url), str(token), _campaign_path(name, "/publish"), {"window": window})[1]
+    else:
+        with _storage(str(database)) as storage:
+            try:
+                out = publish_window(storage, storage.get_campaign(name), window, utc_today())
+            except (CampaignNotFound, LedgerError) as exc:
+                _fail(str(exc))
+    click.echo(json.dumps(out, indent=2))
 
 
 @campaign.command("close")

@@ -99,7 +99,7 @@ def empty_database(url: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("TRUNCATE campaigns, report_versions, reports, aggregates, api_keys, rate_buckets, scrubbed_days, "
-                     f"{', '.join(schema.TABLES)} RESTART IDENTITY")
+                     f"{', '.join(schema.TABLES)}, release_ledger RESTART IDENTITY")
 
 
 def _free_port() -> int:

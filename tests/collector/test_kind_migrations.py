@@ -17,6 +17,7 @@ import client_sdk
 import estimators
 from collector.distributed.store import DistStore
 from collector.kinds import collector_kind  # noqa: F401  (registers every built-in kind's migrations)
+from collector.release_ledger import LEDGER  # noqa: F401  (registers the release ledger's migrations)
 from collector.storage import (
     LATEST_SCHEMA_VERSION,
     ReportGroup,

@@ -1,14 +1,17 @@
 """The leader's collection of a batch: close it, finish its jobs, gather both noisy aggregate shares, unshard and
-store the release (once)."""
+store the release (once), recorded in the release ledger (``collector.release_ledger``), which refuses a batch that
+would pass the spec's ``budget`` before anything is drawn."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from client_sdk.clock import utc_day
 from client_sdk.distributed_messages import ProtocolError, from_b64url
 from client_sdk.errors import LDPError
 
+from ... import release_ledger
 from ...auth import clock_now
 from ...config import DEFAULTS
 from ...storage import CampaignVersion, StorageBase
@@ -67,6 +70,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
         raise CollectError(ProtocolError.INVALID_FIELD, str(exc)) from None
     if open_detail is not None:
         raise CollectError(ProtocolError.BATCH_OPEN, open_detail)
+    release_ledger.check(storage, campaign)  # BudgetExhausted: the batch stays open, no noise is drawn
     min_batch = vdaf.params.min_batch
     states = store.report_states(key)
     if states.get("pending", 0) + states.get("aggregated", 0) < min_batch:
@@ -110,6 +114,7 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
             # same noisy share, and this leader's noise of the other one is what the analyst sees)
             raise _collected(store, key)
         store.set_batch(key, "collected")
+        release_ledger.record_batch(storage, campaign, batch, utc_day(now))
     store.scrub_batch(key)  # its jobs are done and it takes no report any more: its reports' order of arrival goes
     return out
 
