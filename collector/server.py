@@ -410,6 +410,10 @@ class CollectorServer(BaseApplication):
             self.cfg.set(key, value)  # type: ignore[union-attr]
 
     def load(self) -> Any:
+        if self.app_config.get("ROLE") == "shuffler":
+            from .shuffler.app import create_shuffler_app  # only a shuffler loads its modules
+
+            return create_shuffler_app(self.app_config)
         return create_app(self.app_config)
 
 

@@ -1,0 +1,144 @@
+"""The shuffler's forwarding loop: batches formed when due, sent, and deleted once the collector acknowledged them.
+
+One forwarder per database runs at a time (an ``flock`` on ``<database>.forwarder-lock``; in every gunicorn worker
+a thread waits for it, so a killed worker's role passes to another).  Each round it first sends again the batches
+formed before and not acknowledged (after a crash or a failed request: the collector stores each report id once
+and records each batch id once, so a resend adds nothing), then forms a batch for every campaign version that is
+due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), at most
+``MAX_FORWARD_BATCH`` reports (or the spec's ``shuffle_batch``, if larger) each.  A batch is deleted only after the
+collector's 200, so every acknowledged report reaches the collector exactly once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+from ..storage import StorageBase, is_database_url, open_storage
+from .queue import ShuffleQueue
+from .upstream import Upstream, UpstreamError
+
+logger = logging.getLogger("collector.shuffler")
+MAX_FORWARD_BATCH = 10_000  # reports per forwarded batch beyond the spec's shuffle_batch
+FORWARD_INTERVAL = 0.2  # seconds between two rounds when nothing was due
+SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
+RETRY_CAP = 30.0
+
+
+def lock_path(database: str) -> str:
+    "The forwarder's lock file: beside a SQLite database; in the temporary directory for a PostgreSQL URL"
+    if is_database_url(database):
+        digest = hashlib.sha256(database.encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), f"ldp-shuffler-{digest}.forwarder-lock")
+    return f"{database}.forwarder-lock"
+
+
+class Forwarder:
+    "The loop of :func:`forward_round`, in a daemon thread that holds the forwarder lock while it runs"
+
+    def __init__(self, database: str, upstream: Upstream, *, interval: float = FORWARD_INTERVAL,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.database = database
+        self.upstream = upstream
+        self.interval = interval
+        self.clock = clock
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="ldp-shuffler-forwarder", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def _run(self) -> None:
+        fd = os.open(lock_path(self.database), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self.stopping.wait(1.0)
+                    continue
+                try:
+                    self._forward_while_held()
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _forward_while_held(self) -> None:
+        backoff = self.interval
+        with open_storage(self.database) as storage:
+            queue = ShuffleQueue(storage)
+            scrubbed = self.clock()
+            while not self.stopping.is_set():
+                try:
+                    sent = forward_round(queue, self.upstream, self.clock())
+                    backoff = self.interval
+                except UpstreamError as exc:
+                    logger.warning("forwarding paused: %s", exc)
+                    backoff = min(RETRY_CAP, backoff * 2)
+                    sent = 0
+                except Exception:  # noqa: BLE001 (a storage fault: the loop goes on, nothing is lost)
+                    logger.exception("forwarding round failed")
+                    backoff = min(RETRY_CAP, backoff * 2)
+                    sent = 0
+                if sent and self.clock() - scrubbed >= SCRUB_INTERVAL:
+                    queue.scrub()
+                    scrubbed = self.clock()
+                if not sent:
+                    if scrubbed < self.clock() - SCRUB_INTERVAL and queue.count() == 0:
+                        queue.scrub()
+                        scrubbed = self.clock()
+                    self.stopping.wait(backoff)
+
+
+def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
+    "Send the unacknowledged batches, then form and send the due ones; how many reports were acknowledged"
+    sent = 0
+    for batch_id in queue.batches():
+        sent += _send(queue, upstream, batch_id)
+    for waiting in queue.waiting():
+        spec = upstream.spec(waiting.campaign, waiting.fingerprint)
+        if spec is None or spec.trust != "shuffled":
+            continue  # the collector refuses them; they wait (nothing is dropped unacknowledged)
+        rule = spec.params.shuffle
+        if not rule.due(waiting.queued, now - waiting.opened):
+            continue
+        most = max(rule.shuffle_batch, MAX_FORWARD_BATCH)
+        while True:
+            batch_id = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
+            if batch_id is None:
+                break
+            sent += _send(queue, upstream, batch_id)
+            left = [w for w in queue.waiting() if (w.campaign, w.fingerprint) == (waiting.campaign,
+                                                                                 waiting.fingerprint)]
+            if not left or left[0].queued < rule.shuffle_batch:
+                break
+    return sent
+
+
+def _send(queue: ShuffleQueue, upstream: Upstream, batch_id: str) -> int:
+    batch = queue.batch(batch_id)
+    if batch.reports:
+        answer = upstream.forward(batch_id, batch.reports)
+        if answer.get("rejected"):
+            logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
+                           answer["rejected"], len(batch.reports), answer.get("errors", [])[:3])
+    queue.delete_batch(batch_id)
+    return len(batch.reports)
+
+
+def run_once(database: str, upstream: Upstream, now: float | None = None) -> int:
+    "One forwarding round over ``database`` (tests and tools)"
+    storage: StorageBase
+    with open_storage(database) as storage:
+        return forward_round(ShuffleQueue(storage), upstream, time.time() if now is None else now)
