@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -29,6 +30,13 @@ MAX_FORWARD_BATCH = 10_000  # reports per forwarded batch beyond the spec's shuf
 FORWARD_INTERVAL = 0.2  # seconds between two rounds when nothing was due
 SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
 RETRY_CAP = 30.0
+FAILPOINT_ENV = "LDP_FAILPOINT"
+
+
+def failpoint(name: str) -> None:
+    "Crash tests: when ``LDP_FAILPOINT`` names this point, SIGKILL the shuffler's process group here"
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def lock_path(database: str) -> str:
@@ -118,6 +126,7 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
             batch_id = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
             if batch_id is None:
                 break
+            failpoint("shuffler-after-form")  # a batch formed, not yet sent
             sent += _send(queue, upstream, batch_id)
             left = [w for w in queue.waiting() if (w.campaign, w.fingerprint) == (waiting.campaign,
                                                                                  waiting.fingerprint)]
@@ -130,6 +139,7 @@ def _send(queue: ShuffleQueue, upstream: Upstream, batch_id: str) -> int:
     batch = queue.batch(batch_id)
     if batch.reports:
         answer = upstream.forward(batch_id, batch.reports)
+        failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
         if answer.get("rejected"):
             logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
                            answer["rejected"], len(batch.reports), answer.get("errors", [])[:3])
