@@ -111,7 +111,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 # The envelope: the members every kind's spec has (each kind adds its own, ``CampaignKind.fields``)
 ENVELOPE_FIELDS = frozenset({"name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
                              "unit", "derived", "fingerprint"})
-TRUST_MODELS = ("local", "shuffled", "distributed")  # the trust models the built-in kinds support (CampaignKind.trust_models)
+# the trust models the built-in kinds support (CampaignKind.trust_models)
+TRUST_MODELS = ("local", "shuffled", "distributed")
 
 
 def resolve_auto(domain_size: int, epsilon: float) -> str:

@@ -411,7 +411,8 @@ class CollectorServer(BaseApplication):
 
     def load(self) -> Any:
         if self.app_config.get("ROLE") == "shuffler":
-            from .shuffler.app import create_shuffler_app  # only a shuffler loads its modules
+            # only a shuffler loads its modules
+            from .shuffler.app import create_shuffler_app
 
             return create_shuffler_app(self.app_config)
         return create_app(self.app_config)

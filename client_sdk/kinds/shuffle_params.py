@@ -55,7 +55,7 @@ class ShuffledLocalParams(LocalParams):
     "A local randomizer's parameters with the shuffler's batching rule"
 
     __slots__ = ("shuffle",)
-    _fields = (*LocalParams._fields, "shuffle")
+    _fields = (*LocalParams._fields, "shuffle")  # type: ignore[assignment]
     shuffle: ShuffleParams
 
     def __init__(self, mechanism: str, epsilon: float, domain: Any = None, catch_all: Any = None,
@@ -93,7 +93,14 @@ def shuffle_params_from_dict(data: dict, trust: str) -> ShuffleParams | None:
 
 
 def with_shuffle(params: LocalParams, shuffle: ShuffleParams) -> ShuffledLocalParams:
-    return ShuffledLocalParams(*params._values(), shuffle=shuffle)
+    fields = dict(zip(LocalParams._fields, params._values()))
+    return ShuffledLocalParams(**fields, shuffle=shuffle)
+
+
+def shuffle_rule(spec: Any) -> ShuffleParams | None:
+    "The batching rule of a shuffled campaign's spec, None for any other campaign"
+    rule = getattr(spec.params, "shuffle", None)
+    return rule if isinstance(rule, ShuffleParams) else None
 
 
 def shuffle_json_schema() -> dict:

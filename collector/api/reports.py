@@ -24,6 +24,7 @@ from flask import Blueprint, Response, current_app, g, jsonify
 
 import estimators
 from client_sdk.errors import PayloadError
+from client_sdk.kinds.shuffle_params import shuffle_rule
 from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism
 
@@ -230,7 +231,7 @@ def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,
     ended = lookup.ended(campaign)
     if ended is not None:
         return campaign, mechanism, ("campaign", ended), None
-    if (campaign.spec.trust == "shuffled") != shuffled:
+    if (shuffle_rule(campaign.spec) is not None) != shuffled:
         reason = ("is shuffled: its reports reach the collector only in its shuffler's batches" if not shuffled
                   else "is not shuffled: a shuffler's batch holds only reports of a shuffled campaign")
         return campaign, mechanism, ("campaign", reason), None

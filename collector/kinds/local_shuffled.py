@@ -55,7 +55,8 @@ def batch_sizes(storage: StorageBase, campaign: CampaignVersion, since: str | No
 
 @lru_cache(maxsize=1024)
 def _amplification(epsilon0: float, size: int, delta: float) -> dict:
-    from estimators.shuffle import amplification  # scipy: only once a shuffled campaign is estimated
+    # scipy: only once a shuffled campaign is estimated
+    from estimators.shuffle import amplification
 
     return amplification(epsilon0, size, delta).describe()
 
@@ -72,6 +73,7 @@ def shuffle_block(spec: Any, sizes: dict[int, int]) -> dict:
         rows.append({"batch_size": size, "batches": count, "epsilon": described["epsilon"],
                      "closed_form_epsilon": described["closed_form_epsilon"],
                      "closed_form_applies": described["closed_form_applies"]})
+    # scipy: only once a shuffled campaign is estimated
     from estimators.shuffle import BOUND, CLOSED_FORM, HOLDS_FOR
 
     shuffle = spec.params.shuffle
@@ -84,6 +86,6 @@ def shuffle_block(spec: Any, sizes: dict[int, int]) -> dict:
 def with_shuffle_block(storage: StorageBase, campaign: CampaignVersion, result: dict, since: str | None = None,
                        until: str | None = None) -> dict:
     "An estimate's JSON with the ``shuffle`` member when its campaign is shuffled (else as it is)"
-    if campaign.spec.trust != "shuffled":
+    if getattr(campaign.spec.params, "shuffle", None) is None:
         return result
     return {**result, "shuffle": shuffle_block(campaign.spec, batch_sizes(storage, campaign, since, until))}

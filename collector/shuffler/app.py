@@ -15,9 +15,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, jsonify
+from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 
 from client_sdk.errors import PayloadError
+from client_sdk.kinds.shuffle_params import shuffle_rule
 from client_sdk.spec import NAME_PATTERN
 
 from .. import cors, db
@@ -99,8 +100,6 @@ def get_campaign(name: str) -> Response:
     "One campaign's spec from the collector"
     if not _SAFE_NAME.fullmatch(name):
         raise Problem(404, f"no campaign {name[:100]!r}", field="name")
-    from flask import request
-
     version = request.args.get("version")
     return _passed_through(f"/v1/campaigns/{name}", {"version": version} if version else None)
 
@@ -175,7 +174,8 @@ def _checked(reports: list) -> tuple[list[QueuedReport], list[dict]]:
 
 def _mechanism(name: str, fingerprint: str) -> Any:
     "The version's server mechanism, or why its reports are refused"
-    from estimators.mechanisms import mechanism_for  # numpy: with the first report, not at start-up
+    # numpy: with the first report, not at start-up
+    from estimators.mechanisms import mechanism_for
 
     try:
         spec = _upstream().spec(name, fingerprint)
@@ -183,7 +183,7 @@ def _mechanism(name: str, fingerprint: str) -> Any:
         raise Problem(503, f"{exc}; retry later", field="upstream", headers={"Retry-After": "5"}) from None
     if spec is None:
         return "unknown campaign version at the collector"
-    if spec.trust != "shuffled":
+    if shuffle_rule(spec) is None:
         return "is not shuffled: send its reports to the collector"
     return mechanism_for(spec)
 

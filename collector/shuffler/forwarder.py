@@ -4,9 +4,9 @@ One forwarder per database runs at a time (an ``flock`` on ``<database>.forwarde
 a thread waits for it, so a killed worker's role passes to another).  Each round it first sends again the batches
 formed before and not acknowledged (after a crash or a failed request: the collector stores each report id once
 and records each batch id once, so a resend adds nothing), then forms a batch for every campaign version that is
-due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), at most
-``MAX_FORWARD_BATCH`` reports (or the spec's ``shuffle_batch``, if larger) each.  A batch is deleted only after the
-collector's 200, so every acknowledged report reaches the collector exactly once.
+due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), of
+``shuffle_batch`` reports each (a short batch: those waiting); reports beyond a whole batch wait for the next.
+A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import threading
 import time
 from collections.abc import Callable
 
+from client_sdk.kinds.shuffle_params import shuffle_rule
+
+from ..config import DEFAULTS
 from ..storage import StorageBase, is_database_url, open_storage
 from .queue import ShuffleQueue
 from .upstream import Upstream, UpstreamError
 
 logger = logging.getLogger("collector.shuffler")
-MAX_FORWARD_BATCH = 10_000  # reports per forwarded batch beyond the spec's shuffle_batch
-FORWARD_INTERVAL = 0.2  # seconds between two rounds when nothing was due
 SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
 RETRY_CAP = 30.0
 FAILPOINT_ENV = "LDP_FAILPOINT"
@@ -50,7 +51,7 @@ def lock_path(database: str) -> str:
 class Forwarder:
     "The loop of :func:`forward_round`, in a daemon thread that holds the forwarder lock while it runs"
 
-    def __init__(self, database: str, upstream: Upstream, *, interval: float = FORWARD_INTERVAL,
+    def __init__(self, database: str, upstream: Upstream, *, interval: float = DEFAULTS["FORWARD_INTERVAL"],
                  clock: Callable[[], float] = time.time) -> None:
         self.database = database
         self.upstream = upstream
@@ -116,21 +117,20 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
         sent += _send(queue, upstream, batch_id)
     for waiting in queue.waiting():
         spec = upstream.spec(waiting.campaign, waiting.fingerprint)
-        if spec is None or spec.trust != "shuffled":
+        rule = None if spec is None else shuffle_rule(spec)
+        if rule is None:
             continue  # the collector refuses them; they wait (nothing is dropped unacknowledged)
-        rule = spec.params.shuffle
         if not rule.due(waiting.queued, now - waiting.opened):
             continue
-        most = max(rule.shuffle_batch, MAX_FORWARD_BATCH)
+        most, left = rule.shuffle_batch, waiting.queued
         while True:
-            batch_id = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
-            if batch_id is None:
+            formed = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
+            if formed is None:
                 break
             failpoint("shuffler-after-form")  # a batch formed, not yet sent
-            sent += _send(queue, upstream, batch_id)
-            left = [w for w in queue.waiting() if (w.campaign, w.fingerprint) == (waiting.campaign,
-                                                                                 waiting.fingerprint)]
-            if not left or left[0].queued < rule.shuffle_batch:
+            left -= most  # reports that came meanwhile wait for the next round
+            sent += _send(queue, upstream, formed)
+            if left < rule.shuffle_batch:
                 break
     return sent
 

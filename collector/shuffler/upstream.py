@@ -12,20 +12,22 @@ from urllib.parse import quote
 
 import requests
 
-from client_sdk.errors import SpecError
+from client_sdk.errors import LDPError, SpecError
 from client_sdk.spec import Spec
+
+from ..config import DEFAULTS
 
 MISS_SECONDS = 10.0  # a version the collector does not know is asked again after this long
 
 
-class UpstreamError(Exception):
+class UpstreamError(LDPError):
     "The collector did not acknowledge a request (unreachable, or an answer other than 200): retry later"
 
 
 class Upstream:
     "Requests to the collector at ``url`` with ``token``; safe to share between threads (a session per thread)"
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, token: str, *, timeout: float = DEFAULTS["PEER_TIMEOUT"]) -> None:
         self.url = url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self.timeout = timeout

@@ -1,4 +1,4 @@
-"""A real collector and a real shuffler (``ldp-telemetry serve --role shuffler``) on loopback, for the shuffler tests."""
+"""A real collector and a real shuffler (``ldp-telemetry serve --role shuffler``) on loopback, for its tests."""
 
 from __future__ import annotations
 

@@ -227,7 +227,7 @@ def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
     (device,) = keys_in(shuffler_db, "ingest")
     with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
-                                              {**SHUFFLED, "shuffle_batch": 60})["spec"])
+                                              {**SHUFFLED, "shuffle_batch": 50})["spec"])
         reports = make_reports(spec, ["chrome", "safari"] * 100, seed=11)
         acknowledged: list[str] = []
         with shuffler_process(shuffler_db, tmp_path / "shuffler.log", collector_url, forwarding,
@@ -242,7 +242,7 @@ def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
                 acknowledged += [r["report_id"] for r in chunk]
             process.wait(timeout=30)
             assert process.returncode == -signal.SIGKILL or process.returncode != 0
-        assert len(acknowledged) >= 60
+        assert len(acknowledged) >= 50  # 200 reports: 4 whole batches of 50
         with shuffler_process(shuffler_db, tmp_path / "shuffler2.log", collector_url, forwarding) as (url, _):
             rest = [r for r in reports if r["report_id"] not in set(acknowledged)]
             for start in range(0, len(rest), 20):
