@@ -25,6 +25,7 @@ from collector.storage import (
     register_migrations,
     unregister_migrations,
 )
+from collector.storage.kind_migrations import registered_migrations
 from collector.storage.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
 
 from .helpers import on_both_backends
@@ -48,7 +49,7 @@ def works_as_before(storage) -> None:
     storage.insert_reports([group], "2024-01-02")
     assert storage.count_reports("grr") == 5
     assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-    assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+    assert storage.table_rows("kind_migrations") == registered_rows()
 
 
 def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tmp_path):
@@ -62,7 +63,7 @@ def test_a_sqlite_file_of_the_collector_wide_distributed_step_opens_and_works(tm
         assert storage.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_SCHEMA_VERSION
         works_as_before(storage)
         storage.migrate()  # idempotent
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == registered_rows()
 
 
 def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens_and_works(postgres_cluster):
@@ -85,7 +86,7 @@ def test_a_postgresql_database_of_the_collector_wide_distributed_migration_opens
         store = DistStore(storage)
         assert [(k.config_id, k.private_key) for k in store.hpke_keys()] == [(7, b"\x01" * 32)]
         assert store.add_hpke_key(8, b"\x02" * 32, "2024-01-02", first=False)
-        assert storage.table_rows("kind_migrations") == [{"kind": prio3_schema.KIND, "version": 1}]
+        assert storage.table_rows("kind_migrations") == registered_rows()
         storage.migrate()  # idempotent
 
 
@@ -95,6 +96,13 @@ def _quantile_tables(conn, dialect: str) -> None:
 
 def _quantile_index(conn, dialect: str) -> None:
     conn.execute("CREATE INDEX sketch_rows_level ON sketch_rows (level)")
+
+
+def registered_rows() -> list[dict]:
+    "The kind_migrations rows of a database migrated with every registered kind (prio3's, local's, ...)"
+    rows = [{"kind": m.kind, "version": m.latest} for m in registered_migrations() if m.kind != "sketch"]
+    assert {"kind": prio3_schema.KIND, "version": 1} in rows
+    return rows
 
 
 @on_both_backends
@@ -109,7 +117,7 @@ def test_a_kind_registered_after_the_database_was_made_gets_its_tables_at_the_ne
         storage.migrate()
         storage.migrate()  # each step once
         assert {r["kind"]: r["version"] for r in storage.table_rows("kind_migrations")} == {
-            prio3_schema.KIND: 1, "sketch": 2}
+            **{r["kind"]: r["version"] for r in registered_rows()}, "sketch": 2}
     finally:
         unregister_migrations("sketch")
 
