@@ -113,7 +113,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 # The envelope: the members every kind's spec has (each kind adds its own, ``CampaignKind.fields``)
 ENVELOPE_FIELDS = frozenset({"name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
                              "unit", "derived", "fingerprint", "budget"})
-TRUST_MODELS = ("local", "distributed")  # the trust models the built-in kinds support (CampaignKind.trust_models)
+# the trust models the built-in kinds support (CampaignKind.trust_models)
+TRUST_MODELS = ("local", "shuffled", "distributed")
 
 
 def resolve_auto(domain_size: int, epsilon: float) -> str:
@@ -157,7 +158,7 @@ class Spec(Frozen):
     version: int
     delta: float | None
     expires: str | None  # the last UTC day (YYYY-MM-DD) on which the campaign records; part of the fingerprint
-    trust: str  # the trust model: "local", or "distributed" (aggregated with Prio3 by two servers)
+    trust: str  # the trust model: "local", "shuffled" (through a shuffler) or "distributed" (Prio3, two servers)
     kind: str  # the campaign kind's name (client_sdk.kinds)
     params: Any  # the kind's parameters
     budget: Budget | None  # what one device may spend over the campaign's life (client_sdk.budget); fingerprinted

@@ -15,7 +15,7 @@ from typing import Any
 from flask import Flask, Response, request
 
 from . import cors, db
-from .api import budget, campaigns, health, reports
+from .api import budget, campaigns, health, reports, shuffled
 from .config import load_config
 from .metrics import Metrics, default_directory
 from .openapi import blueprint as openapi_blueprint
@@ -43,6 +43,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(campaigns.blueprint)
     app.register_blueprint(reports.blueprint)
     app.register_blueprint(budget.blueprint)  # the release ledger's routes (and its tables' migrations)
+    app.register_blueprint(shuffled.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi_blueprint)
     if settings["ROLE"] != "standalone":

@@ -15,6 +15,8 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE": "",  # path of the SQLite file or a postgresql:// URL (LDP_DATABASE_URL) (required)
     "MAX_BODY_BYTES": 8 * 1024 * 1024,  # request body limit, after gzip decompression
     "MAX_BATCH_REPORTS": 5000,  # reports per POST /v1/reports
+    "MAX_SHUFFLED_BATCH_REPORTS": 100_000,  # reports per POST /v1/shuffled-batches (one shuffler's batch)
+    "MAX_SHUFFLED_BATCH_BYTES": 256 * 1024 * 1024,  # its body limit, after gzip decompression
     "RATE_LIMIT": 200.0,  # requests per second per key; 0 turns rate limiting off
     "RATE_BURST": 400.0,  # bucket size
     # public keys (embedded in web pages, shared by all their visitors and by anyone who copies them): stricter
@@ -25,7 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "MIN_FREE_DISK_BYTES": 64 * 1024 * 1024,  # /readyz fails below this
     "METRICS_DIR": "",  # prometheus multiprocess directory; empty: PROMETHEUS_MULTIPROC_DIR or a default
     "MAX_ESTIMATE_DAYS": 366,  # per-day estimates answer at most this many days
-    "ROLE": "standalone",  # distributed campaigns: "leader" or "helper" (collector.distributed)
+    "ROLE": "standalone",  # distributed campaigns: "leader" or "helper" (collector.distributed); or "shuffler"
     "PEER_RATE_LIMIT": 50.0,  # helper: requests per second from the leader (peer token); 0 turns it off
     "PEER_RATE_BURST": 200.0,
     "HELPER_URL": "",  # the leader's helper: https://..., or http:// to a loopback host only
@@ -36,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "COLLECT_GRACE": 3600.0,  # leader and helper: seconds after a batch has ended before it is collected
     "HPKE_OVERLAP_DAYS": 7,  # leader and helper: days an older HPKE key still opens reports after a rotation
     "HPKE_REFRESH_INTERVAL": 300.0,  # leader: seconds between reads of the helper's HPKE configs by the driver
+    "UPSTREAM_URL": "",  # shuffler: the collector it forwards batches to (LDP_UPSTREAM_URL)
+    "UPSTREAM_TOKEN": "",  # shuffler: its own ingest key at that collector (LDP_UPSTREAM_TOKEN)
+    "FORWARD_INTERVAL": 0.2,  # shuffler: seconds between forwarding rounds when nothing is due (0: no forwarder)
     "CORS_ORIGINS": (),  # web origins allowed to call the spec and report routes (LDP_CORS_ORIGINS: comma-separated)
 }
 ENV_PREFIX = "LDP_"

@@ -249,6 +249,19 @@ DOCUMENT: dict[str, Any] = {
                               **_problem_responses(400, 401, 403, 413, 415, 429)},
             },
         },
+        "/v1/shuffled-batches": {
+            "post": {
+                "operationId": "forwardShuffledBatch",
+                "summary": "One shuffled batch of a shuffled campaign, from its shuffler (ingest key); gzip allowed",
+                "security": ANY_KEY,
+                "requestBody": {"required": True, "content": {JSON: {"schema": {
+                    "type": "object", "required": ["batch_id", "reports"], "additionalProperties": False,
+                    "properties": {"batch_id": {"type": "string", "format": "uuid"},
+                                   "reports": {"type": "array", "minItems": 1, "items": _ref("Report")}}}}}},
+                "responses": {"200": _json(_ref("IngestResult"), "accepted, duplicate and rejected counts"),
+                              **_problem_responses(400, 401, 403, 413, 415, 429)},
+            },
+        },
         "/livez": {"get": {"operationId": "livez", "summary": "The process is up", "security": [],
                            "responses": {"200": _json({"type": "object"}, "alive")}}},
         "/readyz": {"get": {"operationId": "readyz", "summary": "Database reachable and disk not full",

@@ -410,6 +410,11 @@ class CollectorServer(BaseApplication):
             self.cfg.set(key, value)  # type: ignore[union-attr]
 
     def load(self) -> Any:
+        if self.app_config.get("ROLE") == "shuffler":
+            # only a shuffler loads its modules
+            from .shuffler.app import create_shuffler_app
+
+            return create_shuffler_app(self.app_config)
         return create_app(self.app_config)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import InvalidValue, InvalidValueType, LDPError, SpecError, UnsupportedSpec, ValueNotInDomain
 from .base import CampaignKind, register_kind
 from .local_params import LOCAL_FIELDS, local_json_schema, local_params_from_dict
+from .shuffle_params import SHUFFLE_FIELDS, shuffle_json_schema, shuffle_params_from_dict, with_shuffle
 
 # Function-level imports: client_sdk.spec (which imports this package) and client_sdk.mechanisms (which build
 # on the spec) are imported when a spec is parsed or a report made, after both finished loading (import order).
@@ -26,17 +27,21 @@ _SHARED_MECHANISMS: dict[str, Any] = {}
 
 
 class LocalKind(CampaignKind):
-    "Local differential privacy: pure epsilon per report, no batch"
+    """Local differential privacy: pure epsilon per report, no batch; with trust ``shuffled`` the reports pass
+    through a shuffler (``client_sdk.kinds.shuffle_params``)"""
 
     name = "local"
-    trust_models = ("local",)
-    fields = LOCAL_FIELDS
+    trust_models = ("local", "shuffled")
+    fields = LOCAL_FIELDS | SHUFFLE_FIELDS
 
     def parse_params(self, data: dict, envelope: dict[str, Any]) -> LocalParams:
-        return local_params_from_dict(data)
+        shuffle = shuffle_params_from_dict(data, envelope["trust"])
+        params = local_params_from_dict(data)
+        return params if shuffle is None else with_shuffle(params, shuffle)
 
     def identity(self, spec: Any) -> dict:
-        "The randomizer's parameters; no ``kind`` or ``trust`` member (fingerprints from before kinds existed)"
+        """The randomizer's parameters; no ``kind`` member, and ``trust`` only for a shuffled campaign (with its
+        batching rule): a local one's fingerprint is the one from before kinds existed"""
         return spec.params.identity()
 
     def to_dict(self, spec: Any, out: dict, *, derived: bool) -> dict:
@@ -51,7 +56,9 @@ class LocalKind(CampaignKind):
         return out
 
     def json_schema(self) -> dict:
-        return local_json_schema()
+        schema = local_json_schema()
+        schema["properties"].update(shuffle_json_schema())
+        return schema
 
     def require_randomizer(self, spec: Any) -> None:
         "Its reports are made by the randomizer its ``mechanism`` names"

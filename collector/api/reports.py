@@ -24,6 +24,7 @@ from flask import Blueprint, Response, current_app, g, jsonify
 
 import estimators
 from client_sdk.errors import PayloadError
+from client_sdk.kinds.shuffle_params import shuffle_rule
 from client_sdk.spec import NAME_PATTERN
 from estimators.mechanisms import ServerMechanism
 
@@ -117,11 +118,17 @@ def ingest() -> Response:
     if len(reports) > limit:
         raise Problem(413, f"batch of {len(reports)} reports exceeds the limit of {limit}", field="reports",
                       max_reports=limit)  # the key's limit (smaller for public keys): a client may send that many
+    return jsonify(store_reports(reports))
 
-    indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False)
+
+def store_reports(reports: list, *, shuffled: bool = False) -> dict:
+    """Validate and store a non-empty list of reports: the answer's counts and errors.  ``shuffled``: the list is
+    one batch a shuffler forwarded (``collector.api.shuffled``), whose campaign's trust is ``shuffled``; otherwise
+    a shuffled campaign's reports are refused (they reach the collector only through its shuffler)"""
+    indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False, shuffled=shuffled)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
         # a payload failed its group's check: check them one by one, to reject each bad report by name
-        indexed_groups, rejected, duplicates, others = _validate(reports)
+        indexed_groups, rejected, duplicates, others = _validate(reports, shuffled=shuffled)
         for group, indices in indexed_groups:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
@@ -136,7 +143,7 @@ def ingest() -> Response:
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
-    return jsonify({"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected})
+    return {"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected}
 
 
 def _by_kind(items: list[ReportItem]) -> dict[CollectorKind, list[ReportItem]]:
@@ -147,7 +154,7 @@ def _by_kind(items: list[ReportItem]) -> dict[CollectorKind, list[ReportItem]]:
     return kinds
 
 
-def _validate(reports: list, *, check_payloads: bool = True
+def _validate(reports: list, *, check_payloads: bool = True, shuffled: bool = False
               ) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int, list[ReportItem]]:
     """Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count,
     and the reports of kinds without a server mechanism (checked by their kind's ``accept_reports``); without
@@ -177,7 +184,7 @@ def _validate(reports: list, *, check_payloads: bool = True
             continue
         target = resolved.get((name, fingerprint))
         if target is None:
-            target = resolved[(name, fingerprint)] = _resolve(lookup, key, name, fingerprint, groups)
+            target = resolved[(name, fingerprint)] = _resolve(lookup, key, name, fingerprint, groups, shuffled)
         campaign, mechanism, refusal, entry = target
         if refusal is not None:
             rejected.append(_reject(index, report_id, *refusal))
@@ -211,10 +218,10 @@ def _validate(reports: list, *, check_payloads: bool = True
 
 
 def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,
-             groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]]) -> tuple:
+             groups: dict[tuple[str, str], tuple[ReportGroup, list[int]]], shuffled: bool = False) -> tuple:
     """(version, mechanism, refusal, group) for a campaign and fingerprint: refusal is (field, reason) when the
-    reports cannot be taken (outside the key's scope, unknown, closed, expired); group is where its valid local
-    reports go"""
+    reports cannot be taken (outside the key's scope, unknown, closed, expired, or sent other than as its trust
+    model says: a shuffled campaign's only in a shuffler's batch); group is where its valid local reports go"""
     if not key.may_use(name):  # checked first: a scoped key learns nothing about other campaigns
         return None, None, ("campaign", f"this key is not scoped to campaign {name[:100]!r}"), None
     found = lookup.find(name, fingerprint)
@@ -224,6 +231,10 @@ def _resolve(lookup: _Lookup, key: ApiKey, name: str, fingerprint: str,
     ended = lookup.ended(campaign)
     if ended is not None:
         return campaign, mechanism, ("campaign", ended), None
+    if (shuffle_rule(campaign.spec) is not None) != shuffled:
+        reason = ("is shuffled: its reports reach the collector only in its shuffler's batches" if not shuffled
+                  else "is not shuffled: a shuffler's batch holds only reports of a shuffled campaign")
+        return campaign, mechanism, ("campaign", reason), None
     entry = groups.get((campaign.name, campaign.fingerprint))
     if entry is None and mechanism is not None:
         entry = groups[(campaign.name, campaign.fingerprint)] = (ReportGroup(campaign, [], [], []), [])

@@ -12,8 +12,9 @@ from estimators.mechanisms import ServerMechanism, mechanism_for
 from estimators.window import DailyResult, ReportData, finite_json
 
 from ..errors import Problem
-from ..storage import CampaignVersion, StorageBase
+from ..storage import CampaignVersion, KindMigrations, StorageBase
 from .base import ApiGet, CollectorKind, Window, register_collector_kind
+from .local_shuffled import MIGRATIONS, with_shuffle_block
 
 if TYPE_CHECKING:
     from flask import Response
@@ -23,6 +24,10 @@ class LocalCampaigns(CollectorKind):
     "Local differential privacy: rows and aggregates in the collector's own storage"
 
     name = "local"
+
+    def migrations(self) -> KindMigrations | None:
+        "The batches shuffled campaigns' shufflers forwarded (``collector.kinds.local_shuffled``)"
+        return MIGRATIONS
 
     def server_mechanism(self, spec: Any) -> ServerMechanism | None:
         return mechanism_for(spec)
@@ -55,7 +60,8 @@ class LocalCampaigns(CollectorKind):
         window = {"version": campaign.version, "since": since, "until": until}
         if granularity == "total":
             aggregate = storage.read_aggregate(campaign, since, until)
-            return jsonify({**_estimate(campaign, aggregate, confidence), "window": window})
+            result = with_shuffle_block(storage, campaign, _estimate(campaign, aggregate, confidence), since, until)
+            return jsonify({**result, "window": window})
         days = storage.aggregates_by_day(campaign, since, until)
         limit = int(current_app.config["MAX_ESTIMATE_DAYS"])
         if len(days) > limit:
@@ -84,6 +90,7 @@ class LocalCampaigns(CollectorKind):
         except estimators.NoReports:
             raise SourceError(f"campaign {campaign.name!r} has no reports in this window") from None
         per_day = LOCAL_ESTIMATES.per_period(campaign.spec, days, window.confidence) if window.daily else []
+        result = with_shuffle_block(storage, campaign, result, window.since, window.until)
         return ReportData(result, campaign.spec.to_dict(), window.since, window.until, per_day)
 
     def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,

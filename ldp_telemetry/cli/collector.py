@@ -113,8 +113,14 @@ def _fail(message: str) -> None:
 @click.option("--request-timeout", default=15.0, show_default=True, type=click.FloatRange(0.1, 3600),
               help="Seconds from a request's first byte until all of it has arrived; then 408.")
 @click.option("--role", default="standalone", show_default=True, envvar="LDP_ROLE",
-              type=click.Choice(["standalone", "leader", "helper"]),
-              help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns.")
+              type=click.Choice(["standalone", "leader", "helper", "shuffler"]),
+              help="standalone: local-DP campaigns only; leader or helper: an aggregator of distributed campaigns; "
+                   "shuffler: takes shuffled campaigns' reports from devices and forwards them to --upstream in "
+                   "shuffled batches.")
+@click.option("--upstream", default=None, envvar="LDP_UPSTREAM_URL",
+              help="Shuffler: the collector it forwards to, e.g. http://127.0.0.1:8000 (env LDP_UPSTREAM_URL).")
+@click.option("--upstream-token", default=None, envvar="LDP_UPSTREAM_TOKEN",
+              help="Shuffler: its own ingest key at the upstream collector (env LDP_UPSTREAM_TOKEN).")
 @click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
               help="The leader's helper: https://..., or http:// to a loopback host only, e.g. "
                    "http://127.0.0.1:8001 (env LDP_HELPER_URL).")
@@ -140,14 +146,21 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float | None,
           job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
-          public_max_batch: int | None) -> None:
+          public_max_batch: int | None, upstream: str | None, upstream_token: str | None) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
     workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
     fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
     config: dict[str, Any] = {"ROLE": role}
-    if role != "standalone":
+    if role == "shuffler":
+        if not upstream or not upstream_token:
+            _fail("--role shuffler needs --upstream and --upstream-token (the collector and the shuffler's own "
+                  "ingest key there)")
+        if not str(upstream).startswith(("http://", "https://")):
+            _fail("--upstream must start with http:// or https://")
+        config["UPSTREAM_URL"], config["UPSTREAM_TOKEN"] = upstream, upstream_token
+    elif role != "standalone":
         if not peer_token:
             _fail(f"--role {role} needs --peer-token (or LDP_PEER_TOKEN), the same on leader and helper")
         config["PEER_TOKEN"] = peer_token

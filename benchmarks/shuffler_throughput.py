@@ -1,0 +1,69 @@
+"""Shuffler throughput: reports forwarded per second, batches of 1,000, a real shuffler and a real collector.
+
+The shuffler's queue is filled first (``ShuffleQueue.enqueue``, as its ingest route does, in requests of 500), then
+``ldp-telemetry serve --role shuffler`` starts and the clock runs until the collector holds every report; the
+figure is reports / seconds of that drain (start-up excluded: timed from the first stored report).  Then checks
+0 lost and 0 duplicated.
+
+    .venv/bin/python benchmarks/shuffler_throughput.py [--reports 60000] [--batch 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import client_sdk  # noqa: E402
+from collector.shuffler.queue import ShuffleQueue  # noqa: E402
+from collector.storage import Storage  # noqa: E402
+from tests.collector.helpers import running_server  # noqa: E402
+from tests.collector.shuffler_helpers import SHUFFLED, call, keys_in, shuffler_process  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=60_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    args = parser.parse_args()
+    directory = Path(tempfile.mkdtemp(prefix="shuffler-bench-"))
+    collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
+    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    keys_in(shuffler_db, "ingest")
+    with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _):
+        spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
+                                              {**SHUFFLED, "shuffle_batch": args.batch})["spec"])
+        mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(1))
+        with Storage(shuffler_db) as storage:
+            queue = ShuffleQueue(storage)
+            for start in range(0, args.reports, 500):
+                queue.enqueue([(str(uuid.uuid4()), spec.name, spec.fingerprint, mechanism.perturb("chrome"))
+                               for _ in range(min(500, args.reports - start))], time.time())
+
+        def stored() -> int:
+            with Storage(collector_db) as storage:
+                return storage.row_count("reports")
+
+        with shuffler_process(shuffler_db, directory / "shuffler.log", collector_url, forwarding):
+            while stored() == 0:
+                time.sleep(0.01)
+            started, first = time.perf_counter(), stored()
+            while (count := stored()) < args.reports:
+                time.sleep(0.05)
+            seconds = time.perf_counter() - started
+        with Storage(shuffler_db) as storage:
+            left = storage.row_count("shuffle_queue")
+        with Storage(collector_db) as storage:
+            sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
+    rate = (count - first) / seconds
+    print(f"{count} reports forwarded in batches of {args.batch} ({len(sizes)} batches): {rate:,.0f} reports/s; "
+          f"lost {args.reports - count}, duplicated {sum(sizes) - count}, left in the queue {left}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The shuffler's forwarding loop: batches formed when due, sent, and deleted once the collector acknowledged them.
+
+One forwarder per database runs at a time (an ``flock`` on ``<database>.forwarder-lock``; in every gunicorn worker
+a thread waits for it, so a killed worker's role passes to another).  Each round it first sends again the batches
+formed before and not acknowledged (after a crash or a failed request: the collector stores each report id once
+and records each batch id once, so a resend adds nothing), then forms a batch for every campaign version that is
+due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), of
+``shuffle_batch`` reports each (a short batch: those waiting); reports beyond a whole batch wait for the next.
+A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+from client_sdk.kinds.shuffle_params import shuffle_rule
+
+from ..config import DEFAULTS
+from ..storage import StorageBase, is_database_url, open_storage
+from .queue import ShuffleQueue
+from .upstream import Upstream, UpstreamError
+
+logger = logging.getLogger("collector.shuffler")
+SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
+RETRY_CAP = 30.0
+FAILPOINT_ENV = "LDP_FAILPOINT"
+
+
+def failpoint(name: str) -> None:
+    "Crash tests: when ``LDP_FAILPOINT`` names this point, SIGKILL the shuffler's process group here"
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def lock_path(database: str) -> str:
+    "The forwarder's lock file: beside a SQLite database; in the temporary directory for a PostgreSQL URL"
+    if is_database_url(database):
+        digest = hashlib.sha256(database.encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), f"ldp-shuffler-{digest}.forwarder-lock")
+    return f"{database}.forwarder-lock"
+
+
+class Forwarder:
+    "The loop of :func:`forward_round`, in a daemon thread that holds the forwarder lock while it runs"
+
+    def __init__(self, database: str, upstream: Upstream, *, interval: float = DEFAULTS["FORWARD_INTERVAL"],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.database = database
+        self.upstream = upstream
+        self.interval = interval
+        self.clock = clock
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="ldp-shuffler-forwarder", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def _run(self) -> None:
+        fd = os.open(lock_path(self.database), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self.stopping.wait(1.0)
+                    continue
+                try:
+                    self._forward_while_held()
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _forward_while_held(self) -> None:
+        backoff = self.interval
+        with open_storage(self.database) as storage:
+            queue = ShuffleQueue(storage)
+            scrubbed = self.clock()
+            while not self.stopping.is_set():
+                try:
+                    sent = forward_round(queue, self.upstream, self.clock())
+                    backoff = self.interval
+                except UpstreamError as exc:
+                    logger.warning("forwarding paused: %s", exc)
+                    backoff = min(RETRY_CAP, backoff * 2)
+                    sent = 0
+                except Exception:  # noqa: BLE001 (a storage fault: the loop goes on, nothing is lost)
+                    logger.exception("forwarding round failed")
+                    backoff = min(RETRY_CAP, backoff * 2)
+                    sent = 0
+                if sent and self.clock() - scrubbed >= SCRUB_INTERVAL:
+                    queue.scrub()
+                    scrubbed = self.clock()
+                if not sent:
+                    if scrubbed < self.clock() - SCRUB_INTERVAL and queue.count() == 0:
+                        queue.scrub()
+                        scrubbed = self.clock()
+                    self.stopping.wait(backoff)
+
+
+def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
+    "Send the unacknowledged batches, then form and send the due ones; how many reports were acknowledged"
+    sent = 0
+    for batch_id in queue.batches():
+        sent += _send(queue, upstream, batch_id)
+    for waiting in queue.waiting():
+        spec = upstream.spec(waiting.campaign, waiting.fingerprint)
+        rule = None if spec is None else shuffle_rule(spec)
+        if rule is None:
+            continue  # the collector refuses them; they wait (nothing is dropped unacknowledged)
+        if not rule.due(waiting.queued, now - waiting.opened):
+            continue
+        most, left = rule.shuffle_batch, waiting.queued
+        while True:
+            formed = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
+            if formed is None:
+                break
+            failpoint("shuffler-after-form")  # a batch formed, not yet sent
+            left -= most  # reports that came meanwhile wait for the next round
+            sent += _send(queue, upstream, formed)
+            if left < rule.shuffle_batch:
+                break
+    return sent
+
+
+def _send(queue: ShuffleQueue, upstream: Upstream, batch_id: str) -> int:
+    batch = queue.batch(batch_id)
+    if batch.reports:
+        answer = upstream.forward(batch_id, batch.reports)
+        failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
+        if answer.get("rejected"):
+            logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
+                           answer["rejected"], len(batch.reports), answer.get("errors", [])[:3])
+    queue.delete_batch(batch_id)
+    return len(batch.reports)
+
+
+def run_once(database: str, upstream: Upstream, now: float | None = None) -> int:
+    "One forwarding round over ``database`` (tests and tools)"
+    storage: StorageBase
+    with open_storage(database) as storage:
+        return forward_round(ShuffleQueue(storage), upstream, time.time() if now is None else now)

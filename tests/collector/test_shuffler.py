@@ -1,0 +1,255 @@
+"""The shuffler end to end: Python SDK devices -> ``serve --role shuffler`` -> a real collector, all real processes.
+
+What the collector sees (through a recording proxy between the two: exactly the requests it is sent), what the
+shuffler's operator holds, and that SIGKILL of the shuffler loses and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import client_sdk
+from client_sdk import Client, ReportPolicy
+from collector.storage import Storage
+
+from . import disk_reader
+from .helpers import make_reports, running_server
+from .shuffler_helpers import SHUFFLED, call, keys_in, shuffler_process, stored_ids, wait_for
+
+K_SE = 4.0  # |concordance - 0.5| within 4 standard errors: a false alarm about once in 16,000 runs
+SENT = 400  # reports, one request each, in a known order
+
+
+@contextmanager
+def recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict]]]:
+    "A loopback proxy to ``upstream`` that keeps the JSON body of every POST it passes on"
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _pass(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            if body is not None:
+                raw = body
+                if self.headers.get("Content-Encoding") == "gzip":
+                    import gzip
+
+                    raw = gzip.decompress(body)
+                seen.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)})
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            request = urllib.request.Request(upstream + self.path, data=body, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, data, kind = response.status, response.read(), response.headers["Content-Type"]
+            except urllib.error.HTTPError as error:
+                status, data, kind = error.code, error.read(), error.headers["Content-Type"]
+            self.send_response(status)
+            self.send_header("Content-Type", kind or "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._pass("GET")
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._pass("POST")
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    "A collector with a shuffled campaign (batches of SENT), a recording proxy, its shuffler; SENT reports sent"
+    directory = tmp_path_factory.mktemp("shuffler")
+    collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
+    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    (device,) = keys_in(shuffler_db, "ingest")
+    spec = {**SHUFFLED, "shuffle_batch": SENT}
+    with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _), \
+            recording_proxy(collector_url) as (proxy_url, seen), \
+            shuffler_process(shuffler_db, directory / "shuffler.log", proxy_url, forwarding) as (url, _):
+        created = call(collector_url + "/v1/campaigns", admin, "POST", spec)
+        parsed = client_sdk.Spec.from_dict(created["spec"])
+        reports = make_reports(parsed, [spec["domain"][i % 3] for i in range(SENT)], seed=5)
+        for report in reports:  # one request per report, in a known order
+            answer = call(url + "/v1/reports", device, "POST", {"reports": [report]})
+            assert answer["accepted"] == 1, answer
+        wait_for(lambda: len(stored_ids(collector_db)) == SENT)
+        yield {"collector": collector_url, "shuffler": url, "admin": admin, "device": device, "seen": seen,
+               "sent": [r["report_id"] for r in reports], "collector_db": collector_db, "shuffler_db": shuffler_db,
+               "spec": parsed, "forwarding": forwarding, "dir": directory}
+
+
+def forwarded(world: dict) -> list[dict]:
+    return [request for request in world["seen"] if request["path"] == "/v1/shuffled-batches"]
+
+
+def test_one_request_per_batch_with_the_shuffler_key_and_nothing_of_the_devices(world):
+    batches = forwarded(world)
+    assert len(batches) == 1 and len(batches[0]["body"]["reports"]) == SENT
+    headers = batches[0]["headers"]
+    assert headers["Authorization"] == f"Bearer {world['forwarding']}"
+    assert "shuffle-test" not in json.dumps(headers)  # the devices' user agent stays at the shuffler
+    assert set(batches[0]["body"]) == {"batch_id", "reports"}  # no per-request id or time of any device request
+    assert {tuple(sorted(r)) for r in batches[0]["body"]["reports"]} == {
+        ("campaign", "fingerprint", "payload", "report_id")}
+
+
+def test_the_forwarded_order_is_independent_of_the_send_order(world):
+    arrival = [uuid.UUID(r).bytes for r in world["sent"]]
+    order = {uuid.UUID(r["report_id"]).bytes: i for i, r in enumerate(forwarded(world)[0]["body"]["reports"])}
+    share, se = disk_reader.concordance(arrival, order.get)
+    assert abs(share - 0.5) <= K_SE * se, f"{share:.3f} of pairs forwarded in send order (SE {se:.3f})"
+    stored = {uuid.UUID(r).bytes: i for i, r in enumerate(stored_ids(world["collector_db"]))}
+    share, se = disk_reader.concordance(arrival, stored.get)
+    assert abs(share - 0.5) <= K_SE * se
+
+
+def test_the_collector_stores_no_link_to_a_request(world):
+    with Storage(world["collector_db"]) as storage:
+        columns = {table: [c[1] for c in storage.conn.execute(f"PRAGMA table_info({table})")]
+                   for table in ("reports", "shuffled_batches")}
+        batches = storage.table_rows("shuffled_batches")
+    assert columns["shuffled_batches"] == ["batch_id", "campaign", "fingerprint", "day", "size"]
+    assert "batch" not in " ".join(columns["reports"])  # a report's row does not name its batch
+    assert [row["size"] for row in batches] == [SENT]
+    assert batches[0]["batch_id"] == forwarded(world)[0]["body"]["batch_id"]
+
+
+def test_the_estimate_shows_the_amplified_guarantee_per_batch(world):
+    from estimators.shuffle import amplified_epsilon, closed_form_epsilon
+
+    estimate = call(world["collector"] + "/v1/campaigns/browser/estimate", world["admin"])
+    assert estimate["n"] == SENT
+    block = estimate["shuffle"]
+    assert block["epsilon0"] == 2.0 and block["delta"] == 1e-6
+    assert block["batches"] == [{"batch_size": SENT, "batches": 1, "epsilon": amplified_epsilon(2.0, SENT, 1e-6),
+                                 "closed_form_epsilon": closed_form_epsilon(2.0, SENT, 1e-6),
+                                 "closed_form_applies": False}]
+    assert block["batches"][0]["epsilon"] < 2.0
+    assert "Feldman" in block["bound"] and "any epsilon0-LDP" in block["holds_for"]
+
+
+def test_the_collector_refuses_a_shuffled_campaigns_reports_sent_to_it_directly(world):
+    (ingest,) = keys_in(world["collector_db"], "ingest")
+    report = make_reports(world["spec"], ["chrome"], seed=9)
+    answer = call(world["collector"] + "/v1/reports", ingest, "POST", {"reports": report})
+    assert answer["accepted"] == 0 and "shuffler" in answer["errors"][0]["reason"]
+
+
+def test_the_shuffler_refuses_a_campaign_that_is_not_shuffled(world):
+    local = {"name": "plain", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b"]}
+    spec = client_sdk.Spec.from_dict(call(world["collector"] + "/v1/campaigns", world["admin"], "POST",
+                                          local)["spec"])
+    answer = call(world["shuffler"] + "/v1/reports", world["device"], "POST",
+                  {"reports": make_reports(spec, ["a"], seed=3)})
+    assert answer["accepted"] == 0 and answer["errors"][0]["field"] == "reports[0].campaign"
+
+
+def test_the_operator_holds_only_what_privacy_md_says(world):
+    "After forwarding: an empty queue, no forwarded report id anywhere in the files, and no sender data"
+    path = world["shuffler_db"]
+    wait_for(lambda: _queue_rows(path) == 0)
+    with Storage(path) as storage:
+        queue_columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_queue)")]
+        versions_columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_versions)")]
+        assert storage.row_count("reports") == 0
+    assert queue_columns == ["slot", "campaign", "fingerprint", "report_id", "payload", "batch_id"]
+    assert versions_columns == ["campaign", "fingerprint", "opened"]
+    wait_for(lambda: all(disk_reader.occurrences((path, Path(f"{path}-wal")), r.encode()) == 0
+                         for r in world["sent"]), timeout=20)
+    privacy = (Path(__file__).parents[2] / "docs" / "privacy.md").read_text()
+    for stated in ("shuffle_queue", "slot", "secure_delete", "shuffle_versions"):
+        assert stated in privacy
+
+
+def _queue_rows(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM shuffle_queue").fetchone()[0])
+
+
+def test_python_sdk_devices_through_the_shuffler(tmp_path):
+    from .shuffler_helpers import collector_and_shuffler
+
+    "Three SDK devices' 40 reports each, batches of at least 40; a short batch sent at its time limit"
+    with collector_and_shuffler(tmp_path, {**SHUFFLED, "shuffle_batch": 40}) as env:
+        short = {**SHUFFLED, "name": "short", "shuffle_batch": 1000, "shuffle_timeout": 1, "short_batch": "send"}
+        call(env["collector"] + "/v1/campaigns", env["admin"], "POST", short)
+        for device in range(3):
+            client = Client(env["shuffler"], env["device"], tmp_path / f"state{device}",
+                            rng=client_sdk.DeterministicRandom(device), policy=ReportPolicy.unlimited(),
+                            background=False, campaigns=["browser"])
+            for i in range(40):
+                assert client.record("browser", SHUFFLED["domain"][i % 3])
+            result = client.close(timeout=30)
+            assert result.sent == 40 and result.rejected == 0
+        wait_for(lambda: len(stored_ids(env["collector_db"])) == 120)
+        block = call(env["collector"] + "/v1/campaigns/browser/estimate", env["admin"])["shuffle"]
+        assert sum(row["batch_size"] * row["batches"] for row in block["batches"]) == 120
+        assert all(row["batch_size"] >= 40 for row in block["batches"])
+        client = Client(env["shuffler"], env["device"], tmp_path / "state-short", policy=ReportPolicy.unlimited(),
+                        background=False, campaigns=["short"])
+        for i in range(10):
+            assert client.record("short", SHUFFLED["domain"][i % 3])
+        assert client.close(timeout=30).sent == 10
+        wait_for(lambda: len(stored_ids(env["collector_db"])) == 130)
+        block = call(env["collector"] + "/v1/campaigns/short/estimate", env["admin"])["shuffle"]
+        assert block["batches"][0]["batch_size"] == 10 and block["short_batch"] == "send"
+
+
+@pytest.mark.parametrize("point", ["shuffler-after-form", "shuffler-after-forward"])
+def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
+    collector_db, shuffler_db = tmp_path / "collector.db", tmp_path / "shuffler.db"
+    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    (device,) = keys_in(shuffler_db, "ingest")
+    with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
+        spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
+                                              {**SHUFFLED, "shuffle_batch": 50})["spec"])
+        reports = make_reports(spec, ["chrome", "safari"] * 100, seed=11)
+        acknowledged: list[str] = []
+        with shuffler_process(shuffler_db, tmp_path / "shuffler.log", collector_url, forwarding,
+                              env={"LDP_FAILPOINT": point}) as (url, process):
+            for start in range(0, len(reports), 20):
+                chunk = reports[start:start + 20]
+                try:
+                    answer = call(url + "/v1/reports", device, "POST", {"reports": chunk})
+                except OSError:
+                    break  # the shuffler is dead: these were never acknowledged
+                assert answer["accepted"] == len(chunk)
+                acknowledged += [r["report_id"] for r in chunk]
+            process.wait(timeout=30)
+            assert process.returncode == -signal.SIGKILL or process.returncode != 0
+        assert len(acknowledged) >= 50  # 200 reports: 4 whole batches of 50
+        with shuffler_process(shuffler_db, tmp_path / "shuffler2.log", collector_url, forwarding) as (url, _):
+            rest = [r for r in reports if r["report_id"] not in set(acknowledged)]
+            for start in range(0, len(rest), 20):
+                call(url + "/v1/reports", device, "POST", {"reports": rest[start:start + 20]})
+            wait_for(lambda: len(stored_ids(collector_db)) == len(reports) and _queue_rows(shuffler_db) == 0)
+    ids = stored_ids(collector_db)
+    assert sorted(ids) == sorted(r["report_id"] for r in reports)  # each exactly once
+    with Storage(collector_db) as storage:
+        sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
+    assert sum(sizes) == len(reports)  # the resent batch recorded once
