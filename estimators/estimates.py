@@ -135,7 +135,8 @@ class Estimate:
     def from_json(cls, data: Mapping[str, Any]) -> Estimate:
         "Read an estimate's JSON (a dict as the estimators, the API or a file give it): as its kind's on the base"
         if cls is Estimate:
-            from .kinds.base import read_estimate  # the registry loads the kinds, which import this module
+            # imported here: the registry loads the kinds, whose estimate types import this module
+            from .kinds.base import read_estimate
 
             return read_estimate(data)
         return cls.read(data)

@@ -3,7 +3,6 @@
 A kind's report side (``estimators.report.kinds``) maps each of its estimate types to one of these
 (:meth:`ReportKind.section`); the renderers ask the kind and never look at an estimate's members to choose.
 :data:`PER_VALUE` lays out per-value rows (frequencies, candidates, a release's fractions), :data:`MEAN` one mean.
-The figures' module loads matplotlib, so it is imported by :meth:`Section.main_figure` only.
 """
 
 from __future__ import annotations
@@ -30,6 +29,9 @@ from .model import (
 if TYPE_CHECKING:
     from ..window import DailyResult, ReportData
     from .plots import Plot
+
+# Function-level imports: the figures' module loads matplotlib (a third of a second), so it is imported by
+# main_figure only; a table or JSON report never loads it.
 
 ZERO_MARK = "~0"
 BELOW_ZERO_MARK = "<0"
@@ -100,7 +102,7 @@ class PerValueSection(Section):
         return notes
 
     def main_figure(self, data: ReportData) -> Plot | None:
-        from .plots import frequency_figure  # matplotlib: loaded by the figures only, never by a table
+        from .plots import frequency_figure
 
         if not data.estimate.values:
             return None
@@ -137,7 +139,7 @@ class MeanSection(Section):
                 "report at the same epsilon"]
 
     def main_figure(self, data: ReportData) -> Plot | None:
-        from .plots import mean_figure  # matplotlib: loaded by the figures only, never by a table
+        from .plots import mean_figure
 
         mean = typed_as(EstimatedMean, data.estimate)
         if mean.mean is None or mean.ci_low is None or mean.ci_high is None:  # null in the JSON: nothing to draw
