@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from estimators.estimates import typed_as
+from estimators.kinds.distributed import Prio3Release
 from estimators.report import IndexEntry, render_index
 from estimators.report.kinds import report_kind
 from estimators.report.model import (
@@ -17,8 +19,6 @@ from estimators.report.model import (
     format_number,
     ldp_to_central_ratio,
     ratio_text,
-    trust_model_errors,
-    trust_model_halfwidths,
     with_unit,
 )
 
@@ -81,7 +81,7 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
     summary = CampaignSummary(data.campaign, report_kind(estimate).summary_mechanism(estimate),
                               float(epsilon) if epsilon != "?" else None, data.n, ldp_to_central_ratio(estimate),
                               files=files)
-    if trust_model_errors(estimate) is not None:  # a release compared with the three trust models, not a ratio
+    if report_kind(estimate).trust_model_halfwidths(estimate) is not None:  # three trust models, not a ratio
         summary.ldp_to_central_ratio = None
         summary.error_bars, summary.error_bar_labels = error_bars(estimate)
     if isinstance(truth, float):
@@ -104,13 +104,15 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 
 def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
     """The CI half-width of one value's fraction (or the mean) under local, distributed and central DP: the
-    report's own figures (:func:`trust_model_halfwidths`, each model's stated interval), not z SE beside them"""
-    models = estimate.trust_models
+    report's own figures (the kind's ``trust_model_halfwidths``, each model's stated interval), not z SE beside
+    them"""
+    release = typed_as(Prio3Release, estimate)  # the kind that states the three trust models
+    models = release.trust_models
     assert models is not None, "a distributed release states the three trust models"
-    widths = trust_model_halfwidths(estimate) or {}
+    widths = report_kind(release).trust_model_halfwidths(release) or {}
     bars = {name: widths.get(name, math.nan) for name in ("local", "distributed", "central")}
     labels = {"local": f"best local oracle, {models['local'].mechanism}",
-              "distributed": f"this campaign, {estimate.noise_mode} noise",
+              "distributed": f"this campaign, {release.noise_mode} noise",
               "central": models["central"].mechanism or ""}
     return bars, labels
 

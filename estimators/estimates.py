@@ -2,11 +2,12 @@
 
 Every kind's estimate side (``estimators.kinds``) makes its estimate's JSON (estimators/report/report.schema.json:
 ``kind``, ``campaign``, ``n``, ``confidence``, ``values`` and, per kind, the mean, the central-DP baseline, the
-trust models of a distributed release...).  :meth:`Estimate.from_json` reads that JSON once, wherever it came from
-(the collector's ``/estimate``, a database, a file), into frozen dataclasses; :meth:`Estimate.to_json` gives back
-the JSON it was read from, member for member, so a JSON report's bytes do not depend on which members a renderer
-reads.  Rows are read by the names the estimators write, and by the reference RAPPOR decoder's column names
-(``string``, ``proportion``, ``prop_*``), the first present winning.
+trust models of a distributed release...) and reads it into its own type: a subclass of :class:`Estimate`, which
+holds what every estimate has (:class:`EstimatedMean` adds a mean's members).  :meth:`Estimate.from_json` reads
+that JSON once, wherever it came from (the collector's ``/estimate``, a database, a file), as its kind's type;
+:meth:`Estimate.to_json` gives back the JSON it was read from, member for member, so a JSON report's bytes do not
+depend on which members a renderer reads.  Rows are read by the names the estimators write, and by the reference
+RAPPOR decoder's column names (``string``, ``proportion``, ``prop_*``), the first present winning.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 # Field names tried in order when reading a row.  Proportions come first: in the RAPPOR decoder's rows (the
 # reference decoder's columns) "estimate" and "std_error" are counts and "proportion", "prop_*" the fractions.
@@ -103,12 +104,17 @@ class CentralBaseline:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One window's estimate of one campaign, of any kind; :meth:`from_json` / :meth:`to_json` are its JSON form.
+    """What every estimate has, of any kind: one window's estimate of one campaign, typed from its JSON.
 
-    Numbers the JSON lacks (or holds as null or as something else) are None."""
+    Each kind's estimate side reads its JSON into its own subclass (``estimators.kinds``: the local kind's
+    frequencies, mean and RAPPOR candidates, Prio3's release), and the report side of the same kind lays it out;
+    nothing asks an estimate which members it has.  ``Estimate.from_json`` reads the JSON as its kind's estimate
+    (the base for a kind with no subclass of its own); ``Sub.from_json`` reads it as ``Sub``.  :meth:`to_json`
+    gives back the JSON it was read from, member for member.  Numbers the JSON lacks (or holds as null or as
+    something else) are None."""
 
     trust: str
-    kind: str | None
+    kind: str | None  # the estimate's type ("frequency", "mean", "rappor"), not its campaign's kind
     campaign: str | None
     n: int | None
     confidence: float | None  # None: the JSON's is not a number (absent: DEFAULT_CONFIDENCE)
@@ -119,41 +125,34 @@ class Estimate:
     target: str | None
     status: str | None
     message: str
-    mean: float | None
-    mean_clamped: float | None
-    std_error: float | None
-    ci_low: float | None
-    ci_high: float | None
-    range: tuple[float, float] | None
-    values: tuple[ValueRow, ...]
-    has_mean: bool  # a ``mean`` member, null or not
+    values: tuple[ValueRow, ...]  # the per-value rows (none for a mean)
     central: CentralBaseline | None
-    trust_models: Mapping[str, TrustModel] | None
-    noise_mode: str | None
-    prio3: str | None
-    batches: tuple[str, ...]
-    rejected: Mapping[str, int]
-    guarantee: tuple[tuple[str, str], ...]  # (what holds, assuming what)
-    allocated_mass: float | None
     flags: tuple[EstimateFlag, ...]  # warnings to print before the numbers (estimators.flags)
-    defence: Defence | None
     json: Mapping[str, Any] = field(repr=False)
+    quantity: ClassVar[str] = "one value's fraction"  # what one standard error is of, as the reports name it
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Estimate:
-        "Read an estimate's JSON (a dict as the estimators, the API or a file give it)"
-        rows = _rows(data)
+        "Read an estimate's JSON (a dict as the estimators, the API or a file give it): as its kind's on the base"
+        if cls is Estimate:
+            # imported here: the registry loads the kinds, whose estimate types import this module
+            from .kinds.base import read_estimate
+
+            return read_estimate(data)
+        return cls.read(data)
+
+    @classmethod
+    def read(cls: type[E], data: Mapping[str, Any]) -> E:
+        "The JSON read as this class, whatever kind it names"
+        return cls(**cls.members(data))
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        "This class's members from the JSON (a subclass adds its own to its base's)"
         confidence = data.get("confidence", DEFAULT_CONFIDENCE)
         central = data.get("central_dp")
-        models = data.get("trust_models")
-        noise = data.get("noise")
-        guarantee = data.get("guarantee")
-        statements = guarantee.get("statements") if isinstance(guarantee, Mapping) else None
-        batches = data.get("batches") or [data.get("batch")]
-        value_range = data.get("range")  # a mean's value range
-        defence = data.get("defence")
         n = data.get("n", data.get("reports"))
-        return cls(
+        return dict(
             trust=str(data.get("trust") or "local"), kind=_text(data.get("kind")), campaign=_text(data.get("campaign")),
             n=n if isinstance(n, int) and not isinstance(n, bool) else None,
             confidence=float(confidence) if is_number(confidence) else None,
@@ -161,24 +160,10 @@ class Estimate:
             epsilon=_number(data["epsilon"] if "epsilon" in data else data.get("epsilon_one")),
             delta=_number(data.get("delta")), unit=_text(data.get("unit")) or None, target=_text(data.get("target")),
             status=_text(data.get("status")), message=str(data.get("message") or ""),
-            mean=_number(data.get("mean")), mean_clamped=_number(data.get("mean_clamped")),
-            std_error=_number(data.get("std_error")), ci_low=_number(data.get("ci_low")),
-            ci_high=_number(data.get("ci_high")),
-            range=_pair(value_range),
-            values=rows, has_mean="mean" in data,
+            values=_rows(data),
             central=_central(central) if isinstance(central, Mapping) else None,
-            trust_models=MappingProxyType({name: _model(model) for name, model in models.items()
-                                           if isinstance(model, Mapping)}) if isinstance(models, Mapping) else None,
-            noise_mode=_text(noise.get("mode")) if isinstance(noise, Mapping) else None,
-            prio3=_text(data.get("prio3")),
-            batches=tuple(str(batch) for batch in batches if batch) if isinstance(batches, list) else (),
-            rejected=MappingProxyType(dict(data.get("rejected") or {})),
-            guarantee=tuple((str(item.get("holds", "")), str(item.get("assuming", "")))
-                            for item in statements or [] if isinstance(item, Mapping)),
-            allocated_mass=_number(data.get("allocated_mass")) if "allocated_mass" in data else None,
             flags=tuple(flag for flag in map(EstimateFlag.from_json, data.get("flags") or [])
                         if flag is not None) if isinstance(data.get("flags"), list) else (),
-            defence=_defence(defence) if isinstance(defence, Mapping) else None,
             json=MappingProxyType(dict(data)),
         )
 
@@ -187,19 +172,59 @@ class Estimate:
         return dict(self.json)
 
     @property
-    def is_mean(self) -> bool:
-        "A mean (one number) rather than per-value rows"
-        return self.kind == "mean" or (self.has_mean and not self.values)
-
-    @property
     def z_confidence(self) -> float:
         "The confidence level, the default where the JSON's is not a number"
         return DEFAULT_CONFIDENCE if self.confidence is None else self.confidence
 
+    def typical_halfwidth(self) -> float | None:
+        "The CI half-width a report compares with other trust models': the mean one over the values"
+        widths = [(r.ci_high - r.ci_low) / 2 for r in self.values if r.ci_low is not None and r.ci_high is not None]
+        return sum(widths) / len(widths) if widths else None
+
+
+E = TypeVar("E", bound=Estimate)
+
+
+@dataclass(frozen=True)
+class EstimatedMean(Estimate):
+    "An estimate of one mean (a local numeric campaign's, a Prio3 sum's): a kind's mean estimate subclasses it"
+
+    mean: float | None
+    mean_clamped: float | None
+    std_error: float | None
+    ci_low: float | None
+    ci_high: float | None
+    range: tuple[float, float] | None  # the value range
+    quantity: ClassVar[str] = "the mean"
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {**super().members(data), "mean": _number(data.get("mean")),
+                "mean_clamped": _number(data.get("mean_clamped")), "std_error": _number(data.get("std_error")),
+                "ci_low": _number(data.get("ci_low")), "ci_high": _number(data.get("ci_high")),
+                "range": _pair(data.get("range"))}
+
+    def typical_halfwidth(self) -> float | None:
+        "The mean's CI half-width"
+        low, high = self.ci_low, self.ci_high
+        return (high - low) / 2 if low is not None and high is not None else None
+
+
+EstimateLike = Estimate | Mapping[str, Any]  # an estimate, or its JSON (read on the spot)
+
 
 def as_estimate(result: Estimate | Mapping[str, Any]) -> Estimate:
-    "``result`` as an :class:`Estimate` (read from its JSON when it is one)"
+    "``result`` as an :class:`Estimate` (read from its JSON as its kind's when it is one)"
     return result if isinstance(result, Estimate) else Estimate.from_json(result)
+
+
+def typed_as(cls: type[E], result: Estimate | Mapping[str, Any]) -> E:
+    """``result`` as ``cls``, the type a kind's report side laid it out as (read from its JSON when it is one);
+    TypeError when it is another"""
+    estimate = as_estimate(result)
+    if not isinstance(estimate, cls):
+        raise TypeError(f"a {cls.__name__} was expected, not a {type(estimate).__name__}")
+    return estimate
 
 
 def row_list_key(data: Mapping[str, Any]) -> str | None:
@@ -244,13 +269,13 @@ def _central(block: Mapping[str, Any]) -> CentralBaseline:
         gaussian_delta=_number(gaussian.get("delta")) if isinstance(gaussian, Mapping) else None)
 
 
-def _defence(block: Mapping[str, Any]) -> Defence:
+def defence_of(block: Mapping[str, Any]) -> Defence:
     max_ones = block.get("max_ones")
     return Defence(test=str(block.get("test") or ""), false_rejection=_number(block.get("false_rejection")),
                    max_ones=max_ones if isinstance(max_ones, int) and not isinstance(max_ones, bool) else None)
 
 
-def _model(model: Mapping[str, Any]) -> TrustModel:
+def trust_model(model: Mapping[str, Any]) -> TrustModel:
     return TrustModel(std_error=_number(model.get("std_error")), ci_halfwidth=_number(model.get("ci_halfwidth")),
                       mechanism=_text(model.get("mechanism")), mode=_text(model.get("mode")))
 

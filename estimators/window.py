@@ -30,7 +30,7 @@ class DailyResult:
 
     @cached_property
     def estimate(self) -> Estimate:
-        "The day's estimate, read once from ``result`` (its JSON)"
+        "The day's estimate, read once from ``result`` (its JSON) as its kind's"
         return Estimate.from_json(self.result)
 
 
@@ -47,7 +47,7 @@ class ReportData:
 
     @cached_property
     def estimate(self) -> Estimate:
-        "The estimate, read once from ``result`` (its JSON)"
+        "The estimate, read once from ``result`` (its JSON) as its kind's typed estimate (estimators.kinds)"
         return Estimate.from_json(self.result)
 
     @property
@@ -69,6 +69,10 @@ class ReportData:
 def window_estimate(spec: Any, aggregate: Any, confidence: float = 0.95) -> dict:
     """The JSON estimate of one window's merged aggregate, with its ``flags`` (``estimators.flags``); non-finite
     numbers become null (JSON has none).
+
+    The one conversion from the estimator's object to JSON: ``/estimate`` answers this dict as it is, and a report
+    reads it once into the kind's typed estimate (:attr:`ReportData.estimate`); no typed estimate is turned back
+    into JSON.
 
     Raises :class:`estimators.NoReports` for an empty window."""
     spec = load_spec(spec)

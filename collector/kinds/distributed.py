@@ -113,7 +113,7 @@ def _from_releases(spec: Any, spec_json: dict | None, releases: list[dict], wind
     "The releases of the window added up, one estimate per batch"
     chosen = in_window(releases, window.since, window.until)
     try:
-        result = DISTRIBUTED_ESTIMATES.estimate(spec, chosen, window.confidence).to_json()
+        result = DISTRIBUTED_ESTIMATES.estimate_json(spec, chosen, window.confidence)
     except estimators.NoReports:
         raise SourceError(f"campaign {(spec_json or {}).get('name', '')!r} has no release in this window: collect "
                           "a batch first (ldp-telemetry campaign collect)") from None

@@ -86,7 +86,7 @@ class LocalCampaigns(CollectorKind):
         for _, aggregate in days:
             total = total.merge(aggregate)
         try:
-            result = LOCAL_ESTIMATES.estimate(campaign.spec, total, window.confidence).to_json()
+            result = LOCAL_ESTIMATES.estimate_json(campaign.spec, total, window.confidence)
         except estimators.NoReports:
             raise SourceError(f"campaign {campaign.name!r} has no reports in this window") from None
         per_day = LOCAL_ESTIMATES.per_period(campaign.spec, days, window.confidence) if window.daily else []
@@ -160,7 +160,7 @@ def _require_estimable(campaign: CampaignVersion) -> None:
 
 def _estimate(campaign: CampaignVersion, aggregate: estimators.Aggregate, confidence: float) -> dict:
     try:
-        return LOCAL_ESTIMATES.estimate(campaign.spec, aggregate, confidence).to_json()
+        return LOCAL_ESTIMATES.estimate_json(campaign.spec, aggregate, confidence)
     except estimators.NoReports:
         raise Problem(404, f"campaign {campaign.name!r} version {campaign.version} has no reports in this window",
                       slug="no-reports", title="No reports", field="since") from None

@@ -1,13 +1,49 @@
-"""The local-DP kind, estimate side: a window's merged aggregate de-biased by the campaign's mechanism."""
+"""The local-DP kind, estimate side: a window's merged aggregate de-biased by the campaign's mechanism, and its
+typed estimates: :class:`LocalFrequencies` (a frequency oracle's), :class:`RapporFrequencies` (the RAPPOR
+decoder's candidates) and :class:`LocalMean` (a numeric campaign's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..estimates import Estimate
+from ..estimates import Defence, Estimate, EstimatedMean, defence_of, is_number
 from ..window import DailyResult, daily_estimates, window_estimate
 from .base import EstimateKind, register_estimate_kind
+
+
+@dataclass(frozen=True)
+class LocalFrequencies(Estimate):
+    "Per-value frequencies from a local-DP frequency oracle, with the ones test that refused reports at ingestion"
+
+    defence: Defence | None
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        defence = data.get("defence")
+        return {**super().members(data), "defence": defence_of(defence) if isinstance(defence, Mapping) else None}
+
+
+@dataclass(frozen=True)
+class RapporFrequencies(LocalFrequencies):
+    "The RAPPOR decoder's detected candidates, their proportions, and the share of the reports they hold"
+
+    allocated_mass: float | None
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        mass = data.get("allocated_mass")
+        return {**super().members(data), "allocated_mass": float(mass) if is_number(mass) else None}
+
+
+@dataclass(frozen=True)
+class LocalMean(EstimatedMean):
+    "The unbiased mean of a numeric campaign (its JSON also holds it as one ``values`` row, not read as a value)"
+
+
+# The estimate types by the JSON's ``kind`` (the estimator's: estimators.frequency, .means, .rappor)
+ESTIMATE_TYPES: Mapping[str, type[Estimate]] = {"mean": LocalMean, "rappor": RapporFrequencies}
 
 
 class LocalEstimates(EstimateKind):
@@ -15,8 +51,16 @@ class LocalEstimates(EstimateKind):
 
     name = "local"
 
+    def estimate_json(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
+        return window_estimate(spec, source, confidence)
+
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Estimate:
-        return Estimate.from_json(window_estimate(spec, source, confidence))
+        return self.read(self.estimate_json(spec, source, confidence))
+
+    def read(self, data: Mapping[str, Any]) -> Estimate:
+        "Frequencies, RAPPOR candidates or a mean, as the estimator that wrote the JSON says"
+        named = data.get("kind")
+        return ESTIMATE_TYPES.get(named if isinstance(named, str) else "", LocalFrequencies).read(data)
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "One estimate per day (``sources``: (day, aggregate) pairs) that has reports; none for a single day"

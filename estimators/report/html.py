@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from html import escape
 
 from ..window import ReportData
-from .model import BELOW_ZERO, NOT_DISTINGUISHABLE, display_rows
+from .kinds.base import report_kind
+from .model import BELOW_ZERO, NOT_DISTINGUISHABLE
 from .plots import Plot, report_plots
 from .style import STYLE
 from .table import BELOW_ZERO_MARK, ZERO_MARK, footnotes, header_lines, value_table, warning_lines
@@ -38,7 +39,7 @@ def render_html(data: ReportData, *, simulate_points: bool = True, plots: Sequen
 
 def _table(data: ReportData) -> str:
     columns, cells = value_table(data)
-    zero_rows = [row.includes_zero or row.below_zero for row in display_rows(data.estimate)] or [False] * len(cells)
+    zero_rows = report_kind(data.estimate).zero_rows(data) or [False] * len(cells)
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
     body = []
     for row, is_zero in zip(cells, zero_rows):

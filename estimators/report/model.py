@@ -7,15 +7,13 @@ The helpers take an Estimate (a renderer passes ``data.estimate``) or an estimat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from statistics import NormalDist
-from typing import Any
+from collections.abc import Sequence
 
 from ..central import RATIO_OF
 from ..central import ratio_text as ratio_text  # re-exported: every format prints the ratio through it
 from ..estimates import (
-    COMPARED_MODELS,
     Estimate,
+    EstimateLike,
     ValueRow,
     as_estimate,
     is_number,
@@ -28,7 +26,6 @@ DAILY_SERIES = 5  # the per-day figure draws this many values (the largest over 
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
 BELOW_ZERO = "entirely below 0: noise, since a frequency cannot be negative"
 
-EstimateLike = Estimate | Mapping[str, Any]
 
 
 def value_rows(result: EstimateLike) -> list[ValueRow]:
@@ -52,56 +49,6 @@ def chance_exclusions_text(result: EstimateLike) -> str | None:
     return (f"with {len(rows)} values each tested at {100 * confidence:.4g}%, about {expected:.3g} intervals "
             f"would exclude 0 by chance if no value were present (about {expected / 2:.3g} above 0, shown as "
             "present): an unmarked row is not proof on its own")
-
-
-def trust_model_errors(result: EstimateLike) -> dict[str, float] | None:
-    "The standard error of one value's fraction (or of the mean) under each trust model, or None"
-    models = as_estimate(result).trust_models
-    if models is None:
-        return None
-    errors: dict[str, float] = {}
-    for name in COMPARED_MODELS:
-        model = models.get(name)
-        if model is None or model.std_error is None:
-            return None
-        errors[name] = model.std_error
-    return errors
-
-
-def trust_model_halfwidths(result: EstimateLike) -> dict[str, float] | None:
-    """The CI half-width of one value's fraction (or of the mean) under each trust model, the quantity the local
-    pages plot: the model's own ``ci_halfwidth``, or z times its standard error"""
-    estimate = as_estimate(result)
-    errors = trust_model_errors(estimate)
-    if errors is None or estimate.trust_models is None:
-        return None
-    z = NormalDist().inv_cdf(0.5 + estimate.z_confidence / 2)
-    stated = {name: estimate.trust_models[name].ci_halfwidth for name in errors}
-    return {name: width if width is not None else z * errors[name] for name, width in stated.items()}
-
-
-def trust_models_text(result: EstimateLike) -> str | None:
-    "The three standard errors side by side, as every format prints them"
-    estimate = as_estimate(result)
-    errors = trust_model_errors(estimate)
-    if errors is None or estimate.trust_models is None:
-        return None
-    models = estimate.trust_models
-    local = f"local {format_number(errors['local'])} ({models['local'].mechanism or '?'})"
-    mode = models["distributed"].mode or estimate.noise_mode or "?"
-    distributed = f"distributed {format_number(errors['distributed'])} ({mode})"
-    central = f"central {format_number(errors['central'])} ({models['central'].mechanism or '?'})"
-    quantity = "the mean" if estimate.is_mean else "one value's fraction"
-    return f"standard error of {quantity}: {local}, {distributed}, {central}"
-
-
-def guarantee_lines(result: EstimateLike) -> list[str]:
-    "Each property of a distributed release with the assumption it rests on"
-    return [f"{holds}, assuming {assuming}" for holds, assuming in as_estimate(result).guarantee]
-
-
-def is_mean(result: EstimateLike) -> bool:
-    return as_estimate(result).is_mean
 
 
 RATIO_DEFINITION = RATIO_OF
@@ -142,13 +89,8 @@ def central_halfwidth(result: EstimateLike) -> float | None:
 
 
 def typical_ldp_halfwidth(result: EstimateLike) -> float | None:
-    "The local-DP CI half-width: the mean one over values, or the mean's"
-    estimate = as_estimate(result)
-    if estimate.is_mean:
-        low, high = estimate.ci_low, estimate.ci_high
-        return (high - low) / 2 if low is not None and high is not None else None
-    widths = [(r.ci_high - r.ci_low) / 2 for r in estimate.values if r.ci_low is not None and r.ci_high is not None]
-    return sum(widths) / len(widths) if widths else None
+    "The local-DP CI half-width: the mean one over values, or the mean's (the estimate's type says which)"
+    return as_estimate(result).typical_halfwidth()
 
 
 def describe_window(since: str | None, until: str | None) -> str:
@@ -205,5 +147,5 @@ def format_column(values: Sequence[float | None], digits: int = 4) -> list[str]:
 
 
 # the estimate's types and row readers, re-exported: the renderers and the tests read them from here
-__all__ = ["DAILY_SERIES", "SCHEMA_VERSION", "COMPARED_MODELS", "Estimate", "EstimateLike", "ValueRow", "as_estimate",
+__all__ = ["DAILY_SERIES", "SCHEMA_VERSION", "Estimate", "EstimateLike", "ValueRow", "as_estimate",
            "parse_row", "row_list_key"]

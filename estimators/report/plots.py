@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from ..estimates import Estimate, as_estimate
+from ..estimates import Estimate, EstimatedMean, as_estimate, typed_as
 from ..window import DailyResult, ReportData
 from .kinds.base import report_kind
 from .model import (
@@ -168,9 +168,8 @@ def frequency_figure(result: EstimateLike, truth: dict | None = None, campaign: 
     x = np.arange(len(rows))
     estimates = [row.estimate for row in rows]
     colours = [FAINT_COLOUR if row.includes_zero else LDP_COLOUR for row in rows]
-    unbiased = result.kind == "frequency"
     axes.bar(x - offset, estimates, width=0.34 if offset else 0.5, color=colours,
-             label="estimate (unbiased)" if unbiased else "estimate")
+             label=report_kind(result).bar_label(result))
     low = [row.estimate - row.ci_low if row.ci_low is not None else 0.0 for row in rows]
     high = [row.ci_high - row.estimate if row.ci_high is not None else 0.0 for row in rows]
     model = report_kind(result).model_label
@@ -279,7 +278,7 @@ def mean_figure(result: EstimateLike, truth: float | None = None) -> Plot:
 
     The comparison is never drawn around this estimate (a second interval there reads as a confident claim about
     the same number); with a known truth (simulations) the other models' intervals are drawn around the truth."""
-    result = as_estimate(result)
+    result = typed_as(EstimatedMean, result)
     mean, low, high = result.mean, result.ci_low, result.ci_high
     if mean is None or low is None or high is None:
         raise ValueError("a mean figure needs the mean and its interval")
@@ -357,52 +356,25 @@ def daily_figure(daily: Sequence[DailyResult]) -> Plot | None:
     axes = figure.add_subplot()
     x = np.arange(len(days))
     first = days[0].estimate
-    if first.is_mean:
-        series = {"mean": [(_or(d.estimate.mean, math.nan), _or(d.estimate.ci_low, math.nan),
-                            _or(d.estimate.ci_high, math.nan)) for d in days]}
-    else:
-        series = _top_series(days)
+    lines = report_kind(first).daily_series(days)
+    series = lines.series
     for index, (label, points) in enumerate(series.items()):
         values = np.array(points, dtype=float)
         colour = f"C{index}"
         axes.plot(x, values[:, 0], marker="o", color=colour, label=_short(label))
         axes.fill_between(x, values[:, 1], values[:, 2], color=colour, alpha=0.18)
     axes.set_xticks(x, [d.day for d in days], rotation=30 if len(days) > 7 else 0)
-    axes.set_ylabel(with_unit("mean", first) if "mean" in series else "fraction of reports")
+    axes.set_ylabel(lines.ylabel)
     axes.set_title(f"Per day, with {confidence_percent(first)} CI bands")
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    shown = "the mean" if "mean" in series else f"the {len(series)} largest values"
-    caption = (f"Daily estimates of {shown} over {len(days)} days; the bands are each day's local-DP intervals, "
+    caption = (f"Daily estimates of {lines.shown} over {len(days)} days; the bands are each day's local-DP intervals, "
                "wider than the whole window's because each day has fewer reports.")
     return Plot("daily", "Per day", figure, caption)
-
-
-def _top_series(days: Sequence[DailyResult]) -> dict[str, list[tuple[float, float, float]]]:
-    totals: dict[str, float] = {}
-    for day in days:
-        for row in day.estimate.values:
-            totals[row.value] = totals.get(row.value, 0.0) + row.estimate
-    top = sorted(totals, key=lambda value: -totals[value])[:MAX_SERIES]
-    series: dict[str, list[tuple[float, float, float]]] = {value: [] for value in top}
-    for day in days:
-        rows = {row.value: row for row in day.estimate.values}
-        for value in top:
-            found = rows.get(value)
-            if found is None:
-                series[value].append((math.nan, math.nan, math.nan))
-            else:
-                series[value].append((found.estimate, _or(found.ci_low, found.estimate),
-                                      _or(found.ci_high, found.estimate)))
-    return series
 
 
 def _count(result: Estimate) -> str:
     n = result.n
     return f"{n:,}" if n is not None else "?"
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value
 
 
 def _short(text: str, limit: int = 18) -> str:
@@ -412,16 +384,9 @@ def _short(text: str, limit: int = 18) -> str:
 def report_plots(data: ReportData, *, simulate_points: bool = True,
                  rng: np.random.Generator | None = None) -> list[Plot]:
     "Every figure that applies to this report, in reading order"
-    result = data.estimate
-    plots: list[Plot] = []
-    own = report_kind(result).main_plots(data)
-    if own is not None:
-        plots += own
-    elif result.is_mean and result.mean is not None and result.ci_low is not None and result.ci_high is not None:
-        plots.append(mean_figure(result, data.truth if isinstance(data.truth, (int, float)) else None))
-    elif result.values:
-        plots.append(frequency_figure(result, data.truth if isinstance(data.truth, dict) else None, data.campaign))
-    plots += report_kind(result).comparison_plots(data, simulate_points=simulate_points, rng=rng)
+    kind = report_kind(data.estimate)
+    plots: list[Plot] = list(kind.main_plots(data))  # the kind's layout of this estimate's type: bars, the mean, ...
+    plots += kind.comparison_plots(data, simulate_points=simulate_points, rng=rng)
     daily = daily_figure(data.daily)
     if daily is not None:
         plots.append(daily)

@@ -33,11 +33,14 @@ from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
 from ..aggregation import aggregate
-from ..estimates import Estimate, as_estimate
+from ..estimates import Estimate, as_estimate, typed_as
 from ..frequency import estimate_frequencies
+from ..kinds.distributed import Prio3Release
+from ..kinds.local import LocalFrequencies, LocalMean
 from ..means import estimate_mean
 from ..simulate import simulate
-from .model import EstimateLike, central_halfwidth, trust_model_halfwidths, typical_ldp_halfwidth
+from .kinds.base import report_kind
+from .model import EstimateLike, central_halfwidth, typical_ldp_halfwidth
 
 SIMULATED_N = (100, 1_000, 10_000, 100_000)
 SIMULATION_BUDGET = 1_000_000  # reports x domain values per simulated point
@@ -74,20 +77,17 @@ class ScalingCurves:
 
 def scaling_curves(result: EstimateLike, spec: dict | None = None, *, rng: np.random.Generator | None = None,
                    simulate_points: bool = True) -> ScalingCurves | None:
-    "The curves for a frequency or mean estimate; None for kinds without a closed form here (RAPPOR)"
+    """The curves for a local frequency oracle's or mean estimate; None for the types without a closed form here
+    (RAPPOR's candidates)"""
     result = as_estimate(result)
     n_now = result.n or 0
     confidence = result.z_confidence
     current_ldp, current_central = typical_ldp_halfwidth(result), central_halfwidth(result)
-    if n_now <= 0 or current_ldp is None or current_central is None:
+    curves = _CURVES.get(type(result))
+    if curves is None or n_now <= 0 or current_ldp is None or current_central is None:
         return None
-    if result.kind == "frequency":
-        return _frequency_curves(result, _spec(result, spec), confidence, n_now, current_ldp, current_central,
-                                 rng if rng is not None else np.random.default_rng(0), simulate_points)
-    if result.is_mean:
-        return _mean_curves(result, spec, confidence, n_now, current_ldp, current_central,
-                            rng if rng is not None else np.random.default_rng(0), simulate_points)
-    return None
+    return curves(result, spec, confidence, n_now, current_ldp, current_central,
+                  rng if rng is not None else np.random.default_rng(0), simulate_points)
 
 
 def _grid(n_now: int) -> np.ndarray:
@@ -95,8 +95,10 @@ def _grid(n_now: int) -> np.ndarray:
     return np.logspace(1, math.log10(high), 60)
 
 
-def _frequency_curves(result: Estimate, spec: Spec, confidence: float, n_now: int, current_ldp: float,
+def _frequency_curves(result: Estimate, spec_json: dict | None, confidence: float, n_now: int, current_ldp: float,
                       current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
+    # the domain as the estimate wrote it (not as text)
+    spec = _spec(result, spec_json, {"domain": [row["value"] for row in result.json.get("values", [])]})
     mechanism = mechanism_from_spec(spec)
     assert isinstance(mechanism, CategoricalMechanism)
     p, q = mechanism.p_star, mechanism.q_star
@@ -171,15 +173,17 @@ def _simulate_frequencies(spec: Spec, truth: np.ndarray, confidence: float, rng:
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
-def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: int, current_ldp: float,
+def _mean_curves(estimate: Estimate, spec: dict | None, confidence: float, n_now: int, current_ldp: float,
                  current_central: float, rng: np.random.Generator, simulate_points: bool) -> ScalingCurves:
+    result = typed_as(LocalMean, estimate)
     if result.epsilon is None:
         raise ValueError("the estimate states no epsilon")
     epsilon = result.epsilon
     n = _grid(n_now)
     sim_n, sim_ldp, sim_central, trials = (np.array([]),) * 3 + (0,)
     if simulate_points:
-        sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec), result, confidence, rng)
+        rebuilt = {"range": list(result.range or (0.0, 1.0))}
+        sim_n, sim_ldp, sim_central, trials = _simulate_means(_spec(result, spec, rebuilt), result, confidence, rng)
     low, high = rms_intervals(sim_n, sim_ldp, lambda n: _trials(n), confidence)
     return ScalingCurves(
         mechanism=result.mechanism or "", epsilon=epsilon, confidence_text=f"{100 * confidence:.4g}%",
@@ -197,7 +201,7 @@ def _mean_curves(result: Estimate, spec: dict | None, confidence: float, n_now: 
     )
 
 
-def _simulate_means(spec: Spec, result: Estimate, confidence: float, rng: np.random.Generator
+def _simulate_means(spec: Spec, result: LocalMean, confidence: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     low, high = spec.range  # type: ignore[misc]
     mean = result.mean_clamped if result.mean_clamped is not None else result.mean
@@ -218,7 +222,7 @@ def _simulate_means(spec: Spec, result: Estimate, confidence: float, rng: np.ran
     return np.array(sizes, dtype=float), np.array(ldp), np.array(central), fewest
 
 
-def population_variance(result: Estimate) -> float:
+def population_variance(result: LocalMean) -> float:
     """The variance of the users' values the estimate implies: n (SE^2 - SE_reported^2), its sampling part (0 when
     the estimate states no noise-only standard error)"""
     reported = result.json.get("std_error_reported")
@@ -270,16 +274,12 @@ def _central_draws(result: Estimate, n: int, rng: np.random.Generator) -> np.nda
     return rng.laplace(0.0, block.laplace_scale * factor, size=CENTRAL_SAMPLES)
 
 
-def _spec(result: Estimate, spec: dict | None) -> Spec:
-    "The campaign's spec, or one rebuilt from the estimate (mechanism, epsilon, domain)"
+def _spec(result: Estimate, spec: dict | None, rebuilt: dict) -> Spec:
+    "The campaign's spec, or one rebuilt from the estimate (mechanism, epsilon, and ``rebuilt``: domain or range)"
     if spec is not None:  # stored specs may carry bookkeeping fields (created_day, ...): keep the spec's own
         return load_spec({key: value for key, value in spec.items() if key in SPEC_FIELDS})
-    name = result.campaign or "campaign"
-    if result.is_mean:
-        return load_spec({"name": name, "mechanism": result.mechanism, "epsilon": result.epsilon,
-                          "range": list(result.range or (0.0, 1.0))})
-    domain = [row["value"] for row in result.json.get("values", [])]  # as the estimate wrote them (not as text)
-    return load_spec({"name": name, "mechanism": result.mechanism, "epsilon": result.epsilon, "domain": domain})
+    return load_spec({"name": result.campaign or "campaign", "mechanism": result.mechanism,
+                      "epsilon": result.epsilon, **rebuilt})
 
 
 def _estimated_distribution(result: Estimate, d: int) -> np.ndarray:
@@ -289,6 +289,11 @@ def _estimated_distribution(result: Estimate, d: int) -> np.ndarray:
     if len(values) != d or values.sum() <= 0:
         return np.full(d, 1 / d)
     return values / values.sum()
+
+
+# The local kind's estimate types with a closed form here (RAPPOR's candidates have none)
+_CURVES: dict[type[Estimate], Callable[..., ScalingCurves]] = {LocalFrequencies: _frequency_curves,
+                                                                LocalMean: _mean_curves}
 
 
 @dataclass(frozen=True)
@@ -315,15 +320,17 @@ def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
     For the same question, epsilon and delta: local DP's standard error falls as 1/sqrt(n) (the best oracle's
     variance is proportional to 1/n), distributed and central DP's as 1/n (their noise is on the sum, calibrated
     to one report under replace-one, so it does not grow with n)."""
-    result = as_estimate(result)
-    errors = trust_model_halfwidths(result)
-    n_now = result.n or 0
-    if errors is None or n_now <= 0 or result.trust_models is None or result.epsilon is None:
+    estimate = as_estimate(result)
+    errors = report_kind(estimate).trust_model_halfwidths(estimate)
+    n_now = estimate.n or 0
+    if errors is None or n_now <= 0 or estimate.epsilon is None:
         return None
+    result = typed_as(Prio3Release, estimate)  # the kind that states trust models
     models = result.trust_models
+    assert models is not None, "the trust models' half-widths come from them"
     n = _grid(n_now)
     return TrustModelCurves(
-        quantity="the mean" if result.is_mean else "one value's fraction", epsilon=result.epsilon,
+        quantity=result.quantity, epsilon=estimate.epsilon,
         noise_mode=result.noise_mode or "?", local_mechanism=models["local"].mechanism or "?",
         central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from demo.summary import DemoResult, format_summary, summarize
 from estimators.report import ReportData
-from estimators.report.model import as_estimate, format_number, trust_model_halfwidths
+from estimators.report.kinds.distributed import trust_model_halfwidths
+from estimators.report.model import as_estimate, format_number
 from estimators.report.plots import trust_models_figure
 from estimators.report.scaling import trust_model_curves
 from tests.estimators.report_fixtures import APP_COUNTS, APPS, browser_data, distributed_result

@@ -5,10 +5,12 @@ import json
 import math
 import pathlib
 
-from estimators.estimates import Estimate
+from estimators.estimates import Estimate, EstimatedMean
+from estimators.kinds.distributed import Prio3MeanRelease, Prio3Release
+from estimators.kinds.local import LocalFrequencies, LocalMean, RapporFrequencies
 from estimators.report import ReportData, render_json
 
-from .report_fixtures import browser_result, distributed_result, load_time_result, rappor_result
+from .report_fixtures import browser_result, distributed_result, distributed_sum_result, load_time_result, rappor_result
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -27,15 +29,29 @@ def test_members_are_typed_and_a_non_number_is_none():
     assert [row.value for row in frequency.values][:2] == ["chrome", "safari"]
     assert frequency.central is not None and frequency.central.ci_halfwidth is not None
     mean = Estimate.from_json(load_time_result(unit="ms"))
-    assert mean.is_mean and mean.unit == "ms" and mean.values == () and mean.mean == mean.json["values"][0]["estimate"]
+    assert isinstance(mean, LocalMean) and mean.unit == "ms" and mean.values == ()
+    assert mean.mean == mean.json["values"][0]["estimate"]
     released = Estimate.from_json(distributed_result())
-    assert released.trust == "distributed" and released.trust_models is not None and released.noise_mode
+    assert isinstance(released, Prio3Release) and released.trust_models is not None and released.noise_mode
+    assert released.trust == "distributed"
     assert set(released.trust_models) == {"local", "distributed", "central"} and released.guarantee
     odd = Estimate.from_json({"kind": "frequency", "n": True, "confidence": "high", "epsilon": None,
                               "values": [{"value": "a", "estimate": "x"}, {"string": "b", "proportion": 0.5}]})
     assert (odd.n, odd.confidence, odd.epsilon) == (None, None, None)
     assert [(row.value, row.estimate) for row in odd.values] == [("b", 0.5)]  # reference decoder columns read too
     assert math.isclose(odd.z_confidence, 0.95)
+
+
+def test_each_kind_reads_its_own_typed_estimate():
+    "Estimate (the public name) is the base every kind's estimate extends; from_json reads the JSON's own kind's"
+    for result, typed in ((browser_result(), LocalFrequencies), (load_time_result(), LocalMean),
+                          (rappor_result(), RapporFrequencies), (distributed_result(), Prio3Release),
+                          (distributed_sum_result(), Prio3MeanRelease)):
+        estimate = Estimate.from_json(result)
+        assert type(estimate) is typed and isinstance(estimate, Estimate), typed
+        assert typed.from_json(result) == estimate and estimate.to_json() == result
+    assert isinstance(Estimate.from_json(distributed_sum_result()), EstimatedMean)
+    assert type(Estimate.read({"trust": "local", "values": []})) is Estimate  # the shared members only
 
 
 def test_the_renderers_read_the_typed_estimate_not_the_json():

@@ -3,7 +3,9 @@
 Each kind may register one :class:`ReportKind` (:func:`register_report_kind`) under the name its device side
 registered in :mod:`client_sdk.kinds`; :func:`report_kind` finds it from an estimate (its ``trust``; a local
 estimate has none).  A kind without one is rendered with this base class's generic header and captions.  The
-renderers (``table``, ``plots``) call it instead of asking which kind an estimate is.
+renderers (``table``, ``plots``) call it instead of asking which kind an estimate is, or which members it has:
+the kind lays out each of its estimate types with a :class:`~estimators.report.sections.Section` (``sections``:
+the table, its notes, the main figure, the per-day series).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from client_sdk.kinds import Registry
 
-from ...estimates import Estimate
-from ...window import ReportData
+from ...estimates import Estimate, EstimatedMean
+from ...window import DailyResult, ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
     ValueRow,
@@ -23,6 +25,7 @@ from ..model import (
     epsilon_text,
     target_text,
 )
+from ..sections import MEAN, PER_VALUE, DailySeries, Section
 from ..style import LDP_COLOUR
 
 if TYPE_CHECKING:
@@ -35,6 +38,50 @@ class ReportKind:
     name: ClassVar[str] = ""
     model_label: ClassVar[str] = "estimate"  # the trust model the intervals are for: "local DP"
     colour: ClassVar[str] = LDP_COLOUR  # its colour in the figures
+    # How each estimate type is laid out, the first that the estimate is an instance of; a kind lists its own types
+    sections: ClassVar[tuple[tuple[type[Estimate], Section], ...]] = ((EstimatedMean, MEAN), (Estimate, PER_VALUE))
+
+    def section(self, estimate: Estimate) -> Section:
+        "The layout of ``estimate`` (one of this kind's estimate types)"
+        return next(section for cls, section in self.sections + ((Estimate, PER_VALUE),)
+                    if isinstance(estimate, cls))
+
+    def value_table(self, data: ReportData) -> tuple[list[str], list[list[str]]]:
+        "Column names and formatted cells of the report's one table"
+        return self.section(data.estimate).value_table(data.estimate)
+
+    def zero_rows(self, data: ReportData) -> list[bool]:
+        "Per table row, whether its interval includes 0 or lies below it"
+        return self.section(data.estimate).zero_rows(data.estimate)
+
+    def footnotes(self, data: ReportData) -> list[str]:
+        "The notes under the table: its layout's, then the kind's own (:meth:`notes`)"
+        return self.section(data.estimate).notes(data.estimate) + self.notes(data.estimate)
+
+    def notes(self, result: Estimate) -> list[str]:
+        "What this kind adds under the table (a guarantee, a test that refused reports)"
+        return []
+
+    def main_figure(self, data: ReportData) -> Plot | None:
+        "The figure of the estimate itself (bars of the values, or the mean)"
+        return self.section(data.estimate).main_figure(data)
+
+    def main_plots(self, data: ReportData) -> list[Plot]:
+        "The report's main figures: here the one of :meth:`main_figure` (a kind with several overrides this)"
+        main = self.main_figure(data)
+        return [] if main is None else [main]
+
+    def daily_series(self, days: Sequence[DailyResult]) -> DailySeries:
+        "The per-day figure's lines (``days``: at least one)"
+        return self.section(days[0].estimate).daily_series(days)
+
+    def bar_label(self, result: Estimate) -> str:
+        "The legend of the frequency bars"
+        return "estimate"
+
+    def trust_model_halfwidths(self, result: Estimate) -> dict[str, float] | None:
+        "The CI half-width of the same quantity under each trust model, when the estimate states them"
+        return None
 
     def header_lines(self, data: ReportData) -> list[str]:
         "The facts every format states first"
@@ -63,18 +110,6 @@ class ReportKind:
         if any(r.includes_zero for r in rows):
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
-
-    def value_table(self, data: ReportData) -> tuple[list[str], list[list[str]]] | None:
-        "The kind's own table (column names, formatted cells); None: the estimate's values or mean"
-        return None
-
-    def footnotes(self, data: ReportData) -> list[str] | None:
-        "The kind's own notes under its table; None: the notes of the estimate's values or mean"
-        return None
-
-    def main_plots(self, data: ReportData) -> list[Plot] | None:
-        "The kind's own main figures; None: the estimate's frequency bars or mean"
-        return None
 
     def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Other trust models' half-widths beside the mean's own: (label, half-width, colour, caption part)"

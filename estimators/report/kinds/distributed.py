@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from ...estimates import Estimate
+from ...estimates import COMPARED_MODELS, Estimate, EstimateLike, typed_as
+from ...kinds.distributed import Prio3MeanRelease, Prio3Release
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -19,8 +20,8 @@ from ..model import (
     epsilon_text,
     format_number,
     target_text,
-    trust_models_text,
 )
+from ..sections import MEAN, PER_VALUE
 from ..style import DISTRIBUTED_COLOUR, LDP_COLOUR
 from .base import ReportKind, register_report_kind
 
@@ -38,10 +39,11 @@ class DistributedReport(ReportKind):
     name = "prio3"
     model_label = "distributed DP"
     colour = DISTRIBUTED_COLOUR
+    sections = ((Prio3MeanRelease, MEAN), (Prio3Release, PER_VALUE))
 
     def header_lines(self, data: ReportData) -> list[str]:
         "Its Prio3 type and noise, the batches, rejections, the three trust models"
-        result = data.estimate
+        result = typed_as(Prio3Release, data.estimate)
         delta = result.delta
         n = data.n
         batches = result.batches
@@ -65,7 +67,8 @@ class DistributedReport(ReportKind):
         return lines
 
     def mechanism_text(self, result: Estimate) -> str:
-        return f"Prio3 {result.prio3 or ''}, {result.noise_mode or ''} noise"
+        release = typed_as(Prio3Release, result)
+        return f"Prio3 {release.prio3 or ''}, {release.noise_mode or ''} noise"
 
     def summary_mechanism(self, result: Estimate) -> str:
         return f"distributed: {self.mechanism_text(result)}"
@@ -85,9 +88,20 @@ class DistributedReport(ReportKind):
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
 
+    def notes(self, result: Estimate) -> list[str]:
+        "Each property of the release with the assumption it rests on"
+        return [f"guarantee: {line}" for line in guarantee_lines(typed_as(Prio3Release, result))]
+
+    def bar_label(self, result: Estimate) -> str:
+        return "estimate (unbiased)"
+
+    def trust_model_halfwidths(self, result: Estimate) -> dict[str, float] | None:
+        return trust_model_halfwidths(typed_as(Prio3Release, result))
+
     def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Local DP's best mechanism at the same ε (its formula)"
-        local = result.trust_models.get("local") if result.trust_models is not None else None
+        models = typed_as(Prio3Release, result).trust_models
+        local = models.get("local") if models is not None else None
         if local is None or local.std_error is None:
             return []
         z = NormalDist().inv_cdf(0.5 + result.z_confidence / 2)
@@ -102,6 +116,51 @@ class DistributedReport(ReportKind):
 
         models = trust_model_curves(data.estimate)
         return [] if models is None else [trust_models_figure(models)]
+
+
+def trust_model_errors(result: EstimateLike) -> dict[str, float] | None:
+    "The standard error of one value's fraction (or of the mean) under each trust model, or None"
+    models = typed_as(Prio3Release, result).trust_models
+    if models is None:
+        return None
+    errors: dict[str, float] = {}
+    for name in COMPARED_MODELS:
+        model = models.get(name)
+        if model is None or model.std_error is None:
+            return None
+        errors[name] = model.std_error
+    return errors
+
+
+def trust_model_halfwidths(result: EstimateLike) -> dict[str, float] | None:
+    """The CI half-width of one value's fraction (or of the mean) under each trust model, the quantity the local
+    pages plot: the model's own ``ci_halfwidth``, or z times its standard error"""
+    release = typed_as(Prio3Release, result)
+    errors = trust_model_errors(release)
+    if errors is None or release.trust_models is None:
+        return None
+    z = NormalDist().inv_cdf(0.5 + release.z_confidence / 2)
+    stated = {name: release.trust_models[name].ci_halfwidth for name in errors}
+    return {name: width if width is not None else z * errors[name] for name, width in stated.items()}
+
+
+def trust_models_text(result: EstimateLike) -> str | None:
+    "The three standard errors side by side, as every format prints them"
+    release = typed_as(Prio3Release, result)
+    errors = trust_model_errors(release)
+    if errors is None or release.trust_models is None:
+        return None
+    models = release.trust_models
+    local = f"local {format_number(errors['local'])} ({models['local'].mechanism or '?'})"
+    mode = models["distributed"].mode or release.noise_mode or "?"
+    distributed = f"distributed {format_number(errors['distributed'])} ({mode})"
+    central = f"central {format_number(errors['central'])} ({models['central'].mechanism or '?'})"
+    return f"standard error of {release.quantity}: {local}, {distributed}, {central}"
+
+
+def guarantee_lines(result: EstimateLike) -> list[str]:
+    "Each property of a distributed release with the assumption it rests on"
+    return [f"{holds}, assuming {assuming}" for holds, assuming in typed_as(Prio3Release, result).guarantee]
 
 
 DISTRIBUTED_REPORT = register_report_kind(DistributedReport())

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...estimates import Estimate
+from ...kinds.local import LocalFrequencies, LocalMean, RapporFrequencies
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -21,6 +22,7 @@ from ..model import (
     ratio_text,
     target_text,
 )
+from ..sections import MEAN, PER_VALUE
 from ..style import LDP_COLOUR
 from .base import ReportKind, register_report_kind
 
@@ -38,6 +40,7 @@ class LocalReport(ReportKind):
     name = "local"
     model_label = "local DP"
     colour = LDP_COLOUR
+    sections = ((LocalMean, MEAN), (Estimate, PER_VALUE))
 
     def header_lines(self, data: ReportData) -> list[str]:
         result = data.estimate
@@ -62,7 +65,7 @@ class LocalReport(ReportKind):
     def frequency_caption(self, result: Estimate, rows: Sequence[ValueRow], shown: int, truth: bool) -> str:
         widths = [(r.ci_high - r.ci_low) / 2 for r in rows if r.ci_low is not None and r.ci_high is not None]
         central = central_halfwidth(result)
-        kind = "unbiased estimates" if result.kind == "frequency" else "estimates"
+        kind = "unbiased estimates" if _unbiased(result) else "estimates"
         parts = [f"Bars: {kind} with their {confidence_percent(result)} local-DP intervals"]
         if len(rows) > shown:
             parts[0] += f" (the {shown} largest of {len(rows)} values)"
@@ -76,6 +79,22 @@ class LocalReport(ReportKind):
             parts.append(f"Faint bars: the interval includes 0, {NOT_DISTINGUISHABLE}")
         return ". ".join(parts) + "."
 
+    def bar_label(self, result: Estimate) -> str:
+        return "estimate (unbiased)" if _unbiased(result) else "estimate"
+
+    def notes(self, result: Estimate) -> list[str]:
+        "The share of the reports RAPPOR's detected candidates hold; the ones test that refused reports"
+        notes = []
+        if isinstance(result, RapporFrequencies) and result.allocated_mass is not None:
+            notes.append(f"only the candidates the decoder detected are listed; together they hold "
+                         f"{format_number(result.allocated_mass)} of the reports")
+        defence = result.defence if isinstance(result, LocalFrequencies) else None
+        if defence is not None and defence.max_ones is not None:
+            notes.append(f"ones test: reports setting more than {defence.max_ones} bits were refused at ingestion "
+                         f"(max_ones; {format_number(defence.false_rejection)} of honest reports are), and the rest "
+                         "de-biased for it")
+        return notes
+
     def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
         "The √n price of local DP: this campaign's interval against central DP's, over n"
         from ..plots import scaling_figure  # matplotlib: loaded by the figures only, never by a table
@@ -86,6 +105,12 @@ class LocalReport(ReportKind):
         except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
             curves = None
         return [] if curves is None else [scaling_figure(curves)]
+
+
+def _unbiased(result: Estimate) -> bool:
+    "A frequency oracle's estimates are unbiased; the RAPPOR decoder's (a regression after a test) are not"
+    return isinstance(result, LocalFrequencies) and not isinstance(result, RapporFrequencies) and \
+        result.kind == "frequency"
 
 
 LOCAL_REPORT = register_report_kind(LocalReport())
