@@ -22,8 +22,8 @@ from .context import DeviceContext
 from .heavy_hitters.kind import HEAVY_HITTERS, HeavyHittersKind
 from .local import LOCAL, LocalKind
 from .prio3 import PRIO3, Prio3Kind
-from .repeated.kind import REPEATED, RepeatedKind
 from .quantiles.kind import QUANTILES, QuantilesKind
+from .repeated.kind import REPEATED, RepeatedKind
 
 DISTRIBUTED, DistributedKind = PRIO3, Prio3Kind  # the prio3 kind's former names
 
