@@ -26,6 +26,7 @@ from client_sdk import mechanism_from_spec  # noqa: E402
 from client_sdk.errors import SpecError  # noqa: E402
 from client_sdk.randomness import ByteStreamRandom, exp_rounded  # noqa: E402
 from client_sdk.spec import load_spec  # noqa: E402
+from conformance.repeated_cases import repeated_documents  # noqa: E402
 
 DOMAIN = ["chrome", "firefox", "safari", "edge", "other"]
 VALID_SPECS: list[dict[str, Any]] = [
@@ -320,7 +321,8 @@ def documents() -> dict[str, Any]:
         return {"exp.json": exp_cases(),
                 "local/specs.json": spec_cases(), "local/payloads.json": payload_vectors(),
                 "local/wire.json": wire_cases(),
-                "prio3/shards.json": prio3_cases()}
+                "prio3/shards.json": prio3_cases(),
+                **repeated_documents()}
 
 
 def render(content: Any) -> str:

@@ -40,7 +40,7 @@ await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", l
 
 // The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
 const SRC = resolve("src");
-for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
+for (const source of ["kinds/local", "kinds/prio3", "kinds/repeated", "rappor", "numeric"]) {
   await build({
     ...common,
     entryPoints: [`src/${source}.ts`],

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { ByteStreamRandom, expRounded, loadSpec, mechanismFromSpec, SpecError } from "../dist/node.js";
+import { ByteStreamRandom, expRounded, loadKind, loadSpec, mechanismFromSpec, SpecError } from "../dist/node.js";
 import { checkPayload } from "../dist/wire.js";
 
 const ROOT = new URL("../../conformance/", import.meta.url);
@@ -14,6 +14,7 @@ const kindsWith = (name) => readdirSync(ROOT, { withFileTypes: true })
 const specCases = (part) => kindsWith("specs.json").flatMap((kind) => load(`${kind}/specs.json`)[part]);
 const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
 const toHex = (bytes) => Buffer.from(bytes).toString("hex");
+for (const kind of kindsWith("specs.json")) await loadKind(kind); // the kinds Node loads on demand (repeated)
 
 test("payload vectors: byte-identical payloads from the same random bytes", () => {
   const cases = load("local/payloads.json");

@@ -45,6 +45,7 @@ export const ENVELOPE_FIELDS = ["name", "description", "version", "kind", "trust
 const loaders = new Map<string, KindLoader>([
   ["local", () => import("./local.js")],
   ["prio3", () => import("./prio3.js")],
+  ["repeated", () => import("./repeated.js")],
 ]);
 const kinds = new Map<string, CampaignKind>();
 const loading = new Map<string, Promise<CampaignKind>>();
