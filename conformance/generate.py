@@ -27,6 +27,7 @@ from client_sdk.errors import SpecError  # noqa: E402
 from client_sdk.randomness import ByteStreamRandom, exp_rounded  # noqa: E402
 from client_sdk.spec import load_spec  # noqa: E402
 from conformance.heavy_hitters_cases import documents as heavy_hitters_documents  # noqa: E402
+from conformance.repeated_cases import repeated_documents  # noqa: E402
 
 DOMAIN = ["chrome", "firefox", "safari", "edge", "other"]
 VALID_SPECS: list[dict[str, Any]] = [
@@ -383,7 +384,7 @@ def documents() -> dict[str, Any]:
                 "local/specs.json": spec_cases(), "local/payloads.json": payload_vectors(),
                 "local/wire.json": wire_cases(),
                 "prio3/shards.json": prio3_cases(),
-                **heavy_hitters_documents(),
+                **heavy_hitters_documents(), **repeated_documents(),
                 "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors()}
 
 

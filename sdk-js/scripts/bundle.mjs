@@ -42,7 +42,8 @@ await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", l
 // The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js, quantiles.js), rappor.js and
 // numeric.js
 const SRC = resolve("src");
-for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "kinds/quantiles", "rappor", "numeric"]) {
+for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "kinds/quantiles", "kinds/repeated", "rappor",
+  "numeric"]) {
   await build({
     ...common,
     entryPoints: [`src/${source}.ts`],

@@ -345,6 +345,8 @@ export class Client {
         const queued: QueuedReport = { id: reportId, campaign, text, size: utf8Length(text), created: now };
         const outcome = await this.store.enqueue(queued, charge, this.#limits);
         if (outcome === "refused") return recorded("refused_by_policy");
+        // the kind's stored state changed since it made the report (charge.state): made again from the stored one
+        if (outcome === "stale") return await this.#queueValue(spec, campaign, value, now);
         this.#unsent.set(reportId, queued);
         if (this.#unsent.size > this.#limits.maxReports) this.#unsent.delete(this.#unsent.keys().next().value!);
         if ((await this.store.totals()).count >= this.#batchSize) this.#wake();

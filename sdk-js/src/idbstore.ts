@@ -77,8 +77,10 @@ export class IndexedDBStore implements Store {
     });
   }
 
-  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused"> {
+  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused" | "stale"> {
     return this.#transaction("readwrite", async (reports, kv) => {
+      const state = charge.state;
+      if (state && (await IndexedDBStore.#get<string | null>(kv, `setting:${state.key}`, null)) !== state.expected) return "stale";
       const period = periodOf(charge.policy, charge.now);
       const spent = await IndexedDBStore.#get<Spending>(kv, `ledger:${charge.campaign}`, { epsilon: 0, reports: 0 });
       const current = await IndexedDBStore.#get(kv, `period:${charge.campaign}`, { period, reports: 0 });
@@ -86,6 +88,7 @@ export class IndexedDBStore implements Store {
       if (refused(spent, periodReports, charge)) return "refused";
       kv.put({ k: `ledger:${charge.campaign}`, v: charged(spent, charge) });
       kv.put({ k: `period:${charge.campaign}`, v: { period, reports: periodReports + 1 } });
+      if (state) kv.put({ k: `setting:${state.key}`, v: state.value });
       reports.add(report);
       const totals = await IndexedDBStore.#get<Totals>(kv, "totals:", { count: 0, bytes: 0 });
       totals.count += 1;
@@ -197,6 +200,10 @@ export class IndexedDBStore implements Store {
 
   async setSetting(key: string, value: string): Promise<void> {
     await this.#transaction("readwrite", async (_r, kv) => kv.put({ k: `setting:${key}`, v: value }));
+  }
+
+  setting(key: string): Promise<string | null> {
+    return this.#transaction("readonly", (_r, kv) => IndexedDBStore.#get<string | null>(kv, `setting:${key}`, null));
   }
 
   storeSecret(secret: string): Promise<string> {

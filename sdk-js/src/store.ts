@@ -51,6 +51,10 @@ export interface Charge {
   /** A distributed report's delta and batch (of its spec's window): one report per batch, batches only move forward. */
   delta?: number;
   batch?: string | false;
+  /** A kind's device state (the repeated kind's memoized answers), a setting written in the same atomic step as the
+   * report and its charge, and only while the stored setting is still ``expected`` (what the kind made the report
+   * from, null for none): otherwise the store answers "stale", changing nothing, and the report is made again. */
+  state?: { key: string; value: string; expected: string | null };
 }
 
 export interface Snapshot {
@@ -62,8 +66,9 @@ export interface Snapshot {
 
 export interface Store {
   load(): Promise<Snapshot>;
-  /** Check the policy, charge the ledger, insert, apply the limits: one atomic step. "refused" changes nothing. */
-  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused">;
+  /** Check the policy, charge the ledger, insert, apply the limits (and write ``charge.state``): one atomic step.
+   * "refused" and "stale" change nothing. */
+  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused" | "stale">;
   peek(campaign: string, maxReports: number, maxBytes: number): Promise<QueuedReport[]>;
   campaigns(): Promise<string[]>;
   remove(ids: string[]): Promise<void>;
@@ -74,6 +79,8 @@ export interface Store {
   spent(campaign: string): Promise<Spending>;
   putSpec(campaign: string, text: string, fetched: number): Promise<void>;
   setSetting(key: string, value: string): Promise<void>;
+  /** The setting ``key`` (null when none is stored); a store without it is read with ``load``. */
+  setting?(key: string): Promise<string | null>;
   /** Store the device secret unless one is stored; resolves to the stored one (the first writer wins). */
   storeSecret(secret: string): Promise<string>;
   counters(): Promise<Record<string, number>>;
@@ -168,8 +175,10 @@ export class MemoryStore implements Store {
     return { settings: { ...settings }, specs: { ...specs }, counters: { ...counters }, secret };
   }
 
-  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused"> {
+  enqueue(report: QueuedReport, charge: Charge, limits: QueueLimits): Promise<"queued" | "refused" | "stale"> {
     return this.serial(async () => {
+      const state = charge.state;
+      if (state && (this.state.settings[state.key] ?? null) !== state.expected) return "stale";
       const period = periodOf(charge.policy, charge.now);
       const spent = this.state.ledger[charge.campaign] ?? { epsilon: 0, reports: 0 };
       const current = this.state.periods[charge.campaign];
@@ -179,6 +188,7 @@ export class MemoryStore implements Store {
         ledgerChange(charge.campaign, charged(spent, charge)),
         { period: [charge.campaign, period, periodReports + 1] },
         { put: report },
+        ...(state ? [{ setting: [state.key, state.value] } as Change] : []),
         ...this.limitChanges(limits, charge.now, report),
       ];
       await this.commit(changes);
@@ -261,6 +271,10 @@ export class MemoryStore implements Store {
 
   setSetting(key: string, value: string): Promise<void> {
     return this.serial(() => this.commit([{ setting: [key, value] }]));
+  }
+
+  setting(key: string): Promise<string | null> {
+    return this.serial(() => this.state.settings[key] ?? null);
   }
 
   storeSecret(secret: string): Promise<string> {

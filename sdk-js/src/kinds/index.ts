@@ -51,6 +51,7 @@ const loaders = new Map<string, KindLoader>([
   ["prio3", () => import("./prio3.js")],
   ["heavy_hitters", () => import("./heavy_hitters.js")],
   ["quantiles", () => import("./quantiles.js")],
+  ["repeated", () => import("./repeated.js")],
 ]);
 const kinds = new Map<string, CampaignKind>();
 const loading = new Map<string, Promise<CampaignKind>>();
