@@ -61,7 +61,7 @@ MUTATIONS = (
              ("tests/estimators/test_frequency.py", "tests/estimators/test_central.py", "-k",
               "base_cut or postprocess")),
     # issue 9 item 5: the table marks each value whose interval includes 0 (the footnote alone is not enough)
-    Mutation("table-zero-mark", "estimators/report/table.py",
+    Mutation("table-zero-mark", "estimators/report/sections.py",
              "return ZERO_MARK if row.includes_zero", "return \"\" if row.includes_zero",
              ("tests/estimators/test_report_table.py", "tests/cli/test_report_cli.py")),
     # issue 9 item 5 (test_aggregation compared a call with itself): merging must add the counts

@@ -29,11 +29,24 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
 
-from dp_accounting.pld import common, privacy_loss_distribution  # type: ignore[import-untyped]
-
 from .central import normal_cdf
 from .distributed.accounting import Shift, discrete_gaussian_delta, discrete_laplace_epsilon
-from .shuffle import amplified_epsilon
+
+
+def _pld() -> Any:
+    "dp-accounting's PLD module (imported on first use: it loads scipy, which a report without a ledger never needs)"
+    # imported here: dp-accounting imports scipy (hundreds of modules); `ldp-telemetry report` must stay light
+    from dp_accounting.pld import privacy_loss_distribution  # type: ignore[import-untyped]
+
+    return privacy_loss_distribution
+
+
+def _common() -> Any:
+    "dp-accounting's common module (imported on first use, as :func:`_pld`)"
+    # imported here: as _pld
+    from dp_accounting.pld import common  # type: ignore[import-untyped]
+
+    return common
 
 DISCRETISATION = 1e-4  # dp-accounting's default interval of the privacy loss grid
 BASIC = "basic composition: the sums of the releases' epsilons and deltas (Dwork & Roth 2014, Theorem 3.16)"
@@ -90,12 +103,15 @@ class ApproxRelease:
         return float(self.epsilon), float(self.delta)
 
     def privacy_loss(self, interval: float) -> Any:
-        parameters = common.DifferentialPrivacyParameters(float(self.epsilon), float(self.delta))
-        return privacy_loss_distribution.from_privacy_parameters(parameters, value_discretization_interval=interval)
+        parameters = _common().DifferentialPrivacyParameters(float(self.epsilon), float(self.delta))
+        return _pld().from_privacy_parameters(parameters, value_discretization_interval=interval)
 
 
 def shuffled_release(epsilon0: float, n: int, delta: float) -> ApproxRelease:
     "A shuffled batch of n epsilon0-LDP reports: its amplified (epsilon, delta) (``estimators.shuffle``)"
+    # imported here: estimators.shuffle loads scipy, which only a shuffled campaign's figures need
+    from .shuffle import amplified_epsilon
+
     return ApproxRelease(amplified_epsilon(epsilon0, n, delta), delta)
 
 
@@ -115,7 +131,7 @@ class LaplaceRelease:
         return self.sensitivity / self.scale, 0.0
 
     def privacy_loss(self, interval: float) -> Any:
-        return privacy_loss_distribution.from_laplace_mechanism(
+        return _pld().from_laplace_mechanism(
             float(self.scale), sensitivity=float(self.sensitivity), value_discretization_interval=interval)
 
 
@@ -137,7 +153,7 @@ class GaussianRelease:
         return gaussian_epsilon(self.sigma, self.delta, self.sensitivity), float(self.delta)
 
     def privacy_loss(self, interval: float) -> Any:
-        return privacy_loss_distribution.from_gaussian_mechanism(
+        return _pld().from_gaussian_mechanism(
             float(self.sigma), sensitivity=float(self.sensitivity), value_discretization_interval=interval)
 
 
@@ -156,7 +172,7 @@ class DiscreteLaplaceRelease:
         return discrete_laplace_epsilon(Fraction(self.scale), self.shift), 0.0
 
     def privacy_loss(self, interval: float) -> Any:
-        one = privacy_loss_distribution.from_discrete_laplace_mechanism(
+        one = _pld().from_discrete_laplace_mechanism(
             1 / float(self.scale), sensitivity=self.shift.size, value_discretization_interval=interval)
         return one.self_compose(self.shift.coordinates) if self.shift.coordinates > 1 else one
 
@@ -184,7 +200,7 @@ class DiscreteGaussianRelease:
         return _smallest_epsilon(delta_at, self.delta), float(self.delta)
 
     def privacy_loss(self, interval: float) -> Any:
-        one = privacy_loss_distribution.from_discrete_gaussian_mechanism(
+        one = _pld().from_discrete_gaussian_mechanism(
             math.sqrt(float(self.sigma2)), sensitivity=self.shift.size, value_discretization_interval=interval)
         return one.self_compose(self.shift.coordinates) if self.shift.coordinates > 1 else one
 

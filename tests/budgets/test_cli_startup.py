@@ -16,8 +16,10 @@ pytestmark = pytest.mark.budget
 
 HEAVY = ("scipy", "matplotlib")
 # modules in sys.modules after `report NAME --db FILE` (about 340 with Python 3.11's own; 610 when the kinds loaded
-# Flask and the admin client requests): python benchmarks/cli_startup.py --only report shows the time it costs
-REPORT_MODULES = 400
+# Flask and the admin client requests): python benchmarks/cli_startup.py --only report shows the time it costs.
+# 400 until issue 32's kinds: registering heavy_hitters, quantiles and repeated imports about 55 modules of their
+# own on every side (435 measured); loading a kind's modules on first use is the fix, and this budget holds the line
+REPORT_MODULES = 450
 
 
 def modules_after(code: str, *, top_level: bool = True) -> set[str]:
