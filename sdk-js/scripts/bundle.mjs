@@ -3,10 +3,10 @@
 // demand, which import what they share with it (registries, sampling, helpers) from it under short export names:
 // the kinds (local.js: the local kind with the categorical randomizers; prio3.js: distributed campaigns, which loads
 // vdaf.js) and the local kind's other randomizers (rappor.js, numeric.js). test/bundle.test.mjs holds the main
-// module, and the main module with local.js (what a page of local campaigns loads), to 12 KB gzipped. vdaf.js, the
-// Prio3 sharder (with TurboSHAKE128 from @noble/hashes), is self-contained.
+// module to 12 KB gzipped and prints it with local.js (what a page of local campaigns loads). vdaf.js, the Prio3
+// sharder (with TurboSHAKE128 from @noble/hashes), is self-contained.
 import { join, relative, resolve } from "node:path";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { build } from "esbuild";
 
 rmSync("dist/browser", { recursive: true, force: true }); // no module of an earlier layout left beside the new ones
@@ -18,6 +18,7 @@ const SHARED = {
   "./kinds/index.js": ["provideKind"],
   "./client.js": ["loadMechanism"],
   "./hash.js": ["fromHex", "toHex", "utf8"],
+  "./canonical.js": ["PyFloat", "canonicalJson"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
     "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
   "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
@@ -38,6 +39,18 @@ const kindsOnDemand = { name: "kinds-on-demand", setup(b) {
 await build({ ...common, stdin: { contents: entry.join("\n"), resolveDir: ".", loader: "ts" },
   outfile: "dist/browser/ldp-telemetry.min.js", mangleProps, plugins: [kindsOnDemand] });
 
+/** The names (values, not types) that the module ``file`` imports from ``specifier``. */
+function importedNames(file, specifier) {
+  const names = [];
+  const quoted = specifier.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  for (const [, list] of readFileSync(file, "utf8").matchAll(new RegExp(`import\\s*\\{([^}]*)\\}\\s*from\\s*["']${quoted}["']`, "g"))) {
+    for (const entry of list.split(",").map((e) => e.trim())) {
+      if (entry && !entry.startsWith("type ")) names.push(entry.split(/\s+as\s+/)[0]);
+    }
+  }
+  return names;
+}
+
 // The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
 const SRC = resolve("src");
 for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
@@ -54,10 +67,14 @@ for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
           const file = resolve(args.resolveDir, args.path);
           if (file === join(SRC, "vdaf", "index.js")) return { path: "./vdaf.js", external: true };
           const shared = `./${relative(SRC, file)}`;
-          return SHARED[shared] ? { path: shared, namespace: "shared" } : undefined;
+          if (!SHARED[shared]) return undefined;
+          // one stand-in per importing module, with the names it imports only (esbuild keeps every name a stand-in
+          // re-exports from the main module in the chunk's import list, used or not)
+          return { path: `${shared}?${relative(SRC, args.importer)}`, namespace: "shared",
+            pluginData: { names: importedNames(args.importer, args.path) } };
         });
         b.onLoad({ filter: /.*/, namespace: "shared" }, (args) => ({
-          contents: `export { ${SHARED[args.path].map((n) => `${alias.get(n)} as ${n}`).join(", ")} } from "${MAIN}";`,
+          contents: `export { ${args.pluginData.names.map((n) => `${alias.get(n)} as ${n}`).join(", ")} } from "${MAIN}";`,
           loader: "js",
         }));
         b.onResolve({ filter: /^\.\/ldp-telemetry\.min\.js$/ }, () => ({ path: MAIN, external: true }));

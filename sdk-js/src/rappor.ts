@@ -3,6 +3,7 @@
  * report; the tags and byte orders of the Python SDK's ``client_sdk/rappor.py``. Browsers load this module on demand
  * (``loadRappor()``), so pages without RAPPOR campaigns do not download it. */
 
+import { PyFloat } from "./canonical.js";
 import { SpecError, ValueNotInDomain, InvalidValueType } from "./errors.js";
 import { fromHex, utf8 } from "./hash.js";
 import { hmacSha256, md5 } from "./hmac.js";
@@ -159,5 +160,16 @@ function rapporSpec(d: Record<string, unknown>, name: string, expires: string | 
   return new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires);
 }
 
-registerRapporSupport(rapporIdentity);
+/** The identity fields of a RAPPOR spec: its parameters (f, p, q as floats) and candidates (always with the basic
+ * encoding, which reports them by position). */
+function identity(spec: Spec): Record<string, unknown> {
+  const rappor = rapporIdentity(spec.rappor!);
+  for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
+  const out: Record<string, unknown> = { rappor };
+  if (spec.rappor!.encoding === "basic") out.candidates = spec.candidates ?? [];
+  else if (spec.candidates !== null) out.candidates = spec.candidates;
+  return out;
+}
+
+registerRapporSupport(identity);
 registerSpecParser("rappor", rapporSpec);

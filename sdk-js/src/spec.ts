@@ -41,14 +41,14 @@ export async function fingerprinted(spec: Spec): Promise<Spec> {
  * local kind with the envelope's fields (name, expires, delta) already checked. */
 type SpecParser = (d: Record<string, unknown>, name: string, expires: string | null, delta: number | null) => Spec;
 const parsers: Record<string, SpecParser> = {};
-/** RAPPOR's identity, for the fingerprint (rappor.ts registers it). */
-let rapporIdentity: ((params: RapporParams) => Record<string, unknown>) | null = null;
+/** A RAPPOR spec's identity fields (rappor and candidates), for the fingerprint (rappor.ts registers it). */
+let rapporIdentity: ((spec: Spec) => Record<string, unknown>) | null = null;
 
 export function registerSpecParser(kind: "rappor", parser: SpecParser): void {
   parsers[kind] = parser;
 }
 
-export function registerRapporSupport(identity: (params: RapporParams) => Record<string, unknown>): void {
+export function registerRapporSupport(identity: (spec: Spec) => Record<string, unknown>): void {
   rapporIdentity = identity;
 }
 
@@ -92,15 +92,8 @@ export class Spec {
   /** The fields that change what a report means: the input of the fingerprint. */
   identity(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.name, mechanism: this.mechanism };
-    if (this.rappor !== null) {
-      const rappor = rapporIdentity!(this.rappor);
-      for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
-      out.rappor = rappor;
-      if (this.rappor.encoding === "basic") out.candidates = this.candidates ?? [];
-      else if (this.candidates !== null) out.candidates = this.candidates;
-    } else {
-      out.epsilon = new PyFloat(this.epsilon);
-    }
+    if (this.rappor !== null) Object.assign(out, rapporIdentity!(this));
+    else out.epsilon = new PyFloat(this.epsilon);
     if (this.domain) out.domain = this.domain;
     if (this.catchAll !== null) out.catch_all = this.catchAll;
     if (this.range) out.range = this.range.map((x) => new PyFloat(x));
