@@ -47,6 +47,7 @@ Hierarchy (the module on the right, when not this one)::
     │       ├── DatabaseCorrupt                 the file is not a usable database (503)
     │       └── DiskFull                        no space left, or SQLite's size limit reached (507)
     ├── ArchiveError                          collector.errors: an archive or aggregate file cannot be used
+    ├── ProvisionError                        collector.errors: a campaign's aggregators could not be provisioned
     ├── AdminApiError                         collector.errors: a request to the admin API failed (``status``)
     ├── Problem                               collector.errors: an HTTP problem+json answer
     ├── PeerError                             collector.distributed.peer: a request to the helper failed

@@ -87,6 +87,10 @@ class ArchiveError(LDPError):
     "The archive or an aggregate file cannot be written or read as asked"
 
 
+class ProvisionError(LDPError):
+    "A campaign could not be created: what it is provisioned on first could not be (the message says why)"
+
+
 class Problem(LDPError):
     "An error response; raise it anywhere in a view"
 

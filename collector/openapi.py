@@ -10,8 +10,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from client_sdk.spec import MAX_EPSILON, MAX_RANGE_MAGNITUDE, MECHANISMS, MIN_EPSILON
-from client_sdk.spec_prio3 import WINDOWS
+from client_sdk.kinds import kind_names, kind_of, load_outside_kinds
+from client_sdk.spec import MAX_EPSILON, MIN_EPSILON
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -38,36 +38,47 @@ CAMPAIGN_NAME = {"name": "name", "in": "path", "required": True,
                  "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"}}
 VERSION = {"name": "version", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}
 
-SPEC_SCHEMA = {
-    "type": "object",
-    "description": "A campaign spec (see client_sdk.spec); 'auto' mechanisms are resolved on creation.",
-    "required": ["name", "mechanism"],
-    "properties": {
-        "name": {"type": "string"},
-        "mechanism": {"type": "string", "enum": ["auto", *MECHANISMS]},
-        "epsilon": {"type": "number", "minimum": MIN_EPSILON, "maximum": MAX_EPSILON,
-                    "description": "see docs/api.md, 'Input limits'"},
-        "domain": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
-        "catch_all": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-        "range": {"type": "array", "minItems": 2, "maxItems": 2,
-                  "items": {"type": "number", "minimum": -MAX_RANGE_MAGNITUDE, "maximum": MAX_RANGE_MAGNITUDE}},
-        "rappor": {"type": "object"},
-        "candidates": {"type": "array", "items": {"type": "string"}},
-        "delta": {"type": "number"},
-        "description": {"type": "string"},
-        "version": {"type": "integer", "minimum": 1},
-        "expires": {"type": "string", "format": "date",
-                    "description": "last UTC day on which devices record; part of the fingerprint"},
-        "window": {"type": "string", "enum": list(WINDOWS),
-                   "description": "distributed campaigns: a batch's length (default day); part of the fingerprint"},
-        "unit": {"type": "string", "minLength": 1, "maxLength": 16,
-                 "description": "numeric campaigns only: what the values measure ('ms', 'MB'), shown on report axes "
-                                "and headers; 1-16 characters, no control characters; part of the fingerprint"},
-        "max_ones": {"type": "integer", "minimum": 1,
-                     "description": "sue and oue only, at most the domain size: reports with more bits set are "
-                                    "refused (the ones test, docs/privacy.md 'Poisoning'); part of the fingerprint"},
-    },
+ENVELOPE_SCHEMA = {  # the members every kind's spec has (client_sdk/spec.py); the kinds add their own
+    "name": {"type": "string"},
+    "kind": {"type": "string", "description": "the campaign kind (default: prio3 for trust distributed, else local)"},
+    "trust": {"type": "string", "description": "the trust model: local, or distributed"},
+    "epsilon": {"type": "number", "minimum": MIN_EPSILON, "maximum": MAX_EPSILON,
+                "description": "see docs/api.md, 'Input limits'"},
+    "delta": {"type": "number"},
+    "description": {"type": "string"},
+    "version": {"type": "integer", "minimum": 1},
+    "expires": {"type": "string", "format": "date",
+                "description": "last UTC day on which devices record; part of the fingerprint"},
+    "unit": {"type": "string", "minLength": 1, "maxLength": 16,
+             "description": "numeric campaigns only: what the values measure ('ms', 'MB'), shown on report axes "
+                            "and headers; 1-16 characters, no control characters; part of the fingerprint"},
 }
+
+
+def kind_schemas() -> dict[str, dict]:
+    """Per registered campaign kind (outside ones too), the schema of its spec: the envelope's members and the
+    kind's own, from its ``json_schema()`` (so a kind's fields are documented where they are defined)"""
+    load_outside_kinds()
+    out = {}
+    for name in kind_names():
+        own = kind_of({"kind": name}).json_schema()
+        out[f"Spec_{name}"] = {"type": "object", "description": f"A spec of kind {name!r}",
+                               "required": ["name", *own.get("required", [])],
+                               "properties": {**ENVELOPE_SCHEMA, **own.get("properties", {})}}
+    return out
+
+
+def spec_schema(kinds: dict[str, dict]) -> dict:
+    "The Spec schema: any kind's (``kinds``: kind_schemas()); its properties are every kind's members"
+    properties: dict[str, Any] = {}
+    for schema in kinds.values():
+        properties = {**schema["properties"], **properties}  # a member two kinds share: the first kind's
+    return {"type": "object", "required": ["name"], "properties": properties,
+            "description": "A campaign spec: the envelope (client_sdk.spec) and its kind's members; 'auto' "
+                           "mechanisms are resolved on creation.",
+            "anyOf": [_ref(name) for name in kinds]}
+
+
 CAMPAIGN_SCHEMA = {
     "type": "object",
     "description": "A stored campaign version; 'spec' is the full spec (derived parameters included).",
@@ -226,7 +237,7 @@ DOCUMENT: dict[str, Any] = {
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "schemas": {
-            "Spec": SPEC_SCHEMA, "Campaign": CAMPAIGN_SCHEMA,
+            "Campaign": CAMPAIGN_SCHEMA,
             "CampaignList": {"type": "object", "required": ["campaigns"],
                              "properties": {"campaigns": {"type": "array", "items": _ref("Campaign")}}},
             "Report": REPORT_SCHEMA,
@@ -292,7 +303,10 @@ LEADER_PATHS: dict[str, Any] = {
 
 @blueprint.get("/openapi.json")
 def openapi() -> Response:
-    "The OpenAPI document (with the leader's routes on a leader)"
+    "The OpenAPI document (with the leader's routes on a leader), its specs' schemas read from the kinds"
+    kinds = kind_schemas()
+    schemas = {**DOCUMENT["components"]["schemas"], "Spec": spec_schema(kinds), **kinds}
+    document = {**DOCUMENT, "components": {**DOCUMENT["components"], "schemas": schemas}}
     if current_app.config.get("ROLE") == "leader":
-        return jsonify({**DOCUMENT, "paths": {**DOCUMENT["paths"], **LEADER_PATHS}})
-    return jsonify(DOCUMENT)
+        document["paths"] = {**DOCUMENT["paths"], **LEADER_PATHS}
+    return jsonify(document)

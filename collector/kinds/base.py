@@ -39,6 +39,14 @@ class Accepted:
 
 
 @dataclass(frozen=True)
+class Peers:
+    "Where a kind that provisions its campaigns on other aggregators first reaches them (the CLI's options)"
+
+    helper_url: str | None = None
+    peer_token: str | None = None
+
+
+@dataclass(frozen=True)
 class Window:
     "The window and confidence a report asks for"
 
@@ -69,6 +77,14 @@ class CollectorKind:
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
         "POST /v1/campaigns: the new (or identical existing) version"
         return storage.create_campaign(body, day)
+
+    def provision_campaign(self, storage: StorageBase, body: dict, day: str,
+                           peers: Peers) -> tuple[CampaignVersion, bool, dict]:
+        """``ldp-telemetry campaign create --db``: the new (or identical existing) version in ``storage``, provisioned
+        first wherever the kind's campaigns must be (with ``peers``), and the members the command's output carries
+        beyond the campaign's; ProvisionError when that cannot be done"""
+        campaign, created = storage.create_campaign(body, day)
+        return campaign, created, {}
 
     def creation_notes(self, campaign: CampaignVersion) -> list[str]:
         "One-line notes for whoever created ``campaign`` (e.g. that its reports cannot be estimated yet)"

@@ -11,8 +11,9 @@ from estimators.errors import SourceError
 from estimators.kinds.distributed import DISTRIBUTED_ESTIMATES
 from estimators.window import ReportData, finite_json
 
+from ..errors import ProvisionError
 from ..storage import CampaignVersion, KindMigrations, StorageBase
-from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+from .base import Accepted, ApiGet, CollectorKind, Peers, ReportItem, Window, register_collector_kind
 
 if TYPE_CHECKING:
     from flask import Response
@@ -37,6 +38,29 @@ class DistributedCampaigns(CollectorKind):
         from ..distributed import api  # Flask views, HPKE, the peer client: loaded by distributed campaigns only
 
         return api.create_campaign(body, day)
+
+    def provision_campaign(self, storage: StorageBase, body: dict, day: str,
+                           peers: Peers) -> tuple[CampaignVersion, bool, dict]:
+        "In a leader's database: the helper is provisioned first; the output carries the aggregators block"
+        from ..distributed.leader import aggregators_block, provision_campaign  # as in create_campaign
+        from ..distributed.peer import PeerClient, PeerError, checked_helper_url
+        from ..distributed.store import DistStore
+
+        if not peers.helper_url or not peers.peer_token:
+            raise ProvisionError("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and "
+                                 "LDP_PEER_TOKEN)")
+        try:
+            checked_helper_url(peers.helper_url)  # https, or http to loopback only: the peer token travels there
+        except ValueError as exc:
+            raise ProvisionError(f"--helper-url: {str(exc).split(': ', 1)[-1]}") from None
+        store = DistStore(storage)
+        store.migrate()
+        peer = PeerClient.for_url(peers.helper_url, peers.peer_token)
+        try:
+            campaign, created = provision_campaign(storage, store, peer, peers.helper_url, body, day)
+        except PeerError as exc:
+            raise ProvisionError(f"the helper could not be provisioned: {exc}") from None
+        return campaign, created, {"aggregators": aggregators_block(store, campaign)}
 
     def api_fields(self, campaign: CampaignVersion) -> dict:
         from ..distributed import api  # as in create_campaign: a standalone collector never loads it

@@ -270,7 +270,7 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
                     peer_token: str | None, spec_file: Any) -> None:
     "Create a campaign (or its next version) from SPEC_FILE, a JSON spec ('-' for stdin)."
     from client_sdk.errors import SpecError
-    from collector.kinds import collector_kind
+    from collector.kinds import Peers, ProvisionError, collector_kind
     from collector.storage import CampaignClosed, VersionConflict
 
     target = _target(database, url, token)
@@ -283,17 +283,22 @@ def campaign_create(database: str | None, url: str | None, token: str | None, he
         for warning in out.pop("warnings", []):
             click.echo(f"warning: {warning}", err=True)
         created = status == 201
-    elif _needs_aggregators(spec):
-        created_campaign, created, out = _create_distributed(str(database), helper_url, peer_token, spec)
-    else:
+    else:  # the campaign's kind creates it (and provisions it first where its campaigns need that)
+        try:
+            kind = collector_kind(spec)
+        except SpecError as exc:
+            _fail(f"invalid spec: {exc}")
         with _storage(str(database)) as storage, warnings.catch_warnings():
             warnings.simplefilter("default")
             try:
-                created_campaign, created = storage.create_campaign(spec, utc_today())
+                created_campaign, created, extra = kind.provision_campaign(storage, spec, utc_today(),
+                                                                           Peers(helper_url, peer_token))
             except (SpecError, VersionConflict, CampaignClosed) as exc:
                 _fail(f"invalid spec: {exc}")
-            out = _campaign_json(storage, created_campaign)
-            for note in collector_kind(created_campaign.spec).creation_notes(created_campaign):
+            except ProvisionError as exc:
+                _fail(str(exc))
+            out = {**_campaign_json(storage, created_campaign), **extra}
+            for note in kind.creation_notes(created_campaign):
                 click.echo(f"warning: {note}", err=True)
     click.echo(json.dumps(out, indent=2))
     if not created:
@@ -305,26 +310,6 @@ def _needs_aggregators(spec: Any) -> bool:
     on the helper first, and its leader shows its progress"""
     kind = find_kind(spec) if spec is not None else None
     return kind is not None and kind.wants_sealing_configs(spec)
-
-
-def _create_distributed(database: str, helper_url: str | None, peer_token: str | None,
-                        spec: dict) -> tuple[Any, bool, dict]:
-    "A distributed campaign in a leader's database: provisions the helper first"
-    from client_sdk.errors import SpecError
-    from collector.distributed.leader import aggregators_block, provision_campaign
-    from collector.distributed.peer import PeerError
-    from collector.storage import CampaignClosed, VersionConflict
-
-    storage, store, peer = _leader(database, helper_url, peer_token)
-    with storage:
-        try:
-            created_campaign, created = provision_campaign(storage, store, peer, str(helper_url), spec, utc_today())
-        except (SpecError, VersionConflict, CampaignClosed) as exc:
-            _fail(f"invalid spec: {exc}")
-        except PeerError as exc:
-            _fail(f"the helper could not be provisioned: {exc}")
-        out = {**_campaign_json(storage, created_campaign), "aggregators": aggregators_block(store, created_campaign)}
-    return created_campaign, created, out
 
 
 @campaign.command("list")

@@ -14,7 +14,7 @@ const common = { bundle: true, minify: true, format: "esm", platform: "browser",
   legalComments: "none", logLevel: "warning" };
 const MAIN = "./ldp-telemetry.min.js";
 const SHARED = {
-  "./mechanisms.js": ["bitsToHex", "registerMechanism", "localMechanism"],
+  "./mechanisms.js": ["bitsToHex", "registerMechanism", "localMechanism", "isLoaded"],
   "./kinds/index.js": ["provideKind"],
   "./client.js": ["loadMechanism"],
   "./hash.js": ["fromHex", "toHex", "utf8"],

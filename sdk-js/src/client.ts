@@ -6,7 +6,7 @@ import { acknowledgement, conditionFor, problem, retryAfter } from "./answers.js
 import { InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec, ValueNotInDomain } from "./errors.js";
 import { fromHex, toHex } from "./hash.js";
 import { isKind, loadKind, prepareSpec, specReady } from "./kinds/index.js";
-import { isLoaded, mechanismFromSpec, type Mechanism, type Payload } from "./mechanisms.js";
+import { isLoaded, mechanismFromSpec, reporterReady, type Mechanism, type Payload } from "./mechanisms.js";
 import { randbelowNumber, secureRandom, uniformUnit, type RandomSource } from "./randomness.js";
 import { NUMERIC_MECHANISMS, fingerprinted, loadSpec, Spec } from "./spec.js";
 import type { AggregatorsOption } from "./distributed/aggregators.js";
@@ -117,6 +117,13 @@ export function loadMechanism(name: string): Promise<void> {
     }
     return promise.then(() => undefined);
   });
+}
+
+/** Load what the reports of ``spec`` need: its kind's module and what the kind loads for them (local: the
+ * randomizer's module). Resolves at once when they can be made. */
+function loadReporter(spec: Spec): Promise<void> {
+  if (reporterReady(spec)) return Promise.resolve();
+  return loadKind(spec.kind).then((kind) => kind.prepareReporter?.(spec)).then(() => undefined);
 }
 
 /** Load what parsing these specs (objects or JSON text) needs: their kinds' modules. */
@@ -293,9 +300,9 @@ export class Client {
       return this.ready.then(() => this.record(campaign, value));
     }
     let known = this.#knownSpec(campaign);
-    if (known instanceof Spec && !isLoaded(known.mechanism)) {
+    if (known instanceof Spec && !reporterReady(known)) {
       this.#perturb(known, value, true);
-      loadMechanism(known.mechanism).then(() => this.#releaseHeld(), (error) => {
+      loadReporter(known).then(() => this.#releaseHeld(), (error) => {
         this.#logOnce(`module:${known}`, `${error}`);
       });
       known = "spec_unavailable"; // held until the randomizer has loaded
@@ -353,7 +360,7 @@ export class Client {
   #perturb(spec: Spec, value: unknown, dryRun = false): Payload {
     if (Number.isNaN(value)) throw new InvalidValue(`campaign ${spec.name} cannot report NaN`);
     try {
-      if (dryRun || !isLoaded(spec.mechanism)) { // validated now, perturbed once the randomizer is loaded
+      if (dryRun || !reporterReady(spec)) { // validated now, perturbed once the randomizer is loaded
         if (spec.rappor) mechanismFromSpec(spec, { secret: new Uint8Array(32) }).perturb(value); // a throwaway secret
         else if (spec.isNumeric && typeof value !== "number") throw new InvalidValueType(`campaign ${spec.name} takes a number`);
         else if (!spec.isNumeric) this.#mechanism(spec).perturb(value);
@@ -571,7 +578,7 @@ export class Client {
         continue;
       }
       this.#specErrors.delete(campaign);
-      await loadMechanism(spec.mechanism).catch(() => undefined); // its randomizer, before a value needs it
+      await loadReporter(spec).catch(() => undefined); // its randomizer, before a value needs it
       this.#specs.set(campaign, { spec, fetched: now });
       try {
         await this.store.putSpec(campaign, JSON.stringify(source), now);

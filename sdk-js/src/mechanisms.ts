@@ -43,6 +43,12 @@ export function registerMechanism(name: string, factory: Factory): void {
 /** Whether the local kind can build mechanism ``name`` now (its module is loaded; prio3: the kind is). */
 export const isLoaded = (name: string): boolean => factories.has(name) || loadedKind(name) !== undefined;
 
+/** Whether the reports of ``spec`` can be made now: its kind has loaded and says its reporter is ready. */
+export function reporterReady(spec: Spec): boolean {
+  const kind = loadedKind(spec.kind);
+  return kind !== undefined && (kind.reporterReady?.(spec) ?? true);
+}
+
 /** The local randomizer of ``spec`` (the local kind's reporter). */
 export function localMechanism(spec: Spec, rng: RandomSource, options: MechanismOptions): Mechanism {
   const factory = factories.get(spec.mechanism);

@@ -13,7 +13,7 @@ export * from "./index.js";
 export { FileStore } from "./filestore.js";
 export { MemoryStore } from "./store.js";
 export { ByteStreamRandom, expRounded } from "./randomness.js";
-export { canonicalJson } from "./canonical.js";
+export { PyFloat, canonicalJson } from "./canonical.js"; // PyFloat: a kind's float fields, fingerprinted as Python writes them
 
 registerSha256(sha256); // fingerprints computed while specs are parsed, as the Python SDK does
 registerHpkePrimitives(nodeCrypto); // distributed campaigns seal with node:crypto (loaded with the first one)

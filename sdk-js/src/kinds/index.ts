@@ -35,6 +35,10 @@ export interface CampaignKind {
   /** Whether ``data`` can be parsed now, and what to load first when it cannot (local: RAPPOR's module). */
   ready?(data: Record<string, unknown>): boolean;
   prepare?(data: Record<string, unknown>): Promise<unknown>;
+  /** Whether the reports of a parsed ``spec`` can be made now (default: yes, once the kind has loaded), and what to
+   * load first when they cannot (local: the randomizer's module). */
+  reporterReady?(spec: Spec): boolean;
+  prepareReporter?(spec: Spec): Promise<unknown>;
 }
 
 export type KindLoader = () => Promise<CampaignKind | { default: CampaignKind } | { kind: CampaignKind } | unknown>;

@@ -6,7 +6,7 @@
 import { GRR, Hadamard, OLH, UnaryEncoding } from "../categorical.js";
 import { loadMechanism } from "../client.js";
 import { SpecError } from "../errors.js";
-import { localMechanism, registerMechanism } from "../mechanisms.js";
+import { isLoaded, localMechanism, registerMechanism } from "../mechanisms.js";
 import { expRounded } from "../randomness.js";
 import {
   CATEGORICAL_MECHANISMS, MAX_EPSILON, MIN_EPSILON, NUMERIC_MECHANISMS, Spec, forbid, rapporParser, text,
@@ -83,6 +83,8 @@ export const kind: CampaignKind = {
   // a RAPPOR spec is parsed by RAPPOR's module
   ready: (d) => d.mechanism !== "rappor" || rapporParser() !== undefined,
   prepare: (d) => loadMechanism(d.mechanism as string),
+  reporterReady: (spec) => isLoaded(spec.mechanism),
+  prepareReporter: (spec) => loadMechanism(spec.mechanism),
 };
 
 registerMechanism("grr", (spec, rng) => new GRR(spec, rng));

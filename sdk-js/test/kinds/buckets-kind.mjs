@@ -5,7 +5,7 @@ import { InvalidValueType, Spec, SpecError } from "../../dist/node.js";
 /** A spec of kind "buckets": the fingerprint covers the kind's name and its field. */
 class BucketsSpec extends Spec {
   constructor(envelope, epsilon, buckets) {
-    super(envelope.name, "buckets", epsilon, null, null, null, null, null, envelope.expires);
+    super(envelope.name, "", epsilon, null, null, null, null, null, envelope.expires); // no randomizer: mechanism ""
     this.buckets = buckets;
   }
 
