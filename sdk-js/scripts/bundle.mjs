@@ -13,17 +13,20 @@ rmSync("dist/browser", { recursive: true, force: true }); // no module of an ear
 const common = { bundle: true, minify: true, format: "esm", platform: "browser", target: ["es2022"],
   legalComments: "none", logLevel: "warning" };
 const MAIN = "./ldp-telemetry.min.js";
+// The shared names, by the module of the main bundle they come from: exactly what the modules loaded on demand import
+// from those modules (the build fails on a name missing here, and on a name no module imports)
 const SHARED = {
-  "./mechanisms.js": ["bitsToHex", "registerMechanism", "localMechanism", "isLoaded"],
-  "./kinds/index.js": ["provideKind"],
   "./client.js": ["loadMechanism"],
-  "./hash.js": ["fromHex", "toHex", "utf8"],
+  "./mechanisms.js": ["registerMechanism", "localMechanism", "isLoaded"],
+  "./kinds/index.js": ["provideKind", "notLoaded"],
+  "./hash.js": ["bitsToHex", "fromHex", "toHex", "utf8"],
   "./canonical.js": ["PyFloat", "canonicalJson"],
-  "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded", "fromDouble",
-    "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber", "toNumber"],
+  "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded",
+    "fromDouble", "randbelow", "randbits", "rational", "uniformUnit", "bernoulliMany", "bitLength", "randbelowNumber",
+    "toNumber"],
   "./errors.js": ["InvalidValueType", "SpecError", "ValueNotInDomain", "LDPError", "UnsupportedSpec"],
-  "./spec.js": ["registerRapporSupport", "registerSpecParser", "Spec", "forbid", "validateDomain", "MIN_EPSILON",
-    "MAX_EPSILON", "CATEGORICAL_MECHANISMS", "NUMERIC_MECHANISMS", "rapporParser", "text"],
+  "./spec.js": ["registerRappor", "Spec", "forbid", "validateDomain", "MIN_EPSILON", "MAX_EPSILON", "CATEGORICAL_MECHANISMS",
+    "NUMERIC_MECHANISMS", "rapporParser", "text"],
 };
 const alias = new Map(Object.values(SHARED).flat().map((name, i) => [name, `$${i}`]));
 
@@ -53,6 +56,7 @@ function importedNames(file, specifier) {
 
 // The modules loaded on demand: the kinds (local.js, prio3.js, which loads vdaf.js), rappor.js and numeric.js
 const SRC = resolve("src");
+const imported = new Set();
 for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
   await build({
     ...common,
@@ -70,8 +74,12 @@ for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
           if (!SHARED[shared]) return undefined;
           // one stand-in per importing module, with the names it imports only (esbuild keeps every name a stand-in
           // re-exports from the main module in the chunk's import list, used or not)
-          return { path: `${shared}?${relative(SRC, args.importer)}`, namespace: "shared",
-            pluginData: { names: importedNames(args.importer, args.path) } };
+          const names = importedNames(args.importer, args.path);
+          for (const name of names) {
+            if (!SHARED[shared].includes(name)) throw new Error(`${args.importer}: ${name} (${shared}) is not in SHARED`);
+            imported.add(name);
+          }
+          return { path: `${shared}?${relative(SRC, args.importer)}`, namespace: "shared", pluginData: { names } };
         });
         b.onLoad({ filter: /.*/, namespace: "shared" }, (args) => ({
           contents: `export { ${args.pluginData.names.map((n) => `${alias.get(n)} as ${n}`).join(", ")} } from "${MAIN}";`,
@@ -82,5 +90,8 @@ for (const source of ["kinds/local", "kinds/prio3", "rappor", "numeric"]) {
     }],
   });
 }
+
+const dead = [...alias.keys()].filter((name) => !imported.has(name));
+if (dead.length) throw new Error(`shared names no module loaded on demand imports: ${dead}`);
 
 await build({ ...common, entryPoints: ["src/vdaf/index.ts"], outfile: "dist/browser/vdaf.js" });

@@ -5,14 +5,14 @@
 
 import { PyFloat } from "./canonical.js";
 import { SpecError, ValueNotInDomain, InvalidValueType } from "./errors.js";
-import { fromHex, utf8 } from "./hash.js";
+import { bitsToHex, fromHex, utf8 } from "./hash.js";
 import { hmacSha256, md5 } from "./hmac.js";
-import { bitsToHex, registerMechanism, type Mechanism } from "./mechanisms.js";
+import { registerMechanism, type Mechanism } from "./mechanisms.js";
 import { quantizeDown, quantizeUp, randomWords, threshold, type RandomSource } from "./randomness.js";
 import {
   MIN_SECRET_BYTES, PRR_CACHE_SIZE, epsilonOne, hashBytes, rapporFromDict, rapporIdentity, type RapporParams,
 } from "./rapporparams.js";
-import { MAX_EPSILON, MIN_EPSILON, Spec, forbid, registerRapporSupport, registerSpecParser } from "./spec.js";
+import { MAX_EPSILON, MIN_EPSILON, Spec, forbid, registerRappor } from "./spec.js";
 
 const PRR_TAG = utf8("ldp-telemetry/rappor/prr/v1\0");
 const COHORT_TAG = utf8("ldp-telemetry/rappor/cohort/v1");
@@ -171,5 +171,4 @@ function identity(spec: Spec): Record<string, unknown> {
   return out;
 }
 
-registerRapporSupport(identity);
-registerSpecParser("rappor", rapporSpec);
+registerRappor(rapporSpec, identity);
