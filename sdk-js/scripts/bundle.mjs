@@ -3,8 +3,8 @@
 // demand, which import what they share with it (registries, sampling, helpers) from it under short export names:
 // the kinds (local.js: the local kind with the categorical randomizers; prio3.js: distributed campaigns, which loads
 // vdaf.js) and the local kind's other randomizers (rappor.js, numeric.js). test/bundle.test.mjs holds the main
-// module to 12 KB gzipped and prints it with local.js (what a page of local campaigns loads). vdaf.js, the Prio3
-// sharder (with TurboSHAKE128 from @noble/hashes), is self-contained.
+// module to 12 KB gzipped, and the main module with local.js (what a page of local campaigns loads) to the figure it
+// names. vdaf.js, the Prio3 sharder (with TurboSHAKE128 from @noble/hashes), is self-contained.
 import { join, relative, resolve } from "node:path";
 import { readFileSync, rmSync } from "node:fs";
 import { build } from "esbuild";
