@@ -2,7 +2,8 @@
  * ``client_sdk/mechanisms`` (wire formats, probabilities quantized to 2**-32, exact samplers). */
 
 import { InvalidValueType, ValueNotInDomain } from "./errors.js";
-import { bitsToHex, type Mechanism, type Payload } from "./mechanisms.js";
+import { bitsToHex } from "./hash.js";
+import type { Mechanism, Payload } from "./mechanisms.js";
 import {
   bernoulli, bernoulliMany, bitLength, expRounded, fromDouble, quantizeRatio, randbelowNumber, randbits, rational,
   threshold, toNumber, type RandomSource, type Rational,

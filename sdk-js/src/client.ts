@@ -4,8 +4,8 @@
 
 import { acknowledgement, conditionFor, problem, retryAfter } from "./answers.js";
 import { InvalidValue, InvalidValueType, LDPError, RecordingError, SpecError, UnsupportedSpec, ValueNotInDomain } from "./errors.js";
-import { fromHex, toHex } from "./hash.js";
-import { isKind, loadKind, prepareSpec, specReady } from "./kinds/index.js";
+import { fromHex, toHex, utf8 } from "./hash.js";
+import { isKind, loadKind, specNeeds } from "./kinds/index.js";
 import { isLoaded, mechanismFromSpec, reporterReady, type Mechanism, type Payload } from "./mechanisms.js";
 import { randbelowNumber, secureRandom, uniformUnit, type RandomSource } from "./randomness.js";
 import { NUMERIC_MECHANISMS, fingerprinted, loadSpec, Spec } from "./spec.js";
@@ -99,24 +99,19 @@ export function setDefaultStore(factory: StoreFactory): void {
 // with the first campaign that needs it (the Node entry point loads them at once).
 const MODULES: Record<string, string> = { rappor: "./rappor.js" };
 for (const name of NUMERIC_MECHANISMS) MODULES[name] = "./numeric.js";
-const loading = new Map<string, Promise<unknown>>();
 
 /** Load what reports of mechanism ``name`` need: its kind (``prio3``, or a kind registered with ``registerKind``),
- * or the local kind and the randomizer's module. Resolves at once when it is loaded. */
-export function loadMechanism(name: string): Promise<void> {
-  if (isLoaded(name)) return Promise.resolve();
-  if (isKind(name)) return loadKind(name).then(() => undefined);
+ * or the local kind and the randomizer's module (which the runtime's module map loads once). Resolves at once when
+ * it is loaded. */
+export async function loadMechanism(name: string): Promise<void> {
+  if (isLoaded(name)) return;
+  if (isKind(name)) {
+    await loadKind(name);
+    return;
+  }
+  await loadKind("local");
   const path = MODULES[name];
-  return loadKind("local").then(() => {
-    if (path === undefined || isLoaded(name)) return;
-    let promise = loading.get(path);
-    if (promise === undefined) {
-      promise = import(/* a variable: bundlers leave the path alone */ path);
-      loading.set(path, promise);
-      promise.catch(() => loading.delete(path));
-    }
-    return promise.then(() => undefined);
-  });
+  if (path !== undefined && !isLoaded(name)) await import(/* a variable: bundlers leave the path alone */ path);
 }
 
 /** Load what the reports of ``spec`` need: its kind's module and what the kind loads for them (local: the
@@ -128,7 +123,7 @@ function loadReporter(spec: Spec): Promise<void> {
 
 /** Load what parsing these specs (objects or JSON text) needs: their kinds' modules. */
 const loadFor = async (sources: unknown[]): Promise<void> => {
-  for (const source of sources) await prepareSpec(source).catch(() => undefined); // parsing names the problem
+  for (const source of sources) await specNeeds(source)?.().catch(() => undefined); // parsing names the problem
 };
 
 const UPLOAD_SETTING = "upload_enabled";
@@ -227,7 +222,7 @@ export class Client {
     this.#wanted = new Set(options.campaigns ?? []);
     this.#options = options;
     for (const source of options.specs ?? []) {
-      if (!specReady(source)) this.#shipped.push(source); // parsed once its kind's module has loaded
+      if (specNeeds(source)) this.#shipped.push(source); // parsed once its kind's module has loaded
       else this.#ship(source);
     }
     this.store = options.store ?? defaultStoreFactory(options);
@@ -342,7 +337,7 @@ export class Client {
         if (spec.mechanism === "rappor" && this.#secretPending) body = await this.#withStoredSecret(spec, value);
         const report = { report_id: reportId, campaign, fingerprint: spec.fingerprint, payload: body };
         const text = JSON.stringify(report);
-        const queued: QueuedReport = { id: reportId, campaign, text, size: utf8Length(text), created: now };
+        const queued: QueuedReport = { id: reportId, campaign, text, size: utf8(text).length, created: now };
         const outcome = await this.store.enqueue(queued, charge, this.#limits);
         if (outcome === "refused") return recorded("refused_by_policy");
         // the kind's stored state changed since it made the report (charge.state): made again from the stored one
@@ -821,7 +816,6 @@ function checkedPolicy(policy: ReportPolicy): ReportPolicy {
 
 const recorded = (status: RecordStatus, reportId: string | null = null): Recorded => ({ status, reportId, ok: status === "queued" });
 const batchBody = (batch: QueuedReport[]): string => `{"reports":[${batch.map((r) => r.text).join(",")}]}`;
-const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
 const monotonic = (): number => performance.now() / 1000;
 const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 

@@ -1,4 +1,4 @@
-/** Hex and UTF-8 helpers (SHA-256 is in sha256.ts, HMAC and MD5 in hmac.ts). */
+/** Hex and UTF-8 helpers, and bits packed into hex (SHA-256 is in sha256.ts, HMAC and MD5 in hmac.ts). */
 
 export function toHex(bytes: Uint8Array): string {
   let out = "";
@@ -13,3 +13,10 @@ export function fromHex(text: string): Uint8Array {
 }
 
 export const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+/** Pack 0/1 bytes into big-endian hex, zero-padded to whole bytes. */
+export function bitsToHex(bits: Uint8Array, width: number): string {
+  const out = new Uint8Array((width + 7) >> 3);
+  for (let i = 0; i < width; i++) if (bits[i]) out[i >> 3] |= 0x80 >> (i & 7);
+  return toHex(out);
+}

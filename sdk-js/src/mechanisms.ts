@@ -1,9 +1,7 @@
 /** What makes a spec's reports (a kind's reporter; the local kind's randomizers register here by mechanism), one
  * entry point, ``mechanismFromSpec``. The randomizers draw exactly as the Python SDK's ``client_sdk/mechanisms``. */
 
-import { SpecError } from "./errors.js";
-import { toHex } from "./hash.js";
-import { loadedKind } from "./kinds/index.js";
+import { loadedKind, notLoaded } from "./kinds/index.js";
 import { secureRandom, type RandomSource } from "./randomness.js";
 import type { Spec } from "./spec.js";
 import type { Charge, Store } from "./store.js";
@@ -16,13 +14,6 @@ export interface Mechanism {
   /** A kind that seals (prio3): the payload of the encoded value, completing the ledger's ``charge`` (its batch and
    * delta), or the status the report waits or fails with. ``context`` is the Client's options. */
   seal?(encoded: unknown, reportId: string, charge: Charge, context: object, store: Store): Promise<Payload | string>;
-}
-
-/** Pack 0/1 bytes into big-endian hex, zero-padded to whole bytes. */
-export function bitsToHex(bits: Uint8Array, width: number): string {
-  const out = new Uint8Array((width + 7) >> 3);
-  for (let i = 0; i < width; i++) if (bits[i]) out[i >> 3] |= 0x80 >> (i & 7);
-  return toHex(out);
 }
 
 export interface MechanismOptions {
@@ -52,7 +43,7 @@ export function reporterReady(spec: Spec): boolean {
 /** The local randomizer of ``spec`` (the local kind's reporter). */
 export function localMechanism(spec: Spec, rng: RandomSource, options: MechanismOptions): Mechanism {
   const factory = factories.get(spec.mechanism);
-  if (factory === undefined) throw new SpecError("mechanism", `${spec.mechanism} is not loaded`);
+  if (factory === undefined) throw notLoaded("mechanism", spec.mechanism);
   return factory(spec, rng, options);
 }
 
@@ -60,6 +51,6 @@ export function localMechanism(spec: Spec, rng: RandomSource, options: Mechanism
  * given. */
 export function mechanismFromSpec(spec: Spec, options: MechanismOptions = {}): Mechanism {
   const kind = loadedKind(spec.kind);
-  if (kind === undefined) throw new SpecError("kind", `${spec.kind} is not loaded`);
+  if (kind === undefined) throw notLoaded("kind", spec.kind);
   return kind.reporter(spec, options.rng ?? secureRandom, options);
 }

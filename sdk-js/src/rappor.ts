@@ -3,15 +3,16 @@
  * report; the tags and byte orders of the Python SDK's ``client_sdk/rappor.py``. Browsers load this module on demand
  * (``loadRappor()``), so pages without RAPPOR campaigns do not download it. */
 
+import { PyFloat } from "./canonical.js";
 import { SpecError, ValueNotInDomain, InvalidValueType } from "./errors.js";
-import { fromHex, utf8 } from "./hash.js";
+import { bitsToHex, fromHex, utf8 } from "./hash.js";
 import { hmacSha256, md5 } from "./hmac.js";
-import { bitsToHex, registerMechanism, type Mechanism } from "./mechanisms.js";
+import { registerMechanism, type Mechanism } from "./mechanisms.js";
 import { quantizeDown, quantizeUp, randomWords, threshold, type RandomSource } from "./randomness.js";
 import {
   MIN_SECRET_BYTES, PRR_CACHE_SIZE, epsilonOne, hashBytes, rapporFromDict, rapporIdentity, type RapporParams,
 } from "./rapporparams.js";
-import { MAX_EPSILON, MIN_EPSILON, Spec, forbid, registerRapporSupport, registerSpecParser } from "./spec.js";
+import { MAX_EPSILON, MIN_EPSILON, Spec, forbid, registerRappor } from "./spec.js";
 
 const PRR_TAG = utf8("ldp-telemetry/rappor/prr/v1\0");
 const COHORT_TAG = utf8("ldp-telemetry/rappor/cohort/v1");
@@ -159,5 +160,15 @@ function rapporSpec(d: Record<string, unknown>, name: string, expires: string | 
   return new Spec(name, "rappor", epsilon, null, null, null, params, candidates, expires);
 }
 
-registerRapporSupport(rapporIdentity);
-registerSpecParser("rappor", rapporSpec);
+/** The identity fields of a RAPPOR spec: its parameters (f, p, q as floats) and candidates (always with the basic
+ * encoding, which reports them by position). */
+function identity(spec: Spec): Record<string, unknown> {
+  const rappor = rapporIdentity(spec.rappor!);
+  for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
+  const out: Record<string, unknown> = { rappor };
+  if (spec.rappor!.encoding === "basic") out.candidates = spec.candidates ?? [];
+  else if (spec.candidates !== null) out.candidates = spec.candidates;
+  return out;
+}
+
+registerRappor(rapporSpec, identity);

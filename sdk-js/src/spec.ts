@@ -7,7 +7,7 @@ import { PyFloat, canonicalJson } from "./canonical.js";
 import { SpecError } from "./errors.js";
 import { toHex, utf8 } from "./hash.js";
 import type { RapporParams } from "./rapporparams.js";
-import { ENVELOPE_FIELDS, kindName, loadedKind, type Envelope } from "./kinds/index.js";
+import { ENVELOPE_FIELDS, kindName, loadedKind, notLoaded, type Envelope } from "./kinds/index.js";
 
 export const CATEGORICAL_MECHANISMS = ["grr", "sue", "oue", "olh", "hadamard"];
 export const NUMERIC_MECHANISMS = ["laplace", "duchi", "piecewise", "hybrid"];
@@ -38,18 +38,13 @@ export async function fingerprinted(spec: Spec): Promise<Spec> {
 }
 
 /** RAPPOR's specs are parsed by rappor.ts (loaded on demand: browsers download its checks with it), called by the
- * local kind with the envelope's fields (name, expires, delta) already checked. */
+ * local kind with the envelope's fields (name, expires, delta) already checked; rappor.ts also gives a RAPPOR spec's
+ * identity fields (rappor and candidates), for the fingerprint. */
 type SpecParser = (d: Record<string, unknown>, name: string, expires: string | null, delta: number | null) => Spec;
-const parsers: Record<string, SpecParser> = {};
-/** RAPPOR's identity, for the fingerprint (rappor.ts registers it). */
-let rapporIdentity: ((params: RapporParams) => Record<string, unknown>) | null = null;
+let rapporSupport: { parse: SpecParser; identity: (spec: Spec) => Record<string, unknown> } | undefined;
 
-export function registerSpecParser(kind: "rappor", parser: SpecParser): void {
-  parsers[kind] = parser;
-}
-
-export function registerRapporSupport(identity: (params: RapporParams) => Record<string, unknown>): void {
-  rapporIdentity = identity;
+export function registerRappor(parse: SpecParser, identity: (spec: Spec) => Record<string, unknown>): void {
+  rapporSupport = { parse, identity };
 }
 
 /** A validated campaign spec (build it with {@link loadSpec}). */
@@ -92,15 +87,8 @@ export class Spec {
   /** The fields that change what a report means: the input of the fingerprint. */
   identity(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.name, mechanism: this.mechanism };
-    if (this.rappor !== null) {
-      const rappor = rapporIdentity!(this.rappor);
-      for (const key of ["f", "p", "q"]) rappor[key] = new PyFloat(rappor[key] as number);
-      out.rappor = rappor;
-      if (this.rappor.encoding === "basic") out.candidates = this.candidates ?? [];
-      else if (this.candidates !== null) out.candidates = this.candidates;
-    } else {
-      out.epsilon = new PyFloat(this.epsilon);
-    }
+    if (this.rappor !== null) Object.assign(out, rapporSupport!.identity(this));
+    else out.epsilon = new PyFloat(this.epsilon);
     if (this.domain) out.domain = this.domain;
     if (this.catchAll !== null) out.catch_all = this.catchAll;
     if (this.range) out.range = this.range.map((x) => new PyFloat(x));
@@ -146,7 +134,7 @@ export function specFromDict(data: unknown): Spec {
   const kindOf = kindName(d);
   const kind = loadedKind(kindOf);
   // named: the field the kind comes from (its module is not loaded yet)
-  if (kind === undefined) throw new SpecError(has("kind") ? "kind" : "trust", `${kindOf}: await loadKind("${kindOf}")`);
+  if (kind === undefined) throw notLoaded(has("kind") ? "kind" : "trust", kindOf);
   const known = new Set([...ENVELOPE_FIELDS, ...kind.fields]);
   const unknown = Object.keys(d).filter((k) => !known.has(k)).sort();
   if (unknown.length) throw new SpecError(unknown[0], "unknown field");
@@ -180,7 +168,7 @@ export function specFromDict(data: unknown): Spec {
 }
 
 /** RAPPOR's spec parser, once rappor.ts has registered it (the local kind calls it for mechanism "rappor"). */
-export const rapporParser = (): SpecParser | undefined => parsers.rappor;
+export const rapporParser = (): SpecParser | undefined => rapporSupport?.parse;
 
 /** Throws SpecError naming the first of ``fields`` that ``d`` has. */
 export function forbid(d: Record<string, unknown>, fields: string[], why: string): void {

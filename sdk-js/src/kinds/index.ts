@@ -46,96 +46,82 @@ export type KindLoader = () => Promise<CampaignKind | { default: CampaignKind } 
 export const ENVELOPE_FIELDS = ["name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
   "unit", "derived", "fingerprint"];
 
-const loaders = new Map<string, KindLoader>([
+/** Every kind by name: its loader until it is loaded (while it loads: the promise), then the kind itself. */
+const registry = new Map<string, KindLoader | Promise<CampaignKind> | CampaignKind>([
   ["local", () => import("./local.js")],
   ["prio3", () => import("./prio3.js")],
   ["heavy_hitters", () => import("./heavy_hitters.js")],
   ["quantiles", () => import("./quantiles.js")],
   ["repeated", () => import("./repeated.js")],
 ]);
-const kinds = new Map<string, CampaignKind>();
-const loading = new Map<string, Promise<CampaignKind>>();
+
+/** The SpecError of ``field`` when ``name``'s module (a kind's, a randomizer's) has not loaded. */
+export const notLoaded = (field: string, name: string): SpecError =>
+  new SpecError(field, `${name} is not loaded: await loadMechanism("${name}")`);
+
+const unknownKind = (): SpecError => new SpecError("kind", `must be one of ${[...registry.keys()]}`);
 
 /** Make specs of kind ``name`` load their kind with ``loader`` (a function returning ``import("./my-kind.js")``,
  * whose module exports the kind as ``default``, or the kind itself). */
 export function registerKind(name: string, loader: KindLoader): void {
-  if (typeof name !== "string" || !/^[a-z][a-z0-9_]{0,31}$/.test(name)) throw new TypeError("kind name: [a-z][a-z0-9_]{0,31}");
-  if (typeof loader !== "function") throw new TypeError("loader must be a function");
-  loaders.set(name, loader);
-  kinds.delete(name);
-  loading.delete(name);
+  if (typeof name != "string" || !/^[a-z][a-z0-9_]{0,31}$/.test(name) || typeof loader != "function") {
+    throw new TypeError("registerKind(name: [a-z][a-z0-9_]{0,31}, loader: a function)");
+  }
+  registry.set(name, loader);
 }
 
 /** A kind's module registers the kind it defines as it loads (built-ins: also when imported statically). */
 export function provideKind(kind: CampaignKind): void {
-  kinds.set(kind.name, kind);
+  registry.set(kind.name, kind);
 }
 
 /** Whether ``name`` is a registered kind. */
-export const isKind = (name: string): boolean => loaders.has(name);
+export const isKind = (name: string): boolean => registry.has(name);
 
-/** The kind ``name`` if its module has loaded. */
-export const loadedKind = (name: string): CampaignKind | undefined => kinds.get(name);
+/** The kind ``name`` if its module has loaded (a loader and a promise have no ``parse``). */
+export function loadedKind(name: string): CampaignKind | undefined {
+  const kind = registry.get(name) as CampaignKind | undefined;
+  return kind?.parse ? kind : undefined;
+}
 
 /** Load kind ``name`` (rejects with SpecError("kind") when no kind of that name is registered). */
 export function loadKind(name: string): Promise<CampaignKind> {
-  const known = kinds.get(name);
-  if (known !== undefined) return Promise.resolve(known);
-  const loader = loaders.get(name);
-  if (loader === undefined) return Promise.reject(new SpecError("kind", `unknown kind ${name}`));
-  let promise = loading.get(name);
-  if (promise === undefined) {
-    promise = Promise.resolve(loader()).then((module) => {
-      const m = module as { default?: CampaignKind; kind?: CampaignKind } & Partial<CampaignKind>;
-      const kind = kinds.get(name) ?? m.default ?? m.kind ?? (m as CampaignKind);
-      if (typeof kind?.parse !== "function" || typeof kind.reporter !== "function") {
-        throw new TypeError(`kind ${name}: its module defines no kind`);
-      }
-      kinds.set(name, kind);
-      return kind;
-    });
-    loading.set(name, promise);
-    promise.catch(() => loading.delete(name));
-  }
+  const entry = registry.get(name);
+  if (typeof entry != "function") return entry ? Promise.resolve(entry) : Promise.reject(unknownKind());
+  const promise = Promise.resolve(entry()).then((module) => {
+    const m = module as { default?: CampaignKind; kind?: CampaignKind } & Partial<CampaignKind>;
+    const kind = loadedKind(name) ?? m.default ?? m.kind ?? (m as CampaignKind);
+    if (typeof kind?.parse != "function" || typeof kind.reporter != "function") {
+      throw new TypeError(`kind ${name}: its module defines no kind`);
+    }
+    registry.set(name, kind);
+    return kind;
+  });
+  registry.set(name, promise);
+  promise.catch(() => registry.get(name) === promise && registry.set(name, entry)); // a later call loads again
   return promise;
 }
 
 /** The kind of spec ``data``: ``kind`` if present, else prio3 with trust distributed, else local. */
 export function kindName(data: Record<string, unknown>): string {
   if ("kind" in data) {
-    if (typeof data.kind !== "string" || !loaders.has(data.kind)) throw new SpecError("kind", `must be one of ${[...loaders.keys()]}`);
-    return data.kind;
+    if (!registry.has(data.kind as string)) throw unknownKind();
+    return data.kind as string;
   }
   return data.trust === "distributed" ? "prio3" : "local";
 }
 
-/** ``source`` (a spec object or its JSON text) as an object, or null. */
-function specObject(source: unknown): Record<string, unknown> | null {
+/** What parsing the spec ``source`` (an object or its JSON text) needs first: a function that loads its kind and what
+ * the kind loads for it; undefined when it parses now (or fails, as it should, without any module). */
+export function specNeeds(source: unknown): (() => Promise<unknown>) | undefined {
+  let d: Record<string, unknown>;
+  let name: string;
   try {
-    const d = typeof source === "string" ? JSON.parse(source) : source;
-    return d !== null && typeof d === "object" && !Array.isArray(d) ? d : null;
+    d = typeof source == "string" ? JSON.parse(source) : source;
+    name = kindName(d); // throws for what is not an object
   } catch {
-    return null;
+    return undefined;
   }
-}
-
-/** Whether the spec ``source`` parses without loading a module first. */
-export function specReady(source: unknown): boolean {
-  const d = specObject(source);
-  if (d === null) return true; // parsing fails, as it should, without any module
-  let kind: CampaignKind | undefined;
-  try {
-    kind = kinds.get(kindName(d));
-  } catch {
-    return true;
-  }
-  return kind !== undefined && (kind.ready?.(d) ?? true);
-}
-
-/** Load what parsing the spec ``source`` needs: its kind and what the kind loads for it. */
-export async function prepareSpec(source: unknown): Promise<void> {
-  const d = specObject(source);
-  if (d === null || specReady(d)) return;
-  const kind = await loadKind(kindName(d));
-  await kind.prepare?.(d);
+  const kind = loadedKind(name);
+  if (!kind || kind.ready?.(d) === false) return () => loadKind(name).then((k) => k.prepare?.(d));
 }

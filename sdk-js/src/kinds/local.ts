@@ -12,7 +12,7 @@ import {
   CATEGORICAL_MECHANISMS, MAX_EPSILON, MIN_EPSILON, NUMERIC_MECHANISMS, Spec, forbid, rapporParser, text,
   validateDomain, type DomainValue,
 } from "../spec.js";
-import { provideKind, type CampaignKind, type Envelope } from "./index.js";
+import { notLoaded, provideKind, type CampaignKind, type Envelope } from "./index.js";
 
 const ALLOWED = [...CATEGORICAL_MECHANISMS, ...NUMERIC_MECHANISMS, "rappor", "auto"];
 const MAX_RANGE_MAGNITUDE = 1e15;
@@ -45,7 +45,7 @@ function parse(d: Record<string, unknown>, { name, expires, delta }: Envelope): 
   }
   if (mechanism === "rappor") {
     const rappor = rapporParser();
-    if (rappor === undefined) throw new SpecError("mechanism", `rappor: await loadMechanism("rappor")`);
+    if (rappor === undefined) throw notLoaded("mechanism", mechanism);
     return rappor(d, name, expires, delta);
   }
   forbid(d, ["rappor", "candidates"], "only with mechanism rappor");
@@ -74,6 +74,9 @@ function parse(d: Record<string, unknown>, { name, expires, delta }: Envelope): 
   return new Spec(name, resolved, epsilon, domain, catchAllValue, null, null, null, expires);
 }
 
+/** Load the randomizer's module of a spec (or of its data). */
+const load = ({ mechanism }: { mechanism?: unknown }): Promise<void> => loadMechanism(mechanism as string);
+
 export const kind: CampaignKind = {
   name: "local",
   trustModels: ["local"],
@@ -82,9 +85,9 @@ export const kind: CampaignKind = {
   reporter: localMechanism,
   // a RAPPOR spec is parsed by RAPPOR's module
   ready: (d) => d.mechanism !== "rappor" || rapporParser() !== undefined,
-  prepare: (d) => loadMechanism(d.mechanism as string),
+  prepare: load,
   reporterReady: (spec) => isLoaded(spec.mechanism),
-  prepareReporter: (spec) => loadMechanism(spec.mechanism),
+  prepareReporter: load,
 };
 
 registerMechanism("grr", (spec, rng) => new GRR(spec, rng));

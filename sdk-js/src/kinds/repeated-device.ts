@@ -11,7 +11,7 @@
  * per sent bit. */
 
 import { InvalidValueType, LDPError } from "../errors.js";
-import { bitsToHex } from "../mechanisms.js";
+import { bitsToHex } from "../hash.js";
 import { fromDouble, randbelowNumber, randbits, type RandomSource, type Rational } from "../randomness.js";
 import { KIND_NAME, type RepeatedParams } from "./repeated-params.js";
 
