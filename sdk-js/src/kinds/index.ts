@@ -44,7 +44,7 @@ export interface CampaignKind {
 export type KindLoader = () => Promise<CampaignKind | { default: CampaignKind } | { kind: CampaignKind } | unknown>;
 
 export const ENVELOPE_FIELDS = ["name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
-  "unit", "derived", "fingerprint"];
+  "unit", "derived", "fingerprint", "budget"];
 
 const loaders = new Map<string, KindLoader>([
   ["local", () => import("./local.js")],
