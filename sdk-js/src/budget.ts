@@ -17,7 +17,7 @@ const finite = Number.isFinite as (v: unknown) => v is number;
 /** The spec's ``budget`` member; SpecError naming ``budget``, ``budget.epsilon`` or ``budget.delta``. */
 export function parseBudget(value: unknown): Budget {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new SpecError("budget", 'must be an object {"epsilon": E} or {"epsilon": E, "delta": D}');
+    throw new SpecError("budget", 'must be {"epsilon": E[, "delta": D]}');
   }
   const { epsilon, delta, ...rest } = value as Record<string, unknown>;
   const unknown = Object.keys(rest).sort();

@@ -185,7 +185,7 @@ export function specFromDict(data: unknown): Spec {
   (spec as { kind: string }).kind = kindOf;
   if (d.budget != null) {
     const budget = parseBudget(d.budget);
-    if (exceeds(budget, [0, 0], spec.charge())) throw new SpecError("budget", "is below one report's charge (the spec's epsilon, and delta)");
+    if (exceeds(budget, [0, 0], spec.charge())) throw new SpecError("budget", "is below one report's charge");
     Object.assign(spec, { budget, fingerprint: "" }); // a kind's own fingerprint (prio3, repeated) has no budget
   }
   // fingerprinted once the kind has set its fields (prio3 fingerprints its specs itself, browsers included)

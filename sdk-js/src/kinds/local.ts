@@ -42,7 +42,7 @@ function validateRange(value: unknown): [number, number] {
 }
 
 const SHUFFLE_FIELDS = ["short_batch", "shuffle_batch", "shuffle_timeout"];
-const MAX_SHUFFLE_TIMEOUT = 30 * 86400; // seconds
+const MAX_SHUFFLE_TIMEOUT = 30 * 86400; // seconds (the message below says it)
 
 /** A shuffled spec's batching rule as its fingerprint holds it (null for trust local); SpecError naming the field. */
 function shuffleRule(d: Record<string, unknown>, trust: string): Record<string, unknown> | null {
@@ -57,7 +57,7 @@ function shuffleRule(d: Record<string, unknown>, trust: string): Record<string, 
   }
   const timeout = d.shuffle_timeout;
   if (timeout != null && !(isFinite(timeout) && timeout > 0 && timeout <= MAX_SHUFFLE_TIMEOUT)) {
-    throw new SpecError("shuffle_timeout", `must be a number of seconds in (0, ${MAX_SHUFFLE_TIMEOUT}]`);
+    throw new SpecError("shuffle_timeout", "must be in (0, 2592000] seconds");
   }
   const short = "short_batch" in d ? d.short_batch : "hold";
   if (short !== "hold" && short !== "send") throw new SpecError("short_batch", "must be hold or send");
