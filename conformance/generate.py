@@ -26,6 +26,7 @@ from client_sdk import mechanism_from_spec  # noqa: E402
 from client_sdk.errors import SpecError  # noqa: E402
 from client_sdk.randomness import ByteStreamRandom, exp_rounded  # noqa: E402
 from client_sdk.spec import load_spec  # noqa: E402
+from conformance import budget_shuffle_cases  # noqa: E402
 from conformance.heavy_hitters_cases import documents as heavy_hitters_documents  # noqa: E402
 from conformance.repeated_cases import repeated_documents  # noqa: E402
 
@@ -202,16 +203,20 @@ def payload_vectors() -> list[dict[str, Any]]:
     return out
 
 
-def spec_cases() -> dict[str, Any]:
+def spec_cases(valid_specs: list[dict[str, Any]] | None = None, invalid_specs: list[Any] | None = None
+               ) -> dict[str, Any]:
+    "The local kind's spec cases, or those of ``valid_specs`` and ``invalid_specs``"
+    local = valid_specs is None
     valid = []
-    for data in VALID_SPECS:
+    for data in (VALID_SPECS + budget_shuffle_cases.LOCAL_VALID) if valid_specs is None else valid_specs:
         spec = load_spec(data)
         valid.append({"spec": data, "mechanism": spec.mechanism, "epsilon": spec.epsilon,
                       "fingerprint": spec.fingerprint})
-    valid.append({"spec": {**VALID_SPECS[0], "fingerprint": load_spec(VALID_SPECS[0]).fingerprint},
-                  "mechanism": "grr", "epsilon": 1.0, "fingerprint": load_spec(VALID_SPECS[0]).fingerprint})
+    if local:
+        valid.append({"spec": {**VALID_SPECS[0], "fingerprint": load_spec(VALID_SPECS[0]).fingerprint},
+                      "mechanism": "grr", "epsilon": 1.0, "fingerprint": load_spec(VALID_SPECS[0]).fingerprint})
     invalid = []
-    for data in INVALID_SPECS:
+    for data in (INVALID_SPECS + budget_shuffle_cases.LOCAL_INVALID) if invalid_specs is None else invalid_specs:
         try:
             load_spec(data) if not isinstance(data, str) else load_spec(json.dumps(data))
         except SpecError as exc:
@@ -384,6 +389,7 @@ def documents() -> dict[str, Any]:
                 "local/specs.json": spec_cases(), "local/payloads.json": payload_vectors(),
                 "local/wire.json": wire_cases(),
                 "prio3/shards.json": prio3_cases(),
+                "prio3/specs.json": spec_cases(budget_shuffle_cases.PRIO3_VALID, budget_shuffle_cases.PRIO3_INVALID),
                 **heavy_hitters_documents(), **repeated_documents(),
                 "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors()}
 

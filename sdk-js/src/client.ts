@@ -319,7 +319,8 @@ export class Client {
     const day = new Date(now * 1000).toISOString().slice(0, 10);
     const reporter = this.#mechanism(spec);
     // a sealing kind's reporter (prio3) adds the report's batch (one report per batch), its delta, and the period
-    const charge: Charge = { campaign, epsilon: spec.epsilon, policy: this.#policies[campaign] ?? this.#policy, now };
+    const charge: Charge = { campaign, epsilon: spec.epsilon, policy: this.#policies[campaign] ?? this.#policy, now,
+      budget: spec.budget };
     return (async (): Promise<Recorded> => {
       await this.ready;
       if (!this.#loaded) return recorded("state_error");

@@ -3,6 +3,7 @@
  * with the same fingerprint (SHA-256 of the canonical JSON of the identity fields). conformance/<kind>/specs.json
  * holds the cases both SDKs run. */
 
+import { budgetIdentity, exceeds, parseBudget, type Budget } from "./budget.js";
 import { PyFloat, canonicalJson } from "./canonical.js";
 import { SpecError } from "./errors.js";
 import { toHex, utf8 } from "./hash.js";
@@ -30,7 +31,7 @@ export function registerSha256(hash: (data: Uint8Array) => Uint8Array): void {
  * fingerprint the source carried, if any, checked. */
 export async function fingerprinted(spec: Spec): Promise<Spec> {
   if (!spec.fingerprint) {
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8(canonicalJson(spec.identity())) as BufferSource));
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8(canonicalJson(fingerprintInput(spec))) as BufferSource));
     (spec as { fingerprint: string }).fingerprint = toHex(digest).slice(0, 32);
   }
   checkClaim(spec);
@@ -56,6 +57,10 @@ export class Spec {
   readonly kind: string = "local";
   /** The fingerprint the source carried (a spec as served), checked against {@link fingerprint}. */
   claimed: unknown = null;
+  /** What one device may spend over the campaign's life (budget.ts), null for no cap; fingerprinted when given. */
+  readonly budget: Budget | null = null;
+  /** A shuffled local campaign's batching rule as its fingerprint holds it (kinds/local.ts), else null. */
+  readonly shuffle: Record<string, unknown> | null = null;
   #index: Map<string, number> | null = null;
 
   constructor(
@@ -94,7 +99,13 @@ export class Spec {
     if (this.range) out.range = this.range.map((x) => new PyFloat(x));
     if (this.expires) out.expires = this.expires;
     if (this.unit) out.unit = this.unit;
+    if (this.shuffle) Object.assign(out, { trust: "shuffled" }, this.shuffle);
     return out;
+  }
+
+  /** The (epsilon, delta) one report charges the device's ledger (``CampaignKind.ledger_charge`` without a report). */
+  charge(): [number, number] {
+    return [this.epsilon, 0];
   }
 
   /** Whether the campaign no longer records on UTC ``day`` (YYYY-MM-DD). */
@@ -160,12 +171,21 @@ export function specFromDict(data: unknown): Spec {
     delta: (delta as number | null) ?? null, expires: validateDay(d.expires) };
   const spec = kind.parse(d, envelope);
   (spec as { kind: string }).kind = kindOf;
+  if (d.budget != null) {
+    const budget = parseBudget(d.budget);
+    if (exceeds(budget, [0, 0], spec.charge())) throw new SpecError("budget", "is below one report's charge");
+    Object.assign(spec, { budget, fingerprint: "" }); // a kind's own fingerprint (prio3, repeated) has no budget
+  }
   // fingerprinted once the kind has set its fields (prio3 fingerprints its specs itself, browsers included)
   if (!spec.fingerprint && syncSha256 !== null) {
-    (spec as { fingerprint: string }).fingerprint = toHex(syncSha256(utf8(canonicalJson(spec.identity())))).slice(0, 32);
+    (spec as { fingerprint: string }).fingerprint = toHex(syncSha256(utf8(canonicalJson(fingerprintInput(spec))))).slice(0, 32);
   }
   return checked(d, spec);
 }
+
+/** The fingerprint's input: the kind's identity, with the envelope's budget when the spec has one. */
+const fingerprintInput = (spec: Spec): Record<string, unknown> =>
+  (spec.budget ? { ...spec.identity(), budget: budgetIdentity(spec.budget) } : spec.identity());
 
 /** RAPPOR's spec parser, once rappor.ts has registered it (the local kind calls it for mechanism "rappor"). */
 export const rapporParser = (): SpecParser | undefined => rapporSupport?.parse;

@@ -2,6 +2,8 @@
  * drop counters and the RAPPOR device secret. {@link MemoryStore} holds it in memory; the file store (Node) and the
  * IndexedDB store (browsers) persist it. Every method that changes state resolves once the change is durable. */
 
+import { exceeds, type Budget } from "./budget.js";
+
 /** One report waiting to be sent, stored exactly as it will be sent (a retry resends the same draw). */
 export interface QueuedReport {
   id: string;
@@ -55,6 +57,8 @@ export interface Charge {
    * report and its charge, and only while the stored setting is still ``expected`` (what the kind made the report
    * from, null for none): otherwise the store answers "stale", changing nothing, and the report is made again. */
   state?: { key: string; value: string; expected: string | null };
+  /** The spec's budget: refused once the campaign's charges would pass it (budget.ts, the collector's rule too). */
+  budget?: Budget | null;
 }
 
 export interface Snapshot {
@@ -90,12 +94,13 @@ export interface Store {
 }
 
 /** Whether one more report under ``charge`` would break its policy: the reports per period, the epsilon budget,
- * and for a distributed report one per batch, batches only moving forward (a clock set back never reaches a batch
- * reported to). (The stores only refuse; the client's status says why.) */
-export function refused(spent: Spending, periodReports: number, { policy, epsilon, batch }: Charge): boolean {
+ * for a distributed report one per batch, batches only moving forward (a clock set back never reaches a batch
+ * reported to), and the spec's budget. (The stores only refuse; the client's status says why.) */
+export function refused(spent: Spending, periodReports: number, { policy, epsilon, delta, batch, budget }: Charge): boolean {
   return (!!batch && !!spent.lastBatch && spent.lastBatch >= batch)
     || (policy.maxReports !== null && periodReports >= policy.maxReports)
-    || (policy.maxEpsilon !== null && spent.epsilon + epsilon > policy.maxEpsilon * (1 + 1e-12));
+    || (policy.maxEpsilon !== null && spent.epsilon + epsilon > policy.maxEpsilon * (1 + 1e-12))
+    || exceeds(budget, [spent.epsilon, spent.delta ?? 0], [epsilon, delta ?? 0]);
 }
 
 /** ``spent`` after one more report under ``charge`` (basic composition: epsilons and deltas add up). */

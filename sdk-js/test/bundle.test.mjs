@@ -5,12 +5,14 @@ import { gzipSync } from "node:zlib";
 
 const BUDGET = 12 * 1000; // bytes, minified and gzipped (issue 24: at most 12 KB)
 // A page of local campaigns loads the main module and the local kind (local.js: its spec fields and the categorical
-// randomizers), loaded on demand since the kind registry (issue 32): 11,137 + 1,892 = 13,029 bytes gzipped, in two
-// requests, when measured; one module of 11,974 bytes before the split. Not held to BUDGET: the local kind bundled
-// into the main module (one request) measured 12,253 bytes with the registry compacted, over the budget without
-// changing behaviour; the registry alone (loaders, loadKind, specNeeds, the envelope's field names) costs about 270
-// of them. Held instead at the figure measured, rounded up to the next 100 bytes, so that it does not grow unnoticed.
-const LOCAL_PAGE_BUDGET = 13_100;
+// randomizers), loaded on demand since the kind registry (issue 32): 11,619 + 2,213 = 13,832 bytes gzipped, in two
+// requests, when measured; one module of 11,974 bytes before the split. What grew: the registry (loaders, loadKind,
+// specNeeds, the envelope's field names: about 270 bytes), the loaders of the heavy_hitters, quantiles and repeated
+// kinds, and the spec's `budget` and trust `shuffled` with the ledger's budget rule (issue 37: about 600 bytes).
+// Not held to BUDGET: the local kind bundled into the main module (one request) measured 12,253 bytes before issue
+// 37's fields, over the budget without changing behaviour. Held instead at the figure measured, rounded up to the
+// next 100 bytes, so that it does not grow unnoticed.
+const LOCAL_PAGE_BUDGET = 13_900;
 // rappor.js and numeric.js load with the first campaign of theirs. Distributed campaigns (issue 25), loaded only for
 // them: the Prio3 sharder (vdaf.js, 7,994 bytes gzipped when measured) and the prio3 kind that loads it (prio3.js:
 // specs, HPKE on WebCrypto, aggregator checks, 6,592 bytes gzipped when measured; it takes the SDK's shared code,

@@ -63,6 +63,11 @@ export class DistributedSpec extends Spec {
     return batchOf(now, this.batchSeconds);
   }
 
+  /** A distributed report charges the release's (epsilon, delta). */
+  override charge(): [number, number] {
+    return [this.epsilon, this.delta ?? 0];
+  }
+
   override identity(): Record<string, unknown> {
     const p = this.prio3;
     const out: Record<string, unknown> = { name: this.name, mechanism: "prio3", prio3: p.type, noise: p.noise,

@@ -44,7 +44,7 @@ export interface CampaignKind {
 export type KindLoader = () => Promise<CampaignKind | { default: CampaignKind } | { kind: CampaignKind } | unknown>;
 
 export const ENVELOPE_FIELDS = ["name", "description", "version", "kind", "trust", "epsilon", "delta", "expires",
-  "unit", "derived", "fingerprint"];
+  "unit", "derived", "fingerprint", "budget"];
 
 /** Every kind by name: its loader until it is loaded (while it loads: the promise), then the kind itself. */
 const registry = new Map<string, KindLoader | Promise<CampaignKind> | CampaignKind>([

@@ -1,8 +1,11 @@
 /** The local kind: the randomizers (``client_sdk/kinds/local.py``), their spec fields (mechanism, domain, catch_all,
  * range, RAPPOR's rappor and candidates; the envelope's unit for numeric mechanisms) validated as the Python SDK
- * validates them, and their reports. The categorical randomizers come with it; the numeric ones and RAPPOR load on
+ * validates them, and their reports. With trust ``shuffled`` the reports pass through a shuffler (the app sends to
+ * it as to a collector), which batches them by the spec's shuffle_batch, shuffle_timeout and short_batch
+ * (``client_sdk/kinds/shuffle_params.py``); those and the trust model enter the fingerprint. The categorical randomizers come with it; the numeric ones and RAPPOR load on
  * demand (numeric.ts, rappor.ts). Browsers load this module with the first local spec (dist/browser/local.js). */
 
+import { PyFloat } from "../canonical.js";
 import { GRR, Hadamard, OLH, UnaryEncoding } from "../categorical.js";
 import { loadMechanism } from "../client.js";
 import { SpecError } from "../errors.js";
@@ -38,7 +41,37 @@ function validateRange(value: unknown): [number, number] {
   return [low, high];
 }
 
-function parse(d: Record<string, unknown>, { name, expires, delta }: Envelope): Spec {
+const SHUFFLE_FIELDS = ["short_batch", "shuffle_batch", "shuffle_timeout"];
+const MAX_SHUFFLE_TIMEOUT = 30 * 86400; // seconds (the message below says it)
+
+/** A shuffled spec's batching rule as its fingerprint holds it (null for trust local); SpecError naming the field. */
+function shuffleRule(d: Record<string, unknown>, trust: string): Record<string, unknown> | null {
+  if (trust !== "shuffled") {
+    forbid(d, SHUFFLE_FIELDS, "only with trust shuffled");
+    return null;
+  }
+  const batch = d.shuffle_batch;
+  if (!("shuffle_batch" in d)) throw new SpecError("shuffle_batch", "is required with trust shuffled");
+  if (!Number.isInteger(batch) || !((batch as number) >= 2 && (batch as number) <= 1e6)) {
+    throw new SpecError("shuffle_batch", "must be an integer in [2, 1000000]");
+  }
+  const timeout = d.shuffle_timeout;
+  if (timeout != null && !(isFinite(timeout) && timeout > 0 && timeout <= MAX_SHUFFLE_TIMEOUT)) {
+    throw new SpecError("shuffle_timeout", "must be in (0, 2592000] seconds");
+  }
+  const short = "short_batch" in d ? d.short_batch : "hold";
+  if (short !== "hold" && short !== "send") throw new SpecError("short_batch", "must be hold or send");
+  if (short === "send" && timeout == null) throw new SpecError("shuffle_timeout", "is required with short_batch send");
+  return { shuffle_batch: batch, short_batch: short, ...(timeout == null ? {} : { shuffle_timeout: new PyFloat(timeout as number) }) };
+}
+
+function parse(d: Record<string, unknown>, envelope: Envelope): Spec {
+  const shuffle = shuffleRule(d, envelope.trust);
+  const spec = parseLocal(d, envelope);
+  return shuffle ? Object.assign(spec, { shuffle }) : spec;
+}
+
+function parseLocal(d: Record<string, unknown>, { name, expires, delta }: Envelope): Spec {
   const mechanism = d.mechanism;
   if (typeof mechanism !== "string" || !ALLOWED.includes(mechanism)) {
     throw new SpecError("mechanism", `must be one of ${ALLOWED}`);
@@ -79,8 +112,8 @@ const load = ({ mechanism }: { mechanism?: unknown }): Promise<void> => loadMech
 
 export const kind: CampaignKind = {
   name: "local",
-  trustModels: ["local"],
-  fields: ["mechanism", "domain", "catch_all", "range", "rappor", "candidates"],
+  trustModels: ["local", "shuffled"],
+  fields: ["mechanism", "domain", "catch_all", "range", "rappor", "candidates", ...SHUFFLE_FIELDS],
   parse,
   reporter: localMechanism,
   // a RAPPOR spec is parsed by RAPPOR's module
