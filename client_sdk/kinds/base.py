@@ -74,6 +74,10 @@ class CampaignKind:
         "The campaign's period in seconds: a report policy that names none caps reports per this (a UTC day)"
         return 86400.0
 
+    def period_origin(self, spec: Any) -> float:
+        "A UTC second one of the campaign's periods starts at (the periods of ``report_period`` are counted from it)"
+        return 0.0
+
     def ledger_charge(self, spec: Any, ctx: DeviceContext | None = None) -> tuple[float, float]:
         """(epsilon, delta) one report of ``spec`` spends; ``ctx`` is the report's (asked in the record's
         transaction, after ``make_report``: a kind whose reports reuse memoized answers charges only a new one)"""

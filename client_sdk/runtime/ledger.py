@@ -33,11 +33,13 @@ class ReportPolicy:
     """At most ``max_reports`` per ``period_seconds`` (None: no cap) and ``max_epsilon`` in total (None: no cap).
 
     ``period_seconds`` None is the campaign's own period (``for_period``): a distributed campaign's batch (its
-    ``window``), a UTC day for the others."""
+    ``window``), a repeated campaign's period (its weeks start on Mondays), a UTC day for the others.
+    ``period_origin`` is a UTC second one of the periods starts at (0: the epoch, a Thursday)."""
 
     max_reports: int | None = 1
     period_seconds: float | None = None
     max_epsilon: float | None = None
+    period_origin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_reports is not None and (not isinstance(self.max_reports, int) or self.max_reports < 1):
@@ -52,11 +54,12 @@ class ReportPolicy:
         "No cap at all (simulations and tests; not for devices)"
         return cls(max_reports=None)
 
-    def for_period(self, campaign_period: float) -> ReportPolicy:
-        "This policy with ``campaign_period`` (seconds) as its period if it names none"
+    def for_period(self, campaign_period: float, origin: float = 0.0) -> ReportPolicy:
+        """This policy with ``campaign_period`` (seconds, starting at the UTC second ``origin`` and every period
+        after it) as its period if it names none"""
         if self.period_seconds is not None:
             return self
-        return ReportPolicy(self.max_reports, campaign_period, self.max_epsilon)
+        return ReportPolicy(self.max_reports, campaign_period, self.max_epsilon, origin)
 
     @property
     def seconds(self) -> float:
@@ -64,8 +67,8 @@ class ReportPolicy:
         return DAY_SECONDS if self.period_seconds is None else self.period_seconds
 
     def period(self, now: float) -> int:
-        "Index of the period ``now`` falls in (UTC days for a day's period)"
-        return int(now // self.seconds)
+        "Index of the period ``now`` falls in (UTC days for a day's period), counted from ``period_origin``"
+        return int((now - self.period_origin) // self.seconds)
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ class Recorder:
             return Recorded(RecordStatus.UPLOAD_DISABLED)
         if spec.expired_on(utc_day(now)):  # the collector would reject it
             return Recorded(RecordStatus.CAMPAIGN_CLOSED)
-        policy = self.policies.get(campaign, self.policy).for_period(kind.report_period(spec))
+        policy = self.policies.get(campaign, self.policy).for_period(kind.report_period(spec), kind.period_origin(spec))
         report = {"report_id": report_id, "campaign": campaign, "fingerprint": spec.fingerprint, "payload": payload}
         try:
             with self.state.transaction():

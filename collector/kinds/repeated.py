@@ -8,7 +8,8 @@ Its tables (the kind's migrations, applied by every storage's ``migrate()``):
 * ``repeated_report_ids``  every accepted report id, so a retried upload is a duplicate and counts once
 
 A report names its period (``{"period": ..., "answer": ...}``): it counts in that period, however late it arrives;
-a period after the collector's current one is refused by field.  No time of receipt is stored.
+a period after the collector's current one is refused by field.  No time of receipt is stored.  A report's series
+is the estimate's ``periods``, drawn once by the kind's own chart (with the central band): no per-day results.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from client_sdk.kinds.repeated import check_report, period_of
 from estimators.errors import NoReports, SourceError
 from estimators.kinds.repeated import PeriodAggregate, aggregate_from_json
 from estimators.kinds.repeated.kind import REPEATED_ESTIMATES
-from estimators.window import DailyResult, ReportData, finite_json
+from estimators.window import ReportData, finite_json
 
 from ..storage import CampaignVersion, KindMigrations, StorageBase
 from ..storage.kind_migrations import MigrationStep
@@ -138,8 +139,7 @@ class RepeatedCampaigns(CollectorKind):
             result = finite_json(REPEATED_ESTIMATES.series(campaign.spec, periods, window.confidence).to_json())
         except NoReports as exc:
             raise SourceError(str(exc)) from None
-        return ReportData(result, campaign.spec.to_dict(), window.since, window.until,
-                          _daily(result))
+        return ReportData(result, campaign.spec.to_dict(), window.since, window.until)
 
     def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
                              window: Window, daily_top: int | None) -> ReportData:
@@ -148,14 +148,7 @@ class RepeatedCampaigns(CollectorKind):
         params["confidence"] = window.confidence
         result = get(base + "/estimate", params)
         result.pop("window", None)
-        return ReportData(result, spec_json, window.since, window.until, _daily(result))
-
-
-def _daily(result: dict) -> list[DailyResult]:
-    "The series as the report's per-period results (a line with its band)"
-    periods = result.get("periods") or []
-    return [DailyResult(str(item["period"]), {k: v for k, v in item.items() if k != "period"})
-            for item in periods] if len(periods) > 1 else []
+        return ReportData(result, spec_json, window.since, window.until)
 
 
 def accept(store: RepeatedStore, items: Sequence[ReportItem], now: float) -> Accepted:

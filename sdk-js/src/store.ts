@@ -14,12 +14,14 @@ export interface QueuedReport {
 }
 
 /** At most ``maxReports`` per ``periodSeconds`` (null: no cap) and ``maxEpsilon`` in total (null: no cap).
- * ``periodSeconds`` null is the campaign's own period: a distributed campaign's batch (its ``window``), a UTC day
- * for the others. */
+ * ``periodSeconds`` null is the campaign's own period: a distributed campaign's batch (its ``window``), a repeated
+ * campaign's period (its weeks start on Mondays: ``periodOrigin``), a UTC day for the others. */
 export interface ReportPolicy {
   maxReports: number | null;
   periodSeconds: number | null;
   maxEpsilon: number | null;
+  /** A UTC second one of the periods starts at (absent: 0, the epoch, a Thursday); set with the campaign's period. */
+  periodOrigin?: number;
 }
 
 export const DAY_SECONDS = 86_400;
@@ -110,7 +112,7 @@ export const charged = (spent: Spending, { epsilon, delta, batch }: Charge): Spe
 });
 
 export const periodOf = (policy: ReportPolicy, now: number): number =>
-  Math.floor(now / (policy.periodSeconds ?? DAY_SECONDS));
+  Math.floor((now - (policy.periodOrigin ?? 0)) / (policy.periodSeconds ?? DAY_SECONDS));
 
 /** The state a store keeps, as plain data (what the file store journals and replays). */
 export interface StateData extends Snapshot {

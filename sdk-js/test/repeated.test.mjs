@@ -103,6 +103,19 @@ test("repeated through the Client: one report per period, a clock set back refus
   await c.close();
 });
 
+test("repeated through the Client: a weekly cap counts Monday weeks as the labels do", async () => {
+  const spec = { ...CASES.sequences[0].spec, name: "weekly", period: "week" };
+  const clock = { now: 0 };
+  const { c } = client(spec, undefined, clock);
+  const statuses = [];
+  for (const day of [3, 4, 5, 11, 17]) { // 2026-01-04 a Sunday, 05 Monday, 06 Tuesday, 12 Monday, 18 Sunday
+    clock.now = 1_767_225_600 + day * 86_400 + 12 * 3600;
+    statuses.push((await c.record(spec.name, 3.3)).status);
+  }
+  assert.deepEqual(statuses, ["queued", "queued", "refused_by_policy", "queued", "refused_by_policy"]);
+  await c.close();
+});
+
 test("repeated through the Client: an unchanged device's ledger never moves after its first answer (365 days)", async () => {
   const spec = { ...CASES.sequences[4].spec, name: "yearly", gamma: 0.25 };
   const clock = { now: 1_767_225_600 };

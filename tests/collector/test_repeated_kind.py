@@ -82,10 +82,11 @@ def test_reports_are_counted_per_period_and_estimated_as_a_series(http: Any, key
         assert conn.execute("SELECT count(*) FROM repeated_report_ids").fetchone()[0] == 800
     conn.close()
     data = report_data_from_db(db_path, spec["name"])
-    assert len(data.daily) == 2 and json_report(data)["trust"] == "repeated"
+    assert not data.daily and len(json_report(data)["periods"]) == 2 and json_report(data)["trust"] == "repeated"
     text = render_table(data)
     assert "repeated" in text and "epsilon for all time" in text
     from estimators.report.plots import report_plots  # matplotlib: this test only
 
     plots = {plot.name: plot for plot in report_plots(data, simulate_points=False)}
     assert "series" in plots and "central DP" in plots["series"].caption and plots["series"].png[:4] == b"\x89PNG"
+    assert "daily" not in plots  # the series is drawn once, by the kind's chart

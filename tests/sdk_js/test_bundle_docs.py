@@ -53,9 +53,11 @@ def test_the_docs_bundle_figures_are_the_builds(sdk_js: Path, page: str) -> None
                            r"about ([\d.]+) KB gzipped\)", text)
         local = re.search(r"`local.js`: the local kind's spec fields and the categorical randomizers, "
                           r"about ([\d.]+) KB", text)
-        assert module and local, page
+        repeated = re.search(r"`repeated.js`, about ([\d.]+) KB", text)
+        assert module and local and repeated, page
         for stated, measured in ((module.group(1), _gzipped(sdk_js, "prio3.js")),
-                                 (local.group(1), _gzipped(sdk_js, "local.js"))):
+                                 (local.group(1), _gzipped(sdk_js, "local.js")),
+                                 (repeated.group(1), _gzipped(sdk_js, "repeated.js"))):
             assert abs(_kb(stated) - measured) <= 0.1 * measured, (page, stated, measured)
     for stale in re.findall(r"budget ([\d,]+)", text):  # every budget a page names is one the test holds
         assert int(stale.replace(",", "")) in (budget, distributed_budget), (page, stale)

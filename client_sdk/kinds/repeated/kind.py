@@ -18,7 +18,7 @@ from ..base import CampaignKind, register_kind
 from . import device
 from .codec import encode_report
 from .params import FIELDS, KIND_NAME, RepeatedParams, json_schema, parse_params, to_dict
-from .periods import period_of
+from .periods import period_of, period_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -60,6 +60,10 @@ class RepeatedKind(CampaignKind):
 
     def report_period(self, spec: Any) -> float:
         return float(spec.params.period_seconds)
+
+    def period_origin(self, spec: Any) -> float:
+        "The start of the period holding the epoch: the weeks' cap starts on Mondays, as their labels do"
+        return float(period_start(spec.params, 0))
 
     def ledger_charge(self, spec: Any, ctx: DeviceContext | None = None) -> tuple[float, float]:
         "epsilon when this report memoized a new answer, nothing when it reuses one (the guarantee's point 2)"

@@ -112,10 +112,8 @@ class RepeatedEstimates(EstimateKind):
         return self.series(spec, source, confidence)
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
-        "One result per period (the report's line with its band)"
-        periods = estimate_series(list(sources), confidence)
-        return [DailyResult(label, period_json(spec.params, estimate)) for label, estimate in periods] \
-            if len(periods) > 1 else []
+        "None: the series is the estimate's own ``periods``, drawn once by the kind's chart (with the central band)"
+        return []
 
 
 REPEATED_ESTIMATES = RepeatedEstimates()

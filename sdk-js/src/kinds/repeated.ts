@@ -19,7 +19,7 @@ import { sha256 } from "../sha256.js";
 import { Spec } from "../spec.js";
 import type { Charge, Store } from "../store.js";
 import { provideKind, type CampaignKind, type Envelope } from "./index.js";
-import { DeviceStateError, clampedValue, makeReport, periodOf, type RepeatedState } from "./repeated-device.js";
+import { DeviceStateError, clampedValue, makeReport, periodOf, periodStart, type RepeatedState } from "./repeated-device.js";
 import { FIELDS, KIND_NAME, parseParams, type RepeatedParams } from "./repeated-params.js";
 
 /** A repeated campaign's spec: its parameters at ``params``; the identity has ``kind``, ``trust`` and every field. */
@@ -63,7 +63,9 @@ export class RepeatedReporter implements Mechanism {
     const params = this.spec.params;
     const period = periodOf(params, charge.now);
     charge.batch = period; // one report per period, periods only moving forward
-    if (charge.policy.periodSeconds === null) charge.policy = { ...charge.policy, periodSeconds: params.periodSeconds };
+    if (charge.policy.periodSeconds === null) { // the cap's periods are the labels' (weeks from Monday)
+      charge.policy = { ...charge.policy, periodSeconds: params.periodSeconds, periodOrigin: periodStart(params, 0) };
+    }
     const key = stateKey(this.spec.name);
     const expected = await storedState(store, key);
     let state: RepeatedState = {};

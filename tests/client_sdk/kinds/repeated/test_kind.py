@@ -88,6 +88,20 @@ def test_an_unchanged_device_sends_one_answer_every_period_and_is_charged_once(t
     assert len(payloads) == 365 and len(set(payloads)) == 1
 
 
+def test_a_weekly_campaign_caps_reports_per_monday_week_as_its_labels_do(tmp_path):
+    "The cap's weeks start on Mondays like the labels: a Sunday report does not block the Monday after"
+    spec, fake, clock = client_sdk.load_spec({**MEAN, "period": "week"}), FakeCollector(), Clock()
+    client = device(tmp_path, fake, clock, spec)
+    statuses = []
+    for day in (3, 4, 5, 11, 17):  # 2026-01-04 a Sunday, 05 Monday, 06 Tuesday, 12 Monday, 18 Sunday
+        clock.now = START + day * DAY + 12 * 3600
+        statuses.append(client.record(spec.name, 3.7).status)
+    client.close(timeout=0)
+    assert statuses == [RecordStatus.QUEUED, RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY,
+                        RecordStatus.QUEUED, RecordStatus.REFUSED_BY_POLICY]
+    assert kind_of(spec).period_origin(spec) == -3 * DAY  # 1969-12-29, a Monday
+
+
 def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path):
     spec, fake, clock = client_sdk.load_spec(HISTOGRAM), FakeCollector(), Clock()
     client = device(tmp_path, fake, clock, spec)
