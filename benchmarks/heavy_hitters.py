@@ -4,7 +4,8 @@
 The configuration of Cormode, Maddock, Maple (VLDB 2021, ``hh_aol``): alphabet a-z and ".", strings of 6
 characters, Zipf(1.1) over 10,000 random strings; recall, precision and NCR of the true top-k, server and device
 time per report (peer / ours for the server), the coverage of our intervals, and our decode at n = 1e6.  The peer
-runs in its own environment, ``.peer-venv`` (pure-ldp 1.2.0 does not import on a current install: it imports scikit-learn and statsmodels without declaring them and
+runs in its own environment, ``.peer-venv`` (pure-ldp 1.2.0 does not import on a current install: it imports
+scikit-learn and statsmodels without declaring them and
 fails with xxhash >= 3; no source patch is needed once those are pinned):
 
     python3 -m venv .peer-venv && .peer-venv/bin/pip install pure-ldp==1.2.0 "xxhash<3" "numpy<2.3" \\
