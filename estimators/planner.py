@@ -19,6 +19,7 @@ case over the range.  ``std_error`` and ``ci_halfwidth`` are a value's at freque
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -187,10 +188,13 @@ def expected_central_block(mechanism: str, epsilon: float, n: int, frequencies: 
                          sampling_std_error=sampling)
 
 
-# Kinds with a question of their own (``ldp-telemetry plan --spec FILE``): a kind registers a function of
-# (spec, n, frequencies) returning the answer's lines and its JSON; the CLI asks the registry, not the kind.
+# Kinds with a question of their own (``ldp-telemetry plan --spec FILE``): a function of (spec, n, frequencies)
+# returning the answer's lines and its JSON, registered by name or as "module:function" (imported when asked, so
+# that importing a kind never loads the planner); the CLI asks the registry, not the kind.
 KindPlanner = Callable[[Spec, int, Sequence[float]], "KindPlan"]
-_KIND_PLANNERS: dict[str, KindPlanner] = {}
+_KIND_PLANNERS: dict[str, KindPlanner | str] = {
+    "heavy_hitters": "estimators.kinds.heavy_hitters.planner:plan_heavy_hitters",
+}
 
 
 @dataclass(frozen=True)
@@ -201,17 +205,18 @@ class KindPlan:
     data: dict
 
 
-def register_kind_planner(kind: str, planner: KindPlanner) -> KindPlanner:
-    "Register the planner of a kind (its device side's name); ``kind_plan`` finds it from a spec"
+def register_kind_planner(kind: str, planner: KindPlanner | str) -> KindPlanner | str:
+    "Register the planner of a kind (its device side's name; a function or \"module:function\")"
     _KIND_PLANNERS[kind] = planner
     return planner
 
 
 def kind_plan(spec: Spec, n: int, frequencies: Sequence[float] = ()) -> KindPlan:
     "The answer of the spec's kind; ValueError when its kind has no planner"
-    import estimators.kinds  # noqa: F401  (the kinds register their planners)
-
     planner = _KIND_PLANNERS.get(spec.kind)
     if planner is None:
         raise ValueError(f"campaign kind {spec.kind!r} has no planner (planned: {', '.join(sorted(_KIND_PLANNERS))})")
+    if isinstance(planner, str):
+        module, _, name = planner.partition(":")
+        planner = _KIND_PLANNERS[spec.kind] = getattr(importlib.import_module(module), name)
     return planner(spec, n, frequencies)

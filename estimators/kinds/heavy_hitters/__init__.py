@@ -9,7 +9,6 @@ from __future__ import annotations
 from client_sdk.kinds.heavy_hitters import HeavyHittersParams
 from client_sdk.kinds.heavy_hitters.planning import DEFAULT_FALSE_DISCOVERY_BUDGET, DEFAULT_TOP_K
 
-from . import planner as _planner  # noqa: F401  (registers the kind's planner: estimators.planner)
 from .aggregate import PemAggregate, SfpAggregate, aggregate_json, empty_aggregate
 from .pem import decode_pem
 from .result import INTERVAL_SOURCE, HeavyHitter, HeavyHittersEstimate, LevelSummary

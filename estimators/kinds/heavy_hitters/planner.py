@@ -3,7 +3,7 @@
 For the spec's algorithm (or, with ``auto``, the one ``planning.plan`` picks at n): the detection threshold at n
 (the smallest frequency found with probability >= 0.9), and for each asked frequency f the n at which strings of
 frequency f are found with probability >= 0.9 (``planning.reports_needed``; with ``auto``, the smallest over the
-algorithms auto chooses among, with the one that reaches it).
+algorithms auto chooses among, with the one that reaches it).  Registered in ``estimators.planner``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from client_sdk.kinds.heavy_hitters.planning import DETECTION_POWER, detection_threshold, options, plan, reports_needed
 from client_sdk.spec import Spec
 
-from ...planner import KindPlan, register_kind_planner
+from ...planner import KindPlan
 
 
 def _label(params) -> str:
@@ -43,6 +43,3 @@ def plan_heavy_hitters(spec: Spec, n: int, frequencies: Sequence[float]) -> Kind
         needed.append({"frequency": frequency, "reports_needed": best[0], "algorithm": best[1].algorithm})
     return KindPlan(tuple(lines), {"kind": "heavy_hitters", "n": n, "algorithm": at_n.algorithm,
                                    "detection_threshold": threshold, "reports_needed": needed})
-
-
-register_kind_planner("heavy_hitters", plan_heavy_hitters)
