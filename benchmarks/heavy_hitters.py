@@ -1,15 +1,16 @@
 """Heavy hitters over an unknown dictionary: ours (PEM / SFP, ``estimators.kinds.heavy_hitters``) against pure-ldp
-1.2.0's PEMServer and SFPServer on the same data and epsilon, in one run.
+1.2.0's PEM, SFP and TreeHist on the same data and epsilon, in one run.
 
 The configuration of Cormode, Maddock, Maple (VLDB 2021, ``hh_aol``): alphabet a-z and ".", strings of 6
-characters, Zipf(1.1) over 10,000 random strings; recall and precision of the true top-k and the server time,
-printed as ratios ours / peer (time: peer / ours).  The peer runs in its own environment, ``.peer-venv`` (pure-ldp
-1.2.0 does not import on a current install: it imports scikit-learn and statsmodels without declaring them and
+characters, Zipf(1.1) over 10,000 random strings; recall, precision and NCR of the true top-k, server and device
+time per report (peer / ours for the server), the coverage of our intervals, and our decode at n = 1e6.  The peer
+runs in its own environment, ``.peer-venv`` (pure-ldp 1.2.0 does not import on a current install: it imports
+scikit-learn and statsmodels without declaring them and
 fails with xxhash >= 3; no source patch is needed once those are pinned):
 
     python3 -m venv .peer-venv && .peer-venv/bin/pip install pure-ldp==1.2.0 "xxhash<3" "numpy<2.3" \\
         "scipy<1.15" "pandas<2.3" scikit-learn statsmodels
-    .venv/bin/python benchmarks/heavy_hitters.py --n 20000 --epsilon 3 --top 20 --timeout 600
+    .venv/bin/python benchmarks/heavy_hitters.py --n 10000 --epsilons 3 1 --top 20 --timeout 90
 
 Each peer algorithm runs in a subprocess of ``.peer-venv/bin/python`` (this file with ``--peer``), killed after
 ``--timeout`` seconds of client + server time ("did not finish" is then printed).  Ours: the simulated reports of
@@ -51,27 +52,78 @@ def true_top(data: list[str], k: int) -> list[str]:
     return [str(v) for v in values[np.argsort(-counts, kind="stable")][:k]]
 
 
-def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.Generator) -> dict:
-    from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
-    from estimators.kinds.heavy_hitters import estimate_heavy_hitters, simulate_aggregate
+def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.Generator,
+         device_sample: int = 2000) -> dict:
+    """Our decode of the simulated aggregate of ``data``; server time per report = ``add()`` of real device payloads
+    (a sample of ``device_sample``, per report) + the decode (per report of n); device time per report from the same
+    sample (``make_report``, OS CSPRNG)"""
+    from client_sdk.kinds.heavy_hitters import encode_value, make_report, params_from_dict
+    from client_sdk.randomness import SecureRandom
+    from estimators.kinds.heavy_hitters import empty_aggregate, estimate_heavy_hitters, simulate_aggregate
 
     params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": len(data)}, epsilon)
+    device_rng = SecureRandom()
+    sample = data[:device_sample]
+    start = time.perf_counter()
+    payloads = [make_report(device_rng, params, word) for word in sample]
+    device_seconds = (time.perf_counter() - start) / len(sample)
+    start = time.perf_counter()
+    empty_aggregate(params).add(payloads)
+    ingest_seconds = (time.perf_counter() - start) / len(sample)
     values, counts = np.unique(np.array(data), return_counts=True)
     symbols = [encode_value(params, str(v)) for v in values]
     aggregate = simulate_aggregate(params, symbols, counts, rng)
     start = time.perf_counter()
     estimate = estimate_heavy_hitters(params, aggregate, top_k=k, budget=budget)
-    seconds = time.perf_counter() - start
+    decode_seconds = time.perf_counter() - start
     label = f"{params.algorithm}(seg={params.segment_length or params.fragment_length}, budget={budget})"
-    return {"name": f"ours {label}", "found": [h.value for h in estimate.hitters], "server_seconds": seconds,
+    return {"name": f"ours {label}", "found": [h.value for h in estimate.hitters],
+            "server_per_report": ingest_seconds + decode_seconds / len(data), "ingest_per_report": ingest_seconds,
+            "decode_seconds": decode_seconds, "device_per_report": device_seconds,
             "threshold": estimate.detection_threshold}
+
+
+def coverage(n: int, epsilon: float, k: int, repeats: int, rng: np.random.Generator) -> tuple[int, int]:
+    "Over ``repeats`` fresh datasets and decodes: the found strings of the data whose 95% interval holds the truth"
+    from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
+    from estimators.kinds.heavy_hitters import estimate_heavy_hitters, simulate_aggregate
+
+    covered = total = 0
+    for _ in range(repeats):
+        data = zipf_data(n, 10_000, 6, rng)
+        params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": n}, epsilon)
+        values, counts = np.unique(np.array(data), return_counts=True)
+        truth = dict(zip((str(v) for v in values), counts / n))
+        aggregate = simulate_aggregate(params, [encode_value(params, str(v)) for v in values], counts, rng)
+        for hitter in estimate_heavy_hitters(params, aggregate, top_k=k).hitters:
+            if hitter.value in truth:
+                total += 1
+                covered += hitter.ci_low <= truth[hitter.value] <= hitter.ci_high
+    return covered, total
+
+
+def large_decode(n: int, epsilon: float, k: int, rng: np.random.Generator) -> tuple[float, float, tuple]:
+    "Decode seconds, the process's peak RSS (GiB) and (recall, precision, NCR) for n reports (simulated aggregate)"
+    import resource
+
+    from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
+    from estimators.kinds.heavy_hitters import estimate_heavy_hitters, simulate_aggregate
+
+    data = zipf_data(n, 10_000, 6, rng)
+    params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": n}, epsilon)
+    values, counts = np.unique(np.array(data), return_counts=True)
+    aggregate = simulate_aggregate(params, [encode_value(params, str(v)) for v in values], counts, rng)
+    start = time.perf_counter()
+    found = [h.value for h in estimate_heavy_hitters(params, aggregate, top_k=k).hitters]
+    seconds = time.perf_counter() - start
+    return seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, scores(found, true_top(data, k))
 
 
 def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
     "In .peer-venv: run pure-ldp's PEM or SFP on the strings in ``path`` and print JSON"
     from pure_ldp.core import generate_hash_funcs
     from pure_ldp.frequency_oracles.apple_cms import CMSClient, CMSServer
-    from pure_ldp.heavy_hitters import PEMClient, PEMServer, SFPClient, SFPServer
+    from pure_ldp.heavy_hitters import PEMClient, PEMServer, SFPClient, SFPServer, TreeHistClient, TreeHistServer
 
     data = json.loads(pathlib.Path(path).read_text())
     letters = list(ALPHABET)
@@ -85,6 +137,9 @@ def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
                            alphabet=letters, index_mapper=index_mapper)
         server = PEMServer(epsilon=epsilon, start_length=2, max_string_length=6, fragment_length=2,
                            alphabet=letters, index_mapper=index_mapper)
+    elif algorithm == "treehist":
+        client = TreeHistClient(epsilon, 2, 6, alphabet=letters, index_mapper=index_mapper)
+        server = TreeHistServer(epsilon, 6, 2, alphabet=letters, index_mapper=index_mapper)
     else:
         depth, width = 16, 1024
         client = SFPClient(epsilon, 2, 6, alphabet=letters, index_mapper=index_mapper,
@@ -98,7 +153,8 @@ def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
         server.aggregate(report)
     found, _ = server.find_heavy_hitters(k=k)
     print(json.dumps({"name": f"pure-ldp {algorithm}", "found": [str(w).rstrip("*") for w in found],
-                      "server_seconds": time.perf_counter() - start, "client_seconds": client_seconds}))
+                      "server_per_report": (time.perf_counter() - start) / len(data),
+                      "device_per_report": client_seconds / len(data)}))
 
 
 def peer(algorithm: str, data: list[str], epsilon: float, k: int, timeout: float) -> dict:
@@ -110,16 +166,20 @@ def peer(algorithm: str, data: list[str], epsilon: float, k: int, timeout: float
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
         except subprocess.TimeoutExpired:
-            return {"name": f"pure-ldp {algorithm}", "found": None, "server_seconds": None}
+            return {"name": f"pure-ldp {algorithm}", "found": None}
         except subprocess.CalledProcessError as failed:
-            return {"name": f"pure-ldp {algorithm}", "found": None, "server_seconds": None,
+            return {"name": f"pure-ldp {algorithm}", "found": None,
                     "error": failed.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def scores(found: list[str], truth: list[str]) -> tuple[float, float]:
-    hits = len(set(found) & set(truth))
-    return hits / len(truth), hits / len(found) if found else 0.0
+def scores(found: list[str], truth: list[str]) -> tuple[float, float, float]:
+    """Recall and precision of the true top-k, and NCR (Wang et al.: the i-th true string scores k - i + 1; the
+    found ones' scores over the sum of all)"""
+    hits = set(found[:len(truth)]) & set(truth)
+    k = len(truth)
+    ncr = sum(k - truth.index(word) for word in hits) / (k * (k + 1) / 2)
+    return len(hits) / k, len(hits) / min(len(found), k) if found else 0.0, ncr
 
 
 def ratio(ours_value: float, peer_value: float) -> float:
@@ -129,7 +189,11 @@ def ratio(ours_value: float, peer_value: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--epsilon", type=float, default=3.0)
+    parser.add_argument("--epsilon", type=float, default=3.0, help=argparse.SUPPRESS)
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[3.0, 1.0])
+    parser.add_argument("--peers", nargs="*", default=["pem", "sfp", "treehist"])
+    parser.add_argument("--coverage-repeats", type=int, default=10)
+    parser.add_argument("--large", type=int, default=1_000_000, help="n of the decode time and memory (0: skip)")
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per peer algorithm")
     parser.add_argument("--seed", type=int, default=1)
@@ -140,28 +204,34 @@ def main() -> None:
         return
     sys.path.insert(0, str(ROOT))
     rng = np.random.default_rng(args.seed)
-    data = zipf_data(args.n, 10_000, 6, rng)
-    truth = true_top(data, args.top)
-    rows = [ours(data, args.epsilon, args.top, budget, rng) for budget in (0.05, float(args.top))]
-    peers = [peer(algorithm, data, args.epsilon, args.top, args.timeout) for algorithm in ("pem", "sfp")]
-    print(f"n={args.n} epsilon={args.epsilon} top-{args.top}, Zipf(1.1) over 10,000 strings of 6 of a-z.")
-    for row in rows + peers:
-        if row["found"] is None:
-            print(f"{row['name']:<40} did not finish within {args.timeout:.0f} s {row.get('error', '')}")
-            continue
-        recall, precision = scores(row["found"], truth)
-        row.update(recall=recall, precision=precision)
-        extra = f"  detection threshold {row['threshold']:.4f}" if "threshold" in row else ""
-        print(f"{row['name']:<40} recall {recall:.2f}  precision {precision:.2f}  "
-              f"server {row['server_seconds']:.2f} s{extra}")
-    for mine in rows:
-        for other in peers:
-            if other["found"] is None:
+    for epsilon in args.epsilons:
+        data = zipf_data(args.n, 10_000, 6, rng)
+        truth = true_top(data, args.top)
+        mine = [ours(data, epsilon, args.top, budget, rng) for budget in (0.05, float(args.top))]
+        rows = mine + [peer(algorithm, data, epsilon, args.top, args.timeout) for algorithm in args.peers]
+        print(f"n={args.n} epsilon={epsilon:g} top-{args.top}, Zipf(1.1) over 10,000 strings of 6 of a-z and '.'")
+        for row in rows:
+            if row["found"] is None:
+                print(f"{row['name']:<36} did not finish within {args.timeout:.0f} s {row.get('error', '')}")
                 continue
-            print(f"{mine['name']} / {other['name']}: recall x{ratio(mine['recall'], other['recall']):.2f}, "
-                  f"precision x{ratio(mine['precision'], other['precision']):.2f}, "
-                  f"server time: peer / ours = {other['server_seconds'] / mine['server_seconds']:.1f}")
-
+            recall, precision, ncr = scores(row["found"], truth)
+            extra = f"  detection threshold {row['threshold']:.4f}" if "threshold" in row else ""
+            print(f"{row['name']:<36} recall {recall:.2f}  precision {precision:.2f}  NCR {ncr:.2f}  server "
+                  f"{1e6 * row['server_per_report']:.1f} us/report  device {1e6 * row['device_per_report']:.0f} "
+                  f"us/report{extra}")
+        finished = [row for row in rows[len(mine):] if row["found"] is not None]
+        if finished:
+            fastest = min(finished, key=lambda row: row["server_per_report"])
+            print(f"server time per report, {fastest['name']} / ours: "
+                  f"{fastest['server_per_report'] / rows[0]['server_per_report']:.1f}x (ours: add() "
+                  f"{1e6 * rows[0]['ingest_per_report']:.1f} us + decode {rows[0]['decode_seconds']:.2f} s)")
+        covered, total = coverage(args.n, epsilon, args.top, args.coverage_repeats, rng)
+        print(f"coverage of the found strings' 95% intervals ({args.coverage_repeats} datasets): "
+              f"{covered}/{total} = {covered / max(1, total):.3f}")
+    if args.large:
+        seconds, gib, (recall, precision, ncr) = large_decode(args.large, 3.0, args.top, rng)
+        print(f"n={args.large:,} epsilon=3 (ours only): decode {seconds:.1f} s, peak RSS of the process {gib:.2f} "
+              f"GiB; recall {recall:.2f} precision {precision:.2f} NCR {ncr:.2f}")
 
 if __name__ == "__main__":
     main()

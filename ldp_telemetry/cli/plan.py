@@ -13,7 +13,7 @@ from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS
 
 
 @click.command()
-@click.option("--epsilon", type=float, required=True, help="Privacy parameter of one report (positive).")
+@click.option("--epsilon", type=float, help="Privacy parameter of one report (positive; with --spec, the spec's).")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of reports expected.")
 @click.option("--mechanism", type=click.Choice(CATEGORICAL_MECHANISMS + NUMERIC_MECHANISMS + ("auto",)),
               help="One mechanism; default: compare all that apply.")
@@ -25,13 +25,24 @@ from client_sdk.spec import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS
               help="Also print the n needed for a CI half-width this small (a fraction, or range units).")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output format.")
-def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
+@click.option("--spec", "spec_file", type=click.File("r"),
+              help="A campaign spec (JSON) whose kind plans itself (heavy_hitters: what n finds).")
+@click.option("--frequency", "frequencies", type=float, multiple=True,
+              help="With --spec: the n that finds strings of this frequency (repeatable).")
+def plan(epsilon: float | None, n: int, mechanism: str | None, domain_size: int | None,
          value_range: tuple[float, float] | None, confidence: float, target_halfwidth: float | None,
-         output_format: str) -> None:
+         output_format: str, spec_file: Any, frequencies: tuple[float, ...]) -> None:
     """Expected standard error and CI half-width per mechanism, against central DP.
 
     Example: ldp-telemetry plan --epsilon 1 --n 100000 --domain-size 1024 --target-halfwidth 0.005
+
+    With --spec, the spec's kind answers (ldp-telemetry plan --spec words.json --n 1000000 --frequency 0.01).
     """
+    if spec_file is not None:
+        _plan_spec(spec_file.read(), n, frequencies, output_format)
+        return
+    if epsilon is None:
+        raise click.UsageError("--epsilon is required (or give --spec)")
     from estimators.central import ratio_text
     from estimators.planner import compare_mechanisms
     from estimators.planner import plan as plan_one
@@ -71,3 +82,18 @@ def plan(epsilon: float, n: int, mechanism: str | None, domain_size: int | None,
         if p.n_for_target is not None:
             line += f" {p.n_for_target:>14,}"
         click.echo(line)
+
+
+def _plan_spec(text: str, n: int, frequencies: tuple[float, ...], output_format: str) -> None:
+    "The answer of the spec's kind (estimators.planner.kind_plan)"
+    from client_sdk import load_spec
+    from client_sdk.errors import SpecError
+    from estimators.planner import kind_plan
+
+    try:
+        answer = kind_plan(load_spec(text), n, frequencies)
+    except SpecError as exc:
+        raise click.ClickException(f"spec: {exc}") from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(answer.data, indent=2) if output_format == "json" else "\n".join(answer.lines))

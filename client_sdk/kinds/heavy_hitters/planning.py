@@ -118,15 +118,20 @@ def reports_needed(params: HeavyHittersParams, frequency: float, top_k: int = DE
     return high
 
 
-def plan(base: HeavyHittersParams, devices: int) -> HeavyHittersParams:
-    """The algorithm and parameters with the smallest detection threshold at n = ``devices`` and base's epsilon:
-    every valid PEM segment length and SFP fragment length (default sketch), ties to PEM"""
-    options = []
+def options(base: HeavyHittersParams) -> list[HeavyHittersParams]:
+    "Every algorithm and parameters ``auto`` chooses among: each valid PEM segment and SFP fragment length"
+    found = []
     for length in range(1, base.max_length + 1):
         if base.symbol_count**length <= MAX_LEVEL_BRANCHING:
-            options.append(base._replace(algorithm="pem", segment_length=length))
+            found.append(base._replace(algorithm="pem", segment_length=length))
         if 256 * base.symbol_count**length <= MAX_FRAGMENT_CANDIDATES:
-            options.append(base._replace(algorithm="sfp", sketch_width=DEFAULT_SKETCH_WIDTH,
-                                         sketch_depth=DEFAULT_SKETCH_DEPTH, fragment_length=length,
-                                         hash_family=HASH_FAMILIES[0]))
-    return min(options, key=lambda option: detection_threshold(option, devices))
+            found.append(base._replace(algorithm="sfp", sketch_width=DEFAULT_SKETCH_WIDTH,
+                                       sketch_depth=DEFAULT_SKETCH_DEPTH, fragment_length=length,
+                                       hash_family=HASH_FAMILIES[0]))
+    return found
+
+
+def plan(base: HeavyHittersParams, devices: int) -> HeavyHittersParams:
+    """The algorithm and parameters with the smallest detection threshold at n = ``devices`` and base's epsilon
+    (among :func:`options`; ties to PEM)"""
+    return min(options(base), key=lambda option: detection_threshold(option, devices))

@@ -11,6 +11,7 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,8 +56,16 @@ class PemAggregate:
 
     def add(self, payloads: Iterable[Any]) -> PemAggregate:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
-        reports = [parse_payload(self.params, payload) for payload in payloads]
-        return self.merge(PemAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
+        rows = list(payloads)
+        arrays = _pem_arrays(self.params, rows)
+        if arrays is None:  # some payload is irregular: the per-payload parse names its field
+            reports = [parse_payload(self.params, payload) for payload in rows]
+            return self.merge(PemAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
+        group, a, b, y = arrays
+        order = np.argsort(group, kind="stable")
+        bounds = np.searchsorted(group[order], np.arange(self.params.groups + 1))
+        parts = [order[bounds[i]:bounds[i + 1]] for i in range(self.params.groups)]
+        return self.merge(PemAggregate(self.params, [(a[part], b[part], y[part]) for part in parts]))
 
     @classmethod
     def from_reports(cls, params: HeavyHittersParams, reports: list[PemReport]) -> PemAggregate:
@@ -109,8 +118,13 @@ class SfpAggregate:
 
     def add(self, payloads: Iterable[Any]) -> SfpAggregate:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
-        reports = [parse_payload(self.params, payload) for payload in payloads]
-        return self.merge(SfpAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
+        rows = list(payloads)
+        fields = _sfp_arrays(self.params, rows)
+        if fields is None:  # some payload is irregular: the per-payload parse names its field
+            reports = [parse_payload(self.params, payload) for payload in rows]
+            return self.merge(SfpAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
+        return self.merge(SfpAggregate.from_arrays(self.params, fields[:, 0], fields[:, 1], fields[:, 2],
+                                                   fields[:, 3]))
 
     @classmethod
     def from_reports(cls, params: HeavyHittersParams, reports: list[SfpReport]) -> SfpAggregate:
@@ -151,6 +165,50 @@ class SfpAggregate:
                 raise PayloadError(f"groups[{i}]", "a sum exceeds the group's report count")
             sums[i] = flat.reshape(params.sketch_depth, params.sketch_width)
         return cls(params, sums, np.array(counts, np.int64))
+
+
+# The vectorised parse of add(): the same checks as parse_payload over whole columns, None when any payload fails
+# one (add() then parses one by one, and the first bad payload's PayloadError names its field).
+_SEED_HEX = re.compile(r"[0-9A-Fa-f]*")
+
+
+def _ints(values: list) -> bool:
+    return all(type(value) is int for value in values)
+
+
+def _in_range(column: np.ndarray, high: int) -> bool:
+    return not len(column) or (int(column.min()) >= 0 and int(column.max()) < high)
+
+
+def _pem_arrays(params: HeavyHittersParams, rows: list) -> tuple[np.ndarray, ...] | None:
+    if not all(type(row) is list and len(row) == 3 for row in rows):
+        return None
+    groups, seeds, ys = [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
+    if not (_ints(groups) and _ints(ys) and all(type(seed) is str and len(seed) == 32 for seed in seeds)):
+        return None
+    joined = "".join(seeds)
+    if not _SEED_HEX.fullmatch(joined):
+        return None
+    try:
+        group, y = np.array(groups, np.int64), np.array(ys, np.int64)
+    except OverflowError:
+        return None
+    if not (_in_range(group, params.groups) and _in_range(y, oracle(params).g)):  # type: ignore[union-attr]
+        return None
+    halves = np.frombuffer(bytes.fromhex(joined), dtype=">u8").astype(np.uint64).reshape(-1, 2)
+    return group, halves[:, 0].copy(), halves[:, 1].copy(), y.astype(np.uint32)
+
+
+def _sfp_arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    assert params.sketch_depth is not None and params.sketch_width is not None
+    if not all(type(row) is list and len(row) == 4 and _ints(row) for row in rows):
+        return None
+    try:
+        fields = np.array(rows, np.int64).reshape(-1, 4)
+    except OverflowError:
+        return None
+    highs = (params.groups, params.sketch_depth, params.sketch_width, 2)
+    return fields if all(_in_range(fields[:, i], high) for i, high in enumerate(highs)) else None
 
 
 def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:

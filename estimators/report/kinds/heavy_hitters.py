@@ -5,12 +5,21 @@ discoveries, beside the ranked list (every format's table: value, frequency, SE,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...estimates import Estimate
 from ...window import ReportData
 from ..model import ValueRow, confidence_percent, describe_window, epsilon_text, format_number
+from ..style import LDP_COLOUR
 from .base import ReportKind, register_report_kind
+
+if TYPE_CHECKING:
+    from ..plots import Plot
+
+# Function-level imports: the figures' module loads matplotlib, so only main_plots imports it.
+
+MAX_BARS = 30
+THRESHOLD_COLOUR = "#d62728"
 
 
 def section(data: ReportData) -> dict[str, Any]:
@@ -54,6 +63,50 @@ class HeavyHittersReport(ReportKind):
         if len(rows) > shown:
             parts[0] += f" (the {shown} largest of {len(rows)} strings)"
         return ". ".join(parts) + "."
+
+    def main_plots(self, data: ReportData) -> list[Plot]:
+        return [found_strings_figure(data)] if data.estimate.values else []
+
+
+def found_strings_figure(data: ReportData) -> Plot:
+    """The discovered strings' frequencies (most frequent first, at most MAX_BARS) with their intervals, and the
+    detection threshold as a line: strings below it may be missing from the list"""
+    from ..plots import TRUTH_COLOUR, Plot, fit_layout, new_figure
+
+    result = data.estimate
+    rows = sorted(result.values, key=lambda row: -row.estimate)[:MAX_BARS]
+    threshold = section(data).get("detection_threshold")
+    figure = new_figure(max(6.0, 0.45 * len(rows) + 3), 4.5)
+    axes = figure.add_subplot()
+    x = list(range(len(rows)))
+    estimates = [row.estimate for row in rows]
+    axes.bar(x, estimates, width=0.6, color=LDP_COLOUR, label="frequency (estimation group)")
+    low = [e - (r.ci_low if r.ci_low is not None else e) for e, r in zip(estimates, rows)]
+    high = [(r.ci_high if r.ci_high is not None else e) - e for e, r in zip(estimates, rows)]
+    axes.errorbar(x, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1.0,
+                  label=f"local DP {confidence_percent(result)} CI")
+    if isinstance(threshold, (int, float)):
+        axes.axhline(threshold, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1.2,
+                     label=f"detection threshold {format_number(threshold)}")
+    truth = data.truth if isinstance(data.truth, dict) else None
+    if truth:
+        axes.scatter(x, [truth.get(row.value, float("nan")) for row in rows], marker="D", color=TRUTH_COLOUR,
+                     zorder=3, s=20, label="ground truth")
+    axes.axhline(0, color="grey", linewidth=0.8)
+    axes.set_xticks(x, [repr(row.value)[1:-1][:14] for row in rows], rotation=45, ha="right", fontsize=8)
+    axes.set_ylabel("fraction of reports")
+    axes.set_title(f"{data.campaign}: {result.mechanism or 'heavy_hitters'}, "
+                   f"ε = {epsilon_text(result)}, n = {data.n or 0:,}")
+    axes.legend(fontsize=8, loc="upper right")
+    fit_layout(figure)
+    shown = f"the {len(rows)} most frequent of {len(result.values)}" if len(result.values) > len(rows) else \
+        f"all {len(rows)}"
+    caption = (f"Bars: {shown} discovered strings' frequencies with their {confidence_percent(result)} intervals "
+               "(from the estimation group, reports no discovery step read).")
+    if isinstance(threshold, (int, float)):
+        caption += (f" Dashed line: the detection threshold {format_number(threshold)}, the smallest frequency "
+                    "found with probability >= 0.9 at this n and epsilon; rarer strings may be missing.")
+    return Plot("heavy_hitters", "Discovered strings", figure, caption)
 
 
 HEAVY_HITTERS_REPORT = register_report_kind(HeavyHittersReport())

@@ -1,0 +1,50 @@
+"""add() parses a batch's columns at once: the same aggregate as the per-payload parse, and a bad payload in a
+batch still fails with the PayloadError naming its field."""
+
+import pytest
+
+from client_sdk.errors import PayloadError
+from client_sdk.kinds.heavy_hitters import make_report, params_from_dict, parse_payload
+from client_sdk.randomness import DeterministicRandom
+from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate, empty_aggregate
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz."
+SPECS = [{"max_length": 6, "alphabet": ALPHABET, "algorithm": "pem", "segment_length": 2},
+         {"max_length": 6, "alphabet": ALPHABET, "algorithm": "sfp", "fragment_length": 2}]
+
+
+def payloads(params, count=300):
+    rng = DeterministicRandom(4)
+    return [make_report(rng, params, word) for word in ["hello", "abc", "zz.", ""] * (count // 4)]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_batch_parse_makes_the_per_payload_aggregate(spec):
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params)
+    one_by_one = (PemAggregate if params.algorithm == "pem" else SfpAggregate).from_reports(
+        params, [parse_payload(params, payload) for payload in batch])
+    assert empty_aggregate(params).add(batch).to_json() == empty_aggregate(params).merge(one_by_one).to_json()
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("position, bad, field", [(0, True, "payload[0]"), (0, 99, "payload[0]"),
+                                                  (-1, -1, "payload[")])
+def test_a_bad_payload_in_a_batch_names_its_field(spec, position, bad, field):
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    broken = list(batch[7])
+    broken[position] = bad
+    batch[7] = broken
+    with pytest.raises(PayloadError) as error:
+        empty_aggregate(params).add(batch)
+    assert error.value.field.startswith(field)
+
+
+def test_a_seed_with_whitespace_is_refused():
+    params = params_from_dict(SPECS[0], 3.0)
+    batch = payloads(params, 8)
+    batch[3] = [batch[3][0], " " + batch[3][1][1:], batch[3][2]]
+    with pytest.raises(PayloadError) as error:
+        empty_aggregate(params).add(batch)
+    assert error.value.field == "payload[1]"
