@@ -6,7 +6,8 @@ formed before and not acknowledged (after a crash or a failed request: the colle
 and records each batch id once, so a resend adds nothing), then forms a batch for every campaign version that is
 due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), of
 ``shuffle_batch`` reports each (a short batch: those waiting); reports beyond a whole batch wait for the next.
-A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once.
+A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once,
+or after its 409 ``budget-exhausted`` (the campaign's budget is spent: those reports are discarded, never released).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from client_sdk.kinds.shuffle_params import shuffle_rule
 from ..config import DEFAULTS
 from ..storage import StorageBase, is_database_url, open_storage
 from .queue import ShuffleQueue
-from .upstream import Upstream, UpstreamError
+from .upstream import BudgetSpent, Upstream, UpstreamError
 
 logger = logging.getLogger("collector.shuffler")
 SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
@@ -138,7 +139,12 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
 def _send(queue: ShuffleQueue, upstream: Upstream, batch_id: str) -> int:
     batch = queue.batch(batch_id)
     if batch.reports:
-        answer = upstream.forward(batch_id, batch.reports)
+        try:
+            answer = upstream.forward(batch_id, batch.reports)
+        except BudgetSpent as exc:  # the campaign's budget is spent: these reports are never to be released
+            logger.warning("discarding a batch of %d reports of %s: %s", len(batch.reports), batch.campaign, exc)
+            queue.delete_batch(batch_id)
+            return 0
         failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
         if answer.get("rejected"):
             logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",

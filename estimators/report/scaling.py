@@ -33,7 +33,7 @@ from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
 from ..aggregation import aggregate
-from ..estimates import Estimate, as_estimate, typed_as
+from ..estimates import Estimate, EstimatedMean, as_estimate, typed_as
 from ..frequency import estimate_frequencies
 from ..kinds.distributed import Prio3Release
 from ..kinds.local import LocalFrequencies, LocalMean
@@ -312,6 +312,26 @@ class TrustModelCurves:
     current_n: int
     current: dict[str, float]
     delta: float | None = None
+    shuffled: np.ndarray | None = None  # one batch of n shuffled reports at the epsilon0 the target allows
+    shuffled_delta: float | None = None
+
+
+SHUFFLED_POINTS = 7  # the shuffled line is computed at this many n (each a search over epsilon0), log-interpolated
+
+
+def _shuffled_curve(result: Prio3Release, n: np.ndarray, confidence: float) -> np.ndarray:
+    "The shuffled model's half-width over ``n`` (estimators.distributed.estimate.shuffled_model at a few n)"
+    from ..distributed.estimate import shuffled_model  # the planner and the amplification: for this line only
+
+    assert result.epsilon is not None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    mean = typed_as(EstimatedMean, result) if isinstance(result, EstimatedMean) else None
+    value_range = mean.range if mean is not None else None
+    domain = max(2, len(result.values))
+    points = np.unique(np.round(np.logspace(math.log10(n[0]), math.log10(n[-1]), SHUFFLED_POINTS)).astype(int))
+    widths = [shuffled_model(result.epsilon, int(m), result.delta, z, domain_size=domain,
+                             value_range=value_range)["ci_halfwidth"] for m in points]
+    return np.exp(np.interp(np.log(n), np.log(points), np.log(widths)))
 
 
 def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
@@ -329,10 +349,13 @@ def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
     models = result.trust_models
     assert models is not None, "the trust models' half-widths come from them"
     n = _grid(n_now)
+    shuffled = models.get("shuffled")
     return TrustModelCurves(
         quantity=result.quantity, epsilon=estimate.epsilon,
         noise_mode=result.noise_mode or "?", local_mechanism=models["local"].mechanism or "?",
         central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors, delta=result.delta,
+        shuffled=None if "shuffled" not in errors else _shuffled_curve(result, n, result.z_confidence),
+        shuffled_delta=None if shuffled is None else shuffled.delta,
     )

@@ -85,7 +85,7 @@ def world(tmp_path_factory):
     "A collector with a shuffled campaign (batches of SENT), a recording proxy, its shuffler; SENT reports sent"
     directory = tmp_path_factory.mktemp("shuffler")
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     (device,) = keys_in(shuffler_db, "ingest")
     spec = {**SHUFFLED, "shuffle_batch": SENT}
     with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _), \
@@ -223,7 +223,7 @@ def test_python_sdk_devices_through_the_shuffler(tmp_path):
 @pytest.mark.parametrize("point", ["shuffler-after-form", "shuffler-after-forward"])
 def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
     collector_db, shuffler_db = tmp_path / "collector.db", tmp_path / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     (device,) = keys_in(shuffler_db, "ingest")
     with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",

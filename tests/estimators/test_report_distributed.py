@@ -46,7 +46,8 @@ def test_every_format_shows_the_trust_models_and_the_guarantees():
     table = render_table(data)
     assert "distributed (Prio3 histogram, coins noise)" in table and "batches: 2026-11-29, 2026-11-30" in table
     assert "rejected reports: invalid-measurement 4" in table
-    assert re.search(r"standard error of one value's fraction: local [0-9.]+ \(\w+\), distributed [0-9.]+ \(coins\), "
+    assert re.search(r"standard error of one value's fraction: local [0-9.]+ \(\w+\), shuffled [0-9.]+ \(\w+, "
+                     r"epsilon0 [0-9.]+, one batch of n at delta 1e-06\), distributed [0-9.]+ \(coins\), "
                      r"central [0-9.]+", table)
     from estimators.distributed import ASSUMPTION
 
