@@ -32,6 +32,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from client_sdk.budget import Budget, refusal
@@ -151,14 +152,18 @@ def record_batch(storage: StorageBase, campaign: CampaignVersion, batch: str, to
     return _record(storage, campaign, f"batch:{campaign.fingerprint}:{batch}", "batch", 1, [batch], today)
 
 
-def shuffled_charge(campaign: CampaignVersion, size: int) -> tuple[float, float, dict]:
-    "A shuffled batch of ``size`` reports: its amplified (epsilon, delta) and the mechanism row that states it"
+@lru_cache(maxsize=256)
+def _amplified(epsilon0: float, size: int, delta: float) -> tuple[float, float]:
     # scipy: only once a shuffled batch is recorded
     from estimators.composition import shuffled_release
 
+    return shuffled_release(epsilon0, size, delta).guarantee()
+
+
+def shuffled_charge(campaign: CampaignVersion, size: int) -> tuple[float, float, dict]:
+    "A shuffled batch of ``size`` reports: its amplified (epsilon, delta) and the mechanism row that states it"
     spec = campaign.spec
-    delta = float(spec.delta) if spec.delta else DEFAULT_DELTA
-    epsilon, delta = shuffled_release(float(spec.epsilon), size, delta).guarantee()
+    epsilon, delta = _amplified(float(spec.epsilon), size, float(spec.delta) if spec.delta else DEFAULT_DELTA)
     return epsilon, delta, {"type": "approx", "epsilon": epsilon, "delta": delta,
                             "shuffled": {"epsilon0": float(spec.epsilon), "batch_size": size}}
 

@@ -14,6 +14,7 @@ from estimators.estimates import COMPARED_MODELS, typed_as
 from estimators.kinds.distributed import Prio3Release
 from estimators.report import IndexEntry, render_index
 from estimators.report.kinds import report_kind
+from estimators.report.kinds.distributed import OPTIONAL_MODELS
 from estimators.report.model import (
     epsilon_text,
     format_number,
@@ -110,7 +111,8 @@ def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
     models = release.trust_models
     assert models is not None, "a distributed release states the three trust models"
     widths = report_kind(release).trust_model_halfwidths(release) or {}
-    bars = {name: widths.get(name, math.nan) for name in COMPARED_MODELS if name in widths or name != "shuffled"}
+    bars = {name: widths.get(name, math.nan) for name in COMPARED_MODELS
+            if name in widths or name not in OPTIONAL_MODELS}
     shuffled = models.get("shuffled")
     labels = {"local": f"best local oracle, {models['local'].mechanism}",
               "shuffled": "" if shuffled is None else f"{shuffled.mechanism}, epsilon0 {shuffled.epsilon0 or 0:.3g}",

@@ -321,7 +321,8 @@ SHUFFLED_POINTS = 7  # the shuffled line is computed at this many n (each a sear
 
 def _shuffled_curve(result: Prio3Release, n: np.ndarray, confidence: float) -> np.ndarray:
     "The shuffled model's half-width over ``n`` (estimators.distributed.estimate.shuffled_model at a few n)"
-    from ..distributed.estimate import shuffled_model  # the planner and the amplification: for this line only
+    # the planner and the amplification (scipy): for this line only
+    from ..distributed.estimate import shuffled_model
 
     assert result.epsilon is not None
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -356,6 +357,7 @@ def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
         central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors, delta=result.delta,
-        shuffled=None if "shuffled" not in errors else _shuffled_curve(result, n, result.z_confidence),
+        shuffled=None if shuffled is None or shuffled.std_error is None else _shuffled_curve(result, n,
+                                                                                            result.z_confidence),
         shuffled_delta=None if shuffled is None else shuffled.delta,
     )
