@@ -33,7 +33,7 @@ from client_sdk.mechanisms import CategoricalMechanism, mechanism_from_spec
 from client_sdk.spec import Spec, load_spec
 
 from ..aggregation import aggregate
-from ..estimates import Estimate, EstimatedMean, as_estimate, typed_as
+from ..estimates import Estimate, as_estimate, typed_as
 from ..frequency import estimate_frequencies
 from ..kinds.distributed import Prio3Release
 from ..kinds.local import LocalFrequencies, LocalMean
@@ -319,19 +319,12 @@ class TrustModelCurves:
 SHUFFLED_POINTS = 7  # the shuffled line is computed at this many n (each a search over epsilon0), log-interpolated
 
 
-def _shuffled_curve(result: Prio3Release, n: np.ndarray, confidence: float) -> np.ndarray:
-    "The shuffled model's half-width over ``n`` (estimators.distributed.estimate.shuffled_model at a few n)"
-    # the planner and the amplification (scipy): for this line only
-    from ..distributed.estimate import shuffled_model
-
-    assert result.epsilon is not None
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    mean = typed_as(EstimatedMean, result) if isinstance(result, EstimatedMean) else None
-    value_range = mean.range if mean is not None else None
-    domain = max(2, len(result.values))
+def _shuffled_curve(result: Estimate, n: np.ndarray) -> np.ndarray | None:
+    "The shuffled model's half-width over ``n``, computed by the kind at a few n and interpolated on log scales"
     points = np.unique(np.round(np.logspace(math.log10(n[0]), math.log10(n[-1]), SHUFFLED_POINTS)).astype(int))
-    widths = [shuffled_model(result.epsilon, int(m), result.delta, z, domain_size=domain,
-                             value_range=value_range)["ci_halfwidth"] for m in points]
+    widths = report_kind(result).shuffled_halfwidths(result, [int(m) for m in points])
+    if widths is None:
+        return None
     return np.exp(np.interp(np.log(n), np.log(points), np.log(widths)))
 
 
@@ -357,7 +350,6 @@ def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
         central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors, delta=result.delta,
-        shuffled=None if shuffled is None or shuffled.std_error is None else _shuffled_curve(result, n,
-                                                                                            result.z_confidence),
+        shuffled=None if shuffled is None or shuffled.std_error is None else _shuffled_curve(estimate, n),
         shuffled_delta=None if shuffled is None else shuffled.delta,
     )

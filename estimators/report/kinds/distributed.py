@@ -98,6 +98,19 @@ class DistributedReport(ReportKind):
     def trust_model_halfwidths(self, result: Estimate) -> dict[str, float] | None:
         return trust_model_halfwidths(typed_as(Prio3Release, result))
 
+    def shuffled_halfwidths(self, result: Estimate, n: Sequence[int]) -> list[float] | None:
+        "One shuffled batch of each n at the epsilon0 the release's (epsilon, delta) allows (its trust-model row)"
+        # the planner and the amplification (scipy): for the figure's shuffled line only
+        from ...distributed.estimate import shuffled_model
+
+        if result.epsilon is None:
+            return None
+        z = NormalDist().inv_cdf(0.5 + result.z_confidence / 2)
+        value_range = result.range if isinstance(result, Prio3MeanRelease) else None
+        domain = max(2, len(result.values))
+        return [shuffled_model(result.epsilon, m, result.delta, z, domain_size=domain,
+                               value_range=value_range)["ci_halfwidth"] for m in n]
+
     def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Local DP's best mechanism at the same ε (its formula)"
         models = typed_as(Prio3Release, result).trust_models
