@@ -33,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="shuffler-bench-"))
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     keys_in(shuffler_db, "ingest")
     with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",

@@ -57,6 +57,7 @@ Hierarchy (the module on the right, when not this one)::
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
     ├── UpstreamError                         collector.shuffler.upstream: the collector did not acknowledge (retry)
+    ├── BudgetSpent                           collector.shuffler.upstream: a batch refused past its budget (dropped)
     ├── NoFreeConfigId                        collector.distributed.hpke_keys: every HPKE config id is taken
     ├── LedgerError                           collector.release_ledger: a release the ledger will not record
     │   └── BudgetExhausted                   it would pass the campaign's budget (409 budget-exhausted)

@@ -1,11 +1,13 @@
 """API keys and rate limits.
 
 Keys travel as ``Authorization: Bearer <key>``; the database stores only their SHA-256 (``storage.hash_key``).
-Roles: ``ingest`` may send reports and read campaign specs, ``admin`` may do everything.  A missing or unknown key
-is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.  An ingest key may be scoped to
-some campaigns (the rest are 403 to read, and their reports are rejected by name), and a *public* key (one
-embedded in web pages, which anyone can copy) always is, with its own, stricter limits: ``PUBLIC_RATE_LIMIT``,
-``PUBLIC_RATE_BURST`` and ``PUBLIC_MAX_BATCH_REPORTS``.
+Roles: ``ingest`` may send reports and read campaign specs, ``admin`` may do everything, ``shuffler`` (a
+shuffler's key at its upstream collector) may read campaign specs and is the only role that posts shuffled
+batches (``POST /v1/shuffled-batches``: a device's ingest key cannot pass its reports off as shuffled).  A
+missing or unknown key is 401 (with ``WWW-Authenticate: Bearer``), a known key without the role is 403.  An
+ingest key may be scoped to some campaigns (the rest are 403 to read, and their reports are rejected by name), and
+a *public* key (one embedded in web pages, which anyone can copy) always is, with its own, stricter limits:
+``PUBLIC_RATE_LIMIT``, ``PUBLIC_RATE_BURST`` and ``PUBLIC_MAX_BATCH_REPORTS``.
 
 Rate limits are a token bucket per key kept in the database (``rate_buckets``), so the limit holds for the whole
 service however many gunicorn workers serve it.  Every request with a known key is charged one token, whatever

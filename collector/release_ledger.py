@@ -3,6 +3,10 @@
 A release is what leaves the collector about the devices' data:
 
 * a distributed campaign's batch, recorded by the leader when it stores the batch's release (``collect``);
+* a shuffled campaign's batch, recorded when the collector stores it (``POST /v1/shuffled-batches``): its charge
+  is the batch's amplified guarantee at its size, ``estimators.composition.shuffled_release(epsilon0, size,
+  delta)`` (Feldman, McMillan, Talwar 2021, Theorem 3.2, at the spec's delta or ``DEFAULT_DELTA``), one charge
+  per batch: each device's report is in one batch, and a batch is (epsilon, delta)-DP for every device in it;
 * a local campaign's window, recorded when the analyst publishes it (``POST /v1/campaigns/NAME/publish``,
   ``ldp-telemetry campaign publish NAME --window START:END``).  Every estimate the collector serves stays
   available to an admin key; publishing is the analyst's statement that a window's figures leave the team, and the
@@ -25,13 +29,16 @@ name ``release_ledger``), so both backends create it.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from client_sdk.budget import Budget, refusal
 from client_sdk.errors import LDPError
 from client_sdk.kinds import kind_of
+from client_sdk.kinds.shuffle_params import DEFAULT_DELTA, shuffle_rule
 
 from .storage import CampaignVersion, StorageBase
 from .storage.kind_migrations import register_migrations
@@ -94,13 +101,25 @@ def spent(storage: StorageBase, name: str) -> tuple[float, float]:
     return epsilon, delta
 
 
-def check(storage: StorageBase, campaign: CampaignVersion, charges: int = 1) -> None:
-    "BudgetExhausted if ``charges`` more releases of ``campaign`` would pass its spec's budget"
+def lock(storage: StorageBase, name: str) -> None:
+    """Hold the ledger of campaign ``name`` until the caller's transaction ends, so that a check and the record
+    after it are one step: of two releases checked at the same moment the second waits and sees the first's row.
+    SQLite's transactions already hold the database's write lock from their start (BEGIN IMMEDIATE); PostgreSQL
+    takes a transaction-level advisory lock on the campaign's name (its key: the first 8 bytes of a SHA-256)."""
+    if storage.dialect == "postgresql":
+        digest = hashlib.sha256(f"release_ledger:{name}".encode()).digest()
+        storage._one("SELECT pg_advisory_xact_lock(?)", (int.from_bytes(digest[:8], "big", signed=True),))
+
+
+def check(storage: StorageBase, campaign: CampaignVersion, charges: int = 1,
+          charge: tuple[float, float] | None = None) -> None:
+    """BudgetExhausted if ``charges`` more releases of ``campaign`` (each of ``charge``, by default the spec's)
+    would pass its spec's budget"""
     budget: Budget | None = getattr(campaign.spec, "budget", None)
     if budget is None or charges == 0:
         return
     so_far = spent(storage, campaign.name)
-    epsilon, delta = charge_of(campaign.spec)
+    epsilon, delta = charge_of(campaign.spec) if charge is None else charge
     reason = refusal(budget, so_far, (epsilon * charges, delta * charges))
     if reason is not None:
         raise BudgetExhausted(
@@ -110,22 +129,65 @@ def check(storage: StorageBase, campaign: CampaignVersion, charges: int = 1) -> 
 
 
 def _record(storage: StorageBase, campaign: CampaignVersion, release: str, source: str, charges: int,
-            days: Sequence[str], today: str) -> bool:
-    "Insert one row (False if that release is recorded already); inside the caller's transaction"
-    # imported here: the estimators (dp-accounting, scipy) only when a release is recorded
-    from estimators.release_ledger import mechanism_of
+            days: Sequence[str], today: str, charged: tuple[float, float, dict] | None = None) -> bool:
+    """Insert one row (False if that release is recorded already); inside the caller's transaction.  ``charged``:
+    the release's (epsilon, delta, mechanism) when it is not the spec's (a shuffled batch's)"""
+    if charged is None:
+        # imported here: the estimators (dp-accounting, scipy) only when a release is recorded
+        from estimators.release_ledger import mechanism_of
 
-    epsilon, delta = charge_of(campaign.spec)
+        epsilon, delta = charge_of(campaign.spec)
+        mechanism = mechanism_of(campaign.spec)
+    else:
+        epsilon, delta, mechanism = charged
     return storage._run(
         "INSERT INTO release_ledger (campaign, release, version, fingerprint, source, charges, epsilon, delta, "
         "mechanism, days, recorded_day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (campaign.name, release, campaign.version, campaign.fingerprint, source, charges, epsilon, delta,
-         json.dumps(mechanism_of(campaign.spec), sort_keys=True), json.dumps(list(days)), today)) > 0
+         json.dumps(mechanism, sort_keys=True), json.dumps(list(days)), today)) > 0
 
 
 def record_batch(storage: StorageBase, campaign: CampaignVersion, batch: str, today: str) -> bool:
     "A distributed batch's release (call in the transaction that stores it): one charge"
     return _record(storage, campaign, f"batch:{campaign.fingerprint}:{batch}", "batch", 1, [batch], today)
+
+
+@lru_cache(maxsize=256)
+def _amplified(epsilon0: float, size: int, delta: float) -> tuple[float, float]:
+    # scipy: only once a shuffled batch is recorded
+    from estimators.composition import shuffled_release
+
+    return shuffled_release(epsilon0, size, delta).guarantee()
+
+
+def shuffled_charge(campaign: CampaignVersion, size: int) -> tuple[float, float, dict]:
+    "A shuffled batch of ``size`` reports: its amplified (epsilon, delta) and the mechanism row that states it"
+    spec = campaign.spec
+    epsilon, delta = _amplified(float(spec.epsilon), size, float(spec.delta) if spec.delta else DEFAULT_DELTA)
+    return epsilon, delta, {"type": "approx", "epsilon": epsilon, "delta": delta,
+                            "shuffled": {"epsilon0": float(spec.epsilon), "batch_size": size}}
+
+
+def shuffled_release_id(campaign: CampaignVersion, batch_id: str) -> str:
+    return f"shuffled:{campaign.fingerprint}:{batch_id}"
+
+
+def check_shuffled_batch(storage: StorageBase, campaign: CampaignVersion, batch_id: str, size: int) -> None:
+    "BudgetExhausted if a new shuffled batch of ``size`` reports would pass the budget (a recorded one passes)"
+    _ensure_table(storage)
+    if storage._one("SELECT 1 FROM release_ledger WHERE campaign = ? AND release = ?",
+                    (campaign.name, shuffled_release_id(campaign, batch_id))) is None:
+        check(storage, campaign, 1, shuffled_charge(campaign, size)[:2])
+
+
+def record_shuffled_batch(storage: StorageBase, campaign: CampaignVersion, batch_id: str, size: int,
+                          today: str) -> bool:
+    """A shuffled batch's release, one charge of its amplified guarantee at ``size`` (call in a transaction, after
+    :func:`check_shuffled_batch`, which migrates the table).  The check is not repeated here: the reports are
+    stored by then, and one shuffler's forwarder sends one batch at a time (its flock)"""
+    lock(storage, campaign.name)
+    return _record(storage, campaign, shuffled_release_id(campaign, batch_id), "shuffled", 1, [today], today,
+                   shuffled_charge(campaign, size))
 
 
 def window_days(window: str) -> list[str]:
@@ -147,13 +209,14 @@ def publish_window(storage: StorageBase, campaign: CampaignVersion, window: str,
     """Record the publication of a local campaign's window (idempotent for the same window): one charge per day
     no earlier publication covers; BudgetExhausted beyond the budget, LedgerError for a campaign whose releases are
     its batches (recorded at collection)"""
-    if kind_of(campaign.spec).batch_of(campaign.spec, 0.0) is not None:
+    if kind_of(campaign.spec).batch_of(campaign.spec, 0.0) is not None or shuffle_rule(campaign.spec) is not None:
         raise LedgerError("releases-are-batches", f"campaign {campaign.name!r} releases its batches: each is "
                           "recorded when it is collected, not published", "name")
     days = window_days(window)
     release = f"window:{days[0]}:{days[-1]}"
     _ensure_table(storage)
     with storage.transaction():
+        lock(storage, campaign.name)
         covered: set[str] = set()
         for (text,) in storage._all("SELECT days FROM release_ledger WHERE campaign = ?", (campaign.name,)):
             covered.update(json.loads(text))
@@ -161,7 +224,7 @@ def publish_window(storage: StorageBase, campaign: CampaignVersion, window: str,
         known = storage._one("SELECT 1 FROM release_ledger WHERE campaign = ? AND release = ?",
                              (campaign.name, release))
         if known is None:
-            check(storage, campaign, len(new))
+            check(storage, campaign, len(new))  # under the lock taken above
             _record(storage, campaign, release, "window", len(new), new, today)
     return {"campaign": campaign.name, "release": release, "charges": 0 if known else len(new)}
 

@@ -10,10 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from estimators.estimates import typed_as
+from estimators.estimates import COMPARED_MODELS, typed_as
 from estimators.kinds.distributed import Prio3Release
 from estimators.report import IndexEntry, render_index
 from estimators.report.kinds import report_kind
+from estimators.report.kinds.distributed import OPTIONAL_MODELS
 from estimators.report.model import (
     epsilon_text,
     format_number,
@@ -103,15 +104,18 @@ def summarize(data: Any, truth: dict[str, float] | float, files: list[str]) -> C
 
 
 def error_bars(estimate: Estimate) -> tuple[dict[str, float], dict[str, str]]:
-    """The CI half-width of one value's fraction (or the mean) under local, distributed and central DP: the
+    """The CI half-width of one value's fraction (or the mean) under each trust model it states: the
     report's own figures (the kind's ``trust_model_halfwidths``, each model's stated interval), not z SE beside
     them"""
     release = typed_as(Prio3Release, estimate)  # the kind that states the three trust models
     models = release.trust_models
     assert models is not None, "a distributed release states the three trust models"
     widths = report_kind(release).trust_model_halfwidths(release) or {}
-    bars = {name: widths.get(name, math.nan) for name in ("local", "distributed", "central")}
+    bars = {name: widths.get(name, math.nan) for name in COMPARED_MODELS
+            if name in widths or name not in OPTIONAL_MODELS}
+    shuffled = models.get("shuffled")
     labels = {"local": f"best local oracle, {models['local'].mechanism}",
+              "shuffled": "" if shuffled is None else f"{shuffled.mechanism}, epsilon0 {shuffled.epsilon0 or 0:.3g}",
               "distributed": f"this campaign, {release.noise_mode} noise",
               "central": models["central"].mechanism or ""}
     return bars, labels
@@ -168,7 +172,7 @@ def format_summary(result: DemoResult, top: int = 4) -> str:
             lines.append(f"  note: {campaign.note}")
         if campaign.error_bars and campaign.error_bar_labels:
             lines.append("  error bar of one value's fraction (95% CI half-width), same question, n, epsilon, delta:")
-            for model in ("local", "distributed", "central"):
+            for model in campaign.error_bars:
                 lines.append(f"    {model:<12} ±{format_number(campaign.error_bars[model])}  "
                              f"({campaign.error_bar_labels[model]})")
         if len(campaign.values) > top:

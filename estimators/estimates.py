@@ -25,7 +25,7 @@ _STD_ERROR_FIELDS = ("prop_std_error", "proportion_std_error", "std_error")
 _CI_LOW_FIELDS = ("prop_low_95", "proportion_ci_low", "ci_low")
 _CI_HIGH_FIELDS = ("prop_high_95", "proportion_ci_high", "ci_high")
 ROW_LIST_FIELDS = ("values", "estimates", "candidates", "rows")
-COMPARED_MODELS = ("local", "distributed", "central")  # the trust models a report compares an estimate under
+COMPARED_MODELS = ("local", "shuffled", "distributed", "central")  # the trust models a report compares under
 DEFAULT_CONFIDENCE = 0.95
 
 
@@ -82,12 +82,14 @@ class Defence:
 
 @dataclass(frozen=True)
 class TrustModel:
-    "One trust model's error for the same question and epsilon (a distributed release states three)"
+    "One trust model's error for the same question and epsilon (a distributed release states four)"
 
     std_error: float | None
     ci_halfwidth: float | None
     mechanism: str | None
     mode: str | None  # the distributed model's noise mode
+    epsilon0: float | None = None  # the shuffled model's local epsilon
+    delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -277,7 +279,8 @@ def defence_of(block: Mapping[str, Any]) -> Defence:
 
 def trust_model(model: Mapping[str, Any]) -> TrustModel:
     return TrustModel(std_error=_number(model.get("std_error")), ci_halfwidth=_number(model.get("ci_halfwidth")),
-                      mechanism=_text(model.get("mechanism")), mode=_text(model.get("mode")))
+                      mechanism=_text(model.get("mechanism")), mode=_text(model.get("mode")),
+                      epsilon0=_number(model.get("epsilon0")), delta=_number(model.get("delta")))
 
 
 def _first_number(raw: Mapping[str, Any], names: Sequence[str]) -> float | None:

@@ -24,6 +24,7 @@ SHORT_BATCH_RULES = ("hold", "send")
 MIN_SHUFFLE_BATCH = 2
 MAX_SHUFFLE_BATCH = 1_000_000
 MAX_SHUFFLE_TIMEOUT = 30 * 86400.0  # seconds
+DEFAULT_DELTA = 1e-6  # the central delta of a shuffled batch's amplified guarantee when the spec names none
 
 
 class ShuffleParams(Frozen):

@@ -63,7 +63,7 @@ LISTING_CACHE_SIZE = 8  # listings kept per process (a few KB each): the current
 
 @blueprint.get("/v1/campaigns")
 @browser_route
-@require("ingest", "admin")
+@require("ingest", "admin", "shuffler")
 def list_campaigns() -> Response:
     """The latest version of every campaign.
 
@@ -92,7 +92,7 @@ def list_campaigns() -> Response:
 
 @blueprint.get("/v1/campaigns/<name>")
 @browser_route
-@require("ingest", "admin")
+@require("ingest", "admin", "shuffler")
 def get_campaign(name: str) -> Response:
     "One campaign's spec (latest version unless ?version=N), with the list of its versions"
     require_scope(g.api_key, name)  # before the lookup: a scoped key learns nothing of other campaigns

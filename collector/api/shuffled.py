@@ -3,14 +3,22 @@
 The reports are those of one shuffled campaign version (``"trust": "shuffled"``), in the shuffler's random order,
 each as devices send them to ``POST /v1/reports``; they are checked and stored the same way
 (``reports.store_reports``), and the batch's size (its reports stored now or before: a resent batch has the same)
-is recorded once per batch id (``collector.kinds.local_shuffled``).  The answer is the ingest route's.  The
-shuffler authenticates with its own ingest key; the collector learns nothing of the devices' requests.
+is recorded once per batch id (``collector.kinds.local_shuffled``), in the same transaction as its release in the
+ledger (``release_ledger.record_shuffled_batch``: one charge of the batch's amplified guarantee at its size).  A
+new batch that would pass the campaign's budget is refused before anything is stored (409 ``budget-exhausted``,
+checked at the size sent), and its shuffler discards it: those reports are never released.  The answer is the
+ingest route's.  The shuffler authenticates with its own key of role ``shuffler`` (``ldp-telemetry keys create
+--role shuffler``), the only role this route takes: a device's ingest key (or an admin's) gets 403, so no device
+can pass reports off as a shuffled batch; the collector learns nothing of the devices' requests.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from client_sdk.kinds.shuffle_params import shuffle_rule
+
+from .. import release_ledger
 from ..auth import require
 from ..db import get_storage
 from ..kinds.local_shuffled import record_batch
@@ -23,7 +31,7 @@ blueprint = Blueprint("shuffled", __name__)
 
 
 @blueprint.post("/v1/shuffled-batches")
-@require("ingest", "admin", take_token=False)
+@require("shuffler", take_token=False)
 def forward_batch() -> Response:
     "Store one shuffled batch and record its size"
     config = current_app.config
@@ -45,11 +53,18 @@ def forward_batch() -> Response:
     versions = {(r.get("campaign"), r.get("fingerprint")) for r in reports if isinstance(r, dict)}
     if len(versions) != 1:
         raise invalid("reports", "must all be reports of one campaign version (one campaign and fingerprint)")
+    name, fingerprint = versions.pop()
+    storage = get_storage()
+    campaign = storage.find_version(str(name), str(fingerprint)) if isinstance(name, str) and \
+        isinstance(fingerprint, str) else None
+    if campaign is not None and shuffle_rule(campaign.spec) is None:
+        campaign = None  # store_reports refuses its reports by name
+    if campaign is not None:
+        release_ledger.check_shuffled_batch(storage, campaign, batch_id, len(reports))  # 409 budget-exhausted
     answer = store_reports(reports, shuffled=True)
     size = answer["accepted"] + answer["duplicate"]
-    if size:
-        name, fingerprint = versions.pop()
-        campaign = get_storage().find_version(str(name), str(fingerprint))
-        if campaign is not None:
-            record_batch(get_storage(), batch_id, campaign, today(), size)
+    if size and campaign is not None:
+        with storage.transaction():
+            if record_batch(storage, batch_id, campaign, today(), size):
+                release_ledger.record_shuffled_batch(storage, campaign, batch_id, size, today())
     return jsonify(answer)

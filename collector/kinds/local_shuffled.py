@@ -14,11 +14,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from client_sdk.kinds.shuffle_params import DEFAULT_DELTA
+
 from ..storage import CampaignVersion, StorageBase
 from ..storage.kind_migrations import KindMigrations
 
 KIND = "local"  # the local kind owns these tables (its migrations are recorded under this name)
-DEFAULT_DELTA = 1e-6  # the delta of the amplified guarantee when the spec names none
 
 _TABLE = """CREATE TABLE IF NOT EXISTS shuffled_batches (batch_id TEXT PRIMARY KEY, campaign TEXT NOT NULL,
 fingerprint TEXT NOT NULL, day TEXT NOT NULL, size INTEGER NOT NULL)"""
@@ -34,11 +35,10 @@ MIGRATIONS = KindMigrations(KIND, ((1, _create),))
 
 
 def record_batch(storage: StorageBase, batch_id: str, campaign: CampaignVersion, day: str, size: int) -> bool:
-    "Record a forwarded batch once (a resent one is not recorded again); True if it is new"
-    with storage.transaction():
-        return storage._run("INSERT INTO shuffled_batches (batch_id, campaign, fingerprint, day, size) "
-                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                            (batch_id, campaign.name, campaign.fingerprint, day, size)) > 0
+    "Record a forwarded batch once (a resent one is not recorded again); True if it is new; in a transaction"
+    return storage._run("INSERT INTO shuffled_batches (batch_id, campaign, fingerprint, day, size) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                        (batch_id, campaign.name, campaign.fingerprint, day, size)) > 0
 
 
 def batch_sizes(storage: StorageBase, campaign: CampaignVersion, since: str | None = None,

@@ -42,7 +42,8 @@ def create_shuffler_app(config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask("shuffler")
     settings = load_config(config)
     if not settings["UPSTREAM_URL"] or not settings["UPSTREAM_TOKEN"]:
-        raise ValueError("a shuffler needs UPSTREAM_URL and UPSTREAM_TOKEN (the collector and its ingest key)")
+        raise ValueError("a shuffler needs UPSTREAM_URL and UPSTREAM_TOKEN (the collector and a key of role "
+                         "shuffler there)")
     settings["CORS_ORIGINS"] = cors.parse_origins(settings["CORS_ORIGINS"])
     app.config.update(settings)
     app.config["MAX_CONTENT_LENGTH"] = int(settings["MAX_BODY_BYTES"])

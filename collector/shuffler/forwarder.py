@@ -6,7 +6,10 @@ formed before and not acknowledged (after a crash or a failed request: the colle
 and records each batch id once, so a resend adds nothing), then forms a batch for every campaign version that is
 due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``short_batch: "send"``), of
 ``shuffle_batch`` reports each (a short batch: those waiting); reports beyond a whole batch wait for the next.
-A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once.
+Up to ``PIPELINE`` batches are in flight at once, one request each, so forming the next overlaps the collector
+storing the last.
+A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once,
+or after its 409 ``budget-exhausted`` (the campaign's budget is spent: those reports are discarded, never released).
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from client_sdk.kinds.shuffle_params import shuffle_rule
 
 from ..config import DEFAULTS
 from ..storage import StorageBase, is_database_url, open_storage
-from .queue import ShuffleQueue
-from .upstream import Upstream, UpstreamError
+from .queue import Batch, ShuffleQueue
+from .upstream import BudgetSpent, Upstream, UpstreamError
 
 logger = logging.getLogger("collector.shuffler")
 SCRUB_INTERVAL = 5.0  # seconds between two truncations of the WAL while batches are forwarded
 RETRY_CAP = 30.0
+PIPELINE = 4  # batches in flight at once: forming and reading the next overlaps the collector storing one
 FAILPOINT_ENV = "LDP_FAILPOINT"
 
 
@@ -110,11 +116,35 @@ class Forwarder:
                     self.stopping.wait(backoff)
 
 
-def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
-    "Send the unacknowledged batches, then form and send the due ones; how many reports were acknowledged"
+def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeline: int = PIPELINE) -> int:
+    """Send the unacknowledged batches, then form and send the due ones; how many reports were acknowledged.
+
+    Up to ``pipeline`` batches are in flight at once (each its own request, in a thread of a pool): while the
+    collector stores one, this thread forms and reads the next.  A batch is deleted only once its own request was
+    acknowledged, in this thread, so an interrupted round leaves every unacknowledged batch to be sent again."""
+    in_flight: deque[tuple[Batch, Future]] = deque()
     sent = 0
-    for batch_id in queue.batches():
-        sent += _send(queue, upstream, batch_id)
+    with ThreadPoolExecutor(max_workers=pipeline, thread_name_prefix="ldp-shuffler-send") as pool:
+        try:
+            for batch_id in _batches_to_send(queue, upstream, now):
+                batch = queue.batch(batch_id)
+                if not batch.reports:
+                    queue.delete_batch(batch_id)
+                    continue
+                in_flight.append((batch, pool.submit(upstream.forward, batch_id, batch.reports)))
+                if len(in_flight) >= pipeline:
+                    sent += _settle(queue, *in_flight.popleft())
+            while in_flight:
+                sent += _settle(queue, *in_flight.popleft())
+        finally:
+            for _, future in in_flight:  # a failed round: the others' answers are awaited, their batches kept
+                future.cancel()
+    return sent
+
+
+def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float) -> Iterator[str]:
+    "The unacknowledged batches, then each due version's batches as they are formed"
+    yield from queue.batches()
     for waiting in queue.waiting():
         spec = upstream.spec(waiting.campaign, waiting.fingerprint)
         rule = None if spec is None else shuffle_rule(spec)
@@ -129,21 +159,24 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float) -> int:
                 break
             failpoint("shuffler-after-form")  # a batch formed, not yet sent
             left -= most  # reports that came meanwhile wait for the next round
-            sent += _send(queue, upstream, formed)
+            yield formed
             if left < rule.shuffle_batch:
                 break
-    return sent
 
 
-def _send(queue: ShuffleQueue, upstream: Upstream, batch_id: str) -> int:
-    batch = queue.batch(batch_id)
-    if batch.reports:
-        answer = upstream.forward(batch_id, batch.reports)
-        failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
-        if answer.get("rejected"):
-            logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
-                           answer["rejected"], len(batch.reports), answer.get("errors", [])[:3])
-    queue.delete_batch(batch_id)
+def _settle(queue: ShuffleQueue, batch: Batch, answer: Future) -> int:
+    "Wait for one batch's request: delete the batch once acknowledged (or refused past its budget)"
+    try:
+        counts = answer.result()
+    except BudgetSpent as exc:  # the campaign's budget is spent: these reports are never to be released
+        logger.warning("discarding a batch of %d reports of %s: %s", len(batch.reports), batch.campaign, exc)
+        queue.delete_batch(batch.batch_id)
+        return 0
+    failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
+    if counts.get("rejected"):
+        logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
+                       counts["rejected"], len(batch.reports), counts.get("errors", [])[:3])
+    queue.delete_batch(batch.batch_id)
     return len(batch.reports)
 
 

@@ -1,5 +1,6 @@
-"""The shuffler's client of its upstream collector, with the shuffler's own ingest key: campaign specs (read to
-check reports and learn each version's batching rule; also served to devices) and forwarded batches."""
+"""The shuffler's client of its upstream collector, with the shuffler's own key (role ``shuffler``): campaign
+specs (read to check reports and learn each version's batching rule; also served to devices) and forwarded
+batches."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ MISS_SECONDS = 10.0  # a version the collector does not know is asked again afte
 
 class UpstreamError(LDPError):
     "The collector did not acknowledge a request (unreachable, or an answer other than 200): retry later"
+
+
+class BudgetSpent(LDPError):
+    "The collector refused a batch past its campaign's budget (409 budget-exhausted): it is never to be released"
 
 
 class Upstream:
@@ -86,6 +91,8 @@ class Upstream:
                                             timeout=self.timeout)
         except requests.RequestException as exc:
             raise UpstreamError(f"collector unreachable: {type(exc).__name__}") from None
+        if response.status_code == 409 and "budget-exhausted" in response.text[:2000]:
+            raise BudgetSpent(response.text[:300])
         if response.status_code != 200:
             raise UpstreamError(f"POST /v1/shuffled-batches: {response.status_code} {response.text[:300]}")
         answer: dict[str, Any] = response.json()

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # imported where used: numpy loads with the first aggregate, 
     import estimators
 
 
-ROLES = ("ingest", "admin")
+ROLES = ("ingest", "admin", "shuffler")  # shuffler: a shuffler's upstream key (collector.api.shuffled)
 KEY_PREFIX = "ldp_"
 
 

@@ -17,8 +17,10 @@ integer and symmetric about its mean, and its pmf is known exactly, so:
 
 ``trust_models`` puts, for the same question, n, epsilon and delta, under one relation (replace-one, n public) and
 one target (the users who reported: privacy noise only), the standard error under local DP (the best frequency
-oracle or mean mechanism of the registry, ``estimators.planner``), distributed DP (this noise), and central DP (a
-trusted curator: the analytic Gaussian at delta, Balle & Wang 2018, or Laplace; the other beside it).
+oracle or mean mechanism of the registry, ``estimators.planner``), shuffled DP (the same best mechanism at the
+largest local epsilon0 whose n reports, shuffled in one batch, are (epsilon, delta)-DP by the numerical bound of
+Feldman, McMillan, Talwar 2021, ``estimators.shuffle.local_epsilon_for``), distributed DP (this noise), and central
+DP (a trusted curator: the analytic Gaussian at delta, Balle & Wang 2018, or Laplace; the other beside it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from client_sdk.kinds.shuffle_params import DEFAULT_DELTA
+
 from ..central import (
     RELATION,
     TARGET_REPORTED,
@@ -42,6 +46,7 @@ from ..central import (
 )
 from ..errors import NoReports
 from ..planner import compare_mechanisms
+from ..shuffle import BOUND, local_epsilon_for
 from .noise import NEIGHBOURING, NoiseMode, noise_halfwidth
 
 KINDS = ("histogram", "count", "sum")
@@ -149,10 +154,25 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
     )
 
 
+def shuffled_model(epsilon: float, n: int, delta: float | None, z: float, *, domain_size: int | None = None,
+                   value_range: tuple[float, float] | None = None) -> dict:
+    "The shuffled row of :func:`trust_models`: the best local mechanism at the epsilon0 n shuffled reports allow"
+    shuffle_delta = float(delta) if delta else DEFAULT_DELTA
+    epsilon0 = local_epsilon_for(epsilon, n, shuffle_delta) if n >= 2 else float(epsilon)
+    if value_range is not None:
+        best = compare_mechanisms(epsilon0, n, value_range=value_range, target=TARGET_REPORTED)[0]
+    else:
+        best = compare_mechanisms(epsilon0, n, domain_size=domain_size or 2, target=TARGET_REPORTED)[0]
+    return {"std_error": best.std_error, "ci_halfwidth": z * best.std_error, "mechanism": best.mechanism,
+            "epsilon": epsilon, "delta": shuffle_delta, "epsilon0": epsilon0, "batch_size": n, "bound": BOUND,
+            "assumption": "the shuffler and the collector do not collude (the shuffler sees who sent each report, "
+                          "the collector only the shuffled batch)"}
+
+
 def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, distributed_std_error: float,
                  domain_size: int | None = None, value_range: tuple[float, float] | None = None,
                  noise_mode: str | None = None, confidence: float = 0.95) -> dict:
-    """Standard errors of the same estimate (a fraction, or a mean) under local, distributed and central DP.
+    """Standard errors of the same estimate (a fraction, or a mean) under local, shuffled, distributed and central DP.
 
     One neighbouring relation for all three, replace-one (n public), and one target, "reported" (the privacy
     noise, the error as an estimate for the users who reported; the sampling variance would be the same under
@@ -161,7 +181,8 @@ def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, dist
     sensitivity (a histogram's L1 = 2/n, L2 = sqrt(2)/n; a count's 1/n; a mean's (high - low)/n), Laplace for
     discrete Laplace noise or without delta, the analytic Gaussian at delta otherwise.  Each model states the
     (epsilon, delta) it gives under replace-one: the distributed row's is the release's (filled in by
-    ``estimators.distributed.release``)."""
+    ``estimators.distributed.release``); the shuffled row's is the target at delta (``DEFAULT_DELTA`` without
+    one: shuffling gives no pure epsilon-DP), its local ``epsilon0`` and ``batch_size`` n beside it."""
     if kind == "sum":
         if value_range is None:
             raise ValueError("a mean needs value_range")
@@ -179,6 +200,8 @@ def trust_models(kind: str, *, n: int, epsilon: float, delta: float | None, dist
         "local": {"std_error": best.std_error, "ci_halfwidth": z * best.std_error, "mechanism": best.mechanism,
                   "epsilon": epsilon, "delta": 0.0,
                   "assumption": "none: each device randomizes its own report"},
+        "shuffled": shuffled_model(epsilon, n, delta, z, domain_size=domain_size,
+                                   value_range=value_range if kind == "sum" else None),
         "distributed": {"std_error": distributed_std_error,
                         "assumption": "the noise mode's (see noise.assumption); Prio3: the aggregators do not both "
                                       "collude"},

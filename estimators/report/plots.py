@@ -40,7 +40,7 @@ from .model import (
     with_unit,
 )
 from .scaling import ScalingCurves, TrustModelCurves
-from .style import CENTRAL_COLOUR, DISTRIBUTED_COLOUR, LDP_COLOUR
+from .style import CENTRAL_COLOUR, DISTRIBUTED_COLOUR, LDP_COLOUR, SHUFFLED_COLOUR
 
 MAX_BARS = 20
 MAX_SERIES = DAILY_SERIES
@@ -243,12 +243,17 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
     figure = new_figure(8.0, 4.8)
     axes = figure.add_subplot()
     axes.loglog(curves.n, curves.local, color=LDP_COLOUR, label=f"local DP ({curves.local_mechanism}), slope −1/2")
+    models = [("local", LDP_COLOUR), ("distributed", DISTRIBUTED_COLOUR), ("central", CENTRAL_COLOUR)]
+    if curves.shuffled is not None:
+        axes.loglog(curves.n, curves.shuffled, color=SHUFFLED_COLOUR, linestyle="-.",
+                    label=f"shuffled DP ({curves.local_mechanism} at its amplified ε0, one batch of n)")
+        models.insert(1, ("shuffled", SHUFFLED_COLOUR))
     axes.loglog(curves.n, curves.distributed, color=DISTRIBUTED_COLOUR,
                 label=f"distributed DP (Prio3, {curves.noise_mode} noise), slope −1")
     axes.loglog(curves.n, curves.central, color=CENTRAL_COLOUR, linestyle="--",
                 label=f"central DP ({curves.central_mechanism}), slope −1")
     axes.axvline(curves.current_n, color="grey", linestyle="--", linewidth=1)
-    for name, colour in (("local", LDP_COLOUR), ("distributed", DISTRIBUTED_COLOUR), ("central", CENTRAL_COLOUR)):
+    for name, colour in models:
         axes.plot([curves.current_n], [curves.current[name]], marker="*", markersize=14, color=colour,
                   markeredgecolor="black", zorder=4)
     axes.annotate(f"this campaign\nn = {curves.current_n:,}", (curves.current_n, curves.current["local"]),
@@ -256,7 +261,8 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
     axes.set_xlabel("number of reports n")
     axes.set_ylabel(f"95% CI half-width of {curves.quantity}")
     delta = f", δ = {curves.delta:.0e}" if curves.delta else ""
-    axes.set_title(f"Three trust models at ε = {curves.epsilon:.4g}{delta}")
+    axes.set_title(f"{'Four' if curves.shuffled is not None else 'Three'} trust models at ε = "
+                   f"{curves.epsilon:.4g}{delta}")
     _plain_log_labels(axes)
     axes.grid(True, which="major", linewidth=0.5, alpha=0.5)
     axes.legend(fontsize=8, loc="lower left")
@@ -270,6 +276,11 @@ def trust_models_figure(curves: TrustModelCurves) -> Plot:
         f"{format_number(now['distributed'])}, central {format_number(now['central'])} (distributed is "
         f"{now['distributed'] / now['central']:.2g}× central, local {now['local'] / now['distributed']:,.0f}× "
         f"distributed). Lines: formulas")
+    if curves.shuffled is not None:
+        caption += (f". Shuffled DP (a shuffler, not colluding with the collector, forwards the n reports in one "
+                    f"batch; each device randomizes at the largest ε0 whose shuffled batch is (ε, "
+                    f"δ = {curves.shuffled_delta or 0:.0e})-DP, Feldman, McMillan, Talwar 2021) shrinks faster "
+                    f"than 1/√n as ε0 grows with n: {format_number(now['shuffled'])} at this n")
     return Plot("sqrt_n", "Local, distributed and central DP against n", figure, caption + ".")
 
 

@@ -312,6 +312,20 @@ class TrustModelCurves:
     current_n: int
     current: dict[str, float]
     delta: float | None = None
+    shuffled: np.ndarray | None = None  # one batch of n shuffled reports at the epsilon0 the target allows
+    shuffled_delta: float | None = None
+
+
+SHUFFLED_POINTS = 7  # the shuffled line is computed at this many n (each a search over epsilon0), log-interpolated
+
+
+def _shuffled_curve(result: Estimate, n: np.ndarray) -> np.ndarray | None:
+    "The shuffled model's half-width over ``n``, computed by the kind at a few n and interpolated on log scales"
+    points = np.unique(np.round(np.logspace(math.log10(n[0]), math.log10(n[-1]), SHUFFLED_POINTS)).astype(int))
+    widths = report_kind(result).shuffled_halfwidths(result, [int(m) for m in points])
+    if widths is None:
+        return None
+    return np.exp(np.interp(np.log(n), np.log(points), np.log(widths)))
 
 
 def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
@@ -329,10 +343,13 @@ def trust_model_curves(result: EstimateLike) -> TrustModelCurves | None:
     models = result.trust_models
     assert models is not None, "the trust models' half-widths come from them"
     n = _grid(n_now)
+    shuffled = models.get("shuffled")
     return TrustModelCurves(
         quantity=result.quantity, epsilon=estimate.epsilon,
         noise_mode=result.noise_mode or "?", local_mechanism=models["local"].mechanism or "?",
         central_mechanism=models["central"].mechanism or "?", n=n,
         local=errors["local"] * np.sqrt(n_now / n), distributed=errors["distributed"] * n_now / n,
         central=errors["central"] * n_now / n, current_n=n_now, current=errors, delta=result.delta,
+        shuffled=None if shuffled is None or shuffled.std_error is None else _shuffled_curve(estimate, n),
+        shuffled_delta=None if shuffled is None else shuffled.delta,
     )

@@ -18,4 +18,5 @@ figcaption, .note { color: #555; font-size: 0.9rem; }
 # The figures' colours, one per trust model (and the ground truth)
 LDP_COLOUR = "#1f77b4"
 DISTRIBUTED_COLOUR = "#9467bd"
+SHUFFLED_COLOUR = "#ff7f0e"
 CENTRAL_COLOUR = "#d62728"

@@ -120,7 +120,7 @@ def _fail(message: str) -> None:
 @click.option("--upstream", default=None, envvar="LDP_UPSTREAM_URL",
               help="Shuffler: the collector it forwards to, e.g. http://127.0.0.1:8000 (env LDP_UPSTREAM_URL).")
 @click.option("--upstream-token", default=None, envvar="LDP_UPSTREAM_TOKEN",
-              help="Shuffler: its own ingest key at the upstream collector (env LDP_UPSTREAM_TOKEN).")
+              help="Shuffler: its own key at the upstream collector, role shuffler (env LDP_UPSTREAM_TOKEN).")
 @click.option("--helper-url", default=None, envvar="LDP_HELPER_URL",
               help="The leader's helper: https://..., or http:// to a loopback host only, e.g. "
                    "http://127.0.0.1:8001 (env LDP_HELPER_URL).")
@@ -156,7 +156,7 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
     if role == "shuffler":
         if not upstream or not upstream_token:
             _fail("--role shuffler needs --upstream and --upstream-token (the collector and the shuffler's own "
-                  "ingest key there)")
+                  "key there, role shuffler)")
         if not str(upstream).startswith(("http://", "https://")):
             _fail("--upstream must start with http:// or https://")
         config["UPSTREAM_URL"], config["UPSTREAM_TOKEN"] = upstream, upstream_token
@@ -203,8 +203,9 @@ def keys() -> None:
 
 @keys.command("create")
 @DB_OPTION
-@click.option("--role", required=True, type=click.Choice(["ingest", "admin"]),
-              help="ingest: send reports and read specs; admin: everything.")
+@click.option("--role", required=True, type=click.Choice(["ingest", "admin", "shuffler"]),
+              help="ingest: send reports and read specs; admin: everything; shuffler: a shuffler's key at its "
+                   "collector (read specs, post shuffled batches: the only role that may).")
 @click.option("--label", default="", help="A note to recognise the key by.")
 @click.option("--expires", "expires_day", default=None, type=click.DateTime(["%Y-%m-%d"]),
               help="Last UTC day (YYYY-MM-DD) on which the key is accepted [default: never expires].")

@@ -57,7 +57,7 @@ def shuffler_process(db_path: Path, log_path: Path, upstream: str, token: str, *
 def collector_and_shuffler(directory: Path, spec: dict = SHUFFLED, **shuffler: Any) -> Iterator[dict]:
     "A collector with ``spec``, its shuffler, and the keys: admin (collector), device (shuffler)"
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     (device,) = keys_in(shuffler_db, "ingest")
     with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _):
         created = call(collector_url + "/v1/campaigns", admin, "POST", spec)

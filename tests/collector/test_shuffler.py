@@ -85,7 +85,7 @@ def world(tmp_path_factory):
     "A collector with a shuffled campaign (batches of SENT), a recording proxy, its shuffler; SENT reports sent"
     directory = tmp_path_factory.mktemp("shuffler")
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     (device,) = keys_in(shuffler_db, "ingest")
     spec = {**SHUFFLED, "shuffle_batch": SENT}
     with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _), \
@@ -223,7 +223,7 @@ def test_python_sdk_devices_through_the_shuffler(tmp_path):
 @pytest.mark.parametrize("point", ["shuffler-after-form", "shuffler-after-forward"])
 def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
     collector_db, shuffler_db = tmp_path / "collector.db", tmp_path / "shuffler.db"
-    admin, forwarding = keys_in(collector_db, "admin", "ingest")
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     (device,) = keys_in(shuffler_db, "ingest")
     with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
@@ -253,3 +253,32 @@ def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
     with Storage(collector_db) as storage:
         sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
     assert sum(sizes) == len(reports)  # the resent batch recorded once
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+def test_the_shuffler_queue_on_either_backend(tmp_path, db_path):
+    "A real shuffler over a SQLite or PostgreSQL queue: whole batches reach the collector once, the rest waits"
+    from collector.storage import open_storage
+
+    collector_db = tmp_path / "upstream.db"
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
+    with open_storage(db_path) as storage:
+        storage.migrate()
+        device = storage.create_key("ingest", "2024-01-01")[0]
+    with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
+        spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
+                                              {**SHUFFLED, "shuffle_batch": 50})["spec"])
+        reports = make_reports(spec, ["chrome", "safari", "firefox"] * 40, seed=13)
+        with shuffler_process(db_path, tmp_path / "shuffler.log", collector_url, forwarding) as (url, _):
+            for start in range(0, len(reports), 20):
+                assert call(url + "/v1/reports", device, "POST", {"reports": reports[start:start + 20]})[
+                    "accepted"] == 20
+            wait_for(lambda: len(stored_ids(collector_db)) == 100)
+
+            def queued() -> int:
+                with open_storage(db_path) as storage:
+                    return int(storage._one("SELECT COUNT(*) FROM shuffle_queue")[0])
+
+            wait_for(lambda: queued() == 20)  # two whole batches forwarded; 20 wait for the next
+    ids = stored_ids(collector_db)
+    assert len(set(ids)) == 100 and set(ids) <= {r["report_id"] for r in reports}

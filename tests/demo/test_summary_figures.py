@@ -25,6 +25,7 @@ def test_the_three_error_bars_are_the_report_s_figures():
     assert widths is not None and summary.error_bars == widths
     caption = trust_models_figure(trust_model_curves(result)).caption  # type: ignore[arg-type]
     text = format_summary(demo_result(summary))
+    assert f"{format_number(widths['shuffled'])} at this n" in caption
     for model in ("local", "distributed", "central"):
         assert f"{model} {format_number(widths[model])}" in caption
         assert f"±{format_number(widths[model])}" in text

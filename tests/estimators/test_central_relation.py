@@ -163,3 +163,26 @@ def test_the_planner_and_the_estimate_give_one_mean_ratio_where_the_noise_is_the
     block = estimate(spec, simulate(spec, rng.uniform(0, 10, size=N), rng)).to_dict()["central_dp"]
     planned = plan(mechanism, 1.0, N, value_range=(0.0, 10.0))
     assert block["ldp_to_central_ratio"] == pytest.approx(planned.ldp_to_central_ratio, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["histogram", "sum"])
+def test_the_shuffled_row_buys_the_same_central_guarantee_at_a_larger_local_epsilon(kind):
+    "One batch of n shuffled epsilon0-LDP reports is (epsilon, delta)-DP; the row's error is the local one at epsilon0"
+    from estimators.shuffle import amplified_epsilon
+
+    n, epsilon, delta, d = 50_000, 1.0, 1e-6, 16
+    value_range = (0.0, 100.0) if kind == "sum" else None
+    models = trust_models(kind, n=n, epsilon=epsilon, delta=delta, distributed_std_error=1e-4,
+                          domain_size=d if kind == "histogram" else None, value_range=value_range)
+    shuffled = models["shuffled"]
+    epsilon0 = shuffled["epsilon0"]
+    assert shuffled["batch_size"] == n and (shuffled["epsilon"], shuffled["delta"]) == (epsilon, delta)
+    assert amplified_epsilon(epsilon0, n, delta) <= epsilon < amplified_epsilon(epsilon0 * (1 + 1e-5), n, delta)
+    at_epsilon0 = trust_models(kind, n=n, epsilon=epsilon0, delta=delta, distributed_std_error=1e-4,
+                               domain_size=d if kind == "histogram" else None, value_range=value_range)["local"]
+    assert shuffled["std_error"] == pytest.approx(at_epsilon0["std_error"], rel=1e-12)
+    assert models["central"]["std_error"] < shuffled["std_error"] < models["local"]["std_error"] / 2
+    assert "do not collude" in shuffled["assumption"] and "Feldman" in shuffled["bound"]
+    pure = trust_models(kind, n=n, epsilon=epsilon, delta=None, distributed_std_error=1e-4,
+                        domain_size=d if kind == "histogram" else None, value_range=value_range)["shuffled"]
+    assert pure["delta"] == 1e-6  # shuffling gives no pure epsilon-DP: the row states its delta

@@ -34,7 +34,7 @@ def test_members_are_typed_and_a_non_number_is_none():
     released = Estimate.from_json(distributed_result())
     assert isinstance(released, Prio3Release) and released.trust_models is not None and released.noise_mode
     assert released.trust == "distributed"
-    assert set(released.trust_models) == {"local", "distributed", "central"} and released.guarantee
+    assert set(released.trust_models) == {"local", "shuffled", "distributed", "central"} and released.guarantee
     odd = Estimate.from_json({"kind": "frequency", "n": True, "confidence": "high", "epsilon": None,
                               "values": [{"value": "a", "estimate": "x"}, {"string": "b", "proportion": 0.5}]})
     assert (odd.n, odd.confidence, odd.epsilon) == (None, None, None)

@@ -46,7 +46,8 @@ def test_every_format_shows_the_trust_models_and_the_guarantees():
     table = render_table(data)
     assert "distributed (Prio3 histogram, coins noise)" in table and "batches: 2026-11-29, 2026-11-30" in table
     assert "rejected reports: invalid-measurement 4" in table
-    assert re.search(r"standard error of one value's fraction: local [0-9.]+ \(\w+\), distributed [0-9.]+ \(coins\), "
+    assert re.search(r"standard error of one value's fraction: local [0-9.]+ \(\w+\), shuffled [0-9.]+ \(\w+, "
+                     r"epsilon0 [0-9.]+, one batch of n at delta 1e-06\), distributed [0-9.]+ \(coins\), "
                      r"central [0-9.]+", table)
     from estimators.distributed import ASSUMPTION
 
@@ -78,3 +79,17 @@ def test_a_distributed_mean_shows_local_distributed_and_central_intervals():
     assert any(t.startswith("distributed DP") for t in ticks) and any(t.startswith("local DP") for t in ticks)
     assert "local DP's best mechanism would give" in plots[0].caption
     assert "standard error of the mean: local" in render_table(ReportData(result, None))
+
+
+def test_the_shuffled_line_lies_between_local_and_central_and_meets_the_stated_row():
+    "Shuffled DP: below local everywhere, above central, steeper than 1/sqrt(n) (epsilon0 grows with n)"
+    result = distributed_result("gaussian")
+    curves = trust_model_curves(result)
+    assert curves is not None and curves.shuffled is not None
+    big = curves.n >= 1_000  # below, the Gaussian's delta costs central DP more than a pure local report costs
+    assert np.all(curves.shuffled <= curves.local * (1 + 1e-9))
+    assert np.all(curves.shuffled[big] > curves.central[big])
+    assert slope(curves.n[big], curves.shuffled[big]) < -0.5
+    stated = result["trust_models"]["shuffled"]["ci_halfwidth"]
+    now = float(np.exp(np.interp(np.log(result["n"]), np.log(curves.n), np.log(curves.shuffled))))
+    assert now == pytest.approx(stated, rel=0.05)  # the line is interpolated between 7 computed points

@@ -108,13 +108,21 @@ def collect(storage: StorageBase, store: DistStore, peer: PeerClient, campaign: 
     out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
            "report_count": count, "rejected": rejected, "prio3": vdaf.params.type, "release": release,
            "noise": vdaf.noise.describe(), "coin_subset": None}
-    with store.transaction():
-        if not store.put_release(key, campaign.version, out):
-            # another process stored the release first: keep that one (the helper answered both with the
-            # same noisy share, and this leader's noise of the other one is what the analyst sees)
-            raise _collected(store, key)
-        store.set_batch(key, "collected")
-        release_ledger.record_batch(storage, campaign, batch, utc_day(now))
+    try:
+        with store.transaction():
+            release_ledger.lock(storage, spec.name)  # the check and the record below are one step
+            if store.release(key) is not None:  # another process stored this batch's release first: keep that one
+                raise _collected(store, key)
+            # again, under the lock: a concurrent collection of another batch may have been recorded since
+            release_ledger.check(storage, campaign)
+            if not store.put_release(key, campaign.version, out):
+                raise _collected(store, key)
+            store.set_batch(key, "collected")
+            release_ledger.record_batch(storage, campaign, batch, utc_day(now))
+    except release_ledger.BudgetExhausted:
+        with store.transaction():
+            store.set_batch(key, "open")  # nothing was released: the batch stays open, as refused before
+        raise
     store.scrub_batch(key)  # its jobs are done and it takes no report any more: its reports' order of arrival goes
     return out
 

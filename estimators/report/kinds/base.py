@@ -83,6 +83,10 @@ class ReportKind:
         "The CI half-width of the same quantity under each trust model, when the estimate states them"
         return None
 
+    def shuffled_halfwidths(self, result: Estimate, n: Sequence[int]) -> list[float] | None:
+        "The shuffled trust model's CI half-width at each of ``n`` (one batch of n), when the estimate states it"
+        return None
+
     def header_lines(self, data: ReportData) -> list[str]:
         "The facts every format states first"
         n = data.n

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class DistributedReport(ReportKind):
-    "Prio3 releases: the header names the noise, the batches and the three trust models' standard errors"
+    "Prio3 releases: the header names the noise, the batches and the trust models' standard errors"
 
     name = "prio3"
     model_label = "distributed DP"
@@ -42,7 +42,7 @@ class DistributedReport(ReportKind):
     sections = ((Prio3MeanRelease, MEAN), (Prio3Release, PER_VALUE))
 
     def header_lines(self, data: ReportData) -> list[str]:
-        "Its Prio3 type and noise, the batches, rejections, the three trust models"
+        "Its Prio3 type and noise, the batches, rejections, the trust models"
         result = typed_as(Prio3Release, data.estimate)
         delta = result.delta
         n = data.n
@@ -98,6 +98,19 @@ class DistributedReport(ReportKind):
     def trust_model_halfwidths(self, result: Estimate) -> dict[str, float] | None:
         return trust_model_halfwidths(typed_as(Prio3Release, result))
 
+    def shuffled_halfwidths(self, result: Estimate, n: Sequence[int]) -> list[float] | None:
+        "One shuffled batch of each n at the epsilon0 the release's (epsilon, delta) allows (its trust-model row)"
+        # the planner and the amplification (scipy): for the figure's shuffled line only
+        from ...distributed.estimate import shuffled_model
+
+        if result.epsilon is None:
+            return None
+        z = NormalDist().inv_cdf(0.5 + result.z_confidence / 2)
+        value_range = result.range if isinstance(result, Prio3MeanRelease) else None
+        domain = max(2, len(result.values))
+        return [shuffled_model(result.epsilon, m, result.delta, z, domain_size=domain,
+                               value_range=value_range)["ci_halfwidth"] for m in n]
+
     def mean_comparisons(self, result: Estimate) -> list[tuple[str, float, str, str]]:
         "Local DP's best mechanism at the same ε (its formula)"
         models = typed_as(Prio3Release, result).trust_models
@@ -110,12 +123,15 @@ class DistributedReport(ReportKind):
                  f"local DP's best mechanism would give ± {format_number(width)} at the same ε")]
 
     def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
-        "The three trust models' standard errors over n"
+        "The trust models' standard errors over n"
         from ..plots import trust_models_figure  # matplotlib: loaded by the figures only, never by a table
         from ..scaling import trust_model_curves
 
         models = trust_model_curves(data.estimate)
         return [] if models is None else [trust_models_figure(models)]
+
+
+OPTIONAL_MODELS = ("shuffled",)  # an estimate stored before the shuffled row still compares the other three
 
 
 def trust_model_errors(result: EstimateLike) -> dict[str, float] | None:
@@ -127,6 +143,8 @@ def trust_model_errors(result: EstimateLike) -> dict[str, float] | None:
     for name in COMPARED_MODELS:
         model = models.get(name)
         if model is None or model.std_error is None:
+            if name in OPTIONAL_MODELS:
+                continue
             return None
         errors[name] = model.std_error
     return errors
@@ -145,17 +163,23 @@ def trust_model_halfwidths(result: EstimateLike) -> dict[str, float] | None:
 
 
 def trust_models_text(result: EstimateLike) -> str | None:
-    "The three standard errors side by side, as every format prints them"
+    "The trust models' standard errors side by side, as every format prints them"
     release = typed_as(Prio3Release, result)
     errors = trust_model_errors(release)
     if errors is None or release.trust_models is None:
         return None
     models = release.trust_models
-    local = f"local {format_number(errors['local'])} ({models['local'].mechanism or '?'})"
+    parts = [f"local {format_number(errors['local'])} ({models['local'].mechanism or '?'})"]
+    if "shuffled" in errors:
+        shuffled = models["shuffled"]
+        epsilon0 = f"epsilon0 {shuffled.epsilon0:.4g}, " if shuffled.epsilon0 is not None else ""
+        delta = f" at delta {shuffled.delta:.3g}" if shuffled.delta else ""
+        parts.append(f"shuffled {format_number(errors['shuffled'])} ({shuffled.mechanism or '?'}, {epsilon0}"
+                     f"one batch of n{delta})")
     mode = models["distributed"].mode or release.noise_mode or "?"
-    distributed = f"distributed {format_number(errors['distributed'])} ({mode})"
-    central = f"central {format_number(errors['central'])} ({models['central'].mechanism or '?'})"
-    return f"standard error of {release.quantity}: {local}, {distributed}, {central}"
+    parts.append(f"distributed {format_number(errors['distributed'])} ({mode})")
+    parts.append(f"central {format_number(errors['central'])} ({models['central'].mechanism or '?'})")
+    return f"standard error of {release.quantity}: {', '.join(parts)}"
 
 
 def guarantee_lines(result: EstimateLike) -> list[str]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...estimates import Estimate
-from ...kinds.local import LocalFrequencies, LocalMean, RapporFrequencies
+from ...kinds.local import LocalFrequencies, LocalMean, RapporFrequencies, ShuffleGuarantee
 from ...window import ReportData
 from ..model import (
     NOT_DISTINGUISHABLE,
@@ -55,6 +55,9 @@ class LocalReport(ReportKind):
         ]
         if result.status not in (None, "ok"):
             lines.append(f"status {result.status}: {result.message}".rstrip(": "))
+        shuffle = result.shuffle if isinstance(result, (LocalFrequencies, LocalMean)) else None
+        if shuffle is not None:
+            lines += shuffle_lines(shuffle)
         if ratio is not None:
             lines.append(f"LDP/central ratio {ratio_text(ratio)} ({RATIO_DEFINITION})")
         target = target_text(result)
@@ -105,6 +108,19 @@ class LocalReport(ReportKind):
         except (KeyError, ValueError, TypeError):  # a result this module cannot model: leave the plot out
             curves = None
         return [] if curves is None else [scaling_figure(curves)]
+
+
+def shuffle_lines(shuffle: ShuffleGuarantee) -> list[str]:
+    "A shuffled campaign's guarantee: epsilon0 per report, and the amplified (epsilon, delta) of each batch size"
+    if not shuffle.batches:
+        return [f"shuffled: each report epsilon0 = {shuffle.epsilon0:.4g}-LDP; no batch forwarded in the window"]
+    sizes = "; ".join(
+        f"{row.batches:,} batch{'es' if row.batches != 1 else ''} of {row.batch_size:,}: "
+        f"({row.epsilon:.4g}, {shuffle.delta:.3g})-DP"
+        + (f" (closed form {row.closed_form_epsilon:.4g})" if row.closed_form_epsilon is not None else "")
+        for row in shuffle.batches)
+    return [f"shuffled: each report epsilon0 = {shuffle.epsilon0:.4g}-LDP; amplified per batch (replace-one): "
+            f"{sizes}", f"amplification bound: {shuffle.bound}"]
 
 
 def _unbiased(result: Estimate) -> bool:
