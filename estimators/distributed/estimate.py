@@ -46,7 +46,6 @@ from ..central import (
 )
 from ..errors import NoReports
 from ..planner import compare_mechanisms
-from ..shuffle import BOUND, local_epsilon_for
 from .noise import NEIGHBOURING, NoiseMode, noise_halfwidth
 
 KINDS = ("histogram", "count", "sum")
@@ -157,6 +156,9 @@ def estimate_distributed(release: Sequence[float] | float, *, kind: str, n: int,
 def shuffled_model(epsilon: float, n: int, delta: float | None, z: float, *, domain_size: int | None = None,
                    value_range: tuple[float, float] | None = None) -> dict:
     "The shuffled row of :func:`trust_models`: the best local mechanism at the epsilon0 n shuffled reports allow"
+    # imported here: estimators.shuffle loads scipy, which `ldp-telemetry report` of a local campaign never needs
+    from ..shuffle import BOUND, local_epsilon_for
+
     shuffle_delta = float(delta) if delta else DEFAULT_DELTA
     epsilon0 = local_epsilon_for(epsilon, n, shuffle_delta) if n >= 2 else float(epsilon)
     if value_range is not None:
