@@ -62,4 +62,7 @@ def test_node_and_python_devices_report_latencies_whose_quantiles_cover_the_trut
     for p in (0.5, 0.95):
         truth = _quantile(clamped, p)
         assert rows[p]["ci_low"] <= truth <= rows[p]["ci_high"], (p, truth, rows[p])
-        assert rows[p]["ci_high"] - rows[p]["ci_low"] < 2 * truth, ("not vacuous: range 1..30000", p, rows[p])
+    # not vacuous: the median's interval is within a factor 2 of it (the range is 1..30000); at this n and 99.9 %
+    # the CDF's lower bound never reaches 0.95, so p95's interval is bounded below only
+    assert rows[0.5]["ci_high"] - rows[0.5]["ci_low"] < 2 * _quantile(clamped, 0.5), rows[0.5]
+    assert rows[0.95]["ci_low"] > _quantile(clamped, 0.5), rows[0.95]
