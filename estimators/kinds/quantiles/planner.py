@@ -25,7 +25,6 @@ from client_sdk.kinds.quantiles import QuantilesParams, best_branching, range_va
 from estimators.intervals import z_value
 
 from ..base import KindPlan
-
 from .aggregate import noise_variances, support_probabilities
 from .estimate import DEFAULT_QUANTILES, invert_cdf
 from .inference import LevelCovariance, cdf_covariance
@@ -93,7 +92,7 @@ def assumed_shares(params: QuantilesParams, distribution: str | Mapping[str, Any
     return np.diff(cdf)
 
 
-def unit_cdf_covariance(params: QuantilesParams, shares: Sequence[float]) -> np.ndarray:
+def unit_cdf_covariance(params: QuantilesParams, shares: Sequence[float] | np.ndarray) -> np.ndarray:
     "The exact covariance of the consistent CDF at n = 1 (divide by n; levels of n / h reports each)"
     padded = np.zeros(params.leaves)
     padded[: params.buckets] = shares
@@ -113,7 +112,7 @@ def _noise_root(unit_covariance: np.ndarray) -> np.ndarray:
 class _QuantilePlan:
     "The CDF under the assumed shares, its standard errors and PLAN_DRAWS draws of its error, all at n = 1"
 
-    def __init__(self, params: QuantilesParams, shares: Sequence[float]) -> None:
+    def __init__(self, params: QuantilesParams, shares: Sequence[float] | np.ndarray) -> None:
         c = unit_cdf_covariance(params, shares)
         self.boundaries = np.asarray(params.boundaries)
         self.cdf = np.concatenate([[0.0], np.cumsum(shares)])[:, None]
@@ -132,13 +131,13 @@ class _QuantilePlan:
         return float(np.quantile(widths, share))
 
 
-def quantile_halfwidth(params: QuantilesParams, shares: Sequence[float], n: int, p: float = 0.95, *,
+def quantile_halfwidth(params: QuantilesParams, shares: Sequence[float] | np.ndarray, n: int, p: float = 0.95, *,
                        confidence: float = 0.95, share: float = 0.9) -> float:
     "The p-quantile interval's half-width in value units at n reports, not exceeded in ``share`` of runs"
     return _QuantilePlan(params, shares).halfwidth(n, p, confidence, share)
 
 
-def reports_for_quantile_value(params: QuantilesParams, shares: Sequence[float], halfwidth: float,
+def reports_for_quantile_value(params: QuantilesParams, shares: Sequence[float] | np.ndarray, halfwidth: float,
                                p: float = 0.95, *, confidence: float = 0.95, share: float = 0.9) -> int:
     """The smallest n (to 1 %) at which the p-quantile's interval has half-width <= ``halfwidth`` (value units) in
     ``share`` of runs under the assumed bucket shares; ValueError when no n does (the bucket resolution)"""
@@ -194,4 +193,5 @@ def plan_quantiles(spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
 
 
 __all__ = ["DISTRIBUTIONS", "assumed_shares", "average_range_variance", "best_branching", "cdf_variance_factors",
-           "plan_quantiles", "quantile_halfwidth", "reports_for_quantile", "reports_for_quantile_value", "unit_cdf_covariance"]
+           "plan_quantiles", "quantile_halfwidth", "reports_for_quantile", "reports_for_quantile_value",
+           "unit_cdf_covariance"]
