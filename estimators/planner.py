@@ -186,37 +186,3 @@ def expected_central_block(mechanism: str, epsilon: float, n: int, frequencies: 
     return central_block(sensitivity=histogram_sensitivity(n), epsilon=epsilon, confidence=confidence, delta=delta,
                          ldp_noise_std_error=histogram_noise_std_error(p, q, d, n), ldp_total_std_error=total,
                          sampling_std_error=sampling)
-
-
-# Kinds with a question of their own (``ldp-telemetry plan --spec FILE``): a function of (spec, n, frequencies)
-# returning the answer's lines and its JSON, registered by name or as "module:function" (imported when asked, so
-# that importing a kind never loads the planner); the CLI asks the registry, not the kind.
-KindPlanner = Callable[[Spec, int, Sequence[float]], "KindPlan"]
-_KIND_PLANNERS: dict[str, KindPlanner | str] = {
-    "heavy_hitters": "estimators.kinds.heavy_hitters.planner:plan_heavy_hitters",
-}
-
-
-@dataclass(frozen=True)
-class KindPlan:
-    "A kind's answer for one spec and n: printed lines and the same as JSON"
-
-    lines: tuple[str, ...]
-    data: dict
-
-
-def register_kind_planner(kind: str, planner: KindPlanner | str) -> KindPlanner | str:
-    "Register the planner of a kind (its device side's name; a function or \"module:function\")"
-    _KIND_PLANNERS[kind] = planner
-    return planner
-
-
-def kind_plan(spec: Spec, n: int, frequencies: Sequence[float] = ()) -> KindPlan:
-    "The answer of the spec's kind; ValueError when its kind has no planner"
-    planner = _KIND_PLANNERS.get(spec.kind)
-    if planner is None:
-        raise ValueError(f"campaign kind {spec.kind!r} has no planner (planned: {', '.join(sorted(_KIND_PLANNERS))})")
-    if isinstance(planner, str):
-        module, _, name = planner.partition(":")
-        planner = _KIND_PLANNERS[spec.kind] = getattr(importlib.import_module(module), name)
-    return planner(spec, n, frequencies)

@@ -12,6 +12,7 @@ report says and draws per kind, and which sections and main figure an estimate t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from client_sdk.kinds import Registry
@@ -20,6 +21,21 @@ from ..estimates import Estimate
 
 if TYPE_CHECKING:
     from ..window import DailyResult
+
+
+@dataclass
+class KindPlan:
+    "A kind's answer to ``ldp-telemetry plan --spec``: a header, notes, and a table (columns, rows)"
+
+    header: str
+    columns: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)  # the answer's own members in its JSON (a threshold, ...)
+
+    def to_dict(self) -> dict:
+        return {"header": self.header, "notes": self.notes,
+                "rows": [dict(zip(self.columns, row)) for row in self.rows], **self.figures}
 
 
 class EstimateKind:
@@ -47,6 +63,11 @@ class EstimateKind:
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "One estimate per day (or batch) of the window; none when it holds a single one"
         return []
+
+    def plan(self, spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
+        """What this kind's estimate will say at n reports (``question``: confidence, target_halfwidth and the
+        kind's own keys); ValueError for a kind without a planner or a question it cannot answer"""
+        raise ValueError(f"the {self.name} kind has no planner: ldp-telemetry plan --spec answers for its own kinds")
 
 
 _KINDS = Registry("estimate side")

@@ -8,11 +8,11 @@ detection threshold at this n and epsilon, the expected false discoveries, the g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..base import EstimateKind, register_estimate_kind
+from ..base import EstimateKind, KindPlan, register_estimate_kind
 from . import estimate_heavy_hitters
 from .aggregate import PemAggregate, SfpAggregate
 from .result import HeavyHittersEstimate
@@ -48,6 +48,13 @@ class HeavyHittersEstimates(EstimateKind):
     "``source``: the window's merged aggregate (PemAggregate or SfpAggregate)"
 
     name = KIND
+
+    def plan(self, spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
+        "The detection threshold at n, and the n each of ``question['frequencies']`` needs"
+        # imported here: the planner is only for `ldp-telemetry plan`
+        from .planner import plan_heavy_hitters
+
+        return plan_heavy_hitters(spec, n, tuple(question.get("frequencies") or ()))
 
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> HeavyHittersWindow:  # type: ignore[override]
         "The discovered strings of the window; NoReports when it holds none"

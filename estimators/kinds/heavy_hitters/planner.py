@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from client_sdk.kinds.heavy_hitters.planning import DETECTION_POWER, detection_threshold, options, plan, reports_needed
 from client_sdk.spec import Spec
 
-from ...planner import KindPlan
+from ..base import KindPlan
 
 
 def _label(params) -> str:
@@ -41,5 +41,7 @@ def plan_heavy_hitters(spec: Spec, n: int, frequencies: Sequence[float]) -> Kind
         lines.append(f"frequency {frequency:g}: n = {best[0]:,} reports find it with probability >= "
                      f"{DETECTION_POWER:g} ({_label(best[1])})")
         needed.append({"frequency": frequency, "reports_needed": best[0], "algorithm": best[1].algorithm})
-    return KindPlan(tuple(lines), {"kind": "heavy_hitters", "n": n, "algorithm": at_n.algorithm,
-                                   "detection_threshold": threshold, "reports_needed": needed})
+    return KindPlan(lines[0], ["frequency", "reports_needed", "algorithm"],
+                    [[row["frequency"], row["reports_needed"], row["algorithm"]] for row in needed], lines[1:],
+                    {"kind": "heavy_hitters", "n": n, "algorithm": at_n.algorithm, "detection_threshold": threshold,
+                     "reports_needed": needed})

@@ -4,15 +4,16 @@ the same questions beside it (:mod:`.baselines`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from estimators.window import DailyResult, finite_json
 
-from ..base import EstimateKind, register_estimate_kind
+from ..base import EstimateKind, KindPlan, register_estimate_kind
 from .aggregate import QuantilesAggregate
 from .baselines import central_quantiles, mean_mechanism
 from .estimate import DEFAULT_QUANTILES, QuantilesEstimate, estimate_quantiles
+from .planner import plan_quantiles
 
 
 class QuantilesEstimates(EstimateKind):
@@ -38,6 +39,12 @@ class QuantilesEstimates(EstimateKind):
             return []
         return [DailyResult(day, finite_json(self.estimate(spec, aggregate, confidence).to_json()))
                 for day, aggregate in sources if aggregate.n > 0]
+
+
+    def plan(self, spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
+        """Each quantile's assumed value and interval half-width at n in value units, and the n for
+        ``target_halfwidth`` (``question``: quantiles, assume, share, confidence)"""
+        return plan_quantiles(spec, n, question)
 
 
 QUANTILES_ESTIMATES = register_estimate_kind(QuantilesEstimates())

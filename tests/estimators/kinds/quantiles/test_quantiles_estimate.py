@@ -87,6 +87,12 @@ def binomial_floor(level, repetitions, comparisons):
 @pytest.mark.parametrize(("name", "n", "oracle"), [("lognormal", 3000, "olh"), ("bimodal", 20000, "hadamard"),
                                                     ("point", 500, "olh")])
 def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
+    """Lower bounds from 150 runs.  Measured with 400 runs per case (SE of a 0.95 rate: 0.011), the loop below with
+    another seed: ranges 0.9475 / 0.9525 / 0.9575 (lognormal n=3000 OLH / bimodal n=20000 Hadamard / point mass
+    n=500 OLH), the simultaneous band 0.9575 / 0.94 / 0.9575 (0.94 is 0.9 SE below nominal), the quantile
+    intervals p50..p99 0.98-1.0 in every case: over-conservative by 3-5 points, because their ends are bucket
+    boundaries (each side fails only when the pointwise interval fails at one boundary, and bucket rounding
+    widens both sides further); the value of a bucket, not the rank, is what the interval gives up"""
     params, repetitions = params_of(oracle), 150
     truth = truth_of(name, 64)
     cdf = np.concatenate([[0.0], np.cumsum(truth)])
