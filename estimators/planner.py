@@ -19,9 +19,7 @@ case over the range.  ``std_error`` and ``ci_halfwidth`` are a value's at freque
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 
