@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...estimates import Estimate, is_number
 from ..base import EstimateKind, KindPlan, register_estimate_kind
 from . import estimate_heavy_hitters
 from .aggregate import PemAggregate, SfpAggregate
@@ -44,10 +45,40 @@ class HeavyHittersWindow:
                 "confidence": estimate.confidence, "values": rows, "heavy_hitters": section}
 
 
+@dataclass(frozen=True)
+class HeavyHittersFound(Estimate):
+    """A heavy-hitters estimate as the reports read it: the ranked strings (``values``) and the JSON's
+    ``heavy_hitters`` section (the algorithm, the detection threshold, the expected false discoveries, where the
+    intervals come from and from how many reports)"""
+
+    algorithm: str | None
+    detection_threshold: float | None
+    expected_false_discoveries: float | None
+    interval_source: str | None
+    estimation_reports: int | None
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        found = data.get("heavy_hitters")
+        section: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        threshold, false, reports = (section.get(key) for key in
+                                     ("detection_threshold", "expected_false_discoveries", "estimation_reports"))
+        algorithm, source = section.get("algorithm"), section.get("interval_source")
+        return {**super().members(data), "algorithm": str(algorithm) if algorithm is not None else None,
+                "detection_threshold": threshold if is_number(threshold) else None,
+                "expected_false_discoveries": false if is_number(false) else None,
+                "interval_source": str(source) if source else None,
+                "estimation_reports": reports if is_number(reports) and isinstance(reports, int) else None}
+
+
 class HeavyHittersEstimates(EstimateKind):
     "``source``: the window's merged aggregate (PemAggregate or SfpAggregate)"
 
     name = KIND
+
+    def read(self, data: Mapping[str, Any]) -> HeavyHittersFound:
+        "The JSON of :meth:`estimate` as the reports read it"
+        return HeavyHittersFound.read(data)
 
     def plan(self, spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
         "The detection threshold at n, and the n each of ``question['frequencies']`` needs"

@@ -5,9 +5,10 @@ discoveries, beside the ranked list (every format's table: value, frequency, SE,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ...estimates import Estimate
+from ...estimates import Estimate, typed_as
+from ...kinds.heavy_hitters.kind import HeavyHittersFound
 from ...window import ReportData
 from ..model import ValueRow, confidence_percent, describe_window, epsilon_text, format_number
 from ..style import LDP_COLOUR
@@ -22,10 +23,9 @@ MAX_BARS = 30
 THRESHOLD_COLOUR = "#d62728"
 
 
-def section(data: ReportData) -> dict[str, Any]:
-    "The estimate's heavy_hitters section ({} when the result has none)"
-    found = data.result.get("heavy_hitters")
-    return found if isinstance(found, dict) else {}
+def found(data: ReportData) -> HeavyHittersFound:
+    "The estimate as the heavy_hitters kind reads it (its section's members typed)"
+    return typed_as(HeavyHittersFound, data.estimate)
 
 
 class HeavyHittersReport(ReportKind):
@@ -35,23 +35,22 @@ class HeavyHittersReport(ReportKind):
     model_label = "local DP"
 
     def header_lines(self, data: ReportData) -> list[str]:
-        result = data.estimate
-        hh = section(data)
+        result = hh = found(data)
         n = data.n
-        lines = [f"campaign {data.campaign}: heavy hitters ({hh.get('algorithm', '?')}), local DP, epsilon "
+        lines = [f"campaign {data.campaign}: heavy hitters ({hh.algorithm or '?'}), local DP, epsilon "
                  f"{epsilon_text(result)}",
                  (f"{f'n = {n:,} reports, ' if n is not None else ''}window: "
                   f"{describe_window(data.since, data.until)}, confidence {confidence_percent(result)}")]
-        threshold = hh.get("detection_threshold")
-        if isinstance(threshold, (int, float)):
+        threshold = hh.detection_threshold
+        if threshold is not None:
             lines.append(f"detection threshold: {format_number(threshold)} (the smallest frequency found with "
                          "probability >= 0.9 at this n and epsilon; rarer strings may be missing from the list)")
-        false = hh.get("expected_false_discoveries")
-        if isinstance(false, (int, float)):
+        false = hh.expected_false_discoveries
+        if false is not None:
             lines.append(f"expected false discoveries: {format_number(false)}; {len(result.values)} strings found")
-        if hh.get("interval_source"):
-            lines.append(f"frequencies, SE and intervals from the {hh['interval_source']} "
-                         f"({hh.get('estimation_reports', '?'):,} reports)")
+        if hh.interval_source:
+            reports = f"{hh.estimation_reports:,}" if hh.estimation_reports is not None else "?"
+            lines.append(f"frequencies, SE and intervals from the {hh.interval_source} ({reports} reports)")
         return lines
 
     def mechanism_text(self, result: Estimate) -> str:
@@ -73,9 +72,9 @@ def found_strings_figure(data: ReportData) -> Plot:
     detection threshold as a line: strings below it may be missing from the list"""
     from ..plots import TRUTH_COLOUR, Plot, fit_layout, new_figure
 
-    result = data.estimate
+    result = found(data)
     rows = sorted(result.values, key=lambda row: -row.estimate)[:MAX_BARS]
-    threshold = section(data).get("detection_threshold")
+    threshold = result.detection_threshold
     figure = new_figure(max(6.0, 0.45 * len(rows) + 3), 4.5)
     axes = figure.add_subplot()
     x = list(range(len(rows)))
@@ -85,7 +84,7 @@ def found_strings_figure(data: ReportData) -> Plot:
     high = [(r.ci_high if r.ci_high is not None else e) - e for e, r in zip(estimates, rows)]
     axes.errorbar(x, estimates, yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1.0,
                   label=f"local DP {confidence_percent(result)} CI")
-    if isinstance(threshold, (int, float)):
+    if threshold is not None:
         axes.axhline(threshold, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1.2,
                      label=f"detection threshold {format_number(threshold)}")
     truth = data.truth if isinstance(data.truth, dict) else None
@@ -103,7 +102,7 @@ def found_strings_figure(data: ReportData) -> Plot:
         f"all {len(rows)}"
     caption = (f"Bars: {shown} discovered strings' frequencies with their {confidence_percent(result)} intervals "
                "(from the estimation group, reports no discovery step read).")
-    if isinstance(threshold, (int, float)):
+    if threshold is not None:
         caption += (f" Dashed line: the detection threshold {format_number(threshold)}, the smallest frequency "
                     "found with probability >= 0.9 at this n and epsilon; rarer strings may be missing.")
     return Plot("heavy_hitters", "Discovered strings", figure, caption)
