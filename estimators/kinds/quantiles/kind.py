@@ -5,8 +5,10 @@ the same questions beside it (:mod:`.baselines`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from estimators.estimates import Estimate, is_number
 from estimators.window import DailyResult, finite_json
 
 from ..base import EstimateKind, KindPlan, register_estimate_kind
@@ -14,6 +16,127 @@ from .aggregate import QuantilesAggregate
 from .baselines import central_quantiles, mean_mechanism
 from .estimate import DEFAULT_QUANTILES, QuantilesEstimate, estimate_quantiles
 from .planner import plan_quantiles
+
+
+@dataclass(frozen=True)
+class QuantileInterval:
+    "The p-quantile's estimate and interval (in the values' unit); a curator's has no estimate (nan)"
+
+    p: float
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class CdfPoint:
+    "The CDF at one bucket boundary, its pointwise interval and the simultaneous band"
+
+    boundary: float
+    cdf: float
+    ci_low: float
+    ci_high: float
+    band_low: float
+    band_high: float
+
+
+@dataclass(frozen=True)
+class HistogramBar:
+    "One bucket [low, high): its share and interval"
+
+    low: float
+    high: float
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class MeanMechanismInterval:
+    "What a local mean mechanism at the same epsilon over the range would give (``mean_mechanism``)"
+
+    mechanism: str | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class QuantilesDistribution(Estimate):
+    """A quantiles estimate as the reports read it: the tree's parameters, the quantiles with their intervals (and
+    a trusted curator's), the CDF with its band, the histogram, and the mean two ways"""
+
+    oracle: str | None
+    bucketing: str | None
+    range: tuple[float | None, float | None]
+    buckets: int | None  # the derived count (a geometric spec states its growth only)
+    branching: int | None
+    height: int | None
+    quantiles: tuple[QuantileInterval, ...]
+    central_quantiles: tuple[QuantileInterval, ...]
+    cdf: tuple[CdfPoint, ...]
+    histogram: tuple[HistogramBar, ...]
+    band_critical: float | None
+    mean: float | None
+    ci_low: float | None  # the mean's
+    ci_high: float | None
+    mean_mechanism: MeanMechanismInterval | None
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        params, derived = _block(data, "params"), _block(data, "derived")
+        bounds = params.get("range")
+        low, high = (list(bounds) + [None, None])[:2] if isinstance(bounds, Sequence) else (None, None)
+        mechanism = data.get("mean_mechanism")
+        nan = float("nan")
+        return {
+            **super().members(data),
+            "oracle": _word(params.get("oracle")), "bucketing": _word(params.get("bucketing")),
+            "range": (_float(low), _float(high)),
+            "buckets": _integer(derived.get("buckets", params.get("buckets"))),
+            "branching": _integer(derived.get("branching")), "height": _integer(derived.get("height")),
+            "quantiles": _rows(data.get("quantiles"), QuantileInterval, ("p", "estimate", "ci_low", "ci_high")),
+            "central_quantiles": tuple(QuantileInterval(row.p, nan, row.ci_low, row.ci_high) for row in _rows(
+                _block(data, "central_dp").get("quantiles"), _CentralRow, ("p", "ci_low", "ci_high"))),
+            "cdf": _rows(data.get("cdf"), CdfPoint, ("boundary", "cdf", "ci_low", "ci_high", "band_low", "band_high")),
+            "histogram": _rows(data.get("histogram"), HistogramBar, ("low", "high", "estimate", "ci_low", "ci_high")),
+            "band_critical": _float(_block(data, "band").get("critical")),
+            "mean": _float(data.get("mean")), "ci_low": _float(data.get("ci_low")),
+            "ci_high": _float(data.get("ci_high")),
+            "mean_mechanism": MeanMechanismInterval(
+                _word(mechanism.get("mechanism")), _float(mechanism.get("ci_low")), _float(mechanism.get("ci_high")))
+            if isinstance(mechanism, Mapping) and mechanism else None,
+        }
+
+
+@dataclass(frozen=True)
+class _CentralRow:
+    p: float
+    ci_low: float
+    ci_high: float
+
+
+def _block(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    block = data.get(key)
+    return block if isinstance(block, Mapping) else {}
+
+
+def _rows(raw: Any, row: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    "The rows of ``raw`` (a list of objects) with every one of ``names`` a number, as ``row``"
+    items = raw if isinstance(raw, list) else []
+    return tuple(row(*(float(item[name]) for name in names)) for item in items
+                 if isinstance(item, Mapping) and all(is_number(item.get(name)) for name in names))
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _integer(value: Any) -> int | None:
+    return value if is_number(value) and isinstance(value, int) else None
+
+
+def _word(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class QuantilesEstimates(EstimateKind):
@@ -32,6 +155,10 @@ class QuantilesEstimates(EstimateKind):
         result.extra["central_dp"] = central_quantiles(result, spec.delta)
         result.extra["mean_mechanism"] = mean_mechanism(result)
         return result
+
+    def read(self, data: Mapping[str, Any]) -> QuantilesDistribution:
+        "The JSON of :meth:`estimate` (``to_json()``) as the reports read it"
+        return QuantilesDistribution.read(data)
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "One estimate per day (``sources``: (day, aggregate) pairs) that has reports; none for a single day"
