@@ -12,7 +12,7 @@ epsilon again every period.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from client_sdk.kinds.repeated import RepeatedParams
 
 from ...central import central_block, histogram_sensitivity, mean_sensitivity
 from ...errors import NoReports
+from ...estimates import Estimate, ValueRow, is_number, parse_row
 from ...window import DailyResult
 from ..base import EstimateKind, register_estimate_kind
 from .aggregate import PeriodAggregate
@@ -87,6 +88,77 @@ def period_json(params: RepeatedParams, estimate: PeriodEstimate) -> dict[str, A
     return {"kind": "frequency", "n": estimate.reports, "confidence": estimate.confidence, "values": rows}
 
 
+@dataclass(frozen=True)
+class PeriodPoint:
+    "One period of the series as the reports read it: its mean and interval, or its per-bucket rows"
+
+    period: str
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    values: tuple[ValueRow, ...]
+
+
+@dataclass(frozen=True)
+class PeriodChange:
+    "The change of the mean between two periods, with its interval"
+
+    before: str
+    after: str
+    difference: float | None
+    interval: tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
+class RepeatedEstimate(Estimate):
+    """A repeated campaign's estimate as the reports read it: the latest period's members (the base's), the mode,
+    the period, the series, the change of the mean between two periods, the lifetime bound and the guarantee"""
+
+    mode: str | None
+    period: str | None  # the latest period's label
+    period_unit: str | None
+    lifetime_epsilon: float | None
+    periods: tuple[PeriodPoint, ...]
+    change: PeriodChange | None  # None for a frequency campaign's change (one difference per bucket)
+    guarantee_text: str | None
+
+    @classmethod
+    def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        periods = data.get("periods")
+        change, guarantee = data.get("change"), data.get("guarantee")
+        text = guarantee.get("text") if isinstance(guarantee, Mapping) else None
+        return {**super().members(data), "mode": _word(data.get("mode")), "period": _word(data.get("period")),
+                "period_unit": _word(data.get("period_unit")), "lifetime_epsilon": _float(data.get("lifetime_epsilon")),
+                "periods": tuple(_period(item) for item in periods if isinstance(item, Mapping))
+                if isinstance(periods, list) else (),
+                "change": _change(change) if isinstance(change, Mapping) and not isinstance(
+                    change.get("difference"), list) else None,
+                "guarantee_text": str(text) if text else None}
+
+
+def _period(item: Mapping[str, Any]) -> PeriodPoint:
+    rows = item.get("values")
+    return PeriodPoint(str(item.get("period")), _float(item.get("mean")), _float(item.get("ci_low")),
+                       _float(item.get("ci_high")),
+                       tuple(row for row in (parse_row(raw, index) for index, raw in enumerate(rows))
+                             if row is not None) if isinstance(rows, list) else ())
+
+
+def _change(change: Mapping[str, Any]) -> PeriodChange:
+    interval = change.get("interval")
+    low, high = (list(interval) + [None, None])[:2] if isinstance(interval, Sequence) else (None, None)
+    return PeriodChange(str(change.get("before")), str(change.get("after")), _float(change.get("difference")),
+                        (_float(low), _float(high)))
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _word(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 class RepeatedEstimates(EstimateKind):
     "``source``: the window's (period label, PeriodAggregate) pairs, any order"
 
@@ -110,6 +182,10 @@ class RepeatedEstimates(EstimateKind):
 
     def estimate(self, spec: Any, source: Any, confidence: float = 0.95) -> Any:
         return self.series(spec, source, confidence)
+
+    def read(self, data: Mapping[str, Any]) -> RepeatedEstimate:
+        "The JSON of :meth:`estimate` (``RepeatedSeries.to_json``) as the reports read it"
+        return RepeatedEstimate.read(data)
 
     def per_period(self, spec: Any, sources: Sequence[Any], confidence: float = 0.95) -> list[DailyResult]:
         "None: the series is the estimate's own ``periods``, drawn once by the kind's chart (with the central band)"

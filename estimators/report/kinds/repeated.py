@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ...estimates import typed_as
+from ...kinds.repeated.kind import RepeatedEstimate
 from ...window import ReportData
 from ..model import confidence_percent, describe_window, epsilon_text, format_number
 from ..style import CENTRAL_COLOUR, LDP_COLOUR
@@ -25,22 +27,21 @@ class RepeatedReport(ReportKind):
     colour = LDP_COLOUR
 
     def header_lines(self, data: ReportData) -> list[str]:
-        raw, estimate = data.result, data.estimate
-        mode = "1BitMean" if raw.get("mode") == "mean" else "dBitFlip"
-        lines = [f"campaign {data.campaign}: repeated collection ({mode}, one report per {raw.get('period_unit')}), "
+        estimate = series(data)
+        mode = "1BitMean" if estimate.mode == "mean" else "dBitFlip"
+        lines = [f"campaign {data.campaign}: repeated collection ({mode}, one report per {estimate.period_unit}), "
                  f"epsilon {epsilon_text(estimate)} per memoized answer, at most "
-                 f"{format_number(raw.get('lifetime_epsilon') or math.nan)} per device for all time",
-                 f"{len(raw.get('periods') or [])} periods (window: {describe_window(data.since, data.until)}), "
-                 f"latest {raw.get('period')}: n = {estimate.n or 0:,} reports, "
+                 f"{format_number(estimate.lifetime_epsilon or math.nan)} per device for all time",
+                 f"{len(estimate.periods)} periods (window: {describe_window(data.since, data.until)}), "
+                 f"latest {estimate.period}: n = {estimate.n or 0:,} reports, "
                  f"confidence {confidence_percent(estimate)}"]
-        change = raw.get("change")
-        if isinstance(change, dict) and not isinstance(change.get("difference"), list):
-            low, high = change["interval"]
-            lines.append(f"change {change['before']} -> {change['after']}: {format_number(change['difference'])} "
+        change = estimate.change
+        if change is not None:
+            low, high = change.interval
+            lines.append(f"change {change.before} -> {change.after}: {format_number(change.difference)} "
                          f"[{format_number(low)}, {format_number(high)}]")
-        text = (raw.get("guarantee") or {}).get("text")
-        if text:
-            lines.append("guarantee: " + " ".join(str(text).split()))
+        if estimate.guarantee_text:
+            lines.append("guarantee: " + " ".join(estimate.guarantee_text.split()))
         return lines
 
     def mechanism_text(self, result: Any) -> str:
@@ -48,24 +49,26 @@ class RepeatedReport(ReportKind):
 
     def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
         "The series of means (or of the largest bucket) with its band, and the central baseline's band"
-        periods = [item for item in data.result.get("periods") or [] if isinstance(item, dict)]
-        central = (data.result.get("central_dp") or {}).get("ci_halfwidth")
+        estimate = series(data)
+        periods = estimate.periods
+        central = estimate.central.ci_halfwidth if estimate.central is not None else None
         if len(periods) < 2:
             return []
         from ..plots import Plot, new_figure  # matplotlib: loaded by the figures only
 
-        if data.result.get("mode") == "mean":
-            points = [(item.get("mean"), item.get("ci_low"), item.get("ci_high")) for item in periods]
+        points: list[tuple[float | None, float | None, float | None]]
+        if estimate.mode == "mean":
+            points = [(item.mean, item.ci_low, item.ci_high) for item in periods]
             label = "mean"
         else:
             totals: dict[int, float] = {}
             for item in periods:
-                for index, row in enumerate(item.get("values") or []):
-                    totals[index] = totals.get(index, 0.0) + float(row.get("estimate") or 0.0)
+                for index, row in enumerate(item.values):
+                    totals[index] = totals.get(index, 0.0) + row.estimate
             top = max(totals, key=lambda index: totals[index])
-            rows = [(item.get("values") or [])[top] for item in periods]
-            points = [(row.get("estimate"), row.get("ci_low"), row.get("ci_high")) for row in rows]
-            label = f"share of bucket {rows[0].get('value')}"
+            rows = [item.values[top] for item in periods]
+            points = [(row.estimate, row.ci_low, row.ci_high) for row in rows]
+            label = f"share of bucket {rows[0].value}"
         values = [[math.nan if v is None else float(v) for v in point] for point in points]
         figure = new_figure(8.0, 4.5)
         axes = figure.add_subplot()
@@ -73,11 +76,11 @@ class RepeatedReport(ReportKind):
         middle = [v[0] for v in values]
         axes.plot(x, middle, marker="o", color=LDP_COLOUR, label="local DP, memoized")
         axes.fill_between(x, [v[1] for v in values], [v[2] for v in values], color=LDP_COLOUR, alpha=0.2)
-        if isinstance(central, (int, float)):
+        if central is not None:
             axes.fill_between(x, [m - central for m in middle], [m + central for m in middle], color=CENTRAL_COLOUR,
                               alpha=0.25, label="central DP (same epsilon, per period)")
         step = max(1, len(x) // 12)
-        axes.set_xticks(x[::step], [str(item["period"]) for item in periods][::step], rotation=30)
+        axes.set_xticks(x[::step], [item.period for item in periods][::step], rotation=30)
         axes.set_ylabel(label)
         axes.set_title(f"Per period, with {confidence_percent(data.estimate)} bands")
         axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -85,6 +88,11 @@ class RepeatedReport(ReportKind):
                    "band is what a trusted curator would add at the same epsilon for that period alone (central DP "
                    "spends it again every period; the memoized answers spend it once while values stay put).")
         return [Plot("series", "Per period", figure, caption)]
+
+
+def series(data: ReportData) -> RepeatedEstimate:
+    "The estimate as the repeated kind reads it"
+    return typed_as(RepeatedEstimate, data.estimate)
 
 
 REPEATED_REPORT = register_report_kind(RepeatedReport())
