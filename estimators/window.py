@@ -51,6 +51,12 @@ class ReportData:
         return Estimate.from_json(self.result)
 
     @property
+    def budget(self) -> dict | None:
+        "The release ledger's figures for the campaign (``collector.release_ledger.budget_view``), None without them"
+        budget = self.result.get("budget")
+        return budget if isinstance(budget, dict) else None
+
+    @property
     def kind(self) -> str:
         "frequency, mean, or what the estimator says (RAPPOR results: candidate frequency)"
         if self.estimate.kind:

@@ -17,8 +17,8 @@ WARNING = "WARNING"
 def header_lines(data: ReportData) -> list[str]:
     "The facts every format states first (the estimate's kind says which; the release ledger's line for every kind)"
     lines = report_kind(data.estimate).header_lines(data)
-    if isinstance(data.result.get("budget"), dict):  # collector.reporting adds the release ledger's figures
-        lines = [*lines, budget_line(data.result["budget"])]
+    if data.budget is not None:  # collector.reporting adds the release ledger's figures
+        lines = [*lines, budget_line(data.budget)]
     return lines
 
 
