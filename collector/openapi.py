@@ -191,7 +191,7 @@ DOCUMENT: dict[str, Any] = {
                 "summary": "What a device has spent over the campaign's releases (tight and basic composition) and "
                            "what remains of its budget (admin key)",
                 "security": ADMIN, "parameters": [CAMPAIGN_NAME, VERSION],
-                "responses": {"200": _json({"type": "object", "required": ["spent", "budget", "remaining", "ledger"]},
+                "responses": {"200": _json(_ref("Budget"),
                                            "{campaign, version, releases, charges, rule, spent: {basic, tight}, "
                                            "budget, remaining, remaining_tight, ledger}"),
                               **_problem_responses(400, 401, 403, 404)},
@@ -207,7 +207,7 @@ DOCUMENT: dict[str, Any] = {
                     "type": "object", "required": ["window"],
                     "properties": {"window": {"type": "string", "description": "YYYY-MM-DD:YYYY-MM-DD"},
                                    "version": {"type": "integer"}}}}}},
-                "responses": {"200": _json({"type": "object"}, "{campaign, release, charges}"),
+                "responses": {"200": _json(_ref("Published"), "{campaign, release, charges}"),
                               **_problem_responses(400, 401, 403, 404, 409)},
             },
         },
@@ -276,6 +276,9 @@ DOCUMENT: dict[str, Any] = {
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         "schemas": {
+            "Budget": {"type": "object", "required": ["spent", "budget", "remaining", "ledger"],
+                       "description": "The release ledger's figures for a device that entered every release"},
+            "Published": {"type": "object", "description": "A published window's release: campaign, release, charges"},
             "Campaign": CAMPAIGN_SCHEMA,
             "CampaignList": {"type": "object", "required": ["campaigns"],
                              "properties": {"campaigns": {"type": "array", "items": _ref("Campaign")}}},
