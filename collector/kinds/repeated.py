@@ -27,7 +27,7 @@ from estimators.window import ReportData, finite_json
 
 from ..storage import CampaignVersion, KindMigrations, StorageBase
 from ..storage.kind_migrations import MigrationStep
-from .base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+from .base import Accepted, CollectorKind, ReportItem, Window, register_collector_kind
 
 if TYPE_CHECKING:
     from flask import Response
@@ -140,15 +140,6 @@ class RepeatedCampaigns(CollectorKind):
         except NoReports as exc:
             raise SourceError(str(exc)) from None
         return ReportData(result, campaign.spec.to_dict(), window.since, window.until)
-
-    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
-                             window: Window, daily_top: int | None) -> ReportData:
-        params: dict[str, Any] = {key: value for key, value in (("since", window.since), ("until", window.until))
-                                  if value}
-        params["confidence"] = window.confidence
-        result = get(base + "/estimate", params)
-        result.pop("window", None)
-        return ReportData(result, spec_json, window.since, window.until)
 
 
 def accept(store: RepeatedStore, items: Sequence[ReportItem], now: float) -> Accepted:

@@ -17,7 +17,7 @@ from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES
 from estimators.window import ReportData, finite_json
 
 from ...storage import CampaignVersion, KindMigrations, StorageBase
-from ..base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+from ..base import Accepted, CollectorKind, ReportItem, Window, register_collector_kind
 from .store import KIND, MIGRATIONS, HeavyHittersStore
 
 if TYPE_CHECKING:
@@ -49,16 +49,6 @@ class HeavyHittersCampaigns(CollectorKind):
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
         return ReportData(window_estimate(storage, campaign, window.since, window.until, window.confidence),
                           campaign.spec.to_dict(), window.since, window.until)
-
-    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
-                             window: Window, daily_top: int | None) -> ReportData:
-        "The collector's /estimate (the same function made it)"
-        params: dict[str, Any] = {key: value for key, value in (("since", window.since), ("until", window.until))
-                                  if value}
-        params["confidence"] = window.confidence
-        result = get(base + "/estimate", params)
-        result.pop("window", None)
-        return ReportData(result, spec_json, window.since, window.until)
 
 
 def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accepted:

@@ -16,7 +16,7 @@ from estimators.kinds.quantiles.kind import QUANTILES_ESTIMATES
 from estimators.window import ReportData, finite_json
 
 from ...storage import CampaignVersion, KindMigrations, StorageBase
-from ..base import Accepted, ApiGet, CollectorKind, ReportItem, Window, register_collector_kind
+from ..base import Accepted, CollectorKind, ReportItem, Window, register_collector_kind
 from .store import MIGRATIONS, QuantilesStore, merged
 
 if TYPE_CHECKING:
@@ -53,16 +53,6 @@ class QuantilesCampaigns(CollectorKind):
         except estimators.NoReports:
             raise SourceError(f"campaign {campaign.name!r} has no reports in this window") from None
         return ReportData(result, campaign.spec.to_dict(), window.since, window.until)
-
-    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
-                             window: Window, daily_top: int | None) -> ReportData:
-        "The collector's /estimate (the same estimate the database path makes)"
-        params: dict[str, Any] = {key: value for key, value in (("since", window.since), ("until", window.until))
-                                  if value}
-        params["confidence"] = window.confidence
-        result = get(base + "/estimate", params)
-        result.pop("window", None)
-        return ReportData(result, spec_json, window.since, window.until)
 
 
 def accept(store: QuantilesStore, items: Sequence[ReportItem], day: str) -> Accepted:
