@@ -23,12 +23,9 @@ reports.  Ratios are the reference's time over ours.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,65 +33,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.vdaf_reference import CTX, ReferenceWorker  # noqa: E402
 from client_sdk.vdaf.poplar1 import Poplar1, Poplar1AggParam  # noqa: E402
 
-CTX = b"benchmark"
 KEY = bytes(range(32))
 WORKER = Path(__file__).with_name("poplar1_reference.py")
 
 
-class Reference:
-    "The draft's reference implementation in its own interpreter, or why it is not running (``problem``)"
+class Reference(ReferenceWorker):
+    "The draft's Poplar1 (``poplar1_reference.py``): ``ask`` gives the worker's replies"
 
     def __init__(self, directory: str | None, python: str | None) -> None:
-        self.problem: str | None = None
-        self.process: subprocess.Popen | None = None
-        self.version = ""
-        if directory is None:
-            self.problem = "not run (no --reference DIR)"
-            return
-        python = python or shutil.which("python3.12")
-        if python is None:
-            self.problem = "not run: no python3.12 on the PATH (--reference-python)"
-            return
-        try:
-            self.process = subprocess.Popen([python, str(WORKER), directory], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, text=True)
-        except OSError as exc:
-            self.problem = f"not run: {python}: {exc.strerror}"
-            return
-        hello = self._read()
-        if "error" in hello:
-            self.problem = f"not run: {hello['error']}"
-            self.close()
-        else:
-            self.version = f"Python {hello['python']}, pycryptodomex {hello['pycryptodomex']}"
-
-    def _read(self) -> dict:
-        assert self.process is not None and self.process.stdout is not None
-        line = self.process.stdout.readline()
-        return json.loads(line) if line else {"error": f"the reference's interpreter exited ({self.process.wait()})"}
-
-    def ask(self, request: dict) -> dict | None:
-        "The reply, or None (and ``problem`` set) when the reference is not running or failed"
-        if self.process is None:
-            return None
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({**request, "ctx": CTX.hex()}) + "\n")
-        self.process.stdin.flush()
-        reply = self._read()
-        if "error" in reply:
-            self.problem = f"failed: {reply['error']}"
-            print(reply.get("traceback", ""), file=sys.stderr)
-            self.close()
-            return None
-        return reply
-
-    def close(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.communicate()
-            self.process = None
+        super().__init__(WORKER, directory, python)
 
 
 def cpu() -> float:

@@ -23,12 +23,9 @@ time over ours.  When the reference cannot run, its columns say so and no ratio 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,60 +33,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.vdaf_reference import CTX, ReferenceWorker  # noqa: E402
 from client_sdk.vdaf import Prio3, prio3_count, prio3_histogram, prio3_sum  # noqa: E402
 from collector.vdaf_batch import batch_verify  # noqa: E402
 
-CTX = b"benchmark"
 KEY = bytes(range(32))
 WORKER = Path(__file__).with_name("prio3_reference.py")
 
 
-class Reference:
-    "The draft's reference implementation in its own interpreter, or why it is not running (``problem``)"
+class Reference(ReferenceWorker):
+    "The draft's Prio3 (``prio3_reference.py``): CPU seconds per report of each request"
 
     def __init__(self, directory: str | None, python: str | None) -> None:
-        self.problem: str | None = None
-        self.process: subprocess.Popen | None = None
-        self.version = ""
-        if directory is None:
-            self.problem = "not run (no --reference DIR)"
-            return
-        python = python or shutil.which("python3.12")
-        if python is None:
-            self.problem = "not run: no python3.12 on the PATH (--reference-python)"
-            return
-        try:
-            self.process = subprocess.Popen([python, str(WORKER), directory], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, text=True)
-        except OSError as exc:
-            self.problem = f"not run: {python}: {exc.strerror}"
-            return
-        hello = self._read()
-        if "error" in hello:
-            self.problem = f"not run: {hello['error']}"
-            self.close()
-        else:
-            self.version = f"Python {hello['python']}, pycryptodomex {hello['pycryptodomex']}"
-
-    def _read(self) -> dict:
-        assert self.process is not None and self.process.stdout is not None
-        line = self.process.stdout.readline()
-        return json.loads(line) if line else {"error": f"the reference's interpreter exited ({self.process.wait()})"}
+        super().__init__(WORKER, directory, python)
 
     def _ask(self, request: dict) -> float | None:
         "CPU seconds per report, or None (and ``problem`` set) when the reference failed"
-        if self.process is None:
-            return None
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({**request, "ctx": CTX.hex()}) + "\n")
-        self.process.stdin.flush()
-        reply = self._read()
-        if "error" in reply:
-            self.problem = f"failed: {reply['error']}"
-            print(reply.get("traceback", ""), file=sys.stderr)
-            self.close()
-            return None
-        return float(reply["seconds"])
+        reply = self.ask(request)
+        return None if reply is None else float(reply["seconds"])
 
     def shard(self, spec: list, measurement: object, count: int) -> float | None:
         return self._ask({"op": "shard", "vdaf": spec, "measurement": measurement, "count": count})
@@ -98,12 +59,6 @@ class Reference:
         reports = [[nonce.hex(), public.hex(), [s.hex() for s in encoded]]
                    for nonce, public, encoded in zip(nonces, publics, shares)]
         return self._ask({"op": "verify", "vdaf": spec, "verify_key": KEY.hex(), "reports": reports})
-
-    def close(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.communicate()  # waits, and closes the pipes
-            self.process = None
 
 
 def best(times: list[float | None]) -> float | None:
