@@ -18,7 +18,7 @@ from client_sdk.randomness import PROB_DENOMINATOR
 
 from .aggregate import PeriodAggregate
 
-_SMALL_DOMAIN = 64  # up to this many buckets the d samples come from a random permutation, above by rejection
+_FLOYD_BITS = 64  # up to this many sampled buckets Floyd's algorithm, above a random permutation of each row
 
 
 @dataclass
@@ -86,12 +86,16 @@ def simulate_devices(params: RepeatedParams, n: int, rng: np.random.Generator) -
 
 
 def sample_buckets(k: int, d: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    "n rows of d distinct buckets of 0..k-1, each row uniform and sorted ascending"
-    if k <= _SMALL_DOMAIN:
-        return np.sort(np.argsort(rng.random((n, k)), axis=1)[:, :d], axis=1)
-    rows = np.sort(rng.integers(0, k, (n, d)), axis=1)
-    while True:
-        repeated = (np.diff(rows, axis=1) == 0).any(axis=1) if d > 1 else np.zeros(n, bool)
-        if not repeated.any():
-            return rows
-        rows[repeated] = np.sort(rng.integers(0, k, (int(repeated.sum()), d)), axis=1)
+    """n rows of d distinct buckets of 0..k-1, each row uniform and sorted ascending
+
+    Up to ``_FLOYD_BITS`` samples: Floyd's algorithm, vectorised over rows (d steps, n d^2 comparisons, exact for
+    any k: step j draws t uniform in [0, k - d + j] and takes t, or k - d + j when t is taken already); above, the
+    first d of a random permutation of each row."""
+    if d <= _FLOYD_BITS:
+        rows = np.empty((n, d), np.int64)
+        for column, top in enumerate(range(k - d, k)):
+            drawn = rng.integers(0, top + 1, n)
+            taken = (rows[:, :column] == drawn[:, None]).any(axis=1)
+            rows[:, column] = np.where(taken, top, drawn)
+        return np.sort(rows, axis=1)
+    return np.sort(np.argsort(rng.random((n, k)), axis=1)[:, :d], axis=1)

@@ -116,3 +116,22 @@ def test_an_unchanged_population_has_the_same_estimate_every_period_and_a_zero_c
     series = estimate_series(periods)
     assert [label for label, _ in series] == sorted(periods) and len({e.mean for _, e in series}) == 1
     assert estimate_change(series[0][1], series[-1][1]).difference == 0.0
+
+
+@pytest.mark.parametrize("data, repetitions", [(MEAN, 4000), ({**MEAN, "epsilon": 4.0, "rounding_points": 33}, 4000),
+                                               ({**HISTOGRAM, "buckets": 64, "bits": 4, "range": [0, 64]}, 400),
+                                               ({**HISTOGRAM, "buckets": 256, "bits": 1, "range": [0, 256]}, 400)])
+def test_the_variance_is_the_formulas_to_a_few_percent(data, repetitions):
+    """The sample variance over fresh populations, pooled over buckets, against the exact formula.  Each bucket's
+    s^2 / variance has sd sqrt(2 / (R - 1)); bucket estimates are uncorrelated (a device's bits for two buckets are
+    independent, and it holds one value), so the mean over k buckets has sd sqrt(2 / ((R - 1) k)): a 10% excess fails
+    (the worst case p(1-p) = 1/4 in place of the exact P_i(1 - P_i) is 16% more at the first case)"""
+    params, rng, n = parse_params(data), np.random.default_rng(2035), 2000
+    values = skewed(params, n, rng)
+    estimates = np.array([point(estimate_period(simulate_devices(params, n, rng).aggregate(values, rng)))
+                          for _ in range(repetitions)]).reshape(repetitions, -1)
+    exact = np.atleast_1d(truth(params, values))
+    variance = np.atleast_1d(mean_variance(params, values) if params.mode == "mean"
+                             else histogram_variance(params, exact, n))
+    pooled = float(np.mean(estimates.var(axis=0, ddof=1) / variance))
+    assert abs(pooled - 1) <= variance_tolerance(1.0, repetitions, 4) / math.sqrt(exact.size)
