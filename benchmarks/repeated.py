@@ -192,7 +192,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="n = 1e5 only, epsilon 1")
     parser.add_argument("--trials", type=int, default=50, help="simulated populations per dBitFlip cell (ours)")
     parser.add_argument("--mean-trials", type=int, default=2000, help="simulated populations per 1BitMean cell")
-    parser.add_argument("--recheck-trials", type=int, default=500,
+    parser.add_argument("--recheck-trials", type=int, default=1000,
                         help=f"populations for the cell {RECHECK} (0: skip)")
     parser.add_argument("--peer-cap", type=int, default=20_000, help="users the peer's client and aggregator process")
     parser.add_argument("--peer-trials", type=int, default=5, help="runs of the peer per cell")
