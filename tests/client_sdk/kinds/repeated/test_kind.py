@@ -120,6 +120,45 @@ def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path)
     assert len(bits) >= 2  # gamma flips the sent bits afresh every period; the memoized answers stay two at most
 
 
+@pytest.mark.parametrize("data", [MEAN, {key: value for key, value in HISTOGRAM.items() if key != "gamma"}])
+def test_the_collector_sees_at_most_the_answers_the_ledger_counted(tmp_path, data):
+    "Playing the collector: a device moving between two neighbourhoods for 365 days; distinct answers it received"
+    spec, fake, clock = client_sdk.load_spec(data), FakeCollector(), Clock()
+    client = device(tmp_path, fake, clock, spec)
+    for period in range(365):
+        assert client.record(spec.name, [1.2, 6.7][(period // 10) % 2])
+        client.flush()
+        clock.now += DAY
+    spent = client.spent(spec.name).epsilon
+    client.close(timeout=0)
+    received = stored_payloads(fake, spec.name)
+    assert len(received) == 365 and 1 <= len(set(received)) <= round(spent / spec.epsilon) <= 2
+    assert len(set(received)) == len(kind_slot(tmp_path)[spec.name]["answers"])
+
+
+def test_clearing_the_app_state_redraws_it_and_costs_epsilon_again(tmp_path):
+    """delete_local_data() is the way to redraw (a restart keeps the state, above): the fresh state memoizes a new
+    answer, charged epsilon again, and the old ledger is gone with it (docs/privacy.md: a clear adds up to s eps)"""
+    spec, fake, clock = client_sdk.load_spec(MEAN), FakeCollector(), Clock()
+    first = device(tmp_path, fake, clock, spec)
+    for _period in range(5):
+        assert first.record(spec.name, 3.7)
+        first.flush()
+        clock.now += DAY
+    assert first.spent(spec.name).epsilon == 1.0
+    before = kind_slot(tmp_path)[spec.name]
+    first.delete_local_data()
+    assert not (tmp_path / "state").exists()
+    second = device(tmp_path, fake, clock, spec, rng=client_sdk.DeterministicRandom(8))  # a device's CSPRNG: new
+    assert second.record(spec.name, 3.7)
+    second.flush()
+    assert second.spent(spec.name).epsilon == 1.0  # the device forgot the first state's epsilon
+    second.close(timeout=0)
+    after = kind_slot(tmp_path)[spec.name]
+    assert after["alpha"] != before["alpha"] and len(after["answers"]) == 1
+    assert len(stored_payloads(fake, spec.name)) == 6  # 5 + 1: the collector cannot tell the two states apart
+
+
 def kind_slot(tmp_path: Path, state_dir: str = "state") -> dict:
     with sqlite3.connect(tmp_path / state_dir / STATE_FILE_NAME) as conn:
         row = conn.execute("SELECT value FROM settings WHERE name = 'kind_state.repeated'").fetchone()
