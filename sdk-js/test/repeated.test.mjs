@@ -4,9 +4,11 @@
 // conformance.test.mjs with every kind's specs.json.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { ByteStreamRandom, Client, MemoryStore, loadKind, loadSpec } from "../dist/node.js";
-import { fakeCollector, quiet } from "./helpers.mjs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ByteStreamRandom, Client, FileStore, MemoryStore, loadKind, loadSpec } from "../dist/node.js";
+import { LOAD, fakeCollector, quiet } from "./helpers.mjs";
 
 const ROOT = new URL("../../conformance/repeated/", import.meta.url);
 const CASES = JSON.parse(readFileSync(new URL("reports.json", ROOT), "utf8"));
@@ -145,6 +147,37 @@ test("repeated through the Client: records racing on one state memoize one answe
   assert.equal(Object.keys(state.answers).length, 1, JSON.stringify(state));
   assert.equal((await c.spent(spec.name)).epsilon, spec.epsilon, "one answer, charged once");
   await c.close();
+});
+
+// test/data/journal-before-repeated: a device's journal written by the SDK before the repeated kind existed (git
+// e6240d0^, built and run once: a Laplace campaign LOAD, two reports on two days, epsilon 2 spent)
+const OLD_JOURNAL = new URL("data/journal-before-repeated/", import.meta.url);
+
+test("repeated through the Client: a journal from before the kind loads; the state is drawn on first use and kept", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ldp-js-repeated-"));
+  try {
+    cpSync(OLD_JOURNAL, dir, { recursive: true });
+    const spec = CASES.sequences[0].spec;
+    const clock = { now: 1_767_225_600 + 3 * 86_400 };
+    const open = () => client({ ...spec }, undefined, clock, new FileStore(dir));
+    const first = open();
+    assert.deepEqual(await first.c.spent(LOAD.name), { epsilon: 2, reports: 2, delta: 0 }, "the old ledger is kept");
+    assert.equal(await first.store.setting(stateKey(spec.name)), null); // (FileStore.load is the client's, once)
+    assert.equal((await first.c.record(spec.name, 3.3)).status, "queued");
+    const state = JSON.parse(await first.store.setting(stateKey(spec.name)));
+    assert.ok(state.version === 1 && Number.isInteger(state.alpha) && Object.keys(state.answers).length === 1);
+    await first.c.close(0);
+    clock.now += 86_400;
+    const again = open(); // reopened from the journal: the same state, the same answer, nothing charged
+    assert.equal((await again.c.record(spec.name, 3.3)).status, "queued");
+    assert.deepEqual(JSON.parse(await again.store.setting(stateKey(spec.name))), state);
+    const spent = await again.c.spent(spec.name);
+    assert.deepEqual([spent.epsilon, spent.reports], [spec.epsilon, 2]);
+    assert.deepEqual(await again.c.spent(LOAD.name), { epsilon: 2, reports: 2, delta: 0 });
+    await again.c.close(0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("the browser chunk (dist/browser/repeated.js, loaded on demand): Python's fingerprints, payloads and state", async () => {

@@ -9,17 +9,20 @@ q' + t (p' - q') for a device at normalized rounded value t; alpha-point roundin
 alphas and a mixture of Bernoullis is a Bernoulli, so the rate r of ones among n reports gives the unbiased mean
 ``low + (high - low) (r - q') / (p' - q')`` and the variance of one period's estimate is exactly 1BitMean's
 without rounding: ``(high - low)^2 sum_i P_i (1 - P_i) / ((p' - q')^2 n^2)``, P_i = q' + t_i (p' - q') at the
-devices' true normalized values t_i (:func:`mean_variance`).  SE: that formula at the estimate
-(``estimators.intervals.support_std_errors``); interval: the Wilson and Agresti-Coull hull of the support rate
-(``estimators.intervals.frequency_interval``) mapped to the range and clipped to it.
+devices' true normalized values t_i (:func:`mean_variance`): exact, not the worst case P (1 - P) <= 1/4 (16% more
+at eps 1 on values near the bottom of the range; the variance test in tests/estimators tells the two apart).  SE:
+that formula at the estimate (``estimators.intervals.support_std_errors``); interval: the Wilson and Agresti-Coull
+hull of the support rate (``estimators.intervals.frequency_interval``) mapped to the range and clipped to it.
 
 **dBitFlip** (same paper, section 2.2).  A device reports a bit for each of d buckets it sampled once; bucket v's
-share is ``(k / (n d)) sum_{i: v sampled} (b_iv - q') / (p' - q')``, unbiased over the devices' samples, with
-variance ``(1/n) [(k/d) (f_v E_own + (1 - f_v) E_other) - f_v]`` where
-``E_own = (p'(1-q')^2 + (1-p')q'^2) / (p'-q')^2`` and ``E_other = q'(1-q') / (p'-q')^2``
-(:func:`histogram_variance`; without gamma this is the paper's ``(k/d) e^(eps/2) / (e^(eps/2) - 1)^2 + f (k/d - 1)``
-over n).  SE: the larger of the sample standard deviation of the devices' unbiased values (three values: from the
-counts alone) over sqrt(n) and the formula at the estimate clipped to [0, 1]; interval: normal.
+share is ``(k / (n d)) sum_{i: v sampled} (b_iv - q') / (p' - q')``, unbiased over the devices' samples (d
+distinct buckets: v is sampled with probability d / k), with the exact variance
+``(1/n) [(k/d) (f_v E_own + (1 - f_v) E_other) - f_v]`` where ``E_own = (p'(1-q')^2 + (1-p')q'^2) / (p'-q')^2``
+and ``E_other = q'(1-q') / (p'-q')^2`` (:func:`histogram_variance`; since p' = 1 - q', E_own = E_other + 1, and
+without gamma this is ``(k/d) e^(eps/2) / (e^(eps/2) - 1)^2 + f (k/d - 1)`` over n).  A device's bits for two
+buckets are independent and it holds one value, so the buckets' estimates are uncorrelated.  SE: the larger of the
+sample standard deviation of the devices' unbiased values (three values: from the counts alone) over sqrt(n) and
+the formula at the estimate clipped to [0, 1]; interval: normal.
 
 **Change** between two periods: ``after - before`` with SE ``sqrt(SE_before^2 + SE_after^2)``.  That is exact for
 disjoint sets of devices and conservative for the same devices: memoization makes a device's two reports
