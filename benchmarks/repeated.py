@@ -45,6 +45,7 @@ from estimators.kinds.repeated import (
 )
 
 SAME_WAY_TRIALS = 20  # populations of ours on the peer's users, post-processed its way
+PARTS = ("histograms", "recheck", "means", "series")
 RECHECK = (64, 4, 1.0, 1_000_000)  # k, d, epsilon, n of the cell that read 1.11 with 20 populations
 
 
@@ -197,7 +198,11 @@ def main() -> None:
     parser.add_argument("--peer-cap", type=int, default=20_000, help="users the peer's client and aggregator process")
     parser.add_argument("--peer-trials", type=int, default=5, help="runs of the peer per cell")
     parser.add_argument("--no-peers", action="store_true", help="only ldp-telemetry")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= set(PARTS):
+        parser.error(f"--parts: unknown {', '.join(sorted(parts - set(PARTS)))}")
     peer_trials = 0 if args.no_peers else args.peer_trials
     if peer_trials:
         try:
@@ -210,11 +215,14 @@ def main() -> None:
     epsilons = (1.0,) if args.quick else (1.0, 4.0)
     sizes = (100_000,) if args.quick else (100_000, 1_000_000)
     cells = [(k, d, epsilon, n) for k in (64, 1024) for d in (1, 4) for epsilon in epsilons for n in sizes]
-    print_histograms(cells, args.trials, args.peer_cap, peer_trials, rng)
-    if args.recheck_trials and not args.quick:
+    if "histograms" in parts:
+        print_histograms(cells, args.trials, args.peer_cap, peer_trials, rng)
+    if "recheck" in parts and args.recheck_trials and not args.quick:
         print_recheck(args.recheck_trials, rng)
-    print_means(epsilons, 100_000, 50 if args.quick else args.mean_trials, rng)
-    print_series(365, 100_000, rng)
+    if "means" in parts:
+        print_means(epsilons, 100_000, 50 if args.quick else args.mean_trials, rng)
+    if "series" in parts:
+        print_series(365, 100_000, rng)
 
 
 if __name__ == "__main__":
