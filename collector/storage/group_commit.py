@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ class _PendingInsert:
     version_ids: list[int]
     bucket: tuple[str, RateRule] | None
     now: float
+    within: Callable[[InsertResult], None] | None = None  # run in the transaction after the inserts (a ledger's)
     earlier: set[str] = field(default_factory=set)
     result: InsertResult = field(default_factory=InsertResult)
     error: BaseException | None = None
