@@ -34,7 +34,7 @@ from ..cors import browser_route
 from ..db import get_storage
 from ..kinds import CollectorKind, ReportItem, collector_kind
 from ..problems import Problem, invalid
-from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup
+from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup, StorageBase
 from .body import count_items, parse_json, read_body
 from .campaigns import today
 
@@ -122,13 +122,13 @@ def ingest() -> Response:
     return jsonify(store_reports(reports))
 
 
-def store_reports(reports: list, *, shuffled: bool = False, record_batch: Callable[[int], None] | None = None
-                  ) -> dict:
+def store_reports(reports: list, *, shuffled: bool = False,
+                  record_batch: Callable[[StorageBase, int], None] | None = None) -> dict:
     """Validate and store a non-empty list of reports: the answer's counts and errors.  ``shuffled``: the list is
     one batch a shuffler forwarded (``collector.api.shuffled``), whose campaign's trust is ``shuffled``; otherwise
     a shuffled campaign's reports are refused (they reach the collector only through its shuffler).
-    ``record_batch`` runs in the transaction that stores them, with how many are stored (now or before): what it
-    raises stores none of them"""
+    ``record_batch(storage, stored)`` runs in the transaction that stores them (on ``storage``, its connection),
+    with how many are stored (now or before): what it raises stores none of them"""
     indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False, shuffled=shuffled)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
         # a payload failed its group's check: check them one by one, to reject each bad report by name
@@ -137,7 +137,7 @@ def store_reports(reports: list, *, shuffled: bool = False, record_batch: Callab
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
     within = None if record_batch is None else (
-        lambda result: record_batch(result.accepted + result.duplicate + duplicates))
+        lambda storage, result: record_batch(storage, result.accepted + result.duplicate + duplicates))
     try:
         result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash,
                                               rate=rate_rule(g.api_key), now=time.time(), within=within)

@@ -25,6 +25,7 @@ from ..auth import require
 from ..db import get_storage
 from ..kinds.local_shuffled import record_batch
 from ..problems import Problem, invalid
+from ..storage import StorageBase
 from .body import parse_json, read_body
 from .campaigns import today
 from .reports import UUID4, store_reports
@@ -67,9 +68,9 @@ def forward_batch() -> Response:
     release_ledger.check_shuffled_batch(storage, campaign, batch_id, len(reports))  # 409 budget-exhausted
     day = today()
 
-    def record(size: int) -> None:
-        "In the reports' transaction: the check again under the ledger's lock, then the batch and its release"
-        if size and release_ledger.record_shuffled_batch(storage, campaign, batch_id, size, day):
-            record_batch(storage, batch_id, campaign, day, size)
+    def record(store: StorageBase, size: int) -> None:
+        "In the reports' transaction (on its connection): the check again under the ledger's lock, then the record"
+        if size and release_ledger.record_shuffled_batch(store, campaign, batch_id, size, day):
+            record_batch(store, batch_id, campaign, day, size)
 
     return jsonify(store_reports(reports, shuffled=True, record_batch=record))

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .models import InsertResult, RateRule, ReportGroup
 
@@ -22,7 +23,7 @@ class _PendingInsert:
     version_ids: list[int]
     bucket: tuple[str, RateRule] | None
     now: float
-    within: Callable[[InsertResult], None] | None = None  # run in the transaction after the inserts (a ledger's)
+    within: Callable[[Any, InsertResult], None] | None = None  # (storage, result) in the transaction, after the inserts
     earlier: set[str] = field(default_factory=set)
     result: InsertResult = field(default_factory=InsertResult)
     error: BaseException | None = None

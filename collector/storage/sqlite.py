@@ -262,7 +262,7 @@ class Storage(StorageBase):
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
                        rate: RateRule | None = None, now: float = 0.0,
-                       within: Callable[[InsertResult], None] | None = None) -> InsertResult:
+                       within: Callable[[StorageBase, InsertResult], None] | None = None) -> InsertResult:
         """As StorageBase's; then, every CHECKPOINT_REPORTS reports (or CHECKPOINT_REQUESTS insert requests) this
         process inserted, a PASSIVE checkpoint after the writer flock is released: the next writer commits
         meanwhile instead of waiting for the checkpoint's writes and fsync.  A checkpoint that fails is simply tried
@@ -291,7 +291,7 @@ class Storage(StorageBase):
 
     def _insert_grouped(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None,
                         rate: RateRule | None, now: float,
-                        within: Callable[[InsertResult], None] | None = None) -> InsertResult:
+                        within: Callable[[StorageBase, InsertResult], None] | None = None) -> InsertResult:
         """StorageBase.insert_reports, its transaction shared with the inserts of this process's other threads
         (group commit): the reads before the lock are this request's own; then it joins the queue of its
         database file.  If no thread is committing, it becomes the leader: it takes the writer lock, and once it
@@ -380,7 +380,7 @@ class Storage(StorageBase):
                     result.accepted += self._insert_group(group, version_id, waiter.day, waiter.day_number,
                                                           waiter.earlier, result)
                 if waiter.within is not None:  # sees the requests before it in this transaction
-                    waiter.within(result)
+                    waiter.within(self, result)
             except RateLimited as exc:
                 waiter.error = exc
                 continue

@@ -9,6 +9,7 @@ import contextlib
 import json
 import subprocess
 import threading
+import time
 import uuid
 
 import pytest
@@ -166,3 +167,35 @@ def test_two_concurrent_batches_past_the_budget_together_one_is_stored_the_other
     assert http.post("/v1/shuffled-batches", json=refused, headers=shufflers[0]).status_code == 409  # refused again
     resent = http.post("/v1/shuffled-batches", json=stored, headers=shufflers[1])  # the stored one: never refused
     assert resent.status_code == 200 and resent.json["duplicate"] == SIZE
+
+
+def test_two_batches_in_one_group_commit_the_second_is_refused_and_the_first_stored(http, keys, db_path):
+    """SQLite's group commit runs the requests queued meanwhile in one transaction on the leader's connection: the
+    second batch's check (on that connection) sees the first's release and refuses it; the first is stored alone"""
+    from collector.storage.group_commit import _group_commit_queue
+
+    amplified = amplified_epsilon(EPSILON0, SIZE, DELTA)
+    spec = _create(http, keys, budget={"epsilon": 1.5 * amplified})
+    shuffler = bearer(_shuffler_key(db_path))
+    batches = [_batch(spec, seed) for seed in (21, 22)]
+    answers: list = [None, None]
+
+    def post(i: int) -> None:
+        answers[i] = http.post("/v1/shuffled-batches", json=batches[i], headers=shuffler)
+
+    queue = _group_commit_queue(db_path)
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(2)]
+    with open_storage(db_path) as other, other.transaction():  # holds the writer lock while both requests queue
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(queue.pending) < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(queue.pending) == 2
+    for thread in threads:
+        thread.join()
+    assert sorted(answer.status_code for answer in answers) == [200, 409], [a.json for a in answers]
+    stored = batches[[a.status_code for a in answers].index(200)]
+    with open_storage(db_path) as storage:
+        assert {row["report_id"] for row in storage.iter_reports()} == {r["report_id"] for r in stored["reports"]}
+        assert [row["batch_id"] for row in storage.table_rows("shuffled_batches")] == [stored["batch_id"]]
