@@ -3,7 +3,8 @@
 The shuffler's queue is filled first (``ShuffleQueue.enqueue``, as its ingest route does, in requests of 500), then
 ``ldp-telemetry serve --role shuffler`` starts and the clock runs until the collector holds every report; the
 figure is reports / seconds of that drain (start-up excluded: timed from the first stored report).  Then checks
-0 lost and 0 duplicated.
+0 lost and 0 duplicated.  Beside it the CPU time the shuffler's and the collector's processes used over the drain
+(``/proc``), as reports per CPU second: a figure that other load on the machine does not change much.
 
     .venv/bin/python benchmarks/shuffler_throughput.py [--reports 60000] [--batch 1000]
 """
@@ -11,6 +12,7 @@ figure is reports / seconds of that drain (start-up excluded: timed from the fir
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -26,6 +28,19 @@ from tests.collector.helpers import running_server  # noqa: E402
 from tests.collector.shuffler_helpers import SHUFFLED, call, keys_in, shuffler_process  # noqa: E402
 
 
+def cpu_seconds(group: int) -> float:
+    "User and system CPU time of the processes of process group ``group`` (a server and its workers)"
+    total = 0
+    for entry in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(fields[2]) == group:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=60_000)
@@ -35,7 +50,7 @@ def main() -> None:
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
     admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     keys_in(shuffler_db, "ingest")
-    with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, _):
+    with running_server(collector_db, directory / "collector.log", workers=1) as (collector_url, server):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
                                               {**SHUFFLED, "shuffle_batch": args.batch})["spec"])
         mechanism = client_sdk.mechanism_from_spec(spec, rng=client_sdk.DeterministicRandom(1))
@@ -49,20 +64,23 @@ def main() -> None:
             with Storage(collector_db) as storage:
                 return storage.row_count("reports")
 
-        with shuffler_process(shuffler_db, directory / "shuffler.log", collector_url, forwarding):
+        with shuffler_process(shuffler_db, directory / "shuffler.log", collector_url, forwarding) as (_, shuffler):
             while stored() == 0:
                 time.sleep(0.01)
             started, first = time.perf_counter(), stored()
+            cpu = (cpu_seconds(shuffler.pid), cpu_seconds(server.pid))
             while (count := stored()) < args.reports:
                 time.sleep(0.05)
             seconds = time.perf_counter() - started
+            shuffler_cpu, collector_cpu = cpu_seconds(shuffler.pid) - cpu[0], cpu_seconds(server.pid) - cpu[1]
         with Storage(shuffler_db) as storage:
             left = storage.row_count("shuffle_queue")
         with Storage(collector_db) as storage:
             sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
     rate = (count - first) / seconds
     print(f"{count} reports forwarded in batches of {args.batch} ({len(sizes)} batches): {rate:,.0f} reports/s; "
-          f"lost {args.reports - count}, duplicated {sum(sizes) - count}, left in the queue {left}")
+          f"lost {args.reports - count}, duplicated {sum(sizes) - count}, left in the queue {left}; per CPU second: "
+          f"shuffler {(count - first) / shuffler_cpu:,.0f}, collector {(count - first) / collector_cpu:,.0f} reports")
 
 
 if __name__ == "__main__":

@@ -182,12 +182,17 @@ def check_shuffled_batch(storage: StorageBase, campaign: CampaignVersion, batch_
 
 def record_shuffled_batch(storage: StorageBase, campaign: CampaignVersion, batch_id: str, size: int,
                           today: str) -> bool:
-    """A shuffled batch's release, one charge of its amplified guarantee at ``size`` (call in a transaction, after
-    :func:`check_shuffled_batch`, which migrates the table).  The check is not repeated here: the reports are
-    stored by then, and one shuffler's forwarder sends one batch at a time (its flock)"""
+    """A shuffled batch's release, one charge of its amplified guarantee at ``size``, checked against the budget
+    under the ledger's lock (:func:`lock`): call it in the transaction that stores the batch's reports, so that
+    BudgetExhausted rolls them back.  False if the batch was recorded before (a resend: never refused).  The table
+    must exist (:func:`check_shuffled_batch` before the transaction migrates it)"""
     lock(storage, campaign.name)
-    return _record(storage, campaign, shuffled_release_id(campaign, batch_id), "shuffled", 1, [today], today,
-                   shuffled_charge(campaign, size))
+    release = shuffled_release_id(campaign, batch_id)
+    if storage._one("SELECT 1 FROM release_ledger WHERE campaign = ? AND release = ?", (campaign.name, release)):
+        return False
+    charged = shuffled_charge(campaign, size)
+    check(storage, campaign, 1, charged[:2])
+    return _record(storage, campaign, release, "shuffled", 1, [today], today, charged)
 
 
 def window_days(window: str) -> list[str]:

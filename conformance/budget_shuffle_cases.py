@@ -35,6 +35,11 @@ LOCAL_VALID: list[dict[str, Any]] = [
      "shuffle_batch": 500, "shuffle_timeout": 2592000, "budget": {"epsilon": 30, "delta": 1e-9}},
     {"name": "shuffled_rappor", "trust": "shuffled", "mechanism": "rappor", "rappor": {"k": 16, "h": 2, "m": 4},
      "shuffle_batch": 10},
+    # a JSON number with no fractional part is that integer in both SDKs (JSON.parse reads 2.0 as 2)
+    {"name": "shuffled", "trust": "shuffled", "mechanism": "grr", "epsilon": 4.0, "domain": _DOMAIN,
+     "shuffle_batch": 1000.0},
+    {"name": "shuffled_send", "trust": "shuffled", "mechanism": "olh", "epsilon": 2.0, "domain": list(range(8)),
+     "shuffle_batch": 2.0, "shuffle_timeout": 3600, "short_batch": "send"},
 ]
 
 LOCAL_INVALID: list[Any] = [
@@ -63,6 +68,11 @@ LOCAL_INVALID: list[Any] = [
     {**_SHUFFLED, "shuffle_batch": "100"},
     {**_SHUFFLED, "shuffle_batch": True},
     {**_SHUFFLED, "shuffle_batch": 10.5},
+    {**_SHUFFLED, "shuffle_batch": 2.5},
+    {**_SHUFFLED, "shuffle_batch": 1.0},
+    {**_SHUFFLED, "shuffle_batch": 1000001.0},
+    {**_SHUFFLED, "shuffle_batch": 1e300},
+    {**_SHUFFLED, "shuffle_batch": -2.0},
     {**_SHUFFLED, "shuffle_batch": None},
     {**_SHUFFLED, "shuffle_timeout": 0},
     {**_SHUFFLED, "shuffle_timeout": -5},

@@ -79,7 +79,7 @@ def shuffle_params_from_dict(data: dict, trust: str) -> ShuffleParams | None:
     if "shuffle_batch" not in data:
         raise SpecError("shuffle_batch", "is required with trust 'shuffled' (the fewest reports a shuffler forwards "
                                          "at once)")
-    batch = validate_int("shuffle_batch", data["shuffle_batch"], MIN_SHUFFLE_BATCH, MAX_SHUFFLE_BATCH)
+    batch = _whole_number("shuffle_batch", data["shuffle_batch"], MIN_SHUFFLE_BATCH, MAX_SHUFFLE_BATCH)
     timeout = data.get("shuffle_timeout")
     if timeout is not None:
         if not is_finite_number(timeout) or not 0 < timeout <= MAX_SHUFFLE_TIMEOUT:
@@ -91,6 +91,14 @@ def shuffle_params_from_dict(data: dict, trust: str) -> ShuffleParams | None:
     if short_batch == "send" and timeout is None:
         raise SpecError("shuffle_timeout", "is required with short_batch 'send' (when a short batch is sent)")
     return ShuffleParams(batch, timeout, short_batch)
+
+
+def _whole_number(name: str, value: Any, low: int, high: int) -> int:
+    """A JSON number with no fractional part in [low, high], as an int: ``2.0`` is ``2``, as JSON Schema's "integer"
+    and the JavaScript SDK (whose ``JSON.parse`` cannot tell them apart) read it; never a bool"""
+    if isinstance(value, float) and is_finite_number(value) and value.is_integer():
+        value = int(value)
+    return validate_int(name, value, low, high)
 
 
 def with_shuffle(params: LocalParams, shuffle: ShuffleParams) -> ShuffledLocalParams:

@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify
@@ -33,7 +34,7 @@ from ..cors import browser_route
 from ..db import get_storage
 from ..kinds import CollectorKind, ReportItem, collector_kind
 from ..problems import Problem, invalid
-from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup
+from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup, StorageBase
 from .body import count_items, parse_json, read_body
 from .campaigns import today
 
@@ -121,10 +122,13 @@ def ingest() -> Response:
     return jsonify(store_reports(reports))
 
 
-def store_reports(reports: list, *, shuffled: bool = False) -> dict:
+def store_reports(reports: list, *, shuffled: bool = False,
+                  record_batch: Callable[[StorageBase, int], None] | None = None) -> dict:
     """Validate and store a non-empty list of reports: the answer's counts and errors.  ``shuffled``: the list is
     one batch a shuffler forwarded (``collector.api.shuffled``), whose campaign's trust is ``shuffled``; otherwise
-    a shuffled campaign's reports are refused (they reach the collector only through its shuffler)"""
+    a shuffled campaign's reports are refused (they reach the collector only through its shuffler).
+    ``record_batch(storage, stored)`` runs in the transaction that stores them (on ``storage``, its connection),
+    with how many are stored (now or before): what it raises stores none of them"""
     indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False, shuffled=shuffled)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
         # a payload failed its group's check: check them one by one, to reject each bad report by name
@@ -132,9 +136,11 @@ def store_reports(reports: list, *, shuffled: bool = False) -> dict:
         for group, indices in indexed_groups:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
+    within = None if record_batch is None else (
+        lambda storage, result: record_batch(storage, result.accepted + result.duplicate + duplicates))
     try:
         result = get_storage().insert_reports(groups, today(), key_hash=g.api_key.key_hash,
-                                              rate=rate_rule(g.api_key), now=time.time())
+                                              rate=rate_rule(g.api_key), now=time.time(), within=within)
     except RateLimited as limited:
         raise too_many(limited.retry_after) from None
     accepted, duplicate = result.accepted, duplicates + result.duplicate

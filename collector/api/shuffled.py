@@ -3,10 +3,12 @@
 The reports are those of one shuffled campaign version (``"trust": "shuffled"``), in the shuffler's random order,
 each as devices send them to ``POST /v1/reports``; they are checked and stored the same way
 (``reports.store_reports``), and the batch's size (its reports stored now or before: a resent batch has the same)
-is recorded once per batch id (``collector.kinds.local_shuffled``), in the same transaction as its release in the
-ledger (``release_ledger.record_shuffled_batch``: one charge of the batch's amplified guarantee at its size).  A
-new batch that would pass the campaign's budget is refused before anything is stored (409 ``budget-exhausted``,
-checked at the size sent), and its shuffler discards it: those reports are never released.  The answer is the
+is recorded once per batch id (``collector.kinds.local_shuffled``), in the transaction that stores the reports,
+with its release in the ledger (``release_ledger.record_shuffled_batch``: one charge of the batch's amplified
+guarantee at its size), checked against the budget under the ledger's lock in that transaction: of two batches
+(two shufflers, or two requests) that would pass the budget together, one is stored and the other refused, 409
+``budget-exhausted``, with none of its reports stored (the transaction rolls back).  Its shuffler discards it:
+those reports are never released (docs/privacy.md, "The release ledger").  The answer is the
 ingest route's.  The shuffler authenticates with its own key of role ``shuffler`` (``ldp-telemetry keys create
 --role shuffler``), the only role this route takes: a device's ingest key (or an admin's) gets 403, so no device
 can pass reports off as a shuffled batch; the collector learns nothing of the devices' requests.
@@ -23,6 +25,7 @@ from ..auth import require
 from ..db import get_storage
 from ..kinds.local_shuffled import record_batch
 from ..problems import Problem, invalid
+from ..storage import StorageBase
 from .body import parse_json, read_body
 from .campaigns import today
 from .reports import UUID4, store_reports
@@ -59,12 +62,15 @@ def forward_batch() -> Response:
         isinstance(fingerprint, str) else None
     if campaign is not None and shuffle_rule(campaign.spec) is None:
         campaign = None  # store_reports refuses its reports by name
-    if campaign is not None:
-        release_ledger.check_shuffled_batch(storage, campaign, batch_id, len(reports))  # 409 budget-exhausted
-    answer = store_reports(reports, shuffled=True)
-    size = answer["accepted"] + answer["duplicate"]
-    if size and campaign is not None:
-        with storage.transaction():
-            if record_batch(storage, batch_id, campaign, today(), size):
-                release_ledger.record_shuffled_batch(storage, campaign, batch_id, size, today())
-    return jsonify(answer)
+    if campaign is None:
+        return jsonify(store_reports(reports, shuffled=True))  # every report refused by name
+    # a first look, before the reports are checked: a batch plainly past the budget costs nothing more
+    release_ledger.check_shuffled_batch(storage, campaign, batch_id, len(reports))  # 409 budget-exhausted
+    day = today()
+
+    def record(store: StorageBase, size: int) -> None:
+        "In the reports' transaction (on its connection): the check again under the ledger's lock, then the record"
+        if size and release_ledger.record_shuffled_batch(store, campaign, batch_id, size, day):
+            record_batch(store, batch_id, campaign, day, size)
+
+    return jsonify(store_reports(reports, shuffled=True, record_batch=record))

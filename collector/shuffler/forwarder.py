@@ -9,7 +9,9 @@ due (``ShuffleParams.due``: ``shuffle_batch`` reports, or its time limit with ``
 Up to ``PIPELINE`` batches are in flight at once, one request each, so forming the next overlaps the collector
 storing the last.
 A batch is deleted only after the collector's 200, so every acknowledged report reaches the collector exactly once,
-or after its 409 ``budget-exhausted`` (the campaign's budget is spent: those reports are discarded, never released).
+or after its 409 ``budget-exhausted`` (the campaign's budget is spent: the collector stored none of them; they are
+discarded, never released).  The settled batches are deleted in the transaction that forms the next batch (or at
+the round's end): a crash between the two resends them, which adds nothing at the collector.
 """
 
 from __future__ import annotations
@@ -123,27 +125,29 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeli
     collector stores one, this thread forms and reads the next.  A batch is deleted only once its own request was
     acknowledged, in this thread, so an interrupted round leaves every unacknowledged batch to be sent again."""
     in_flight: deque[tuple[Batch, Future]] = deque()
+    done: list[str] = []  # settled batches, deleted with the next batch formed (one commit) or at the round's end
     sent = 0
     with ThreadPoolExecutor(max_workers=pipeline, thread_name_prefix="ldp-shuffler-send") as pool:
         try:
-            for batch_id in _batches_to_send(queue, upstream, now):
+            for batch_id in _batches_to_send(queue, upstream, now, done):
                 batch = queue.batch(batch_id)
-                if not batch.reports:
-                    queue.delete_batch(batch_id)
+                if not batch.size:
+                    done.append(batch_id)
                     continue
-                in_flight.append((batch, pool.submit(upstream.forward, batch_id, batch.reports)))
+                in_flight.append((batch, pool.submit(upstream.forward, batch_id, batch.reports_json)))
                 if len(in_flight) >= pipeline:
-                    sent += _settle(queue, *in_flight.popleft())
+                    sent += _settle(*in_flight.popleft(), done)
             while in_flight:
-                sent += _settle(queue, *in_flight.popleft())
+                sent += _settle(*in_flight.popleft(), done)
         finally:
             for _, future in in_flight:  # a failed round: the others' answers are awaited, their batches kept
                 future.cancel()
+            queue.delete_batches(done)
     return sent
 
 
-def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float) -> Iterator[str]:
-    "The unacknowledged batches, then each due version's batches as they are formed"
+def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float, done: list[str]) -> Iterator[str]:
+    "The unacknowledged batches, then each due version's batches as they are formed (deleting those ``done``)"
     yield from queue.batches()
     for waiting in queue.waiting():
         spec = upstream.spec(waiting.campaign, waiting.fingerprint)
@@ -154,7 +158,8 @@ def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float) -> Ite
             continue
         most, left = rule.shuffle_batch, waiting.queued
         while True:
-            formed = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now)
+            formed = queue.form_batch(waiting.campaign, waiting.fingerprint, most, now, forget=done)
+            done.clear()
             if formed is None:
                 break
             failpoint("shuffler-after-form")  # a batch formed, not yet sent
@@ -164,20 +169,21 @@ def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float) -> Ite
                 break
 
 
-def _settle(queue: ShuffleQueue, batch: Batch, answer: Future) -> int:
-    "Wait for one batch's request: delete the batch once acknowledged (or refused past its budget)"
+def _settle(batch: Batch, answer: Future, done: list[str]) -> int:
+    """Wait for one batch's request: once acknowledged (or refused past its budget) it is ``done``, to be deleted.
+    Until then a crash leaves it to be sent again under its id, which the collector stores once."""
     try:
         counts = answer.result()
     except BudgetSpent as exc:  # the campaign's budget is spent: these reports are never to be released
-        logger.warning("discarding a batch of %d reports of %s: %s", len(batch.reports), batch.campaign, exc)
-        queue.delete_batch(batch.batch_id)
+        logger.warning("discarding a batch of %d reports of %s: %s", batch.size, batch.campaign, exc)
+        done.append(batch.batch_id)
         return 0
     failpoint("shuffler-after-forward")  # acknowledged by the collector, not yet deleted here
     if counts.get("rejected"):
         logger.warning("the collector rejected %d reports of a forwarded batch of %d: %s",
-                       counts["rejected"], len(batch.reports), counts.get("errors", [])[:3])
-    queue.delete_batch(batch.batch_id)
-    return len(batch.reports)
+                       counts["rejected"], batch.size, counts.get("errors", [])[:3])
+    done.append(batch.batch_id)
+    return batch.size
 
 
 def run_once(database: str, upstream: Upstream, now: float | None = None) -> int:

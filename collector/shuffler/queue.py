@@ -58,12 +58,31 @@ class Waiting:
 
 @dataclass(frozen=True)
 class Batch:
-    "A batch being forwarded: its id, campaign version and reports, in a fresh CSPRNG-shuffled order"
+    """A batch being forwarded: its id, campaign version, size and reports in a fresh CSPRNG-shuffled order, as the
+    JSON array the collector takes (``reports_json``, written from the stored payloads' JSON: nothing decoded)"""
 
     batch_id: str
     campaign: str
     fingerprint: str
-    reports: list[dict]
+    size: int
+    reports_json: str
+
+    @property
+    def reports(self) -> list[dict]:
+        "The reports decoded (tests and tools)"
+        decoded: list[dict] = json.loads(self.reports_json)
+        return decoded
+
+
+def shuffled(items: list[Any]) -> list[Any]:
+    """``items`` in a uniformly random order: sorted by 16 bytes each from the OS CSPRNG (one ``token_bytes`` call
+    for them all), drawn again in the (2^-128-unlikely) event of two equal keys, so every order is equally likely"""
+    count = len(items)
+    while True:
+        pool = secrets.token_bytes(16 * count)
+        keys = [pool[16 * i:16 * i + 16] for i in range(count)]
+        if len(set(keys)) == count:
+            return [item for _, item in sorted(zip(keys, items), key=lambda pair: pair[0])]
 
 
 class ShuffleQueue:
@@ -71,7 +90,6 @@ class ShuffleQueue:
 
     def __init__(self, storage: StorageBase) -> None:
         self.storage = storage
-        self.random = secrets.SystemRandom()
         if storage.dialect == "sqlite":  # deleted cells and freed pages overwritten with zeros
             with storage._connection() as conn:
                 conn.execute("PRAGMA secure_delete = 1")
@@ -117,12 +135,15 @@ class ShuffleQueue:
         return [Waiting(str(c), str(f), int(n), float(opened if opened is not None else 0.0))
                 for c, f, n, opened in rows]
 
-    def form_batch(self, campaign: str, fingerprint: str, most: int, now: float) -> str | None:
+    def form_batch(self, campaign: str, fingerprint: str, most: int, now: float,
+                   forget: Sequence[str] = ()) -> str | None:
         """Put up to ``most`` waiting reports of the version into a new batch (an order by random slot); its id.
-        Reports still waiting after it start a new batch's time limit at ``now``."""
+        Reports still waiting after it start a new batch's time limit at ``now``.  The batches ``forget`` (already
+        acknowledged) are deleted in the same transaction: one commit per batch formed, not two."""
         batch_id = str(uuid.UUID(bytes=secrets.token_bytes(16), version=4))
         storage = self.storage
         with storage.transaction():
+            self._delete(forget)
             changed = storage._run(
                 "UPDATE shuffle_queue SET batch_id = ? WHERE slot IN (SELECT slot FROM shuffle_queue WHERE "
                 "campaign = ? AND fingerprint = ? AND batch_id IS NULL ORDER BY slot LIMIT ?)",
@@ -140,18 +161,31 @@ class ShuffleQueue:
             "SELECT DISTINCT batch_id FROM shuffle_queue WHERE batch_id IS NOT NULL"))
 
     def batch(self, batch_id: str) -> Batch:
-        "A formed batch's reports, shuffled with the OS CSPRNG (secrets.SystemRandom)"
+        """A formed batch's reports, shuffled with the OS CSPRNG (:func:`shuffled`), as the collector's JSON: each
+        report's members written around its payload's stored JSON text (report ids and the version are checked
+        at ingest: UUID4, a campaign name, 32 hex digits), so no payload is decoded and encoded again"""
         rows = self.storage._all("SELECT campaign, fingerprint, report_id, payload FROM shuffle_queue "
                                  "WHERE batch_id = ?", (batch_id,))
-        self.random.shuffle(rows)
-        reports = [{"report_id": report_id, "campaign": campaign, "fingerprint": fingerprint,
-                    "payload": json.loads(payload)} for campaign, fingerprint, report_id, payload in rows]
-        first = rows[0] if rows else ("", "")
-        return Batch(batch_id, str(first[0]), str(first[1]), reports)
+        if not rows:
+            return Batch(batch_id, "", "", 0, "[]")
+        campaign, fingerprint = str(rows[0][0]), str(rows[0][1])
+        version = f'"campaign":{json.dumps(campaign)},"fingerprint":{json.dumps(fingerprint)},"payload":'
+        text = ",".join([f'{{"report_id":"{report_id}",{version}{payload}}}'
+                         for report_id, payload in shuffled([(row[2], row[3]) for row in rows])])
+        return Batch(batch_id, campaign, fingerprint, len(rows), f"[{text}]")
 
     def delete_batch(self, batch_id: str) -> None:
         "Forget an acknowledged batch (SQLite: its cells overwritten with zeros)"
-        with self.storage.transaction():
+        self.delete_batches([batch_id])
+
+    def delete_batches(self, batch_ids: Sequence[str]) -> None:
+        "Forget acknowledged batches, in one transaction"
+        if batch_ids:
+            with self.storage.transaction():
+                self._delete(batch_ids)
+
+    def _delete(self, batch_ids: Sequence[str]) -> None:
+        for batch_id in batch_ids:
             self.storage._run("DELETE FROM shuffle_queue WHERE batch_id = ?", (batch_id,))
 
     def scrub(self) -> bool:

@@ -7,7 +7,7 @@ import json
 import math
 import secrets
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from client_sdk.errors import PrivacyWarning
@@ -211,12 +211,15 @@ class StorageBase:
 
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
-                       rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
+                       rate: RateRule | None = None, now: float = 0.0,
+                       within: Callable[[StorageBase, InsertResult], None] | None = None) -> InsertResult:
         """Insert validated reports and update their aggregates in one transaction.
 
         Report ids must be unique across ``groups``.  Ids already stored (on ``day`` or one of the DEDUP_DAYS
         days before it) are duplicates: neither inserted nor counted again.  With ``rate`` the key's token is
-        taken in the same transaction (RateLimited rolls back)."""
+        taken in the same transaction (RateLimited rolls back).  ``within(storage, result)`` runs in the transaction
+        after the inserts (a shuffled batch's ledger record), its statements on ``storage`` (the connection that
+        holds the transaction: another thread's under SQLite's group commit); what it raises rolls them back."""
         result = InsertResult()
         day_number = _day_number(day)
         version_ids = [self._version_id(group.campaign) for group in groups]
@@ -231,6 +234,8 @@ class StorageBase:
                 result.accepted += accepted
             if bucket is not None and self.charge_after_insert:
                 self._take_token(*bucket, now)
+            if within is not None:
+                within(self, result)
         return result
 
     @staticmethod

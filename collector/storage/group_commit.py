@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .models import InsertResult, RateRule, ReportGroup
 
@@ -22,6 +23,7 @@ class _PendingInsert:
     version_ids: list[int]
     bucket: tuple[str, RateRule] | None
     now: float
+    within: Callable[[Any, InsertResult], None] | None = None  # (storage, result) in the transaction, after the inserts
     earlier: set[str] = field(default_factory=set)
     result: InsertResult = field(default_factory=InsertResult)
     error: BaseException | None = None

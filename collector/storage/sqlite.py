@@ -261,12 +261,13 @@ class Storage(StorageBase):
 
     # -- reports and aggregates -------------------------------------------------------------------------------
     def insert_reports(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None = None,
-                       rate: RateRule | None = None, now: float = 0.0) -> InsertResult:
+                       rate: RateRule | None = None, now: float = 0.0,
+                       within: Callable[[StorageBase, InsertResult], None] | None = None) -> InsertResult:
         """As StorageBase's; then, every CHECKPOINT_REPORTS reports (or CHECKPOINT_REQUESTS insert requests) this
         process inserted, a PASSIVE checkpoint after the writer flock is released: the next writer commits
         meanwhile instead of waiting for the checkpoint's writes and fsync.  A checkpoint that fails is simply tried
         again later: the WAL keeps every committed transaction until it is copied."""
-        result = self._insert_grouped(groups, day, key_hash=key_hash, rate=rate, now=now)
+        result = self._insert_grouped(groups, day, key_hash=key_hash, rate=rate, now=now, within=within)
         key = str(self.path)
         with _checkpoint_count_lock:
             count = _inserted_since_checkpoint.get(key, 0) + result.accepted
@@ -289,7 +290,8 @@ class Storage(StorageBase):
         return result
 
     def _insert_grouped(self, groups: Sequence[ReportGroup], day: str, *, key_hash: str | None,
-                        rate: RateRule | None, now: float) -> InsertResult:
+                        rate: RateRule | None, now: float,
+                        within: Callable[[StorageBase, InsertResult], None] | None = None) -> InsertResult:
         """StorageBase.insert_reports, its transaction shared with the inserts of this process's other threads
         (group commit): the reads before the lock are this request's own; then it joins the queue of its
         database file.  If no thread is committing, it becomes the leader: it takes the writer lock, and once it
@@ -304,7 +306,7 @@ class Storage(StorageBase):
         bucket = (key_hash, rate) if key_hash is not None and rate is not None else None
         item = _PendingInsert(groups=groups, day=day, day_number=_day_number(day),
                               version_ids=[self._version_id(group.campaign) for group in groups], bucket=bucket,
-                              now=now)
+                              now=now, within=within)
         # Earlier days are not written any more, so they are searched before the write lock is taken.
         item.earlier = self._ids_stored_before(item.day_number, [r for group in groups for r in group.report_ids])
         self.__dict__.setdefault("_days_known", {})[item.day_number] = True  # (_days_with_reports)
@@ -377,6 +379,8 @@ class Storage(StorageBase):
                 for group, version_id in zip(waiter.groups, waiter.version_ids):
                     result.accepted += self._insert_group(group, version_id, waiter.day, waiter.day_number,
                                                           waiter.earlier, result)
+                if waiter.within is not None:  # sees the requests before it in this transaction
+                    waiter.within(self, result)
             except RateLimited as exc:
                 waiter.error = exc
                 continue

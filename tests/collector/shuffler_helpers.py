@@ -1,14 +1,19 @@
-"""A real collector and a real shuffler (``ldp-telemetry serve --role shuffler``) on loopback, for its tests."""
+"""A real collector and a real shuffler (``ldp-telemetry serve --role shuffler``) on loopback, for its tests, and a
+recording proxy to put in front of either (what it is sent, request by request)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +86,49 @@ def stored_ids(db_path: Path) -> list[str]:
     "The collector's report ids in the order its table returns them"
     with Storage(db_path) as storage:
         return [row["report_id"] for row in storage.iter_reports()]
+
+
+@contextmanager
+def recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict]]]:
+    "A loopback proxy to ``upstream`` that keeps the JSON body of every POST it passes on"
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _pass(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            if body is not None:
+                raw = body
+                if self.headers.get("Content-Encoding") == "gzip":
+                    raw = gzip.decompress(body)
+                seen.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)})
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            request = urllib.request.Request(upstream + self.path, data=body, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, data, kind = response.status, response.read(), response.headers["Content-Type"]
+            except urllib.error.HTTPError as error:
+                status, data, kind = error.code, error.read(), error.headers["Content-Type"]
+            self.send_response(status)
+            self.send_header("Content-Type", kind or "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._pass("GET")
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._pass("POST")
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,6 +4,7 @@ its batch to be resent under the same id, and a batch refused past its budget is
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -32,7 +33,8 @@ class FakeCollector:
     def spec(self, name: str, fingerprint: str) -> client_sdk.Spec | None:
         return SPEC if (name, fingerprint) == (SPEC.name, SPEC.fingerprint) else None
 
-    def forward(self, batch_id: str, reports: list[dict]) -> dict:
+    def forward(self, batch_id: str, reports_json: str) -> dict:
+        reports = json.loads(reports_json)
         self.calls += 1
         if self.calls in self.fail:
             raise UpstreamError("collector unreachable: test")

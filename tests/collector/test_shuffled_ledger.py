@@ -1,11 +1,15 @@
 """Shuffled batches at the collector (both backends): only a key of role ``shuffler`` posts them, each enters the
-release ledger at its amplified guarantee, a batch past the budget is refused 409 before anything is stored, and
-every report format shows the amplified (epsilon, delta) per batch beside epsilon0."""
+release ledger at its amplified guarantee, a batch past the budget is refused 409 before anything is stored (two
+at once too: the check is made under the ledger's lock), and every report format shows the amplified (epsilon,
+delta) per batch beside epsilon0."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+import threading
+import time
 import uuid
 
 import pytest
@@ -112,3 +116,86 @@ def test_keys_create_makes_a_shuffler_key(tmp_path):
     assert made.stdout.startswith("ldp_") and "role shuffler" in made.stderr
     with open_storage(database) as storage:
         assert storage.find_key(made.stdout.strip()).role == "shuffler"
+
+
+@on_both_backends
+def test_two_concurrent_batches_past_the_budget_together_one_is_stored_the_other_refused_whole(
+        http, keys, db_path, monkeypatch):
+    """Two shufflers post a batch each at the same moment; the budget holds one.  Both pass the first look at the
+    budget together (a barrier holds each request's first reading of the ledger until the other's has come), so
+    only the check under the ledger's lock, in the reports' transaction, can refuse one: exactly one is stored,
+    the other gets 409 budget-exhausted and none of its reports is stored (its shuffler discards it)"""
+    from collector import release_ledger
+
+    amplified = amplified_epsilon(EPSILON0, SIZE, DELTA)
+    spec = _create(http, keys, budget={"epsilon": 1.5 * amplified})
+    shufflers = [bearer(_shuffler_key(db_path)) for _ in range(2)]
+    batches = [_batch(spec, seed) for seed in (11, 12)]
+    barrier, first_reading = threading.Barrier(2, timeout=10), threading.local()
+    real_spent = release_ledger.spent
+
+    def spent_after_both_looked(storage, name):
+        if not getattr(first_reading, "done", False):
+            first_reading.done = True
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+        return real_spent(storage, name)
+
+    monkeypatch.setattr(release_ledger, "spent", spent_after_both_looked)
+    answers: list = [None, None]
+
+    def post(i: int) -> None:
+        answers[i] = http.post("/v1/shuffled-batches", json=batches[i], headers=shufflers[i])
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not barrier.broken  # both requests did look at the budget before either recorded its batch
+    assert sorted(answer.status_code for answer in answers) == [200, 409], [a.json for a in answers]
+    stored, refused = (batches[i] for i in sorted(range(2), key=lambda i: answers[i].status_code))
+    assert next(a for a in answers if a.status_code == 409).json["type"].endswith(":budget-exhausted")
+    with open_storage(db_path) as storage:
+        ids = {row["report_id"] for row in storage.iter_reports()}
+        assert [row["batch_id"] for row in storage.table_rows("shuffled_batches")] == [stored["batch_id"]]
+    assert ids == {r["report_id"] for r in stored["reports"]}  # the whole batch, and nothing of the refused one
+    view = http.get("/v1/campaigns/browser/budget", headers=bearer(keys["admin"])).json
+    assert [row["release"].rsplit(":", 1)[1] for row in view["ledger"]] == [stored["batch_id"]]
+    assert view["spent"]["basic"]["epsilon"] == pytest.approx(amplified, rel=1e-12)
+    monkeypatch.setattr(release_ledger, "spent", real_spent)
+    assert http.post("/v1/shuffled-batches", json=refused, headers=shufflers[0]).status_code == 409  # refused again
+    resent = http.post("/v1/shuffled-batches", json=stored, headers=shufflers[1])  # the stored one: never refused
+    assert resent.status_code == 200 and resent.json["duplicate"] == SIZE
+
+
+def test_two_batches_in_one_group_commit_the_second_is_refused_and_the_first_stored(http, keys, db_path):
+    """SQLite's group commit runs the requests queued meanwhile in one transaction on the leader's connection: the
+    second batch's check (on that connection) sees the first's release and refuses it; the first is stored alone"""
+    from collector.storage.group_commit import _group_commit_queue
+
+    amplified = amplified_epsilon(EPSILON0, SIZE, DELTA)
+    spec = _create(http, keys, budget={"epsilon": 1.5 * amplified})
+    shuffler = bearer(_shuffler_key(db_path))
+    batches = [_batch(spec, seed) for seed in (21, 22)]
+    answers: list = [None, None]
+
+    def post(i: int) -> None:
+        answers[i] = http.post("/v1/shuffled-batches", json=batches[i], headers=shuffler)
+
+    queue = _group_commit_queue(db_path)
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(2)]
+    with open_storage(db_path) as other, other.transaction():  # holds the writer lock while both requests queue
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(queue.pending) < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(queue.pending) == 2
+    for thread in threads:
+        thread.join()
+    assert sorted(answer.status_code for answer in answers) == [200, 409], [a.json for a in answers]
+    stored = batches[[a.status_code for a in answers].index(200)]
+    with open_storage(db_path) as storage:
+        assert {row["report_id"] for row in storage.iter_reports()} == {r["report_id"] for r in stored["reports"]}
+        assert [row["batch_id"] for row in storage.table_rows("shuffled_batches")] == [stored["batch_id"]]

@@ -9,13 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import threading
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,58 +20,10 @@ from collector.storage import Storage
 
 from . import disk_reader
 from .helpers import make_reports, running_server
-from .shuffler_helpers import SHUFFLED, call, keys_in, shuffler_process, stored_ids, wait_for
+from .shuffler_helpers import SHUFFLED, call, keys_in, recording_proxy, shuffler_process, stored_ids, wait_for
 
 K_SE = 4.0  # |concordance - 0.5| within 4 standard errors: a false alarm about once in 16,000 runs
 SENT = 400  # reports, one request each, in a known order
-
-
-@contextmanager
-def recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict]]]:
-    "A loopback proxy to ``upstream`` that keeps the JSON body of every POST it passes on"
-    seen: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def _pass(self, method: str) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            if body is not None:
-                raw = body
-                if self.headers.get("Content-Encoding") == "gzip":
-                    import gzip
-
-                    raw = gzip.decompress(body)
-                seen.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)})
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-            request = urllib.request.Request(upstream + self.path, data=body, method=method, headers=headers)
-            try:
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    status, data, kind = response.status, response.read(), response.headers["Content-Type"]
-            except urllib.error.HTTPError as error:
-                status, data, kind = error.code, error.read(), error.headers["Content-Type"]
-            self.send_response(status)
-            self.send_header("Content-Type", kind or "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._pass("GET")
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._pass("POST")
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,23 @@ def test_between_the_reference_s_bounds_and_equal_to_its_own_divergence(point):
     assert closed_form_epsilon(epsilon0, n, delta) == pytest.approx(point["reference_closed_form"], rel=1e-12)
 
 
+FINEST = [p for p in DATA["points"] if "finest" in p]
+
+
+@pytest.mark.parametrize("point", FINEST, ids=lambda p: f"{p['epsilon0']}-{p['n']}-{p['delta']}")
+def test_within_the_reference_s_finest_bounds_and_within_1e_3_of_its_lower_one(point):
+    """At the reference's finest setting (blocks of one value of C) ours lies between its bounds, less the search's
+    resolution, and within a relative 1e-3 of its lower bound; its upper bound stays above by its early stop"""
+    epsilon0, n, delta = point["epsilon0"], point["n"], point["delta"]
+    ours = amplified_epsilon(epsilon0, n, delta)
+    finest = point["finest"]
+    resolution = point["reference_closed_form"] * 2.0 ** -finest["iterations"]
+    assert finest["step"] == 1 and finest["lower"] - resolution <= ours <= finest["upper"] * (1 + 1e-9)
+    assert ours == pytest.approx(finest["lower"], rel=1e-3)
+
+
 def test_the_vendored_grid_is_the_issue_s():
+    assert len(FINEST) >= 20  # the finest setting at every point where the reference runs in under a few minutes
     points = {(p["epsilon0"], p["n"], p["delta"]) for p in DATA["points"]}
     assert points == {(e, n, d) for e in (0.5, 1, 2, 4, 8) for n in (10**3, 10**4, 10**5, 10**6) for d in (1e-6, 1e-8)}
 
