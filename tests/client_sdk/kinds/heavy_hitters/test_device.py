@@ -6,6 +6,7 @@ import pytest
 
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import encode_value, group_key, make_report, params_from_dict, parse_payload
+from client_sdk.kinds.heavy_hitters.encoding import olh_seed
 from client_sdk.kinds.heavy_hitters.oracles import OlhConstants, SketchConstants
 from client_sdk.mechanisms.hashing import olh_hash
 from client_sdk.randomness import ByteStreamRandom, DeterministicRandom
@@ -40,15 +41,16 @@ def test_pem_reports_consume_the_bytes_in_the_documented_order(seed):
     data = hashlib.sha256(bytes([seed])).digest() * 8
     payload = make_report(ByteStreamRandom(data), params, "hello")
     read, olh = Reader(data), OlhConstants(3.0)
-    group = read.below(params.groups)
-    a, b = read.bits(64), read.bits(64)
+    group, index = read.below(params.groups), read.below(params.hash_count)
+    a, b = (int.from_bytes(hashlib.sha256(b"ldp-telemetry/heavy_hitters/olh\x00" + index.to_bytes(4, "big")).digest()
+                           [at:at + 8], "big") for at in (0, 8))
     hashed = olh_hash(a, b, group_key(params, encode_value(params, "hello"), group), olh.g)
     if read.below(olh.keep.denominator) < olh.keep.numerator:
         y = hashed
     else:
         other = read.below(olh.g - 1)
         y = other if other < hashed else other + 1
-    assert payload == [group, f"{a:016x}{b:016x}", y]
+    assert payload == [group, index, y]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -69,12 +71,14 @@ def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
 
 
 @pytest.mark.parametrize(("spec", "payload", "field"), [
-    (PEM, [0, "00" * 16], "payload"),
-    (PEM, [3, "00" * 16, 0], "payload[0]"),
-    (PEM, [0, "zz" * 16, 0], "payload[1]"),
-    (PEM, [0, "00" * 15, 0], "payload[1]"),
-    (PEM, [0, "00" * 16, 1000], "payload[2]"),
-    (PEM, [0, "00" * 16, True], "payload[2]"),
+    (PEM, [0, 0], "payload"),
+    (PEM, [3, 0, 0], "payload[0]"),
+    (PEM, [0, "00" * 16, 0], "payload[1]"),
+    (PEM, [0, -1, 0], "payload[1]"),
+    (PEM, [0, 16384 // 21, 0], "payload[1]"),
+    (PEM, [0, True, 0], "payload[1]"),
+    (PEM, [0, 0, 1000], "payload[2]"),
+    (PEM, [0, 0, True], "payload[2]"),
     (SFP, [0, 0, 0], "payload"),
     (SFP, [3, 0, 0, 0], "payload[0]"),
     (SFP, [0, 2, 0, 0], "payload[1]"),
@@ -114,8 +118,8 @@ def pem_samples(params, epsilon_audited, draws):
     for value in VALUES:
         binned = []
         for _ in range(draws):
-            group, seed, y = make_report(rng, params, value)
-            a, b = int(seed[:16], 16), int(seed[16:], 16)
+            group, index, y = make_report(rng, params, value)
+            a, b = olh_seed(index)
             keys = [group_key(params, encode_value(params, v), group) for v in VALUES]
             binned.append((group, tuple(olh_hash(a, b, key, g) == y for key in keys)))
         samples[value] = binned

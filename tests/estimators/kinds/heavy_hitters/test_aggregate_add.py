@@ -41,10 +41,11 @@ def test_a_bad_payload_in_a_batch_names_its_field(spec, position, bad, field):
     assert error.value.field.startswith(field)
 
 
-def test_a_seed_with_whitespace_is_refused():
+@pytest.mark.parametrize("bad", [-1, 1 << 40, "3", 2.0, None])
+def test_a_hash_index_outside_the_public_family_is_refused(bad):
     params = params_from_dict(SPECS[0], 3.0)
     batch = payloads(params, 8)
-    batch[3] = [batch[3][0], " " + batch[3][1][1:], batch[3][2]]
+    batch[3] = [batch[3][0], params.hash_count if bad == 1 << 40 else bad, batch[3][2]]
     with pytest.raises(PayloadError) as error:
         empty_aggregate(params).add(batch)
     assert error.value.field == "payload[1]"
