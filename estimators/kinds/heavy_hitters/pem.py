@@ -40,25 +40,29 @@ def _hashed(seeds: np.ndarray, keys: np.ndarray, g: int) -> np.ndarray:
     return olh_hash_array(seeds[:, :1], seeds[:, 1:], keys[None, :].astype(np.uint64), g).astype(np.int64)
 
 
-def _collisions(hashed: np.ndarray, others: np.ndarray) -> np.ndarray:
-    "c[x, v]: the fraction of the family's functions under which candidate x and interferer v collide"
-    out = np.empty((hashed.shape[1], others.shape[1]))
-    step = max(1, _CHUNK // max(1, hashed.shape[0] * others.shape[1]))
+def _collisions(hashed: np.ndarray) -> np.ndarray:
+    "c[v, w]: the fraction of the family's functions under which keys v and w collide"
+    return (hashed[:, :, None] == hashed[:, None, :]).mean(axis=0)
+
+
+def _lookup(flat: np.ndarray, hashed: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    "sum_j flat[j * g + hashed[j, c]] for each key c (a group's table read at each function's hash of the key)"
+    out = np.zeros(hashed.shape[1])
+    step = max(1, _CHUNK // hashed.shape[0])
     for start in range(0, hashed.shape[1], step):
-        out[start:start + step] = (hashed[:, start:start + step, None] == others[:, None, :]).mean(axis=0)
+        out[start:start + step] = flat.take(hashed[:, start:start + step] + offsets).sum(axis=0)
     return out
 
 
 def olh_estimates(table: np.ndarray, reports: int, keys: Sequence[int], constants: OlhConstants,
-                  interferers: int = 0, floor: float = -np.inf) -> np.ndarray:
+                  interferers: int = 0) -> np.ndarray:
     """The de-biased frequency (S/N - q*)/(p* - q*) of each key from one group's hash_count x g count table
     (S = sum_j table[j, h_j(key)]; 0 with no reports), corrected for the collisions of the ``interferers`` keys
     with the largest raw estimates: a report of v != x supports x w.p. 1/g + (c_xv - 1/g) d, d = p* - (1-p*)/(g-1)
     (c_xv the fraction of the public family in which x and v collide), so E raw_x = f_x + sum_v A_xv f_v with
-    A_xv = (c_xv - 1/g) d / (p* - q*); the interferers' f solve (I + A) f = raw, and every key's raw estimate loses
-    sum_v A_xv f_v over the interferers v != x (what remains is the undiscovered strings' collisions, which average
-    to zero over the family).  Only the keys whose raw estimate reaches ``floor`` are corrected (a level passes
-    none below half its threshold: the correction is of order sqrt(1/(g hash_count)) times the interferers' mass)"""
+    A_xv = (c_xv - 1/g) d / (p* - q*).  The interferers' f solve (I + A) f = raw, and every key's raw estimate loses
+    sum_v A_xv f_v over the interferers v != x, read like the support from the table W[j, y] = sum of the f_v with
+    h_j(v) = y (what remains is the other strings' collisions, which average to zero over the family)"""
     keys_array = np.array(keys, dtype=np.uint64)
     if not reports or not len(keys_array):
         return np.zeros(len(keys_array))
@@ -68,26 +72,23 @@ def olh_estimates(table: np.ndarray, reports: int, keys: Sequence[int], constant
     step = max(1, _CHUNK // hash_count)
     for start in range(0, len(keys_array), step):
         hashed[:, start:start + step] = _hashed(seeds, keys_array[start:start + step], g)
-    support = np.zeros(len(keys_array))
-    flat, offsets = table.ravel(), (np.arange(hash_count) * g)[:, None]
-    for start in range(0, len(keys_array), step):
-        support[start:start + step] = flat.take(hashed[:, start:start + step] + offsets).sum(axis=0)
+    offsets = (np.arange(hash_count) * g)[:, None]
+    support = _lookup(table.ravel().astype(np.float64), hashed, offsets)
     raw = (support / reports - constants.q_star) / (constants.p_star - constants.q_star)
     chosen = np.argsort(-raw, kind="stable")[:interferers]
     if not len(chosen):
         return raw
-    d = constants.p_star - (1 - constants.p_star) / (g - 1)
-    scale = d / (constants.p_star - constants.q_star)
+    scale = (constants.p_star - (1 - constants.p_star) / (g - 1)) / (constants.p_star - constants.q_star)
     others = hashed[:, chosen]
-    mix = (_collisions(others, others) - 1 / g) * scale  # A[v, w] among the interferers
+    mix = (_collisions(others) - 1 / g) * scale  # A[v, w] among the interferers
     np.fill_diagonal(mix, 0.0)
-    interference = np.linalg.solve(np.eye(len(chosen)) + mix, raw[chosen])
-    corrected = raw.copy()
-    which = np.flatnonzero(raw >= floor)
-    near = (_collisions(hashed[:, which], others) - 1 / g) * scale  # A[x, v] for the corrected keys x
-    near[which[:, None] == chosen[None, :]] = 0.0
-    corrected[which] = raw[which] - near @ interference
-    return corrected
+    found = np.linalg.solve(np.eye(len(chosen)) + mix, raw[chosen])
+    weights = np.broadcast_to(found, others.shape)
+    predicted = np.bincount((others + offsets).ravel(), weights=weights.ravel(), minlength=hash_count * g)
+    mine = np.zeros(len(keys_array))
+    mine[chosen] = found  # c_xx = 1: an interferer's own share is not a collision
+    collided = _lookup(predicted, hashed, offsets) / hash_count - mine
+    return raw - scale * (collided - (found.sum() - mine) / g)
 
 
 def extensions(params: HeavyHittersParams, prefix: tuple[int, ...], length: int) -> list[tuple[int, ...]]:
@@ -116,7 +117,7 @@ def decode_pem(params: HeavyHittersParams, aggregate: PemAggregate, top_k: int =
         reports = int(aggregate.counts[level])
         threshold = level_threshold(constants, max(1, reports), len(candidates), budget)
         estimates = olh_estimates(aggregate.cells[level], reports, [prefix_key(c) for c in candidates], constants,
-                                  INTERFERERS * top_k, threshold / 2)
+                                  INTERFERERS * top_k)
         tail = min(0.5, budget / max(1, len(candidates)))
         order = [i for i in np.argsort(-estimates, kind="stable") if estimates[i] > threshold][:top_k]
         kept, scores = [candidates[i] for i in order], estimates[order]
