@@ -25,8 +25,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...mechanisms.hashing import olh_range
-from .limits import PEM_MAX_RANGE
 from ...randomness import exp_rounded, quantize_down
+from .limits import PEM_MAX_RANGE
 
 
 class OlhConstants:

@@ -11,7 +11,7 @@ algorithm          "pem", "sfp" or "auto" (default): the planner picks the algor
 expected_reports   the n the planner plans for: required with "auto", optional otherwise
 segment_length     pem: symbols added per level (B**segment_length <= 4096, B = alphabet size + 1)
 hash_count         pem: the public OLH hash functions a device draws one of (``encoding.olh_seed``); 1..65536
-                   with hash_count * g <= 2**20 (default max(1, 2**14 // g), g = min(round(e^eps + 1), 4096))
+                   with hash_count * g <= 2**20 (default max(1, 2**12 // g), g = min(round(e^eps + 1), 4096))
 sketch_width       sfp: the Count Mean Sketch's width m, a power of two in [16, 65536] (default 1024)
 sketch_depth       sfp: its number of hash rows, 1..1024 (default 16)
 fragment_length    sfp: symbols per fragment (256 * B**fragment_length <= 2**24)
@@ -64,8 +64,8 @@ class HeavyHittersParams(Frozen):
     "The validated parameters (``params_from_dict``); ``algorithm`` is the resolved one, ``requested`` the spec's"
 
     __slots__ = _fields = ("epsilon", "max_length", "alphabet", "overflow", "algorithm", "requested",
-                           "expected_reports", "segment_length", "hash_count", "sketch_width", "sketch_depth", "fragment_length",
-                           "hash_family")
+                           "expected_reports", "segment_length", "hash_count", "sketch_width", "sketch_depth",
+                           "fragment_length", "hash_family")
     epsilon: float
     max_length: int
     alphabet: str | None
@@ -87,8 +87,8 @@ class HeavyHittersParams(Frozen):
                  hash_family: str | None = None) -> None:
         self._set(epsilon=epsilon, max_length=max_length, alphabet=alphabet, overflow=overflow, algorithm=algorithm,
                   requested=requested or algorithm, expected_reports=expected_reports,
-                  segment_length=segment_length, hash_count=hash_count, sketch_width=sketch_width, sketch_depth=sketch_depth,
-                  fragment_length=fragment_length, hash_family=hash_family)
+                  segment_length=segment_length, hash_count=hash_count, sketch_width=sketch_width,
+                  sketch_depth=sketch_depth, fragment_length=fragment_length, hash_family=hash_family)
 
     @property
     def symbol_count(self) -> int:

@@ -12,8 +12,8 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class CountTable:
         "A report's addition from its last payload field"
         raise NotImplementedError
 
-    def add(self, payloads: Iterable[Any]) -> CountTable:
+    def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = list(payloads)
         fields = _arrays(self.params, rows)
@@ -73,13 +73,13 @@ class CountTable:
         return self.merge(self.from_arrays(self.params, *fields.T))
 
     @classmethod
-    def from_reports(cls, params: HeavyHittersParams, reports: list[PemReport] | list[SfpReport]) -> CountTable:
+    def from_reports(cls, params: HeavyHittersParams, reports: Sequence[PemReport | SfpReport]) -> Self:
         fields = np.array([r._values() for r in reports], dtype=np.int64).reshape(-1, len(_highs(params)))
         return cls.from_arrays(params, *fields.T)
 
     @classmethod
     def from_arrays(cls, params: HeavyHittersParams, group: np.ndarray, row: np.ndarray, column: np.ndarray,
-                    last: np.ndarray | None = None) -> CountTable:
+                    last: np.ndarray | None = None) -> Self:
         "The aggregate of reports given as columns (SFP: ``last`` the bits; PEM: column is y, no ``last``)"
         out = cls(params)
         rows, columns = cls.shape(params)
@@ -89,7 +89,7 @@ class CountTable:
         out.counts[:] = np.bincount(group, minlength=params.groups)
         return out
 
-    def merge(self, other: CountTable) -> CountTable:
+    def merge(self, other: Self) -> Self:
         if type(other) is not type(self):
             raise AggregateMismatch("cannot merge aggregates of different heavy_hitters algorithms")
         _same(self.params, other.params)
@@ -100,7 +100,7 @@ class CountTable:
                 "groups": [_encode(self.cells[g].ravel()) for g in range(self.params.groups)]}
 
     @classmethod
-    def from_json(cls, params: HeavyHittersParams, data: Any) -> CountTable:
+    def from_json(cls, params: HeavyHittersParams, data: Any) -> Self:
         groups = _groups_of(params, data, cls.algorithm)
         counts = data.get("counts")
         if not isinstance(counts, list) or len(counts) != params.groups or not all(

@@ -21,7 +21,7 @@ export const PUZZLE_BITS = 8;
 /** PEM's OLH: g at most PEM_MAX_RANGE, a group's hash_count x g count table at most MAX_OLH_CELLS cells. */
 export const PEM_MAX_RANGE = 4096;
 export const MAX_OLH_CELLS = 2 ** 20;
-export const DEFAULT_OLH_CELLS = 2 ** 14;
+export const DEFAULT_OLH_CELLS = 2 ** 12;
 export const MAX_HASH_COUNT = 2 ** 16;
 const DEFAULT_TOP_K = 20;
 const DEFAULT_FALSE_DISCOVERY_BUDGET = 0.05;

@@ -1,6 +1,7 @@
 """heavy_hitters reports: the documented byte consumption order, the payload codec, and privacy audits."""
 
 import hashlib
+import math
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
     (PEM, [3, 0, 0], "payload[0]"),
     (PEM, [0, "00" * 16, 0], "payload[1]"),
     (PEM, [0, -1, 0], "payload[1]"),
-    (PEM, [0, 16384 // 21, 0], "payload[1]"),
+    (PEM, [0, 4096 // 21, 0], "payload[1]"),
     (PEM, [0, True, 0], "payload[1]"),
     (PEM, [0, 0, 1000], "payload[2]"),
     (PEM, [0, 0, True], "payload[2]"),
@@ -138,3 +139,30 @@ def test_empirical_audit_of_both_randomizers_passes_at_epsilon_and_detects_a_pla
     # the same randomizers at 2 eps, audited at eps: a leak the audit must see
     assert audit(pem_samples(params_from_dict(PEM, 2 * epsilon), epsilon, 6000), epsilon) != []
     assert audit(sfp_samples(params_from_dict(SFP, 2 * epsilon), 6000), epsilon) != []
+
+
+def pem_output_probabilities(params, value):
+    """P(payload = [group, hash, y] | value) over PEM's whole output space, from the device's own functions: the
+    group and the hash are uniform and independent of the value, y is the kept hash or one of the g - 1 others"""
+    olh = OlhConstants(params.epsilon)
+    symbols = encode_value(params, value)
+    out = {}
+    for group in range(params.groups):
+        key = group_key(params, symbols, group)
+        for index in range(params.hash_count):
+            hashed = olh_hash(*olh_seed(index), key, olh.g)
+            for y in range(olh.g):
+                chance = olh.keep if y == hashed else (1 - olh.keep) / (olh.g - 1)
+                out[(group, index, y)] = chance / (params.groups * params.hash_count)
+    return out
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
+def test_exact_audit_of_pem_reports_over_the_whole_output_space_and_a_planted_leak(epsilon):
+    spec = {**PEM, "hash_count": 8}
+    honest = [pem_output_probabilities(params_from_dict(spec, epsilon), value) for value in VALUES]
+    assert all(abs(sum(p.values()) - 1) < 1e-12 for p in honest)
+    worst = max(max(p[o] for p in honest) / min(p[o] for p in honest) for o in honest[0])
+    assert worst <= math.exp(epsilon) * (1 + 1e-12)
+    leaky = [pem_output_probabilities(params_from_dict(spec, 2 * epsilon), value) for value in VALUES]
+    assert max(max(p[o] for p in leaky) / min(p[o] for p in leaky) for o in leaky[0]) > math.exp(epsilon)

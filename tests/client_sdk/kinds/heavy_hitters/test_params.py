@@ -56,7 +56,7 @@ def test_epsilon_is_validated_and_the_fields_and_schema_agree():
 def test_identity_names_the_kind_and_the_resolved_algorithm_and_to_dict_round_trips():
     pem = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "algorithm": "pem", "segment_length": 2}, 3.0)
     assert pem.identity() == {"kind": "heavy_hitters", "max_length": 6, "overflow": "truncate", "algorithm": "pem",
-                              "alphabet": ALPHABET, "segment_length": 2, "hash_count": 16384 // 21}
+                              "alphabet": ALPHABET, "segment_length": 2, "hash_count": 4096 // 21}
     assert params_from_dict(pem.to_dict(), 3.0) == pem
     auto = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": 20_000}, 3.0)
     assert auto.algorithm in ("pem", "sfp") and auto.identity()["requested_algorithm"] == "auto"
