@@ -3,18 +3,21 @@
 
 The configuration of Cormode, Maddock, Maple (VLDB 2021, ``hh_aol``): alphabet a-z and ".", strings of 6
 characters, Zipf(1.1) over 10,000 random strings; recall, precision and NCR of the true top-k, server and device
-time per report (peer / ours for the server), the coverage of our intervals, and our decode at n = 1e6.  The peer
+time per report (peer / ours for the server; ours also the JavaScript SDK's under Node, ``sdk-js/dist``, so
+``npm run build`` first), the coverage of our intervals (at ``--coverage-n``), and our decode at n = 1e6 (in a
+process of its own, whose peak RSS is printed).  The peer
 runs in its own environment, ``.peer-venv`` (pure-ldp 1.2.0 does not import on a current install: it imports
 scikit-learn and statsmodels without declaring them and
 fails with xxhash >= 3; no source patch is needed once those are pinned):
 
     python3 -m venv .peer-venv && .peer-venv/bin/pip install pure-ldp==1.2.0 "xxhash<3" "numpy<2.3" \\
         "scipy<1.15" "pandas<2.3" scikit-learn statsmodels
-    .venv/bin/python benchmarks/heavy_hitters.py --n 10000 --epsilons 3 1 --top 20 --timeout 90
+    .venv/bin/python benchmarks/heavy_hitters.py --n 150000 --epsilons 3 1 --top 20 --peers sfp --timeout 600
 
 Each peer algorithm runs in a subprocess of ``.peer-venv/bin/python`` (this file with ``--peer``), killed after
 ``--timeout`` seconds of client + server time ("did not finish" is then printed).  Ours: the simulated reports of
-the device math (``simulate_aggregate``; the device function is the same math, tests compare them).
+the device math (``simulate_aggregate``; tests/estimators/kinds/heavy_hitters/test_simulate.py compares it with
+``make_report``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
@@ -174,14 +175,19 @@ def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
 
 def _arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
     highs = _highs(params)
-    if not all(type(row) is list and len(row) == len(highs) and all(type(v) is int for v in row) for row in rows):
+    # the type checks run over whole columns in C (map, set): bool is not int here, as in parse_payload
+    if not rows:
+        return np.zeros((0, len(highs)), np.int64)
+    if set(map(type, rows)) != {list} or set(map(len, rows)) != {len(highs)}:
+        return None
+    flat = list(itertools.chain.from_iterable(rows))
+    if set(map(type, flat)) != {int}:
         return None
     try:
-        fields = np.array(rows, np.int64).reshape(-1, len(highs))
+        fields = np.array(flat, np.int64).reshape(-1, len(highs))
     except OverflowError:
         return None
-    in_range = all(not len(fields) or (int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high)
-                   for i, high in enumerate(highs))
+    in_range = all(int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high for i, high in enumerate(highs))
     return fields if in_range else None
 
 
