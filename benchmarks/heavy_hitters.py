@@ -60,8 +60,8 @@ def true_top(data: list[str], k: int) -> list[str]:
 def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.Generator,
          device_sample: int = 2000) -> dict:
     """Our decode of the simulated aggregate of ``data``; server time per report = ``add()`` of real device payloads
-    (a sample of ``device_sample``, per report) + the decode (per report of n); device time per report from the same
-    sample (``make_report``, OS CSPRNG)"""
+    (a sample of ``device_sample``, per report, best of 5) + the decode (per report of n); device time per report
+    from the same sample (``make_report``, OS CSPRNG)"""
     from client_sdk.kinds.heavy_hitters import encode_value, make_report, params_from_dict
     from client_sdk.randomness import SecureRandom
     from estimators.kinds.heavy_hitters import empty_aggregate, estimate_heavy_hitters, simulate_aggregate
@@ -72,9 +72,11 @@ def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.
     start = time.perf_counter()
     payloads = [make_report(device_rng, params, word) for word in sample]
     device_seconds = (time.perf_counter() - start) / len(sample)
-    start = time.perf_counter()
-    empty_aggregate(params).add(payloads)
-    ingest_seconds = (time.perf_counter() - start) / len(sample)
+    ingest_seconds = float("inf")
+    for _ in range(5):  # the best of 5: one pass takes ~1 ms, which a loaded machine's scheduler can double
+        start = time.perf_counter()
+        empty_aggregate(params).add(payloads)
+        ingest_seconds = min(ingest_seconds, (time.perf_counter() - start) / len(sample))
     values, counts = np.unique(np.array(data), return_counts=True)
     symbols = [encode_value(params, str(v)) for v in values]
     aggregate = simulate_aggregate(params, symbols, counts, rng)
