@@ -29,6 +29,9 @@ WORDS = {**HH, "name": "words", "epsilon": 3.0, "max_length": 6, "alphabet": ALP
 
 VALID: list[dict[str, Any]] = [
     {**WORDS, "algorithm": "pem", "segment_length": 2},
+    {**WORDS, "name": "few-hashes", "algorithm": "pem", "hash_count": 16},
+    {**WORDS, "name": "null-hashes", "algorithm": "pem", "hash_count": None},
+    {**HH, "name": "capped-g", "epsilon": 9.0, "max_length": 3, "algorithm": "pem", "hash_count": 256},
     {**HH, "name": "urls", "epsilon": 2, "max_length": 8, "algorithm": "pem"},
     {**HH, "name": "urls.v2", "epsilon": 1.5, "max_length": 12, "algorithm": "pem", "overflow": "refuse",
      "expected_reports": 20000, "description": "not fingerprinted", "version": 4, "delta": 1e-9,
@@ -67,6 +70,9 @@ INVALID: list[dict[str, Any]] = [
     _with(WORDS, expected_reports=1000, segment_length=1), _with(WORDS, expected_reports=1000, hash_family="x"),
     _with(_PEM, segment_length=0), _with(_PEM, segment_length=7), _with(_PEM, segment_length=3),
     _with(_PEM, segment_length=None), _with(_PEM, alphabet=_DROP, segment_length=2),
+    _with(_PEM, hash_count=0), _with(_PEM, hash_count=1 << 17), _with(_PEM, hash_count=49933),
+    _with(_PEM, hash_count="4"), _with(_PEM, hash_count=True), _with(_SFP, hash_count=16),
+    _with(_PEM, epsilon=9.0, hash_count=257),
     _with(_SFP, sketch_width=1000), _with(_SFP, sketch_width=8), _with(_SFP, sketch_width=131072),
     _with(_SFP, sketch_width=True), _with(_SFP, sketch_depth=0), _with(_SFP, sketch_depth=1025),
     _with(_SFP, hash_family="md5"), _with(_SFP, fragment_length=0), _with(_SFP, fragment_length=5),
@@ -84,6 +90,7 @@ PAYLOAD_CASES: dict[str, list[tuple[dict[str, Any], list[str]]]] = {
          ["", "/a", "/home/x", "h\u00e9ll\u00f6 w\u00f6rld", "\u65e5\u672c\u8a9e\u6587", "\U0001f600\U0001f601"]),
         ({**HH, "name": "big-eps", "epsilon": 9.5, "max_length": 5, "algorithm": "pem", "segment_length": 1},
          ["abc", "abcdefg"]),
+        ({**WORDS, "name": "few-hashes", "algorithm": "pem", "hash_count": 3}, ["", "abc"]),
         ({**HH, "name": "emoji", "epsilon": 1.0, "max_length": 2, "alphabet": "\U0001f600\U0001f601\u00e9",
           "algorithm": "pem"}, ["\U0001f600\u00e9", "\u00e9\u00e9\u00e9"]),
     ],

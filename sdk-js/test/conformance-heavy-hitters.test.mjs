@@ -41,7 +41,7 @@ test("refused values: the same error class as the Python SDK, before any random 
 });
 
 test("valid specs: the algorithm and parameters the Python SDK resolves (auto: the planner's choice)", () => {
-  const names = { segment_length: "segmentLength", sketch_width: "sketchWidth", sketch_depth: "sketchDepth",
+  const names = { segment_length: "segmentLength", hash_count: "hashCount", sketch_width: "sketchWidth", sketch_depth: "sketchDepth",
     fragment_length: "fragmentLength", hash_family: "hashFamily" };
   const cases = load("specs.json").valid;
   assert.ok(cases.some((c) => c.spec.expected_reports && !c.spec.algorithm && c.params.algorithm === "sfp"), "auto picks sfp");

@@ -4,11 +4,11 @@
 bytes, as ``secrets`` does; another SDK reproduces a payload byte for byte from the same bytes):
 
 pem  1. group  = randbelow(groups)             (levels 0..L-1, then the estimation group L)
-     2. a      = randbits(64), 3. b = randbits(64)   the OLH seed
-     4. keep   = bernoulli(keep): randbelow(keep.denominator) < keep.numerator
-     5. only if not kept: other = randbelow(g - 1), reported as other if other < h else other + 1
-     payload ``[group, seed, y]``: seed the 32 hex characters of a then b (``hashing.seed_to_hex``), y in [0, g),
-     h = olh_hash(a, b, prefix_key(the group's prefix), g)
+     2. hash   = randbelow(hash_count)         which of the public OLH functions (``encoding.olh_seed``)
+     3. keep   = bernoulli(keep): randbelow(keep.denominator) < keep.numerator
+     4. only if not kept: other = randbelow(g - 1), reported as other if other < h else other + 1
+     payload ``[group, hash, y]``: y in [0, g), h = olh_hash(a, b, prefix_key(the group's prefix), g) with
+     (a, b) = olh_seed(hash)
 sfp  1. group  = randbelow(groups)             (positions 0..P-1, then the estimation group P)
      2. row    = randbelow(sketch_depth), 3. column = randbelow(sketch_width)
      4. keep   = bernoulli(keep); the bit is H[h_row(key), column]'s sign bit, flipped when not kept
@@ -16,8 +16,8 @@ sfp  1. group  = randbelow(groups)             (positions 0..P-1, then the estim
      prefix_key(string) in the estimation group; h_row = olh_hash(sketch seed of the row, key, width)
 
 The group is drawn here, from the device's CSPRNG, independently of the value: the collector cannot choose it, and
-every report is eps-LDP for the whole string (the group is data-independent; the oracle is eps-LDP for whatever
-function of the string the group reports: a prefix, a (hash, fragment) pair or the string).
+every report is eps-LDP for the whole string (the group and PEM's hash index are data-independent; the oracle is
+eps-LDP for whatever function of the string the group reports: a prefix, a (hash, fragment) pair or the string).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from __future__ import annotations
 from ...errors import PayloadError
 from ...frozen import Frozen
 from ...mechanisms.categorical import hadamard_sign_bit
-from ...mechanisms.hashing import SEED_HEX_CHARS, olh_hash, seed_from_hex, seed_to_hex
+from ...mechanisms.hashing import olh_hash
 from ...randomness import RandomSource, bernoulli
-from ...wire import require_hex, require_int, require_list
-from .encoding import encode_value, fragment_key, prefix_key, puzzle_hash, sketch_seeds
+from ...wire import require_int, require_list
+from .encoding import encode_value, fragment_key, olh_seed, prefix_key, puzzle_hash, sketch_seeds
 from .planning import oracle
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -39,19 +39,18 @@ if TYPE_CHECKING:
 
 
 class PemReport(Frozen):
-    "One PEM report: the group (level, or the estimation group), the OLH seed (a, b) and the reported hash y"
+    "One PEM report: the group (level, or the estimation group), the public OLH function's index and the value y"
 
-    __slots__ = _fields = ("group", "a", "b", "y")
+    __slots__ = _fields = ("group", "hash", "y")
     group: int
-    a: int
-    b: int
+    hash: int
     y: int
 
-    def __init__(self, group: int, a: int, b: int, y: int) -> None:
-        self._set(group=group, a=a, b=b, y=y)
+    def __init__(self, group: int, hash: int, y: int) -> None:
+        self._set(group=group, hash=hash, y=y)
 
     def to_json(self) -> list:
-        return [self.group, seed_to_hex(self.a, self.b), self.y]
+        return [self.group, self.hash, self.y]
 
 
 class SfpReport(Frozen):
@@ -86,12 +85,13 @@ def perturb_symbols(rng: RandomSource, params: HeavyHittersParams, symbols: tupl
     key = group_key(params, symbols, group)
     if params.algorithm == "pem":
         g = constants.g  # type: ignore[union-attr]
-        a, b = rng.randbits(64), rng.randbits(64)
-        hashed = olh_hash(a, b, key, g)
+        assert params.hash_count is not None
+        index = rng.randbelow(params.hash_count)
+        hashed = olh_hash(*olh_seed(index), key, g)
         if bernoulli(rng, constants.keep):
-            return PemReport(group, a, b, hashed)
+            return PemReport(group, index, hashed)
         other = rng.randbelow(g - 1)
-        return PemReport(group, a, b, other if other < hashed else other + 1)
+        return PemReport(group, index, other if other < hashed else other + 1)
     assert params.sketch_depth is not None and params.sketch_width is not None
     row = rng.randbelow(params.sketch_depth)
     column = rng.randbelow(params.sketch_width)
@@ -111,11 +111,11 @@ def make_report(rng: RandomSource, params: HeavyHittersParams, value: Any) -> li
 def parse_payload(params: HeavyHittersParams, payload: Any) -> PemReport | SfpReport:
     "The typed report of a payload; PayloadError naming the field unless the device could have produced it"
     if params.algorithm == "pem":
-        group, seed, y = require_list(payload, "payload", 3)
-        group = require_int(group, "payload[0]", 0, params.groups)
-        require_hex(seed, "payload[1]", SEED_HEX_CHARS)
-        a, b = seed_from_hex(seed)
-        return PemReport(group, a, b, require_int(y, "payload[2]", 0, oracle(params).g))  # type: ignore[union-attr]
+        assert params.hash_count is not None
+        group, index, y = require_list(payload, "payload", 3)
+        return PemReport(require_int(group, "payload[0]", 0, params.groups),
+                         require_int(index, "payload[1]", 0, params.hash_count),
+                         require_int(y, "payload[2]", 0, oracle(params).g))  # type: ignore[union-attr]
     assert params.sketch_depth is not None and params.sketch_width is not None
     group, row, column, bit = require_list(payload, "payload", 4)
     return SfpReport(require_int(group, "payload[0]", 0, params.groups),

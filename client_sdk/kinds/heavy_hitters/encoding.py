@@ -13,7 +13,8 @@ the same bits from the same symbols:
 - ``puzzle_hash(symbols)``: the first byte of SHA-256(``PUZZLE_LABEL`` 0x00, each symbol as 2 bytes) (SFP's
   8-bit hash of the whole string, Apple 2017);
 - ``sketch_seeds(depth)``: row j's multiply-add-shift seed (a, b) = the first 16 bytes of SHA-256(``SKETCH_LABEL``
-  0x00, j as 4 bytes), a and b 8 bytes each: the Count Mean Sketch's public hash family.
+  0x00, j as 4 bytes), a and b 8 bytes each: the Count Mean Sketch's public hash family;
+- ``olh_seed(j)``: the same with ``OLH_LABEL``: PEM's public OLH family (``olh_seeds(count)``, its first count).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ END = 0
 PREFIX_LABEL = b"ldp-telemetry/heavy_hitters/prefix"
 PUZZLE_LABEL = b"ldp-telemetry/heavy_hitters/puzzle"
 SKETCH_LABEL = b"ldp-telemetry/heavy_hitters/sketch"
+OLH_LABEL = b"ldp-telemetry/heavy_hitters/olh"
 PUZZLE_BITS = 8
 
 
@@ -131,11 +133,24 @@ def fragment_key(symbol_count: int, puzzle: int, fragment: Sequence[int]) -> int
     return key
 
 
+def _seed(label: bytes, index: int) -> tuple[int, int]:
+    digest = hashlib.sha256(label + b"\x00" + index.to_bytes(4, "big")).digest()
+    return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big")
+
+
 @lru_cache(maxsize=16)
 def sketch_seeds(depth: int) -> tuple[tuple[int, int], ...]:
     "The public (a, b) multiply-add-shift seed of each of the sketch's ``depth`` rows"
-    seeds = []
-    for row in range(depth):
-        digest = hashlib.sha256(SKETCH_LABEL + b"\x00" + row.to_bytes(4, "big")).digest()
-        seeds.append((int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big")))
-    return tuple(seeds)
+    return tuple(_seed(SKETCH_LABEL, row) for row in range(depth))
+
+
+@lru_cache(maxsize=1 << 16)
+def olh_seed(index: int) -> tuple[int, int]:
+    "The public (a, b) multiply-add-shift seed of PEM's OLH hash function ``index``"
+    return _seed(OLH_LABEL, index)
+
+
+@lru_cache(maxsize=16)
+def olh_seeds(count: int) -> tuple[tuple[int, int], ...]:
+    "PEM's OLH family of ``count`` functions"
+    return tuple(olh_seed(index) for index in range(count))

@@ -1,9 +1,14 @@
 """The two frequency oracles heavy_hitters reports through, with their quantized constants and variances.
 
-- **OLH** (PEM's levels; Wang, Blocki, Li, Jha, USENIX Security 2017): the same randomizer as the ``olh``
-  mechanism (``client_sdk.mechanisms.categorical.OLH``): g = round(e^eps + 1), keep = e/(e+g-1) quantized down,
-  over the 32-bit key of the prefix (``encoding.prefix_key``) instead of a domain index.  A report supports a
-  value w.p. p* = keep if it is the truth, q* = 1/g otherwise (over the report's fresh random seed).
+- **OLH** (PEM's levels; Wang, Blocki, Li, Jha, USENIX Security 2017): the ``olh`` mechanism's randomizer
+  (``client_sdk.mechanisms.categorical.OLH``): g = round(e^eps + 1) (at most ``PEM_MAX_RANGE``), keep = e/(e+g-1)
+  quantized down, over the 32-bit key of the prefix (``encoding.prefix_key``) instead of a domain index, with the
+  hash drawn uniformly from a *public* family of ``hash_count`` functions (``encoding.olh_seed``) instead of a fresh
+  seed, so the collector bins reports into a hash_count x g count table.  The report is eps-LDP for any g and any
+  hash: y = h(x) w.p. keep, each other value w.p. (1 - keep)/(g - 1) = keep/e (down-quantized keep: at most).  A
+  report supports a value w.p. p* = keep if it is the truth, and on average over the family q* = 1/g otherwise
+  (a given pair collides in a fraction 1/g +- sqrt(1/(g hash_count)) of the family: the decoder corrects the
+  strings it found for that, ``estimators.kinds.heavy_hitters.pem``).
 - **Hadamard Count Mean Sketch** (SFP; Apple's Differential Privacy Team, "Learning with Privacy at Scale", 2017):
   row j uniform in [depth], column l uniform in [width], the sign H[h_j(x), l] of the Sylvester Hadamard matrix
   kept w.p. keep = e/(e+1) quantized down (the ``hadamard`` mechanism's constant), h_j the public
@@ -21,6 +26,7 @@ from fractions import Fraction
 
 from ...mechanisms.hashing import olh_range
 from ...randomness import exp_rounded, quantize_down
+from .limits import PEM_MAX_RANGE
 
 
 class OlhConstants:
@@ -30,7 +36,7 @@ class OlhConstants:
 
     def __init__(self, epsilon: float) -> None:
         e = exp_rounded(epsilon)
-        self.g = olh_range(e)
+        self.g = min(olh_range(e), PEM_MAX_RANGE)
         self.keep: Fraction = quantize_down(Fraction(e) / (Fraction(e) + self.g - 1))
         self.p_star = float(self.keep)
         self.q_star = 1 / self.g

@@ -10,6 +10,8 @@ algorithm          "pem", "sfp" or "auto" (default): the planner picks the algor
                    smallest detection threshold at ``expected_reports`` and epsilon (``planning.plan``)
 expected_reports   the n the planner plans for: required with "auto", optional otherwise
 segment_length     pem: symbols added per level (B**segment_length <= 4096, B = alphabet size + 1)
+hash_count         pem: the public OLH hash functions a device draws one of (``encoding.olh_seed``); 1..65536
+                   with hash_count * g <= 2**20 (default max(1, 2**12 // g), g = min(round(e^eps + 1), 4096))
 sketch_width       sfp: the Count Mean Sketch's width m, a power of two in [16, 65536] (default 1024)
 sketch_depth       sfp: its number of hash rows, 1..1024 (default 16)
 fragment_length    sfp: symbols per fragment (256 * B**fragment_length <= 2**24)
@@ -39,13 +41,16 @@ from .limits import (
     MAX_ALPHABET,
     MAX_EXPECTED_REPORTS,
     MAX_FRAGMENT_CANDIDATES,
+    MAX_HASH_COUNT,
     MAX_LENGTH,
     MAX_LEVEL_BRANCHING,
+    MAX_OLH_CELLS,
     MIN_EXPECTED_REPORTS,
     PEM_FIELDS,
     SFP_FIELDS,
 )
-from .planning import plan
+from .oracles import OlhConstants
+from .planning import default_hash_count, plan
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
@@ -59,8 +64,8 @@ class HeavyHittersParams(Frozen):
     "The validated parameters (``params_from_dict``); ``algorithm`` is the resolved one, ``requested`` the spec's"
 
     __slots__ = _fields = ("epsilon", "max_length", "alphabet", "overflow", "algorithm", "requested",
-                           "expected_reports", "segment_length", "sketch_width", "sketch_depth", "fragment_length",
-                           "hash_family")
+                           "expected_reports", "segment_length", "hash_count", "sketch_width", "sketch_depth",
+                           "fragment_length", "hash_family")
     epsilon: float
     max_length: int
     alphabet: str | None
@@ -69,6 +74,7 @@ class HeavyHittersParams(Frozen):
     requested: str
     expected_reports: int | None
     segment_length: int | None
+    hash_count: int | None
     sketch_width: int | None
     sketch_depth: int | None
     fragment_length: int | None
@@ -76,13 +82,13 @@ class HeavyHittersParams(Frozen):
 
     def __init__(self, epsilon: float, max_length: int, alphabet: str | None = None, overflow: str = "truncate",
                  algorithm: str = "pem", requested: str | None = None, expected_reports: int | None = None,
-                 segment_length: int | None = None, sketch_width: int | None = None,
+                 segment_length: int | None = None, hash_count: int | None = None, sketch_width: int | None = None,
                  sketch_depth: int | None = None, fragment_length: int | None = None,
                  hash_family: str | None = None) -> None:
         self._set(epsilon=epsilon, max_length=max_length, alphabet=alphabet, overflow=overflow, algorithm=algorithm,
                   requested=requested or algorithm, expected_reports=expected_reports,
-                  segment_length=segment_length, sketch_width=sketch_width, sketch_depth=sketch_depth,
-                  fragment_length=fragment_length, hash_family=hash_family)
+                  segment_length=segment_length, hash_count=hash_count, sketch_width=sketch_width,
+                  sketch_depth=sketch_depth, fragment_length=fragment_length, hash_family=hash_family)
 
     @property
     def symbol_count(self) -> int:
@@ -174,7 +180,8 @@ def params_from_dict(data: Mapping[str, Any], epsilon: Any) -> HeavyHittersParam
         assert expected is not None
         return plan(base, expected)
     if algorithm == "pem":
-        return base._replace(segment_length=_segment_length(base, data.get("segment_length", 1)))
+        return base._replace(segment_length=_segment_length(base, data.get("segment_length", 1)),
+                             hash_count=_hash_count(base, data.get("hash_count")))
     width = data.get("sketch_width", DEFAULT_SKETCH_WIDTH)
     if isinstance(width, bool) or not isinstance(width, int) or width < 16 or width > 65536 or width & (width - 1):
         raise SpecError("sketch_width", "must be a power of two in [16, 65536]")
@@ -209,6 +216,17 @@ def _segment_length(base: HeavyHittersParams, value: Any) -> int:
     return length
 
 
+def _hash_count(base: HeavyHittersParams, value: Any) -> int:
+    g = OlhConstants(base.epsilon).g
+    if value is None:
+        return default_hash_count(base.epsilon)
+    count = validate_int("hash_count", value, 1, MAX_HASH_COUNT)
+    if count * g > MAX_OLH_CELLS:
+        raise SpecError("hash_count", f"hash_count * g = {count} * {g} exceeds {MAX_OLH_CELLS} (the count table of a "
+                                      "group)")
+    return count
+
+
 def _fragment_length(base: HeavyHittersParams, value: Any) -> int:
     length = validate_int("fragment_length", value, 1, base.max_length)
     if (1 << PUZZLE_BITS) * base.symbol_count**length > MAX_FRAGMENT_CANDIDATES:
@@ -230,6 +248,7 @@ def json_schema() -> dict:
             "algorithm": {"enum": list(ALGORITHMS), "default": "auto"},
             "expected_reports": {**integer, "minimum": MIN_EXPECTED_REPORTS, "maximum": MAX_EXPECTED_REPORTS},
             "segment_length": {**integer, "minimum": 1, "maximum": MAX_LENGTH, "default": 1},
+            "hash_count": {**integer, "minimum": 1, "maximum": MAX_HASH_COUNT},
             "sketch_width": {**integer, "enum": [1 << k for k in range(4, 17)], "default": DEFAULT_SKETCH_WIDTH},
             "sketch_depth": {**integer, "minimum": 1, "maximum": 1024, "default": DEFAULT_SKETCH_DEPTH},
             "fragment_length": {**integer, "minimum": 1, "maximum": MAX_LENGTH, "default": 1},

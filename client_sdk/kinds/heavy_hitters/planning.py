@@ -19,6 +19,7 @@ import math
 from statistics import NormalDist
 
 from .limits import (
+    DEFAULT_OLH_CELLS,
     DEFAULT_SKETCH_DEPTH,
     DEFAULT_SKETCH_WIDTH,
     HASH_FAMILIES,
@@ -40,6 +41,11 @@ _NORMAL = NormalDist()
 def valid_extensions(alphabet_size: int, length: int) -> int:
     "Symbol sequences of ``length`` with END only as a suffix: sum_{j<=length} A**j"
     return sum(alphabet_size**j for j in range(length + 1))
+
+
+def default_hash_count(epsilon: float) -> int:
+    "PEM's default hash_count at ``epsilon``: hash_count * g ~ DEFAULT_OLH_CELLS"
+    return max(1, DEFAULT_OLH_CELLS // OlhConstants(epsilon).g)
 
 
 def oracle(params: HeavyHittersParams) -> OlhConstants | SketchConstants:
@@ -123,7 +129,8 @@ def options(base: HeavyHittersParams) -> list[HeavyHittersParams]:
     found = []
     for length in range(1, base.max_length + 1):
         if base.symbol_count**length <= MAX_LEVEL_BRANCHING:
-            found.append(base._replace(algorithm="pem", segment_length=length))
+            found.append(base._replace(algorithm="pem", segment_length=length,
+                                       hash_count=default_hash_count(base.epsilon)))
         if 256 * base.symbol_count**length <= MAX_FRAGMENT_CANDIDATES:
             found.append(base._replace(algorithm="sfp", sketch_width=DEFAULT_SKETCH_WIDTH,
                                        sketch_depth=DEFAULT_SKETCH_DEPTH, fragment_length=length,

@@ -1,13 +1,14 @@
 """The heavy_hitters kind's own tables (SQLite or PostgreSQL, one SQL for both) and every statement on them.
 
 * ``hh_seen``         every accepted report id, with its campaign version and UTC day (duplicates are refused)
-* ``hh_pem_reports``  PEM: each report's group, OLH seed (32 hex characters) and hash value, per day.  OLH reports
-                      carry a fresh hash seed each, so no fixed-size statistic summarises them before the candidates
-                      are known (they depend on the previous level's result): the day's aggregate is its reports,
-                      20 bytes of information each, merged by union (``PemAggregate``)
-* ``hh_sketch``       SFP: per day and group the Count Mean Sketch's signed sums sum(1 - 2 bit), one row per
-                      non-zero cell (row * width + column), added to in place (``INSERT ... ON CONFLICT DO UPDATE``)
-* ``hh_counts``       SFP: per day and group the reports added to its sketch
+* ``hh_sketch``       per day and group the count table's cells, one row per non-zero cell, added to in place
+                      (``INSERT ... ON CONFLICT DO UPDATE``): PEM's report counts at (hash, y), cell
+                      hash * g + y; SFP's Count Mean Sketch signed sums sum(1 - 2 bit) at row * width + column
+* ``hh_counts``       per day and group the reports added to its table
+
+Migration 2 drops migration 1's ``hh_pem_reports`` (PEM reports of the first wire format, each with its own OLH
+seed: they cannot be binned into a table, and the decoder no longer reads them; such a campaign's fingerprint
+differs from today's, whose PEM fields include ``hash_count``).
 
 A window's aggregate is the days' aggregates merged (``estimators.kinds.heavy_hitters``).  No time of day and no
 device is stored: a report id, its day and its payload only.
@@ -15,14 +16,12 @@ device is stored: a report id, its day and its payload only.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from client_sdk.kinds.heavy_hitters import HeavyHittersParams, PemReport, SfpReport
-from client_sdk.mechanisms.hashing import seed_from_hex, seed_to_hex
 from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate
 
 from ...storage import CampaignVersion, StorageBase, register_migrations
@@ -49,7 +48,13 @@ def create_tables(conn: Any, dialect: str) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS = register_migrations(KIND, ((1, create_tables),))
+def drop_pem_reports(conn: Any, dialect: str) -> None:
+    "Migration 2: PEM reports are binned into hh_sketch (a bounded count table), no longer kept one by one"
+    conn.execute("DROP INDEX IF EXISTS idx_hh_pem_reports")
+    conn.execute("DROP TABLE IF EXISTS hh_pem_reports")
+
+
+MIGRATIONS = register_migrations(KIND, ((1, create_tables), (2, drop_pem_reports)))
 
 
 class HeavyHittersStore:
@@ -73,26 +78,18 @@ class HeavyHittersStore:
         key = (campaign.name, campaign.fingerprint, day)
         self.storage._run_many("INSERT INTO hh_seen (report_id, campaign, fingerprint, day) VALUES (?, ?, ?, ?)",
                                [(report_id, *key) for report_id, _ in reports])
-        parsed = [report for _, report in reports]
-        if campaign.spec.params.algorithm == "pem":
-            self.storage._run_many(
-                "INSERT INTO hh_pem_reports (campaign, fingerprint, day, grp, seed, y) VALUES (?, ?, ?, ?, ?, ?)",
-                [(*key, r.group, seed_to_hex(r.a, r.b), r.y) for r in parsed])  # type: ignore[union-attr]
-            return
-        width = campaign.spec.params.sketch_width
-        cells: Counter[tuple[int, int]] = Counter()
-        counts: Counter[int] = Counter()
-        for r in parsed:
-            cells[(r.group, r.row * width + r.column)] += 1 - 2 * r.bit  # type: ignore[union-attr]
-            counts[r.group] += 1
+        aggregate = table_type(campaign.spec.params).from_reports(campaign.spec.params,
+                                                                  [report for _, report in reports])
+        flat = aggregate.cells.reshape(aggregate.params.groups, -1)
+        groups, cells = np.nonzero(flat)
         self.storage._run_many(
             "INSERT INTO hh_sketch (campaign, fingerprint, day, grp, cell, total) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (campaign, fingerprint, day, grp, cell) DO UPDATE SET total = hh_sketch.total + "
-            "excluded.total", [(*key, group, cell, total) for (group, cell), total in sorted(cells.items())])
+            "excluded.total", [(*key, int(g), int(c), int(flat[g, c])) for g, c in zip(groups, cells)])
         self.storage._run_many(
             "INSERT INTO hh_counts (campaign, fingerprint, day, grp, reports) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (campaign, fingerprint, day, grp) DO UPDATE SET reports = hh_counts.reports + "
-            "excluded.reports", [(*key, group, count) for group, count in sorted(counts.items())])
+            "excluded.reports", [(*key, g, int(count)) for g, count in enumerate(aggregate.counts) if count])
 
     def days(self, campaign: CampaignVersion, since: str | None, until: str | None) -> list[str]:
         "The days of the window with reports of the version"
@@ -104,9 +101,13 @@ class HeavyHittersStore:
         "The days' aggregates merged"
         params: HeavyHittersParams = campaign.spec.params
         chosen = list(days)
-        if params.algorithm == "pem":
-            return self._pem(campaign, params, chosen)
-        return self._sfp(campaign, params, chosen)
+        out = table_type(params)(params)
+        flat = out.cells.reshape(params.groups, -1)
+        for group, cell, total in self._window("hh_sketch", "grp, cell, total", campaign, chosen):
+            flat[group, cell] += total
+        for group, reports in self._window("hh_counts", "grp, reports", campaign, chosen):
+            out.counts[group] += reports
+        return out
 
     def _window(self, table: str, columns: str, campaign: CampaignVersion, days: list[str]) -> list[Any]:
         if not days:
@@ -115,22 +116,6 @@ class HeavyHittersStore:
         return self.storage._all(f"SELECT {columns} FROM {table} WHERE campaign = ? AND fingerprint = ? AND day IN "
                                  f"({marks})", (campaign.name, campaign.fingerprint, *days))
 
-    def _pem(self, campaign: CampaignVersion, params: HeavyHittersParams, days: list[str]) -> PemAggregate:
-        rows = self._window("hh_pem_reports", "grp, seed, y", campaign, days)
-        groups = []
-        for group in range(params.groups):
-            mine = [(seed_from_hex(seed), y) for grp, seed, y in rows if grp == group]
-            groups.append((np.array([a for (a, _), _ in mine], np.uint64), np.array([b for (_, b), _ in mine],
-                                                                                   np.uint64),
-                           np.array([y for _, y in mine], np.uint32)))
-        return PemAggregate(params, groups)
 
-    def _sfp(self, campaign: CampaignVersion, params: HeavyHittersParams, days: list[str]) -> SfpAggregate:
-        assert params.sketch_depth is not None and params.sketch_width is not None
-        out = SfpAggregate(params)
-        flat = out.sums.reshape(params.groups, -1)
-        for group, cell, total in self._window("hh_sketch", "grp, cell, total", campaign, days):
-            flat[group, cell] += total
-        for group, reports in self._window("hh_counts", "grp, reports", campaign, days):
-            out.counts[group] += reports
-        return out
+def table_type(params: HeavyHittersParams) -> type[PemAggregate] | type[SfpAggregate]:
+    return PemAggregate if params.algorithm == "pem" else SfpAggregate

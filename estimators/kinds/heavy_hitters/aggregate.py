@@ -1,7 +1,8 @@
 """The collector's mergeable per-group aggregates of heavy_hitters reports (numpy).
 
-- PEM (OLH reports carry a fresh seed each): the statistic is the reports themselves, per group three arrays
-  (a, b: uint64 seed halves; y: uint32); merging concatenates.  20 bytes per report.
+- PEM (OLH over a public family of ``hash_count`` functions): per group the ``hash_count x g`` table of report
+  counts at (hash, y), and the group's report count; merging adds.  A sufficient statistic: the decoder's support
+  of a key is sum_j table[j, h_j(key)], for any key, and its size is bounded whatever n.
 - SFP (Hadamard Count Mean Sketch): per group the ``depth x width`` integer matrix of signed sums
   sum(1 - 2 bit) over the reports at (row, column), and the group's report count; merging adds.
 
@@ -11,9 +12,9 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 from __future__ import annotations
 
 import base64
-import re
-from collections.abc import Iterable
-from typing import Any
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -41,174 +42,153 @@ def _decode(text: Any, dtype: str, field: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
 
 
-class PemAggregate:
-    "The reports of each group of a PEM campaign, as arrays (``a``, ``b``, ``y`` per group)"
+class CountTable:
+    """Per group a ``rows x columns`` integer table and the group's report count; merging adds both.  A report adds
+    ``weight`` at (group, row, column): PEM's (hash, y) counts with weight 1, SFP's (row, column) signed sums with
+    weight 1 - 2 bit"""
 
-    def __init__(self, params: HeavyHittersParams, groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-                 | None = None) -> None:
-        self.params = params
-        empty = (np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.uint32))
-        self.groups = groups if groups is not None else [empty] * params.groups
+    algorithm = ""
 
-    @property
-    def counts(self) -> np.ndarray:
-        return np.array([len(y) for _, _, y in self.groups], dtype=np.int64)
-
-    def add(self, payloads: Iterable[Any]) -> PemAggregate:
-        "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
-        rows = list(payloads)
-        arrays = _pem_arrays(self.params, rows)
-        if arrays is None:  # some payload is irregular: the per-payload parse names its field
-            reports = [parse_payload(self.params, payload) for payload in rows]
-            return self.merge(PemAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
-        group, a, b, y = arrays
-        order = np.argsort(group, kind="stable")
-        bounds = np.searchsorted(group[order], np.arange(self.params.groups + 1))
-        parts = [order[bounds[i]:bounds[i + 1]] for i in range(self.params.groups)]
-        return self.merge(PemAggregate(self.params, [(a[part], b[part], y[part]) for part in parts]))
-
-    @classmethod
-    def from_reports(cls, params: HeavyHittersParams, reports: list[PemReport]) -> PemAggregate:
-        groups = []
-        for group in range(params.groups):
-            mine = [r for r in reports if r.group == group]
-            groups.append((np.array([r.a for r in mine], np.uint64), np.array([r.b for r in mine], np.uint64),
-                           np.array([r.y for r in mine], np.uint32)))
-        return cls(params, groups)
-
-    def merge(self, other: PemAggregate) -> PemAggregate:
-        _same(self.params, other.params)
-        groups = [(np.concatenate([a, a2]), np.concatenate([b, b2]), np.concatenate([y, y2]))
-                  for (a, b, y), (a2, b2, y2) in zip(self.groups, other.groups)]
-        return PemAggregate(self.params, groups)
-
-    def to_json(self) -> dict:
-        return {"algorithm": "pem", "groups": [{"a": _encode(a), "b": _encode(b), "y": _encode(y)}
-                                               for a, b, y in self.groups]}
-
-    @classmethod
-    def from_json(cls, params: HeavyHittersParams, data: Any) -> PemAggregate:
-        groups = _groups_of(params, data, "pem")
-        out = []
-        g = oracle(params).g  # type: ignore[union-attr]
-        for i, group in enumerate(groups):
-            if not isinstance(group, dict):
-                raise PayloadError(f"groups[{i}]", "must be an object with a, b and y")
-            a, b = _decode(group.get("a"), "uint64", f"groups[{i}].a"), _decode(group.get("b"), "uint64",
-                                                                               f"groups[{i}].b")
-            y = _decode(group.get("y"), "uint32", f"groups[{i}].y")
-            if not len(a) == len(b) == len(y):
-                raise PayloadError(f"groups[{i}]", "a, b and y must hold as many reports each")
-            if len(y) and int(y.max()) >= g:
-                raise PayloadError(f"groups[{i}].y", f"must be in [0, {g})")
-            out.append((a, b, y))
-        return cls(params, out)
-
-
-class SfpAggregate:
-    "Per group the sketch's signed sums (``sums[group, row, column]``) and report counts"
-
-    def __init__(self, params: HeavyHittersParams, sums: np.ndarray | None = None,
+    def __init__(self, params: HeavyHittersParams, cells: np.ndarray | None = None,
                  counts: np.ndarray | None = None) -> None:
-        assert params.sketch_depth is not None and params.sketch_width is not None
         self.params = params
-        shape = (params.groups, params.sketch_depth, params.sketch_width)
-        self.sums = sums if sums is not None else np.zeros(shape, np.int64)
+        self.cells = cells if cells is not None else np.zeros((params.groups, *self.shape(params)), np.int64)
         self.counts = counts if counts is not None else np.zeros(params.groups, np.int64)
 
-    def add(self, payloads: Iterable[Any]) -> SfpAggregate:
+    @staticmethod
+    def shape(params: HeavyHittersParams) -> tuple[int, int]:
+        raise NotImplementedError
+
+    @staticmethod
+    def weights(values: np.ndarray) -> np.ndarray:
+        "A report's addition from its last payload field"
+        raise NotImplementedError
+
+    def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = list(payloads)
-        fields = _sfp_arrays(self.params, rows)
+        fields = _arrays(self.params, rows)
         if fields is None:  # some payload is irregular: the per-payload parse names its field
             reports = [parse_payload(self.params, payload) for payload in rows]
-            return self.merge(SfpAggregate.from_reports(self.params, reports))  # type: ignore[arg-type]
-        return self.merge(SfpAggregate.from_arrays(self.params, fields[:, 0], fields[:, 1], fields[:, 2],
-                                                   fields[:, 3]))
+            return self.merge(self.from_reports(self.params, reports))
+        return self.merge(self.from_arrays(self.params, *fields.T))
 
     @classmethod
-    def from_reports(cls, params: HeavyHittersParams, reports: list[SfpReport]) -> SfpAggregate:
-        fields = np.array([r._values() for r in reports], dtype=np.int64).reshape(-1, 4)
-        return cls.from_arrays(params, fields[:, 0], fields[:, 1], fields[:, 2], fields[:, 3])
+    def from_reports(cls, params: HeavyHittersParams, reports: Sequence[PemReport | SfpReport]) -> Self:
+        fields = np.array([r._values() for r in reports], dtype=np.int64).reshape(-1, len(_highs(params)))
+        return cls.from_arrays(params, *fields.T)
 
     @classmethod
     def from_arrays(cls, params: HeavyHittersParams, group: np.ndarray, row: np.ndarray, column: np.ndarray,
-                    bit: np.ndarray) -> SfpAggregate:
+                    last: np.ndarray | None = None) -> Self:
+        "The aggregate of reports given as columns (SFP: ``last`` the bits; PEM: column is y, no ``last``)"
         out = cls(params)
-        np.add.at(out.sums, (group, row, column), 1 - 2 * bit.astype(np.int64))
+        rows, columns = cls.shape(params)
+        flat = (group.astype(np.int64) * rows + row) * columns + column
+        weights = cls.weights(last if last is not None else column)
+        out.cells.reshape(-1)[:] = np.bincount(flat, weights=weights, minlength=out.cells.size).astype(np.int64)
         out.counts[:] = np.bincount(group, minlength=params.groups)
         return out
 
-    def merge(self, other: SfpAggregate) -> SfpAggregate:
+    def merge(self, other: Self) -> Self:
+        if type(other) is not type(self):
+            raise AggregateMismatch("cannot merge aggregates of different heavy_hitters algorithms")
         _same(self.params, other.params)
-        return SfpAggregate(self.params, self.sums + other.sums, self.counts + other.counts)
+        return type(self)(self.params, self.cells + other.cells, self.counts + other.counts)
 
     def to_json(self) -> dict:
-        return {"algorithm": "sfp", "counts": self.counts.tolist(),
-                "groups": [_encode(self.sums[g].ravel()) for g in range(self.params.groups)]}
+        return {"algorithm": self.algorithm, "counts": self.counts.tolist(),
+                "groups": [_encode(self.cells[g].ravel()) for g in range(self.params.groups)]}
 
     @classmethod
-    def from_json(cls, params: HeavyHittersParams, data: Any) -> SfpAggregate:
-        assert params.sketch_depth is not None and params.sketch_width is not None
-        groups = _groups_of(params, data, "sfp")
+    def from_json(cls, params: HeavyHittersParams, data: Any) -> Self:
+        groups = _groups_of(params, data, cls.algorithm)
         counts = data.get("counts")
         if not isinstance(counts, list) or len(counts) != params.groups or not all(
                 type(c) is int and c >= 0 for c in counts):
             raise PayloadError("counts", f"must be {params.groups} non-negative integers")
-        size = params.sketch_depth * params.sketch_width
-        sums = np.zeros((params.groups, params.sketch_depth, params.sketch_width), np.int64)
+        shape = cls.shape(params)
+        cells = np.zeros((params.groups, *shape), np.int64)
         for i, text in enumerate(groups):
             flat = _decode(text, "int64", f"groups[{i}]")
-            if len(flat) != size:
-                raise PayloadError(f"groups[{i}]", f"must hold depth * width = {size} sums")
-            if len(flat) and int(np.abs(flat).max()) > counts[i]:
-                raise PayloadError(f"groups[{i}]", "a sum exceeds the group's report count")
-            sums[i] = flat.reshape(params.sketch_depth, params.sketch_width)
-        return cls(params, sums, np.array(counts, np.int64))
+            if len(flat) != shape[0] * shape[1]:
+                raise PayloadError(f"groups[{i}]", f"must hold {shape[0]} x {shape[1]} = {shape[0] * shape[1]} cells")
+            cls._check(flat, counts[i], f"groups[{i}]")
+            cells[i] = flat.reshape(shape)
+        return cls(params, cells, np.array(counts, np.int64))
+
+    @staticmethod
+    def _check(flat: np.ndarray, count: int, field: str) -> None:
+        raise NotImplementedError
+
+
+class PemAggregate(CountTable):
+    "Per group the hash_count x g table of how many reports drew public OLH function j and reported y"
+
+    algorithm = "pem"
+
+    @staticmethod
+    def shape(params: HeavyHittersParams) -> tuple[int, int]:
+        assert params.hash_count is not None
+        return params.hash_count, oracle(params).g  # type: ignore[union-attr]
+
+    @staticmethod
+    def weights(values: np.ndarray) -> np.ndarray:
+        return np.ones(len(values))
+
+    @staticmethod
+    def _check(flat: np.ndarray, count: int, field: str) -> None:
+        if len(flat) and (int(flat.min()) < 0 or int(flat.sum()) != count):
+            raise PayloadError(field, "must be non-negative counts adding up to the group's report count")
+
+
+class SfpAggregate(CountTable):
+    "Per group the sketch's signed sums (``cells[group, row, column]`` = sum(1 - 2 bit)) and report counts"
+
+    algorithm = "sfp"
+
+    @staticmethod
+    def shape(params: HeavyHittersParams) -> tuple[int, int]:
+        assert params.sketch_depth is not None and params.sketch_width is not None
+        return params.sketch_depth, params.sketch_width
+
+    @staticmethod
+    def weights(values: np.ndarray) -> np.ndarray:
+        return 1 - 2 * values.astype(np.float64)
+
+    @staticmethod
+    def _check(flat: np.ndarray, count: int, field: str) -> None:
+        if len(flat) and int(np.abs(flat).sum()) > count:
+            raise PayloadError(field, "its sums exceed the group's report count")
 
 
 # The vectorised parse of add(): the same checks as parse_payload over whole columns, None when any payload fails
 # one (add() then parses one by one, and the first bad payload's PayloadError names its field).
-_SEED_HEX = re.compile(r"[0-9A-Fa-f]*")
-
-
-def _ints(values: list) -> bool:
-    return all(type(value) is int for value in values)
-
-
-def _in_range(column: np.ndarray, high: int) -> bool:
-    return not len(column) or (int(column.min()) >= 0 and int(column.max()) < high)
-
-
-def _pem_arrays(params: HeavyHittersParams, rows: list) -> tuple[np.ndarray, ...] | None:
-    if not all(type(row) is list and len(row) == 3 for row in rows):
-        return None
-    groups, seeds, ys = [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows]
-    if not (_ints(groups) and _ints(ys) and all(type(seed) is str and len(seed) == 32 for seed in seeds)):
-        return None
-    joined = "".join(seeds)
-    if not _SEED_HEX.fullmatch(joined):
-        return None
-    try:
-        group, y = np.array(groups, np.int64), np.array(ys, np.int64)
-    except OverflowError:
-        return None
-    if not (_in_range(group, params.groups) and _in_range(y, oracle(params).g)):  # type: ignore[union-attr]
-        return None
-    halves = np.frombuffer(bytes.fromhex(joined), dtype=">u8").astype(np.uint64).reshape(-1, 2)
-    return group, halves[:, 0].copy(), halves[:, 1].copy(), y.astype(np.uint32)
-
-
-def _sfp_arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
+    "The exclusive upper bound of each payload field"
+    if params.algorithm == "pem":
+        assert params.hash_count is not None
+        return params.groups, params.hash_count, oracle(params).g  # type: ignore[union-attr]
     assert params.sketch_depth is not None and params.sketch_width is not None
-    if not all(type(row) is list and len(row) == 4 and _ints(row) for row in rows):
+    return params.groups, params.sketch_depth, params.sketch_width, 2
+
+
+def _arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    highs = _highs(params)
+    # the type checks run over whole columns in C (map, set): bool is not int here, as in parse_payload
+    if not rows:
+        return np.zeros((0, len(highs)), np.int64)
+    if set(map(type, rows)) != {list} or set(map(len, rows)) != {len(highs)}:
+        return None
+    flat = list(itertools.chain.from_iterable(rows))
+    if set(map(type, flat)) != {int}:
         return None
     try:
-        fields = np.array(rows, np.int64).reshape(-1, 4)
+        fields = np.array(flat, np.int64).reshape(-1, len(highs))
     except OverflowError:
         return None
-    highs = (params.groups, params.sketch_depth, params.sketch_width, 2)
-    return fields if all(_in_range(fields[:, i], high) for i, high in enumerate(highs)) else None
+    in_range = all(int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high for i, high in enumerate(highs))
+    return fields if in_range else None
 
 
 def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:
@@ -218,7 +198,7 @@ def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:
 
 def aggregate_json(params: HeavyHittersParams, data: Any) -> PemAggregate | SfpAggregate:
     "An aggregate from its JSON (``to_json``), validated against ``params``"
-    return (PemAggregate if params.algorithm == "pem" else SfpAggregate).from_json(params, data)  # type: ignore
+    return (PemAggregate if params.algorithm == "pem" else SfpAggregate).from_json(params, data)
 
 
 def _groups_of(params: HeavyHittersParams, data: Any, algorithm: str) -> list:

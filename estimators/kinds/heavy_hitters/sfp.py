@@ -81,7 +81,7 @@ def decode_sfp(params: HeavyHittersParams, aggregate: SfpAggregate, top_k: int =
     levels = []
     for position in range(params.discovery_groups):
         reports = int(aggregate.counts[position])
-        estimates = sketch_estimates(transformed(aggregate.sums[position]), reports, keys, constants)
+        estimates = sketch_estimates(transformed(aggregate.cells[position]), reports, keys, constants)
         threshold = level_threshold(constants, max(1, reports), len(keys), budget)
         found: dict[int, list[tuple[float, tuple[int, ...]]]] = defaultdict(list)
         for key in np.flatnonzero(estimates > threshold):
@@ -96,7 +96,7 @@ def decode_sfp(params: HeavyHittersParams, aggregate: SfpAggregate, top_k: int =
     strings = sorted(strings, key=lambda item: -item[0])[:top_k]
     estimation = int(aggregate.counts[params.estimation_group])
     string_keys = np.array([prefix_key(symbols) for _, symbols in strings], dtype=np.uint64)
-    frequencies = sketch_estimates(transformed(aggregate.sums[params.estimation_group]), estimation, string_keys,
+    frequencies = sketch_estimates(transformed(aggregate.cells[params.estimation_group]), estimation, string_keys,
                                    constants)
     hitters = [hitter(params, constants, symbols, float(f), max(1, estimation), devices, score, confidence)
                for (score, symbols), f in zip(strings, frequencies)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from client_sdk.kinds.heavy_hitters import HeavyHittersParams, group_key
-from client_sdk.kinds.heavy_hitters.encoding import sketch_seeds
+from client_sdk.kinds.heavy_hitters.encoding import olh_seeds, sketch_seeds
 from client_sdk.kinds.heavy_hitters.planning import oracle
 from client_sdk.randomness import PROB_DENOMINATOR
 
@@ -56,12 +56,13 @@ def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]
     kept = _kept(rng, constants.keep.numerator, constants.keep.denominator, n)
     if params.algorithm == "pem":
         g = constants.g  # type: ignore[union-attr]
-        a = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-        b = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-        hashed = olh_hash_array(a, b, key, g)
+        assert params.hash_count is not None
+        family = np.array(olh_seeds(params.hash_count), dtype=np.uint64)
+        index = rng.integers(0, params.hash_count, size=n)
+        hashed = olh_hash_array(family[index, 0], family[index, 1], key, g)
         other = rng.integers(0, g - 1, size=n, dtype=np.uint64)
-        y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.uint32)
-        return PemAggregate(params, [(a[group == i], b[group == i], y[group == i]) for i in range(params.groups)])
+        y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.int64)
+        return PemAggregate.from_arrays(params, group, index, y)
     assert params.sketch_depth is not None and params.sketch_width is not None
     seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
     row = rng.integers(0, params.sketch_depth, size=n)

@@ -3,8 +3,8 @@
  * Sketch). Each report is one group's (drawn on the device, from the CSPRNG, independently of the value) epsilon-LDP
  * report of the whole string, drawn byte for byte as the Python SDK's ``device.make_report``:
  *
- *   pem  group = randbelow(groups); a = randbits(64), b = randbits(64); keep = bernoulli(keep); if not kept,
- *        other = randbelow(g - 1): payload [group, hex(a) hex(b), y]
+ *   pem  group = randbelow(groups); hash = randbelow(hash_count) (a public OLH function, ``encoding.olh_seed``);
+ *        keep = bernoulli(keep); if not kept, other = randbelow(g - 1): payload [group, hash, y]
  *   sfp  group = randbelow(groups); row = randbelow(depth); column = randbelow(width); keep = bernoulli(keep):
  *        payload [group, row, column, bit]
  *
@@ -15,7 +15,7 @@
 import { olhHash } from "../categorical.js";
 import { InvalidValue, InvalidValueType } from "../errors.js";
 import type { Mechanism, Payload } from "../mechanisms.js";
-import { bernoulli, randbelowNumber, randbits, type RandomSource } from "../randomness.js";
+import { bernoulli, randbelowNumber, type RandomSource } from "../randomness.js";
 import { sha256 } from "../sha256.js";
 import { Spec } from "../spec.js";
 import { FIELDS, KIND_NAME, epsilonIdentity, paramsFromDict, paramsIdentity } from "./heavy_hitters_params.js";
@@ -27,6 +27,7 @@ import { provideKind, type CampaignKind, type Envelope } from "./index.js";
 const END = 0;
 const LABEL = (name: string): Uint8Array => new TextEncoder().encode(`ldp-telemetry/heavy_hitters/${name}\0`);
 const PREFIX_LABEL = LABEL("prefix"), PUZZLE_LABEL = LABEL("puzzle"), SKETCH_LABEL = LABEL("sketch");
+const OLH_LABEL = LABEL("olh");
 
 /** SHA-256 of a label and big-endian integers of the given byte widths. */
 function labelled(label: Uint8Array, words: [number, number][]): Uint8Array {
@@ -53,15 +54,17 @@ export const puzzleHash = (symbols: number[]): number => labelled(PUZZLE_LABEL, 
 export const fragmentKey = (b: number, puzzle: number, fragment: number[]): number =>
   fragment.reduce((key, symbol) => key * b + symbol, puzzle);
 
-const seedCache = new Map<number, [bigint, bigint]>();
-/** Row ``row``'s public multiply-add-shift seed (a, b): the first 16 bytes of SHA-256(label, row as 4 bytes). */
-function sketchSeed(row: number): [bigint, bigint] {
-  let seed = seedCache.get(row);
+const seedCaches = new Map<Uint8Array, Map<number, [bigint, bigint]>>([[SKETCH_LABEL, new Map()], [OLH_LABEL, new Map()]]);
+/** Public multiply-add-shift seed ``index`` (a, b) of a family: the first 16 bytes of SHA-256(label, index as 4
+ * bytes): the sketch's rows (SKETCH_LABEL) and PEM's OLH functions (OLH_LABEL). */
+function publicSeed(label: Uint8Array, index: number): [bigint, bigint] {
+  const cache = seedCaches.get(label)!;
+  let seed = cache.get(index);
   if (seed === undefined) {
-    const d = labelled(SKETCH_LABEL, [[row, 4]]);
+    const d = labelled(label, [[index, 4]]);
     const word = (from: number): bigint => d.slice(from, from + 8).reduce((x, byte) => (x << 8n) | BigInt(byte), 0n);
     seed = [word(0), word(8)];
-    seedCache.set(row, seed);
+    cache.set(index, seed);
   }
   return seed;
 }
@@ -153,18 +156,19 @@ export class HeavyHittersReporter implements Mechanism {
     const key = groupKey(p, symbols, group);
     if (p.algorithm === "pem") {
       const g = this.#oracle.g;
-      const a = randbits(rng, 64), b = randbits(rng, 64);
+      const index = randbelowNumber(rng, p.hashCount!);
+      const [a, b] = publicSeed(OLH_LABEL, index);
       const hashed = olhHash(a, b, key, g);
       let y = hashed;
       if (!bernoulli(rng, this.#oracle.keep)) {
         const other = randbelowNumber(rng, g - 1);
         y = other < hashed ? other : other + 1;
       }
-      return [group, a.toString(16).padStart(16, "0") + b.toString(16).padStart(16, "0"), y];
+      return [group, index, y];
     }
     const row = randbelowNumber(rng, p.sketchDepth!);
     const column = randbelowNumber(rng, p.sketchWidth!);
-    const [seedA, seedB] = sketchSeed(row);
+    const [seedA, seedB] = publicSeed(SKETCH_LABEL, row);
     let parity = olhHash(seedA, seedB, key, p.sketchWidth!) & column;
     parity ^= parity >>> 8; parity ^= parity >>> 4; parity ^= parity >>> 2; parity ^= parity >>> 1;
     let bit = parity & 1;

@@ -6,17 +6,19 @@ import { SpecError } from "../errors.js";
 import { MAX_EPSILON, MIN_EPSILON } from "../spec.js";
 import {
   DEFAULT_SKETCH_DEPTH, DEFAULT_SKETCH_WIDTH, HASH_FAMILIES, MAX_ALPHABET, MAX_EXPECTED_REPORTS,
-  MAX_FRAGMENT_CANDIDATES, MAX_LENGTH, MAX_LEVEL_BRANCHING, MIN_EXPECTED_REPORTS, PUZZLE_BITS, plan, symbolCount,
+  MAX_FRAGMENT_CANDIDATES, MAX_HASH_COUNT, MAX_LENGTH, MAX_LEVEL_BRANCHING, MAX_OLH_CELLS, MIN_EXPECTED_REPORTS,
+  PUZZLE_BITS, defaultHashCount, pemRange, plan, symbolCount,
   type HeavyHittersParams,
 } from "./heavy_hitters_plan.js";
 
 export const KIND_NAME = "heavy_hitters";
-export const PEM_FIELDS = ["segment_length"];
+export const PEM_FIELDS = ["segment_length", "hash_count"];
 export const SFP_FIELDS = ["sketch_width", "sketch_depth", "fragment_length", "hash_family"];
 export const FIELDS = ["max_length", "alphabet", "overflow", "algorithm", "expected_reports", ...PEM_FIELDS, ...SFP_FIELDS];
 const ALGORITHMS = ["pem", "sfp", "auto"];
 const OVERFLOWS = ["truncate", "refuse"];
 const PARAM_OF: Record<string, keyof HeavyHittersParams> = { segment_length: "segmentLength",
+  hash_count: "hashCount",
   sketch_width: "sketchWidth", sketch_depth: "sketchDepth", fragment_length: "fragmentLength", hash_family: "hashFamily" };
 
 function validateInt(field: string, value: unknown, low: number, high: number): number {
@@ -77,7 +79,7 @@ export function paramsFromDict(d: Record<string, unknown>): HeavyHittersParams {
   }
   const base: HeavyHittersParams = { epsilon, maxLength, alphabet, alphabetText: alphabet && (get(d, "alphabet") as string),
     overflow: overflow as string, algorithm: "pem", requested: algorithm as string,
-    expectedReports: absent(expected) ? null : expected as number, segmentLength: null, sketchWidth: null,
+    expectedReports: absent(expected) ? null : expected as number, segmentLength: null, hashCount: null, sketchWidth: null,
     sketchDepth: null, fragmentLength: null, hashFamily: null };
   if (algorithm === "auto") return plan(base, expected as number);
   const b = symbolCount(base);
@@ -86,7 +88,16 @@ export function paramsFromDict(d: Record<string, unknown>): HeavyHittersParams {
     if (b ** length > MAX_LEVEL_BRANCHING) {
       throw new SpecError("segment_length", `${b}**${length} extensions per prefix exceed ${MAX_LEVEL_BRANCHING}`);
     }
-    return { ...base, segmentLength: length };
+    const given = get(d, "hash_count");
+    let hashCount = defaultHashCount(epsilon);
+    if (!absent(given)) {
+      hashCount = validateInt("hash_count", given, 1, MAX_HASH_COUNT);
+      const g = pemRange(epsilon);
+      if (hashCount * g > MAX_OLH_CELLS) {
+        throw new SpecError("hash_count", `hash_count * g = ${hashCount} * ${g} exceeds ${MAX_OLH_CELLS} (the count table of a group)`);
+      }
+    }
+    return { ...base, segmentLength: length, hashCount };
   }
   const width = get(d, "sketch_width", DEFAULT_SKETCH_WIDTH);
   if (!Number.isInteger(width) || (width as number) < 16 || (width as number) > 65536 || ((width as number) & ((width as number) - 1))) {

@@ -18,6 +18,11 @@ export const DEFAULT_SKETCH_WIDTH = 1024;
 export const DEFAULT_SKETCH_DEPTH = 16;
 export const HASH_FAMILIES = ["multiply_shift"];
 export const PUZZLE_BITS = 8;
+/** PEM's OLH: g at most PEM_MAX_RANGE, a group's hash_count x g count table at most MAX_OLH_CELLS cells. */
+export const PEM_MAX_RANGE = 4096;
+export const MAX_OLH_CELLS = 2 ** 20;
+export const DEFAULT_OLH_CELLS = 2 ** 12;
+export const MAX_HASH_COUNT = 2 ** 16;
 const DEFAULT_TOP_K = 20;
 const DEFAULT_FALSE_DISCOVERY_BUDGET = 0.05;
 const DETECTION_POWER = 0.9;
@@ -34,6 +39,7 @@ export interface HeavyHittersParams {
   requested: string;
   expectedReports: number | null;
   segmentLength: number | null;
+  hashCount: number | null;
   sketchWidth: number | null;
   sketchDepth: number | null;
   fragmentLength: number | null;
@@ -70,11 +76,19 @@ function sampling(f: number, reports: number, devices: number | undefined): numb
   return f * (1 - f) * (devices - reports) / ((devices - 1) * reports);
 }
 
+/** OLH's g for e^eps in a heavy_hitters campaign: round(e^eps + 1), at most PEM_MAX_RANGE. */
+const olhG = (e: number): number => Math.min(olhRange(e), PEM_MAX_RANGE);
+/** PEM's default hash_count at ``epsilon``: hash_count * g ~ DEFAULT_OLH_CELLS. */
+export const defaultHashCount = (epsilon: number): number =>
+  Math.max(1, Math.floor(DEFAULT_OLH_CELLS / olhG(expRounded(epsilon))));
+/** The g of PEM's OLH at ``epsilon``. */
+export const pemRange = (epsilon: number): number => olhG(expRounded(epsilon));
+
 /** The oracle every group of the campaign reports through: OLH (pem) or the Hadamard Count Mean Sketch (sfp). */
 export function oracleOf(p: HeavyHittersParams): Oracle {
   const e = expRounded(p.epsilon);
   if (p.algorithm === "pem") {
-    const g = olhRange(e);
+    const g = olhG(e);
     const keep = keepOf(e, g - 1);
     const ps = toNumber(keep), qs = 1 / g;
     return { keep, g, variance: (f, reports, devices) => {
@@ -210,7 +224,8 @@ export function plan(base: HeavyHittersParams, devices: number): HeavyHittersPar
   };
   const b = symbolCount(base);
   for (let length = 1; length <= base.maxLength; length++) {
-    if (b ** length <= MAX_LEVEL_BRANCHING) consider({ ...base, algorithm: "pem", segmentLength: length });
+    if (b ** length <= MAX_LEVEL_BRANCHING) consider({ ...base, algorithm: "pem", segmentLength: length,
+      hashCount: defaultHashCount(base.epsilon) });
     if (256 * b ** length <= MAX_FRAGMENT_CANDIDATES) {
       consider({ ...base, algorithm: "sfp", sketchWidth: DEFAULT_SKETCH_WIDTH, sketchDepth: DEFAULT_SKETCH_DEPTH,
         fragmentLength: length, hashFamily: HASH_FAMILIES[0] });

@@ -1,11 +1,13 @@
 """heavy_hitters reports: the documented byte consumption order, the payload codec, and privacy audits."""
 
 import hashlib
+import math
 
 import pytest
 
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import encode_value, group_key, make_report, params_from_dict, parse_payload
+from client_sdk.kinds.heavy_hitters.encoding import olh_seed
 from client_sdk.kinds.heavy_hitters.oracles import OlhConstants, SketchConstants
 from client_sdk.mechanisms.hashing import olh_hash
 from client_sdk.randomness import ByteStreamRandom, DeterministicRandom
@@ -40,15 +42,16 @@ def test_pem_reports_consume_the_bytes_in_the_documented_order(seed):
     data = hashlib.sha256(bytes([seed])).digest() * 8
     payload = make_report(ByteStreamRandom(data), params, "hello")
     read, olh = Reader(data), OlhConstants(3.0)
-    group = read.below(params.groups)
-    a, b = read.bits(64), read.bits(64)
+    group, index = read.below(params.groups), read.below(params.hash_count)
+    a, b = (int.from_bytes(hashlib.sha256(b"ldp-telemetry/heavy_hitters/olh\x00" + index.to_bytes(4, "big")).digest()
+                           [at:at + 8], "big") for at in (0, 8))
     hashed = olh_hash(a, b, group_key(params, encode_value(params, "hello"), group), olh.g)
     if read.below(olh.keep.denominator) < olh.keep.numerator:
         y = hashed
     else:
         other = read.below(olh.g - 1)
         y = other if other < hashed else other + 1
-    assert payload == [group, f"{a:016x}{b:016x}", y]
+    assert payload == [group, index, y]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -69,12 +72,14 @@ def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
 
 
 @pytest.mark.parametrize(("spec", "payload", "field"), [
-    (PEM, [0, "00" * 16], "payload"),
-    (PEM, [3, "00" * 16, 0], "payload[0]"),
-    (PEM, [0, "zz" * 16, 0], "payload[1]"),
-    (PEM, [0, "00" * 15, 0], "payload[1]"),
-    (PEM, [0, "00" * 16, 1000], "payload[2]"),
-    (PEM, [0, "00" * 16, True], "payload[2]"),
+    (PEM, [0, 0], "payload"),
+    (PEM, [3, 0, 0], "payload[0]"),
+    (PEM, [0, "00" * 16, 0], "payload[1]"),
+    (PEM, [0, -1, 0], "payload[1]"),
+    (PEM, [0, 4096 // 21, 0], "payload[1]"),
+    (PEM, [0, True, 0], "payload[1]"),
+    (PEM, [0, 0, 1000], "payload[2]"),
+    (PEM, [0, 0, True], "payload[2]"),
     (SFP, [0, 0, 0], "payload"),
     (SFP, [3, 0, 0, 0], "payload[0]"),
     (SFP, [0, 2, 0, 0], "payload[1]"),
@@ -114,8 +119,8 @@ def pem_samples(params, epsilon_audited, draws):
     for value in VALUES:
         binned = []
         for _ in range(draws):
-            group, seed, y = make_report(rng, params, value)
-            a, b = int(seed[:16], 16), int(seed[16:], 16)
+            group, index, y = make_report(rng, params, value)
+            a, b = olh_seed(index)
             keys = [group_key(params, encode_value(params, v), group) for v in VALUES]
             binned.append((group, tuple(olh_hash(a, b, key, g) == y for key in keys)))
         samples[value] = binned
@@ -134,3 +139,30 @@ def test_empirical_audit_of_both_randomizers_passes_at_epsilon_and_detects_a_pla
     # the same randomizers at 2 eps, audited at eps: a leak the audit must see
     assert audit(pem_samples(params_from_dict(PEM, 2 * epsilon), epsilon, 6000), epsilon) != []
     assert audit(sfp_samples(params_from_dict(SFP, 2 * epsilon), 6000), epsilon) != []
+
+
+def pem_output_probabilities(params, value):
+    """P(payload = [group, hash, y] | value) over PEM's whole output space, from the device's own functions: the
+    group and the hash are uniform and independent of the value, y is the kept hash or one of the g - 1 others"""
+    olh = OlhConstants(params.epsilon)
+    symbols = encode_value(params, value)
+    out = {}
+    for group in range(params.groups):
+        key = group_key(params, symbols, group)
+        for index in range(params.hash_count):
+            hashed = olh_hash(*olh_seed(index), key, olh.g)
+            for y in range(olh.g):
+                chance = olh.keep if y == hashed else (1 - olh.keep) / (olh.g - 1)
+                out[(group, index, y)] = chance / (params.groups * params.hash_count)
+    return out
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
+def test_exact_audit_of_pem_reports_over_the_whole_output_space_and_a_planted_leak(epsilon):
+    spec = {**PEM, "hash_count": 8}
+    honest = [pem_output_probabilities(params_from_dict(spec, epsilon), value) for value in VALUES]
+    assert all(abs(sum(p.values()) - 1) < 1e-12 for p in honest)
+    worst = max(max(p[o] for p in honest) / min(p[o] for p in honest) for o in honest[0])
+    assert worst <= math.exp(epsilon) * (1 + 1e-12)
+    leaky = [pem_output_probabilities(params_from_dict(spec, 2 * epsilon), value) for value in VALUES]
+    assert max(max(p[o] for p in leaky) / min(p[o] for p in leaky) for o in leaky[0]) > math.exp(epsilon)

@@ -56,13 +56,28 @@ def test_epsilon_is_validated_and_the_fields_and_schema_agree():
 def test_identity_names_the_kind_and_the_resolved_algorithm_and_to_dict_round_trips():
     pem = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "algorithm": "pem", "segment_length": 2}, 3.0)
     assert pem.identity() == {"kind": "heavy_hitters", "max_length": 6, "overflow": "truncate", "algorithm": "pem",
-                              "alphabet": ALPHABET, "segment_length": 2}
+                              "alphabet": ALPHABET, "segment_length": 2, "hash_count": 4096 // 21}
     assert params_from_dict(pem.to_dict(), 3.0) == pem
     auto = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": 20_000}, 3.0)
     assert auto.algorithm in ("pem", "sfp") and auto.identity()["requested_algorithm"] == "auto"
     assert params_from_dict(auto.to_dict(), 3.0) == auto
     sfp = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "algorithm": "sfp", "fragment_length": 2}, 1.0)
     assert params_from_dict(sfp.to_dict(), 1.0) == sfp and sfp.identity()["sketch_width"] == 1024
+
+
+@pytest.mark.parametrize(("epsilon", "hash_count", "ok"), [(3.0, 1, True), (3.0, 49932, True), (3.0, 49933, False),
+                                                          (3.0, 0, False), (9.0, 256, True), (9.0, 257, False)])
+def test_hash_count_is_bounded_by_the_count_table(epsilon, hash_count, ok):
+    spec = {"max_length": 6, "alphabet": ALPHABET, "algorithm": "pem", "hash_count": hash_count}
+    if ok:
+        assert params_from_dict(spec, epsilon).hash_count == hash_count
+        return
+    with pytest.raises(SpecError) as caught:
+        params_from_dict(spec, epsilon)
+    assert caught.value.field == "hash_count"
+    with pytest.raises(SpecError) as caught:
+        params_from_dict({**spec, "algorithm": "sfp"}, epsilon)
+    assert caught.value.field == "hash_count"
 
 
 def test_the_planner_picks_the_smallest_detection_threshold_and_answers_how_many_users():

@@ -6,7 +6,7 @@ import pytest
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import make_report, params_from_dict, parse_payload
 from client_sdk.randomness import DeterministicRandom
-from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate, empty_aggregate
+from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate, aggregate_json, empty_aggregate
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz."
 SPECS = [{"max_length": 6, "alphabet": ALPHABET, "algorithm": "pem", "segment_length": 2},
@@ -41,10 +41,34 @@ def test_a_bad_payload_in_a_batch_names_its_field(spec, position, bad, field):
     assert error.value.field.startswith(field)
 
 
-def test_a_seed_with_whitespace_is_refused():
+@pytest.mark.parametrize("bad", [-1, 1 << 40, "3", 2.0, None])
+def test_a_hash_index_outside_the_public_family_is_refused(bad):
     params = params_from_dict(SPECS[0], 3.0)
     batch = payloads(params, 8)
-    batch[3] = [batch[3][0], " " + batch[3][1][1:], batch[3][2]]
+    batch[3] = [batch[3][0], params.hash_count if bad == 1 << 40 else bad, batch[3][2]]
     with pytest.raises(PayloadError) as error:
         empty_aggregate(params).add(batch)
     assert error.value.field == "payload[1]"
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_shards_merged_are_the_aggregate_of_all_and_its_size_does_not_grow_with_n(spec):
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 600)
+    whole = empty_aggregate(params).add(batch)
+    shards = [empty_aggregate(params).add(batch[start:start + 150]) for start in range(0, 600, 150)]
+    merged = shards[0]
+    for shard in shards[1:]:
+        merged = merged.merge(aggregate_json(params, shard.to_json()))  # as days or shards are read back
+    assert merged.to_json() == whole.to_json()
+    sizes = [len(group) for group in whole.to_json()["groups"]]
+    assert sizes == [len(group) for group in empty_aggregate(params).to_json()["groups"]]  # a fixed-size table
+
+
+def test_an_archived_pem_table_that_does_not_add_up_is_refused():
+    params = params_from_dict(SPECS[0], 3.0)
+    data = empty_aggregate(params).add(payloads(params, 40)).to_json()
+    data["counts"][0] += 1
+    with pytest.raises(PayloadError) as error:
+        aggregate_json(params, data)
+    assert error.value.field == "groups[0]"

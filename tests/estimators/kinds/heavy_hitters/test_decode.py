@@ -59,12 +59,13 @@ def test_strings_at_the_detection_threshold_are_found_with_probability_at_least_
     assert found[0.5] / n < 0.9 - k * np.sqrt(0.09 / n)  # the threshold is not a loose bound
 
 
-def estimation_group_estimate(params, aggregate, symbols):
-    group = params.estimation_group
+def estimation_group_estimates(params, aggregate, strings):
+    "The estimation group's estimates of ``strings`` (pem: corrected for their collisions with each other)"
+    group, reports, keys = params.estimation_group, int(aggregate.counts[params.estimation_group]), [
+        prefix_key(symbols) for symbols in strings]
     if params.algorithm == "pem":
-        return olh_estimates(aggregate.groups[group], [prefix_key(symbols)], oracle(params))[0]
-    return sketch_estimates(transformed(aggregate.sums[group]), int(aggregate.counts[group]),
-                            np.array([prefix_key(symbols)], np.uint64), oracle(params))[0]
+        return olh_estimates(aggregate.cells[group], reports, keys, oracle(params), len(keys))
+    return sketch_estimates(transformed(aggregate.cells[group]), reports, np.array(keys, np.uint64), oracle(params))
 
 
 def expected_sketch_estimate(params, strings, counts, target):
@@ -87,11 +88,10 @@ def test_estimation_group_frequencies_are_unbiased_with_the_formulas_variance_an
         aggregate = simulate_aggregate(params, symbols, counts, rng, keys)
         reports = int(np.asarray(aggregate.counts)[params.estimation_group])
         row = []
-        for i in range(2):
-            f = estimation_group_estimate(params, aggregate, symbols[i])
+        for i, f in enumerate(estimation_group_estimates(params, aggregate, symbols[:2])):
             entry = hitter(params, oracle(params), symbols[i], f, reports, devices, 0.0, 0.95)
             covered += entry.ci_low <= truth[i] <= entry.ci_high
-            row.append(f)
+            row.append(float(f))
         estimates.append(row)
     values = np.array(estimates)
     expected = truth if params.algorithm == "pem" else np.array(
@@ -134,5 +134,6 @@ def test_the_real_device_function_finds_a_planted_string_through_validated_merge
         assert found[value].ci_low - 0.05 <= truth <= found[value].ci_high + 0.05
     assert estimate.to_json()["interval_source"].startswith("estimation group")
     assert isinstance(merged, type(first)) and merged.counts.sum() == 6000
-    if isinstance(merged, PemAggregate):
-        assert [len(y) for _, _, y in merged.groups] == list(merged.counts)
+    if isinstance(merged, PemAggregate):  # a report is one count of its group's table
+        assert list(merged.cells.sum(axis=(1, 2))) == list(merged.counts)
+        assert merged.cells.shape == (params.groups, params.hash_count, oracle(params).g)
