@@ -102,6 +102,10 @@ export class FileStore extends MemoryStore {
   override async load(): Promise<Snapshot> {
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
     if (!this.#locked) await this.#lock();
+    // loading again (after a failed write, or by the caller) replaces the journal's handle: close the old one first
+    await this.#flushing;
+    await this.#handle?.close();
+    this.#handle = null;
     let text = "";
     try {
       text = await readFile(this.path, "utf8");
