@@ -102,15 +102,21 @@ def test_a_weekly_campaign_caps_reports_per_monday_week_as_its_labels_do(tmp_pat
     assert kind_of(spec).period_origin(spec) == -3 * DAY  # 1969-12-29, a Monday
 
 
-def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path):
-    spec, fake, clock = client_sdk.load_spec(HISTOGRAM), FakeCollector(), Clock()
+def record_daily(tmp_path, data, values, days):
+    "A device recording ``values(day)`` once a day for ``days`` days, flushed each day: (spec, fake, spent)"
+    spec, fake, clock = client_sdk.load_spec(data), FakeCollector(), Clock()
     client = device(tmp_path, fake, clock, spec)
-    for period in range(60):
-        assert client.record(spec.name, [0.5, 6.5][(period // 7) % 2])
+    for period in range(days):
+        assert client.record(spec.name, values(period))
         client.flush()
         clock.now += DAY
     spent = client.spent(spec.name).epsilon
     client.close(timeout=0)
+    return spec, fake, spent
+
+
+def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path):
+    spec, fake, spent = record_daily(tmp_path, HISTOGRAM, lambda period: [0.5, 6.5][(period // 7) % 2], 60)
     state = kind_slot(tmp_path)[spec.name]
     answers = len(state["answers"])
     assert 1 <= answers <= 2 and spent == pytest.approx(2.0 * answers)
@@ -123,14 +129,7 @@ def test_a_changing_device_is_charged_per_new_answer_and_sends_no_more(tmp_path)
 @pytest.mark.parametrize("data", [MEAN, {key: value for key, value in HISTOGRAM.items() if key != "gamma"}])
 def test_the_collector_sees_at_most_the_answers_the_ledger_counted(tmp_path, data):
     "Playing the collector: a device moving between two neighbourhoods for 365 days; distinct answers it received"
-    spec, fake, clock = client_sdk.load_spec(data), FakeCollector(), Clock()
-    client = device(tmp_path, fake, clock, spec)
-    for period in range(365):
-        assert client.record(spec.name, [1.2, 6.7][(period // 10) % 2])
-        client.flush()
-        clock.now += DAY
-    spent = client.spent(spec.name).epsilon
-    client.close(timeout=0)
+    spec, fake, spent = record_daily(tmp_path, data, lambda period: [1.2, 6.7][(period // 10) % 2], 365)
     received = stored_payloads(fake, spec.name)
     assert len(received) == 365 and 1 <= len(set(received)) <= round(spent / spec.epsilon) <= 2
     assert len(set(received)) == len(kind_slot(tmp_path)[spec.name]["answers"])
