@@ -77,10 +77,11 @@ def group_keys(params: HeavyHittersParams, strings: list[tuple[int, ...]]) -> np
                     dtype=np.uint64).reshape(len(strings), params.groups)
 
 
-def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
-                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
-    """The aggregate of sum(counts) devices, counts[s] of them holding the encoded string strings[s], each making
-    one report (group drawn uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
+def simulate_reports(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
+                     rng: np.random.Generator, keys: np.ndarray | None = None) -> np.ndarray:
+    """The payload fields (one row per report: PEM [group, hash, y], SFP [group, row, column, bit]) of sum(counts)
+    devices, counts[s] of them holding the encoded string strings[s], each making one report (group drawn
+    uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
     owner = np.repeat(np.arange(len(strings)), counts)
     n = len(owner)
     keys = group_keys(params, strings) if keys is None else keys
@@ -96,11 +97,19 @@ def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]
         hashed = olh_hash_array(family[index, 0], family[index, 1], key, g)
         other = rng.integers(0, g - 1, size=n, dtype=np.uint64)
         y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.int64)
-        return PemAggregate.from_arrays(params, group, index, y)
+        return np.column_stack([group, index, y])
     assert params.sketch_depth is not None and params.sketch_width is not None
     seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
     row = rng.integers(0, params.sketch_depth, size=n)
     column = rng.integers(0, params.sketch_width, size=n)
     hashed = olh_hash_array(seeds[row, 0], seeds[row, 1], key, params.sketch_width).astype(np.int64)
     bit = sign_bits(hashed, column) ^ (~kept).astype(np.int64)
-    return SfpAggregate.from_arrays(params, group, row, column, bit)
+    return np.column_stack([group, row, column, bit])
+
+
+def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
+                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
+    "The aggregate of ``simulate_reports``"
+    fields = simulate_reports(params, strings, counts, rng, keys)
+    table = PemAggregate if params.algorithm == "pem" else SfpAggregate
+    return table.from_arrays(params, *fields.T)
