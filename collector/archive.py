@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from client_sdk.errors import LDPError, SpecError
-from client_sdk.kinds import kind_of
+from client_sdk.errors import LDPError
 from client_sdk.spec import Spec, load_spec
 
 from .archive_forms import PAYLOAD_ARCHIVE, ArchiveForm
@@ -72,7 +71,6 @@ def export_campaign(storage: StorageBase, name: str, out: str | Path, *, since: 
         raise CampaignNotFound(f"no campaign {name!r}")
     result = ExportResult()
     for campaign in versions:
-        _check_local(campaign.spec)
         form = archive_form(campaign.spec)
         for day, reports in form.days(storage, campaign, since, until):
             path = partition_dir(out, campaign.name, campaign.version, day) / PART_FILE
@@ -89,8 +87,11 @@ def export_campaign(storage: StorageBase, name: str, out: str | Path, *, since: 
 
 
 def archive_form(spec: Spec) -> ArchiveForm:
-    "The archive form of the spec's kind (``CollectorKind.archive_form``)"
-    return collector_kind(spec).archive_form()
+    "The archive form of the spec's kind (``CollectorKind.archive_form``); ArchiveError when it archives nothing"
+    form = collector_kind(spec).archive_form(spec)
+    if form is None:
+        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived here")
+    return form
 
 
 def file_metadata(campaign: CampaignVersion, day: str, rows: int, reports: int | None = None,
@@ -109,14 +110,6 @@ def read_file_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, str]:
     "The ``ldp.*`` entries of a Parquet file's key-value metadata, as text"
     return {key.decode()[len(META_PREFIX):]: value.decode() for key, value in (metadata or {}).items()
             if key.startswith(META_PREFIX.encode())}
-
-
-def _check_local(spec: Spec) -> None:
-    try:
-        kind_of(spec).require_randomizer(spec)  # only a randomizer's reports are archived here
-    except SpecError:
-        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived "
-                           "here") from None
 
 
 def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
@@ -203,6 +196,11 @@ class AggregateFile:
         for _, aggregate in self.window(since, until):
             total = total.merge(aggregate)
         return total
+
+    def reports(self) -> int:
+        "The reports the days' aggregates count"
+        form = archive_form(self.spec)
+        return sum(form.reports(aggregate) for _, aggregate in self.days)
 
     def window(self, since: str | None = None, until: str | None = None) -> list[tuple[str, Any]]:
         return [(day, a) for day, a in self.days if (since or "") <= day <= (until or "9999-12-31")]

@@ -7,7 +7,8 @@ which kind a campaign is.  :class:`PayloadArchive` is the form of campaigns stor
 
 A form says: the day files' columns (``schema``), the days with reports and their report counts (``days``), a day's
 rows in chunks (``day_chunks``), the aggregate of a batch of rows (``aggregate_batch``, run in Spark's tasks), an
-aggregate as the aggregate file's JSON and back (``day_json``, ``day_from_json``) and the empty aggregate (``empty``).
+aggregate as the aggregate file's JSON and back (``day_json``, ``day_from_json``), the empty aggregate (``empty``)
+and the reports an aggregate counts (``reports``).
 Aggregates merge with their own ``merge``.  pyarrow is imported by the methods that need it (the archive extra).
 """
 
@@ -45,6 +46,10 @@ class ArchiveForm:
         raise NotImplementedError
 
     def empty(self, spec: Spec) -> Any:
+        raise NotImplementedError
+
+    def reports(self, aggregate: Any) -> int:
+        "The reports an aggregate counts"
         raise NotImplementedError
 
     def day_json(self, aggregate: Any) -> dict:
@@ -90,6 +95,9 @@ class PayloadArchive(ArchiveForm):
         import estimators
 
         return estimators.Aggregate.empty(spec)
+
+    def reports(self, aggregate: Any) -> int:
+        return int(aggregate.n)
 
     def day_json(self, aggregate: Any) -> dict:
         return {"n": aggregate.n, "counts": aggregate.to_dict()["counts"]}

@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(args.archive, args.campaign, args.out, version=args.version, since=args.since, until=args.until,
                  master=args.master, verbose=args.verbose)
-    print(f"{result.total().n} reports of {result.spec.name} v{result.spec.version} over {len(result.days)} days "
+    print(f"{result.reports()} reports of {result.spec.name} v{result.spec.version} over {len(result.days)} days "
           f"-> {args.out}")
 
 

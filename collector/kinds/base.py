@@ -111,10 +111,18 @@ class CollectorKind:
         "A report's data from the collector's database"
         raise NotImplementedError
 
-    def archive_form(self) -> ArchiveForm:
-        "How the kind's stored data goes to Parquet and Spark re-aggregates it: here, one row per stored report"
+    def archive_form(self, spec: Any) -> ArchiveForm | None:
+        """How the kind's stored data goes to Parquet and Spark re-aggregates it, or None when the campaign keeps
+        nothing to archive: here, one row per stored report of a campaign whose devices randomize"""
+        from client_sdk.errors import SpecError
+        from client_sdk.kinds import kind_of
+
         from ..archive_forms import PAYLOAD_ARCHIVE
 
+        try:
+            kind_of(spec).require_randomizer(spec)  # a distributed campaign's stored shares are not its reports
+        except SpecError:
+            return None
         return PAYLOAD_ARCHIVE
 
     def report_data_from_aggregates(self, spec: Any, days: list[tuple[str, Any]], window: Window) -> ReportData:

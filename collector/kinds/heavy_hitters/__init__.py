@@ -53,7 +53,7 @@ class HeavyHittersCampaigns(CollectorKind):
         return ReportData(window_estimate(storage, campaign, window.since, window.until, window.confidence),
                           campaign.spec.to_dict(), window.since, window.until)
 
-    def archive_form(self) -> ArchiveForm:
+    def archive_form(self, spec: Any) -> ArchiveForm:
         "The per-day count tables as (grp, cell, total) rows (``.archive``)"
         from .archive import HEAVY_HITTERS_ARCHIVE
 

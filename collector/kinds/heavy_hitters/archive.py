@@ -79,8 +79,11 @@ class HeavyHittersArchive(ArchiveForm):
     def empty(self, spec: Any) -> PemAggregate | SfpAggregate:
         return empty_aggregate(spec.params)
 
+    def reports(self, aggregate: Any) -> int:
+        return int(aggregate.counts.sum())
+
     def day_json(self, aggregate: Any) -> dict:
-        return {"n": int(aggregate.counts.sum()), "aggregate": aggregate.to_json()}
+        return {"n": self.reports(aggregate), "aggregate": aggregate.to_json()}
 
     def day_from_json(self, spec: Any, entry: dict) -> PemAggregate | SfpAggregate:
         try:
