@@ -5,13 +5,15 @@ campaign version and UTC day, hive-partitioned::
 
     ARCHIVE/campaign=browser/version=1/day=2024-05-01/part-0.parquet
 
-Each file has one column, ``payload`` (binary): the report's payload in ``collector.report_codec``'s tagged form,
+The columns are the campaign kind's (its ``ArchiveForm``, ``collector.archive_forms``; a heavy_hitters file holds
+the day's count table, ``collector.kinds.heavy_hitters.archive``).  A local campaign's file has one column,
+``payload`` (binary): the report's payload in ``collector.report_codec``'s tagged form,
 exactly the bytes the PostgreSQL store keeps (``decode_payload(mechanism, untagged(b))`` gives back the wire
 payload).  Campaign, version and day are the partition columns (in the path).  What is left out: the report id
 (a random id that would join an archived row to the live database or to any other copy of the same report) and
 the store's internal version id; nothing else is stored per report.  Rows are in the order of their (random)
 report ids, so the file order says nothing about arrival.  The file's key-value metadata holds the spec
-(``ldp.spec``), its fingerprint, mechanism, campaign, version, day and row count (``ldp.*``).
+(``ldp.spec``), its fingerprint, mechanism, campaign, version, day, report and row counts and columns (``ldp.*``).
 
 Reports are read in chunks and written a row group at a time, so memory stays bounded however large a day is.
 Each file is written under a temporary dot-name (which Spark and pyarrow skip) and renamed into place: a rerun
@@ -19,8 +21,9 @@ replaces a day's file with the same rows, never adds to it, and leaves alone a f
 count of reports under the same fingerprint (days are append-only: same count, same reports).
 
 The aggregate file (:func:`write_aggregate_file`, :func:`read_aggregate_file`) is JSON: the spec and one
-mergeable aggregate per day (``Aggregate.to_dict``).  ``ldp-telemetry report --aggregate FILE`` reads it, and
-``estimators.estimate_aggregate(spec, aggregate)`` takes what :func:`read_aggregate_file` returns.
+mergeable aggregate per day (the form's ``day_json``: a local campaign's ``Aggregate.to_dict``).
+``ldp-telemetry report --aggregate FILE`` reads it, and ``estimators.estimate_aggregate(spec, aggregate)`` takes
+what :func:`read_aggregate_file` returns for a local campaign.
 pyarrow is imported by the functions that need it (the ``archive`` extra).
 """
 
