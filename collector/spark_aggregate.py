@@ -42,7 +42,6 @@ from collector.archive import (
     read_file_metadata,
     write_aggregate_file,
 )
-from collector.archive_forms import PAYLOAD_ARCHIVE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -110,11 +109,6 @@ def merge_days(a: dict[str, Any], b: dict[str, Any]) -> dict:
     for day, aggregate in b.items():
         out[day] = out[day].merge(aggregate) if day in out else aggregate
     return out
-
-
-def aggregate_payload_batch(spec: Spec, days: Sequence[str], tagged: Sequence[bytes]) -> dict[str, Any]:
-    "The aggregate of each day's archived payloads (the payload form's ``aggregate_batch``)"
-    return PAYLOAD_ARCHIVE.aggregate_batch(spec, days, {"payload": list(tagged)})
 
 
 def _aggregate_batches(spec_json: str) -> Callable[[Iterable[Any]], Iterator[Any]]:
