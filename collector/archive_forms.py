@@ -17,6 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import estimators
+
+from .errors import ArchiveError
+from .report_codec import decode_payload, untagged
+
 if TYPE_CHECKING:
     from client_sdk.spec import Spec
 
@@ -40,6 +45,9 @@ class ArchiveForm:
     def day_chunks(self, storage: StorageBase, campaign: CampaignVersion, day: str) -> Iterator[dict[str, list]]:
         "A day's rows, a chunk at a time, as columns (name: values)"
         raise NotImplementedError
+
+    def check_written(self, campaign: CampaignVersion, day: str, rows: int, reports: int) -> None:
+        "ArchiveError if a day file of ``rows`` rows cannot hold the day's ``reports`` (here: anything can)"
 
     def aggregate_batch(self, spec: Spec, days: Sequence[str], columns: dict[str, list]) -> dict[str, Any]:
         "The aggregate of each day's rows of one batch (ArchiveError for rows this form never writes)"
@@ -81,19 +89,19 @@ class PayloadArchive(ArchiveForm):
         for chunk in storage.tagged_payload_chunks(campaign, day):
             yield {"payload": chunk}
 
+    def check_written(self, campaign: CampaignVersion, day: str, rows: int, reports: int) -> None:
+        "One row per report: the aggregates count every stored report in the same transaction"
+        if rows != reports:
+            raise ArchiveError(f"{campaign.name} v{campaign.version} {day}: {rows} reports stored, {reports} "
+                               "counted by the aggregates")
+
     def aggregate_batch(self, spec: Spec, days: Sequence[str], columns: dict[str, list]) -> dict[str, Any]:
-        import estimators
-
-        from .report_codec import decode_payload, untagged
-
         by_day: dict[str, list[Any]] = {}
         for day, stored in zip(days, columns["payload"]):
             by_day.setdefault(day, []).append(decode_payload(spec.mechanism, untagged(stored)))
         return {day: estimators.aggregate(spec, payloads) for day, payloads in by_day.items()}
 
     def empty(self, spec: Spec) -> Any:
-        import estimators
-
         return estimators.Aggregate.empty(spec)
 
     def reports(self, aggregate: Any) -> int:
@@ -103,8 +111,6 @@ class PayloadArchive(ArchiveForm):
         return {"n": aggregate.n, "counts": aggregate.to_dict()["counts"]}
 
     def day_from_json(self, spec: Spec, entry: dict) -> Any:
-        import estimators
-
         return estimators.Aggregate.from_dict({"mechanism": spec.mechanism, "fingerprint": spec.fingerprint,
                                                "n": entry["n"], "counts": entry["counts"]})
 

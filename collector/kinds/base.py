@@ -114,6 +114,7 @@ class CollectorKind:
     def archive_form(self, spec: Any) -> ArchiveForm | None:
         """How the kind's stored data goes to Parquet and Spark re-aggregates it, or None when the campaign keeps
         nothing to archive: here, one row per stored report of a campaign whose devices randomize"""
+        # imported here: the registry is loaded by every command, the archive and the device kinds by export only
         from client_sdk.errors import SpecError
         from client_sdk.kinds import kind_of
 
@@ -128,6 +129,7 @@ class CollectorKind:
     def report_data_from_aggregates(self, spec: Any, days: list[tuple[str, Any]], window: Window) -> ReportData:
         """A report's data from per-day aggregates (an aggregate file: ``ldp-telemetry report --aggregate``), those
         of :meth:`archive_form`, the window's days only; SourceError when they cannot be estimated"""
+        # imported here: estimators load numpy (+250 ms), which a collector kind's import does not need
         import estimators
         from estimators.errors import SourceError
         from estimators.window import ReportData, daily_estimates, window_estimate
