@@ -201,7 +201,9 @@ def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "ldp-tele
             gateway = launch_gateway(conf, None if log is None else {"stdout": log, "stderr": log})
             SparkContext(conf=conf, gateway=gateway)
         return SparkSession.builder.getOrCreate()  # over that context
-    return SparkSession.builder.config(conf=conf).getOrCreate()
+    # a JVM left by a stopped session: the new context still runs its Python workers with this interpreter
+    with _environment({"PYSPARK_PYTHON": sys.executable} if local else {}):
+        return SparkSession.builder.config(conf=conf).getOrCreate()
 
 
 @contextmanager
