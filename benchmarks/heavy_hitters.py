@@ -6,18 +6,17 @@ characters, Zipf(1.1) over 10,000 random strings; recall, precision and NCR of t
 time per report (peer / ours for the server; ours also the JavaScript SDK's under Node, ``sdk-js/dist``, so
 ``npm run build`` first), the coverage of our intervals (at ``--coverage-n``), and our decode at n = 1e6 (in a
 process of its own, whose peak RSS is printed).  The peer
-runs in its own environment, ``.peer-venv`` (pure-ldp 1.2.0 does not import on a current install: it imports
-scikit-learn and statsmodels without declaring them and
-fails with xxhash >= 3; no source patch is needed once those are pinned):
+runs in its own environment, ``benchmarks/.venv-peers`` (``benchmarks/setup_peers.sh``, pinned by
+``benchmarks/requirements-peers.txt``: pure-ldp 1.2.0 imports scikit-learn and statsmodels without declaring them;
+no source patch is needed once those are installed):
 
-    python3 -m venv .peer-venv && .peer-venv/bin/pip install pure-ldp==1.2.0 "xxhash<3" "numpy<2.3" \\
-        "scipy<1.15" "pandas<2.3" scikit-learn statsmodels
-    .venv/bin/python benchmarks/heavy_hitters.py --n 150000 --epsilons 3 1 --top 20 --peers sfp --timeout 600
+    bash benchmarks/setup_peers.sh
+    .venv/bin/python benchmarks/heavy_hitters.py --n 1000000 --epsilons 3 --top 20 --peers sfp --timeout 600
 
-Each peer algorithm runs in a subprocess of ``.peer-venv/bin/python`` (this file with ``--peer``), killed after
-``--timeout`` seconds of client + server time ("did not finish" is then printed).  Ours: the simulated reports of
-the device math (``simulate_aggregate``; tests/estimators/kinds/heavy_hitters/test_simulate.py compares it with
-``make_report``).
+Each peer algorithm runs in a subprocess of ``benchmarks/.venv-peers/bin/python`` (this file with ``--peer``),
+killed after ``--timeout`` seconds of client + server time ("did not finish" is then printed).  Ours: the
+simulated reports of the device math (``simulate_reports``; tests/estimators/kinds/heavy_hitters/test_simulate.py
+compares it with ``make_report``), aggregated by ``add()`` from the JSON form the collector receives.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import numpy as np
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz."
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PEER_PYTHON = ROOT / ".peer-venv" / "bin" / "python"
+PEER_PYTHON = ROOT / "benchmarks" / ".venv-peers" / "bin" / "python"  # benchmarks/setup_peers.sh
 JS_DIST = ROOT / "sdk-js" / "dist" / "node.js"  # npm run build
 
 
@@ -59,27 +58,27 @@ def true_top(data: list[str], k: int) -> list[str]:
 
 def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.Generator,
          device_sample: int = 2000) -> dict:
-    """Our decode of the simulated aggregate of ``data``; server time per report = ``add()`` of real device payloads
-    (a sample of ``device_sample``, per report, best of 5) + the decode (per report of n); device time per report
-    from the same sample (``make_report``, OS CSPRNG)"""
+    """Server time: ``add()`` of all n payloads as the collector receives them (JSON lists: the device math
+    simulated, ``simulate_reports``) + the decode of that aggregate, the work the peer's ``aggregate`` of each report
+    + ``find_heavy_hitters`` does; device time per report from ``make_report`` (OS CSPRNG) on a sample"""
     from client_sdk.kinds.heavy_hitters import encode_value, make_report, params_from_dict
     from client_sdk.randomness import SecureRandom
-    from estimators.kinds.heavy_hitters import empty_aggregate, estimate_heavy_hitters, simulate_aggregate
+    from estimators.kinds.heavy_hitters import empty_aggregate, estimate_heavy_hitters
+    from estimators.kinds.heavy_hitters.simulate import simulate_reports
 
     params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": len(data)}, epsilon)
     device_rng = SecureRandom()
     sample = data[:device_sample]
     start = time.perf_counter()
-    payloads = [make_report(device_rng, params, word) for word in sample]
+    for word in sample:
+        make_report(device_rng, params, word)
     device_seconds = (time.perf_counter() - start) / len(sample)
-    ingest_seconds = float("inf")
-    for _ in range(5):  # the best of 5: one pass takes ~1 ms, which a loaded machine's scheduler can double
-        start = time.perf_counter()
-        empty_aggregate(params).add(payloads)
-        ingest_seconds = min(ingest_seconds, (time.perf_counter() - start) / len(sample))
     values, counts = np.unique(np.array(data), return_counts=True)
     symbols = [encode_value(params, str(v)) for v in values]
-    aggregate = simulate_aggregate(params, symbols, counts, rng)
+    payloads = simulate_reports(params, symbols, counts, rng).tolist()
+    start = time.perf_counter()
+    aggregate = empty_aggregate(params).add(payloads)
+    ingest_seconds = (time.perf_counter() - start) / len(data)
     start = time.perf_counter()
     estimate = estimate_heavy_hitters(params, aggregate, top_k=k, budget=budget)
     decode_seconds = time.perf_counter() - start
@@ -158,7 +157,7 @@ def js_device(epsilon: float, n: int, words: list[str]) -> float:
 
 
 def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
-    "In .peer-venv: run pure-ldp's PEM or SFP on the strings in ``path`` and print JSON"
+    "In benchmarks/.venv-peers: run pure-ldp's PEM or SFP on the strings in ``path`` and print JSON"
     from pure_ldp.core import generate_hash_funcs
     from pure_ldp.frequency_oracles.apple_cms import CMSClient, CMSServer
     from pure_ldp.heavy_hitters import PEMClient, PEMServer, SFPClient, SFPServer, TreeHistClient, TreeHistServer
@@ -273,7 +272,7 @@ def main() -> None:
         finished = [row for row in rows[len(mine):] if row["found"] is not None]
         if finished:
             fastest = min(finished, key=lambda row: row["server_per_report"])
-            print(f"server time per report, {fastest['name']} / ours: "
+            print(f"server time per report (aggregation + estimation), {fastest['name']} / ours: "
                   f"{fastest['server_per_report'] / rows[0]['server_per_report']:.1f}x (ours: add() "
                   f"{1e6 * rows[0]['ingest_per_report']:.1f} us + decode {rows[0]['decode_seconds']:.2f} s)")
         print(f"device, JavaScript SDK (Node): {1e6 * js_device(epsilon, args.n, data[:2000]):.0f} us/report")

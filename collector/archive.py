@@ -5,13 +5,15 @@ campaign version and UTC day, hive-partitioned::
 
     ARCHIVE/campaign=browser/version=1/day=2024-05-01/part-0.parquet
 
-Each file has one column, ``payload`` (binary): the report's payload in ``collector.report_codec``'s tagged form,
+The columns are the campaign kind's (its ``ArchiveForm``, ``collector.archive_forms``; a heavy_hitters file holds
+the day's count table, ``collector.kinds.heavy_hitters.archive``).  A local campaign's file has one column,
+``payload`` (binary): the report's payload in ``collector.report_codec``'s tagged form,
 exactly the bytes the PostgreSQL store keeps (``decode_payload(mechanism, untagged(b))`` gives back the wire
 payload).  Campaign, version and day are the partition columns (in the path).  What is left out: the report id
 (a random id that would join an archived row to the live database or to any other copy of the same report) and
 the store's internal version id; nothing else is stored per report.  Rows are in the order of their (random)
 report ids, so the file order says nothing about arrival.  The file's key-value metadata holds the spec
-(``ldp.spec``), its fingerprint, mechanism, campaign, version, day and row count (``ldp.*``).
+(``ldp.spec``), its fingerprint, mechanism, campaign, version, day, report and row counts and columns (``ldp.*``).
 
 Reports are read in chunks and written a row group at a time, so memory stays bounded however large a day is.
 Each file is written under a temporary dot-name (which Spark and pyarrow skip) and renamed into place: a rerun
@@ -19,8 +21,9 @@ replaces a day's file with the same rows, never adds to it, and leaves alone a f
 count of reports under the same fingerprint (days are append-only: same count, same reports).
 
 The aggregate file (:func:`write_aggregate_file`, :func:`read_aggregate_file`) is JSON: the spec and one
-mergeable aggregate per day (``Aggregate.to_dict``).  ``ldp-telemetry report --aggregate FILE`` reads it, and
-``estimators.estimate_aggregate(spec, aggregate)`` takes what :func:`read_aggregate_file` returns.
+mergeable aggregate per day (the form's ``day_json``: a local campaign's ``Aggregate.to_dict``).
+``ldp-telemetry report --aggregate FILE`` reads it, and ``estimators.estimate_aggregate(spec, aggregate)`` takes
+what :func:`read_aggregate_file` returns for a local campaign.
 pyarrow is imported by the functions that need it (the ``archive`` extra).
 """
 
@@ -34,12 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import estimators
-from client_sdk.errors import LDPError, SpecError
-from client_sdk.kinds import kind_of
+from client_sdk.errors import LDPError
 from client_sdk.spec import Spec, load_spec
 
+from .archive_forms import ArchiveForm
 from .errors import ArchiveError, CampaignNotFound
+from .kinds import collector_kind
 from .storage import CampaignVersion, StorageBase
 
 ARCHIVE_FORMAT = "ldp-telemetry-archive/1"
@@ -71,29 +74,36 @@ def export_campaign(storage: StorageBase, name: str, out: str | Path, *, since: 
         raise CampaignNotFound(f"no campaign {name!r}")
     result = ExportResult()
     for campaign in versions:
-        _check_local(campaign.spec)
-        for day, aggregate in storage.aggregates_by_day(campaign, since, until):
-            if aggregate.n == 0:
-                continue
+        form = archive_form(campaign.spec)
+        for day, reports in form.days(storage, campaign, since, until):
             path = partition_dir(out, campaign.name, campaign.version, day) / PART_FILE
-            result.reports += aggregate.n
-            if _holds(path, campaign, aggregate.n):
+            result.reports += reports
+            if _holds(path, campaign, reports):
                 result.unchanged.append(path)
                 continue
-            written = _write_day(path, campaign, day, storage.tagged_payload_chunks(campaign, day))
-            if written != aggregate.n:  # the aggregates count every stored report in the same transaction
-                raise ArchiveError(f"{campaign.name} v{campaign.version} {day}: {written} reports stored, "
-                                   f"{aggregate.n} counted by the aggregates")
+            written = _write_day(path, campaign, day, reports, form, form.day_chunks(storage, campaign, day))
+            form.check_written(campaign, day, written, reports)
             result.written.append(path)
     return result
 
 
-def file_metadata(campaign: CampaignVersion, day: str, rows: int) -> dict[bytes, bytes]:
-    "The key-value metadata of one day's file"
+def archive_form(spec: Spec) -> ArchiveForm:
+    "The archive form of the spec's kind (``CollectorKind.archive_form``); ArchiveError when it archives nothing"
+    form = collector_kind(spec).archive_form(spec)
+    if form is None:
+        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived here")
+    return form
+
+
+def file_metadata(campaign: CampaignVersion, day: str, rows: int, reports: int | None = None,
+                  columns: Sequence[str] = ("payload",)) -> dict[bytes, bytes]:
+    "The key-value metadata of one day's file (``reports``: the day's reports, ``rows`` unless a row is not one)"
     spec = campaign.spec
     values = {"format": ARCHIVE_FORMAT, "campaign": campaign.name, "version": str(campaign.version), "day": day,
               "fingerprint": campaign.fingerprint, "mechanism": spec.mechanism, "spec": spec.to_json(),
-              "reports": str(rows), "payload_encoding": "collector.report_codec.tagged_bytes"}
+              "reports": str(rows if reports is None else reports), "rows": str(rows), "columns": ",".join(columns)}
+    if tuple(columns) == ("payload",):
+        values["payload_encoding"] = "collector.report_codec.tagged_bytes"
     return {(META_PREFIX + key).encode(): value.encode() for key, value in values.items()}
 
 
@@ -101,14 +111,6 @@ def read_file_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, str]:
     "The ``ldp.*`` entries of a Parquet file's key-value metadata, as text"
     return {key.decode()[len(META_PREFIX):]: value.decode() for key, value in (metadata or {}).items()
             if key.startswith(META_PREFIX.encode())}
-
-
-def _check_local(spec: Spec) -> None:
-    try:
-        kind_of(spec).require_randomizer(spec)  # only a randomizer's reports are archived here
-    except SpecError:
-        raise ArchiveError(f"campaign {spec.name!r} is a {spec.trust} campaign: its reports are not archived "
-                           "here") from None
 
 
 def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
@@ -123,40 +125,52 @@ def _holds(path: Path, campaign: CampaignVersion, rows: int) -> bool:
     except (OSError, ValueError):  # a damaged file is written again
         return False
     found = read_file_metadata(meta.metadata)
-    return (found.get("fingerprint") == campaign.fingerprint and meta.num_rows == rows
-            and found.get("reports") == str(rows))
+    return (found.get("fingerprint") == campaign.fingerprint and found.get("reports") == str(rows)
+            and str(meta.num_rows) == found.get("rows", str(rows)))
 
 
-def _write_day(path: Path, campaign: CampaignVersion, day: str, chunks: Iterator[list[bytes]]) -> int:
-    "Write the day's rows to a temporary name, then rename it to ``path``; the number of rows"
+def _write_day(path: Path, campaign: CampaignVersion, day: str, reports: int, form: ArchiveForm,
+               chunks: Iterator[dict[str, list]]) -> int:
+    "Write the day's rows (``form``'s columns) to a temporary name, then rename it to ``path``; the number of rows"
     # pyarrow: the optional archive extra, imported where used
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{PART_FILE}.*.tmp"):  # left by an export that was killed
         stale.unlink(missing_ok=True)
     temporary = path.parent / f".{PART_FILE}.{secrets.token_hex(8)}.tmp"
-    schema = pa.schema([pa.field("payload", pa.binary(), nullable=False)])
+    schema = form.schema()
     rows = 0
     try:
         with pq.ParquetWriter(temporary, schema, compression="zstd", use_dictionary=False,
                               write_statistics=False) as writer:
-            buffered: list[bytes] = []
+            buffered: dict[str, list] = {name: [] for name in schema.names}
             for chunk in chunks:
-                buffered.extend(chunk)
-                if len(buffered) >= ROW_GROUP_ROWS:
-                    writer.write_table(pa.table({"payload": pa.array(buffered, pa.binary())}, schema=schema))
-                    rows, buffered = rows + len(buffered), []
-            if buffered:
-                writer.write_table(pa.table({"payload": pa.array(buffered, pa.binary())}, schema=schema))
-                rows += len(buffered)
-            writer.add_key_value_metadata(file_metadata(campaign, day, rows))
+                for name in schema.names:
+                    buffered[name].extend(chunk[name])
+                if len(buffered[schema.names[0]]) >= ROW_GROUP_ROWS:
+                    rows += _write_rows(writer, schema, buffered)
+            if buffered[schema.names[0]]:
+                rows += _write_rows(writer, schema, buffered)
+            writer.add_key_value_metadata(file_metadata(campaign, day, rows, reports, schema.names))
         _fsync(temporary)
         os.replace(temporary, path)
         _fsync(path.parent)
     finally:
         temporary.unlink(missing_ok=True)
+    return rows
+
+
+def _write_rows(writer: Any, schema: Any, buffered: dict[str, list]) -> int:
+    "Write the buffered columns as one row group and empty them; the rows written"
+    # pyarrow: the optional archive extra, imported where used
+    import pyarrow as pa
+
+    rows = len(buffered[schema.names[0]])
+    writer.write_table(pa.table({field.name: pa.array(buffered[field.name], field.type) for field in schema},
+                                schema=schema))
+    for values in buffered.values():
+        values.clear()
     return rows
 
 
@@ -174,23 +188,28 @@ class AggregateFile:
     "A campaign version's per-day aggregates with its spec, as a re-aggregation writes them"
 
     spec: Spec
-    days: list[tuple[str, estimators.Aggregate]]
+    days: list[tuple[str, Any]]  # the spec's archive form's aggregates (``ArchiveForm``)
     source: str = ""
 
-    def total(self, since: str | None = None, until: str | None = None) -> estimators.Aggregate:
+    def total(self, since: str | None = None, until: str | None = None) -> Any:
         "The merged aggregate of the days in [since, until]"
-        total = estimators.Aggregate.empty(self.spec)
+        total = archive_form(self.spec).empty(self.spec)
         for _, aggregate in self.window(since, until):
             total = total.merge(aggregate)
         return total
 
-    def window(self, since: str | None = None, until: str | None = None) -> list[tuple[str, estimators.Aggregate]]:
+    def reports(self) -> int:
+        "The reports the days' aggregates count"
+        form = archive_form(self.spec)
+        return sum(form.reports(aggregate) for _, aggregate in self.days)
+
+    def window(self, since: str | None = None, until: str | None = None) -> list[tuple[str, Any]]:
         return [(day, a) for day, a in self.days if (since or "") <= day <= (until or "9999-12-31")]
 
     def to_dict(self) -> dict:
         return {"format": AGGREGATE_FORMAT, "campaign": self.spec.name, "version": self.spec.version,
                 "fingerprint": self.spec.fingerprint, "source": self.source, "spec": self.spec.to_dict(),
-                "days": [{"day": day, "n": a.n, "counts": a.to_dict()["counts"]} for day, a in self.days]}
+                "days": [{"day": day, **archive_form(self.spec).day_json(a)} for day, a in self.days]}
 
     @classmethod
     def from_dict(cls, data: Any) -> AggregateFile:
@@ -199,9 +218,8 @@ class AggregateFile:
         spec = load_spec(data["spec"])
         if spec.fingerprint != data.get("fingerprint"):
             raise ArchiveError("the aggregate file's spec does not have the fingerprint it names")
-        days = [(str(entry["day"]), estimators.Aggregate.from_dict(
-            {"mechanism": spec.mechanism, "fingerprint": spec.fingerprint, "n": entry["n"],
-             "counts": entry["counts"]})) for entry in data["days"]]
+        form = archive_form(spec)
+        days = [(str(entry["day"]), form.day_from_json(spec, entry)) for entry in data["days"]]
         return cls(spec, days, str(data.get("source", "")))
 
 

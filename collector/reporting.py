@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import estimators
 from client_sdk.errors import SpecError
 from estimators.errors import SourceError
-from estimators.window import ReportData, daily_estimates, window_estimate
+from estimators.window import ReportData
 
 from .admin_client import AdminClient, campaign_path
 from .errors import AdminApiError
@@ -54,16 +53,8 @@ def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: s
         raise SourceError(str(exc)) from None
     if loaded.spec.name != campaign:
         raise SourceError(f"{path} holds campaign {loaded.spec.name!r}, not {campaign!r}")
-    days = loaded.window(since, until)
-    try:
-        estimators.mechanism_for(loaded.spec).check_estimable()
-        result = window_estimate(loaded.spec, loaded.total(since, until), confidence)
-    except estimators.CandidatesRequired as exc:
-        raise SourceError(str(exc)) from None
-    except estimators.NoReports:
-        raise SourceError(f"campaign {campaign!r} has no reports in this window") from None
-    per_day = daily_estimates(loaded.spec, days, confidence) if daily else []
-    return ReportData(result, loaded.spec.to_dict(), since, until, per_day)
+    window = Window(since, until, confidence, daily)
+    return collector_kind(loaded.spec).report_data_from_aggregates(loaded.spec, loaded.window(since, until), window)
 
 
 def report_data_from_url(url: str, token: str, campaign: str, *, since: str | None = None,

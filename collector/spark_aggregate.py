@@ -6,9 +6,10 @@ options; docs/operations.md shows both).  The job:
 
 1. on the driver, lists the version's day partitions (``pyarrow.fs``: a local path, ``s3://``, ``hdfs://``,
    ``gs://``), reads each file's footer, and checks that every file carries the version's spec fingerprint;
-2. reads the files with Spark's Parquet reader and, in each task, turns every Arrow batch of payloads into wire
-   payloads (``collector.report_codec``) and aggregates them with ``estimators.aggregate``: the function the
-   collector's ingestion and ``aggregates rebuild`` call, so the statistic is the same integers;
+2. reads the files with Spark's Parquet reader and, in each task, aggregates every Arrow batch as the campaign's
+   kind says (its ``ArchiveForm``, ``collector.archive_forms``): local campaigns' payloads are decoded
+   (``collector.report_codec``) and aggregated with ``estimators.aggregate``, the function the collector's
+   ingestion and ``aggregates rebuild`` call, so the statistic is the same integers;
 3. merges the tasks' per-day aggregates in a tree (``RDD.treeReduce``), so no node ever holds more than a few
    per-day aggregates (O(days * d)) whatever the number of reports;
 4. writes the per-day aggregates and the spec as an aggregate file (``collector.archive``), which
@@ -30,12 +31,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import estimators
 from client_sdk.spec import Spec, load_spec
 
 # absolute imports: spark-submit may run this file as __main__
-from collector.archive import PART_FILE, AggregateFile, ArchiveError, read_file_metadata, write_aggregate_file
-from collector.report_codec import decode_payload, untagged
+from collector.archive import (
+    PART_FILE,
+    AggregateFile,
+    ArchiveError,
+    archive_form,
+    read_file_metadata,
+    write_aggregate_file,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,26 +96,19 @@ def aggregate_archive(spark: SparkSession, archive: str, campaign: str, *, versi
     "The per-day aggregates of one campaign version, computed from the archive on ``spark``"
     spec, files = archive_files(archive, campaign, version, since, until)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    frame = spark.read.option("basePath", archive_uri(archive)).parquet(*files).select("day", "payload")
+    columns = archive_form(spec).columns
+    frame = spark.read.option("basePath", archive_uri(archive)).parquet(*files).select("day", *columns)
     partials = frame.mapInArrow(_aggregate_batches(spec.to_json()), "day string, aggregate binary")
     merged = partials.rdd.mapPartitions(_to_days).treeReduce(merge_days, depth=TREE_DEPTH)
     return AggregateFile(spec, sorted(merged.items()), source=f"spark: {archive}")
 
 
-def merge_days(a: dict[str, estimators.Aggregate], b: dict[str, estimators.Aggregate]) -> dict:
-    "Two maps of day to aggregate, merged (``Aggregate.merge`` where both have a day)"
+def merge_days(a: dict[str, Any], b: dict[str, Any]) -> dict:
+    "Two maps of day to aggregate, merged (the aggregates' ``merge`` where both have a day)"
     out = dict(a)
     for day, aggregate in b.items():
         out[day] = out[day].merge(aggregate) if day in out else aggregate
     return out
-
-
-def aggregate_payload_batch(spec: Spec, days: Sequence[str], tagged: Sequence[bytes]) -> dict[str, Any]:
-    "The aggregate of each day's archived payloads: report_codec's decoding, then ``estimators.aggregate``"
-    by_day: dict[str, list[Any]] = {}
-    for day, stored in zip(days, tagged):
-        by_day.setdefault(day, []).append(decode_payload(spec.mechanism, untagged(stored)))
-    return {day: estimators.aggregate(spec, payloads) for day, payloads in by_day.items()}
 
 
 def _aggregate_batches(spec_json: str) -> Callable[[Iterable[Any]], Iterator[Any]]:
@@ -120,10 +119,11 @@ def _aggregate_batches(spec_json: str) -> Callable[[Iterable[Any]], Iterator[Any
         import pyarrow as pa
 
         spec = load_spec(spec_json)
+        form = archive_form(spec)
         totals: dict[str, Any] = {}
         for batch in batches:
             days = batch.column("day").cast(pa.string()).to_pylist()  # a date or a string, by partition inference
-            parts = aggregate_payload_batch(spec, days, batch.column("payload").to_pylist())
+            parts = form.aggregate_batch(spec, days, {name: batch.column(name).to_pylist() for name in form.columns})
             totals = merge_days(totals, parts)
         if totals:
             yield pa.RecordBatch.from_pydict({"day": list(totals),
@@ -201,7 +201,9 @@ def spark_session(master: str | None = DEFAULT_MASTER, app_name: str = "ldp-tele
             gateway = launch_gateway(conf, None if log is None else {"stdout": log, "stderr": log})
             SparkContext(conf=conf, gateway=gateway)
         return SparkSession.builder.getOrCreate()  # over that context
-    return SparkSession.builder.config(conf=conf).getOrCreate()
+    # a JVM left by a stopped session: the new context still runs its Python workers with this interpreter
+    with _environment({"PYSPARK_PYTHON": sys.executable} if local else {}):
+        return SparkSession.builder.config(conf=conf).getOrCreate()
 
 
 @contextmanager
@@ -263,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(args.archive, args.campaign, args.out, version=args.version, since=args.since, until=args.until,
                  master=args.master, verbose=args.verbose)
-    print(f"{result.total().n} reports of {result.spec.name} v{result.spec.version} over {len(result.days)} days "
+    print(f"{result.reports()} reports of {result.spec.name} v{result.spec.version} over {len(result.days)} days "
           f"-> {args.out}")
 
 

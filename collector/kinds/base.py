@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from estimators.mechanisms import ServerMechanism
     from estimators.window import ReportData
 
+    from ..archive_forms import ArchiveForm
     from ..storage import CampaignVersion, KindMigrations, StorageBase
 
 ApiGet = Callable[[str, dict], Any]  # GET a path of the admin API with query parameters, its JSON
@@ -109,6 +110,42 @@ class CollectorKind:
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
         "A report's data from the collector's database"
         raise NotImplementedError
+
+    def archive_form(self, spec: Any) -> ArchiveForm | None:
+        """How the kind's stored data goes to Parquet and Spark re-aggregates it, or None when the campaign keeps
+        nothing to archive: here, one row per stored report of a campaign whose devices randomize"""
+        # imported here: the registry is loaded by every command, the archive and the device kinds by export only
+        from client_sdk.errors import SpecError
+        from client_sdk.kinds import kind_of
+
+        from ..archive_forms import PAYLOAD_ARCHIVE
+
+        try:
+            kind_of(spec).require_randomizer(spec)  # a distributed campaign's stored shares are not its reports
+        except SpecError:
+            return None
+        return PAYLOAD_ARCHIVE
+
+    def report_data_from_aggregates(self, spec: Any, days: list[tuple[str, Any]], window: Window) -> ReportData:
+        """A report's data from per-day aggregates (an aggregate file: ``ldp-telemetry report --aggregate``), those
+        of :meth:`archive_form`, the window's days only; SourceError when they cannot be estimated"""
+        # imported here: estimators load numpy (+250 ms), which a collector kind's import does not need
+        import estimators
+        from estimators.errors import SourceError
+        from estimators.window import ReportData, daily_estimates, window_estimate
+
+        total = estimators.Aggregate.empty(spec)
+        for _, aggregate in days:
+            total = total.merge(aggregate)
+        try:
+            estimators.mechanism_for(spec).check_estimable()
+            result = window_estimate(spec, total, window.confidence)
+        except estimators.CandidatesRequired as exc:
+            raise SourceError(str(exc)) from None
+        except estimators.NoReports:
+            raise SourceError(f"campaign {spec.name!r} has no reports in this window") from None
+        per_day = daily_estimates(spec, days, window.confidence) if window.daily else []
+        return ReportData(result, spec.to_dict(), window.since, window.until, per_day)
 
     def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
                              window: Window, daily_top: int | None) -> ReportData:

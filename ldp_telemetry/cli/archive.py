@@ -77,5 +77,5 @@ def spark_aggregate(archive: str, campaign: str, version: int | None, since: str
                      verbose=verbose)
     except LDPError as exc:
         _fail("\n".join([str(exc), *getattr(exc, "__notes__", [])]))
-    click.echo(f"{result.total().n} reports of {campaign} v{result.spec.version} over {len(result.days)} days "
+    click.echo(f"{result.reports()} reports of {campaign} v{result.spec.version} over {len(result.days)} days "
                f"-> {target}")

@@ -13,6 +13,7 @@ import estimators
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import parse_payload
 from estimators.errors import SourceError
+from estimators.kinds.heavy_hitters import empty_aggregate
 from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES
 from estimators.window import ReportData, finite_json
 
@@ -22,6 +23,8 @@ from .store import KIND, MIGRATIONS, HeavyHittersStore
 
 if TYPE_CHECKING:
     from flask import Response
+
+    from ...archive_forms import ArchiveForm
 
 # Function-level imports: the web stack (the request's storage, the Flask views of .api) only when a request is
 # answered: `ldp-telemetry report --db` loads the kinds without Flask, as collector/kinds/local.py says.
@@ -49,6 +52,19 @@ class HeavyHittersCampaigns(CollectorKind):
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
         return ReportData(window_estimate(storage, campaign, window.since, window.until, window.confidence),
                           campaign.spec.to_dict(), window.since, window.until)
+
+    def archive_form(self, spec: Any) -> ArchiveForm:
+        "The per-day count tables as (grp, cell, total) rows (``.archive``)"
+        from .archive import HEAVY_HITTERS_ARCHIVE
+
+        return HEAVY_HITTERS_ARCHIVE
+
+    def report_data_from_aggregates(self, spec: Any, days: list[tuple[str, Any]], window: Window) -> ReportData:
+        "The decode of the days' count tables merged, as from the database"
+        total = empty_aggregate(spec.params)
+        for _, aggregate in days:
+            total = total.merge(aggregate)
+        return ReportData(estimate_json(spec, total, window.confidence), spec.to_dict(), window.since, window.until)
 
 
 def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accepted:
@@ -85,11 +101,15 @@ def window_estimate(storage: StorageBase, campaign: CampaignVersion, since: str 
                     confidence: float) -> dict:
     "The estimate JSON of the version's reports in [since, until]; SourceError when there are none"
     store = HeavyHittersStore(storage)
-    aggregate = store.aggregate(campaign, store.days(campaign, since, until))
+    return estimate_json(campaign.spec, store.aggregate(campaign, store.days(campaign, since, until)), confidence)
+
+
+def estimate_json(spec: Any, aggregate: Any, confidence: float) -> dict:
+    "The estimate JSON of a merged aggregate; SourceError when it holds no reports"
     try:
-        estimate = HEAVY_HITTERS_ESTIMATES.estimate(campaign.spec, aggregate, confidence)
+        estimate = HEAVY_HITTERS_ESTIMATES.estimate(spec, aggregate, confidence)
     except estimators.NoReports:
-        raise SourceError(f"campaign {campaign.name!r} has no reports in this window") from None
+        raise SourceError(f"campaign {spec.name!r} has no reports in this window") from None
     return dict(finite_json(estimate.to_json()))
 
 

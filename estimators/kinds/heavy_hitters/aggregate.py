@@ -11,6 +11,7 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 
 from __future__ import annotations
 
+import array
 import base64
 import itertools
 from collections.abc import Iterable, Sequence
@@ -66,7 +67,7 @@ class CountTable:
 
     def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
-        rows = list(payloads)
+        rows = payloads if type(payloads) is list else list(payloads)
         fields = _arrays(self.params, rows)
         if fields is None:  # some payload is irregular: the per-payload parse names its field
             reports = [parse_payload(self.params, payload) for payload in rows]
@@ -183,8 +184,8 @@ def _arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
     flat = list(itertools.chain.from_iterable(rows))
     if set(map(type, flat)) != {int}:
         return None
-    try:
-        fields = np.array(flat, np.int64).reshape(-1, len(highs))
+    try:  # array's C conversion of ints (faster than numpy's from a list), viewed by numpy without a copy
+        fields = np.frombuffer(array.array("q", flat), np.int64).reshape(-1, len(highs))
     except OverflowError:
         return None
     in_range = all(int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high for i, high in enumerate(highs))

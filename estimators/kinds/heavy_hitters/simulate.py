@@ -8,10 +8,12 @@ distribution exactly (a test compares them with ``make_report``'s).
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from client_sdk.kinds.heavy_hitters import HeavyHittersParams, group_key
-from client_sdk.kinds.heavy_hitters.encoding import olh_seeds, sketch_seeds
+from client_sdk.kinds.heavy_hitters.encoding import PREFIX_LABEL, olh_seeds, sketch_seeds
 from client_sdk.kinds.heavy_hitters.planning import oracle
 from client_sdk.randomness import PROB_DENOMINATOR
 
@@ -25,6 +27,38 @@ def olh_hash_array(a: np.ndarray, b: np.ndarray, x: np.ndarray, g: int) -> np.nd
     with np.errstate(over="ignore"):
         mixed = (a * x + b) >> _SHIFT
     return (mixed * np.uint64(g)) >> _SHIFT
+
+
+def olh_hash_into(seeds: np.ndarray, keys: np.ndarray, g: int) -> np.ndarray:
+    """hashed[j, c] = h_j(keys[c]) for each (a, b) row of ``seeds`` (``olh_hash_array``, computed in place: one
+    buffer, no temporaries; call it on chunks that fit in the cache)"""
+    with np.errstate(over="ignore"):
+        out = np.multiply(seeds[:, :1], keys[None, :].astype(np.uint64))
+        out += seeds[:, 1:]
+    out >>= _SHIFT
+    out *= np.uint64(g)
+    out >>= _SHIFT
+    return out
+
+
+def prefix_keys(symbols: np.ndarray) -> np.ndarray:
+    """``encoding.prefix_key`` of each row of a (count, length) symbol matrix, as uint64: the messages are laid out
+    by numpy and only SHA-256 runs per row"""
+    count, length = symbols.shape
+    header = np.frombuffer(PREFIX_LABEL + b"\x00" + length.to_bytes(2, "big"), np.uint8)
+    body = np.ascontiguousarray(symbols, dtype=">u2").view(np.uint8).reshape(count, 2 * length)
+    messages = np.hstack([np.broadcast_to(header, (count, len(header))), body]).tobytes()
+    width = len(header) + 2 * length
+    view = memoryview(messages)
+    digests = b"".join([hashlib.sha256(view[start:start + width]).digest()[:4]
+                        for start in range(0, count * width, width)])
+    return np.frombuffer(digests, dtype=">u4").astype(np.uint64)
+
+
+def padded_rows(symbols: np.ndarray) -> np.ndarray:
+    "``encoding.is_padded`` of each row: nothing but END (0) after the first END"
+    ended = np.maximum.accumulate(symbols == 0, axis=1) if symbols.shape[1] else symbols.astype(bool)
+    return ~(ended & (symbols != 0)).any(axis=1)
 
 
 def sign_bits(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -43,10 +77,11 @@ def group_keys(params: HeavyHittersParams, strings: list[tuple[int, ...]]) -> np
                     dtype=np.uint64).reshape(len(strings), params.groups)
 
 
-def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
-                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
-    """The aggregate of sum(counts) devices, counts[s] of them holding the encoded string strings[s], each making
-    one report (group drawn uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
+def simulate_reports(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
+                     rng: np.random.Generator, keys: np.ndarray | None = None) -> np.ndarray:
+    """The payload fields (one row per report: PEM [group, hash, y], SFP [group, row, column, bit]) of sum(counts)
+    devices, counts[s] of them holding the encoded string strings[s], each making one report (group drawn
+    uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
     owner = np.repeat(np.arange(len(strings)), counts)
     n = len(owner)
     keys = group_keys(params, strings) if keys is None else keys
@@ -62,11 +97,19 @@ def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]
         hashed = olh_hash_array(family[index, 0], family[index, 1], key, g)
         other = rng.integers(0, g - 1, size=n, dtype=np.uint64)
         y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.int64)
-        return PemAggregate.from_arrays(params, group, index, y)
+        return np.column_stack([group, index, y])
     assert params.sketch_depth is not None and params.sketch_width is not None
     seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
     row = rng.integers(0, params.sketch_depth, size=n)
     column = rng.integers(0, params.sketch_width, size=n)
     hashed = olh_hash_array(seeds[row, 0], seeds[row, 1], key, params.sketch_width).astype(np.int64)
     bit = sign_bits(hashed, column) ^ (~kept).astype(np.int64)
-    return SfpAggregate.from_arrays(params, group, row, column, bit)
+    return np.column_stack([group, row, column, bit])
+
+
+def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
+                       rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
+    "The aggregate of ``simulate_reports``"
+    fields = simulate_reports(params, strings, counts, rng, keys)
+    table = PemAggregate if params.algorithm == "pem" else SfpAggregate
+    return table.from_arrays(params, *fields.T)
