@@ -129,12 +129,11 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeli
     sent = 0
     with ThreadPoolExecutor(max_workers=pipeline, thread_name_prefix="ldp-shuffler-send") as pool:
         try:
-            for batch_id in _batches_to_send(queue, upstream, now, done):
-                batch = queue.batch(batch_id)
+            for batch in _batches_to_send(queue, upstream, now, done):
                 if not batch.size:
-                    done.append(batch_id)
+                    done.append(batch.batch_id)
                     continue
-                in_flight.append((batch, pool.submit(upstream.forward, batch_id, batch.reports_json)))
+                in_flight.append((batch, pool.submit(upstream.forward, batch.batch_id, batch.reports_json)))
                 if len(in_flight) >= pipeline:
                     sent += _settle(*in_flight.popleft(), done)
             while in_flight:
@@ -146,9 +145,10 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeli
     return sent
 
 
-def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float, done: list[str]) -> Iterator[str]:
+def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float, done: list[str]) -> Iterator[Batch]:
     "The unacknowledged batches, then each due version's batches as they are formed (deleting those ``done``)"
-    yield from queue.batches()
+    for batch_id in queue.batches():
+        yield queue.batch(batch_id)
     for waiting in queue.waiting():
         spec = upstream.spec(waiting.campaign, waiting.fingerprint)
         rule = None if spec is None else shuffle_rule(spec)
