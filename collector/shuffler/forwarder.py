@@ -129,11 +129,12 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeli
     sent = 0
     with ThreadPoolExecutor(max_workers=pipeline, thread_name_prefix="ldp-shuffler-send") as pool:
         try:
-            for batch in _batches_to_send(queue, upstream, now, done):
+            for batch_id in _batches_to_send(queue, upstream, now, done):
+                batch = queue.batch(batch_id)
                 if not batch.size:
-                    done.append(batch.batch_id)
+                    done.append(batch_id)
                     continue
-                in_flight.append((batch, pool.submit(upstream.forward, batch.batch_id, batch.reports_json)))
+                in_flight.append((batch, pool.submit(upstream.forward, batch_id, batch.reports_json)))
                 if len(in_flight) >= pipeline:
                     sent += _settle(*in_flight.popleft(), done)
             while in_flight:
@@ -145,10 +146,9 @@ def forward_round(queue: ShuffleQueue, upstream: Upstream, now: float, *, pipeli
     return sent
 
 
-def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float, done: list[str]) -> Iterator[Batch]:
+def _batches_to_send(queue: ShuffleQueue, upstream: Upstream, now: float, done: list[str]) -> Iterator[str]:
     "The unacknowledged batches, then each due version's batches as they are formed (deleting those ``done``)"
-    for batch_id in queue.batches():
-        yield queue.batch(batch_id)
+    yield from queue.batches()
     for waiting in queue.waiting():
         spec = upstream.spec(waiting.campaign, waiting.fingerprint)
         rule = None if spec is None else shuffle_rule(spec)

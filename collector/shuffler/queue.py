@@ -85,16 +85,6 @@ def shuffled(items: list[Any]) -> list[Any]:
             return [item for _, item in sorted(zip(keys, items), key=lambda pair: pair[0])]
 
 
-def _encoded(batch_id: str, campaign: str, fingerprint: str, rows: Sequence[Sequence[Any]]) -> Batch:
-    """A batch of ``(report_id, payload JSON)`` rows, shuffled with the OS CSPRNG (:func:`shuffled`), as the
-    collector's JSON: each report's members written around its payload's stored JSON text (report ids and the
-    version are checked at ingest: UUID4, a campaign name, 32 hex digits), so no payload is decoded and encoded"""
-    version = f'"campaign":{json.dumps(campaign)},"fingerprint":{json.dumps(fingerprint)},"payload":'
-    text = ",".join([f'{{"report_id":"{report_id}",{version}{payload}}}'
-                     for report_id, payload in shuffled([(row[0], row[1]) for row in rows])])
-    return Batch(batch_id, campaign, fingerprint, len(rows), f"[{text}]")
-
-
 class ShuffleQueue:
     "Every statement on the shuffler's tables"
 
@@ -146,25 +136,24 @@ class ShuffleQueue:
                 for c, f, n, opened in rows]
 
     def form_batch(self, campaign: str, fingerprint: str, most: int, now: float,
-                   forget: Sequence[str] = ()) -> Batch | None:
-        """Put up to ``most`` waiting reports of the version into a new batch (an order by random slot) and read
-        them in the same statement (``UPDATE ... RETURNING``: no second pass over them); the batch, shuffled.
+                   forget: Sequence[str] = ()) -> str | None:
+        """Put up to ``most`` waiting reports of the version into a new batch (an order by random slot); its id.
         Reports still waiting after it start a new batch's time limit at ``now``.  The batches ``forget`` (already
         acknowledged) are deleted in the same transaction: one commit per batch formed, not two."""
         batch_id = str(uuid.UUID(bytes=secrets.token_bytes(16), version=4))
         storage = self.storage
         with storage.transaction():
             self._delete(forget)
-            rows = storage._all(
+            changed = storage._run(
                 "UPDATE shuffle_queue SET batch_id = ? WHERE slot IN (SELECT slot FROM shuffle_queue WHERE "
-                "campaign = ? AND fingerprint = ? AND batch_id IS NULL ORDER BY slot LIMIT ?) "
-                "RETURNING report_id, payload", (batch_id, campaign, fingerprint, most))
+                "campaign = ? AND fingerprint = ? AND batch_id IS NULL ORDER BY slot LIMIT ?)",
+                (batch_id, campaign, fingerprint, most))
             storage._run("DELETE FROM shuffle_versions WHERE campaign = ? AND fingerprint = ?", (campaign, fingerprint))
             if storage._one("SELECT 1 FROM shuffle_queue WHERE campaign = ? AND fingerprint = ? AND batch_id IS NULL "
                             "LIMIT 1", (campaign, fingerprint)):
                 storage._run("INSERT INTO shuffle_versions (campaign, fingerprint, opened) VALUES (?, ?, ?)",
                              (campaign, fingerprint, now))
-        return _encoded(batch_id, campaign, fingerprint, rows) if rows else None
+        return batch_id if changed else None
 
     def batches(self) -> list[str]:
         "Ids of the batches formed and not yet acknowledged (after a crash: to be sent again)"
@@ -172,12 +161,18 @@ class ShuffleQueue:
             "SELECT DISTINCT batch_id FROM shuffle_queue WHERE batch_id IS NOT NULL"))
 
     def batch(self, batch_id: str) -> Batch:
-        "A formed batch (sent again after a crash or a failed request), shuffled afresh: :func:`_encoded`"
+        """A formed batch's reports, shuffled with the OS CSPRNG (:func:`shuffled`), as the collector's JSON: each
+        report's members written around its payload's stored JSON text (report ids and the version are checked
+        at ingest: UUID4, a campaign name, 32 hex digits), so no payload is decoded and encoded again"""
         rows = self.storage._all("SELECT campaign, fingerprint, report_id, payload FROM shuffle_queue "
                                  "WHERE batch_id = ?", (batch_id,))
         if not rows:
             return Batch(batch_id, "", "", 0, "[]")
-        return _encoded(batch_id, str(rows[0][0]), str(rows[0][1]), [(row[2], row[3]) for row in rows])
+        campaign, fingerprint = str(rows[0][0]), str(rows[0][1])
+        version = f'"campaign":{json.dumps(campaign)},"fingerprint":{json.dumps(fingerprint)},"payload":'
+        text = ",".join([f'{{"report_id":"{report_id}",{version}{payload}}}'
+                         for report_id, payload in shuffled([(row[2], row[3]) for row in rows])])
+        return Batch(batch_id, campaign, fingerprint, len(rows), f"[{text}]")
 
     def delete_batch(self, batch_id: str) -> None:
         "Forget an acknowledged batch (SQLite: its cells overwritten with zeros)"
