@@ -4,7 +4,8 @@ The shuffler's queue is filled first (``ShuffleQueue.enqueue``, as its ingest ro
 ``ldp-telemetry serve --role shuffler`` starts and the clock runs until the collector holds every report; the
 figure is reports / seconds of that drain (start-up excluded: timed from the first stored report).  Then checks
 0 lost and 0 duplicated.  Beside it the CPU time the shuffler's and the collector's processes used over the drain
-(``/proc``), as reports per CPU second: a figure that other load on the machine does not change much.
+(``/proc``), as reports per CPU second: a figure that other load on the machine does not change much; and their
+overlap, the two processes' CPU seconds per second of the drain (above 1: both working at once).
 
     .venv/bin/python benchmarks/shuffler_throughput.py [--reports 60000] [--batch 1000]
 """
@@ -80,7 +81,8 @@ def main() -> None:
     rate = (count - first) / seconds
     print(f"{count} reports forwarded in batches of {args.batch} ({len(sizes)} batches): {rate:,.0f} reports/s; "
           f"lost {args.reports - count}, duplicated {sum(sizes) - count}, left in the queue {left}; per CPU second: "
-          f"shuffler {(count - first) / shuffler_cpu:,.0f}, collector {(count - first) / collector_cpu:,.0f} reports")
+          f"shuffler {(count - first) / shuffler_cpu:,.0f}, collector {(count - first) / collector_cpu:,.0f} reports; "
+          f"overlap {(shuffler_cpu + collector_cpu) / seconds:.2f} CPU seconds per second (1: one after the other)")
 
 
 if __name__ == "__main__":

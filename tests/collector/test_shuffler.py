@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import pytest
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
+from collector.shuffler.forwarder import PIPELINE
+from collector.shuffler.queue import ShuffleQueue
 from collector.storage import Storage
 
 from . import disk_reader
@@ -199,6 +202,36 @@ def test_sigkill_of_the_shuffler_loses_and_duplicates_nothing(tmp_path, point):
     with Storage(collector_db) as storage:
         sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
     assert sum(sizes) == len(reports)  # the resent batch recorded once
+
+
+def test_sigkill_with_batches_in_flight_loses_and_duplicates_nothing(tmp_path):
+    """Whole batches queued before the shuffler starts, so it has PIPELINE of them in flight at once; SIGKILL once
+    the first is acknowledged (the others sent, stored or not): after a restart each report is stored exactly once
+    and each batch recorded once at its size"""
+    collector_db, shuffler_db = tmp_path / "collector.db", tmp_path / "shuffler.db"
+    admin, forwarding = keys_in(collector_db, "admin", "shuffler")
+    keys_in(shuffler_db, "ingest")
+    with running_server(collector_db, tmp_path / "collector.log", workers=1) as (collector_url, _):
+        spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
+                                              {**SHUFFLED, "shuffle_batch": 50})["spec"])
+        reports = make_reports(spec, ["chrome", "firefox"] * 200, seed=13)  # 8 whole batches
+        with Storage(shuffler_db) as storage:
+            ShuffleQueue(storage).enqueue([(r["report_id"], r["campaign"], r["fingerprint"], r["payload"])
+                                           for r in reports], time.time())
+        with shuffler_process(shuffler_db, tmp_path / "shuffler.log", collector_url, forwarding,
+                              env={"LDP_FAILPOINT": "shuffler-after-forward"}) as (_, process):
+            process.wait(timeout=60)
+            assert process.returncode == -signal.SIGKILL
+        with Storage(shuffler_db) as storage:
+            in_flight = ShuffleQueue(storage).batches()
+        assert len(in_flight) == PIPELINE  # killed with PIPELINE batches formed, none deleted yet
+        with shuffler_process(shuffler_db, tmp_path / "shuffler2.log", collector_url, forwarding):
+            wait_for(lambda: len(stored_ids(collector_db)) == len(reports) and _queue_rows(shuffler_db) == 0)
+    assert sorted(stored_ids(collector_db)) == sorted(r["report_id"] for r in reports)  # each exactly once
+    with Storage(collector_db) as storage:
+        batches = storage.table_rows("shuffled_batches")
+    assert sorted(row["size"] for row in batches) == [50] * 8  # every resent batch recorded once
+    assert set(in_flight) <= {row["batch_id"] for row in batches}  # resent under the ids they were formed with
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
