@@ -27,7 +27,6 @@ def asset_bytes(name: str) -> bytes:
     return files(__package__).joinpath("static", name).read_bytes()
 
 
-@blueprint.get("/dashboard")
 @blueprint.get("/dashboard/")
 def index() -> Response:
     "The dashboard's HTML shell"

@@ -36,7 +36,7 @@ def build_panel(kind: ReportKind, data: ReportData) -> dict[str, Any]:
         "header": kind.header_lines(data),
         "flags": [flag.message for flag in estimate.flags],
         "tables": [{"title": "estimate", "columns": columns, "rows": cells, "notes": kind.footnotes(data)}],
-        "intervals": {"title": f"estimates with their {_percent(estimate.confidence)} intervals ({kind.model_label})",
+        "intervals": {"xlabel": kind.section(estimate).value_label(estimate), "title": f"estimates with their {_percent(estimate.confidence)} intervals ({kind.model_label})",
                       "points": [{"label": label, "estimate": value, "low": low, "high": high}
                                  for label, value, low, high in kind.section(estimate).intervals(estimate)]},
         "central": _central(data),

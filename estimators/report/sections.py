@@ -75,6 +75,10 @@ class Section:
         "The main figure's points as numbers, (label, estimate, CI low, CI high): what the dashboard draws"
         return []
 
+    def value_label(self, estimate: Estimate) -> str:
+        "The axis label of those points, with its unit"
+        return "estimate"
+
 
 class PerValueSection(Section):
     "Per-value rows: estimate, standard error and interval per value, largest first; the bars figure"
@@ -129,6 +133,9 @@ class PerValueSection(Section):
                     found.estimate, _or(found.ci_low, found.estimate), _or(found.ci_high, found.estimate)))
         return DailySeries(series, "fraction of reports", f"the {len(series)} largest values")
 
+    def value_label(self, estimate: Estimate) -> str:
+        return "fraction of reports"
+
     def intervals(self, estimate: Estimate) -> list[tuple[str, float, float, float]]:
         "The values largest first (at most PANEL_VALUES)"
         return [(row.value, row.estimate, _or(row.ci_low, row.estimate), _or(row.ci_high, row.estimate))
@@ -166,6 +173,9 @@ class MeanSection(Section):
         if mean.mean is None or mean.ci_low is None or mean.ci_high is None:
             return []
         return [(with_unit("mean", mean), mean.mean, mean.ci_low, mean.ci_high)]
+
+    def value_label(self, estimate: Estimate) -> str:
+        return with_unit("mean", estimate)
 
 
 PER_VALUE = PerValueSection()

@@ -141,18 +141,24 @@ def _fail(message: str) -> None:
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
+@click.option("--no-dashboard", "no_dashboard", is_flag=True,
+              help="Do not serve the analysts' dashboard at /dashboard/ (env LDP_DASHBOARD=0) [default: served by "
+                   "standalone and leader].")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float | None,
           job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
-          public_max_batch: int | None, upstream: str | None, upstream_token: str | None) -> None:
+          public_max_batch: int | None, upstream: str | None, upstream_token: str | None,
+          no_dashboard: bool = False) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
     workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
     fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
     config: dict[str, Any] = {"ROLE": role}
+    if no_dashboard:
+        config["DASHBOARD"] = 0
     if role == "shuffler":
         if not upstream or not upstream_token:
             _fail("--role shuffler needs --upstream and --upstream-token (the collector and the shuffler's own "

@@ -1,5 +1,5 @@
 // The ldp-telemetry dashboard: talks only to the collector's admin JSON API, with the admin key from this tab's
-// sessionStorage in the Authorization header. Every value is written with textContent (never innerHTML); plots
+// sessionStorage in the Authorization header. Every value is written with textContent (never parsed as HTML); plots
 // are SVG built here. A campaign's panel is drawn generically: its kind's report side describes it.
 "use strict";
 (() => {
@@ -36,6 +36,10 @@
   function show(message, isError) {
     status.textContent = message;
     status.className = isError ? "error" : "";
+  }
+  function tick(value, step) {
+    const digits = Math.max(0, -Math.floor(Math.log10(step)));
+    return Math.abs(step) >= 1e6 ? value.toExponential(1) : value.toFixed(Math.min(digits, 10));
   }
   function number(value) {
     if (value === null || value === undefined) return "-";
@@ -104,6 +108,7 @@
     const step = Math.pow(10, Math.floor(Math.log10((high - low) / count)));
     const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => (high - low) / s <= count) || step * 10;
     const out = [];
+    out.step = nice;
     for (let t = Math.ceil(low / nice) * nice; t <= high + nice * 1e-9; t += nice) out.push(+t.toPrecision(12));
     return out;
   }
@@ -121,9 +126,10 @@
       "aria-label": description.title });
     root.append(svg("title", {}, description.title));
     const axisY = top + row * points.length + 6;
-    for (const t of ticks(low, high, 6)) {
+    const xticks = ticks(low, high, 6);
+    for (const t of xticks) {
       root.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: axisY }));
-      root.append(svg("text", { x: x(t), y: axisY + 16, "text-anchor": "middle" }, number(t)));
+      root.append(svg("text", { x: x(t), y: axisY + 16, "text-anchor": "middle" }, tick(t, xticks.step)));
     }
     root.append(svg("line", { class: "axis", x1: left, x2: width - right, y1: axisY, y2: axisY, stroke: "#1b1b1b" }));
     root.append(svg("text", { x: (left + width - right) / 2, y: height - 4, "text-anchor": "middle" },
@@ -153,14 +159,16 @@
     const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
       "aria-label": `${series.ylabel} per day` });
     root.append(svg("title", {}, `${series.ylabel} per day (${series.shown}), with 95% bands`));
-    for (const t of ticks(low, high, 6)) {
+    const yticks = ticks(low, high, 6);
+    for (const t of yticks) {
       root.append(svg("line", { class: "grid", x1: left, x2: width - right, y1: y(t), y2: y(t) }));
-      root.append(svg("text", { x: left - 6, y: y(t) + 4, "text-anchor": "end" }, number(t)));
+      root.append(svg("text", { x: left - 6, y: y(t) + 4, "text-anchor": "end" }, tick(t, yticks.step)));
     }
     const every = Math.max(1, Math.ceil(days.length / 8));
     days.forEach((day, i) => {
       if (i % every === 0 || i === days.length - 1) {
-        root.append(svg("text", { x: x(i), y: height - bottom + 16, "text-anchor": "middle" }, day));
+        root.append(svg("text", { x: x(i), y: height - bottom + 16,
+          "text-anchor": days.length > 1 && i === days.length - 1 ? "end" : i === 0 && days.length > 1 ? "start" : "middle" }, day));
       }
     });
     root.append(svg("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom, stroke: "#1b1b1b" }));
