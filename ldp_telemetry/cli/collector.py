@@ -198,8 +198,19 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
                        ("PUBLIC_RATE_BURST", public_rate_burst), ("PUBLIC_MAX_BATCH_REPORTS", public_max_batch)):
         if value is not None:
             config[key] = value
+    _announce_dashboard(database, host, port, config)
     run(database, host=host, port=port, workers=workers, threads=threads, config=config,
         request_timeout=request_timeout)
+
+
+def _announce_dashboard(database: str, host: str, port: int, config: dict[str, Any]) -> None:
+    "The dashboard's address on stderr, when this server serves it (docs/dashboard.md)"
+    from collector.config import load_config
+
+    settings = load_config({"DATABASE": database, **config})
+    if int(settings["DASHBOARD"]) and settings["ROLE"] in ("standalone", "leader") and port:
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"dashboard: http://{shown}:{port}/dashboard/ (open it and enter an admin key)", err=True)
 
 
 @click.group()
