@@ -3,7 +3,8 @@ campaigns, and the page's weight.
 
 A fresh SQLite file gets an OUE campaign (epsilon 1, d = 32) with ``--reports`` reports spread over 30 days,
 prefilled through ``Storage.insert_reports`` in groups of 20,000, and ``--campaigns`` - 1 more campaigns with
-1,000 reports each.  A real ``ldp-telemetry serve`` (2 workers, rate limit off) then answers over loopback:
+1,000 reports each (on the last day).  A real ``ldp-telemetry serve`` (2 workers, rate limit off) then answers
+over loopback:
 
 * first view of the campaign: the page, its script, its style sheet and ``GET /v1/campaigns/<name>/panel`` (the
   estimate of the whole window from the stored per-day aggregates, its 30 per-day estimates, the planner), one
@@ -42,16 +43,16 @@ def spec_of(name: str) -> dict:
     return {"name": name, "mechanism": "oue", "epsilon": 1.0, "domain": [f"value_{i}" for i in range(D)]}
 
 
-def prefill(storage, campaign, total: int) -> None:
-    "``total`` reports over DAYS, from a pool of perturbed payloads (the costs measured do not depend on which)"
+def prefill(storage, campaign, total: int, days: list[str] = DAYS) -> None:
+    "``total`` reports over ``days``, from a pool of perturbed payloads (the costs measured do not depend on which)"
     import client_sdk
     import estimators
     from collector.storage import ReportGroup, payload_text
 
     mechanism = client_sdk.mechanism_from_spec(campaign.spec, rng=client_sdk.DeterministicRandom(7))
     pool = [mechanism.perturb(campaign.spec.domain[i % D]) for i in range(2048)]
-    per_day = total // len(DAYS)
-    for day in DAYS:
+    per_day = total // len(days)
+    for day in days:
         for start in range(0, per_day, GROUP):
             count = min(GROUP, per_day - start)
             ids = sorted(str(uuid.uuid4()) for _ in range(count))
@@ -99,7 +100,7 @@ def main() -> None:
             for index in range(args.campaigns - 1):
                 small, _ = storage.create_campaign(
                     client_sdk.load_spec(spec_of(f"campaign_{index:03d}")).to_dict(derived=False), "2024-01-01")
-                prefill(storage, small, 1000 if 1000 >= len(DAYS) else len(DAYS))
+                prefill(storage, small, 1000, DAYS[-1:])
             stored = storage.count_reports("big")
         print(f"prefill: {stored:,} reports in campaign big, {args.campaigns} campaigns, "
               f"{time.perf_counter() - started:.0f} s", flush=True)

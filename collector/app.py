@@ -49,7 +49,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if settings["ROLE"] != "standalone":
         register_distributed(app, settings)
     if int(settings["DASHBOARD"]) and settings["ROLE"] in ("standalone", "leader"):
-        from .dashboard import api_blueprint, pages_blueprint  # imported here: off, the dashboard is not loaded
+        # imported here: a deployment that turns the dashboard off (or a helper) never loads it or the reports
+        from .dashboard import api_blueprint, pages_blueprint
 
         app.register_blueprint(pages_blueprint)
         app.register_blueprint(api_blueprint)

@@ -8,6 +8,7 @@ types is kept in the tab's sessionStorage and sent as ``Authorization: Bearer``.
 """
 
 from .api import blueprint as api_blueprint
-from .pages import CSP, blueprint as pages_blueprint
+from .pages import CSP
+from .pages import blueprint as pages_blueprint
 
 __all__ = ["CSP", "api_blueprint", "pages_blueprint"]

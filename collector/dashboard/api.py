@@ -63,7 +63,5 @@ def panel(name: str) -> Response:
 
 
 def _progress_path(campaign: CampaignVersion) -> str | None:
-    "The leader's batch progress route of a distributed campaign, when this app serves it"
-    if campaign.spec.trust != "distributed" or "dist_leader" not in current_app.blueprints:
-        return None
-    return f"/v1/campaigns/{campaign.name}/progress"
+    "The leader's route of the progress of the campaign's batches (its kind's), when this app serves it"
+    return collector_kind(campaign.spec).progress_route(campaign) if "dist_leader" in current_app.blueprints else None

@@ -24,6 +24,7 @@ def build_panel(kind: ReportKind, data: ReportData) -> dict[str, Any]:
     "The panel of ``data`` as ``kind`` lays it out (see the module doc); non-finite numbers become null"
     estimate = data.estimate
     columns, cells = kind.value_table(data)
+    points = kind.section(estimate).intervals(estimate)
     panel: dict[str, Any] = {
         "panel_version": PANEL_VERSION,
         "campaign": data.campaign,
@@ -36,9 +37,10 @@ def build_panel(kind: ReportKind, data: ReportData) -> dict[str, Any]:
         "header": kind.header_lines(data),
         "flags": [flag.message for flag in estimate.flags],
         "tables": [{"title": "estimate", "columns": columns, "rows": cells, "notes": kind.footnotes(data)}],
-        "intervals": {"xlabel": kind.section(estimate).value_label(estimate), "title": f"estimates with their {_percent(estimate.confidence)} intervals ({kind.model_label})",
+        "intervals": {"xlabel": kind.section(estimate).value_label(estimate),
+                      "title": f"estimates with their {_percent(estimate.confidence)} intervals ({kind.model_label})",
                       "points": [{"label": label, "estimate": value, "low": low, "high": high}
-                                 for label, value, low, high in kind.section(estimate).intervals(estimate)]},
+                                 for label, value, low, high in points]},
         "central": _central(data),
         "series": _series(kind, data),
         "budget": data.budget,

@@ -126,7 +126,8 @@ class ReportKind:
     def panel(self, data: ReportData) -> dict[str, Any]:
         """The dashboard's panel of the report (``estimators.report.panel``): this kind's header, table, notes,
         intervals and per-day series as JSON, with :meth:`planner_rows` at ``planner``"""
-        from ..panel import build_panel  # the dashboard's only: a static report never builds a panel
+        # imported here: only the dashboard builds panels, a static report never loads the module
+        from ..panel import build_panel
 
         return {**build_panel(self, data), "planner": self.planner_rows(data)}
 
