@@ -48,6 +48,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(openapi_blueprint)
     if settings["ROLE"] != "standalone":
         register_distributed(app, settings)
+    if int(settings["DASHBOARD"]) and settings["ROLE"] in ("standalone", "leader"):
+        # imported here: a deployment that turns the dashboard off (or a helper) never loads it or the reports
+        from .dashboard import api_blueprint, pages_blueprint
+
+        app.register_blueprint(pages_blueprint)
+        app.register_blueprint(api_blueprint)
 
     # The latency clock starts as the WSGI call enters the app (a wrapper, not a before_request hook: one hook
     # call and one ``g`` write fewer per request)

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "UPSTREAM_URL": "",  # shuffler: the collector it forwards batches to (LDP_UPSTREAM_URL)
     "UPSTREAM_TOKEN": "",  # shuffler: its own ingest key at that collector (LDP_UPSTREAM_TOKEN)
     "FORWARD_INTERVAL": 0.2,  # shuffler: seconds between forwarding rounds when nothing is due (0: no forwarder)
+    "DASHBOARD": 1,  # 1: serve the analysts' dashboard at /dashboard/ (collector.dashboard); 0: off (LDP_DASHBOARD=0)
     "CORS_ORIGINS": (),  # web origins allowed to call the spec and report routes (LDP_CORS_ORIGINS: comma-separated)
 }
 ENV_PREFIX = "LDP_"

@@ -152,6 +152,32 @@ INGEST_RESULT = {
             "field": {"type": "string"}, "reason": {"type": "string"}}}},
     },
 }
+DASHBOARD_CAMPAIGNS = {
+    "type": "object", "required": ["campaigns", "day"],
+    "properties": {"day": {"type": "string", "format": "date"}, "campaigns": {"type": "array", "items": {
+        "type": "object", "required": ["name", "version", "kind", "trust", "epsilon", "state", "reports", "last_day"],
+        "properties": {"name": {"type": "string"}, "version": {"type": "integer"}, "kind": {"type": "string"},
+                       "trust": {"type": "string"}, "mechanism": {"type": "string", "nullable": True},
+                       "epsilon": {"type": "number", "nullable": True},
+                       "state": {"type": "string", "enum": ["open", "closed", "expired"]},
+                       "reports": {"type": "integer"}, "last_day": {"type": "string", "nullable": True},
+                       "created_day": {"type": "string"},
+                       "progress": {"type": "string", "nullable": True,
+                                    "description": "a distributed campaign's progress route on a leader"}}}}},
+}
+PANEL_SCHEMA = {
+    "type": "object", "required": ["panel_version", "campaign", "n", "header", "tables", "intervals"],
+    "description": "estimators.report.panel: what the dashboard draws generically, from the kind's report side",
+    "properties": {"panel_version": {"type": "integer"}, "campaign": {"type": "string"},
+                   "kind": {"type": "string"}, "trust": {"type": "string"}, "n": {"type": "integer", "nullable": True},
+                   "header": {"type": "array", "items": {"type": "string"}},
+                   "tables": {"type": "array", "items": {"type": "object", "required": ["columns", "rows"]}},
+                   "intervals": {"type": "object"}, "series": {"type": "object", "nullable": True},
+                   "central": {"type": "object", "nullable": True}, "planner": {"type": "object", "nullable": True},
+                   "budget": {"type": "object", "nullable": True},
+                   "progress": {"type": "string", "nullable": True}},
+}
+DASHBOARD_PATHS = ("/v1/dashboard/campaigns", "/v1/campaigns/{name}/panel", "/dashboard/", "/dashboard/{asset}")
 ADMIN: list[dict[str, list[str]]] = [{"bearer": []}]
 ANY_KEY: list[dict[str, list[str]]] = [{"bearer": []}]
 
@@ -262,6 +288,40 @@ DOCUMENT: dict[str, Any] = {
                               **_problem_responses(400, 401, 403, 413, 415, 429)},
             },
         },
+        "/v1/dashboard/campaigns": {
+            "get": {
+                "operationId": "dashboardCampaigns",
+                "summary": "Every campaign for the dashboard: kind, trust model, epsilon, state, reports so far and "
+                           "the last day with reports, from the stored sums (admin key)",
+                "security": ADMIN,
+                "responses": {"200": _json(_ref("DashboardCampaigns"), "one row per campaign"),
+                              **_problem_responses(401, 403, 429)},
+            },
+        },
+        "/v1/campaigns/{name}/panel": {
+            "get": {
+                "operationId": "campaignPanel",
+                "summary": "The campaign's dashboard panel, laid out by its kind's report side (the static "
+                           "report's code): header, tables, intervals, per-day series, central-DP baseline, planner, "
+                           "budget (admin key)",
+                "security": ADMIN, "parameters": [CAMPAIGN_NAME,
+                                                  {"name": "confidence", "in": "query",
+                                                   "schema": {"type": "number", "default": 0.95}}],
+                "responses": {"200": _json(_ref("Panel"), "the panel"),
+                              **_problem_responses(400, 401, 403, 404, 429)},
+            },
+        },
+        "/dashboard/": {"get": {"operationId": "dashboard", "summary": "The analysts' dashboard page (no key: it "
+                                "holds no data; DASHBOARD=0 turns it off)", "security": [],
+                                "responses": {"200": {"description": "the page", "content": {
+                                    "text/html": {"schema": {"type": "string"}}}}}}},
+        "/dashboard/{asset}": {"get": {"operationId": "dashboardAsset", "summary": "The dashboard's script or style "
+                                       "sheet (dashboard.js, dashboard.css, index.html)", "security": [],
+                                       "parameters": [{"name": "asset", "in": "path", "required": True,
+                                                       "schema": {"type": "string"}}],
+                                       "responses": {"200": {"description": "the asset", "content": {
+                                           "text/javascript": {"schema": {"type": "string"}}}},
+                                           **_problem_responses(404)}}},
         "/livez": {"get": {"operationId": "livez", "summary": "The process is up", "security": [],
                            "responses": {"200": _json({"type": "object"}, "alive")}}},
         "/readyz": {"get": {"operationId": "readyz", "summary": "Database reachable and disk not full",
@@ -287,6 +347,7 @@ DOCUMENT: dict[str, Any] = {
                             "properties": {"reports": {"type": "array", "minItems": 1, "items": _ref("Report")}}},
             "IngestResult": INGEST_RESULT, "EstimateRow": ESTIMATE_ROW, "Estimate": ESTIMATE_SCHEMA,
             "EstimateDays": ESTIMATE_DAYS, "Problem": PROBLEM_SCHEMA,
+            "DashboardCampaigns": DASHBOARD_CAMPAIGNS, "Panel": PANEL_SCHEMA,
         },
         "responses": {"Problem": {"description": "RFC 9457 problem details", "content": {
             "application/problem+json": {"schema": _ref("Problem")}}}},
@@ -351,4 +412,6 @@ def openapi() -> Response:
     document = {**DOCUMENT, "components": {**DOCUMENT["components"], "schemas": schemas}}
     if current_app.config.get("ROLE") == "leader":
         document["paths"] = {**DOCUMENT["paths"], **LEADER_PATHS}
+    if "dashboard" not in current_app.blueprints:  # DASHBOARD=0, or a helper
+        document["paths"] = {path: item for path, item in document["paths"].items() if path not in DASHBOARD_PATHS}
     return jsonify(document)

@@ -37,7 +37,7 @@ def report_data_from_db(path: Path | str, campaign: str, *, since: str | None = 
         except CampaignNotFound:
             raise SourceError(f"unknown campaign {campaign!r}") from None
         data = collector_kind(version.spec).report_data_from_db(storage, version, window)
-        return _with_budget(data, budget_view(storage, version))  # what a device has spent, what remains
+        return with_budget(data, budget_view(storage, version))  # what a device has spent, what remains
 
 
 def report_data_from_aggregate_file(path: Path | str, campaign: str, *, since: str | None = None,
@@ -78,7 +78,7 @@ def report_data_from_url(url: str, token: str, campaign: str, *, since: str | No
         except SpecError as exc:
             raise SourceError(f"campaign {campaign!r}: {exc}") from None
         data = kind.report_data_from_api(get, base, resource, spec_json, window, daily_top)
-        return _with_budget(data, get(base + "/budget", {}))  # the release ledger's figures
+        return with_budget(data, get(base + "/budget", {}))  # the release ledger's figures
 
 
 def _spec_of(campaign: Any) -> dict | None:
@@ -103,7 +103,7 @@ def _get_json(client: AdminClient, path: str, params: dict, campaign: str) -> An
         raise SourceError(str(exc)) from None
 
 
-def _with_budget(data: ReportData, view: Any) -> ReportData:
+def with_budget(data: ReportData, view: Any) -> ReportData:
     """``data`` with the release ledger's figures at ``budget`` when the campaign has a budget or a release (a report
     of a campaign with neither reads the same from the database, the API and an archive file)"""
     if isinstance(view, dict) and (view.get("ledger") or view.get("budget") is not None):

@@ -95,6 +95,10 @@ class CollectorKind:
         "Members the campaign's API form carries beyond the spec (a distributed campaign's aggregators)"
         return {}
 
+    def progress_route(self, campaign: CampaignVersion) -> str | None:
+        "The leader's route of the progress of the campaign's batches (the dashboard shows it), None without batches"
+        return None
+
     def server_mechanism(self, spec: Any) -> ServerMechanism | None:
         "The mechanism that checks and aggregates its payloads at ingestion, or None (see accept_reports)"
         return None

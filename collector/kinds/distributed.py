@@ -68,6 +68,9 @@ class DistributedCampaigns(CollectorKind):
         block = api.aggregators_block(campaign)
         return {} if block is None else {"aggregators": block}
 
+    def progress_route(self, campaign: CampaignVersion) -> str | None:
+        return f"/v1/campaigns/{campaign.name}/progress"
+
     def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
         from ..distributed import api  # as in create_campaign: a standalone collector never loads it
 

@@ -368,6 +368,11 @@ class StorageBase:
             return int(self._one("SELECT coalesce(sum(n), 0) FROM aggregates")[0])
         return int(self._one("SELECT coalesce(sum(n), 0) FROM aggregates WHERE campaign = ?", (name,))[0])
 
+    def report_totals(self) -> dict[str, tuple[int, str]]:
+        "Per campaign with stored aggregates: (reports so far, last day with reports), in one query over the sums"
+        rows = self._all("SELECT campaign, coalesce(sum(n), 0), max(day) FROM aggregates GROUP BY campaign")
+        return {str(name): (int(n), str(day)) for name, n, day in rows}
+
     def rebuild_aggregates(self, name: str | None = None) -> int:
         """Recompute the aggregates of one or every campaign from the raw reports; the number of rows written.
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 ZERO_MARK = "~0"
 BELOW_ZERO_MARK = "<0"
+PANEL_VALUES = 20  # the dashboard's interval figure draws at most this many values (the largest)
 Points = list[tuple[float, float, float]]  # (estimate, CI low, CI high) per day
 
 
@@ -69,6 +70,14 @@ class Section:
     def daily_series(self, days: Sequence[DailyResult]) -> DailySeries:
         "The per-day figure's lines"
         raise NotImplementedError
+
+    def intervals(self, estimate: Estimate) -> list[tuple[str, float, float, float]]:
+        "The main figure's points as numbers, (label, estimate, CI low, CI high): what the dashboard draws"
+        return []
+
+    def value_label(self, estimate: Estimate) -> str:
+        "The axis label of those points, with its unit"
+        return "estimate"
 
 
 class PerValueSection(Section):
@@ -124,6 +133,14 @@ class PerValueSection(Section):
                     found.estimate, _or(found.ci_low, found.estimate), _or(found.ci_high, found.estimate)))
         return DailySeries(series, "fraction of reports", f"the {len(series)} largest values")
 
+    def value_label(self, estimate: Estimate) -> str:
+        return "fraction of reports"
+
+    def intervals(self, estimate: Estimate) -> list[tuple[str, float, float, float]]:
+        "The values largest first (at most PANEL_VALUES)"
+        return [(row.value, row.estimate, _or(row.ci_low, row.estimate), _or(row.ci_high, row.estimate))
+                for row in display_rows(estimate)[:PANEL_VALUES]]
+
 
 class MeanSection(Section):
     "One mean (an :class:`~estimators.estimates.EstimatedMean`): one table row, the mean and half-widths figure"
@@ -150,6 +167,15 @@ class MeanSection(Section):
         points = [typed_as(EstimatedMean, day.estimate) for day in days]
         return DailySeries({"mean": [(_or(d.mean, math.nan), _or(d.ci_low, math.nan), _or(d.ci_high, math.nan))
                                      for d in points]}, with_unit("mean", points[0]), "the mean")
+
+    def intervals(self, estimate: Estimate) -> list[tuple[str, float, float, float]]:
+        mean = typed_as(EstimatedMean, estimate)
+        if mean.mean is None or mean.ci_low is None or mean.ci_high is None:
+            return []
+        return [(with_unit("mean", mean), mean.mean, mean.ci_low, mean.ci_high)]
+
+    def value_label(self, estimate: Estimate) -> str:
+        return with_unit("mean", estimate)
 
 
 PER_VALUE = PerValueSection()

@@ -141,18 +141,24 @@ def _fail(message: str) -> None:
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A web origin (scheme://host[:port]) whose pages may read specs and post reports; repeatable "
                    "[default: env LDP_CORS_ORIGINS, comma-separated, else none]. Admin routes never are.")
+@click.option("--no-dashboard", "no_dashboard", is_flag=True,
+              help="Do not serve the analysts' dashboard at /dashboard/ (env LDP_DASHBOARD=0) [default: served by "
+                   "standalone and leader].")
 def serve(database: str, host: str, port: int, workers: int | None, threads: int, rate_limit: float | None,
           rate_burst: float | None, max_body_bytes: int | None, max_batch: int | None, request_timeout: float,
           role: str, helper_url: str | None, peer_token: str | None, aggregate_interval: float | None,
           job_lease: float | None, collect_grace: float | None, hpke_overlap_days: int | None,
           cors_origins: tuple[str, ...], public_rate_limit: float | None, public_rate_burst: float | None,
-          public_max_batch: int | None, upstream: str | None, upstream_token: str | None) -> None:
+          public_max_batch: int | None, upstream: str | None, upstream_token: str | None,
+          no_dashboard: bool = False) -> None:
     """Run the collector under gunicorn until interrupted.
 
     Threaded workers that see only whole requests (slow or idle clients wait in the event loop, not in a thread);
     workers die with the master; metrics are summed over every worker (prometheus_client multiprocess mode, in a
     fresh PROMETHEUS_MULTIPROC_DIR). The log names the bound address and port (also for --port 0) and no client's."""
     config: dict[str, Any] = {"ROLE": role}
+    if no_dashboard:
+        config["DASHBOARD"] = 0
     if role == "shuffler":
         if not upstream or not upstream_token:
             _fail("--role shuffler needs --upstream and --upstream-token (the collector and the shuffler's own "
@@ -192,8 +198,19 @@ def serve(database: str, host: str, port: int, workers: int | None, threads: int
                        ("PUBLIC_RATE_BURST", public_rate_burst), ("PUBLIC_MAX_BATCH_REPORTS", public_max_batch)):
         if value is not None:
             config[key] = value
+    _announce_dashboard(database, host, port, config)
     run(database, host=host, port=port, workers=workers, threads=threads, config=config,
         request_timeout=request_timeout)
+
+
+def _announce_dashboard(database: str, host: str, port: int, config: dict[str, Any]) -> None:
+    "The dashboard's address on stderr, when this server serves it (docs/dashboard.md)"
+    from collector.config import load_config
+
+    settings = load_config({"DATABASE": database, **config})
+    if int(settings["DASHBOARD"]) and settings["ROLE"] in ("standalone", "leader") and port:
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"dashboard: http://{shown}:{port}/dashboard/ (open it and enter an admin key)", err=True)
 
 
 @click.group()

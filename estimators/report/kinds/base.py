@@ -123,6 +123,18 @@ class ReportKind:
         "The figures comparing this campaign's noise with the other trust models'"
         return []
 
+    def panel(self, data: ReportData) -> dict[str, Any]:
+        """The dashboard's panel of the report (``estimators.report.panel``): this kind's header, table, notes,
+        intervals and per-day series as JSON, with :meth:`planner_rows` at ``planner``"""
+        # imported here: only the dashboard builds panels, a static report never loads the module
+        from ..panel import build_panel
+
+        return {**build_panel(self, data), "planner": self.planner_rows(data)}
+
+    def planner_rows(self, data: ReportData) -> dict[str, Any] | None:
+        "The planner's answer for this campaign ('n for +-x'), when the kind has a planner"
+        return None
+
 
 GENERIC = ReportKind()
 _KINDS = Registry("report side")

@@ -98,6 +98,27 @@ class LocalReport(ReportKind):
                          "de-biased for it")
         return notes
 
+    def planner_rows(self, data: ReportData) -> dict[str, Any] | None:
+        """n for +-x: the reports the planner (``estimators.planner``) needs for this campaign's current half-width,
+        half of it and a tenth of it, at the estimate's confidence"""
+        from ...planner import n_for_halfwidth
+
+        result = data.estimate
+        current = result.typical_halfwidth()
+        options = _planner_options(data.spec)
+        if current is None or not current > 0 or options is None or result.epsilon is None:
+            return None
+        confidence = result.confidence or 0.95
+        mechanism = str((data.spec or {}).get("mechanism"))
+        epsilon = result.epsilon
+        needed = [n_for_halfwidth(mechanism, epsilon, width, confidence=confidence, **options)
+                  for width in (current, current / 2, current / 10)]
+        rows = [[format_number(width), f"{n:,}"] for width, n in zip((current, current / 2, current / 10), needed)]
+        return {"title": f"planner: reports needed for a {confidence_percent(result)} interval of +-x",
+                "columns": ["+-x", "n"], "rows": rows,
+                "notes": [f"x: this campaign's typical half-width now (n = {result.n or 0:,}), half of it and a tenth; "
+                          "for a frequency, at the mean frequency over the values (1/d)"]}
+
     def comparison_plots(self, data: ReportData, *, simulate_points: bool, rng: Any) -> list[Plot]:
         "The √n price of local DP: this campaign's interval against central DP's, over n"
         from ..plots import scaling_figure  # matplotlib: loaded by the figures only, never by a table
@@ -121,6 +142,20 @@ def shuffle_lines(shuffle: ShuffleGuarantee) -> list[str]:
         for row in shuffle.batches)
     return [f"shuffled: each report epsilon0 = {shuffle.epsilon0:.4g}-LDP; amplified per batch (replace-one): "
             f"{sizes}", f"amplification bound: {shuffle.bound}"]
+
+
+def _planner_options(spec: dict | None) -> dict[str, Any] | None:
+    "The planner's model of a local spec (a domain's size or a range), or None (RAPPOR: no model of its decoder)"
+    from ...planner import CATEGORICAL_MECHANISMS, NUMERIC_MECHANISMS
+
+    spec = spec or {}
+    mechanism = spec.get("mechanism")
+    if mechanism in NUMERIC_MECHANISMS and isinstance(spec.get("range"), list):
+        return {"value_range": tuple(spec["range"])}
+    if mechanism in CATEGORICAL_MECHANISMS and isinstance(spec.get("domain"), list):
+        # at the mean frequency over the values, 1/d: the typical half-width is a mean over them too
+        return {"domain_size": len(spec["domain"]), "frequency": 1 / max(1, len(spec["domain"]))}
+    return None
 
 
 def _unbiased(result: Estimate) -> bool:
