@@ -158,3 +158,4 @@ export const kind: CampaignKind = {
 };
 
 provideKind(kind);
+export { shardPoplar1 } from "../vdaf/poplar1.js"; // for the browser test and benchmark (scripts/browser-poplar1.mjs)
