@@ -1,8 +1,8 @@
 /** The AES-128 block cipher under XofFixedKeyAes128 (xofaes.ts): one key per (dst, binder), then many independent
  * blocks (ECB). The default is @noble/ciphers' synchronous ECB (aesnoble.ts, browsers); ``webCryptoAes`` encrypts
  * each block alone as WebCrypto AES-CBC with a zero IV (the first ciphertext block is AES(block)), a promise per
- * block, as WebCrypto has no ECB (about 10x slower per shard in Chromium); Node registers node:crypto's synchronous
- * ECB (aesnode.ts), as HPKE's primitives are registered. */
+ * block, as WebCrypto has no ECB (about 6x slower per shard in Chromium); a Node app may register node:crypto's
+ * synchronous ECB (aesnode.ts: ``registerAes(nodeAes)``). */
 
 /** AES-128 encryption of independent 16-byte blocks under one key. */
 export interface AesBlockCipher {
@@ -40,9 +40,9 @@ export const webCryptoAes: AesPrimitive = {
   },
 };
 
-let current: AesPrimitive = nobleAes; // browsers; Node's entry point registers node:crypto's
+let current: AesPrimitive = nobleAes;
 
-/** Use ``primitive`` for every later XofFixedKeyAes128 (Node's entry point registers aesnode.ts's ``nodeAes``). */
+/** Use ``primitive`` for every later XofFixedKeyAes128 (e.g. aesnode.ts's ``nodeAes`` in Node). */
 export function registerAes(primitive: AesPrimitive): void {
   current = primitive;
 }

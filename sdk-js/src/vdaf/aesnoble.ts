@@ -1,6 +1,6 @@
-/** AES-128 from @noble/ciphers (audited, synchronous, in the poplar1 chunk only): the browsers' default for
- * XofFixedKeyAes128, as WebCrypto has no ECB and answers each block with a promise (aes.ts's ``webCryptoAes``, about
- * 10x slower per shard in Chromium). Node registers node:crypto's ECB instead (aesnode.ts). */
+/** AES-128 from @noble/ciphers (audited, synchronous, in the poplar1 chunk only): the default for XofFixedKeyAes128,
+ * as WebCrypto has no ECB and answers each block with a promise (aes.ts's ``webCryptoAes``, about 6x slower per
+ * shard in Chromium). A Node app may register node:crypto's ECB instead (aesnode.ts). */
 import { ecb } from "@noble/ciphers/aes.js";
 import type { AesPrimitive } from "./aes.js";
 
