@@ -44,7 +44,8 @@ def _measurement(data: bytes, bits: int) -> tuple[bool, ...]:
 
 def _config(pair: HpkeKeyPair) -> dict:
     c = pair.config
-    return {"id": c.id, "kem_id": c.kem_id, "kdf_id": c.kdf_id, "aead_id": c.aead_id, "public_key": b64url(c.public_key)}
+    return {"id": c.id, "kem_id": c.kem_id, "kdf_id": c.kdf_id, "aead_id": c.aead_id,
+            "public_key": b64url(c.public_key)}
 
 
 def _run(sdk_js: Path, body: dict) -> dict:
@@ -80,9 +81,10 @@ def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_
             sealed = from_b64url(payload[key]["ciphertext"], key)
             assert payload[key]["config_id"] == pair.config.id
             assert open_sealed(pair, sealed, info) == vdaf.encode_input_share(share)
-            # the helper's share does not open under the leader's role, nor under another batch (as Prio3's)
+            # a share does not open under the other role, nor under another batch (as Prio3's)
+            other_role = LEADER + HELPER - role
             with pytest.raises(HpkeError):
-                open_sealed(pair, sealed, input_share_info(named, case["report_id"], LEADER + HELPER - role, public_share,
+                open_sealed(pair, sealed, input_share_info(named, case["report_id"], other_role, public_share,
                                                            case["batch"]))
             with pytest.raises(HpkeError):
                 open_sealed(pair, sealed, input_share_info(named, case["report_id"], role, public_share,
