@@ -1,15 +1,19 @@
 // Poplar1 shard cost per report in Node against the Python SDK's (issue 36; goal: within 3x), one line of JSON per
 // input length and AES primitive:
 //   cd sdk-js && npm run build && node bench/poplar1.mjs [--reports N] [--repeat R] [--python ../.venv/bin/python]
+//     [--chromium /usr/bin/chromium]
 // CPU milliseconds per report (process.cpuUsage), best of --repeat runs of --reports shards with fresh rand and
 // nonce from crypto.getRandomValues. With --python, the Python SDK's Poplar1.shard is timed the same way
-// (time.process_time, os.urandom) in that interpreter, run from the repository root, and the ratio printed.
+// (time.process_time, os.urandom) in that interpreter, run from the repository root, and the ratio printed. With
+// --chromium, 32-bit shards timed in a headless Chromium page (scripts/browser-poplar1.mjs: the poplar1 chunk as
+// browsers load it, @noble/ciphers' AES; wall-clock ms per report, best of 3 runs of --reports).
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { shardPoplar1 } from "../dist/vdaf/poplar1.js";
 import { registerAes, webCryptoAes } from "../dist/vdaf/aes.js";
 import { nodeAes } from "../dist/vdaf/aesnode.js";
+import { nobleAes } from "../dist/vdaf/aesnoble.js";
 
 const option = (name, fallback) => {
   const at = process.argv.indexOf(name);
@@ -48,7 +52,7 @@ print(json.dumps(out))
 const python = PYTHON === null ? {} : JSON.parse(execFileSync(PYTHON, ["-c", PYTHON_TIMER, String(REPORTS),
   String(REPEAT), ...BITS.map(String)], { cwd: fileURLToPath(new URL("../..", import.meta.url)), encoding: "utf8" }));
 
-for (const primitive of [nodeAes, webCryptoAes]) {
+for (const primitive of [nodeAes, nobleAes, webCryptoAes]) {
   registerAes(primitive);
   for (const bits of BITS) {
     const measurement = Array.from({ length: bits }, (_, i) => i % 3 !== 0);
@@ -71,4 +75,14 @@ for (const primitive of [nodeAes, webCryptoAes]) {
       js_over_python: Number((shardMs / python[bits]).toFixed(2)) });
     console.log(JSON.stringify(line));
   }
+}
+
+const CHROMIUM = option("--chromium", null);
+if (CHROMIUM !== null) {
+  const script = fileURLToPath(new URL("../scripts/browser-poplar1.mjs", import.meta.url));
+  const { ms, error } = JSON.parse(execFileSync(process.execPath, [script, CHROMIUM, "--bench", String(REPORTS)], { encoding: "utf8" }));
+  if (error) throw new Error(error);
+  const line = { bits: 32, aes: "noble", runtime: "chromium", shard_ms: Number(ms.toFixed(4)), reports: REPORTS };
+  if (python[32] !== undefined) Object.assign(line, { python_ms: Number(python[32].toFixed(4)), js_over_python: Number((ms / python[32]).toFixed(2)) });
+  console.log(JSON.stringify(line));
 }

@@ -58,7 +58,7 @@ function importedNames(file, specifier) {
 // repeated.js), rappor.js and numeric.js
 const SRC = resolve("src");
 const imported = new Set();
-for (const source of ["kinds/local", "kinds/prio3", "kinds/heavy_hitters", "kinds/quantiles", "kinds/repeated", "rappor",
+for (const source of ["kinds/local", "kinds/prio3", "kinds/poplar1", "kinds/heavy_hitters", "kinds/quantiles", "kinds/repeated", "rappor",
   "numeric"]) {
   await build({
     ...common,

@@ -136,30 +136,50 @@ export function encodeValue(spec: DistributedSpec, value: unknown): unknown {
   }
 }
 
-/** Shard ``measurement`` and seal each input share: the report's payload for ``batch`` (``seal_report``). */
-export async function sealReport(spec: DistributedSpec, measurement: unknown, leader: HpkeConfig, helper: HpkeConfig,
-  reportId: string, batch: string, shard: typeof shardPrio3 = shardPrio3): Promise<Payload> {
-  const rand = new Uint8Array(randSize(spec.prio3));
-  for (let i = 0; i < rand.length; i += 65536) crypto.getRandomValues(rand.subarray(i, i + 65536));
-  const { publicShare, inputShares } = shard(spec.prio3, measurement, reportNonce(reportId), rand, ctxFor(spec.fingerprint));
+/** What the sealing path reads from a distributed kind's spec (prio3's DistributedSpec, poplar1's Poplar1Spec). */
+export interface SealedSpec extends Spec {
+  readonly delta: number | null;
+  readonly aggregators: unknown;
+  batchAt(now: number): string;
+  policyFor(policy: Charge["policy"]): Charge["policy"];
+}
+
+/** The envelope of one report (``seal_report``): ``shards``' public share, and each input share sealed with HPKE to
+ * its aggregator, the info binding campaign, fingerprint, report id, role, public share and batch. Any distributed
+ * kind's reports (prio3, poplar1) go through here. */
+export async function sealShards(spec: Spec, shards: { publicShare: Uint8Array; inputShares: readonly Uint8Array[] },
+  leader: HpkeConfig, helper: HpkeConfig, reportId: string, batch: string): Promise<Payload> {
+  const { publicShare, inputShares } = shards;
   const payload: Record<string, unknown> = { public_share: b64url(publicShare) };
   for (const [key, role, config, share] of [["leader_share", LEADER, leader, inputShares[0]],
     ["helper_share", HELPER, helper, inputShares[1]]] as const) {
     const info = inputShareInfo(spec.name, spec.fingerprint, reportId, role, publicShare, batch);
-    payload[key] = { config_id: config.id, ciphertext: b64url(await seal(fromB64url(config.public_key), share, info)) };
+    payload[key] = { config_id: config.id, ciphertext: b64url(await seal(fromB64url(config.public_key), share!, info)) };
   }
   payload.batch = batch;
   return payload as unknown as Payload;
 }
 
-/** The mechanism a Client uses for a distributed spec: ``perturb`` validates and encodes (synchronously, so a bad
- * value throws from ``record``), ``seal`` shards and seals with the configs the app's configuration vouches for. */
-export class Prio3Sealer implements Mechanism {
-  constructor(readonly spec: DistributedSpec) {}
+/** Shard ``measurement`` and seal each input share: the report's payload for ``batch`` (``seal_report``). */
+export async function sealReport(spec: DistributedSpec, measurement: unknown, leader: HpkeConfig, helper: HpkeConfig,
+  reportId: string, batch: string, shard: typeof shardPrio3 = shardPrio3): Promise<Payload> {
+  const rand = new Uint8Array(randSize(spec.prio3));
+  for (let i = 0; i < rand.length; i += 65536) crypto.getRandomValues(rand.subarray(i, i + 65536));
+  const shards = shard(spec.prio3, measurement, reportNonce(reportId), rand, ctxFor(spec.fingerprint));
+  return sealShards(spec, shards, leader, helper, reportId, batch);
+}
 
-  perturb(value: unknown): Payload {
-    return encodeValue(this.spec, value) as Payload;
-  }
+/** A distributed kind's mechanism: ``perturb`` (the kind's) validates and encodes synchronously, so a bad value
+ * throws from ``record``; ``seal`` checks the aggregators' configs against the app's configuration, then hands them
+ * to the kind's ``sealWith`` (shard and {@link sealShards}). */
+export abstract class DistributedSealer implements Mechanism {
+  constructor(readonly spec: SealedSpec) {}
+
+  abstract perturb(value: unknown): Payload;
+
+  /** The payload of ``measurement`` sealed to ``leader`` and ``helper`` for ``batch``. */
+  abstract sealWith(measurement: unknown, leader: HpkeConfig, helper: HpkeConfig, reportId: string, batch: string
+  ): Promise<Payload>;
 
   /** Shard and seal for the batch of ``charge.now``, completing the ledger's ``charge``: the report's batch (one
    * report per batch), its delta, and the batch as the period of a policy that names none. */
@@ -183,7 +203,7 @@ export class Prio3Sealer implements Mechanism {
       }
     }
     try {
-      return await sealReport(this.spec, measurement, configs![0], configs![1], reportId, batch);
+      return await this.sealWith(measurement, configs![0], configs![1], reportId, batch);
     } catch (error) {
       if (error instanceof HpkeError) throw new UnsupportedSpec(`campaign ${this.spec.name}: ${error.message}`);
       throw error;
@@ -191,3 +211,15 @@ export class Prio3Sealer implements Mechanism {
   }
 }
 
+/** The mechanism a Client uses for a prio3 spec: ``perturb`` encodes the value as its Prio3 measurement. */
+export class Prio3Sealer extends DistributedSealer {
+  declare readonly spec: DistributedSpec;
+
+  perturb(value: unknown): Payload {
+    return encodeValue(this.spec, value) as Payload;
+  }
+
+  sealWith(measurement: unknown, leader: HpkeConfig, helper: HpkeConfig, reportId: string, batch: string): Promise<Payload> {
+    return sealReport(this.spec, measurement, leader, helper, reportId, batch);
+  }
+}

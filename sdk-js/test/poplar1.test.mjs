@@ -10,6 +10,7 @@ import { Field255, sampleVec } from "../dist/vdaf/field255.js";
 import { FixedKeyHasher, XofFixedKeyAes128 } from "../dist/vdaf/xofaes.js";
 import { currentAes, registerAes, webCryptoAes } from "../dist/vdaf/aes.js";
 import { nodeAes } from "../dist/vdaf/aesnode.js";
+import { nobleAes } from "../dist/vdaf/aesnoble.js";
 import { Field64, Field128 } from "../dist/vdaf/field.js";
 
 const DIR = new URL("../../tests/data/vdaf-test-vectors/", import.meta.url);
@@ -17,7 +18,7 @@ const fromHex = (hex) => Uint8Array.from(Buffer.from(hex, "hex"));
 const toHex = (bytes) => Buffer.from(bytes).toString("hex");
 const vector = (file) => JSON.parse(readFileSync(new URL(file, DIR), "utf8"));
 const files = (prefix) => readdirSync(DIR).filter((f) => f.startsWith(prefix) && f.endsWith(".json"));
-const BACKENDS = [webCryptoAes, nodeAes];
+const BACKENDS = [nobleAes, webCryptoAes, nodeAes];
 
 async function withAes(primitive, body) {
   const before = currentAes();
@@ -83,13 +84,14 @@ test("XofFixedKeyAes128 vector: derived seed and expanded Field128 vector, under
   }
 });
 
-test("a stream read in pieces equals the batched blocks, and WebCrypto's blocks equal node:crypto's", async () => {
+test("a stream read in pieces equals the batched blocks, and WebCrypto's and @noble/ciphers' blocks equal node:crypto's", async () => {
   const dst = new TextEncoder().encode("dst");
   const binder = new Uint8Array(16).fill(9);
   const seeds = [new Uint8Array(16).fill(1), Uint8Array.from({ length: 16 }, (_, i) => 255 - i)];
-  const [web, node] = await Promise.all(BACKENDS.map((p) => FixedKeyHasher.create(dst, binder, p)));
+  const [noble, web, node] = await Promise.all(BACKENDS.map((p) => FixedKeyHasher.create(dst, binder, p)));
   const batched = await node.blocks(seeds, 3);
   assert.equal(toHex(await web.blocks(seeds, 3)), toHex(batched));
+  assert.equal(toHex(await noble.blocks(seeds, 3)), toHex(batched));
   const xof = await XofFixedKeyAes128.create(seeds[1], dst, binder, nodeAes);
   const pieces = [await xof.next(5), await xof.next(20), await xof.next(23)].map(toHex).join("");
   assert.equal(pieces, toHex(batched.subarray(48, 96)));
@@ -143,15 +145,21 @@ test("a measurement that is not bits-many bits is refused (TypeError or RangeErr
   assert.ok(Field64.decodeVec(a.inputShares[1].subarray(48, 96)).every((x) => x < Field64.modulus));
 });
 
-test("the main entry points never import the Poplar1 modules (they belong to the lazily loaded distributed chunk)", () => {
+test("the main entry points never import the Poplar1 modules but through the poplar1 kind's loader (loaded on demand)", () => {
   const poplar = ["poplar1.js", "idpf.js", "xofaes.js", "aes.js", "aesnode.js", "field255.js"];
   const seen = new Set();
+  const lazy = [];
   const visit = (url) => {
     if (seen.has(url.href)) return;
     seen.add(url.href);
     const source = readFileSync(url, "utf8").replace(/\/\*[\s\S]*?\*\//g, ""); // not the imports doc comments show
     for (const [, spec, dynamic] of source.matchAll(/(?:import|export)\s[^"';]*?from\s*["'](\.[^"']+)["']|import\s*\(?\s*["'](\.[^"']+)["']/g)) {
       const path = spec ?? dynamic;
+      // the kind registry's loader of the poplar1 kind: the lazily loaded chunk (test/browser-poplar1.test.mjs)
+      if (dynamic && url.href.endsWith("/dist/kinds/index.js") && path === "./poplar1.js") {
+        lazy.push(path);
+        continue;
+      }
       if (path) visit(new URL(path, url));
     }
   };
@@ -160,6 +168,7 @@ test("the main entry points never import the Poplar1 modules (they belong to the
   assert.ok([...seen].some((href) => href.endsWith("/dist/vdaf/prio3.js")), "the Prio3 sharder is walked");
   const reached = [...seen].filter((href) => href.includes("/vdaf/") && poplar.some((name) => href.endsWith(`/vdaf/${name}`)));
   assert.deepEqual(reached, []);
+  assert.ok(lazy.length > 0, "the poplar1 kind is registered with a loader");
   const bundle = readFileSync(new URL("../dist/browser/ldp-telemetry.min.js", import.meta.url), "utf8");
   assert.ok(!bundle.includes("aes-128-ecb") && !bundle.includes("AES-CBC"), "no Poplar1 AES in the main bundle");
 });

@@ -1,100 +1,102 @@
-"""Poplar1 reports sharded by the JavaScript SDK (sdk-js/src/vdaf/poplar1.ts, run in Node) are the Python SDK's
-byte for byte from the same random bytes, under either AES primitive (node:crypto's ECB, WebCrypto's AES-CBC), and
-reports sharded with the device's own randomness verify under the aggregators' Python preparation and count at
-every level of the tree exactly where the device's string is."""
+"""The JavaScript SDK's poplar1 reports against the Python VDAF layer: sdk-js's poplar1 kind (sdk-js/src/kinds/
+poplar1.ts) shards strings with given random bytes and seals the shares through the distributed envelope; here the
+shares are opened with the aggregators' keys under each report's own metadata and compared byte for byte with
+``client_sdk.vdaf.poplar1.Poplar1`` sharding the same measurement from the same bytes, with the ctx of the
+fingerprint this side computes from the kind's identity (docs/distributed.md, "The report payload")."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import random
+import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from client_sdk.vdaf import Poplar1
+from client_sdk.distributed import CTX_PREFIX, HELPER, LEADER, b64url, input_share_info, report_nonce
+from client_sdk.distributed_messages import from_b64url
+from client_sdk.spec import canonical_json
+from client_sdk.vdaf.hpke import HpkeError, HpkeKeyPair, open_sealed
+from client_sdk.vdaf.poplar1 import Poplar1
 
-VERIFY_KEY = bytes(range(32))
-CTX = b"ldp-telemetry/v1 poplar1 interop"
-
-SCRIPT = """
-import { Poplar1, shardPoplar1 } from "./dist/vdaf/poplar1.js";
-import { registerAes, webCryptoAes } from "./dist/vdaf/aes.js";
-import { nodeAes } from "./dist/vdaf/aesnode.js";
-const { backend, cases, fresh, ctx } = JSON.parse(process.argv[1]);
-registerAes(backend === "webcrypto" ? webCryptoAes : nodeAes);
-const bytes = (hex) => Uint8Array.from(Buffer.from(hex, "hex"));
-const hex = (b) => Buffer.from(b).toString("hex");
-const out = (nonce, { publicShare, inputShares }) => ({ nonce: hex(nonce), public_share: hex(publicShare),
-  input_shares: inputShares.map(hex) });
-const given = [];
-for (const c of cases) given.push(out(bytes(c.nonce), await new Poplar1(c.bits).shard(bytes(ctx), c.measurement,
-  bytes(c.nonce), bytes(c.rand))));
-const own = [];
-for (const c of fresh) {
-  const nonce = crypto.getRandomValues(new Uint8Array(16));
-  own.push(out(nonce, await shardPoplar1(c.bits, c.measurement, nonce, null, bytes(ctx))));
-}
-console.log(JSON.stringify({ given, own }));
-"""
+SPEC = {"name": "top_paths", "kind": "poplar1", "trust": "distributed", "epsilon": 1.0, "delta": 1e-6, "bits": 32,
+        "overflow": "truncate", "threshold": 0.01, "stride": 4, "min_batch": 100}
 
 
-def _run(sdk_js: Path, request: dict) -> dict:
-    node = shutil.which("node")
-    assert node is not None, "node is not installed"
-    done = subprocess.run([node, "--input-type=module", "-e", SCRIPT, json.dumps({**request, "ctx": CTX.hex()})],
-                          cwd=sdk_js, capture_output=True, text=True, timeout=120)
+def _fingerprint(spec: dict) -> str:
+    "The poplar1 kind's identity (client_sdk/kinds/poplar1: params, noise, trust, epsilon, delta) hashed"
+    identity = {"name": spec["name"], "kind": "poplar1", "bits": spec["bits"], "overflow": spec["overflow"],
+                "threshold": float(spec["threshold"]), "stride": spec["stride"], "min_batch": spec["min_batch"],
+                "noise": "gaussian", "trust": "distributed", "epsilon": float(spec["epsilon"]),
+                "delta": float(spec["delta"])}
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:32]
+
+
+def _measurement(data: bytes, bits: int) -> tuple[bool, ...]:
+    data = data[:bits // 8].ljust(bits // 8, b"\0")
+    number = int.from_bytes(data, "big")
+    return tuple(bool(number >> (bits - 1 - i) & 1) for i in range(bits))
+
+
+def _config(pair: HpkeKeyPair) -> dict:
+    c = pair.config
+    return {"id": c.id, "kem_id": c.kem_id, "kdf_id": c.kdf_id, "aead_id": c.aead_id,
+            "public_key": b64url(c.public_key)}
+
+
+def _run(sdk_js: Path, body: dict) -> dict:
+    done = subprocess.run([shutil.which("node") or "node", "scripts/poplar1-reports.mjs"], cwd=sdk_js,
+                          input=json.dumps(body), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
-def _bits(value: int, width: int) -> list[bool]:
-    return [bool(value >> (width - 1 - i) & 1) for i in range(width)]
+@pytest.mark.parametrize("bits", [8, 32, 256])
+def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_js: Path, bits: int) -> None:
+    spec = {**SPEC, "bits": bits}
+    leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
+    vdaf = Poplar1(bits)
+    values: list[str | bytes] = ["/", "/index.html", "naïve/ü", b"\x00\xff\x80binary", "x" * 40, ""]
+    cases = [{"value": v if isinstance(v, str) else {"bytes": b64url(v)}, "report_id": str(uuid.uuid4()),
+              "batch": "2026-12-02", "rand": b64url(os.urandom(vdaf.RAND_SIZE))} for v in values]
+    out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
+                        "cases": cases})
+    assert out["fingerprint"] == _fingerprint(spec)
+    named = SimpleNamespace(name=spec["name"], fingerprint=out["fingerprint"])
+    ctx = CTX_PREFIX + out["fingerprint"].encode("ascii")
+    for value, case, payload in zip(values, cases, out["payloads"], strict=True):
+        data = value.encode() if isinstance(value, str) else value
+        public, shares = vdaf.shard(ctx, _measurement(data, bits), report_nonce(case["report_id"]),
+                                    from_b64url(case["rand"], "rand"))
+        public_share = vdaf.encode_public_share(public)
+        assert from_b64url(payload["public_share"], "public_share") == public_share
+        assert payload["batch"] == case["batch"]
+        for key, role, pair, share in (("leader_share", LEADER, leader, shares[0]),
+                                       ("helper_share", HELPER, helper, shares[1])):
+            info = input_share_info(named, case["report_id"], role, public_share, case["batch"])
+            sealed = from_b64url(payload[key]["ciphertext"], key)
+            assert payload[key]["config_id"] == pair.config.id
+            assert open_sealed(pair, sealed, info) == vdaf.encode_input_share(share)
+            # a share does not open under the other role, nor under another batch (as Prio3's)
+            other_role = LEADER + HELPER - role
+            with pytest.raises(HpkeError):
+                open_sealed(pair, sealed, input_share_info(named, case["report_id"], other_role, public_share,
+                                                           case["batch"]))
+            with pytest.raises(HpkeError):
+                open_sealed(pair, sealed, input_share_info(named, case["report_id"], role, public_share,
+                                                           "2026-12-03"))
 
 
-@pytest.mark.parametrize("backend", ["node", "webcrypto"])
-def test_javascript_shards_are_the_python_sdks_bytes_from_the_same_rand(sdk_js: Path, backend: str) -> None:
-    rng = random.Random(36)
-    cases = []
-    for bits in (1, 2, 3, 8, 16, 32, 32, 64, 256):
-        vdaf = Poplar1(bits)
-        cases.append({"bits": bits, "measurement": _bits(rng.getrandbits(bits), bits),
-                      "nonce": rng.randbytes(16).hex(), "rand": rng.randbytes(vdaf.RAND_SIZE).hex()})
-    sharded = _run(sdk_js, {"backend": backend, "cases": cases, "fresh": []})["given"]
-    for case, report in zip(cases, sharded, strict=True):
-        vdaf = Poplar1(case["bits"])
-        public, shares = vdaf.shard(CTX, case["measurement"], bytes.fromhex(case["nonce"]),
-                                    bytes.fromhex(case["rand"]))
-        assert report["public_share"] == vdaf.encode_public_share(public).hex(), case["bits"]
-        assert report["input_shares"] == [vdaf.encode_input_share(s).hex() for s in shares], case["bits"]
-
-
-def _counts(vdaf: Poplar1, report: dict, level: int, prefixes: tuple) -> list[int]:
-    "Both aggregators' preparation of one report at (level, prefixes), through the byte encodings; the counts"
-    nonce = bytes.fromhex(report["nonce"])
-    agg_param = (level, prefixes)
-    public = vdaf.decode_public_share(bytes.fromhex(report["public_share"]))
-    pairs = [vdaf.verify_init(VERIFY_KEY, CTX, i, agg_param, nonce, public,
-                              vdaf.decode_input_share(i, bytes.fromhex(report["input_shares"][i]))) for i in range(2)]
-    message = vdaf.verifier_shares_to_message(CTX, agg_param, [share for _, share in pairs])
-    second = [vdaf.verify_next(CTX, state, message) for state, _ in pairs]
-    assert vdaf.verifier_shares_to_message(CTX, agg_param, [s[1] for s in second]) is None  # the sketch verifies
-    outs = [vdaf.verify_next(CTX, state, None) for state, _ in second]
-    return vdaf.unshard(agg_param, outs, 1)
-
-
-def test_javascript_reports_verify_and_count_at_every_level(sdk_js: Path) -> None:
-    rng = random.Random(8)
-    fresh = [{"bits": bits, "measurement": _bits(rng.getrandbits(bits), bits)} for bits in (1, 5, 12)]
-    sharded = _run(sdk_js, {"backend": "node", "cases": [], "fresh": fresh})["own"]
-    for case, report in zip(fresh, sharded, strict=True):
-        vdaf, alpha = Poplar1(case["bits"]), tuple(case["measurement"])
-        for level in range(case["bits"]):
-            # the device's prefix, its sibling, and (below the root) a prefix off the device's path
-            prefixes = {alpha[:level + 1], alpha[:level] + (not alpha[level],)}
-            if level:
-                prefixes.add((not alpha[0],) + alpha[1:level + 1])
-            ordered = tuple(sorted(prefixes))
-            counts = _counts(vdaf, report, level, ordered)
-            assert counts == [int(prefix == alpha[:level + 1]) for prefix in ordered], (case["bits"], level)
+def test_javascript_poplar1_refuses_what_the_spec_refuses(sdk_js: Path) -> None:
+    spec = {**SPEC, "bits": 16, "overflow": "refuse"}
+    leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
+    rand = b64url(os.urandom(Poplar1(16).RAND_SIZE))
+    cases = [{"value": v, "report_id": str(uuid.uuid4()), "batch": "2026-12-02", "rand": rand}
+             for v in ["abc", "\udc00", "ab"]]
+    out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
+                        "cases": cases})
+    assert [p.get("error") for p in out["payloads"]] == ["InvalidValue", "InvalidValue", None]

@@ -53,6 +53,7 @@ const registry = new Map<string, KindLoader | Promise<CampaignKind> | CampaignKi
   ["heavy_hitters", () => import("./heavy_hitters.js")],
   ["quantiles", () => import("./quantiles.js")],
   ["repeated", () => import("./repeated.js")],
+  ["poplar1", () => import("./poplar1.js")],
 ]);
 
 /** The SpecError of ``field`` when ``name``'s module (a kind's, a randomizer's) has not loaded. */

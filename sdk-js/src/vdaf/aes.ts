@@ -1,7 +1,8 @@
 /** The AES-128 block cipher under XofFixedKeyAes128 (xofaes.ts): one key per (dst, binder), then many independent
- * blocks (ECB). WebCrypto has no ECB, so the default encrypts each block alone as AES-CBC with a zero IV (the first
- * ciphertext block is AES(block)), a promise per block; Node registers node:crypto's synchronous ECB instead
- * (aesnode.ts), as HPKE's primitives are registered. No AES of its own: a browser's or OpenSSL's. */
+ * blocks (ECB). The default is @noble/ciphers' synchronous ECB (aesnoble.ts, browsers); ``webCryptoAes`` encrypts
+ * each block alone as WebCrypto AES-CBC with a zero IV (the first ciphertext block is AES(block)), a promise per
+ * block, as WebCrypto has no ECB (about 6x slower per shard in Chromium); a Node app may register node:crypto's
+ * synchronous ECB (aesnode.ts: ``registerAes(nodeAes)``). */
 
 /** AES-128 encryption of independent 16-byte blocks under one key. */
 export interface AesBlockCipher {
@@ -14,6 +15,8 @@ export interface AesPrimitive {
   readonly name: string;
   withKey(key: Uint8Array): AesBlockCipher | Promise<AesBlockCipher>;
 }
+
+import { nobleAes } from "./aesnoble.js";
 
 const ZERO_IV = new Uint8Array(16);
 
@@ -37,9 +40,9 @@ export const webCryptoAes: AesPrimitive = {
   },
 };
 
-let current: AesPrimitive = webCryptoAes;
+let current: AesPrimitive = nobleAes;
 
-/** Use ``primitive`` for every later XofFixedKeyAes128 (Node's entry point registers aesnode.ts's ``nodeAes``). */
+/** Use ``primitive`` for every later XofFixedKeyAes128 (e.g. aesnode.ts's ``nodeAes`` in Node). */
 export function registerAes(primitive: AesPrimitive): void {
   current = primitive;
 }
