@@ -7,20 +7,33 @@ from .estimate import (
     Interval,
     QuantileRow,
     QuantilesEstimate,
+    band_critical_from_draws,
     band_critical_value,
     consistent_tree,
     estimate_quantiles,
     invert_cdf,
+    isotonic_cdf,
     level_covariance,
+    pointwise_quantile_interval,
+    pointwise_quantile_set,
     quantile_interval,
+    quantile_rows,
 )
-from .inference import LevelCovariance, adjoint, cdf_covariance, consistent_levels
+from .inference import (
+    LevelCovariance,
+    adjoint,
+    cdf_covariance,
+    cdf_noise_draws,
+    consistent_levels,
+    level_noise_draws,
+)
 from .planner import average_range_variance, best_branching, cdf_variance_factors, reports_for_quantile
 
 __all__ = [
     "DEFAULT_QUANTILES", "Interval", "LevelCovariance", "QuantileRow", "QuantilesAggregate", "QuantilesEstimate",
-    "adjoint", "average_range_variance", "band_critical_value", "best_branching", "cdf_covariance",
-    "cdf_variance_factors", "consistent_levels", "consistent_tree", "estimate_quantiles", "invert_cdf",
-    "level_covariance", "level_frequencies", "level_server", "quantile_interval", "reports_for_quantile",
-    "simulate_aggregate",
+    "adjoint", "average_range_variance", "band_critical_from_draws", "band_critical_value", "best_branching",
+    "cdf_covariance", "cdf_noise_draws", "cdf_variance_factors", "consistent_levels", "consistent_tree",
+    "estimate_quantiles", "invert_cdf", "isotonic_cdf", "level_covariance", "level_frequencies",
+    "level_noise_draws", "level_server", "pointwise_quantile_interval", "pointwise_quantile_set",
+    "quantile_interval", "quantile_rows", "reports_for_quantile", "simulate_aggregate",
 ]

@@ -94,17 +94,30 @@ class QuantilesAggregate:
         return self.to_dict() == other.to_dict()
 
 
-def simulate_aggregate(params: QuantilesParams, buckets: np.ndarray, rng: np.random.Generator,
-                       fingerprint: str = "") -> QuantilesAggregate:
-    """The aggregate of one report from each device whose value falls in ``buckets`` (indices in [0, buckets)):
-    levels uniform on 1..h, then each level's oracle simulator on the nodes above the buckets"""
+def simulate_batches(params: QuantilesParams, buckets: np.ndarray,
+                     rng: np.random.Generator) -> list[tuple[int, ReportBatch]]:
+    """One report from each device whose value falls in ``buckets`` (indices in [0, buckets)), as (level, that
+    level's batch): levels uniform on 1..h, then each level's oracle simulator on the nodes above the buckets"""
     buckets = np.asarray(buckets, dtype=np.int64)
     levels = rng.integers(1, params.height + 1, size=len(buckets))
+    return [(level, level_server(params, level).simulate(
+        buckets[levels == level] // params.branching ** (params.height - level), rng))
+        for level in range(1, params.height + 1)]
+
+
+def aggregate_batches(params: QuantilesParams, batches: Sequence[tuple[int, ReportBatch]],
+                      fingerprint: str = "") -> QuantilesAggregate:
+    "The aggregate of (level, batch) pairs (what the collector does with each level's parsed reports)"
     out = QuantilesAggregate.empty(params, fingerprint)
-    for level in range(1, params.height + 1):
-        nodes = buckets[levels == level] // params.branching ** (params.height - level)
-        out = out.with_batch(params, level, level_server(params, level).simulate(nodes, rng))
+    for level, batch in batches:
+        out = out.with_batch(params, level, batch)
     return out
+
+
+def simulate_aggregate(params: QuantilesParams, buckets: np.ndarray, rng: np.random.Generator,
+                       fingerprint: str = "") -> QuantilesAggregate:
+    "The aggregate of one simulated report from each device whose value falls in ``buckets`` (simulate_batches)"
+    return aggregate_batches(params, simulate_batches(params, buckets, rng), fingerprint)
 
 
 def level_frequencies(params: QuantilesParams, aggregate: QuantilesAggregate) -> list[np.ndarray]:

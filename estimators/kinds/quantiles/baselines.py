@@ -5,7 +5,7 @@
   answers one count over n: sensitivity 1/n (``count_sensitivity``).  Releasing k quantiles at once splits epsilon
   over them (basic composition: epsilon/k each; the local tree answers every range at the full epsilon).  The
   curator's rank interval is +-h (the chosen mechanism's ``ci_halfwidth``, noise only), shown in values by
-  inverting this campaign's estimated CDF at p - h and p + h.
+  inverting this campaign's estimated monotone CDF at p - h and p + h.
 * A mean mechanism at the same epsilon over the spec's range (the ``auto`` numeric mechanism, Hybrid): each
   report's unbiased Z on [-1, 1] has Var(Z) = E[Var(Z | t)] + Var(t), both read off the estimated distribution at
   the buckets' midpoints; its mean's standard error is (high - low)/2 sqrt(Var(Z) / n).  A wide range (latencies
@@ -36,9 +36,10 @@ def central_quantiles(estimate: QuantilesEstimate, delta: float | None = None) -
     noise = central_noise(count_sensitivity(estimate.n), params.epsilon / k, delta, estimate.confidence)
     half = float(noise["ci_halfwidth"])
     boundaries = estimate.boundaries
+    cdf = estimate.cdf if estimate.monotone_cdf is None else estimate.monotone_cdf  # what the quantiles read
     rows = [{"p": row.p, "rank_halfwidth": half,
-             "ci_low": invert_cdf(boundaries, estimate.cdf, max(row.p - half, 0.0)),
-             "ci_high": invert_cdf(boundaries, estimate.cdf, min(row.p + half, 1.0))} for row in estimate.quantiles]
+             "ci_low": invert_cdf(boundaries, cdf, max(row.p - half, 0.0)),
+             "ci_high": invert_cdf(boundaries, cdf, min(row.p + half, 1.0))} for row in estimate.quantiles]
     return {"relation": "replace-one", "mechanism": noise["mechanism"], "epsilon_each": params.epsilon / k,
             "query": "the CDF at each quantile's boundary (one count over n), epsilon split over the quantiles",
             "std_error": noise["std_error"], "quantiles": rows}

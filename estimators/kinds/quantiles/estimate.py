@@ -7,15 +7,21 @@
 * covariances       exact for that linear map: the CDF's at every boundary is W' Sigma W (``inference``), Sigma
                     plugged in with the consistent tree's frequencies clipped to [0, 1]
 * ranges            F(r) - F(l), SE from the CDF covariance, normal 95% interval
-* CDF band          simultaneous: F +- c SE with c the 95% quantile of max_j |Z_j|, Z ~ N(0, corr(CDF)), by
-                    simulation (``band_draws`` draws from a fixed seed: the estimate is deterministic), never above
-                    Bonferroni's z_(1 - alpha / 2m) over the m interior boundaries
-* quantiles         the point estimate interpolates the monotone CDF (running maximum, clipped) within a bucket;
-                    the interval inverts the pointwise CDF intervals, made monotone (upper: running maximum; lower:
-                    running minimum from the right): [lower edge of the bucket where the upper bound reaches p, the
-                    boundary where the lower bound does].  Each side fails only when the pointwise interval at one
-                    fixed boundary (next to the true quantile) fails on that side, so coverage >= 1 - alpha up to
-                    the normal approximation (bucket resolution makes it conservative)
+* CDF band          simultaneous: F +- c SE with c the confidence quantile of max_j |e_j| / SE_j over the interior
+                    boundaries, e the estimator's own error: ``band_draws`` exact normal draws of every level's
+                    error (Sigma_l, ``inference.level_noise_draws``) pushed through the same constrained inference
+                    (``inference.cdf_noise_draws``), from a fixed seed (the estimate is deterministic)
+* monotone CDF      the isotonic regression of the CDF (pool adjacent violators, :func:`isotonic_cdf`), clipped to
+                    [0, 1]: the point estimates of quantiles read it (the linear CDF stays the ranges' unbiased one)
+* quantiles         the p-quantile of the CDF interpolated linearly within each bucket (the bucketed
+                    distribution's, as a histogram's).  The point estimate inverts the monotone CDF.  The 95%
+                    interval inverts the POINTWISE intervals of F(v) at every value v, not only at boundaries
+                    (:func:`pointwise_quantile_interval`): F(v) and its variance interpolate the boundaries' (the
+                    variance is a quadratic in the position within the bucket, with the covariance of the two
+                    boundaries), and the interval is the hull of {v : |F(v) - p| <= z SE(v)}, solved exactly per
+                    bucket.  At the true quantile t, F(t) = p, so it covers t exactly when F(t)'s pointwise interval
+                    covers F(t): coverage 1 - alpha up to the normal approximation.  Inverting the simultaneous band
+                    instead (``simultaneous_low``/``simultaneous_high``) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
                     bucket of the true one), SE from the same covariance
 """
@@ -32,12 +38,23 @@ from estimators.errors import NoReports
 from estimators.intervals import support_std_errors, z_value
 
 from .aggregate import QuantilesAggregate, level_frequencies, noise_variances, support_probabilities
-from .inference import LevelCovariance, adjoint, cdf_covariance, consistent_levels
+from .inference import (
+    LevelCovariance,
+    adjoint,
+    cdf_covariance,
+    cdf_noise_draws,
+    consistent_levels,
+    level_noise_draws,
+)
 
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 BAND_DRAWS = 2000
 BAND_SEED = 20100913
 SMALL_PRODUCT = 1 << 23  # multiply-adds  # fixed: the same aggregate always gives the same band
+BAND_METHOD = ("max |error| / SE over the boundaries, the error simulated exactly: normal draws of each level's "
+               "error pushed through the constrained inference")
+QUANTILE_INTERVAL_METHOD = ("ci_low..ci_high: the pointwise CDF intervals inverted (F linear within a bucket); "
+                            "simultaneous_low..simultaneous_high: the simultaneous band inverted")
 
 
 @dataclass
@@ -56,12 +73,16 @@ class Interval:
 
 @dataclass
 class QuantileRow:
-    "The p-quantile's estimate (in the values' unit) and its interval"
+    """The p-quantile's estimate (in the values' unit), its pointwise interval (ci_low, ci_high: the pointwise CDF
+    intervals inverted) and the interval from the simultaneous band (holding for all quantiles at once)"""
 
     p: float
     estimate: float
     ci_low: float
     ci_high: float
+    simultaneous_low: float = float("nan")
+    simultaneous_high: float = float("nan")
+    pointwise_set: tuple[tuple[float, float], ...] = ()  # the values whose CDF interval holds p (hull: ci_low..)
 
 
 @dataclass
@@ -80,6 +101,7 @@ class QuantilesEstimate:
     quantiles: list[QuantileRow]
     mean: Interval
     extra: dict = field(default_factory=dict)
+    monotone_cdf: np.ndarray | None = None  # isotonic_cdf(cdf): what the quantiles' point estimates read
 
     @property
     def boundaries(self) -> np.ndarray:
@@ -124,12 +146,13 @@ class QuantilesEstimate:
                      "ci_high": float(hi), "band_low": float(bl), "band_high": float(bh)}
                     for b, f, se, lo, hi, bl, bh in zip(self.boundaries, self.cdf, self.cdf_std_errors, low, high,
                                                         band_low, band_high)],
-            "band": {"critical": self.band_critical, "method": "max-|z| over the boundaries, simulated from the "
-                                                             "CDF's covariance; at most Bonferroni's"},
+            "band": {"critical": self.band_critical, "method": BAND_METHOD},
             "buckets": [float(f) for f in self.frequencies],
-            "quantiles": [{"p": row.p, "estimate": row.estimate, "ci_low": row.ci_low, "ci_high": row.ci_high}
+            "quantiles": [{"p": row.p, "estimate": row.estimate, "ci_low": row.ci_low, "ci_high": row.ci_high,
+                           "simultaneous_low": row.simultaneous_low, "simultaneous_high": row.simultaneous_high,
+                           "pointwise_set": [list(piece) for piece in row.pointwise_set]}
                           for row in self.quantiles],
-            "quantile_interval": "the pointwise CDF intervals inverted",
+            "quantile_interval": QUANTILE_INTERVAL_METHOD,
             "values": [],  # no per-value rows: the quantiles, the CDF and the histogram are this kind's
             # the mean of the bucketed distribution, in the members every mean estimate has
             "mean": self.mean.estimate, "std_error": self.mean.std_error, "ci_low": self.mean.ci_low,
@@ -194,13 +217,144 @@ def invert_cdf(boundaries: np.ndarray, cdf: np.ndarray, p: float) -> float:
 
 
 def quantile_interval(boundaries: np.ndarray, low: np.ndarray, high: np.ndarray, p: float) -> tuple[float, float]:
-    "The interval of the p-quantile from pointwise CDF intervals [low, high] (module docstring)"
+    """The p-quantile's interval at bucket resolution from CDF intervals [low, high] at the boundaries, made monotone:
+    [lower edge of the bucket where the upper bound reaches p, the boundary where the lower bound does].
+    Conservative (its ends are boundaries); the estimate uses :func:`pointwise_quantile_interval`"""
     upper = np.maximum.accumulate(high)
     lower = np.minimum.accumulate(low[::-1])[::-1]
     last = len(boundaries) - 1
     j_low = int(np.argmax(upper >= p)) if bool(np.any(upper >= p)) else last
     j_high = int(np.argmax(lower >= p)) if bool(np.any(lower >= p)) else last
     return float(boundaries[max(j_low - 1, 0)]), float(boundaries[max(j_high, j_low)])
+
+
+def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
+    "The least-squares non-decreasing fit to ``cdf`` (pool adjacent violators), clipped to [0, 1]"
+    values: list[float] = []
+    counts: list[int] = []
+    for value in np.asarray(cdf, dtype=np.float64):
+        total, count = float(value), 1
+        while values and values[-1] >= total / count:  # pool while the previous block's mean is not below
+            total += values.pop() * counts[-1]
+            count += counts.pop()
+        values.append(total / count)
+        counts.append(count)
+    return np.clip(np.repeat(values, counts), 0.0, 1.0)
+
+
+def band_critical_from_draws(errors: np.ndarray, std_errors: np.ndarray, confidence: float) -> float:
+    """c with P(max_j |e_j| / SE_j <= c) = confidence over draws ``errors`` (boundaries x draws) of the CDF's error,
+    over the boundaries with SE_j > 0; z_(confidence) when there is none"""
+    se = np.asarray(std_errors, dtype=np.float64)
+    inner = se > 1e-12 * max(float(se.max(initial=0.0)), 1e-300)
+    if not bool(np.any(inner)):
+        return z_value(confidence)
+    maxima = np.abs(errors[inner] / se[inner, None]).max(axis=0)
+    return float(np.quantile(maxima, confidence))
+
+
+def _first_and_last_roots(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The smallest and largest s in [0, 1] with a s^2 + 2 b s + c = 0 (nan where none)"
+    linear = np.abs(a) <= 1e-12 * (np.abs(b) + np.abs(c) + 1e-300)
+    discriminant = b * b - a * c
+    root = np.sqrt(np.where(discriminant >= 0, discriminant, np.nan))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        one = np.where(linear, -c / (2 * b), (-b - root) / a)
+        two = np.where(linear, one, (-b + root) / a)
+    inside = [np.where((r >= 0) & (r <= 1), r, np.nan) for r in (one, two)]
+    with np.errstate(invalid="ignore"):
+        return np.fmin(inside[0], inside[1]), np.fmax(inside[0], inside[1])
+
+
+def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
+                                adjacent_covariances: np.ndarray, p: float, z: float,
+                                ) -> tuple[np.ndarray, np.ndarray]:
+    """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
+
+    ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
+    there (m,) and ``adjacent_covariances`` Cov(F_j, F_j+1) (m-1,).  Within bucket j at share s of its width,
+    g(s) = (F(s) - p)^2 - z^2 Var F(s) = A s^2 + 2 B s + C; its set g <= 0 in [0, 1] starts at 0 or at a root
+    and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
+    p.  Returns (low, high), each of shape cdf.shape[1:]."""
+    f = np.asarray(cdf, dtype=np.float64)
+    f = f[:, None] if f.ndim == 1 else f
+    boundaries = np.asarray(boundaries, dtype=np.float64)
+    c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
+    c01 = np.asarray(adjacent_covariances)[:, None]
+    e, d = f[:-1] - p, f[1:] - f[:-1]
+    z2 = z * z
+    a = d * d - z2 * (c00 + c11 - 2 * c01)
+    b = e * d + z2 * (c00 - c01)
+    c = e * e - z2 * c00
+    at_start, at_end = c <= 0, a + 2 * b + c <= 0
+    first_root, last_root = _first_and_last_roots(a, b, c)
+    low_share = np.where(at_start, 0.0, first_root)
+    high_share = np.where(at_end, 1.0, last_root)
+    nonempty = ~np.isnan(low_share)
+    widths = np.diff(boundaries)[:, None]
+    columns = np.arange(f.shape[1])
+    first = np.argmax(nonempty, axis=0)
+    last = len(widths) - 1 - np.argmax(nonempty[::-1], axis=0)
+    low = boundaries[first] + low_share[first, columns] * widths[first, 0]
+    high = boundaries[last] + high_share[last, columns] * widths[last, 0]
+    none = ~nonempty.any(axis=0)
+    nowhere = np.where(f[-1] < p, boundaries[-1], boundaries[0])
+    low, high = np.where(none, nowhere, low), np.where(none, nowhere, high)
+    shape = np.shape(cdf)[1:]
+    return low.reshape(shape), high.reshape(shape)
+
+
+def pointwise_quantile_set(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
+                           adjacent_covariances: np.ndarray, p: float, z: float) -> list[tuple[float, float]]:
+    """The set {v : |F(v) - p| <= z SE(v)} itself, as disjoint intervals (F linear within each bucket, as
+    :func:`pointwise_quantile_interval`, whose hull it is).  It holds the true quantile t exactly when F(t)'s
+    pointwise interval holds F(t) = p: coverage 1 - alpha, where its hull may hold more (several runs of values
+    where F stays within z SE of p: flat tails, small n)"""
+    f, v = np.asarray(cdf, dtype=np.float64), np.asarray(variances, dtype=np.float64)
+    c01 = np.asarray(adjacent_covariances, dtype=np.float64)
+    e, d = f[:-1] - p, np.diff(f)
+    z2 = z * z
+    a = d * d - z2 * (v[:-1] + v[1:] - 2 * c01)
+    b = e * d + z2 * (v[:-1] - c01)
+    c = e * e - z2 * v[:-1]
+    first, last = _first_and_last_roots(a, b, c)
+    pieces: list[tuple[float, float]] = []
+    for j in range(len(d)):
+        g0, g1 = c[j] <= 0, a[j] + 2 * b[j] + c[j] <= 0
+        if g0 and g1:  # a convex g: all of [0, 1]; a concave one may dip above 0 between its roots
+            shares = [(0.0, 1.0)] if a[j] >= 0 or np.isnan(first[j]) else [(0.0, first[j]), (last[j], 1.0)]
+        elif g0:
+            shares = [(0.0, first[j] if not np.isnan(first[j]) else 1.0)]
+        elif g1:
+            shares = [(last[j] if not np.isnan(last[j]) else 0.0, 1.0)]
+        else:
+            shares = [] if np.isnan(first[j]) else [(first[j], last[j])]
+        width = boundaries[j + 1] - boundaries[j]
+        for low, high in shares:
+            low_value, high_value = boundaries[j] + low * width, boundaries[j] + high * width
+            if pieces and pieces[-1][1] >= low_value:
+                pieces[-1] = (pieces[-1][0], float(max(pieces[-1][1], high_value)))
+            else:
+                pieces.append((float(low_value), float(high_value)))
+    return pieces
+
+
+def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarray, quantiles: tuple[float, ...],
+                  z: float, band_critical: float, monotone: np.ndarray | None = None) -> list[QuantileRow]:
+    """Each quantile's estimate (from ``monotone``, by default the isotonic CDF), pointwise interval (at z) and
+    band-inverted interval (at ``band_critical``); each interval widened to hold the estimate"""
+    monotone = isotonic_cdf(cdf) if monotone is None else monotone
+    variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
+    rows = []
+    for p in quantiles:
+        estimate = invert_cdf(boundaries, monotone, p)
+        ends = [pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, critical)
+                for critical in (z, band_critical)]
+        (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
+                                              for lo, hi in ends]
+        pieces = tuple(pointwise_quantile_set(boundaries, cdf, variances, adjacent, p, z))
+        rows.append(QuantileRow(p, estimate, low, high, band_low, band_high, pieces))
+    return rows
 
 
 def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *, confidence: float = 0.95,
@@ -224,10 +378,11 @@ def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *
     boundaries = np.asarray(params.boundaries)
     z = z_value(confidence)
     se = np.sqrt(np.clip(np.diag(c), 0.0, None))
-    rows = []
-    for p in quantiles:
-        lo, hi = quantile_interval(boundaries, cdf - z * se, cdf + z * se, p)
-        rows.append(QuantileRow(p, invert_cdf(boundaries, cdf, p), lo, hi))
+    errors = cdf_noise_draws(level_noise_draws(covariance, band_draws, np.random.default_rng(BAND_SEED)),
+                             precisions, params.branching, d)
+    band_critical = band_critical_from_draws(errors, se, confidence)
+    monotone = isotonic_cdf(cdf)
+    rows = quantile_rows(boundaries, cdf, c, quantiles, z, band_critical, monotone)
     midpoints = np.zeros(params.leaves)
     midpoints[:d] = (boundaries[:-1] + boundaries[1:]) / 2
     mean = float(midpoints[:d] @ leaves[:d])
@@ -235,6 +390,6 @@ def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *
     mean_se = float(np.sqrt(max(covariance.quadratic(mean_weights)[0, 0], 0.0)))
     return QuantilesEstimate(
         params=params, n=aggregate.n, confidence=confidence, level_estimates=raw, level_std_errors=raw_se,
-        leaves=leaves, cdf=cdf, cdf_covariance=c, band_critical=band_critical_value(c, confidence, band_draws),
-        quantiles=rows, mean=Interval(mean, mean_se, mean - z * mean_se, mean + z * mean_se),
+        leaves=leaves, cdf=cdf, cdf_covariance=c, band_critical=band_critical,
+        quantiles=rows, mean=Interval(mean, mean_se, mean - z * mean_se, mean + z * mean_se), monotone_cdf=monotone,
     )

@@ -116,3 +116,31 @@ def cdf_covariance(covariance: LevelCovariance, precisions: Sequence[float], bra
                    buckets: int) -> np.ndarray:
     "The exact covariance of the consistent CDF at the buckets+1 boundaries"
     return covariance.quadratic(adjoint(prefix_queries(leaves, buckets), precisions, branching))
+
+
+def level_noise_draws(covariance: LevelCovariance, draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``draws`` exact N(0, Sigma_l) draws of each level's estimation error, shape (B**l, draws): Sigma_l is a
+    diagonal D minus f f' / n_l, so D^(1/2) (I - gamma u u') z with u = D^(-1/2) f / |D^(-1/2) f| and
+    2 gamma - gamma^2 = |D^(-1/2) f|^2 / n_l has that covariance (no factorisation of a matrix)"""
+    out = []
+    for diagonal, f, n in zip(covariance.diagonals, covariance.frequencies, covariance.sizes):
+        normal = rng.standard_normal((len(diagonal), draws))
+        if not n:
+            out.append(np.zeros_like(normal))
+            continue
+        root = np.sqrt(diagonal)
+        direction = np.divide(f, root, out=np.zeros_like(f), where=root > 0)
+        length = float(direction @ direction)
+        if length > 0:
+            gamma = 1 - np.sqrt(max(1 - length / n, 0.0))
+            unit = direction / np.sqrt(length)
+            normal -= gamma * np.outer(unit, unit @ normal)
+        out.append(root[:, None] * normal)
+    return out
+
+
+def cdf_noise_draws(level_noise: Sequence[np.ndarray], precisions: Sequence[float], branching: int,
+                    buckets: int) -> np.ndarray:
+    "The consistent CDF's error at the buckets+1 boundaries, (buckets+1, draws), for draws of the levels' errors"
+    leaves = consistent_levels(level_noise, precisions, branching, root=0.0)[-1][:buckets]
+    return np.concatenate([np.zeros((1, leaves.shape[1])), np.cumsum(leaves, axis=0)])
