@@ -83,48 +83,49 @@ def test_the_helper_refuses_a_level_below_min_batch(deployed):
     assert caught.value.reason is LevelRefusal.BATCH_TOO_SMALL
 
 
-def test_a_prefix_only_one_device_has_is_released_under_the_noise(deployed):
-    """A leader asks for the whole string of one device (a prefix only it has): the count released is 1 + noise,
-    and the noise from the helper alone (the leader removes its own) has the calibrated variance"""
+def audit_ratio(deployed, helper_class, runs=10):
+    """The helper's noise audited: the leader drops its own noise, each of level 3's 16 counts minus its true count
+    is the helper's noise; its mean square over the variance it is calibrated to (1 for an honest helper)"""
     deployment, reports = deployed
-    noises = []
-    for seed in range(30):
-        run, _ = fresh(deployed, 100 + 2 * seed)
+    values = population(PLANTED, 150)
+    truth = [0] * 16
+    for value in values:
+        data = value.encode() if value in PLANTED else bytes.fromhex(value)
+        truth[data[0] >> 4] += 1
+    errors = []
+    for seed in range(runs):
+        run = Deployment(deployment.spec, 100 + 2 * seed, helper_class=helper_class, same_keys_as=deployment)
+        run.leader.share_noise = lambda length: [0] * length  # the leader removes its own noise
         agg_param = (3, extensions(((),), 4))
         ours = run.leader.round_one(BATCH, agg_param, [(r, p, s) for r, p, s, _ in reports])
         theirs = helper_round_one(run.helper, agg_param, reports)
-        second = run.helper.round_two(ours)
-        mine = run.leader.round_two(theirs)
-        run.leader.share_noise = lambda length: [0] * length  # the leader removes its own noise
+        second, mine = run.helper.round_two(ours), run.leader.round_two(theirs)
         _, leader_share = run.leader.finish(second)
         _, helper_share = run.helper.finish(mine)
         p = run.leader.vdaf.idpf.field_inner.MODULUS
         counts = [((a + b) % p + p // 2) % p - p // 2 for a, b in zip(leader_share, helper_share)]
-        exact = sum(1 for r in reports if r)  # every report lands under one of the 16 prefixes
-        noises.append(sum(counts) - exact)
-    variance = run.helper.noise.share_variance() * 16  # 16 counts' noises summed
-    mean_square = sum(x * x for x in noises) / len(noises)
-    # the mean of 30 squares of a (near-)Gaussian: sd sqrt(2/30) of its variance; 4 standard errors
-    assert abs(mean_square / variance - 1) <= 4 * (2 / len(noises)) ** 0.5
+        errors += [count - true for count, true in zip(counts, truth)]
+    return sum(x * x for x in errors) / len(errors) / run.helper.noise.share_variance(), len(errors)
 
 
-def test_a_helper_that_adds_no_noise_is_caught_by_the_audit(deployed):
+def within_audit(ratio, samples):
+    "The mean of n squares of a (near-)Gaussian has sd sqrt(2/n) of its variance: 4 standard errors"
+    return abs(ratio - 1) <= 4 * (2 / samples) ** 0.5
+
+
+def test_the_helpers_noise_alone_has_the_calibrated_variance(deployed):
+    """What protects a prefix only one device has, whatever prefixes the leader chose: the helper's own noise on
+    every count it releases, calibrated for the whole walk"""
+    assert within_audit(*audit_ratio(deployed, Poplar1Aggregator))
+
+
+def test_a_helper_that_adds_no_noise_fails_the_audit(deployed):
     class Noiseless(Poplar1Aggregator):
         def share_noise(self, length):
             return [0] * length
 
-    deployment, reports = deployed
-    run = Deployment(deployment.spec, 5, helper_class=Noiseless, same_keys_as=deployment)
-    agg_param = (3, extensions(((),), 4))
-    ours = run.leader.round_one(BATCH, agg_param, [(r, p, s) for r, p, s, _ in reports])
-    theirs = helper_round_one(run.helper, agg_param, reports)
-    second, mine = run.helper.round_two(ours), run.leader.round_two(theirs)
-    run.leader.share_noise = lambda length: [0] * length
-    _, leader_share = run.leader.finish(second)
-    _, helper_share = run.helper.finish(mine)
-    p = run.leader.vdaf.idpf.field_inner.MODULUS
-    counts = [((a + b) % p + p // 2) % p - p // 2 for a, b in zip(leader_share, helper_share)]
-    assert sum(counts) == len(reports)  # no noise at all: the audit's variance test above would fail
+    ratio, samples = audit_ratio(deployed, Noiseless)
+    assert ratio == 0 and not within_audit(ratio, samples)
 
 
 def test_malformed_idpf_keys_are_rejected_by_the_sketch_and_counted_by_name(deployed):
