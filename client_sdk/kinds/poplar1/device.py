@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ...vdaf.poplar1 import Poplar1
 
+# Function-level imports: the VDAF layer (Poplar1, its AES and TurboSHAKE) only with the first report.
+
 _INSTANCES: dict[int, Poplar1] = {}
 _LOCK = threading.Lock()
 

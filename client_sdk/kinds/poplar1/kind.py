@@ -15,6 +15,9 @@ from ...errors import InvalidValue, InvalidValueType, SpecError, UnsupportedSpec
 from ..base import CampaignKind, register_kind
 from .limits import FIELDS, KIND_NAME
 
+# Function-level imports: the parameters, Poplar1 and HPKE load when a spec is parsed or a report made, not when
+# client_sdk.kinds registers the kind at start-up.
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from typing import Any

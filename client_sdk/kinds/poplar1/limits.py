@@ -8,7 +8,6 @@ FIELDS = frozenset(("trust", "bits", "overflow", "threshold", "stride", "min_bat
 MIN_BITS, MAX_BITS = 8, 256  # whole bytes: a string is bits // 8 bytes
 MAX_STRIDE = 8  # bits a level adds: a kept prefix has at most 2**stride candidate extensions
 DEFAULT_STRIDE = 4
-DEFAULT_MIN_BATCH = 100
 MAX_MIN_BATCH = 1 << 31
 OVERFLOWS = ("truncate", "refuse")
 NOISE = "gaussian"  # each aggregator's noise on each level's prefix counts: discrete Gaussian

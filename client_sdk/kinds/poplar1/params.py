@@ -7,7 +7,7 @@ bits         the input length in bits, a multiple of 8 in [8, 256]: a string is 
 overflow     "truncate" (default: the first ``bits // 8`` bytes) or "refuse" (a longer string: InvalidValue)
 threshold    the threshold rule: a prefix is kept when its de-biased count reaches threshold x the batch's reports
 stride       bits a level of the walk adds (1..8, dividing ``bits``): levels stride-1, 2 stride-1, ..., bits-1
-min_batch    the fewest reports a level may aggregate (>= 2, default 100); both aggregators refuse fewer
+min_batch    the fewest reports a level may aggregate (>= 2, required); both aggregators refuse fewer
 ===========  ========================================================================================================
 
 A string is its UTF-8 bytes (``bytes`` as given), then padded with 0x00 to ``bits // 8`` bytes; its bits are
@@ -20,7 +20,6 @@ from ...errors import SpecError
 from ...frozen import Frozen
 from ...spec_fields import is_finite_number, validate_epsilon, validate_int
 from .limits import (
-    DEFAULT_MIN_BATCH,
     DEFAULT_STRIDE,
     KIND_NAME,
     MAX_BITS,
@@ -49,7 +48,7 @@ class Poplar1Params(Frozen):
     min_batch: int
 
     def __init__(self, epsilon: float, delta: float, bits: int, overflow: str = "truncate", threshold: float = 0.01,
-                 stride: int = DEFAULT_STRIDE, min_batch: int = DEFAULT_MIN_BATCH) -> None:
+                 stride: int = DEFAULT_STRIDE, min_batch: int = 2) -> None:
         self._set(epsilon=epsilon, delta=delta, bits=bits, overflow=overflow, threshold=threshold, stride=stride,
                   min_batch=min_batch)
 
@@ -83,13 +82,15 @@ def params_from_dict(data: dict, delta: float | None) -> Poplar1Params:
     overflow = data.get("overflow", "truncate")
     if overflow not in OVERFLOWS:
         raise SpecError("overflow", f"must be one of {list(OVERFLOWS)}")
-    threshold = data.get("threshold")
+    threshold: Any = data.get("threshold")
     if not is_finite_number(threshold) or not 0 < threshold < 1:
         raise SpecError("threshold", "must be a number with 0 < threshold < 1 (a fraction of the batch's reports)")
     stride = validate_int("stride", data.get("stride", DEFAULT_STRIDE), 1, MAX_STRIDE)
     if bits % stride:
         raise SpecError("stride", f"must divide bits = {bits}")
-    min_batch = validate_int("min_batch", data.get("min_batch", DEFAULT_MIN_BATCH), 2, MAX_MIN_BATCH)
+    if "min_batch" not in data:
+        raise SpecError("min_batch", "is required: the fewest reports a level may aggregate (at least 2)")
+    min_batch = validate_int("min_batch", data["min_batch"], 2, MAX_MIN_BATCH)
     return Poplar1Params(epsilon, float(delta), bits, overflow, float(threshold), stride, min_batch)
 
 
@@ -102,7 +103,7 @@ def json_schema() -> dict:
         "threshold": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "stride": {"type": "integer", "minimum": 1, "maximum": MAX_STRIDE},
         "min_batch": {"type": "integer", "minimum": 2, "maximum": MAX_MIN_BATCH},
-    }, "required": ["kind", "bits", "threshold"]}
+    }, "required": ["kind", "bits", "threshold", "min_batch"]}
 
 
 def encode_value(params: Poplar1Params, value: Any) -> tuple[bool, ...]:

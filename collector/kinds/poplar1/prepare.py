@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from client_sdk.distributed import ctx_for
 from client_sdk.distributed_messages import ProtocolError
 from client_sdk.errors import ShareRejected, VerifyError
 from client_sdk.kinds.poplar1.device import poplar1_for
@@ -56,8 +57,6 @@ class Poplar1Aggregator:
                  records: LevelRecords | None = None, rng: RandomSource = SECURE_RANDOM) -> None:
         self.spec, self.params = spec, spec.params
         self.vdaf = poplar1_for(self.params.bits)
-        from client_sdk.distributed import ctx_for  # the device's context: the same binding as the shares'
-
         self.ctx = ctx_for(spec)
         self.verify_key, self.agg_id, self.opener = verify_key, agg_id, opener
         self.records = records if records is not None else LevelRecords()
@@ -105,10 +104,12 @@ class Poplar1Aggregator:
             pair = [state.shares[report_id], theirs][:: 1 if self.agg_id == 0 else -1]
             try:
                 sketch = self.vdaf.verifier_shares_to_message(self.ctx, state.agg_param, pair)
-                state.states[report_id], second = self.vdaf.verify_next(self.ctx, state.states[report_id], sketch)
+                stepped = self.vdaf.verify_next(self.ctx, state.states[report_id], sketch)
             except VerifyError:
                 out[report_id] = self._reject(state, report_id, str(ProtocolError.INVALID_MEASUREMENT))
                 continue
+            assert isinstance(stepped, tuple)  # round one's step: the next state and the second share
+            state.states[report_id], second = stepped
             state.shares[report_id] = second
             out[report_id] = second
         return out

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from client_sdk.errors import LDPError
 from client_sdk.kinds.poplar1.params import Poplar1Params
 
 
@@ -36,7 +37,7 @@ class LevelRefusal(str, Enum):
         return self.value
 
 
-class LevelRefused(ValueError):
+class LevelRefused(LDPError):
     "A level request this aggregator refuses: its reason (LevelRefusal) and detail"
 
     def __init__(self, reason: LevelRefusal, detail: str) -> None:
