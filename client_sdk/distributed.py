@@ -231,8 +231,9 @@ def seal_report(spec: Spec, value: Any, leader: HpkeConfig, helper: HpkeConfig, 
     # imported here: HPKE (+56 ms, 57 modules) with the first report sealed or opened
     from .vdaf.hpke import HpkeError, seal
 
-    vdaf = vdaf_for(spec)
-    measurement = encode_value(spec, value)
+    kind = kind_of(spec)  # prio3 or poplar1: the same envelope around the kind's VDAF shares
+    vdaf = kind.vdaf_of(spec)
+    measurement = kind.measurement_of(spec, value)
     nonce = report_nonce(report_id)
     public, shares = vdaf.shard(ctx_for(spec), measurement, nonce, os.urandom(vdaf.RAND_SIZE))
     public_share = vdaf.encode_public_share(public)
@@ -411,10 +412,10 @@ def open_input_share(spec: Spec, keypair: HpkeKeyPair, role: int | str, report_i
 
     code = _role(role)
     field = "payload.leader_share" if code == LEADER else "payload.helper_share"
-    vdaf = vdaf_for(spec)
+    vdaf = kind_of(spec).vdaf_of(spec)
     try:
         vdaf.decode_public_share(public_share)
-    except VerifyError as exc:
+    except (VerifyError, ValueError) as exc:
         raise ShareRejected(ProtocolError.INVALID_MESSAGE, "payload.public_share", str(exc)) from None
     try:
         plaintext = open_sealed(keypair, sealed, input_share_info(spec, report_id, code, public_share, batch))

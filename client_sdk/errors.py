@@ -56,6 +56,7 @@ Hierarchy (the module on the right, when not this one)::
     │   └── PeerRefused                       permanent (a 4xx problem from the helper)
     ├── PeerProblem                           collector.distributed.helper: the helper refuses a leader's request
     ├── CollectError                          collector.distributed.leader: a batch cannot be collected (yet)
+    ├── LevelRefused                          collector.kinds.poplar1.rules: an aggregator refuses a walk's level
     ├── UpstreamError                         collector.shuffler.upstream: the collector did not acknowledge (retry)
     ├── BudgetSpent                           collector.shuffler.upstream: a batch refused past its budget (dropped)
     ├── NoFreeConfigId                        collector.distributed.hpke_keys: every HPKE config id is taken

@@ -92,6 +92,14 @@ class CampaignKind:
         "Whether a device must fetch the aggregators' HPKE configs before it can report to ``spec``"
         return False
 
+    def vdaf_of(self, spec: Any) -> Any:
+        "The VDAF a distributed kind's reports are sharded with (``client_sdk.distributed.seal_report`` asks)"
+        raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+
+    def measurement_of(self, spec: Any, value: Any) -> Any:
+        "The VDAF measurement of ``value`` (TypeError, ValueError naming what is wrong)"
+        raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+
     def require_randomizer(self, spec: Any) -> None:
         "Raise SpecError unless ``spec``'s reports are made by one of the local randomizers (``mechanism``)"
         raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it has no local randomizer")

@@ -82,6 +82,16 @@ class Prio3Kind(CampaignKind):
     def wants_sealing_configs(self, spec: Any) -> bool:
         return True
 
+    def vdaf_of(self, spec: Any) -> Any:
+        from .. import distributed  # here: as in make_report
+
+        return distributed.vdaf_for(spec)
+
+    def measurement_of(self, spec: Any, value: Any) -> Any:
+        from .. import distributed  # here: as in make_report
+
+        return distributed.encode_value(spec, value)
+
     def require_randomizer(self, spec: Any) -> None:
         raise SpecError("trust", f"campaign {spec.name!r} is {spec.trust}: it has no local randomizer "
                                  "(client_sdk.distributed.seal_report makes its reports)")
