@@ -75,7 +75,7 @@ def main() -> None:
             seconds = time.perf_counter() - started
             shuffler_cpu, collector_cpu = cpu_seconds(shuffler.pid) - cpu[0], cpu_seconds(server.pid) - cpu[1]
         with Storage(shuffler_db) as storage:
-            left = storage.row_count("shuffle_queue")
+            left = ShuffleQueue(storage).count()  # waiting, and in batches not acknowledged
         with Storage(collector_db) as storage:
             sizes = [row["size"] for row in storage.table_rows("shuffled_batches")]
     rate = (count - first) / seconds

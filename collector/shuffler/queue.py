@@ -2,17 +2,21 @@
 
 Tables (the shuffler's migrations, registered under the name ``shuffler``):
 
-* ``shuffle_queue``: one row per queued report: ``slot`` (16 random bytes from the OS CSPRNG, hex: the primary key,
-  so rows are read in an order unrelated to arrival; SQLite: ``WITHOUT ROWID``, no rowid counts arrivals), the
-  campaign, fingerprint, report id (unique: a device's resend is a duplicate), the payload as JSON, and the batch id
-  once the row is in a batch being forwarded.
+* ``shuffle_queue``: one row per report waiting for a batch: ``slot`` (16 random bytes from the OS CSPRNG, hex: the
+  primary key, so rows are read in an order unrelated to arrival; SQLite: ``WITHOUT ROWID``, no rowid counts
+  arrivals), the campaign, fingerprint, report id (unique: a device's resend is a duplicate) and the payload as JSON.
+* ``shuffle_batches``: one row per batch being forwarded: its random id (the primary key; ``WITHOUT ROWID``), the
+  campaign version, size and its reports as the one JSON array the collector takes, in the order drawn with the OS
+  CSPRNG when the batch was formed (:func:`shuffled`).  Forming a batch reads its reports from ``shuffle_queue``,
+  writes this one row and deletes theirs, in one transaction: each report is written twice (queued, then in its
+  batch) and deleted twice (from the queue, then with its batch), never rewritten in place.
 * ``shuffle_versions``: per campaign version with reports waiting for a batch, the time the first of them arrived
   (the batch's time limit counts from it: one time per batch, none per report).
 
-Nothing identifies a sender: no address, user agent, key, time or order of arrival of a report.  A forwarded
-batch's rows are deleted with SQLite's ``secure_delete`` (their cells and freed pages overwritten with zeros) once
-the collector acknowledged it, and :meth:`ShuffleQueue.scrub` truncates the WAL (which holds page images in commit
-order).  On PostgreSQL the heap keeps rows in arrival order while they are queued, and deleted ones until VACUUM.
+Nothing identifies a sender: no address, user agent, key, time or order of arrival of a report.  Queued rows and a
+forwarded batch's row are deleted with SQLite's ``secure_delete`` (their cells and freed pages overwritten with
+zeros), and :meth:`ShuffleQueue.scrub` truncates the WAL (which holds page images in commit order).  On PostgreSQL
+the heap keeps rows in arrival order while they are queued, and deleted ones until VACUUM.
 """
 
 from __future__ import annotations
@@ -42,7 +46,30 @@ def _create(conn: Any, dialect: str) -> None:
                  "opened DOUBLE PRECISION NOT NULL, PRIMARY KEY (campaign, fingerprint))" + without_rowid)
 
 
-MIGRATIONS = register_migrations(QUEUE_KIND, ((1, _create),))
+def _batch_table(conn: Any, dialect: str) -> None:
+    """Batches in their own table (one row each, its shuffled JSON written once); the batches formed under version
+    1 (rows of ``shuffle_queue`` marked with a batch id) moved into it under their ids, then the column dropped"""
+    without_rowid = " WITHOUT ROWID" if dialect == "sqlite" else ""
+    mark = "?" if dialect == "sqlite" else "%s"
+    conn.execute("CREATE TABLE IF NOT EXISTS shuffle_batches (batch_id TEXT PRIMARY KEY, campaign TEXT NOT NULL, "
+                 "fingerprint TEXT NOT NULL, size INTEGER NOT NULL, reports_json TEXT NOT NULL)" + without_rowid)
+    rows = conn.execute("SELECT batch_id, campaign, fingerprint, report_id, payload FROM shuffle_queue "
+                        "WHERE batch_id IS NOT NULL").fetchall()
+    formed: dict[str, list[tuple]] = {}
+    for row in rows:
+        formed.setdefault(str(row[0]), []).append(tuple(row[1:]))
+    for batch_id, members in formed.items():
+        campaign, fingerprint = str(members[0][0]), str(members[0][1])
+        conn.execute(f"INSERT INTO shuffle_batches (batch_id, campaign, fingerprint, size, reports_json) VALUES "
+                     f"({mark}, {mark}, {mark}, {mark}, {mark})",
+                     (batch_id, campaign, fingerprint, len(members),
+                      batch_json(campaign, fingerprint, [(m[2], m[3]) for m in members])))
+    conn.execute("DELETE FROM shuffle_queue WHERE batch_id IS NOT NULL")
+    conn.execute("DROP INDEX IF EXISTS shuffle_queue_batch")
+    conn.execute("ALTER TABLE shuffle_queue DROP COLUMN batch_id")
+
+
+MIGRATIONS = register_migrations(QUEUE_KIND, ((1, _create), (2, _batch_table)))
 QueuedReport = tuple[str, str, str, Any]  # (report_id, campaign, fingerprint, payload)
 
 
@@ -85,6 +112,16 @@ def shuffled(items: list[Any]) -> list[Any]:
             return [item for _, item in sorted(zip(keys, items), key=lambda pair: pair[0])]
 
 
+def batch_json(campaign: str, fingerprint: str, members: Sequence[tuple[str, str]]) -> str:
+    """The collector's JSON array of (report id, payload JSON text) ``members``, in a fresh :func:`shuffled` order:
+    each report's members written around its payload's stored JSON text (report ids and the version are checked at
+    ingest: UUID4, a campaign name, 32 hex digits), so no payload is decoded and encoded again"""
+    version = f'"campaign":{json.dumps(campaign)},"fingerprint":{json.dumps(fingerprint)},"payload":'
+    text = ",".join([f'{{"report_id":"{report_id}",{version}{payload}}}'
+                     for report_id, payload in shuffled(list(members))])
+    return f"[{text}]"
+
+
 class ShuffleQueue:
     "Every statement on the shuffler's tables"
 
@@ -97,7 +134,8 @@ class ShuffleQueue:
     def enqueue(self, reports: Sequence[QueuedReport], now: float, *, key_hash: str | None = None,
                 rate: RateRule | None = None) -> tuple[int, int]:
         """Queue the reports in one transaction (with the key's rate token, if ``rate``): (accepted, duplicate);
-        a report id already queued is a duplicate.  Committed before the caller answers the device."""
+        a report id still waiting is a duplicate (once in a batch it is queued again, and the collector, which
+        stores each report id once, counts it as a duplicate).  Committed before the caller answers the device."""
         rows = [(secrets.token_hex(16), campaign, fingerprint, report_id, json.dumps(payload, separators=(",", ":")))
                 for report_id, campaign, fingerprint, payload in reports]
         ids = [row[3] for row in rows]
@@ -130,49 +168,49 @@ class ShuffleQueue:
         "The versions with reports not yet in a batch"
         rows = self.storage._all("SELECT q.campaign, q.fingerprint, COUNT(*), MIN(v.opened) FROM shuffle_queue q "
                                  "LEFT JOIN shuffle_versions v ON v.campaign = q.campaign AND "
-                                 "v.fingerprint = q.fingerprint WHERE q.batch_id IS NULL "
-                                 "GROUP BY q.campaign, q.fingerprint")
+                                 "v.fingerprint = q.fingerprint GROUP BY q.campaign, q.fingerprint")
         return [Waiting(str(c), str(f), int(n), float(opened if opened is not None else 0.0))
                 for c, f, n, opened in rows]
 
     def form_batch(self, campaign: str, fingerprint: str, most: int, now: float,
                    forget: Sequence[str] = ()) -> str | None:
-        """Put up to ``most`` waiting reports of the version into a new batch (an order by random slot); its id.
+        """Put up to ``most`` waiting reports of the version (those first by random slot) into a new batch, shuffled
+        once (:func:`batch_json`) and written as one row of ``shuffle_batches``; their queued rows deleted; its id.
         Reports still waiting after it start a new batch's time limit at ``now``.  The batches ``forget`` (already
         acknowledged) are deleted in the same transaction: one commit per batch formed, not two."""
         batch_id = str(uuid.UUID(bytes=secrets.token_bytes(16), version=4))
         storage = self.storage
         with storage.transaction():
             self._delete(forget)
-            changed = storage._run(
-                "UPDATE shuffle_queue SET batch_id = ? WHERE slot IN (SELECT slot FROM shuffle_queue WHERE "
-                "campaign = ? AND fingerprint = ? AND batch_id IS NULL ORDER BY slot LIMIT ?)",
-                (batch_id, campaign, fingerprint, most))
+            rows = storage._all("SELECT slot, report_id, payload FROM shuffle_queue WHERE campaign = ? AND "
+                                "fingerprint = ? ORDER BY slot LIMIT ?", (campaign, fingerprint, most))
+            if rows:
+                storage._run("INSERT INTO shuffle_batches (batch_id, campaign, fingerprint, size, reports_json) "
+                             "VALUES (?, ?, ?, ?, ?)", (batch_id, campaign, fingerprint, len(rows),
+                                                        batch_json(campaign, fingerprint,
+                                                                   [(row[1], row[2]) for row in rows])))
+                slots = [row[0] for row in rows]  # the rows read, by key (not the query again: reports may arrive)
+                for first in range(0, len(slots), IDS_PER_QUERY):
+                    chunk = slots[first:first + IDS_PER_QUERY]
+                    storage._run(f"DELETE FROM shuffle_queue WHERE slot IN ({','.join('?' * len(chunk))})", chunk)
             storage._run("DELETE FROM shuffle_versions WHERE campaign = ? AND fingerprint = ?", (campaign, fingerprint))
-            if storage._one("SELECT 1 FROM shuffle_queue WHERE campaign = ? AND fingerprint = ? AND batch_id IS NULL "
-                            "LIMIT 1", (campaign, fingerprint)):
+            if storage._one("SELECT 1 FROM shuffle_queue WHERE campaign = ? AND fingerprint = ? LIMIT 1",
+                            (campaign, fingerprint)):
                 storage._run("INSERT INTO shuffle_versions (campaign, fingerprint, opened) VALUES (?, ?, ?)",
                              (campaign, fingerprint, now))
-        return batch_id if changed else None
+        return batch_id if rows else None
 
     def batches(self) -> list[str]:
         "Ids of the batches formed and not yet acknowledged (after a crash: to be sent again)"
-        return sorted(str(row[0]) for row in self.storage._all(
-            "SELECT DISTINCT batch_id FROM shuffle_queue WHERE batch_id IS NOT NULL"))
+        return sorted(str(row[0]) for row in self.storage._all("SELECT batch_id FROM shuffle_batches"))
 
     def batch(self, batch_id: str) -> Batch:
-        """A formed batch's reports, shuffled with the OS CSPRNG (:func:`shuffled`), as the collector's JSON: each
-        report's members written around its payload's stored JSON text (report ids and the version are checked
-        at ingest: UUID4, a campaign name, 32 hex digits), so no payload is decoded and encoded again"""
-        rows = self.storage._all("SELECT campaign, fingerprint, report_id, payload FROM shuffle_queue "
-                                 "WHERE batch_id = ?", (batch_id,))
-        if not rows:
+        "A formed batch: its reports in the order drawn when it was formed, as the collector's JSON"
+        row = self.storage._one("SELECT campaign, fingerprint, size, reports_json FROM shuffle_batches "
+                                "WHERE batch_id = ?", (batch_id,))
+        if row is None:
             return Batch(batch_id, "", "", 0, "[]")
-        campaign, fingerprint = str(rows[0][0]), str(rows[0][1])
-        version = f'"campaign":{json.dumps(campaign)},"fingerprint":{json.dumps(fingerprint)},"payload":'
-        text = ",".join([f'{{"report_id":"{report_id}",{version}{payload}}}'
-                         for report_id, payload in shuffled([(row[2], row[3]) for row in rows])])
-        return Batch(batch_id, campaign, fingerprint, len(rows), f"[{text}]")
+        return Batch(batch_id, str(row[0]), str(row[1]), int(row[2]), str(row[3]))
 
     def delete_batch(self, batch_id: str) -> None:
         "Forget an acknowledged batch (SQLite: its cells overwritten with zeros)"
@@ -186,7 +224,7 @@ class ShuffleQueue:
 
     def _delete(self, batch_ids: Sequence[str]) -> None:
         for batch_id in batch_ids:
-            self.storage._run("DELETE FROM shuffle_queue WHERE batch_id = ?", (batch_id,))
+            self.storage._run("DELETE FROM shuffle_batches WHERE batch_id = ?", (batch_id,))
 
     def scrub(self) -> bool:
         "SQLite: truncate the WAL (its frames hold page images in commit order); True once done"
@@ -196,4 +234,6 @@ class ShuffleQueue:
         return truncate_wal(storage.conn, storage._writer_locked)  # type: ignore[attr-defined]
 
     def count(self) -> int:
-        return int(self.storage._one("SELECT COUNT(*) FROM shuffle_queue")[0])
+        "Reports held: waiting, and in batches not yet acknowledged"
+        waiting = int(self.storage._one("SELECT COUNT(*) FROM shuffle_queue")[0])
+        return waiting + int(self.storage._one("SELECT COALESCE(SUM(size), 0) FROM shuffle_batches")[0])

@@ -86,3 +86,20 @@ def test_a_batch_refused_past_the_budget_is_discarded(storage):
     upstream = FakeCollector(refuse={1})
     assert forward_round(queue, upstream, 1002.0, pipeline=1) == 100  # type: ignore[arg-type]
     assert len(upstream.batches) == 1 and queue.count() == 0 and queue.batches() == []
+
+
+def test_forming_a_batch_moves_its_reports_out_of_the_queue(storage):
+    """A formed batch is one row holding its reports (those queued rows deleted), in an order drawn at forming; a
+    device's resend of one of them after that is queued again (the collector stores each report id once)"""
+    queue = ShuffleQueue(storage)
+    ids = _queued(storage, 150)
+    batch_id = queue.form_batch(SPEC.name, SPEC.fingerprint, 100, 1002.0)
+    assert batch_id is not None and queue.batches() == [batch_id]
+    batch = queue.batch(batch_id)
+    members = [r["report_id"] for r in batch.reports]
+    assert batch.size == 100 and len(set(members)) == 100 and set(members) <= set(ids)
+    assert int(storage._one("SELECT COUNT(*) FROM shuffle_queue")[0]) == 50 and queue.count() == 150
+    assert queue.batch(batch_id).reports_json == batch.reports_json  # sent again as it was formed
+    assert queue.enqueue([(members[0], SPEC.name, SPEC.fingerprint, {"value": 0})], 1003.0) == (1, 0)
+    queue.delete_batch(batch_id)
+    assert queue.batches() == [] and queue.count() == 51

@@ -125,19 +125,23 @@ def test_the_operator_holds_only_what_privacy_md_says(world):
     with Storage(path) as storage:
         queue_columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_queue)")]
         versions_columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_versions)")]
-        assert storage.row_count("reports") == 0
-    assert queue_columns == ["slot", "campaign", "fingerprint", "report_id", "payload", "batch_id"]
+        batch_columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_batches)")]
+        assert storage.row_count("reports") == 0 and storage.row_count("shuffle_batches") == 0
+    assert queue_columns == ["slot", "campaign", "fingerprint", "report_id", "payload"]
+    assert batch_columns == ["batch_id", "campaign", "fingerprint", "size", "reports_json"]
     assert versions_columns == ["campaign", "fingerprint", "opened"]
     wait_for(lambda: all(disk_reader.occurrences((path, Path(f"{path}-wal")), r.encode()) == 0
                          for r in world["sent"]), timeout=20)
     privacy = (Path(__file__).parents[2] / "docs" / "privacy.md").read_text()
-    for stated in ("shuffle_queue", "slot", "secure_delete", "shuffle_versions"):
+    for stated in ("shuffle_queue", "slot", "secure_delete", "shuffle_versions", "shuffle_batches"):
         assert stated in privacy
 
 
 def _queue_rows(path: Path) -> int:
+    "Reports the shuffler holds: waiting, or in batches not yet acknowledged"
     with sqlite3.connect(path) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM shuffle_queue").fetchone()[0])
+        return int(conn.execute("SELECT (SELECT COUNT(*) FROM shuffle_queue) + "
+                                "(SELECT COALESCE(SUM(size), 0) FROM shuffle_batches)").fetchone()[0])
 
 
 def test_python_sdk_devices_through_the_shuffler(tmp_path):
@@ -261,3 +265,30 @@ def test_the_shuffler_queue_on_either_backend(tmp_path, db_path):
             wait_for(lambda: queued() == 20)  # two whole batches forwarded; 20 wait for the next
     ids = stored_ids(collector_db)
     assert len(set(ids)) == 100 and set(ids) <= {r["report_id"] for r in reports}
+
+
+def test_batches_formed_under_the_first_layout_are_moved_into_their_table(tmp_path):
+    """A queue made before ``shuffle_batches`` (a batch = queued rows marked with its id): after ``migrate()`` the
+    batch is one row under its id, holding exactly its reports, and the reports still waiting stay queued"""
+    from collector.shuffler import queue as queue_module
+    from collector.storage.kind_migrations import KIND_VERSIONS_TABLE
+
+    path = tmp_path / "old.db"
+    ids = [str(uuid.UUID(int=i + 1, version=4)) for i in range(5)]
+    with sqlite3.connect(path) as conn:
+        queue_module._create(conn, "sqlite")
+        conn.execute(KIND_VERSIONS_TABLE)
+        conn.execute("INSERT INTO kind_migrations (kind, version) VALUES ('shuffler', 1)")
+        conn.executemany("INSERT INTO shuffle_queue VALUES (?, 'c', ?, ?, ?, ?)",
+                         [(uuid.uuid4().hex, "f" * 32, report_id, json.dumps({"value": i}), "b1" if i < 3 else None)
+                          for i, report_id in enumerate(ids)])
+    with Storage(path) as storage:
+        storage.migrate()
+        queue = ShuffleQueue(storage)
+        batch = queue.batch("b1")
+        columns = [c[1] for c in storage.conn.execute("PRAGMA table_info(shuffle_queue)")]
+        assert queue.batches() == ["b1"] and queue.count() == 5 and "batch_id" not in columns
+        assert (batch.campaign, batch.size) == ("c", 3)
+        assert sorted(r["report_id"] for r in batch.reports) == sorted(ids[:3])
+        assert {r["report_id"]: r["payload"]["value"] for r in batch.reports} == {ids[i]: i for i in range(3)}
+        assert [(w.campaign, w.queued) for w in queue.waiting()] == [("c", 2)]
