@@ -21,7 +21,7 @@ import { provideKind, type CampaignKind, type Envelope } from "./index.js";
 /** The bounds and defaults (``client_sdk/kinds/poplar1/limits.py``). */
 export const KIND_NAME = "poplar1";
 const FIELDS = ["bits", "overflow", "threshold", "stride", "min_batch", "aggregators"];
-const MIN_BITS = 8, MAX_BITS = 256, MAX_STRIDE = 8, DEFAULT_STRIDE = 4, DEFAULT_MIN_BATCH = 100, MAX_MIN_BATCH = 2 ** 31;
+const MIN_BITS = 8, MAX_BITS = 256, MAX_STRIDE = 8, DEFAULT_STRIDE = 4, MAX_MIN_BATCH = 2 ** 31;
 const OVERFLOWS = ["truncate", "refuse"];
 const NOISE = "gaussian";
 const DAY = 86_400;
@@ -60,7 +60,9 @@ export function poplar1ParamsFromDict(d: Record<string, unknown>, delta: number 
   }
   const stride = integer("stride", d.stride ?? DEFAULT_STRIDE, 1, MAX_STRIDE);
   if (bits % stride) throw new SpecError("stride", `must divide bits = ${bits}`);
-  const minBatch = integer("min_batch", d.min_batch ?? DEFAULT_MIN_BATCH, 2, MAX_MIN_BATCH);
+  // required, as in the Python kind (no default: a spec without it is refused by both SDKs)
+  if (!("min_batch" in d)) throw new SpecError("min_batch", "is required: the fewest reports a level may aggregate (at least 2)");
+  const minBatch = integer("min_batch", d.min_batch, 2, MAX_MIN_BATCH);
   return { bits, overflow: overflow as string, threshold, stride, min_batch: minBatch };
 }
 
