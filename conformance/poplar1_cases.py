@@ -31,10 +31,10 @@ def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 VALID: list[dict[str, Any]] = [
     PATHS,
     _with(PATHS, name="bytes8", bits=8, stride=1, min_batch=2, threshold=0.5),
-    _with(PATHS, name="long", bits=256, stride=8, overflow="refuse", epsilon=2, delta=1e-9),
+    _with(PATHS, name="long", bits=256, stride=8, overflow="truncate", epsilon=2, delta=1e-9),
     _with(PATHS, name="defaults", trust=_DROP, stride=_DROP, overflow=_DROP, threshold=0.25),
     _with(PATHS, name="paths.v2", description="not fingerprinted", version=2, expires="2031-12-31",
-          threshold=1e-3, min_batch=1 << 31),
+          threshold=1e-3, min_batch=1 << 31, overflow="refuse"),
 ]
 INVALID: list[dict[str, Any]] = [
     _with(PATHS, bits=_DROP), _with(PATHS, bits=0), _with(PATHS, bits=12), _with(PATHS, bits=264),
