@@ -28,6 +28,7 @@ from client_sdk.randomness import ByteStreamRandom, exp_rounded  # noqa: E402
 from client_sdk.spec import load_spec  # noqa: E402
 from conformance import budget_shuffle_cases  # noqa: E402
 from conformance.heavy_hitters_cases import documents as heavy_hitters_documents  # noqa: E402
+from conformance.poplar1_cases import documents as poplar1_documents  # noqa: E402
 from conformance.repeated_cases import repeated_documents  # noqa: E402
 
 DOMAIN = ["chrome", "firefox", "safari", "edge", "other"]
@@ -390,7 +391,7 @@ def documents() -> dict[str, Any]:
                 "local/wire.json": wire_cases(),
                 "prio3/shards.json": prio3_cases(),
                 "prio3/specs.json": spec_cases(budget_shuffle_cases.PRIO3_VALID, budget_shuffle_cases.PRIO3_INVALID),
-                **heavy_hitters_documents(), **repeated_documents(),
+                **heavy_hitters_documents(), **poplar1_documents(), **repeated_documents(),
                 "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors()}
 
 

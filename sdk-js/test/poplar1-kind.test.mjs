@@ -9,7 +9,7 @@ import { b64url, fromB64url } from "../dist/distributed/messages.js";
 import { quiet } from "./helpers.mjs";
 
 const SPEC = { name: "top_paths", kind: "poplar1", trust: "distributed", epsilon: 1.0, delta: 1e-6, bits: 32,
-  threshold: 0.01 };
+  threshold: 0.01, min_batch: 100 };
 const LEADER_URL = "https://leader.test", HELPER_URL = "https://helper.test";
 
 test("a poplar1 spec's fields are checked as the Python kind checks them, each error naming its field", async () => {
@@ -18,7 +18,8 @@ test("a poplar1 spec's fields are checked as the Python kind checks them, each e
   assert.deepEqual(spec.params, { bits: 32, overflow: "truncate", threshold: 0.01, stride: 4, min_batch: 100 });
   for (const [change, field] of [[{ bits: 12 }, "bits"], [{ bits: 264 }, "bits"], [{ bits: true }, "bits"],
     [{ threshold: 1 }, "threshold"], [{ threshold: 0 }, "threshold"], [{ stride: 3 }, "stride"], [{ stride: 9 }, "stride"],
-    [{ min_batch: 1 }, "min_batch"], [{ overflow: "wrap" }, "overflow"], [{ delta: undefined }, "delta"],
+    [{ min_batch: 1 }, "min_batch"], [{ min_batch: undefined }, "min_batch"], [{ overflow: "wrap" }, "overflow"],
+    [{ overflow: null }, "overflow"], [{ stride: null }, "stride"], [{ delta: undefined }, "delta"],
     [{ epsilon: 0 }, "epsilon"], [{ domain: ["a"] }, "domain"], [{ prio3: "count" }, "prio3"]]) {
     assert.throws(() => loadSpec({ ...SPEC, ...change }), (e) => e instanceof SpecError && e.field === field,
       JSON.stringify(change));

@@ -1,12 +1,13 @@
 """The JavaScript SDK's poplar1 reports against the Python VDAF layer: sdk-js's poplar1 kind (sdk-js/src/kinds/
 poplar1.ts) shards strings with given random bytes and seals the shares through the distributed envelope; here the
 shares are opened with the aggregators' keys under each report's own metadata and compared byte for byte with
-``client_sdk.vdaf.poplar1.Poplar1`` sharding the same measurement from the same bytes, with the ctx of the
-fingerprint this side computes from the kind's identity (docs/distributed.md, "The report payload")."""
+the Python poplar1 kind (``client_sdk/kinds/poplar1/``) sharding the same string from the same bytes: its
+measurement (``measurement_of``), its Poplar1 instance (``vdaf_of``) and the ctx of the fingerprint
+``client_sdk.load_spec`` gives the spec, so a divergence of the two SDKs' spec identity, string encoding or shares
+fails here (docs/distributed.md, "The report payload")."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -17,29 +18,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from client_sdk.distributed import CTX_PREFIX, HELPER, LEADER, b64url, input_share_info, report_nonce
+from client_sdk import load_spec
+from client_sdk.distributed import HELPER, LEADER, b64url, ctx_for, input_share_info, kind_of, report_nonce
 from client_sdk.distributed_messages import from_b64url
-from client_sdk.spec import canonical_json
 from client_sdk.vdaf.hpke import HpkeError, HpkeKeyPair, open_sealed
-from client_sdk.vdaf.poplar1 import Poplar1
 
 SPEC = {"name": "top_paths", "kind": "poplar1", "trust": "distributed", "epsilon": 1.0, "delta": 1e-6, "bits": 32,
         "overflow": "truncate", "threshold": 0.01, "stride": 4, "min_batch": 100}
-
-
-def _fingerprint(spec: dict) -> str:
-    "The poplar1 kind's identity (client_sdk/kinds/poplar1: params, noise, trust, epsilon, delta) hashed"
-    identity = {"name": spec["name"], "kind": "poplar1", "bits": spec["bits"], "overflow": spec["overflow"],
-                "threshold": float(spec["threshold"]), "stride": spec["stride"], "min_batch": spec["min_batch"],
-                "noise": "gaussian", "trust": "distributed", "epsilon": float(spec["epsilon"]),
-                "delta": float(spec["delta"])}
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:32]
-
-
-def _measurement(data: bytes, bits: int) -> tuple[bool, ...]:
-    data = data[:bits // 8].ljust(bits // 8, b"\0")
-    number = int.from_bytes(data, "big")
-    return tuple(bool(number >> (bits - 1 - i) & 1) for i in range(bits))
 
 
 def _config(pair: HpkeKeyPair) -> dict:
@@ -59,19 +44,19 @@ def _run(sdk_js: Path, body: dict) -> dict:
 def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_js: Path, bits: int) -> None:
     spec = {**SPEC, "bits": bits}
     leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
-    vdaf = Poplar1(bits)
+    python_spec = load_spec(spec)
+    kind = kind_of(python_spec)
+    vdaf = kind.vdaf_of(python_spec)
     values: list[str | bytes] = ["/", "/index.html", "naïve/ü", b"\x00\xff\x80binary", "x" * 40, ""]
     cases = [{"value": v if isinstance(v, str) else {"bytes": b64url(v)}, "report_id": str(uuid.uuid4()),
               "batch": "2026-12-02", "rand": b64url(os.urandom(vdaf.RAND_SIZE))} for v in values]
     out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
                         "cases": cases})
-    assert out["fingerprint"] == _fingerprint(spec)
-    named = SimpleNamespace(name=spec["name"], fingerprint=out["fingerprint"])
-    ctx = CTX_PREFIX + out["fingerprint"].encode("ascii")
+    assert out["fingerprint"] == python_spec.fingerprint
+    named = SimpleNamespace(name=spec["name"], fingerprint=python_spec.fingerprint)
     for value, case, payload in zip(values, cases, out["payloads"], strict=True):
-        data = value.encode() if isinstance(value, str) else value
-        public, shares = vdaf.shard(ctx, _measurement(data, bits), report_nonce(case["report_id"]),
-                                    from_b64url(case["rand"], "rand"))
+        public, shares = vdaf.shard(ctx_for(python_spec), kind.measurement_of(python_spec, value),
+                                    report_nonce(case["report_id"]), from_b64url(case["rand"], "rand"))
         public_share = vdaf.encode_public_share(public)
         assert from_b64url(payload["public_share"], "public_share") == public_share
         assert payload["batch"] == case["batch"]
@@ -94,9 +79,15 @@ def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_
 def test_javascript_poplar1_refuses_what_the_spec_refuses(sdk_js: Path) -> None:
     spec = {**SPEC, "bits": 16, "overflow": "refuse"}
     leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
-    rand = b64url(os.urandom(Poplar1(16).RAND_SIZE))
+    python_spec = load_spec(spec)
+    rand = b64url(os.urandom(kind_of(python_spec).vdaf_of(python_spec).RAND_SIZE))
     cases = [{"value": v, "report_id": str(uuid.uuid4()), "batch": "2026-12-02", "rand": rand}
              for v in ["abc", "\udc00", "ab"]]
     out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
                         "cases": cases})
     assert [p.get("error") for p in out["payloads"]] == ["InvalidValue", "InvalidValue", None]
+    # the Python kind refuses the same values (ValueError: InvalidValue on the device) and takes the third
+    for value in ["abc", "\udc00"]:
+        with pytest.raises(ValueError):
+            kind_of(python_spec).measurement_of(python_spec, value)
+    assert len(kind_of(python_spec).measurement_of(python_spec, "ab")) == 16

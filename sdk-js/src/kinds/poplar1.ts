@@ -21,7 +21,7 @@ import { provideKind, type CampaignKind, type Envelope } from "./index.js";
 /** The bounds and defaults (``client_sdk/kinds/poplar1/limits.py``). */
 export const KIND_NAME = "poplar1";
 const FIELDS = ["bits", "overflow", "threshold", "stride", "min_batch", "aggregators"];
-const MIN_BITS = 8, MAX_BITS = 256, MAX_STRIDE = 8, DEFAULT_STRIDE = 4, DEFAULT_MIN_BATCH = 100, MAX_MIN_BATCH = 2 ** 31;
+const MIN_BITS = 8, MAX_BITS = 256, MAX_STRIDE = 8, DEFAULT_STRIDE = 4, MAX_MIN_BATCH = 2 ** 31;
 const OVERFLOWS = ["truncate", "refuse"];
 const NOISE = "gaussian";
 const DAY = 86_400;
@@ -52,15 +52,17 @@ export function poplar1ParamsFromDict(d: Record<string, unknown>, delta: number 
   if (typeof bits !== "number" || !Number.isInteger(bits) || bits < MIN_BITS || bits > MAX_BITS || bits % 8) {
     throw new SpecError("bits", `must be a multiple of 8 in [${MIN_BITS}, ${MAX_BITS}] (strings are bits / 8 bytes)`);
   }
-  const overflow = d.overflow ?? "truncate";
+  const overflow = d.overflow === undefined ? "truncate" : d.overflow; // null is refused, as in Python
   if (!OVERFLOWS.includes(overflow as string)) throw new SpecError("overflow", `must be one of ${OVERFLOWS}`);
   const threshold = d.threshold;
   if (typeof threshold !== "number" || !Number.isFinite(threshold) || !(threshold > 0 && threshold < 1)) {
     throw new SpecError("threshold", "must be a number with 0 < threshold < 1 (a fraction of the batch's reports)");
   }
-  const stride = integer("stride", d.stride ?? DEFAULT_STRIDE, 1, MAX_STRIDE);
+  const stride = integer("stride", d.stride === undefined ? DEFAULT_STRIDE : d.stride, 1, MAX_STRIDE);
   if (bits % stride) throw new SpecError("stride", `must divide bits = ${bits}`);
-  const minBatch = integer("min_batch", d.min_batch ?? DEFAULT_MIN_BATCH, 2, MAX_MIN_BATCH);
+  // required, as in the Python kind (no default: a spec without it is refused by both SDKs)
+  if (d.min_batch === undefined) throw new SpecError("min_batch", "is required: the fewest reports a level may aggregate (at least 2)");
+  const minBatch = integer("min_batch", d.min_batch, 2, MAX_MIN_BATCH);
   return { bits, overflow: overflow as string, threshold, stride, min_batch: minBatch };
 }
 
