@@ -284,3 +284,14 @@ def test_shard_uses_fresh_randomness_by_default():
     nonce = os.urandom(16)
     first = vdaf.encode_public_share(vdaf.shard(CTX, (True,) * 4, nonce)[0])
     assert first != vdaf.encode_public_share(vdaf.shard(CTX, (True,) * 4, nonce)[0])
+
+
+def test_one_shot_turboshake_expansions_are_the_xof_stream():
+    "expand_into_vec's single-read path (Field64) and derive_seed against the streaming XofTurboShake128"
+    rng = random.Random(3)
+    for length in (1, 2, 3, 7, 40):
+        seed, dst, binder = rng.randbytes(32), rng.randbytes(9), rng.randbytes(17)
+        for field in (Field64, Field255):
+            want = XofTurboShake128(seed, dst, binder).next_vec(field, length)
+            assert XofTurboShake128.expand_into_vec(field, seed, dst, binder, length) == want
+        assert XofTurboShake128.derive_seed(seed, dst, binder) == XofTurboShake128(seed, dst, binder).next(32)
