@@ -295,3 +295,20 @@ def test_one_shot_turboshake_expansions_are_the_xof_stream():
             want = XofTurboShake128(seed, dst, binder).next_vec(field, length)
             assert XofTurboShake128.expand_into_vec(field, seed, dst, binder, length) == want
         assert XofTurboShake128.derive_seed(seed, dst, binder) == XofTurboShake128(seed, dst, binder).next(32)
+
+
+def test_a_reports_fixed_keys_are_derived_once_across_levels_and_per_ctx_and_nonce():
+    "The docs' claim: a walk's later levels reuse a report's hashers; another ctx or nonce gets its own"
+    from client_sdk.vdaf import idpf as idpf_module
+
+    idpf = IdpfBBCGGI21(2, 4)
+    nonce = bytes(range(16))
+    public_share, keys = idpf.gen((True, False, True, True), [[1, 2]] * 3, [1, 2], CTX, nonce, bytes(32))
+    idpf_module.clear_report_cache()
+    for level in range(3):
+        idpf.eval(0, public_share, keys[0], level, [(True,) * (level + 1)], CTX, nonce)
+    info = idpf_module._report_hashers.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX + b"!", nonce)
+    idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX, bytes(16))
+    assert idpf_module._report_hashers.cache_info().misses == 3
