@@ -11,6 +11,7 @@ leaf level uses XofTurboShake128 as the draft says.  Seeds are kept as 128-bit i
 from __future__ import annotations
 
 import struct
+from _thread import get_ident
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import chain, islice, repeat
@@ -84,8 +85,9 @@ class _Hashers:
 
 
 @lru_cache(maxsize=4096)
-def _report_hashers(ctx: bytes, nonce: bytes) -> _Hashers:
-    "One report's hashers, cached by (ctx, nonce): a walk's batch of reports at each level, both aggregators"
+def _report_hashers(ctx: bytes, nonce: bytes, thread: int) -> _Hashers:
+    """One report's hashers, cached by (ctx, nonce): a walk's batch of reports at each level, both aggregators.
+    Also by thread, so no cipher context is ever driven by two threads at once"""
     return _Hashers(ctx, nonce)
 
 
@@ -179,7 +181,7 @@ class IdpfBBCGGI21:
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
         "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
-        hashers = _report_hashers(bytes(ctx), bytes(nonce))
+        hashers = _report_hashers(bytes(ctx), bytes(nonce), get_ident())
         if level == 0 and level < self.BITS - 1:
             return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
         nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix

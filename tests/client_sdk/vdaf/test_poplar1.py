@@ -312,3 +312,22 @@ def test_a_reports_fixed_keys_are_derived_once_across_levels_and_per_ctx_and_non
     idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX + b"!", nonce)
     idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX, bytes(16))
     assert idpf_module._report_hashers.cache_info().misses == 3
+
+
+def test_threads_never_share_a_reports_cipher_contexts():
+    "Two threads evaluating the same report each get their own hashers (cached per thread), and the same values"
+    import threading
+
+    from client_sdk.vdaf import idpf as idpf_module
+
+    idpf = IdpfBBCGGI21(2, 4)
+    nonce = bytes(range(16))
+    public_share, keys = idpf.gen((True, False, True, True), [[1, 2]] * 3, [1, 2], CTX, nonce, bytes(32))
+    idpf_module.clear_report_cache()
+    results: list[list[list[int]]] = []
+    worker = threading.Thread(target=lambda: results.append(idpf.eval(0, public_share, keys[0], 1, [(True, False)],
+                                                                       CTX, nonce)))
+    worker.start()
+    worker.join()
+    results.append(idpf.eval(0, public_share, keys[0], 1, [(True, False)], CTX, nonce))
+    assert results[0] == results[1] and idpf_module._report_hashers.cache_info().misses == 2
