@@ -10,8 +10,11 @@ leaf level uses XofTurboShake128 as the draft says.  Seeds are kept as 128-bit i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import struct
+from _thread import get_ident
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import chain, islice, repeat
 from typing import NamedTuple
 
 from ..errors import VerifyError
@@ -21,6 +24,14 @@ from .xof_aes import FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
+_CTRL_PAIRS = ((False, False), (True, False), (False, True), (True, True))  # a level's two control bits, packed
+_CTRL_BYTE = [tuple(_CTRL_PAIRS[byte >> shift & 3] for shift in (0, 2, 4, 6)) for byte in range(256)]  # 4 levels
+
+
+@lru_cache(maxsize=8)
+def _seed_struct(levels: int) -> struct.Struct:
+    "The public share's ``levels`` seed corrections, each 16 bytes, unpacked in one call"
+    return struct.Struct(f"{KEY_SIZE}s" * levels)
 
 
 class CorrectionWord(NamedTuple):
@@ -58,7 +69,12 @@ def _prefix_indices(level: int, prefixes: tuple[Sequence[bool], ...]) -> tuple[i
 
 
 class _Hashers:
-    "The XOFs of one report (one nonce, one ctx): fixed-key AES for inner levels, TurboSHAKE128 for the leaves"
+    """The XOFs of one report (one nonce, one ctx): fixed-key AES for inner levels, TurboSHAKE128 for the leaves.
+
+    Nothing here is secret (the fixed keys are derived from the public ``ctx`` and nonce), and the ECB encryptors
+    keep no state between calls, so one object serves every evaluation of a report: ``_report_hashers`` caches them
+    by (ctx, nonce), as the draft allows ("this step can be cached across XOF evaluations with many different
+    seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
 
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
         self.extend_dst = format_dst(1, 0, 0) + ctx
@@ -66,6 +82,18 @@ class _Hashers:
         self.nonce = nonce
         self.extend_aes = FixedKeyAes128(self.extend_dst, nonce)
         self.convert_aes = FixedKeyAes128(self.convert_dst, nonce)
+
+
+@lru_cache(maxsize=4096)
+def _report_hashers(ctx: bytes, nonce: bytes, thread: int) -> _Hashers:
+    """One report's hashers, cached by (ctx, nonce): a walk's batch of reports at each level, both aggregators.
+    Also by thread, so no cipher context is ever driven by two threads at once"""
+    return _Hashers(ctx, nonce)
+
+
+def clear_report_cache() -> None:
+    "Forget every report's cached hashers (a benchmark measuring cold evaluations; memory after a batch)"
+    _report_hashers.cache_clear()
 
 
 class IdpfBBCGGI21:
@@ -153,7 +181,9 @@ class IdpfBBCGGI21:
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
         "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
-        hashers = _Hashers(ctx, nonce)
+        hashers = _report_hashers(bytes(ctx), bytes(nonce), get_ident())
+        if level == 0 and level < self.BITS - 1:
+            return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
         nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
         out: dict[int, list[int]] = {}
         for current in range(level + 1):
@@ -180,6 +210,24 @@ class IdpfBBCGGI21:
                 if ctrl:
                     value = [(y + w) for y, w in zip(value, cw.payload)]
                 out[node] = [-y % p for y in value] if agg_id else [y % p for y in value]
+        return out
+
+    def _eval_first_level(self, agg_id: int, cw: CorrectionWord, key: bytes, indices: Sequence[int],
+                          hashers: _Hashers) -> dict[int, list[int]]:
+        """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
+        root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
+        ((s0, s1), (t0, t1)), = self._extend(0, [int.from_bytes(key, "little")], hashers)
+        if agg_id:  # the root's control bit is the aggregator id
+            seed_cw = int.from_bytes(cw.seed, "little")
+            s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
+        needed = list(dict.fromkeys(indices))
+        _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
+        p = self.field_inner.MODULUS
+        out: dict[int, list[int]] = {}
+        for node, value in zip(needed, values):
+            if t1 if node else t0:
+                value = [(y + w) for y, w in zip(value, cw.payload)]
+            out[node] = [-y % p for y in value] if agg_id else [y % p for y in value]
         return out
 
     # --- extend and convert, for a list of seeds at once ------------------------------------------------------
@@ -255,7 +303,7 @@ class IdpfBBCGGI21:
         packed = int.from_bytes(encoded[:offset], "little")
         if packed >> bits:
             raise VerifyError("public share: trailing control bits")
-        seeds = [encoded[i:i + KEY_SIZE] for i in range(offset, offset + KEY_SIZE * levels, KEY_SIZE)]
+        seeds = _seed_struct(levels).unpack_from(encoded, offset)
         offset += KEY_SIZE * levels
         inner, leaf = self.field_inner, self.field_leaf
         inner_end = offset + inner.ENCODED_SIZE * value_len * (levels - 1)
@@ -263,8 +311,13 @@ class IdpfBBCGGI21:
             values = inner.decode_vec(encoded[offset:inner_end]) + leaf.decode_vec(encoded[inner_end:])
         except ValueError as exc:
             raise VerifyError(f"public share: {exc}") from exc
-        return [CorrectionWord(seeds[level], (bool(packed >> 2 * level & 1), bool(packed >> 2 * level + 1 & 1)),
-                               values[level * value_len:(level + 1) * value_len]) for level in range(levels)]
+        # built in C (zip, map): a 32-level share is otherwise mostly interpreter time spent on 32 small tuples
+        ctrls = islice(chain.from_iterable(map(_CTRL_BYTE.__getitem__, encoded[:(bits + 7) // 8])), levels)
+        if value_len == 2:
+            payloads: Iterable[list[int]] = map(list, zip(values[0::2], values[1::2]))
+        else:
+            payloads = (values[i:i + value_len] for i in range(0, len(values), value_len))
+        return list(map(tuple.__new__, repeat(CorrectionWord), zip(seeds, ctrls, payloads)))
 
 
 def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:

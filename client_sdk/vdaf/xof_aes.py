@@ -16,7 +16,8 @@ derived with TurboSHAKE128 (``xof.py``), so the output is ``XofFixedKeyAes128``'
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import MissingDependency
 from .xof import INSTALL_HINT, fixed_key
@@ -25,10 +26,28 @@ try:
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 except ImportError as exc:  # pragma: no cover - cryptography is a dependency of the extra
     raise MissingDependency(f"Poplar1 needs cryptography >= 48 (AES-128): {INSTALL_HINT}") from exc
+try:  # the context constructor ``Cipher.encryptor`` ends in, without its argument checks (half a report's AES setup)
+    from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
+
+    _create_encryption_ctx: Callable[[Any, Any], Any] | None = _rust_openssl.ciphers.create_encryption_ctx
+except (ImportError, AttributeError):  # pragma: no cover - another cryptography layout: the public API
+    _create_encryption_ctx = None
+_ECB = modes.ECB()
 
 MASK64 = (1 << 64) - 1
 MASK128 = (1 << 128) - 1
 BLOCK_ONE = 1 << 64  # le128(1) moved to where it lands in sigma: the second word
+
+
+def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
+    "AES-128-ECB encryption under ``key`` (16 bytes, checked by algorithms.AES)"
+    algorithm = algorithms.AES(key)
+    if _create_encryption_ctx is not None:
+        try:
+            return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[no-any-return]
+        except TypeError:  # pragma: no cover - a changed private signature: the public API
+            pass
+    return Cipher(algorithm, _ECB).encryptor().update
 
 
 class FixedKeyAes128:
@@ -37,7 +56,7 @@ class FixedKeyAes128:
     SEED_SIZE = 16
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
-        self._encrypt = Cipher(algorithms.AES(fixed_key(dst, binder)), modes.ECB()).encryptor().update
+        self._encrypt = _encryptor(fixed_key(dst, binder))
 
     def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
         """The first ``count`` 16-byte blocks of each seed's stream, seed after seed (``count * len(seeds)`` ints;

@@ -86,6 +86,41 @@ def test_idpf_eval_matches_the_draft_node_by_node_and_shares_beta_on_the_path(va
             assert total == want
 
 
+@pytest.mark.parametrize("value_len", [1, 2, 3])
+def test_the_public_share_decodes_to_what_was_encoded(value_len):
+    "Every tree depth (control bits filling 1 to 3 bytes, partly or fully), every payload width"
+    rng = random.Random(10 + value_len)
+    for depth in range(1, 10):
+        idpf = IdpfBBCGGI21(value_len, depth)
+        beta_inner = [[rng.randrange(Field64.MODULUS) for _ in range(value_len)] for _ in range(depth - 1)]
+        beta_leaf = [rng.randrange(Field255.MODULUS) for _ in range(value_len)]
+        alpha = bits(rng.getrandbits(depth), depth)
+        public_share, _ = idpf.gen(alpha, beta_inner, beta_leaf, CTX, rng.randbytes(16), rng.randbytes(32))
+        decoded = idpf.decode_public_share(idpf.encode_public_share(public_share))
+        assert decoded == public_share and all(type(cw) is CorrectionWord for cw in decoded)
+        assert [type(cw.seed) for cw in decoded] == [bytes] * depth
+
+
+def test_level_zero_and_the_per_report_cache_agree_with_the_draft_for_any_nonce_and_prefix_order():
+    "The level-0 shortcut (one prefix, two, either order) and hashers cached by (ctx, nonce), nonces interleaved"
+    rng = random.Random(7)
+    idpf = IdpfBBCGGI21(2, 5)
+    reports = []
+    for _ in range(3):
+        nonce = rng.randbytes(16)
+        public_share, keys = idpf.gen(bits(rng.getrandbits(5), 5), [[1, rng.randrange(99)]] * 4, [1, 5], CTX,
+                                      nonce, rng.randbytes(32))
+        reports.append((nonce, public_share, keys))
+    for _ in range(2):  # the second pass evaluates every report from the cache
+        for nonce, public_share, keys in reports:
+            for prefixes in ([(True,)], [(False,)], [(True,), (False,)], [(False,), (True,)]):
+                for i in range(2):
+                    got = idpf.eval(i, public_share, keys[i], 0, prefixes, CTX, nonce)
+                    assert got == [naive_eval(idpf, i, public_share, keys[i], 0, prefix, nonce) for prefix in prefixes]
+            other_ctx = idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX + b"!", nonce)
+            assert other_ctx != idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX, nonce)
+
+
 def test_idpf_rejects_bad_arguments():
     idpf = IdpfBBCGGI21(2, 4)
     nonce = bytes(16)
@@ -249,3 +284,50 @@ def test_shard_uses_fresh_randomness_by_default():
     nonce = os.urandom(16)
     first = vdaf.encode_public_share(vdaf.shard(CTX, (True,) * 4, nonce)[0])
     assert first != vdaf.encode_public_share(vdaf.shard(CTX, (True,) * 4, nonce)[0])
+
+
+def test_one_shot_turboshake_expansions_are_the_xof_stream():
+    "expand_into_vec's single-read path (Field64) and derive_seed against the streaming XofTurboShake128"
+    rng = random.Random(3)
+    for length in (1, 2, 3, 7, 40):
+        seed, dst, binder = rng.randbytes(32), rng.randbytes(9), rng.randbytes(17)
+        for field in (Field64, Field255):
+            want = XofTurboShake128(seed, dst, binder).next_vec(field, length)
+            assert XofTurboShake128.expand_into_vec(field, seed, dst, binder, length) == want
+        assert XofTurboShake128.derive_seed(seed, dst, binder) == XofTurboShake128(seed, dst, binder).next(32)
+
+
+def test_a_reports_fixed_keys_are_derived_once_across_levels_and_per_ctx_and_nonce():
+    "The docs' claim: a walk's later levels reuse a report's hashers; another ctx or nonce gets its own"
+    from client_sdk.vdaf import idpf as idpf_module
+
+    idpf = IdpfBBCGGI21(2, 4)
+    nonce = bytes(range(16))
+    public_share, keys = idpf.gen((True, False, True, True), [[1, 2]] * 3, [1, 2], CTX, nonce, bytes(32))
+    idpf_module.clear_report_cache()
+    for level in range(3):
+        idpf.eval(0, public_share, keys[0], level, [(True,) * (level + 1)], CTX, nonce)
+    info = idpf_module._report_hashers.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX + b"!", nonce)
+    idpf.eval(0, public_share, keys[0], 0, [(True,)], CTX, bytes(16))
+    assert idpf_module._report_hashers.cache_info().misses == 3
+
+
+def test_threads_never_share_a_reports_cipher_contexts():
+    "Two threads evaluating the same report each get their own hashers (cached per thread), and the same values"
+    import threading
+
+    from client_sdk.vdaf import idpf as idpf_module
+
+    idpf = IdpfBBCGGI21(2, 4)
+    nonce = bytes(range(16))
+    public_share, keys = idpf.gen((True, False, True, True), [[1, 2]] * 3, [1, 2], CTX, nonce, bytes(32))
+    idpf_module.clear_report_cache()
+    results: list[list[list[int]]] = []
+    worker = threading.Thread(target=lambda: results.append(idpf.eval(0, public_share, keys[0], 1, [(True, False)],
+                                                                       CTX, nonce)))
+    worker.start()
+    worker.join()
+    results.append(idpf.eval(0, public_share, keys[0], 1, [(True, False)], CTX, nonce))
+    assert results[0] == results[1] and idpf_module._report_hashers.cache_info().misses == 2
