@@ -238,6 +238,7 @@
     } catch (error) {
       if (error instanceof Refused || error instanceof Unreachable || error.status !== 404) throw error;
       parts.push(el("p", { id: "no-estimate", text: error.message }));
+      if (error.problem && error.problem.rejections) parts.push(...rejections(error.problem.rejections));
     }
     if (panel) {
       parts.push(el("div", { class: "header-lines", id: "header" }, ...panel.header.map((line) => el("p", { text: line }))));
@@ -257,10 +258,18 @@
           { id: "planner", numeric: [true, true] }), notes(panel.planner.notes));
       }
       if (panel.budget) parts.push(el("h2", { text: "privacy budget (release ledger)" }), keyValues(panel.budget, "budget"));
+      if (panel.rejections) parts.push(...rejections(panel.rejections));
     }
     const progressPath = panel ? panel.progress : null;
     if (progressPath) parts.push(...await progress(progressPath, path));
     main.replaceChildren(...parts);
+  }
+
+  function rejections(counts) {
+    const rows = Object.entries(counts).map(([reason, n]) => [reason, number(n)]);
+    if (!rows.length) return [el("h2", { text: "rejected reports" }), el("p", { id: "rejections", text: "none" })];
+    return [el("h2", { text: "rejected reports, by the refused field" }),
+      table(["reason (field)", "reports"], rows, { id: "rejections", numeric: [false, true] })];
   }
 
   function keyValues(object, id) {
