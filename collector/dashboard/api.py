@@ -60,7 +60,7 @@ def panel(name: str) -> Response:
                                                                                            True))
     except SourceError as exc:
         raise Problem(404, str(exc), field="name", slug="no-estimate", title="No estimate yet",
-                      rejections=rejection_counts(storage, campaign.name)) from None
+                      rejections=rejection_counts(storage, campaign.name), progress=_progress_path(campaign)) from None
     data = with_budget(data, budget_view(storage, campaign))
     return jsonify({**report_kind(data.estimate).panel(data), "progress": _progress_path(campaign),
                     "rejections": rejection_counts(storage, campaign.name)})

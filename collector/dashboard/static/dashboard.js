@@ -233,12 +233,14 @@
     } }, document.createTextNode("close campaign")));
     parts.push(actions);
     let panel = null;
+    let progressPath = null;
     try {
       panel = await api(path + "/panel");
     } catch (error) {
       if (error instanceof Refused || error instanceof Unreachable || error.status !== 404) throw error;
       parts.push(el("p", { id: "no-estimate", text: error.message }));
       if (error.problem && error.problem.rejections) parts.push(...rejections(error.problem.rejections));
+      progressPath = (error.problem && error.problem.progress) || null; // a distributed batch not yet released
     }
     if (panel) {
       parts.push(el("div", { class: "header-lines", id: "header" }, ...panel.header.map((line) => el("p", { text: line }))));
@@ -260,7 +262,7 @@
       if (panel.budget) parts.push(el("h2", { text: "privacy budget (release ledger)" }), keyValues(panel.budget, "budget"));
       if (panel.rejections) parts.push(...rejections(panel.rejections));
     }
-    const progressPath = panel ? panel.progress : null;
+    if (panel) progressPath = panel.progress;
     if (progressPath) parts.push(...await progress(progressPath, path));
     main.replaceChildren(...parts);
   }
