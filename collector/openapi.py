@@ -175,7 +175,10 @@ PANEL_SCHEMA = {
                    "intervals": {"type": "object"}, "series": {"type": "object", "nullable": True},
                    "central": {"type": "object", "nullable": True}, "planner": {"type": "object", "nullable": True},
                    "budget": {"type": "object", "nullable": True},
-                   "progress": {"type": "string", "nullable": True}},
+                   "progress": {"type": "string", "nullable": True},
+                   "rejections": {"type": "object", "additionalProperties": {"type": "integer"},
+                                  "description": "refused reports by the refused field (collector.kinds."
+                                                 "local_rejections): counts only"}},
 }
 DASHBOARD_PATHS = ("/v1/dashboard/campaigns", "/v1/campaigns/{name}/panel", "/dashboard/", "/dashboard/{asset}")
 ADMIN: list[dict[str, list[str]]] = [{"bearer": []}]

@@ -101,7 +101,8 @@ class Background:
 def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: bool = False, seed: int | None = None,
              campaigns: Sequence[DemoCampaign] = CAMPAIGNS,
              distributed: Sequence[DemoCampaign] = DISTRIBUTED_CAMPAIGNS,
-             progress: Callable[[int, str], Any] | None = None, workdir: Path | None = None) -> DemoResult:
+             progress: Callable[[int, str], Any] | None = None, workdir: Path | None = None,
+             hold: Callable[[DemoResult, str], Any] | None = None) -> DemoResult:
     """Start a collector, let ``users`` simulated users report, write the reports into ``out_dir``; meanwhile the
     same for the ``distributed`` campaigns on a leader and a helper (not in ``bulk`` mode: their reports are
     sealed on the devices, one by one).
@@ -117,7 +118,11 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     (a report each); None runs silently.
 
     The collectors' databases and the devices' state live in a temporary folder (:func:`demo_workspace`: inside
-    ``workdir``, else in RAM where there is room, else in the system's temporary folder), deleted at the end."""
+    ``workdir``, else in RAM where there is room, else in the system's temporary folder), deleted at the end.
+
+    ``hold(result, admin_key)``, when given, is called once the reports are written while the local collector
+    still serves (``result.url``; its dashboard at ``/dashboard/``): the collector and its database last until it
+    returns (``ldp-telemetry demo --serve`` waits there for Ctrl-C or SIGTERM), then both are gone."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     distributed = () if bulk else distributed
@@ -125,7 +130,7 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
     logging.getLogger("client_sdk").setLevel(logging.ERROR)
     phases: dict[str, float] = {}
     stop = threading.Event()
-    with report_workers() as workers, demo_workspace(workdir) as temp:
+    with report_workers() as workers, demo_workspace(workdir) as temp, ExitStack() as kept:
         lock = threading.Lock()
         bar_updates: list[Progress] = []
 
@@ -189,7 +194,10 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
 
                     fetched = fetch_reports(url, admin_key, campaigns, population, hand_over)
                     phases["local fetched"] = time.perf_counter() - started
-                    closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
+                    if hold is None:
+                        closing = Background(collector.pop_all().close, stop, "ldp-demo-collector-stop")
+                    else:  # it serves until hold returns; stopped before the workspace is removed
+                        kept.enter_context(collector.pop_all())
                     if beside is not None:  # the bar ends once the sealed reports are in too
                         beside.wait(until=uploaded)
                     with lock:
@@ -219,9 +227,12 @@ def run_demo(users: int = DEFAULT_USERS, out_dir: Path = DEFAULT_OUT, *, bulk: b
                 raise failure from None  # the distributed phase failed first: its message
             raise
         write_summary(summaries, out_dir)
-    seconds = time.perf_counter() - started
-    phases["total"] = seconds
-    return DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, seconds, summaries, phases)
+        seconds = time.perf_counter() - started
+        phases["total"] = seconds
+        result = DemoResult(users, "bulk" if bulk else "sdk", url, out_dir, seconds, summaries, phases)
+        if hold is not None:
+            hold(result, admin_key)
+    return result
 
 
 

@@ -33,6 +33,7 @@ from ..auth import max_batch_reports, rate_rule, require, too_many
 from ..cors import browser_route
 from ..db import get_storage
 from ..kinds import CollectorKind, ReportItem, collector_kind
+from ..kinds.local_rejections import count_rejections
 from ..problems import Problem, invalid
 from ..storage import ApiKey, CampaignVersion, RateLimited, ReportGroup, StorageBase
 from .body import count_items, parse_json, read_body
@@ -129,10 +130,11 @@ def store_reports(reports: list, *, shuffled: bool = False,
     a shuffled campaign's reports are refused (they reach the collector only through its shuffler).
     ``record_batch(storage, stored)`` runs in the transaction that stores them (on ``storage``, its connection),
     with how many are stored (now or before): what it raises stores none of them"""
-    indexed_groups, rejected, duplicates, others = _validate(reports, check_payloads=False, shuffled=shuffled)
+    known: dict[int, str] = {}  # batch index -> its campaign, for the reports whose campaign this key may use
+    indexed_groups, rejected, duplicates, others = _validate(reports, known, check_payloads=False, shuffled=shuffled)
     if not all(_check_and_aggregate(group) for group, _ in indexed_groups):
         # a payload failed its group's check: check them one by one, to reject each bad report by name
-        indexed_groups, rejected, duplicates, others = _validate(reports, shuffled=shuffled)
+        indexed_groups, rejected, duplicates, others = _validate(reports, known, shuffled=shuffled)
         for group, indices in indexed_groups:
             _aggregate(group, indices, rejected)
     groups = [group for group, _ in indexed_groups if group.report_ids]
@@ -148,6 +150,8 @@ def store_reports(reports: list, *, shuffled: bool = False,
         outcome = kind.accept_reports(items, today())  # each kind in its own store's transaction
         accepted, duplicate = accepted + outcome.accepted, duplicate + outcome.duplicate
         rejected = sorted(rejected + [_reject(*error) for error in outcome.rejected], key=lambda e: e["index"])
+    count_rejections(get_storage(), [(known[error["index"]], error["field"]) for error in rejected
+                                     if error["index"] in known])
     current_app.extensions["ldp_metrics"].count_reports(accepted, duplicate, len(rejected))
     return {"accepted": accepted, "duplicate": duplicate, "rejected": len(rejected), "errors": rejected}
 
@@ -160,11 +164,12 @@ def _by_kind(items: list[ReportItem]) -> dict[CollectorKind, list[ReportItem]]:
     return kinds
 
 
-def _validate(reports: list, *, check_payloads: bool = True, shuffled: bool = False
+def _validate(reports: list, known: dict[int, str], *, check_payloads: bool = True, shuffled: bool = False
               ) -> tuple[list[tuple[ReportGroup, list[int]]], list[dict], int, list[ReportItem]]:
     """Groups of valid reports by campaign version (with their batch indices), the rejections, the duplicate count,
     and the reports of kinds without a server mechanism (checked by their kind's ``accept_reports``); without
-    ``check_payloads`` the mechanisms' payloads are left to ``_check_and_aggregate``"""
+    ``check_payloads`` the mechanisms' payloads are left to ``_check_and_aggregate``.  ``known`` gets the
+    campaign name of each report whose campaign this key may use (by batch index)"""
     lookup = _Lookup()
     key = g.api_key
     others: list[ReportItem] = []
@@ -192,6 +197,8 @@ def _validate(reports: list, *, check_payloads: bool = True, shuffled: bool = Fa
         if target is None:
             target = resolved[(name, fingerprint)] = _resolve(lookup, key, name, fingerprint, groups, shuffled)
         campaign, mechanism, refusal, entry = target
+        if campaign is not None:
+            known[index] = campaign.name
         if refusal is not None:
             rejected.append(_reject(index, report_id, *refusal))
             continue

@@ -14,6 +14,7 @@ from ..auth import require, utc_today
 from ..db import get_storage
 from ..errors import Problem
 from ..kinds import Window, collector_kind
+from ..kinds.local_rejections import rejection_counts
 from ..release_ledger import budget_view
 from ..reporting import with_budget
 from ..storage import CampaignNotFound
@@ -46,7 +47,8 @@ def campaign_summaries() -> Response:
 @require("admin")
 def panel(name: str) -> Response:
     """The campaign's dashboard panel (``estimators.report.panel``): its estimate over all reports with the per-day
-    series, laid out by its kind's report side, with the release ledger's figures"""
+    series, laid out by its kind's report side, with the release ledger's figures and the rejected reports by
+    reason (``collector.kinds.local_rejections``; also in the 404 of a campaign with no estimate yet)"""
     confidence = confidence_arg()
     storage = get_storage()
     try:
@@ -57,9 +59,11 @@ def panel(name: str) -> Response:
         data = collector_kind(campaign.spec).report_data_from_db(storage, campaign, Window(None, None, confidence,
                                                                                            True))
     except SourceError as exc:
-        raise Problem(404, str(exc), field="name", slug="no-estimate", title="No estimate yet") from None
+        raise Problem(404, str(exc), field="name", slug="no-estimate", title="No estimate yet",
+                      rejections=rejection_counts(storage, campaign.name), progress=_progress_path(campaign)) from None
     data = with_budget(data, budget_view(storage, campaign))
-    return jsonify({**report_kind(data.estimate).panel(data), "progress": _progress_path(campaign)})
+    return jsonify({**report_kind(data.estimate).panel(data), "progress": _progress_path(campaign),
+                    "rejections": rejection_counts(storage, campaign.name)})
 
 
 def _progress_path(campaign: CampaignVersion) -> str | None:

@@ -18,6 +18,7 @@ from client_sdk.kinds.shuffle_params import DEFAULT_DELTA
 
 from ..storage import CampaignVersion, StorageBase
 from ..storage.kind_migrations import KindMigrations
+from .local_rejections import create_rejections
 
 KIND = "local"  # the local kind owns these tables (its migrations are recorded under this name)
 
@@ -31,7 +32,7 @@ def _create(conn: Any, dialect: str) -> None:
     conn.execute(_INDEX)
 
 
-MIGRATIONS = KindMigrations(KIND, ((1, _create),))
+MIGRATIONS = KindMigrations(KIND, ((1, _create), (2, create_rejections)))  # 2: local_rejections
 
 
 def record_batch(storage: StorageBase, batch_id: str, campaign: CampaignVersion, day: str, size: int) -> bool:

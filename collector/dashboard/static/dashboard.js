@@ -233,11 +233,14 @@
     } }, document.createTextNode("close campaign")));
     parts.push(actions);
     let panel = null;
+    let progressPath = null;
     try {
       panel = await api(path + "/panel");
     } catch (error) {
       if (error instanceof Refused || error instanceof Unreachable || error.status !== 404) throw error;
       parts.push(el("p", { id: "no-estimate", text: error.message }));
+      if (error.problem && error.problem.rejections) parts.push(...rejections(error.problem.rejections));
+      progressPath = (error.problem && error.problem.progress) || null; // a distributed batch not yet released
     }
     if (panel) {
       parts.push(el("div", { class: "header-lines", id: "header" }, ...panel.header.map((line) => el("p", { text: line }))));
@@ -257,10 +260,18 @@
           { id: "planner", numeric: [true, true] }), notes(panel.planner.notes));
       }
       if (panel.budget) parts.push(el("h2", { text: "privacy budget (release ledger)" }), keyValues(panel.budget, "budget"));
+      if (panel.rejections) parts.push(...rejections(panel.rejections));
     }
-    const progressPath = panel ? panel.progress : null;
+    if (panel) progressPath = panel.progress;
     if (progressPath) parts.push(...await progress(progressPath, path));
     main.replaceChildren(...parts);
+  }
+
+  function rejections(counts) {
+    const rows = Object.entries(counts).map(([reason, n]) => [reason, number(n)]);
+    if (!rows.length) return [el("h2", { text: "rejected reports" }), el("p", { id: "rejections", text: "none" })];
+    return [el("h2", { text: "rejected reports, by the refused field" }),
+      table(["reason (field)", "reports"], rows, { id: "rejections", numeric: [false, true] })];
   }
 
   function keyValues(object, id) {
