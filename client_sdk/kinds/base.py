@@ -92,6 +92,11 @@ class CampaignKind:
         "Whether a device must fetch the aggregators' HPKE configs before it can report to ``spec``"
         return False
 
+    def prio3_measurement(self, spec: Any, value: Any) -> object:
+        """The Prio3 measurement a distributed campaign of this kind shards for ``value`` (its circuit is
+        ``spec.prio3``); TypeError or ValueError for a value the spec does not take"""
+        raise ValueError(f"campaign {spec.name!r} is a {self.name!r} campaign: it has no Prio3 measurement")
+
     def require_randomizer(self, spec: Any) -> None:
         "Raise SpecError unless ``spec``'s reports are made by one of the local randomizers (``mechanism``)"
         raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it has no local randomizer")

@@ -82,6 +82,11 @@ class Prio3Kind(CampaignKind):
     def wants_sealing_configs(self, spec: Any) -> bool:
         return True
 
+    def prio3_measurement(self, spec: Any, value: Any) -> object:
+        from ..distributed import encode_prio3  # Prio3's encodings with the first report sealed
+
+        return encode_prio3(spec, value)
+
     def require_randomizer(self, spec: Any) -> None:
         raise SpecError("trust", f"campaign {spec.name!r} is {spec.trust}: it has no local randomizer "
                                  "(client_sdk.distributed.seal_report makes its reports)")
