@@ -15,7 +15,6 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from client_sdk.distributed_messages import ProtocolError, check_batch
 from client_sdk.errors import ShareRejected, SpecError
-from client_sdk.kinds import DISTRIBUTED, kind_of
 from client_sdk.spec import NAME_PATTERN
 from estimators import NoReports
 from estimators.distributed.release import estimate_release

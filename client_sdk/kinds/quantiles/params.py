@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from ...errors import SpecError
 from ...frozen import Frozen
 from ...spec_fields import is_finite_number, validate_int, validate_range, validate_unit
-from ...spec_prio3 import DISTRIBUTED_FIELDS, MAX_PRIO3_LENGTH, Prio3Params, prio3_from_dict
+from ...spec_prio3 import DISTRIBUTED_FIELDS, MAX_PRIO3_LENGTH, WINDOWS, Prio3Params, prio3_from_dict
 from .tree import MAX_LEAVES, best_branching, tree_height
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -192,7 +192,8 @@ def parse_params(data: Mapping[str, Any], epsilon: float) -> QuantilesParams:
 
 
 # trust "distributed": the Prio3 fields a quantiles spec may give (the circuit is always a histogram of the buckets)
-PRIO3_FIELDS = frozenset(DISTRIBUTED_FIELDS) - {"trust", "max_measurement", "length", "max_weight"}
+PRIO3_FIELDS = frozenset(DISTRIBUTED_FIELDS) - {"trust", "max_measurement", "length", "max_weight", "coins",
+                                                 "honest_fraction"}
 DISTRIBUTED_NOISE = ("gaussian", "laplace")  # the aggregators' noise ("coins" is for prio3 campaigns only)
 
 
@@ -230,8 +231,16 @@ def json_schema() -> dict:
             "branching": {"oneOf": [{"type": "integer", "minimum": MIN_BRANCHING, "maximum": MAX_BRANCHING},
                                     {"const": AUTO}], "default": AUTO},
             "oracle": {"enum": list(ORACLES), "default": "olh"},
+            # trust "distributed": the aggregators' Prio3 histogram of the buckets (with_prio3)
+            "prio3": {"const": "histogram"}, "noise": {"enum": list(DISTRIBUTED_NOISE)},
+            "min_batch": {"type": "integer", "minimum": 2}, "window": {"enum": list(WINDOWS)},
         },
         "allOf": [
+            {"if": {"properties": {"trust": {"const": "distributed"}}, "required": ["trust"]},
+             "then": {"required": ["noise"], "not": {"anyOf": [{"required": ["branching"]},
+                                                               {"required": ["oracle"]}]}},
+             "else": {"not": {"anyOf": [{"required": [name]} for name in ("prio3", "noise", "min_batch",
+                                                                              "window")]}}},
             {"if": {"properties": {"bucketing": {"const": "geometric"}}, "required": ["bucketing"]},
              "then": {"required": ["growth"], "not": {"required": ["buckets"]}},
              "else": {"required": ["buckets"], "not": {"required": ["growth"]}}},
