@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from client_sdk.kinds.quantiles import QuantilesParams
+from client_sdk.kinds.quantiles.params import parse_params
 from estimators.central import central_noise, histogram_sensitivity
 from estimators.distributed.accounting import convolve_power
 from estimators.distributed.noise import NoiseMode, noise_halfwidth
@@ -51,6 +52,7 @@ from estimators.errors import NoReports
 from estimators.intervals import z_value
 
 from .estimate import DEFAULT_QUANTILES, invert_cdf, quantile_interval
+from .planner import unit_cdf_covariance
 
 NOISE_DRAWS = 4000
 MAX_DRAWN = 1 << 23  # noise values simulated at most (draws x buckets)
@@ -125,11 +127,7 @@ class DistributedQuantiles:
 
     def trust_models(self, rows: Sequence[dict], delta: float | None) -> dict:
         "Local, distributed and central rank half-widths per quantile (module docstring)"
-        from client_sdk.kinds.quantiles.params import parse_params  # the local campaign over the same buckets
-
-        from .planner import unit_cdf_covariance
-
-        params = self.params
+        params = self.params  # the local campaign over the same buckets, at its default tree and oracle
         local_source: dict[str, Any] = {"range": [params.low, params.high], "bucketing": params.bucketing}
         local_source.update({"growth": params.growth} if params.bucketing == "geometric"
                             else {"buckets": params.buckets})
