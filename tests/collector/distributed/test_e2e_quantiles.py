@@ -115,3 +115,35 @@ def test_the_aggregators_noise_has_both_aggregators_variance(servers: Aggregator
     # errors of share_variance) would lie outside the tolerance
     share = noise.share_variance()
     assert share + k_sigma(2) * share * math.sqrt((kurtosis - 1) / samples.size) < variance - tolerance
+
+
+def test_the_helper_takes_a_distributed_quantiles_spec_and_refuses_a_local_one(tmp_path: Path):
+    "Provisioning asks the spec for its Prio3 circuit: a local quantiles spec has none (a 4xx naming spec.trust)"
+    from client_sdk.distributed import b64url
+
+    from .kit import PEER_TOKEN as KIT_TOKEN
+    from .kit import Pair
+
+    pair = Pair(tmp_path)
+    helper = pair.helper_app.test_client()
+    headers = {"Authorization": f"Bearer {KIT_TOKEN}"}
+    good = client_sdk_spec(quantiles_spec("lat"))
+    answer = helper.put("/v1/peer/campaigns/lat", json={"spec": good, "verify_key": b64url(bytes(32))},
+                        headers=headers)
+    assert answer.status_code in (200, 201), answer.json
+    local = {key: value for key, value in quantiles_spec("lat2").items()
+             if key not in ("trust", "noise", "delta")}
+    for spec in (local, {**local, "trust": "distributed"}):
+        refused = helper.put("/v1/peer/campaigns/lat2", json={"spec": spec, "verify_key": b64url(bytes(32))},
+                             headers=headers)
+        assert 400 <= refused.status_code < 500 and refused.json["field"].startswith("spec"), refused.json
+    # a leader creating it provisions the helper first, and the listing carries the aggregators block
+    spec, block = pair.create(quantiles_spec("lat3"))
+    assert spec.prio3 is not None and set(block) >= {"leader", "helper"}
+
+
+def client_sdk_spec(data: dict) -> dict:
+    "The spec as a leader sends it to its helper: the served form"
+    from client_sdk.spec import load_spec
+
+    return load_spec(data).to_dict()
