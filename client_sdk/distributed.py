@@ -46,7 +46,7 @@ from .errors import (  # re-exported: part of this module's API
     SpecError,
     ValueNotInDomain,
 )
-from .kinds import DISTRIBUTED, kind_of
+from .kinds import kind_of
 from .spec import Prio3Params, Spec
 from .wire import is_integer
 
@@ -112,13 +112,20 @@ def _build_vdaf(params: Prio3Params) -> Prio3:
 
 
 def _prio3(spec: Spec) -> Prio3Params:
-    if kind_of(spec) is not DISTRIBUTED or spec.prio3 is None:
+    "The campaign's Prio3 circuit: any kind's distributed spec carries one (``spec.prio3``)"
+    if spec.trust != "distributed" or spec.prio3 is None:
         raise ValueError(f"campaign {spec.name!r} is not distributed (trust {spec.trust!r})")
     return spec.prio3
 
 
 def encode_value(spec: Spec, value: Any) -> object:
-    """The Prio3 measurement of ``value``: count a bool, sum an int in [0, max_measurement], histogram a domain
+    "The Prio3 measurement of ``value``, as the campaign's kind encodes it (``CampaignKind.prio3_measurement``)"
+    _prio3(spec)
+    return kind_of(spec).prio3_measurement(spec, value)
+
+
+def encode_prio3(spec: Spec, value: Any) -> object:
+    """The prio3 kind's measurement of ``value``: count a bool, sum an int in [0, max_measurement], histogram a domain
     value (its index; with coin-flip noise also ``coins`` fresh CSPRNG bits per bucket), sumvec a list of ``length``
     ints in [0, max_measurement], multihot a collection of at most ``max_weight`` domain values.
 

@@ -346,7 +346,8 @@ QUANTILES_INVALID = [
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 4096, "branching": 15},
     {"name": "q", "kind": "quantiles", "epsilon": 0, "range": [0, 1], "buckets": 8},
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "domain": [1, 2]},
-    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "trust": "distributed"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "trust": "shuffled"},
+    # trust "distributed" (a Prio3 histogram of the buckets) is Python-only so far: no case until sdk-js has it
 ]
 QUANTILES_VALUES = [-7.0, 0.0, 0.37, 1.0, 2.5, 99.5, 1234.5, 59999.0, 1e12]
 

@@ -93,12 +93,26 @@ class CampaignKind:
         return False
 
     def vdaf_of(self, spec: Any) -> Any:
-        "The VDAF a distributed kind's reports are sharded with (``client_sdk.distributed.seal_report`` asks)"
-        raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+        """The VDAF a distributed kind's reports are sharded with (``client_sdk.distributed.seal_report`` asks): by
+        default the spec's Prio3 circuit (``spec.prio3``), for any kind whose distributed campaigns carry one"""
+        if getattr(spec, "prio3", None) is None:
+            raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+        from .. import distributed  # here: as in make_report
+
+        return distributed.vdaf_for(spec)
 
     def measurement_of(self, spec: Any, value: Any) -> Any:
-        "The VDAF measurement of ``value`` (TypeError, ValueError naming what is wrong)"
-        raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+        "The VDAF measurement of ``value`` (TypeError, ValueError naming what is wrong): the Prio3 one by default"
+        if getattr(spec, "prio3", None) is None:
+            raise SpecError("kind", f"campaign {spec.name!r} is a {self.name!r} campaign: it seals no VDAF shares")
+        from .. import distributed  # here: as in make_report
+
+        return distributed.encode_value(spec, value)
+
+    def prio3_measurement(self, spec: Any, value: Any) -> object:
+        """The Prio3 measurement a distributed campaign of this kind shards for ``value`` (its circuit is
+        ``spec.prio3``); TypeError or ValueError for a value the spec does not take"""
+        raise ValueError(f"campaign {spec.name!r} is a {self.name!r} campaign: it has no Prio3 measurement")
 
     def require_randomizer(self, spec: Any) -> None:
         "Raise SpecError unless ``spec``'s reports are made by one of the local randomizers (``mechanism``)"

@@ -82,15 +82,10 @@ class Prio3Kind(CampaignKind):
     def wants_sealing_configs(self, spec: Any) -> bool:
         return True
 
-    def vdaf_of(self, spec: Any) -> Any:
-        from .. import distributed  # here: as in make_report
+    def prio3_measurement(self, spec: Any, value: Any) -> object:
+        from ..distributed import encode_prio3  # Prio3's encodings with the first report sealed
 
-        return distributed.vdaf_for(spec)
-
-    def measurement_of(self, spec: Any, value: Any) -> Any:
-        from .. import distributed  # here: as in make_report
-
-        return distributed.encode_value(spec, value)
+        return encode_prio3(spec, value)
 
     def require_randomizer(self, spec: Any) -> None:
         raise SpecError("trust", f"campaign {spec.name!r} is {spec.trust}: it has no local randomizer "

@@ -15,7 +15,6 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from client_sdk.distributed_messages import ProtocolError, check_batch
 from client_sdk.errors import ShareRejected, SpecError
-from client_sdk.kinds import DISTRIBUTED, kind_of
 from client_sdk.spec import NAME_PATTERN
 from estimators import NoReports
 from estimators.distributed.release import estimate_release
@@ -229,7 +228,7 @@ def _campaign(name: str, version: int | None = None) -> CampaignVersion:
         campaign = get_storage().get_campaign(name, version)
     except CampaignNotFound as exc:
         raise Problem(404, str(exc), field="version" if version else "name") from None
-    if kind_of(campaign.spec) is not DISTRIBUTED:
+    if campaign.spec.prio3 is None:  # any kind's distributed campaign carries its Prio3 circuit
         raise Problem(409, f"campaign {name!r} is not distributed", slug=ProtocolError.NOT_DISTRIBUTED, field="name")
     return campaign
 

@@ -78,7 +78,7 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
     spec_source = body["spec"]
     if not isinstance(spec_source, dict) or spec_source.get("name") != name:
         raise PeerProblem(ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
-    if find_kind(spec_source) is not DISTRIBUTED:
+    if spec_source.get("trust") != "distributed" and find_kind(spec_source) is not DISTRIBUTED:
         raise PeerProblem(ProtocolError.INVALID_FIELD, "spec must be a distributed campaign", "spec.trust")
     try:
         verify_key = from_b64url(body["verify_key"], "verify_key")
@@ -91,6 +91,8 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
         vdaf = CampaignVdaf(spec, verify_key)
     except SpecError as exc:
         raise PeerProblem(ProtocolError.INVALID_FIELD, f"spec: {exc}", f"spec.{exc.field}") from None
+    except ValueError as exc:  # a spec with no Prio3 circuit (any kind's distributed spec has one)
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"spec: {exc}", "spec.trust") from None
     if len(verify_key) != vdaf.vdaf.VERIFY_KEY_SIZE:
         raise PeerProblem(ProtocolError.INVALID_FIELD,
                           f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")

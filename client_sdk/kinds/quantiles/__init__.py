@@ -24,7 +24,7 @@ from .tree import MAX_LEAVES, adjoint, best_branching, consistent_levels, range_
 # client_sdk.kinds and with it
 # this package's kind module): its names are loaded on first use, after the spec module finished loading.
 _DEVICE_NAMES = frozenset({"CLAMPED", "QuantilesReport", "bucket_of", "check_payload", "clamp", "level_oracle",
-                           "level_spec", "make_report", "node_of"})
+                           "level_spec", "make_report", "node_of", "prio3_measurement"})
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
 if TYPE_CHECKING:
     from .device import (
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         level_spec,
         make_report,
         node_of,
+        prio3_measurement,
     )
 
 
@@ -51,5 +52,5 @@ __all__ = [
     "AUTO", "BUCKETINGS", "CLAMPED", "FIELDS", "KIND_NAME", "MAX_BRANCHING", "MAX_BUCKETS", "MAX_LEAVES", "ORACLES",
     "QuantilesParams", "QuantilesReport", "adjoint", "best_branching", "bucket_boundaries", "bucket_of",
     "check_payload", "clamp", "consistent_levels", "json_schema", "level_oracle", "level_spec", "make_report",
-    "node_of", "parse_params", "range_variance_factor", "tree_height",
+    "node_of", "parse_params", "prio3_measurement", "range_variance_factor", "tree_height",
 ]

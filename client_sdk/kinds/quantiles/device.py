@@ -96,6 +96,17 @@ def make_report(rng: RandomSource, params: QuantilesParams, value: Any,
     return QuantilesReport(level, payload).encode()
 
 
+def prio3_measurement(params: QuantilesParams, value: Any, state: MutableMapping[str, Any] | None = None) -> int:
+    """The Prio3 histogram measurement of ``value`` for a distributed quantiles campaign over the buckets: the index
+    (0..buckets-1) of its bucket after clamping into the range, the clamp counted in ``state[CLAMPED]`` as for a
+    local report (never in the measurement: a clamped value is the first or last bucket's, like any other there).
+    One device changes one bucket's count, so the aggregators' noise is that of a histogram of ``buckets`` entries"""
+    clamped, outside = clamp(params, value)
+    if outside and state is not None:
+        state[CLAMPED] = int(state.get(CLAMPED, 0)) + 1
+    return bucket_of(params, clamped)
+
+
 class QuantilesReport:
     "One report, decoded: the level (1..h) and the level oracle's payload"
 

@@ -9,10 +9,11 @@ device counts the values it clamped into the range in the kind's own state slot 
 
 from __future__ import annotations
 
-from ...errors import InvalidValueType
+from ...errors import InvalidValueType, SpecError
 from ...spec_fields import validate_epsilon
 from ..base import CampaignKind, register_kind
-from .params import FIELDS, KIND_NAME, QuantilesParams, json_schema, parse_params
+from ..prio3 import PRIO3
+from .params import FIELDS, KIND_NAME, PRIO3_FIELDS, QuantilesParams, json_schema, parse_params, with_prio3
 
 # Function-level imports: .device builds each level's oracle from a local spec (client_sdk.spec, which imports
 # this package), so it is imported when a report is made, after the spec module finished loading.
@@ -27,11 +28,16 @@ class QuantilesKind(CampaignKind):
     "A bounded number's distribution as a hierarchical histogram: one level's node per report, at the full epsilon"
 
     name = KIND_NAME
-    trust_models = ("local",)
-    fields = FIELDS
+    trust_models = ("local", "distributed")
+    fields = FIELDS | PRIO3_FIELDS
 
     def parse_params(self, data: dict, envelope: dict[str, Any]) -> QuantilesParams:
-        return parse_params(data, validate_epsilon(data.get("epsilon")))
+        if envelope["trust"] != "distributed":
+            for member in sorted(PRIO3_FIELDS & set(data)):
+                raise SpecError(member, "only allowed with trust 'distributed'")
+            return parse_params(data, validate_epsilon(data.get("epsilon")))
+        local = {key: value for key, value in data.items() if key not in ("branching", "oracle")}
+        return with_prio3(parse_params(local, validate_epsilon(data.get("epsilon"))), data, envelope["delta"])
 
     def identity(self, spec: Any) -> dict:
         "kind, trust and epsilon (CampaignKind's) with the range, bucketing and tree"
@@ -49,16 +55,48 @@ class QuantilesKind(CampaignKind):
     def json_schema(self) -> dict:
         return json_schema()
 
+    # -- trust "distributed": the prio3 kind's batches, ledger and sealing, with this kind's measurement ---------
+    def batch_of(self, spec: Any, now: float) -> str | None:
+        return PRIO3.batch_of(spec, now) if spec.prio3 is not None else None
+
+    def report_period(self, spec: Any) -> float:
+        return PRIO3.report_period(spec) if spec.prio3 is not None else super().report_period(spec)
+
+    def ledger_charge(self, spec: Any, ctx: DeviceContext | None = None) -> tuple[float, float]:
+        return PRIO3.ledger_charge(spec, ctx) if spec.prio3 is not None else super().ledger_charge(spec, ctx)
+
+    def aggregators_of(self, listing: Any) -> Any:
+        return listing.get("aggregators")  # a local campaign's listing has none
+
+    def wants_sealing_configs(self, spec: Any) -> bool:
+        return spec.prio3 is not None
+
+    def prio3_measurement(self, spec: Any, value: Any) -> object:
+        "The clamped value's bucket (``device.prio3_measurement``): a Prio3 histogram's index"
+        from .device import prio3_measurement
+
+        if spec.prio3 is None:
+            return super().prio3_measurement(spec, value)
+        try:
+            return prio3_measurement(spec.params, value)
+        except TypeError as exc:
+            raise TypeError(f"campaign {spec.name!r}: {exc}") from None
+
     def make_report(self, ctx: DeviceContext, spec: Any, value: Any) -> Any:
         """``[level, oracle payload]`` (:func:`.device.make_report`); a value outside the range is clamped and
         counted in ``ctx.state`` (saved in the record's transaction, so a report the ledger refuses counts none)"""
         from ...randomness import SECURE_RANDOM
-        from .device import CLAMPED, make_report
+        from .device import CLAMPED, clamp, make_report
 
         state = ctx.state.load()
         before = int(state.get(CLAMPED, 0))
         try:
-            payload = make_report(ctx.rng if ctx.rng is not None else SECURE_RANDOM, spec.params, value, state)
+            if spec.prio3 is not None:  # the bucket sharded and sealed to the aggregators (prio3_measurement)
+                if clamp(spec.params, value)[1]:
+                    state[CLAMPED] = before + 1
+                payload = PRIO3.make_report(ctx, spec, value)
+            else:
+                payload = make_report(ctx.rng if ctx.rng is not None else SECURE_RANDOM, spec.params, value, state)
         except TypeError as exc:  # not a number (InvalidValue, NaN, passes through)
             raise InvalidValueType(f"campaign {spec.name!r}: {exc}") from None
         if int(state.get(CLAMPED, 0)) != before:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from ...errors import SpecError
 from ...frozen import Frozen
 from ...spec_fields import is_finite_number, validate_int, validate_range, validate_unit
+from ...spec_prio3 import DISTRIBUTED_FIELDS, MAX_PRIO3_LENGTH, WINDOWS, Prio3Params, prio3_from_dict
 from .tree import MAX_LEAVES, best_branching, tree_height
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name as True)
@@ -51,7 +52,7 @@ class QuantilesParams(Frozen):
     (``branching_requested`` keeps what the spec said, "auto" or the number)"""
 
     __slots__ = _fields = ("low", "high", "bucketing", "buckets", "growth", "branching", "branching_requested",
-                           "oracle", "epsilon", "unit")
+                           "oracle", "epsilon", "unit", "prio3")
     low: float
     high: float
     bucketing: str
@@ -62,12 +63,13 @@ class QuantilesParams(Frozen):
     oracle: str
     epsilon: float
     unit: str | None
+    prio3: Prio3Params | None  # trust "distributed": a Prio3 histogram over the buckets (``with_prio3``)
 
     def __init__(self, low: float, high: float, bucketing: str, buckets: int, growth: float | None,
                  branching: int, branching_requested: int | str, oracle: str, epsilon: float,
-                 unit: str | None = None) -> None:
+                 unit: str | None = None, prio3: Prio3Params | None = None) -> None:
         self._set(low=low, high=high, bucketing=bucketing, buckets=buckets, growth=growth, branching=branching,
-                  branching_requested=branching_requested, oracle=oracle, epsilon=epsilon, unit=unit)
+                  branching_requested=branching_requested, oracle=oracle, epsilon=epsilon, unit=unit, prio3=prio3)
 
     @property
     def height(self) -> int:
@@ -96,19 +98,29 @@ class QuantilesParams(Frozen):
             out["growth"] = self.growth
         if self.unit is not None:
             out["unit"] = self.unit
+        if self.prio3 is not None:  # distributed: the circuit, noise and batch rules (no tree, no oracle)
+            for member in ("branching", "oracle"):
+                del out[member]
+            out.update(self.prio3.identity())
         return out
 
     def to_dict(self) -> dict:
         """The fields as a spec's JSON shows them, parsed back to the same params (``branching`` as requested;
         geometric bucketing shows ``growth`` only: its bucket count is derived)"""
         out = self.identity()
-        out["branching"] = self.branching_requested
+        if self.prio3 is None:
+            out["branching"] = self.branching_requested
+        else:
+            out.pop("chunk_length", None)  # derived, not an input
         if self.bucketing == "geometric":
             del out["buckets"]
         return out
 
     def derived(self) -> dict:
         "What a served spec shows under ``derived``"
+        if self.prio3 is not None:
+            return {"buckets": self.buckets, "chunk_length": self.prio3.chunk_length,
+                    "sensitivity": self.prio3.sensitivity}
         return {"branching": self.branching, "height": self.height, "leaves": self.leaves, "buckets": self.buckets}
 
 
@@ -179,6 +191,30 @@ def parse_params(data: Mapping[str, Any], epsilon: float) -> QuantilesParams:
                            validate_unit(data.get("unit")))
 
 
+# trust "distributed": the Prio3 fields a quantiles spec may give (the circuit is always a histogram of the buckets)
+PRIO3_FIELDS = frozenset(DISTRIBUTED_FIELDS) - {"trust", "max_measurement", "length", "max_weight", "coins",
+                                                 "honest_fraction"}
+DISTRIBUTED_NOISE = ("gaussian", "laplace")  # the aggregators' noise ("coins" is for prio3 campaigns only)
+
+
+def with_prio3(params: QuantilesParams, data: Mapping[str, Any], delta: float | None) -> QuantilesParams:
+    """``params`` of a distributed quantiles spec: a Prio3 histogram of ``buckets`` entries (one device adds one to
+    one bucket: the aggregators' noise is a histogram's), its noise and batch rules from ``data``"""
+    if params.buckets > MAX_PRIO3_LENGTH:
+        raise SpecError("buckets", f"at most {MAX_PRIO3_LENGTH} buckets with trust 'distributed' (the Prio3 limit)")
+    for member in ("branching", "oracle"):
+        if member in data:
+            raise SpecError(member, "not allowed with trust 'distributed' (the aggregators count every bucket)")
+    if data.get("prio3", "histogram") != "histogram":
+        raise SpecError("prio3", "must be 'histogram' (or absent) for a distributed quantiles campaign")
+    if data.get("noise") not in DISTRIBUTED_NOISE:
+        raise SpecError("noise", f"must be one of {list(DISTRIBUTED_NOISE)} for a distributed quantiles campaign")
+    source = {key: data[key] for key in PRIO3_FIELDS if key in data}
+    source.update({"prio3": "histogram", "epsilon": params.epsilon, "domain": list(range(params.buckets))})
+    _, _, prio3 = prio3_from_dict(source, delta)
+    return params._replace(prio3=prio3)
+
+
 def json_schema() -> dict:
     "JSON Schema (draft 2020-12) of this kind's fields"
     return {
@@ -195,8 +231,16 @@ def json_schema() -> dict:
             "branching": {"oneOf": [{"type": "integer", "minimum": MIN_BRANCHING, "maximum": MAX_BRANCHING},
                                     {"const": AUTO}], "default": AUTO},
             "oracle": {"enum": list(ORACLES), "default": "olh"},
+            # trust "distributed": the aggregators' Prio3 histogram of the buckets (with_prio3)
+            "prio3": {"const": "histogram"}, "noise": {"enum": list(DISTRIBUTED_NOISE)},
+            "min_batch": {"type": "integer", "minimum": 2}, "window": {"enum": list(WINDOWS)},
         },
         "allOf": [
+            {"if": {"properties": {"trust": {"const": "distributed"}}, "required": ["trust"]},
+             "then": {"required": ["noise"], "not": {"anyOf": [{"required": ["branching"]},
+                                                               {"required": ["oracle"]}]}},
+             "else": {"not": {"anyOf": [{"required": [name]} for name in ("prio3", "noise", "min_batch",
+                                                                              "window")]}}},
             {"if": {"properties": {"bucketing": {"const": "geometric"}}, "required": ["bucketing"]},
              "then": {"required": ["growth"], "not": {"required": ["buckets"]}},
              "else": {"required": ["buckets"], "not": {"required": ["growth"]}}},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from estimators.estimates import Estimate, is_number
@@ -80,6 +81,8 @@ class QuantilesDistribution(Estimate):
     ci_low: float | None  # the mean's
     ci_high: float | None
     mean_mechanism: MeanMechanismInterval | None
+    # trust "distributed": per quantile, the value interval under each trust model ({"local": (low, high), ...})
+    model_intervals: tuple[tuple[float, Mapping[str, tuple[float | None, float | None]]], ...] = ()
 
     @classmethod
     def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,7 +108,23 @@ class QuantilesDistribution(Estimate):
             "mean_mechanism": MeanMechanismInterval(
                 _word(mechanism.get("mechanism")), _float(mechanism.get("ci_low")), _float(mechanism.get("ci_high")))
             if isinstance(mechanism, Mapping) and mechanism else None,
+            "model_intervals": _model_intervals(_block(data, "trust_models").get("quantiles")),
         }
+
+
+def _model_intervals(raw: Any) -> tuple:
+    "A distributed estimate's ``trust_models.quantiles`` rows: (p, {model: (ci_low, ci_high)})"
+    if not isinstance(raw, Sequence):
+        return ()
+    out = []
+    for row in raw:
+        p = _float(row.get("p")) if isinstance(row, Mapping) else None
+        if p is None:
+            continue
+        out.append((p, MappingProxyType({model: (_float(row[model].get("ci_low")), _float(row[model].get("ci_high")))
+                                         for model in ("local", "distributed", "central")
+                                         if isinstance(row.get(model), Mapping)})))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,18 @@ class QuantilesReport(ReportKind):
         low, high = result.range
         unit = f" {result.unit}" if result.unit else ""
         n = data.n
+        if result.trust == "distributed":
+            noise = result.json.get("noise")
+            how = noise.get("noise") if isinstance(noise, dict) else None
+            first = (f"campaign {data.campaign}: quantiles estimate, distributed DP, one Prio3 histogram count per "
+                     f"report over the buckets, noised by the aggregators ({_or_unknown(how)}), epsilon "
+                     f"{epsilon_text(result)}")
+        else:
+            first = (f"campaign {data.campaign}: quantiles estimate, local DP, {_or_unknown(result.oracle)} on one "
+                     f"level of a tree per report (branching {_or_unknown(result.branching)}, "
+                     f"{_or_unknown(result.height)} levels), epsilon {epsilon_text(result)}")
         return [
-            (f"campaign {data.campaign}: quantiles estimate, local DP, {_or_unknown(result.oracle)} on one level "
-             f"of a tree per report (branching {_or_unknown(result.branching)}, {_or_unknown(result.height)} "
-             f"levels), epsilon {epsilon_text(result)}"),
+            first,
             (f"{f'n = {n:,} reports, ' if n is not None else ''}window: {describe_window(data.since, data.until)}, "
              f"confidence {confidence_percent(result)}"),
             (f"{result.buckets} {_or_unknown(result.bucketing)} buckets over [{format_number(low)}, "
@@ -51,6 +59,8 @@ class QuantilesReport(ReportKind):
         "One row per quantile (its interval and the curator's), then the mean two ways"
         result = distribution(data)
         unit = f" ({result.unit})" if result.unit else ""
+        if result.model_intervals:
+            return _models_table(result, unit)
         central = {row.p: row for row in result.central_quantiles}
         columns = ["", f"estimate{unit}", "CI low", "CI high", "central DP CI"]
         cells = []
@@ -70,6 +80,15 @@ class QuantilesReport(ReportKind):
 
     def footnotes(self, data: ReportData) -> list[str]:
         result = distribution(data)
+        if result.model_intervals:
+            return [
+                "quantile intervals: the pointwise CDF intervals (the aggregators' exact noise) inverted; the CDF "
+                "figure's band is simultaneous" + (f" (critical value {format_number(result.band_critical)})"
+                                                   if result.band_critical is not None else ""),
+                "local / distributed / central DP CI: the CDF's rank half-width at the quantile's boundary under "
+                "each trust model, same epsilon, n and buckets, replace-one (local: a local quantiles campaign's "
+                "tree; central: a trusted curator releasing the bucket histogram), inverted through this CDF",
+            ]
         curator = result.central.mechanism if result.central is not None else None
         mechanism = result.mean_mechanism.mechanism if result.mean_mechanism is not None else "a mean mechanism"
         band = result.band_critical
@@ -85,6 +104,27 @@ class QuantilesReport(ReportKind):
 
     def main_plots(self, data: ReportData) -> list[Plot]:
         return [cdf_figure(data), histogram_figure(data)]
+
+
+def _models_table(result: QuantilesDistribution, unit: str) -> tuple[list[str], list[list[str]]]:
+    "A distributed estimate's quantiles with the interval each trust model gives for the same quantile"
+    models = dict(result.model_intervals)
+    columns = ["", f"estimate{unit}", "CI low", "CI high", "local DP CI", "distributed DP CI", "central DP CI"]
+
+    def shown(pair: tuple[float | None, float | None] | None) -> str:
+        if pair is None or pair[0] is None or pair[1] is None:
+            return "-"
+        return f"{format_number(pair[0])} - {format_number(pair[1])}"
+
+    cells = []
+    for row in result.quantiles:
+        found = models.get(row.p, {})
+        cells.append([f"p{100 * row.p:g}", format_number(row.estimate), format_number(row.ci_low),
+                      format_number(row.ci_high), *(shown(found.get(model))
+                                                    for model in ("local", "distributed", "central"))])
+    cells.append(["mean", format_number(result.mean), format_number(result.ci_low), format_number(result.ci_high),
+                  "", "", ""])
+    return columns, cells
 
 
 def distribution(data: ReportData) -> QuantilesDistribution:

@@ -33,7 +33,8 @@ def test_the_kind_is_registered_and_parses_its_own_fields():
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ({"domain": ["a"]}, "domain"), ({"mechanism": "oue"}, "mechanism"), ({"trust": "distributed"}, "trust"),
+    ({"domain": ["a"]}, "domain"), ({"mechanism": "oue"}, "mechanism"), ({"trust": "shuffled"}, "trust"),
+    ({"trust": "distributed"}, "noise"), ({"noise": "gaussian"}, "noise"),
     ({"epsilon": 0}, "epsilon"), ({"range": [5, 1]}, "range"), ({"unit": ""}, "unit"),
 ])
 def test_errors_name_the_field_and_list_only_this_kinds_fields(change, field):
@@ -41,7 +42,7 @@ def test_errors_name_the_field_and_list_only_this_kinds_fields(change, field):
         load_spec({**SPEC, **change})
     assert info.value.field == field
     if field in ("domain", "mechanism"):
-        assert "'growth'" in str(info.value) and "'noise'" not in str(info.value)
+        assert "'growth'" in str(info.value) and "'max_measurement'" not in str(info.value)
 
 
 def _clamps(state_dir) -> dict:

@@ -18,6 +18,7 @@ from client_sdk.kinds.quantiles import (
     range_variance_factor,
     tree_height,
 )
+from client_sdk.kinds.quantiles.params import PRIO3_FIELDS
 from estimators.kinds.quantiles import inference
 
 UNIFORM = {"range": [0, 100], "buckets": 64}
@@ -73,13 +74,19 @@ def test_geometric_boundaries_by_repeated_multiplication():
 
 def test_the_schema_describes_every_field():
     schema = json_schema()
-    assert set(schema["properties"]) == FIELDS
+    assert set(schema["properties"]) == FIELDS | PRIO3_FIELDS
     jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(schema)
     assert validator.is_valid(UNIFORM)
     assert validator.is_valid({"range": [1, 9], "bucketing": "geometric", "growth": 1.5})
     assert not validator.is_valid({"range": [1, 9], "bucketing": "geometric", "growth": 1.5, "buckets": 3})
     assert not validator.is_valid({"range": [1, 9]})
+    distributed = {**UNIFORM, "trust": "distributed", "noise": "gaussian"}
+    distributed.pop("branching", None)
+    distributed.pop("oracle", None)
+    assert validator.is_valid(distributed) and not validator.is_valid({**UNIFORM, "noise": "gaussian"})
+    assert not validator.is_valid({**distributed, "branching": 4}) and not validator.is_valid({**distributed,
+                                                                                               "noise": "coins"})
 
 
 def random_levels(rng, branching, height):
