@@ -66,6 +66,8 @@ def test_the_distributed_page_shows_batches_and_collects_one_on_confirmation(tmp
     assert [release["batch"] for release in releases] == [day]
     assert {b["batch"]: b["state"] for b in after["batches"]}[day] == "collected"
     assert [row[:2] for row in seen["after"]["rows"]] == [[b["batch"], b["state"]] for b in after["batches"]]
+    # a collected batch offers no second collection; the others keep their button
+    assert all((row[-1] == "-") == (row[1] in ("collected", "collecting")) for row in seen["after"]["rows"])
     assert seen["after"]["n"] == str(panel["n"]) and seen["after"]["header"] == panel["header"]
     assert seen["notReloaded"] and not [line for line in seen["console"] if "pageerror" in line]
     for shot in ("dashboard-distributed-batches.png", "dashboard-distributed.png"):

@@ -259,7 +259,7 @@
         parts.push(el("h2", { text: panel.planner.title }), table(panel.planner.columns, panel.planner.rows,
           { id: "planner", numeric: [true, true] }), notes(panel.planner.notes));
       }
-      if (panel.budget) parts.push(el("h2", { text: "privacy budget (release ledger)" }), keyValues(panel.budget, "budget"));
+      if (panel.budget) parts.push(el("h2", { text: "privacy budget (release ledger)" }), ...budget(panel.budget));
       if (panel.rejections) parts.push(...rejections(panel.rejections));
     }
     if (panel) progressPath = panel.progress;
@@ -274,8 +274,28 @@
       table(["reason (field)", "reports"], rows, { id: "rejections", numeric: [false, true] })];
   }
 
+  // the budget's figures as rows, and its ledger (one object per release) as a table of its own
+  function budget(view) {
+    const { ledger, ...figures } = view;
+    const releases = Array.isArray(ledger) ? ledger : [];
+    const columns = releases.length ? Object.keys(releases[0]) : [];
+    const parts = [keyValues(figures, "budget")];
+    if (releases.length) {
+      parts.push(el("h3", { text: "releases" }), table(columns, releases.map((r) => columns.map((c) =>
+        typeof r[c] === "number" ? number(r[c]) : r[c])), { id: "ledger", numeric: columns.map((c) =>
+        typeof releases[0][c] === "number") }));
+    }
+    return parts;
+  }
+
+  // nested figures ({spent: {basic: {...}}}) as dotted rows, each a number or a text
+  function flatten(object, prefix) {
+    return Object.entries(object).flatMap(([k, v]) => v !== null && typeof v === "object" && !Array.isArray(v)
+      ? flatten(v, prefix + k + ".") : [[prefix + k, v]]);
+  }
+
   function keyValues(object, id) {
-    return table(["figure", "value"], Object.entries(object).map(([k, v]) => [k, typeof v === "number" ? number(v) : v]),
+    return table(["figure", "value"], flatten(object, "").map(([k, v]) => [k, typeof v === "number" ? number(v) : v]),
       { id });
   }
 
@@ -283,7 +303,8 @@
     const answer = await api(progressPath);
     const batches = Array.isArray(answer.batches) ? answer.batches : [];
     const columns = batches.length ? Object.keys(batches[0]) : [];
-    const rows = batches.map((batch) => columns.map((c) => batch[c]).concat([el("button", { type: "button",
+    const done = (batch) => batch.state === "collected" || batch.state === "collecting";  // nothing to collect
+    const rows = batches.map((batch) => columns.map((c) => batch[c]).concat([done(batch) ? "-" : el("button", { type: "button",
       onclick: async () => {
         if (!window.confirm(`Collect batch ${batch.batch}? Its release spends privacy budget.`)) return;
         try { await api(path + "/collect", { method: "POST", headers: { "Content-Type": "application/json" },
