@@ -106,3 +106,26 @@ def test_the_panel_is_the_static_reports_own_text(http, keys, db_path, spec) -> 
     assert widths == pytest.approx(shown)
     assert [int(row[1].replace(",", "")) for row in panel["planner"]["rows"]] == sorted(
         int(row[1].replace(",", "")) for row in panel["planner"]["rows"])
+
+
+def test_a_new_kinds_panel_is_its_static_reports_own_text(http, keys, db_path) -> None:
+    "The quantiles kind (its own table, notes and figures): the panel's header and rows are the report's text"
+    import numpy as np
+
+    from .test_quantiles_kind import SPEC, _reports
+
+    admin = bearer(keys["admin"])
+    spec = http.post("/v1/campaigns", json=SPEC, headers=admin).json["spec"]
+    values = np.random.default_rng(5).lognormal(4, 1, 800).clip(0, 999).tolist()
+    answer = http.post("/v1/reports", json={"reports": _reports(spec, values, seed=6)}, headers=bearer(keys["ingest"]))
+    assert answer.json["accepted"] == len(values)
+    panel = http.get(f"/v1/campaigns/{SPEC['name']}/panel", headers=admin)
+    assert panel.status_code == 200, panel.json
+    report = render_table(report_data_from_db(Path(db_path), SPEC["name"]))
+    assert panel.json["n"] == len(values) and panel.json["header"]
+    for line in panel.json["header"]:
+        assert line in report
+    rows = [row for table in panel.json["tables"] for row in table["rows"]]
+    assert rows
+    for row in rows:
+        assert all(str(cell) in report for cell in row), row
