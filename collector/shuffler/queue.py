@@ -41,9 +41,20 @@ def _create(conn: Any, dialect: str) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS shuffle_queue (slot TEXT PRIMARY KEY, campaign TEXT NOT NULL, "
                  "fingerprint TEXT NOT NULL, report_id TEXT NOT NULL UNIQUE, payload TEXT NOT NULL, batch_id TEXT)"
                  + without_rowid)
-    conn.execute("CREATE INDEX IF NOT EXISTS shuffle_queue_batch ON shuffle_queue (batch_id)")
+    if _has_batch_column(conn, dialect):  # a file already at version 2 (its kind record reset) has none
+        conn.execute("CREATE INDEX IF NOT EXISTS shuffle_queue_batch ON shuffle_queue (batch_id)")
     conn.execute("CREATE TABLE IF NOT EXISTS shuffle_versions (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL, "
                  "opened DOUBLE PRECISION NOT NULL, PRIMARY KEY (campaign, fingerprint))" + without_rowid)
+
+
+def _has_batch_column(conn: Any, dialect: str) -> bool:
+    "Whether ``shuffle_queue`` still has version 1's ``batch_id`` column"
+    if dialect == "sqlite":
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(shuffle_queue)").fetchall()]
+    else:
+        columns = [row[0] for row in conn.execute("SELECT column_name FROM information_schema.columns "
+                                                  "WHERE table_name = 'shuffle_queue'").fetchall()]
+    return "batch_id" in columns
 
 
 def _batch_table(conn: Any, dialect: str) -> None:
@@ -53,6 +64,8 @@ def _batch_table(conn: Any, dialect: str) -> None:
     mark = "?" if dialect == "sqlite" else "%s"
     conn.execute("CREATE TABLE IF NOT EXISTS shuffle_batches (batch_id TEXT PRIMARY KEY, campaign TEXT NOT NULL, "
                  "fingerprint TEXT NOT NULL, size INTEGER NOT NULL, reports_json TEXT NOT NULL)" + without_rowid)
+    if not _has_batch_column(conn, dialect):
+        return  # already moved
     rows = conn.execute("SELECT batch_id, campaign, fingerprint, report_id, payload FROM shuffle_queue "
                         "WHERE batch_id IS NOT NULL").fetchall()
     formed: dict[str, list[tuple]] = {}
