@@ -8,6 +8,7 @@ acknowledges it (200), sent again to the other; report ids make a repeat harmles
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -80,7 +81,7 @@ class Servers:
         try:
             status, body = call("POST", self.leader_urls[index % 2] + "/v1/reports", self.ingest,
                                 {"reports": reports})
-        except OSError:  # connection refused or reset: that leader is down
+        except (OSError, http.client.HTTPException):  # refused, reset, or cut mid-answer: that leader went down
             return False
         if status != 200:
             return False
