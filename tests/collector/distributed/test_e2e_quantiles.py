@@ -25,15 +25,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 
 from client_sdk.kinds.quantiles.device import prio3_measurement
 from estimators.distributed import Shift, calibrate
-from tests.tolerances import k_sigma
-
+from estimators.report import report_schema
 from tests.sdk_js.conftest import sdk_js  # noqa: F401 (the fixture: sdk-js installed and built)
 from tests.sdk_js.test_distributed_e2e import js_devices_record
+from tests.tolerances import k_sigma
 
 from ..helpers import BACKENDS, ldp_command
 from .test_e2e_devices import Aggregators, aggregators
@@ -103,6 +104,7 @@ def test_devices_of_both_sdks_through_a_leader_and_helper_and_the_quantile_inter
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["trust"] == "distributed" and report["n"] == n and report["batches"] == [batch]
+    jsonschema.Draft202012Validator(report_schema()).validate(report)  # the published schema's distributed members
 
 
 def test_the_aggregators_noise_has_both_aggregators_variance(servers: Aggregators):
