@@ -138,7 +138,10 @@ class DistributedQuantiles:
         z = z_value(self.confidence)
         out = []
         for row in rows:
-            k = int(np.clip(np.searchsorted(self.boundaries, row["estimate"], side="left"), 1, params.buckets))
+            # the boundary at or above the estimate, below the top one: at the top the CDF is 1 by construction
+            # under local DP (half-width 0) but not in the noisy distributed release, so the models compare below it
+            k = int(np.clip(np.searchsorted(self.boundaries, row["estimate"], side="left"), 1,
+                            max(params.buckets - 1, 1)))
             halves = {"local": float(z * local_se[k]), "distributed": float(self.pointwise_half[k]),
                       "central": float(central["ci_halfwidth"]) * math.sqrt(k)}
             out.append({"p": row["p"], "boundary": float(self.boundaries[k]), **{

@@ -37,7 +37,7 @@ from tests.sdk_js.test_distributed_e2e import js_devices_record
 from tests.tolerances import k_sigma
 
 from ..helpers import BACKENDS, ldp_command
-from .test_e2e_devices import Aggregators, aggregators
+from .test_e2e_devices import Aggregators, on_backend
 
 CLIENT_DEVICES, JS_DEVICES, UPLOADED = 300, 300, 2_400
 QUANTILES = (0.5, 0.95, 0.99)
@@ -53,11 +53,7 @@ def quantiles_spec(name: str, **extra: Any) -> dict:
 @pytest.fixture(scope="module", params=BACKENDS)
 def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
     "The aggregators on SQLite files, then on two new databases of the session's PostgreSQL cluster"
-    databases = None
-    if request.param == "postgresql":
-        cluster = request.getfixturevalue("postgres_cluster")
-        databases = (cluster.create_database("quantiles_leader"), cluster.create_database("quantiles_helper"))
-    with aggregators(tmp_path_factory.mktemp("quantiles-e2e"), databases) as running:
+    with on_backend(request, tmp_path_factory.mktemp("quantiles-e2e"), "quantiles") as running:
         yield running
 
 
