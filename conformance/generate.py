@@ -370,6 +370,7 @@ QUANTILES_INVALID += [
     {**QUANTILES_DISTRIBUTED[0], "epsilon": 25},
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "noise": "gaussian"},
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "window": "1h"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "aggregators": {}},
 ]
 QUANTILES_DISTRIBUTED_VALUES = [-7.0, 0.0, 1.0, 99.5, 1999.999, 2000.0, 59999.0, 1e12]
 QUANTILES_VALUES = [-7.0, 0.0, 0.37, 1.0, 2.5, 99.5, 1234.5, 59999.0, 1e12]

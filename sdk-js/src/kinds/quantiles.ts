@@ -277,6 +277,7 @@ interface DistributedPart {
 function parse(d: Record<string, unknown>, envelope: Envelope): QuantilesSpec {
   const distributed = envelope.trust === "distributed";
   if (!distributed) {
+    if ("aggregators" in d) throw new SpecError("aggregators", "unknown field"); // a distributed listing's block only
     for (const field of [...PRIO3_FIELDS].filter((f) => f in d)) throw new SpecError(field, "only allowed with trust 'distributed'");
   }
   const epsilon = d.epsilon;
