@@ -337,15 +337,39 @@ QUANTILES_INVALID = [
     {"name": "q", "kind": "quantiles", "epsilon": 0, "range": [0, 1], "buckets": 8},
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "domain": [1, 2]},
     {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "trust": "shuffled"},
-    # trust "distributed" (a Prio3 histogram of the buckets) is Python-only so far: no case until sdk-js has it
 ]
+# trust "distributed": a Prio3 histogram of the buckets (the clamped value's bucket is the measurement)
+_QD = {"kind": "quantiles", "trust": "distributed", "epsilon": 1.0, "delta": 1e-6, "noise": "gaussian"}
+QUANTILES_DISTRIBUTED = [
+    {**_QD, "name": "qd-uniform", "range": [0, 2000], "buckets": 100, "unit": "ms", "min_batch": 100},
+    {**_QD, "name": "qd-latency", "range": [1, 60000], "bucketing": "geometric", "growth": 1.25, "window": "1h",
+     "prio3": "histogram", "expires": "2030-01-01"},
+    {**_QD, "name": "qd-laplace", "range": [-5, 5], "buckets": 40, "noise": "laplace", "delta": None,
+     "epsilon": 0.5},
+]
+QUANTILES_INVALID += [
+    {**QUANTILES_DISTRIBUTED[0], "noise": "coins"},
+    {key: value for key, value in QUANTILES_DISTRIBUTED[0].items() if key != "noise"},
+    {**QUANTILES_DISTRIBUTED[0], "branching": 4},
+    {**QUANTILES_DISTRIBUTED[0], "oracle": "olh"},
+    {**QUANTILES_DISTRIBUTED[0], "prio3": "sum"},
+    {**QUANTILES_DISTRIBUTED[0], "delta": None},
+    {**QUANTILES_DISTRIBUTED[0], "min_batch": 1},
+    {**QUANTILES_DISTRIBUTED[0], "window": "7m"},
+    {**QUANTILES_DISTRIBUTED[0], "buckets": 1},
+    {**QUANTILES_DISTRIBUTED[0], "epsilon": 25},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "noise": "gaussian"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "window": "1h"},
+    {"name": "q", "kind": "quantiles", "epsilon": 1.0, "range": [0, 1], "buckets": 8, "aggregators": {}},
+]
+QUANTILES_DISTRIBUTED_VALUES = [-7.0, 0.0, 1.0, 99.5, 1999.999, 2000.0, 59999.0, 1e12]
 QUANTILES_VALUES = [-7.0, 0.0, 0.37, 1.0, 2.5, 99.5, 1234.5, 59999.0, 1e12]
 
 
 def quantiles_spec_cases() -> dict[str, Any]:
     "The quantiles kind's specs: each valid one's fingerprint (the resolved tree in it), each invalid one's field"
     valid = [{"spec": data, "mechanism": "quantiles", "epsilon": data["epsilon"],
-              "fingerprint": load_spec(data).fingerprint} for data in QUANTILES_SPECS]
+              "fingerprint": load_spec(data).fingerprint} for data in QUANTILES_SPECS + QUANTILES_DISTRIBUTED]
     invalid = refusals(QUANTILES_INVALID)
     return {"valid": valid, "invalid": invalid}
 
@@ -366,6 +390,28 @@ def quantiles_payload_vectors() -> list[dict[str, Any]]:
     return out
 
 
+def quantiles_shards() -> list[dict[str, Any]]:
+    """Distributed quantiles: per spec and value (clamped ones included), the kind's measurement (the bucket), and
+    the Prio3 shards of it from the report's nonce and rand (hex), the exact encoded public and input shares"""
+    from client_sdk.distributed import ctx_for, vdaf_for
+    from client_sdk.kinds.quantiles import prio3_measurement
+
+    out, seed = [], 60_000
+    for data in QUANTILES_DISTRIBUTED:
+        spec = load_spec(data)
+        vdaf = vdaf_for(spec)
+        for value in QUANTILES_DISTRIBUTED_VALUES:
+            seed += 1
+            measurement = prio3_measurement(spec.params, value)
+            nonce, rand = _random_bytes(seed, 16), _random_bytes(seed + 1, vdaf.RAND_SIZE)
+            public, shares = vdaf.shard(ctx_for(spec), measurement, nonce, rand)
+            out.append({"spec": data, "fingerprint": spec.fingerprint, "value": value, "measurement": measurement,
+                        "ctx": ctx_for(spec).hex(), "nonce": nonce.hex(), "rand": rand.hex(),
+                        "public_share": vdaf.encode_public_share(public).hex(),
+                        "input_shares": [vdaf.encode_input_share(share).hex() for share in shares]})
+    return out
+
+
 def documents() -> dict[str, Any]:
     "Every conformance file's content, by its path under conformance/ (a kind's cases in the kind's directory)"
     with warnings.catch_warnings():
@@ -376,7 +422,8 @@ def documents() -> dict[str, Any]:
                 "prio3/shards.json": prio3_cases(),
                 "prio3/specs.json": spec_cases(budget_shuffle_cases.PRIO3_VALID, budget_shuffle_cases.PRIO3_INVALID),
                 **heavy_hitters_documents(), **poplar1_documents(), **repeated_documents(),
-                "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors()}
+                "quantiles/specs.json": quantiles_spec_cases(), "quantiles/payloads.json": quantiles_payload_vectors(),
+                "quantiles/shards.json": quantiles_shards()}
 
 
 def render(content: Any) -> str:

@@ -129,25 +129,7 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
     question = DistributedQuestion.of(spec)
     if question.prio3 not in ESTIMATED_TYPES:
         raise ValueError(f"no estimate for Prio3 type {question.prio3!r} (estimated: {list(ESTIMATED_TYPES)})")
-    if not releases:
-        raise ValueError("no release to estimate from")
-    noises: list[NoiseMode] = []
-    counts: list[int] = []
-    sums: list[list[int]] = []
-    for release in releases:
-        _check_matches(question, release)
-        n = release.get("report_count")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ValueError("report_count must be a non-negative integer")
-        values = _release_values(release.get("release"))
-        if sums and len(values) != len(sums[0]):
-            raise ValueError("the releases of one campaign must have the same length")
-        noises.append(_noise_of(question, release))
-        counts.append(n)
-        sums.append(values)
-    noise = _combined(noises)
-    n = sum(counts)
-    values = [sum(column) for column in zip(*sums)]
+    noises, noise, n, values = added_releases(question, releases)
     kind, extra = _kind_arguments(question, len(values))
     result = estimate_distributed(values, kind=kind, n=n, noise=noise, epsilon=question.epsilon,
                                   delta=question.delta, confidence=confidence, **extra).to_dict()
@@ -162,10 +144,7 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
     stated = result["guarantee"]  # the release's own (epsilon, delta), under replace-one
     result["trust_models"]["distributed"].update(epsilon=stated["epsilon"], delta=stated["delta"])
     result["noise"] = {**noises[0].describe(), "batches": len(releases), "variance": noise.variance()}
-    rejected: dict[str, int] = {}
-    for release in releases:
-        for reason, count in (release.get("rejected") or {}).items():
-            rejected[reason] = rejected.get(reason, 0) + int(count)
+    rejected = rejected_counts(releases)
     last = releases[-1]
     batches = [release.get("batch") for release in releases]
     known = {"fingerprint": last.get("fingerprint") or question.fingerprint, "version": last.get("version")}
@@ -173,6 +152,41 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
             **{key: value for key, value in known.items() if value is not None},
             "batch": batches[0] if len(batches) == 1 else None, "batches": batches, "rejected": rejected,
             "coin_subset": None, **result}
+
+
+def added_releases(question: DistributedQuestion, releases: Sequence[Mapping[str, Any]], length: int | None = None
+                   ) -> tuple[list[NoiseMode], NoiseMode, int, list[int]]:
+    """A window's releases of ``question``'s campaign added up: each release's noise, the sum's, the reports and the
+    summed values.  ValueError for no release, one that is not the question's (ReleaseMismatch), a bad report
+    count, or a release of another length than the first's (``length``: than that)"""
+    if not releases:
+        raise ValueError("no release to estimate from")
+    noises: list[NoiseMode] = []
+    counts: list[int] = []
+    sums: list[list[int]] = []
+    for release in releases:
+        _check_matches(question, release)
+        n = release.get("report_count")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError("report_count must be a non-negative integer")
+        values = _release_values(release.get("release"))
+        if length is not None and len(values) != length:
+            raise ValueError(f"a release of {len(values)} counts for {length} buckets")
+        if sums and len(values) != len(sums[0]):
+            raise ValueError("the releases of one campaign must have the same length")
+        noises.append(_noise_of(question, release))
+        counts.append(n)
+        sums.append(values)
+    return noises, _combined(noises), sum(counts), [sum(column) for column in zip(*sums)]
+
+
+def rejected_counts(releases: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    "The reports the aggregators rejected in a window's releases, by reason, added up"
+    rejected: dict[str, int] = {}
+    for release in releases:
+        for reason, count in (release.get("rejected") or {}).items():
+            rejected[reason] = rejected.get(reason, 0) + int(count)
+    return rejected
 
 
 def _combined(noises: Sequence[NoiseMode]) -> NoiseMode:

@@ -18,7 +18,7 @@ const MAIN = "./ldp-telemetry.min.js";
 const SHARED = {
   "./client.js": ["loadMechanism"],
   "./mechanisms.js": ["registerMechanism", "localMechanism", "isLoaded"],
-  "./kinds/index.js": ["provideKind", "notLoaded"],
+  "./kinds/index.js": ["provideKind", "notLoaded", "loadKind", "loadedKind"],
   "./hash.js": ["bitsToHex", "fromHex", "toHex", "utf8"],
   "./canonical.js": ["PyFloat", "canonicalJson"],
   "./randomness.js": ["quantizeDown", "quantizeUp", "quantizeRatio", "randomWords", "threshold", "bernoulli", "expRounded",

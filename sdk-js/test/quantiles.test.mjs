@@ -40,3 +40,46 @@ test("quantiles: reports go through the Client (clamped values too), each a [lev
   }
   await c.close();
 });
+
+const shards = JSON.parse(readFileSync(new URL("../../conformance/quantiles/shards.json", import.meta.url), "utf8"));
+
+test("quantiles, trust distributed: parsed once the prio3 kind has loaded, then the Python SDK's buckets and shards", async () => {
+  const { ctxFor, shardPrio3 } = await import("../dist/vdaf/index.js");
+  const { specNeeds } = await import("../dist/kinds/index.js");
+  await loadKind("quantiles");
+  const needs = specNeeds(shards[0].spec); // the Prio3 fields are the prio3 kind's to check: it loads first
+  assert.equal(typeof needs, "function");
+  assert.throws(() => loadSpec(shards[0].spec), (e) => e instanceof SpecError && e.field === "trust");
+  await needs();
+  assert.equal(specNeeds(shards[0].spec), undefined);
+  assert.deepEqual(new Set(shards.map((c) => c.spec.name)), new Set(["qd-uniform", "qd-latency", "qd-laplace"]));
+  assert.ok(shards.some((c) => c.value < c.spec.range[0]) && shards.some((c) => c.value > c.spec.range[1]), "clamped values");
+  for (const [i, c] of shards.entries()) {
+    const where = `case ${i} (${c.spec.name}, value ${c.value})`;
+    const spec = loadSpec(c.spec);
+    assert.equal(spec.fingerprint, c.fingerprint, `${where}: fingerprint`);
+    assert.equal(Buffer.from(ctxFor(spec.fingerprint)).toString("hex"), c.ctx, `${where}: ctx`);
+    const reporter = mechanismFromSpec(spec);
+    assert.equal(typeof reporter.seal, "function", `${where}: sealed to the aggregators`);
+    const measurement = reporter.perturb(c.value);
+    assert.equal(measurement, c.measurement, `${where}: the bucket`);
+    const { publicShare, inputShares } = shardPrio3(spec.prio3, measurement, fromHex(c.nonce), fromHex(c.rand), ctxFor(spec.fingerprint));
+    assert.equal(Buffer.from(publicShare).toString("hex"), c.public_share, `${where}: public share`);
+    assert.deepEqual(inputShares.map((s) => Buffer.from(s).toString("hex")), c.input_shares, `${where}: input shares`);
+  }
+  const spec = loadSpec(shards[0].spec);
+  assert.deepEqual(spec.charge(), [1, 1e-6]); // the release's (epsilon, delta), once per batch
+  assert.throws(() => mechanismFromSpec(spec).perturb("slow"), InvalidValueType);
+  assert.throws(() => mechanismFromSpec(spec).perturb(NaN), (e) => e.name === "InvalidValue");
+});
+
+test("quantiles, trust distributed, in the browser bundle: quantiles.js seals through prio3.js, loaded on demand", async () => {
+  const bundle = await import("../dist/browser/ldp-telemetry.min.js");
+  const browserQuantiles = readFileSync(new URL("../dist/browser/quantiles.js", import.meta.url), "utf8");
+  assert.ok(!/from\s*["']\.\/(prio3|vdaf)\.js["']/.test(browserQuantiles), "quantiles.js imports neither prio3.js nor vdaf.js statically");
+  await bundle.loadKind("quantiles");
+  await bundle.loadKind("prio3");
+  const spec = await bundle.fingerprinted(bundle.loadSpec(shards[0].spec));
+  assert.equal(spec.fingerprint, shards[0].fingerprint);
+  assert.equal(bundle.mechanismFromSpec(spec).perturb(shards[0].value), shards[0].measurement);
+});

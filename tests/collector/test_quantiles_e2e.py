@@ -8,11 +8,13 @@ import json
 import random
 import subprocess
 
+import jsonschema
 import pytest
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
 from collector.storage import Storage
+from estimators.report import report_schema
 
 from .helpers import ldp_command, running_server
 from .test_e2e import call
@@ -60,6 +62,7 @@ def test_sdk_devices_through_serve_then_report_cover_the_truth(server):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["kind"] == "quantiles" and report["n"] == USERS and report["unit"] == "ms"
+    jsonschema.Draft202012Validator(report_schema()).validate(report)  # the published schema's local members
     rows = {row["p"]: row for row in report["quantiles"]}
     for p in (0.5, 0.95):
         truth = _quantile(values, p)

@@ -127,3 +127,15 @@ def test_the_report_shows_local_distributed_and_central_side_by_side():
     assert [row[0] for row in cells] == ["p50", "p90", "p95", "p99", "mean"]
     assert all(" - " in cell for row in cells[:4] for cell in row[-3:])
     assert QuantilesDistribution.read(estimate).model_intervals[0][0] == 0.5
+
+
+def test_a_quantile_in_the_last_bucket_compares_the_trust_models_below_the_top_boundary():
+    "At the top boundary the local CDF is 1 by construction (half-width 0): the models compare at the one below"
+    spec = load_spec(SPEC)
+    noise = DistributedQuestion.of(spec).calibrated_noise()
+    counts = [4_900] * 39 + [8_900]  # F at the last inner boundary 0.956: p99 lies in the last bucket
+    estimate = estimate_releases(spec, [_release(spec, counts, noise, np.random.default_rng(5))])
+    p99 = estimate["trust_models"]["quantiles"][-1]
+    assert p99["p"] == 0.99 and p99["boundary"] == spec.params.boundaries[-2]
+    assert 0 < p99["central"]["rank_halfwidth"] < p99["distributed"]["rank_halfwidth"] < \
+        p99["local"]["rank_halfwidth"], p99

@@ -40,8 +40,12 @@ class QuantilesKind(CampaignKind):
         return with_prio3(parse_params(local, validate_epsilon(data.get("epsilon"))), data, envelope["delta"])
 
     def identity(self, spec: Any) -> dict:
-        "kind, trust and epsilon (CampaignKind's) with the range, bucketing and tree"
-        return {**super().identity(spec), **spec.params.identity()}
+        """kind, trust and epsilon (CampaignKind's) with the range, bucketing and tree; distributed: the Prio3
+        circuit, noise and batch rules, and delta (the aggregators' noise is calibrated from epsilon and delta)"""
+        out = {**super().identity(spec), **spec.params.identity()}
+        if spec.prio3 is not None and spec.delta is not None:
+            out["delta"] = spec.delta
+        return out
 
     def to_dict(self, spec: Any, out: dict, *, derived: bool) -> dict:
         shown = spec.params.to_dict()

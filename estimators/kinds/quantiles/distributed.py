@@ -42,11 +42,9 @@ from estimators.distributed.release import (
     INPUT_PRIVACY,
     INTEGRITY,
     DistributedQuestion,
-    _check_matches,
-    _combined,
-    _noise_of,
-    _release_values,
+    added_releases,
     guarantee,
+    rejected_counts,
 )
 from estimators.errors import NoReports
 from estimators.intervals import z_value
@@ -140,7 +138,10 @@ class DistributedQuantiles:
         z = z_value(self.confidence)
         out = []
         for row in rows:
-            k = int(np.clip(np.searchsorted(self.boundaries, row["estimate"], side="left"), 1, params.buckets))
+            # the boundary at or above the estimate, below the top one: at the top the CDF is 1 by construction
+            # under local DP (half-width 0) but not in the noisy distributed release, so the models compare below it
+            k = int(np.clip(np.searchsorted(self.boundaries, row["estimate"], side="left"), 1,
+                            max(params.buckets - 1, 1)))
             halves = {"local": float(z * local_se[k]), "distributed": float(self.pointwise_half[k]),
                       "central": float(central["ci_halfwidth"]) * math.sqrt(k)}
             out.append({"p": row["p"], "boundary": float(self.boundaries[k]), **{
@@ -185,33 +186,15 @@ def estimate_releases(spec: Any, releases: Sequence[Mapping[str, Any]], confiden
                       quantiles: Sequence[float] = DEFAULT_QUANTILES) -> dict:
     """The estimate over a window's releases of a distributed quantiles campaign (their counts and noises added);
     ReleaseMismatch (a ValueError) for a release that is not the spec's, NoReports for none with reports"""
-    if not releases:
-        raise ValueError("no release to estimate from")
     params: QuantilesParams = spec.params
     question = DistributedQuestion.of(spec)
-    noises, counts, sums = [], [], []
-    for release in releases:
-        _check_matches(question, release)
-        n = release.get("report_count")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ValueError("report_count must be a non-negative integer")
-        values = _release_values(release.get("release"))
-        if len(values) != params.buckets:
-            raise ValueError(f"a release of {len(values)} counts for {params.buckets} buckets")
-        noises.append(_noise_of(question, release))
-        counts.append(n)
-        sums.append(values)
-    noise = _combined(noises)
-    n = sum(counts)
-    estimate = DistributedQuantiles(params, [sum(column) for column in zip(*sums)], n, noise, confidence)
+    noises, noise, n, values = added_releases(question, releases, params.buckets)
+    estimate = DistributedQuantiles(params, values, n, noise, confidence)
     result = estimate.to_json(quantiles, spec.delta)
     stated = noise.privacy(params.epsilon) if len(releases) == 1 else noises[0].privacy(params.epsilon)
     base = {"epsilon": stated[0], "delta": stated[1]}
     result["guarantee"] = guarantee(base, n, batches=len(releases))
-    rejected: dict[str, int] = {}
-    for release in releases:
-        for reason, count in (release.get("rejected") or {}).items():
-            rejected[reason] = rejected.get(reason, 0) + int(count)
+    rejected = rejected_counts(releases)
     last = releases[-1]
     batches = [release.get("batch") for release in releases]
     result.update({"campaign": last.get("campaign", spec.name), "mechanism": "prio3", "prio3": "histogram",

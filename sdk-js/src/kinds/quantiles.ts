@@ -5,17 +5,28 @@
  * "auto" resolves to are the Python SDK's: geometric boundaries by repeated multiplication (``low * growth``, never
  * ``pow``), the tree's range-variance factor with the same operations in the same order, so both SDKs put a value
  * in the same bucket and choose the same tree. Browsers load this module with the first quantiles spec
- * (dist/browser/quantiles.js). */
+ * (dist/browser/quantiles.js).
+ *
+ * Trust "distributed": the value's bucket (after clamping) is the measurement of a Prio3 histogram of the buckets,
+ * sharded and sealed to the leader and the helper by the prio3 kind's sealer: that kind's module (prio3.js, which
+ * loads the sharder) is loaded with the first distributed quantiles spec, as the Python kind delegates to its prio3
+ * kind; a page of local quantiles campaigns never downloads it. The Prio3 fields are checked by the prio3 kind's
+ * parser (the same fields named in each error as ``with_prio3`` in client_sdk/kinds/quantiles/params.py). */
 
 import { Hadamard, OLH } from "../categorical.js";
 import { InvalidValue, InvalidValueType, SpecError } from "../errors.js";
-import type { Mechanism, Payload } from "../mechanisms.js";
+import type { Mechanism, MechanismOptions, Payload } from "../mechanisms.js";
 import { randbelowNumber, type RandomSource } from "../randomness.js";
 import { PyFloat } from "../canonical.js";
 import { MAX_EPSILON, MIN_EPSILON, Spec, text } from "../spec.js";
-import { provideKind, type CampaignKind, type Envelope } from "./index.js";
+import type { Prio3Params } from "../distributed/spec.js";
+import type { ReportPolicy } from "../store.js";
+import { loadKind, loadedKind, notLoaded, provideKind, type CampaignKind, type Envelope } from "./index.js";
 
 const FIELDS = ["range", "bucketing", "buckets", "growth", "branching", "oracle"];
+// trust "distributed": the Prio3 fields a quantiles spec may give (``PRIO3_FIELDS``), and the listing's aggregators
+const PRIO3_FIELDS = ["min_batch", "noise", "prio3", "window"];
+const DISTRIBUTED_NOISE = ["gaussian", "laplace"];
 const BUCKETINGS = ["uniform", "geometric"];
 const ORACLES = ["olh", "hadamard"];
 const MIN_BUCKETS = 2, MAX_BUCKETS = 4096, MIN_BRANCHING = 2, MAX_BRANCHING = 16, MAX_GROWTH = 10.0;
@@ -180,6 +191,8 @@ const integerIn = (field: string, v: unknown, low: number, high: number): number
 export class QuantilesSpec extends Spec {
   readonly boundaries: number[];
   readonly height: number;
+  /** Trust "distributed": the Prio3 histogram of the buckets, its batches and the listing's aggregators. */
+  readonly distributed: DistributedPart | null = null;
   constructor(envelope: Envelope, epsilon: number, unit: string | null, readonly low: number, readonly high: number,
     readonly bucketing: string, readonly buckets: number, readonly growth: number | null, readonly branching: number,
     readonly branchingRequested: number | string, readonly oracle: string) {
@@ -188,15 +201,49 @@ export class QuantilesSpec extends Spec {
     this.height = treeHeight(buckets, branching);
   }
 
-  /** kind, trust and epsilon with every parameter the reports depend on (the resolved branching factor). */
+  get trust(): string {
+    return this.distributed === null ? "local" : "distributed";
+  }
+
+  // -- trust "distributed": what the prio3 kind's sealer reads (its DistributedSpec's members) -------------------
+  get prio3(): Prio3Params | undefined {
+    return this.distributed?.prio3;
+  }
+
+  get delta(): number | null {
+    return this.distributed?.delta ?? null;
+  }
+
+  get aggregators(): unknown {
+    return this.distributed?.aggregators ?? null;
+  }
+
+  batchAt(now: number): string {
+    return this.distributed!.batchAt(now);
+  }
+
+  policyFor(policy: ReportPolicy): ReportPolicy {
+    return this.distributed!.policyFor(policy);
+  }
+
+  /** Local: epsilon per report; distributed: the release's (epsilon, delta), once per batch. */
+  override charge(): [number, number] {
+    return [this.epsilon, this.distributed?.delta ?? 0];
+  }
+
+  /** kind, trust and epsilon with every parameter the reports depend on (local: the resolved branching factor and
+   * the oracle; distributed: the Prio3 circuit, noise, batch rules and delta instead). */
   override identity(): Record<string, unknown> {
     const out: Record<string, unknown> = {
-      name: this.name, kind: "quantiles", trust: "local", epsilon: new PyFloat(this.epsilon),
+      name: this.name, kind: "quantiles", trust: this.trust, epsilon: new PyFloat(this.epsilon),
       range: [new PyFloat(this.low), new PyFloat(this.high)], bucketing: this.bucketing, buckets: this.buckets,
-      branching: this.branching, oracle: this.oracle,
     };
+    const p = this.distributed?.prio3;
+    if (p === undefined) Object.assign(out, { branching: this.branching, oracle: this.oracle });
+    else Object.assign(out, { prio3: p.type, noise: p.noise, min_batch: p.min_batch, window: p.window, chunk_length: p.chunk_length });
     if (this.growth !== null) out.growth = new PyFloat(this.growth);
     if (this.unit) out.unit = this.unit;
+    if (this.delta !== null) out.delta = new PyFloat(this.delta);
     if (this.expires) out.expires = this.expires;
     return out;
   }
@@ -218,7 +265,21 @@ export class QuantilesSpec extends Spec {
   }
 }
 
+/** The members of the prio3 kind's spec (DistributedSpec) a distributed quantiles spec takes. */
+interface DistributedPart {
+  readonly prio3: Prio3Params;
+  readonly delta: number | null;
+  readonly aggregators: unknown;
+  batchAt(now: number): string;
+  policyFor(policy: ReportPolicy): ReportPolicy;
+}
+
 function parse(d: Record<string, unknown>, envelope: Envelope): QuantilesSpec {
+  const distributed = envelope.trust === "distributed";
+  if (!distributed) {
+    if ("aggregators" in d) throw new SpecError("aggregators", "unknown field"); // a distributed listing's block only
+    for (const field of [...PRIO3_FIELDS].filter((f) => f in d)) throw new SpecError(field, "only allowed with trust 'distributed'");
+  }
   const epsilon = d.epsilon;
   if (!isFinite(epsilon) || !(epsilon >= MIN_EPSILON && epsilon <= MAX_EPSILON)) {
     throw new SpecError("epsilon", `must be a number in [${MIN_EPSILON}, ${MAX_EPSILON}]`);
@@ -245,11 +306,13 @@ function parse(d: Record<string, unknown>, envelope: Envelope): QuantilesSpec {
     growth = g;
     buckets = geometricBucketCount(low, high, g);
   }
-  const oracle = "oracle" in d ? d.oracle : "olh";
+  const oracle = "oracle" in d && !distributed ? d.oracle : "olh";
   if (typeof oracle !== "string" || !ORACLES.includes(oracle)) throw new SpecError("oracle", `must be one of ${ORACLES}`);
-  const requested = "branching" in d ? d.branching : "auto";
+  const requested = "branching" in d && !distributed ? d.branching : "auto";
   let branching: number;
-  if (requested === "auto") {
+  if (distributed) {
+    branching = 2; // no tree: the aggregators count every bucket
+  } else if (requested === "auto") {
     branching = bestBranching(buckets);
   } else {
     branching = integerIn("branching", requested, MIN_BRANCHING, MAX_BRANCHING);
@@ -259,8 +322,34 @@ function parse(d: Record<string, unknown>, envelope: Envelope): QuantilesSpec {
   }
   const unit = d.unit;
   if (unit != null && !(text(unit, 16) && /^\P{Cc}+$/u.test(unit))) throw new SpecError("unit", "must be 1-16 characters, no controls");
-  return new QuantilesSpec(envelope, epsilon, (unit as string | null) ?? null, low, high, bucketing, buckets, growth,
+  const spec = new QuantilesSpec(envelope, epsilon, (unit as string | null) ?? null, low, high, bucketing, buckets, growth,
     branching, requested as number | string, oracle);
+  if (distributed) (spec as { distributed: DistributedPart }).distributed = withPrio3(d, envelope, epsilon, buckets);
+  return spec;
+}
+
+/** The Prio3 histogram of ``buckets`` entries of a distributed spec (``with_prio3``): its noise, batch rules and
+ * aggregators checked by the prio3 kind's parser, as the Python kind's ``prio3_from_dict``. */
+function withPrio3(d: Record<string, unknown>, envelope: Envelope, epsilon: number, buckets: number): DistributedPart {
+  for (const field of ["branching", "oracle"]) {
+    if (field in d) throw new SpecError(field, "not allowed with trust 'distributed' (the aggregators count every bucket)");
+  }
+  if ((d.prio3 ?? "histogram") !== "histogram") throw new SpecError("prio3", "must be 'histogram' (or absent) for a distributed quantiles campaign");
+  if (!DISTRIBUTED_NOISE.includes(d.noise as string)) {
+    throw new SpecError("noise", `must be one of ${DISTRIBUTED_NOISE} for a distributed quantiles campaign`);
+  }
+  const prio3 = loadedKind("prio3");
+  if (prio3 === undefined) throw notLoaded("trust", "prio3");
+  const source: Record<string, unknown> = { prio3: "histogram", epsilon, domain: Array.from({ length: buckets }, (_, i) => i) };
+  for (const field of [...PRIO3_FIELDS, "aggregators"]) if (field in d && field !== "prio3") source[field] = d[field];
+  return prio3.parse(source, envelope) as unknown as DistributedPart;
+}
+
+/** The value clamped into the range (the payload says nothing of it); throws for NaN and what is not a number. */
+function clamp(spec: QuantilesSpec, value: unknown): number {
+  if (typeof value !== "number") throw new InvalidValueType(`campaign ${spec.name}: a quantiles campaign takes a number`);
+  if (Number.isNaN(value)) throw new InvalidValue(`campaign ${spec.name}: a quantiles campaign cannot report NaN`);
+  return Math.min(Math.max(value, spec.low), spec.high);
 }
 
 /** Makes ``[level, oracle payload]``: the level uniform on 1..h, then the level's oracle on the value's node. */
@@ -281,10 +370,7 @@ class QuantilesReporter implements Mechanism {
   }
 
   perturb(value: unknown): Payload {
-    if (typeof value !== "number") throw new InvalidValueType(`campaign ${this.spec.name}: a quantiles campaign takes a number`);
-    if (Number.isNaN(value)) throw new InvalidValue(`campaign ${this.spec.name}: a quantiles campaign cannot report NaN`);
-    const clamped = Math.min(Math.max(value, this.spec.low), this.spec.high);
-    const bucket = this.spec.bucketOf(clamped);
+    const bucket = this.spec.bucketOf(clamp(this.spec, value));
     const level = 1 + randbelowNumber(this.rng, this.spec.height);
     const node = Math.floor(bucket / this.spec.branching ** (this.spec.height - level));
     // a nested list (the level oracle's own payload inside): JSON like every payload, wider than the local kind's type
@@ -292,12 +378,35 @@ class QuantilesReporter implements Mechanism {
   }
 }
 
+/** Trust "distributed": the measurement is the clamped value's bucket (``prio3_measurement``), sharded and sealed by
+ * the prio3 kind's sealer (the same envelope as every Prio3 report, the VDAF's context this spec's fingerprint). */
+class DistributedQuantilesReporter implements Mechanism {
+  readonly #sealer: Mechanism;
+  constructor(readonly spec: QuantilesSpec, rng: RandomSource, options: MechanismOptions) {
+    this.#sealer = loadedKind("prio3")!.reporter(spec, rng, options); // loaded with the spec (parse)
+  }
+
+  perturb(value: unknown): Payload {
+    return this.spec.bucketOf(clamp(this.spec, value));
+  }
+
+  seal(...args: Parameters<NonNullable<Mechanism["seal"]>>): Promise<Payload | string> {
+    return this.#sealer.seal!(...args);
+  }
+}
+
+const distributedData = (d: Record<string, unknown>): boolean => d.trust === "distributed";
+
 export const kind: CampaignKind = {
   name: "quantiles",
-  trustModels: ["local"],
-  fields: FIELDS,
+  trustModels: ["local", "distributed"],
+  fields: [...FIELDS, ...PRIO3_FIELDS, "aggregators"],
   parse,
-  reporter: (spec, rng) => new QuantilesReporter(spec as QuantilesSpec, rng),
+  reporter: (spec, rng, options) => ((spec as QuantilesSpec).distributed === null
+    ? new QuantilesReporter(spec as QuantilesSpec, rng) : new DistributedQuantilesReporter(spec as QuantilesSpec, rng, options)),
+  // a distributed spec is parsed (its Prio3 fields) and sealed by the prio3 kind: its module is loaded first
+  ready: (d) => !distributedData(d) || loadedKind("prio3") !== undefined,
+  prepare: (d) => (distributedData(d) ? loadKind("prio3") : Promise.resolve()),
 };
 
 provideKind(kind);

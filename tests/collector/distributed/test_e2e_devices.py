@@ -158,14 +158,22 @@ def histogram_spec(name: str, domain: list[str], **extra: Any) -> dict:
             "delta": 1e-6, "noise": "gaussian", **extra}
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
-    "The aggregators on SQLite files, then on two new databases of the session's PostgreSQL cluster"
+@contextmanager
+def on_backend(request: pytest.FixtureRequest, tmp: Path, prefix: str) -> Iterator[Aggregators]:
+    """The aggregators of a fixture parametrised with BACKENDS: on SQLite files in ``tmp``, or on two new databases
+    (``prefix``_leader, ``prefix``_helper) of the session's PostgreSQL cluster"""
     databases = None
     if request.param == "postgresql":
         cluster = request.getfixturevalue("postgres_cluster")
-        databases = (cluster.create_database("e2e_leader"), cluster.create_database("e2e_helper"))
-    with aggregators(tmp_path_factory.mktemp("distributed-e2e"), databases) as running:
+        databases = (cluster.create_database(f"{prefix}_leader"), cluster.create_database(f"{prefix}_helper"))
+    with aggregators(tmp, databases) as running:
+        yield running
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
+    "The aggregators on SQLite files, then on two new databases of the session's PostgreSQL cluster"
+    with on_backend(request, tmp_path_factory.mktemp("distributed-e2e"), "e2e") as running:
         yield running
 
 

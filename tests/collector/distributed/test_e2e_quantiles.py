@@ -1,12 +1,15 @@
 """End to end: a distributed quantiles campaign through a real leader and helper (two server processes on loopback,
-SQLite files), its reports made by Python devices.
+on SQLite files, then on two databases of the session's PostgreSQL cluster), its reports made by devices of both
+SDKs.
 
-* 300 devices, each a ``client_sdk.Client`` with its own state directory, record one latency (the quantiles kind
-  clamps it, takes its bucket and seals it through the Prio3 histogram of the buckets); 2,700 more values are
-  sealed by the SDK's device module (``client_sdk.distributed.seal_report``: the same kind's measurement) and
-  uploaded in batches.  After the day's collection the estimate's p50, p95 and p99 intervals (asked at confidence
-  1 - 1e-4/3: all three hold at once except with probability 1e-4, up to the bucket resolution that makes them
-  conservative) cover the simulated truth, and ``ldp-telemetry report`` shows it.
+* 3,000 values: 300 devices, each a ``client_sdk.Client`` with its own state directory, and 300 devices of the
+  JavaScript SDK (sdk-js in Node, ``scripts/distributed-devices.mjs``: one ``Client`` each, the kind and the prio3
+  kind's sealer loaded on demand from the listing) record one latency each (the quantiles kind clamps it, takes its
+  bucket and seals it through the Prio3 histogram of the buckets); 2,400 more values are sealed by the Python SDK's
+  device module (``client_sdk.distributed.seal_report``: the same kind's measurement) and uploaded in batches.
+  After the day's collection the estimate's p50, p95 and p99 intervals (asked at confidence 1 - 1e-4/3: all three
+  hold at once except with probability 1e-4, up to the bucket resolution that makes them conservative) cover the
+  simulated truth, and ``ldp-telemetry report`` shows it.
 * The noise calibration: three campaigns of 256 buckets with 3 reports each; every bucket of every release minus its
   true count is one draw of the aggregators' noise, whose sample variance is the formula's (both aggregators'
   discrete Gaussians) within k standard errors: a helper (or leader) that added no noise would halve it, which the
@@ -22,17 +25,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 
 from client_sdk.kinds.quantiles.device import prio3_measurement
 from estimators.distributed import Shift, calibrate
+from estimators.report import report_schema
+from tests.sdk_js.conftest import sdk_js  # noqa: F401 (the fixture: sdk-js installed and built)
+from tests.sdk_js.test_distributed_e2e import js_devices_record
 from tests.tolerances import k_sigma
 
-from ..helpers import ldp_command
-from .test_e2e_devices import Aggregators, aggregators
+from ..helpers import BACKENDS, ldp_command
+from .test_e2e_devices import Aggregators, on_backend
 
-CLIENT_DEVICES, UPLOADED = 300, 2_700
+CLIENT_DEVICES, JS_DEVICES, UPLOADED = 300, 300, 2_400
 QUANTILES = (0.5, 0.95, 0.99)
 FAMILY_ALPHA = 1e-4
 NOISE_CAMPAIGNS = 3  # 768 draws: the tolerance refuses half the variance (the last assertion)
@@ -43,25 +50,32 @@ def quantiles_spec(name: str, **extra: Any) -> dict:
             "noise": "gaussian", "range": [0, 2000], "buckets": 100, "unit": "ms", **extra}
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
-    with aggregators(tmp_path_factory.mktemp("quantiles-e2e")) as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
+    "The aggregators on SQLite files, then on two new databases of the session's PostgreSQL cluster"
+    with on_backend(request, tmp_path_factory.mktemp("quantiles-e2e"), "quantiles") as running:
         yield running
 
 
-def test_devices_through_a_leader_and_helper_and_the_quantile_intervals_cover_the_truth(servers: Aggregators,
-                                                                                       tmp_path: Path):
+def test_devices_of_both_sdks_through_a_leader_and_helper_and_the_quantile_intervals_cover_the_truth(
+        servers: Aggregators, sdk_js: Path, tmp_path: Path):  # noqa: F811 (the fixture imported above)
     generator = np.random.default_rng(34)
-    values = [float(v) for v in generator.lognormal(5.0, 0.8, size=CLIENT_DEVICES + UPLOADED)]
+    values = [float(v) for v in generator.lognormal(5.0, 0.8, size=CLIENT_DEVICES + JS_DEVICES + UPLOADED)]
     values[:5] = [-3.0, 5000.0, 2500.0, 0.0, 2000.0]  # outside the range: clamped on the device, never refused
+    values[CLIENT_DEVICES:CLIENT_DEVICES + 3] = [-50.0, 1e9, 2000.0]  # and on a JavaScript device
     spec, block = servers.create(quantiles_spec("latency", min_batch=100))
     assert spec.kind == "quantiles" and spec.prio3 is not None and spec.prio3.length == 100
     servers.devices_record("latency", values[:CLIENT_DEVICES], tmp_path)
-    assert servers.upload(spec, block, values[CLIENT_DEVICES:]) == UPLOADED
+    for outcome in js_devices_record(sdk_js, servers, "latency", values[CLIENT_DEVICES:CLIENT_DEVICES + JS_DEVICES]):
+        assert outcome["status"] == "queued" and outcome["sent"] == 1, outcome
+        assert not (outcome["remaining"] or outcome["rejected"]), outcome
+        # the ledger: the release's epsilon and delta, once for the batch
+        assert outcome["spent"] == {"epsilon": 1.0, "reports": 1, "delta": 1e-6, "lastBatch": servers.day}, outcome
+    assert servers.upload(spec, block, values[CLIENT_DEVICES + JS_DEVICES:]) == UPLOADED
 
     batch = servers.end_day()
     release = servers.call("POST", "/v1/campaigns/latency/collect", {"batch": batch})
-    n = CLIENT_DEVICES + UPLOADED
+    n = CLIENT_DEVICES + JS_DEVICES + UPLOADED
     assert release["report_count"] == n and not release["rejected"] and len(release["release"]) == 100
     confidence = 1 - FAMILY_ALPHA / len(QUANTILES)
     estimate = servers.call("GET", "/v1/campaigns/latency/estimate", confidence=confidence)
@@ -86,6 +100,7 @@ def test_devices_through_a_leader_and_helper_and_the_quantile_intervals_cover_th
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["trust"] == "distributed" and report["n"] == n and report["batches"] == [batch]
+    jsonschema.Draft202012Validator(report_schema()).validate(report)  # the published schema's distributed members
 
 
 def test_the_aggregators_noise_has_both_aggregators_variance(servers: Aggregators):
