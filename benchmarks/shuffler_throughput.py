@@ -48,7 +48,12 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=60_000)
     parser.add_argument("--batch", type=int, default=1000)
     args = parser.parse_args()
-    directory = Path(tempfile.mkdtemp(prefix="shuffler-bench-"))
+    with tempfile.TemporaryDirectory(prefix="shuffler-bench-") as directory:  # removed afterwards
+        measure(args, Path(directory))
+
+
+def measure(args: argparse.Namespace, directory: Path) -> None:
+    "Fill the shuffler's queue in ``directory``, drain it into the collector, print the figures"
     collector_db, shuffler_db = directory / "collector.db", directory / "shuffler.db"
     admin, forwarding = keys_in(collector_db, "admin", "shuffler")
     keys_in(shuffler_db, "ingest")
