@@ -120,9 +120,9 @@ def shuffled(items: list[Any]) -> list[Any]:
     count = len(items)
     while True:
         pool = secrets.token_bytes(16 * count)
-        keys = [pool[16 * i:16 * i + 16] for i in range(count)]
-        if len(set(keys)) == count:
-            return [item for _, item in sorted(zip(keys, items), key=lambda pair: pair[0])]
+        keyed = dict(zip([pool[start:start + 16] for start in range(0, 16 * count, 16)], items))
+        if len(keyed) == count:
+            return [keyed[key] for key in sorted(keyed)]
 
 
 def batch_json(campaign: str, fingerprint: str, members: Sequence[tuple[str, str]]) -> str:
