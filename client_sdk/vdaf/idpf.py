@@ -239,6 +239,8 @@ class IdpfBBCGGI21:
             if len(seeds) == 2:
                 a0, a1, b0, b1 = hashers.extend_aes.two_blocks_each(seeds[0], seeds[1])
                 pairs = [(a0, a1), (b0, b1)]
+            elif len(seeds) == 1:
+                pairs = [hashers.extend_aes.two_blocks(seeds[0])]
             else:
                 blocks = hashers.extend_aes.blocks(seeds, 2)
                 pairs = list(zip(blocks[0::2], blocks[1::2]))
@@ -262,6 +264,8 @@ class IdpfBBCGGI21:
         count = 1 + (self.VALUE_LEN + 1) // 2  # the seed's block, then two Field64 elements per block
         if count == 2 and len(seeds) == 2:
             blocks = list(hashers.convert_aes.two_blocks_each(seeds[0], seeds[1]))
+        elif count == 2 and len(seeds) == 1:
+            blocks = list(hashers.convert_aes.two_blocks(seeds[0]))
         else:
             blocks = hashers.convert_aes.blocks(seeds, count)
         next_seeds = blocks[0::count]
