@@ -80,6 +80,7 @@ class _RawTurboShake:
         holder = getattr(self._local, "state", None)
         if holder is None:
             holder = self._local.state = self._new_state()
+            self._local.buffers = {}
         state = holder.get()
         self._lib.keccak_reset(state)
         self._lib.keccak_absorb(state, message, self._size_t(len(message)))
@@ -101,12 +102,16 @@ class _RawTurboShake:
 
     def digest(self, message: bytes, domain: int, length: int) -> bytes:
         """The first ``length`` bytes of TurboSHAKE128(message, domain): ``start(message, domain)(length)`` without
-        the reader closure (a fixed-key derivation or a short expansion is otherwise mostly interpreter overhead)"""
+        the reader closure, squeezed into this thread's buffer of that length (a fixed-key derivation or a short
+        expansion is otherwise mostly interpreter overhead)"""
         state = self._absorb(message)
-        out = self._buffer(length)
+        buffers = self._local.buffers  # set with the state by _absorb
+        out = buffers.get(length)
+        if out is None:
+            out = buffers[length] = self._buffer(length)
         if self._lib.keccak_squeeze(state, out, self._size_t(length), self._domains[domain]):
             raise ValueError("TurboSHAKE128 squeeze failed")
-        return self._raw(out)  # type: ignore[no-any-return]
+        return self._raw(out)  # type: ignore[no-any-return]  # a copy: the buffer is reused
 
 
 try:
