@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..errors import VerifyError
 from .field import Field, Field64, Field255
 from .xof import XofFixedKeyAes128, XofTurboShake128, format_dst
-from .xof_aes import FixedKeyAes128
+from .xof_aes import MASK64, FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
@@ -221,8 +221,15 @@ class IdpfBBCGGI21:
             seed_cw = int.from_bytes(cw.seed, "little")
             s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
         needed = list(dict.fromkeys(indices))
-        _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
         p = self.field_inner.MODULUS
+        values: Sequence[list[int]] = ()
+        if self.VALUE_LEN == 2 and len(needed) == 2:  # both children, two Field64 elements each: one AES call
+            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if needed[0] else s0, s1 if needed[1] else s0)
+            values = [[first & MASK64, first >> 64], [second & MASK64, second >> 64]]
+            if max(max(values[0]), max(values[1])) >= p:  # rejection sampling: the general path reads on
+                values = ()
+        if not values:
+            _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
         out: dict[int, list[int]] = {}
         for node, value in zip(needed, values):
             if t1 if node else t0:
@@ -239,6 +246,8 @@ class IdpfBBCGGI21:
             if len(seeds) == 2:
                 a0, a1, b0, b1 = hashers.extend_aes.two_blocks_each(seeds[0], seeds[1])
                 pairs = [(a0, a1), (b0, b1)]
+            elif len(seeds) == 1:
+                pairs = [hashers.extend_aes.two_blocks(seeds[0])]
             else:
                 blocks = hashers.extend_aes.blocks(seeds, 2)
                 pairs = list(zip(blocks[0::2], blocks[1::2]))
@@ -262,6 +271,8 @@ class IdpfBBCGGI21:
         count = 1 + (self.VALUE_LEN + 1) // 2  # the seed's block, then two Field64 elements per block
         if count == 2 and len(seeds) == 2:
             blocks = list(hashers.convert_aes.two_blocks_each(seeds[0], seeds[1]))
+        elif count == 2 and len(seeds) == 1:
+            blocks = list(hashers.convert_aes.two_blocks(seeds[0]))
         else:
             blocks = hashers.convert_aes.blocks(seeds, count)
         next_seeds = blocks[0::count]

@@ -75,16 +75,22 @@ class _RawTurboShake:
             raise ValueError("could not instantiate TurboSHAKE128")
         return smart_pointer(state.get(), self._lib.keccak_destroy)
 
-    def start(self, message: bytes, domain: int = 1) -> Callable[[int], bytes]:
-        "Absorb message into this thread's state; the returned reader is valid until the next start()"
-        domain_byte = self._domains[domain]
+    def _absorb(self, message: bytes) -> Any:
+        "This thread's state, reset, with ``message`` absorbed"
         holder = getattr(self._local, "state", None)
         if holder is None:
             holder = self._local.state = self._new_state()
+            self._local.buffers = {}
         state = holder.get()
+        self._lib.keccak_reset(state)
+        self._lib.keccak_absorb(state, message, self._size_t(len(message)))
+        return state
+
+    def start(self, message: bytes, domain: int = 1) -> Callable[[int], bytes]:
+        "Absorb message into this thread's state; the returned reader is valid until the next start()"
+        domain_byte = self._domains[domain]
+        state = self._absorb(message)
         lib = self._lib
-        lib.keccak_reset(state)
-        lib.keccak_absorb(state, message, self._size_t(len(message)))
 
         def read(length: int) -> bytes:
             out = self._buffer(length)
@@ -96,19 +102,16 @@ class _RawTurboShake:
 
     def digest(self, message: bytes, domain: int, length: int) -> bytes:
         """The first ``length`` bytes of TurboSHAKE128(message, domain): ``start(message, domain)(length)`` without
-        the reader closure and the per-call wrappers (a fixed-key derivation or a short expansion is otherwise
-        mostly this interpreter overhead, about twice the Keccak work)"""
-        holder = getattr(self._local, "state", None)
-        if holder is None:
-            holder = self._local.state = self._new_state()
-        state = holder.get()
-        lib = self._lib
-        lib.keccak_reset(state)
-        lib.keccak_absorb(state, message, self._size_t(len(message)))
-        out = self._buffer(length)
-        if lib.keccak_squeeze(state, out, self._size_t(length), self._domains[domain]):
+        the reader closure, squeezed into this thread's buffer of that length (a fixed-key derivation or a short
+        expansion is otherwise mostly interpreter overhead)"""
+        state = self._absorb(message)
+        buffers = self._local.buffers  # set with the state by _absorb
+        out = buffers.get(length)
+        if out is None:
+            out = buffers[length] = self._buffer(length)
+        if self._lib.keccak_squeeze(state, out, self._size_t(length), self._domains[domain]):
             raise ValueError("TurboSHAKE128 squeeze failed")
-        return self._raw(out)
+        return self._raw(out)  # type: ignore[no-any-return]  # a copy: the buffer is reused
 
 
 try:

@@ -86,6 +86,14 @@ class FixedKeyAes128:
         out = struct.unpack(f"<{len(words)}Q", hashed)
         return [lo | hi << 64 for lo, hi in zip(out[0::2], out[1::2])]
 
+    def two_blocks(self, seed: int) -> tuple[int, int]:
+        "Blocks 0 and 1 of one seed's stream: ``blocks([seed], 2)`` in straight-line code (the root's extend)"
+        hi = seed >> 64
+        sigma = hi | (hi ^ (seed & MASK64)) << 64
+        sigma |= (sigma ^ BLOCK_ONE) << 128
+        out = int.from_bytes(self._encrypt(sigma.to_bytes(32, "little")), "little") ^ sigma
+        return out & MASK128, out >> 128
+
     def two_blocks_each(self, first: int, second: int) -> tuple[int, int, int, int]:
         """Blocks 0 and 1 of two seeds' streams (what key generation needs at every level, for its two seeds): the
         same as ``blocks([first, second], 2)`` in straight-line code, as one 512-bit int"""

@@ -64,6 +64,8 @@ class Poplar1Aggregator:
         self.noise = walk_noise(spec.epsilon, float(spec.delta or 0.0), len(self.params.levels))
         self.rejections: Counter = Counter()
         self.level: LevelState | None = None
+        # each report's input share, opened and decoded at its first level: (public share, sealed share, share)
+        self._opened: dict[bytes, tuple[bytes, Any, Any]] = {}
 
     def round_one(self, batch: str, agg_param: AggParam,
                   reports: Sequence[tuple[bytes, bytes, Any]]) -> dict[bytes, list[int] | str]:
@@ -77,7 +79,7 @@ class Poplar1Aggregator:
         out: dict[bytes, list[int] | str] = {}
         for report_id, public_share, sealed in reports:
             try:
-                share = self.vdaf.decode_input_share(self.agg_id, self.opener(report_id, public_share, sealed))
+                share = self._input_share(report_id, public_share, sealed)
                 public = self.vdaf.decode_public_share(public_share)
                 verify_state, sketch = self.vdaf.verify_init_indices(
                     self.verify_key, self.ctx, self.agg_id, level, indices, report_id, public, share)
@@ -142,6 +144,15 @@ class Poplar1Aggregator:
             raise LevelRefused(LevelRefusal.BATCH_TOO_SMALL, f"{len(accepted)} reports passed the sketch, below "
                                                              f"min_batch = {self.params.min_batch}")
         return accepted, [(a + n) % p for a, n in zip(total, self.share_noise(len(total)))]
+
+    def _input_share(self, report_id: bytes, public_share: bytes, sealed: Any) -> Any:
+        "The report's decoded input share, opened once for the whole walk (the same public and sealed shares)"
+        known = self._opened.get(report_id)
+        if known is not None and known[0] == public_share and known[1] == sealed:
+            return known[2]
+        share = self.vdaf.decode_input_share(self.agg_id, self.opener(report_id, public_share, sealed))
+        self._opened[report_id] = (public_share, sealed, share)
+        return share
 
     def share_noise(self, length: int) -> list[int]:
         "This aggregator's own noise on a level's counts: exact discrete Gaussian draws from its CSPRNG"
