@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
