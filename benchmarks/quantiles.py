@@ -8,9 +8,11 @@ environment (``--peer-python``; create it with
 
 Figures per cell (population x epsilon x n): mean squared error of 1,000 random ranges, the quantiles' absolute
 rank error and value error in buckets (p50, p90, p95, p99), and the time of randomizing, aggregating and
-estimating (both sides do all three: the peer cannot aggregate reports it did not make).  Printed as ratios
-ours / peer (below 1: ours is better or faster), with our MSE against the planner's predicted average range
-variance.
+estimating (the peer cannot aggregate reports it did not make, so its figure holds all three; ours is split into
+randomizing and the server's aggregation + estimation).  Printed as ratios ours / peer (below 1: ours is better or
+faster), with our MSE against the analysis' variance of those ranges: the consistent tree's exact covariance
+(``inference``) at the population's true frequencies, averaged over the ranges (``--f0-prediction``: the planner's
+noise-only average at f = 0 instead).  Our peak memory is the process's resident peak so far (ru_maxrss).
 
     .venv/bin/python benchmarks/quantiles.py --peer-python .peer-venv/bin/python --n 20000
 """
@@ -21,6 +23,7 @@ import argparse
 import json
 import math
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,14 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from client_sdk.kinds.quantiles import parse_params  # noqa: E402
-from estimators.kinds.quantiles import average_range_variance, estimate_quantiles, simulate_aggregate  # noqa: E402
+from estimators.kinds.quantiles import (  # noqa: E402
+    adjoint,
+    average_range_variance,
+    consistent_tree,
+    estimate_quantiles,
+    level_covariance,
+)
+from estimators.kinds.quantiles.aggregate import aggregate_batches, simulate_batches  # noqa: E402
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
@@ -90,8 +100,13 @@ def run_cell(args: argparse.Namespace, name: str, epsilon: float, n: int, seed: 
 
     params = parse_params({"range": [0, d], "buckets": d, "branching": args.branching}, epsilon)
     start = time.perf_counter()
-    estimate = estimate_quantiles(params, simulate_aggregate(params, data, rng), quantiles=QUANTILES)
-    ours_seconds = time.perf_counter() - start
+    batches = simulate_batches(params, data, rng)
+    randomized = time.perf_counter()
+    aggregate = aggregate_batches(params, batches)
+    estimate = estimate_quantiles(params, aggregate, quantiles=QUANTILES)
+    ours_seconds = time.perf_counter() - randomized
+    randomize_seconds = randomized - start
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the process's peak so far (Linux: KiB)
     ours_ranges = np.array([estimate.cdf[r] - estimate.cdf[lo] for lo, r in ranges])
     ours_q = [max(math.ceil(row.estimate) - 1, 0) for row in estimate.quantiles]
 
@@ -111,7 +126,27 @@ def run_cell(args: argparse.Namespace, name: str, epsilon: float, n: int, seed: 
 
     return {"population": name, "epsilon": epsilon, "n": n, "ours": figures(ours_ranges, ours_q),
             "peer": figures(np.array(peer["ranges"]), peer["quantiles"]), "ours_seconds": ours_seconds,
-            "peer_seconds": peer["seconds"], "predicted_range_variance": average_range_variance(params, n)}
+            "peer_seconds": peer["seconds"], "randomize_seconds": randomize_seconds, "peak_mib": peak_mib,
+            "predicted_range_variance": (average_range_variance(params, n) if args.f0_prediction
+                                         else exact_range_variance(params, aggregate, data, ranges))}
+
+
+def exact_range_variance(params, aggregate, data: np.ndarray, ranges: np.ndarray) -> float:  # type: ignore[no-untyped-def]
+    "The average over ``ranges`` ([l, r) rows) of the consistent tree's exact variance at the true frequencies"
+    padded = np.zeros(params.leaves)
+    padded[: params.buckets] = np.bincount(data, minlength=params.buckets) / len(data)
+    levels = [padded.reshape(params.level_size(level), -1).sum(axis=1) for level in range(1, params.height + 1)]
+    _, precisions = consistent_tree(params, aggregate)
+    queries = np.zeros((params.leaves, len(ranges)))
+    for column, (low, high) in enumerate(ranges):
+        queries[low:high, column] = 1
+    weights = adjoint(queries, precisions, params.branching)
+    covariance = level_covariance(params, aggregate, levels)
+    total = 0.0
+    for w, diagonal, f, size in zip(weights, covariance.diagonals, covariance.frequencies, covariance.sizes):
+        if size:  # the diagonal of W' Sigma_l W without the k x k matrix
+            total += float(np.sum(diagonal[:, None] * w * w) - np.sum((f @ w) ** 2) / size)
+    return total / len(ranges)
 
 
 def main() -> None:
@@ -124,9 +159,10 @@ def main() -> None:
     parser.add_argument("--branching", type=int, default=4)
     parser.add_argument("--ranges", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--f0-prediction", action="store_true", help="predict the MSE by the noise at f = 0")
     args = parser.parse_args()
     print("population  eps      n | range MSE ours/peer  ours/predicted | rank err ours/peer | value err "
-          "ours/peer | time ours/peer (ours s, peer s)")
+          "ours/peer | server time ours/peer (ours s, peer s) | randomize s, peak MiB")
     for name in args.population:
         for epsilon in args.epsilon:
             for n in args.n:
@@ -139,7 +175,8 @@ def main() -> None:
                 print(f"{name:<10} {epsilon:4.1f} {n:>7} | {ratio('range_mse'):>19} "
                       f"{ours['range_mse'] / cell['predicted_range_variance']:>14.3f} | {ratio('rank_error'):>18} | "
                       f"{ratio('value_error'):>19} | {cell['ours_seconds'] / cell['peer_seconds']:.4f} "
-                      f"({cell['ours_seconds']:.2f} s, {cell['peer_seconds']:.1f} s)", flush=True)
+                      f"({cell['ours_seconds']:.2f} s, {cell['peer_seconds']:.1f} s) | "
+                      f"{cell['randomize_seconds']:.2f} s, {cell['peak_mib']:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

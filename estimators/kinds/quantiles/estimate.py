@@ -20,8 +20,10 @@
                     variance is a quadratic in the position within the bucket, with the covariance of the two
                     boundaries), and the interval is the hull of {v : |F(v) - p| <= z SE(v)}, solved exactly per
                     bucket.  At the true quantile t, F(t) = p, so it covers t exactly when F(t)'s pointwise interval
-                    covers F(t): coverage 1 - alpha up to the normal approximation.  Inverting the simultaneous band
-                    instead (``simultaneous_low``/``simultaneous_high``) holds every quantile at once and is wider
+                    covers F(t): the set's coverage is 1 - alpha up to the normal approximation (``pointwise_set``);
+                    the hull's is above it where F is flat against its SE (tails, small n: the set spans a wide
+                    stretch of values).  Inverting the simultaneous band instead (``simultaneous_low``/
+                    ``simultaneous_high``) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
                     bucket of the true one), SE from the same covariance
 """

@@ -7,10 +7,10 @@ so the variance of any query of the consistent tree is V / n times a factor of t
 In value units (:func:`quantile_halfwidth`, :func:`reports_for_quantile_value`) the answer needs an assumed
 distribution (its share of each bucket: :func:`assumed_shares`): the CDF's exact covariance at n under it
 (the estimator's own formula, ``inference``, with the true shares; it scales as 1 / n), and the interval the
-estimator would give (``estimate.quantile_interval``, monotone bounds included) for ``PLAN_DRAWS`` normal draws
-of the CDF's error from that covariance (a fixed seed), the half-width not exceeded in ``share`` of them (tested
-against the real estimator by simulation).  It never falls below half a bucket: the interval's ends are bucket
-boundaries.
+estimator reports (``estimate.pointwise_quantile_interval``: the pointwise CDF intervals inverted, F linear within
+a bucket) for ``PLAN_DRAWS`` normal draws of the CDF's error from that covariance (a fixed seed), the half-width
+not exceeded in ``share`` of them (tested against the real estimator by simulation).  The report also widens an
+interval to hold its point estimate, which the draws leave out: the estimate lies inside all but rarely.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from estimators.intervals import z_value
 
 from ..base import KindPlan
 from .aggregate import noise_variances, support_probabilities
-from .estimate import DEFAULT_QUANTILES, invert_cdf
+from .estimate import DEFAULT_QUANTILES, invert_cdf, pointwise_quantile_interval
 from .inference import LevelCovariance, cdf_covariance
 
 MAX_PLANNED_REPORTS = 10**12
@@ -116,19 +116,15 @@ class _QuantilePlan:
         c = unit_cdf_covariance(params, shares)
         self.boundaries = np.asarray(params.boundaries)
         self.cdf = np.concatenate([[0.0], np.cumsum(shares)])[:, None]
-        self.se = np.sqrt(np.clip(np.diag(c), 0.0, None))[:, None]
-        self.noise = _noise_root(c) @ np.random.default_rng(PLAN_SEED).standard_normal((len(self.se), PLAN_DRAWS))
+        self.variances, self.adjacent = np.diag(c).copy(), np.diag(c, 1).copy()
+        self.noise = _noise_root(c) @ np.random.default_rng(PLAN_SEED).standard_normal((len(self.variances),
+                                                                                         PLAN_DRAWS))
 
     def halfwidth(self, n: int, p: float, confidence: float, share: float) -> float:
-        scale = 1 / math.sqrt(n)
-        estimates, half = self.cdf + self.noise * scale, z_value(confidence) * self.se * scale
-        upper = np.maximum.accumulate(estimates + half, axis=0)  # estimate.quantile_interval for every draw
-        lower = np.minimum.accumulate((estimates - half)[::-1], axis=0)[::-1]
-        last = len(self.boundaries) - 1
-        j_low = np.where(np.any(upper >= p, axis=0), np.argmax(upper >= p, axis=0), last)
-        j_high = np.where(np.any(lower >= p, axis=0), np.argmax(lower >= p, axis=0), last)
-        widths = (self.boundaries[np.maximum(j_high, j_low)] - self.boundaries[np.maximum(j_low - 1, 0)]) / 2
-        return float(np.quantile(widths, share))
+        "The reported interval's half-width (estimate.pointwise_quantile_interval for every draw) at n reports"
+        low, high = pointwise_quantile_interval(self.boundaries, self.cdf + self.noise / math.sqrt(n),
+                                                self.variances / n, self.adjacent / n, p, z_value(confidence))
+        return float(np.quantile((high - low) / 2, share))
 
 
 def quantile_halfwidth(params: QuantilesParams, shares: Sequence[float] | np.ndarray, n: int, p: float = 0.95, *,
@@ -140,14 +136,14 @@ def quantile_halfwidth(params: QuantilesParams, shares: Sequence[float] | np.nda
 def reports_for_quantile_value(params: QuantilesParams, shares: Sequence[float] | np.ndarray, halfwidth: float,
                                p: float = 0.95, *, confidence: float = 0.95, share: float = 0.9) -> int:
     """The smallest n (to 1 %) at which the p-quantile's interval has half-width <= ``halfwidth`` (value units) in
-    ``share`` of runs under the assumed bucket shares; ValueError when no n does (the bucket resolution)"""
+    ``share`` of runs under the assumed bucket shares; ValueError when no n up to MAX_PLANNED_REPORTS does"""
     if not 0 < p < 1 or not halfwidth > 0 or not 0 < share < 1:
         raise ValueError("p and share must be in (0, 1) and the half-width positive")
     plan = _QuantilePlan(params, shares)
     floor = plan.halfwidth(MAX_PLANNED_REPORTS, p, confidence, share)
     if floor > halfwidth:
-        raise ValueError(f"+-{halfwidth:g} is finer than the buckets allow at p{100 * p:g}: the interval's ends "
-                         f"are bucket boundaries (+-{floor:g} at any n)")
+        raise ValueError(f"+-{halfwidth:g} at p{100 * p:g} needs more than {MAX_PLANNED_REPORTS:.0e} reports "
+                         f"(+-{floor:g} there)")
     low, high = 0.0, math.log(MAX_PLANNED_REPORTS)  # fits at exp(high); the half-width falls with n (bisection)
     while high - low > 0.01:
         middle = (low + high) / 2
@@ -178,7 +174,7 @@ def plan_quantiles(spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
                 row.append(reports_for_quantile_value(params, shares, target, p, confidence=confidence,
                                                       share=share))
             except ValueError:
-                row.append(None)  # below the bucket resolution
+                row.append(None)  # beyond MAX_PLANNED_REPORTS
         rows.append(row)
     unit = f" {spec.unit}" if spec.unit else ""
     header = (f"quantiles campaign {spec.name}: epsilon = {params.epsilon:g}, n = {n:,}, {params.buckets} "
@@ -188,7 +184,7 @@ def plan_quantiles(spec: Any, n: int, question: Mapping[str, Any]) -> KindPlan:
     notes = [f"values assume the distribution {assumed}; CI +- (value units): the half-width not exceeded in "
              f"{share:.0%} of runs (the estimator's interval, simulated from the CDF's covariance)"]
     if target is not None and any(row[-1] is None for row in rows):
-        notes.append(f"n for +-{target:g}: none where +-{target:g} is finer than the buckets there")
+        notes.append(f"n for +-{target:g}: none up to {MAX_PLANNED_REPORTS:.0e} reports")
     return KindPlan(header, columns, rows, notes)
 
 

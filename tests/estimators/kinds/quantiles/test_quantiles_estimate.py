@@ -92,8 +92,12 @@ def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
     """Lower bounds from 150 runs.  Measured with 400 runs per case (SE of a 0.95 rate: 0.011), the loop below with
     another seed (lognormal n=3000 OLH / bimodal n=20000 Hadamard / point mass n=500 OLH): ranges 0.975 / 0.955 /
     0.94; the simultaneous band 0.9825 / 0.9725 / 0.9625; the pointwise quantile intervals p50 0.9675 / 0.9525 /
-    0.985, p90..p99 0.975-1.0: nominal at the median, still conservative in the tails, where F-hat wanders within
-    z SE of p over several runs of values and the interval is their hull (``pointwise_set`` holds the pieces).
+    0.985, p90..p99 0.975-1.0: nominal at the median, conservative in the tails.  The cause, measured (100-400
+    runs per case, six cases): the SE is right (the plug-in SE of F-hat at the true quantile t is within 6 % of
+    F-hat(t)'s empirical SD, p50..p99) and the set itself, ``pointwise_set``, holds t in 0.94-0.98 of runs (asserted
+    below, both sides); the hull adds the rest: where F is flat against its SE (tails, small n) F-hat is within
+    z SE(v) of p over a wide stretch of values, and the hull's lower end misses only if the upper curve
+    F-hat + z SE stays below p over all of it (SE grows away from the top), its upper end almost never.
     The estimand is the p-quantile of the bucketed distribution interpolated linearly within each bucket (the
     estimator's own), so a bucket's rounding is not counted as a miss"""
     params, repetitions = params_of(oracle), 150
@@ -104,6 +108,7 @@ def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
     true_quantiles = {p: invert_cdf(boundaries, cdf, p) for p in (0.5, 0.9, 0.95, 0.99)}
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     ranges, band, quantiles = 0, 0, {p: 0 for p in true_quantiles}
+    in_set = {p: 0 for p in true_quantiles}
     for _ in range(repetitions):
         aggregate = simulate_aggregate(params, rng.choice(64, size=n, p=truth), rng)
         estimate = estimate_quantiles(params, aggregate, band_draws=500)
@@ -114,12 +119,16 @@ def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
         band += bool(np.all((band_low <= cdf + 1e-12) & (cdf - 1e-12 <= band_high)))
         for row in estimate.quantiles:
             quantiles[row.p] += row.ci_low <= true_quantiles[row.p] <= row.ci_high
-    comparisons = 6
+            in_set[row.p] += any(low <= true_quantiles[row.p] <= high for low, high in row.pointwise_set)
+    comparisons = 15
     assert ranges / repetitions >= binomial_floor(0.95, repetitions, comparisons)
     assert ranges / repetitions <= 1 - binomial_floor(0.95, repetitions, comparisons) + 0.95
     assert band / repetitions >= binomial_floor(0.95, repetitions, comparisons)
     for p, covered in quantiles.items():
         assert covered / repetitions >= binomial_floor(0.95, repetitions, comparisons), p
+    for p, held in in_set.items():
+        assert binomial_floor(0.95, repetitions, comparisons) <= held / repetitions, p
+        assert held / repetitions <= 1 - binomial_floor(0.95, repetitions, comparisons) + 0.95, p
 
 
 def test_the_mean_is_unbiased_within_its_standard_error():
