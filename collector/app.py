@@ -104,7 +104,8 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
     # waits for its answer), and in this thread, before any request thread could import it concurrently.
     import estimators.distributed  # noqa: F401
     app.register_blueprint(distributed.public)
-    from .kinds.poplar1 import http as poplar1_http  # the poplar1 walk's routes, beside the distributed ones
+    # imported here, as the distributed API above: the poplar1 walk's routes, on an aggregator only
+    from .kinds.poplar1 import api as poplar1_http
 
     if settings["ROLE"] == "helper":
         app.register_blueprint(distributed.peer)

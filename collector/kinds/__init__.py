@@ -26,7 +26,8 @@ from .repeated import REPEATED, RepeatedCampaigns
 
 load_outside_kinds()  # last: an outside kind's modules import this package's names
 
-__all__ = ["DISTRIBUTED", "HEAVY_HITTERS", "LOCAL", "POPLAR1", "Poplar1Campaigns", "QUANTILES", "REPEATED", "Accepted", "ApiGet", "CollectorKind",
+__all__ = ["DISTRIBUTED", "HEAVY_HITTERS", "LOCAL", "POPLAR1", "QUANTILES", "REPEATED", "Accepted", "ApiGet",
+           "CollectorKind", "Poplar1Campaigns",
            "DistributedCampaigns", "HeavyHittersCampaigns", "LocalCampaigns", "Peers", "ProvisionError",
            "QuantilesCampaigns", "RepeatedCampaigns", "ReportItem", "Window", "collector_kind",
            "register_collector_kind",

@@ -18,7 +18,6 @@ from ...distributed.helper import PeerProblem
 from ...distributed.store import BatchKey, DistCampaign
 from ...storage import CampaignVersion, StorageBase
 from .levels import (
-    LevelMessageError,
     StoredAggregator,
     checksum,
     decode_agg_param,
@@ -29,6 +28,7 @@ from .levels import (
     encode_shares,
     encode_state,
     field_of,
+    message_error,
     unknown_level,
 )
 from .store import Poplar1Store, bits_prefix
@@ -108,18 +108,18 @@ def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, o
         reports = []
         entries = body["reports"] if isinstance(body["reports"], list) else None
         if entries is None:
-            raise LevelMessageError("reports", "must be a list")
+            raise message_error("reports", "must be a list")
         for position, entry in enumerate(entries):
             where = f"reports[{position}]"
             if not isinstance(entry, dict) or not isinstance(entry.get("helper_share"), dict):
-                raise LevelMessageError(where, "must be {report_id, public_share, helper_share}")
+                raise message_error(where, "must be {report_id, public_share, helper_share}")
             sealed = entry["helper_share"]
             reports.append((decode_report_id(entry.get("report_id"), f"{where}.report_id"),
                             from_b64url(entry.get("public_share"), f"{where}.public_share"),
                             (sealed.get("config_id"), from_b64url(sealed.get("ciphertext"),
                                                                   f"{where}.helper_share.ciphertext"))))
-    except LevelMessageError as exc:
-        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.detail, exc.field) from None
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     except ValueError as exc:
         raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "reports") from None
     first = aggregator.round_one(key[2], agg_param, reports)  # LevelRefused: the blueprint's problem
@@ -134,7 +134,7 @@ def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, da
     aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"reports"}, day, overlap_days)
     row = store.level_row(key, level)
     if row is None:
-        raise PeerProblem(ProtocolError.JOB_MISMATCH, unknown_level(level).detail, "level")
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, unknown_level(level).message, "level")
     history = dict(store.history(key))
     agg_param = (level, history[level])
     if row[0] == stage and row[1] is not None:
@@ -150,8 +150,8 @@ def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
     field = field_of(aggregator, level)
     try:
         theirs = decode_shares(field, body["reports"])
-    except LevelMessageError as exc:
-        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.detail, exc.field) from None
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     second = aggregator.round_two(theirs)
     with store.transaction():
         store.set_level(key, level, "sketched", encode_state(aggregator, aggregator.level))
@@ -172,8 +172,8 @@ def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
     field = field_of(aggregator, level)
     try:
         theirs = decode_shares(field, body["reports"])
-    except LevelMessageError as exc:
-        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.detail, exc.field) from None
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     accepted, share = aggregator.finish(theirs)  # LevelRefused below min_batch
     answer = {"report_count": len(accepted), "checksum": checksum(accepted),
               "accepted": [str(uuid.UUID(bytes=r)) for r in accepted],

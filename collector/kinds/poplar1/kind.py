@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
     from estimators.window import ReportData
 
+# Function-level imports: the web stack, HPKE and the walk load with a poplar1 campaign's first request, not when
+# the registry loads the kind at start-up (as collector.kinds.distributed).
+
 
 class Poplar1Campaigns(CollectorKind):
     "Distributed heavy hitters: a leader and a helper walk the prefix tree level by level"
@@ -30,18 +33,9 @@ class Poplar1Campaigns(CollectorKind):
         return MIGRATIONS
 
     def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
-        from flask import current_app
+        from . import api
 
-        from ...distributed import api
-        from ...problems import Problem
-        from . import leader
-        from .store import Poplar1Store
-
-        if api.role() != "leader":
-            raise Problem(409, "a poplar1 campaign is created on its leader (serve --role leader --helper-url ...)",
-                          field="trust")
-        return leader.provision_campaign(storage, Poplar1Store(storage), api.peer_client(),
-                                         str(current_app.config.get("HELPER_URL")), body, day)
+        return api.create_campaign(storage, body, day)
 
     def provision_campaign(self, storage: StorageBase, body: dict, day: str,
                            peers: Peers) -> tuple[CampaignVersion, bool, dict]:
@@ -81,20 +75,9 @@ class Poplar1Campaigns(CollectorKind):
         return Accepted(accepted, duplicate, rejected)
 
     def estimate_response(self, campaign: CampaignVersion) -> Response:
-        from flask import jsonify
+        from . import api
 
-        from estimators.window import finite_json
-
-        from ...db import get_storage
-        from ...problems import Problem
-        from .store import Poplar1Store
-
-        releases = [r for r in Poplar1Store(get_storage()).releases(campaign.name)
-                    if r.get("fingerprint") == campaign.fingerprint]
-        if not releases:
-            raise Problem(409, f"campaign {campaign.name!r} has no walk yet: POST /v1/campaigns/{campaign.name}/walk",
-                          slug="no-release", field="batch")
-        return jsonify(finite_json(releases[-1]["estimate"]))
+        return api.estimate_response(campaign)
 
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
         from estimators.errors import SourceError

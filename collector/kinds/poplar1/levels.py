@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from client_sdk.distributed_messages import ProtocolError, b64url, from_b64url
+from client_sdk.errors import ShareRejected
 from client_sdk.vdaf.poplar1 import Poplar1VerifyState
 
 from ...distributed.store import BatchKey
@@ -33,12 +34,9 @@ from .store import Poplar1Store, bits_prefix, prefix_bits
 Shares = dict[bytes, list[int] | str]  # report id -> its share, or the name of its rejection
 
 
-class LevelMessageError(ValueError):
-    "A level message that does not decode: the field named"
-
-    def __init__(self, field: str, detail: str) -> None:
-        super().__init__(f"{field}: {detail}")
-        self.field, self.detail = field, detail
+def message_error(field: str, detail: str) -> ShareRejected:
+    "A level message that does not decode, the field named (``invalid-message``)"
+    return ShareRejected(ProtocolError.INVALID_MESSAGE, field, detail)
 
 
 def checksum(report_ids: Sequence[bytes]) -> str:
@@ -61,9 +59,9 @@ def encode_agg_param(agg_param: AggParam) -> dict:
 def decode_agg_param(body: dict) -> AggParam:
     level, prefixes = body.get("level"), body.get("prefixes")
     if type(level) is not int or level < 0:
-        raise LevelMessageError("level", "must be a non-negative integer")
+        raise message_error("level", "must be a non-negative integer")
     if not isinstance(prefixes, list) or not all(isinstance(p, str) and set(p) <= {"0", "1"} for p in prefixes):
-        raise LevelMessageError("prefixes", "must be a list of bit strings")
+        raise message_error("prefixes", "must be a list of bit strings")
     return level, tuple(bits_prefix(p) for p in prefixes)
 
 
@@ -80,18 +78,18 @@ def decode_report_id(value: Any, field: str) -> bytes:
     try:
         parsed = uuid.UUID(value)
     except (ValueError, TypeError, AttributeError):
-        raise LevelMessageError(field, "must be a UUID") from None
+        raise message_error(field, "must be a UUID") from None
     return parsed.bytes
 
 
 def decode_shares(field: Any, entries: Any, name: str = "reports") -> Shares:
     if not isinstance(entries, list):
-        raise LevelMessageError(name, "must be a list of {report_id, share | error}")
+        raise message_error(name, "must be a list of {report_id, share | error}")
     out: Shares = {}
     for position, entry in enumerate(entries):
         where = f"{name}[{position}]"
         if not isinstance(entry, dict):
-            raise LevelMessageError(where, "must be {report_id, share | error}")
+            raise message_error(where, "must be {report_id, share | error}")
         report_id = decode_report_id(entry.get("report_id"), f"{where}.report_id")
         if isinstance(entry.get("error"), str):
             out[report_id] = str(entry["error"])
@@ -99,7 +97,7 @@ def decode_shares(field: Any, entries: Any, name: str = "reports") -> Shares:
         try:
             out[report_id] = list(field.decode_vec(from_b64url(entry.get("share"), f"{where}.share")))
         except ValueError as exc:
-            raise LevelMessageError(f"{where}.share", str(exc)) from None
+            raise message_error(f"{where}.share", str(exc)) from None
     return out
 
 
@@ -145,5 +143,5 @@ class StoredAggregator(Poplar1Aggregator):
         return super().round_one(batch, agg_param, reports)
 
 
-def unknown_level(level: int) -> LevelMessageError:
-    return LevelMessageError("level", f"level {level} is not in preparation here ({ProtocolError.JOB_MISMATCH})")
+def unknown_level(level: int) -> ShareRejected:
+    return message_error("level", f"level {level} is not in preparation here ({ProtocolError.JOB_MISMATCH})")

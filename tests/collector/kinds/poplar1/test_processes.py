@@ -7,14 +7,17 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
+import client_sdk
 from client_sdk.distributed import seal_report
+from client_sdk.distributed_messages import b64url
 from client_sdk.vdaf.hpke import HpkeConfig
+from collector.kinds.poplar1.store import Poplar1Store
+from collector.storage import open_storage
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
 from tests.collector.helpers import BACKENDS
 
@@ -36,8 +39,6 @@ def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 def upload(servers: Aggregators, name: str, values: list[str]) -> Any:
     created = servers.call("POST", "/v1/campaigns", {**SPEC, "name": name})
-    import client_sdk
-
     spec = client_sdk.load_spec(created["spec"])
     listed = servers.call("GET", f"/v1/campaigns/{name}", key=servers.ingest)
     leader = HpkeConfig.from_dict(listed["aggregators"]["leader"]["hpke_config"])
@@ -82,14 +83,9 @@ def peer(servers: Aggregators, path: str, body: dict) -> requests.Response:
 
 def level_request(servers: Aggregators, spec: Any, level: int, prefixes: list[str],
                   reports: list[dict] | None = None) -> requests.Response:
-    from collector.kinds.poplar1.store import Poplar1Store
-    from collector.storage import open_storage
-
     if reports is None:
         with open_storage(servers.leader_db) as storage:
             rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
-        from client_sdk.distributed_messages import b64url
-
         reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
                    for r, p, _, h in rows]
     return peer(servers, "/v1/peer/poplar1/levels", {"campaign": spec.name, "fingerprint": spec.fingerprint,
@@ -114,10 +110,6 @@ def test_the_helper_refuses_a_dishonest_leaders_levels(servers: Aggregators) -> 
 
 def test_the_helper_refuses_a_level_below_min_batch_and_a_repeated_report(servers: Aggregators) -> None:
     spec = upload(servers, "small", values())
-    from collector.kinds.poplar1.store import Poplar1Store
-    from collector.storage import open_storage
-    from client_sdk.distributed_messages import b64url
-
     with open_storage(servers.leader_db) as storage:
         rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
     reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}

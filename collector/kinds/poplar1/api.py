@@ -9,6 +9,7 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from client_sdk.distributed_messages import ProtocolError, check_batch
 from client_sdk.errors import ShareRejected
+from estimators.window import finite_json
 
 from ...api.body import read_json
 from ...auth import require, utc_today
@@ -17,7 +18,7 @@ from ...distributed import api as dist_api
 from ...distributed.helper import PeerProblem
 from ...distributed.peer import PeerRefused, PeerUnavailable
 from ...problems import Problem, invalid, problem_response
-from ...storage import CampaignNotFound
+from ...storage import CampaignNotFound, CampaignVersion, StorageBase
 from . import helper, leader
 from .rules import LevelRefusal, LevelRefused
 from .store import Poplar1Store
@@ -111,3 +112,28 @@ def walk(name: str) -> Response:
 def walks(name: str) -> Response:
     "Every stored walk release of the campaign, by batch"
     return jsonify({"campaign": name, "releases": poplar1_store().releases(name)})
+
+
+def create_campaign(storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
+    "POST /v1/campaigns with a poplar1 spec: on the leader, the helper provisioned first"
+    if dist_api.role() != "leader":
+        raise Problem(409, "a poplar1 campaign is created on its leader (serve --role leader --helper-url ...)",
+                      slug=ProtocolError.DISTRIBUTED_NEEDS_LEADER, field="trust")
+    try:
+        return leader.provision_campaign(storage, poplar1_store(), dist_api.peer_client(),
+                                         str(current_app.config.get("HELPER_URL")), body, day)
+    except PeerUnavailable as exc:
+        raise Problem(503, f"the helper could not be provisioned ({exc}); retry",
+                      slug=ProtocolError.HELPER_UNAVAILABLE, field="HELPER_URL") from None
+    except PeerRefused as exc:
+        raise Problem(502, f"the helper refused the campaign: {exc.detail}", slug=ProtocolError.HELPER_REFUSED,
+                      field="HELPER_URL") from None
+
+
+def estimate_response(campaign: CampaignVersion) -> Response:
+    "GET /v1/campaigns/<name>/estimate: the estimate of the latest walk of the version"
+    releases = [r for r in poplar1_store().releases(campaign.name) if r.get("fingerprint") == campaign.fingerprint]
+    if not releases:
+        raise Problem(409, f"campaign {campaign.name!r} has no walk yet: POST /v1/campaigns/{campaign.name}/walk",
+                      slug=ProtocolError.NO_RELEASE, field="batch")
+    return jsonify(finite_json(releases[-1]["estimate"]))
