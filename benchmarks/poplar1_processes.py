@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import requests  # noqa: E402
+
 import client_sdk  # noqa: E402
 from client_sdk.distributed import seal_report  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeConfig  # noqa: E402
@@ -62,8 +64,12 @@ def main() -> None:
                                                        batch=servers.day)})
             servers.call("POST", "/v1/reports", {"reports": reports}, key=servers.ingest)
         uploaded = time.perf_counter() - started
+        print(f"seal+upload {uploaded:.1f} s", flush=True)
         started = time.perf_counter()
-        release = servers.call("POST", "/v1/campaigns/walk/walk", {"batch": servers.day})
+        answer = requests.post(servers.leader_url + "/v1/campaigns/walk/walk", json={"batch": servers.day},
+                               headers={"Authorization": f"Bearer {servers.admin}"}, timeout=3600)
+        assert answer.ok, (answer.status_code, answer.text[:2000])
+        release = answer.json()
         walked = time.perf_counter() - started
     truth = Counter(values)
     planted = {value: count for value, count in truth.items() if count >= args.threshold * args.devices}
