@@ -1,6 +1,6 @@
 """The poplar1 kind, collector side: the aggregators' rules on their own records (``rules``), one aggregator's
-batched preparation of a level with its noise (``prepare``), the leader's walk (``walk.walk``),
-their messages and stores (``levels``, ``store``), the helper's and the leader's requests (``helper``, ``leader``), the routes
+batched preparation of a level with its noise (``prepare``), the leader's walk (``walk.walk``), their messages
+and stores (``levels``, ``store``), the helper's and the leader's requests (``helper``, ``leader``), the routes
 (``api``) and the registration (``kind``).
 
 The names below load with their first use: the registry imports ``kind`` at start-up, which needs none of them
