@@ -22,7 +22,8 @@ from client_sdk import distributed  # noqa: E402
 from client_sdk.distributed_messages import parse_payload  # noqa: E402
 from client_sdk.spec import Spec  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeKeyPair, open_sealed  # noqa: E402
-from collector.kinds.poplar1 import Poplar1Aggregator, walk  # noqa: E402
+from collector.kinds.poplar1 import Poplar1Aggregator  # noqa: E402
+from collector.kinds.poplar1.walk import walk  # noqa: E402
 from estimators.kinds.poplar1 import estimate_walk  # noqa: E402
 
 BATCH = "2026-12-02"

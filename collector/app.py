@@ -104,10 +104,15 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
     # waits for its answer), and in this thread, before any request thread could import it concurrently.
     import estimators.distributed  # noqa: F401
     app.register_blueprint(distributed.public)
+    # imported here, as the distributed API above: the poplar1 walk's routes, on an aggregator only
+    from .kinds.poplar1 import api as poplar1_http
+
     if settings["ROLE"] == "helper":
         app.register_blueprint(distributed.peer)
+        app.register_blueprint(poplar1_http.peer)
         return
     app.register_blueprint(distributed.leader_api)
+    app.register_blueprint(poplar1_http.leader_api)
     if float(settings["AGGREGATE_INTERVAL"]) > 0 and settings["HELPER_URL"]:
         # imported here: only a leader with an aggregation interval runs the driver
         from .distributed.leader import Driver

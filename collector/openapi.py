@@ -397,6 +397,17 @@ LEADER_PATHS: dict[str, Any] = {
         "security": ADMIN, "parameters": [CAMPAIGN_NAME],
         "responses": {"200": _json({"type": "object"}, "{campaign, releases}"),
                       **_problem_responses(401, 403, 404, 409)}}},
+    "/v1/campaigns/{name}/walk": {"post": {
+        "operationId": "walkBatch", "summary": "Walk one batch of a poplar1 campaign with the helper (admin key)",
+        "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+        "requestBody": {"required": True, "content": {JSON: {"schema": {
+            "type": "object", "required": ["batch"], "properties": {"batch": BATCH_NAME}}}}},
+        "responses": {"200": _json({"type": "object"}, "the walk's release: {walk, estimate, rejections}"),
+                      **_problem_responses(400, 401, 403, 404, 409, 502, 503)}}},
+    "/v1/campaigns/{name}/walks": {"get": {
+        "operationId": "listWalks", "summary": "Every stored walk release of a poplar1 campaign (admin key)",
+        "security": ADMIN, "parameters": [CAMPAIGN_NAME],
+        "responses": {"200": _json({"type": "object"}, "{campaign, releases}"), **_problem_responses(401, 403)}}},
     "/v1/campaigns/{name}/progress": {"get": {
         "operationId": "campaignProgress",
         "summary": "Per batch: reports accepted, rejected by reason, pending, aggregated, distance to min_batch "

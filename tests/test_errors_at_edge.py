@@ -19,7 +19,8 @@ EDGE = {
     "collector/auth.py", "collector/cors.py", "collector/app.py", "collector/server.py",
     "collector/request_buffer.py", "collector/kinds/local.py", "collector/kinds/heavy_hitters/api.py",
     "collector/kinds/repeated.py",
-    "collector/kinds/quantiles/api.py", "collector/shuffler/app.py", "collector/dashboard",
+    "collector/kinds/quantiles/api.py", "collector/kinds/poplar1/api.py", "collector/shuffler/app.py",
+    "collector/dashboard",
 }
 
 

@@ -20,12 +20,14 @@ from .base import (
 from .distributed import DISTRIBUTED, DistributedCampaigns
 from .heavy_hitters import HEAVY_HITTERS, HeavyHittersCampaigns
 from .local import LOCAL, LocalCampaigns
+from .poplar1.kind import POPLAR1, Poplar1Campaigns
 from .quantiles import QUANTILES, QuantilesCampaigns
 from .repeated import REPEATED, RepeatedCampaigns
 
 load_outside_kinds()  # last: an outside kind's modules import this package's names
 
-__all__ = ["DISTRIBUTED", "HEAVY_HITTERS", "LOCAL", "QUANTILES", "REPEATED", "Accepted", "ApiGet", "CollectorKind",
+__all__ = ["DISTRIBUTED", "HEAVY_HITTERS", "LOCAL", "POPLAR1", "QUANTILES", "REPEATED", "Accepted", "ApiGet",
+           "CollectorKind", "Poplar1Campaigns",
            "DistributedCampaigns", "HeavyHittersCampaigns", "LocalCampaigns", "Peers", "ProvisionError",
            "QuantilesCampaigns", "RepeatedCampaigns", "ReportItem", "Window", "collector_kind",
            "register_collector_kind",

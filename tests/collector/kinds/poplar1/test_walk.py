@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 
-from collector.kinds.poplar1 import LevelRefusal, LevelRefused, Poplar1Aggregator, extensions, walk
+from collector.kinds.poplar1 import LevelRefusal, LevelRefused, Poplar1Aggregator, extensions
+from collector.kinds.poplar1.walk import walk
 from estimators.kinds.poplar1 import estimate_walk
 
 from .walkkit import BATCH, Deployment, make_spec, population

@@ -1,0 +1,187 @@
+"""The helper's side of a poplar1 walk: provisioning, and the three requests of a level (``levels`` describes
+them), each checked against this helper's own records (``store.Poplar1Store``) and answered once."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from client_sdk.distributed import HELPER, input_share_info
+from client_sdk.distributed_messages import ProtocolError, b64url, from_b64url
+from client_sdk.errors import ShareRejected, SpecError
+from client_sdk.kinds.poplar1.device import poplar1_for
+from client_sdk.spec import Spec, load_spec
+from client_sdk.vdaf.hpke import HpkeError, open_sealed
+
+from ...distributed import hpke_keys
+from ...distributed.helper import PeerProblem
+from ...distributed.store import BatchKey, DistCampaign
+from ...storage import CampaignVersion, StorageBase
+from .levels import (
+    StoredAggregator,
+    checksum,
+    decode_agg_param,
+    decode_report_id,
+    decode_shares,
+    decode_state,
+    digest,
+    encode_shares,
+    encode_state,
+    field_of,
+    message_error,
+    unknown_level,
+)
+from .store import Poplar1Store, bits_prefix
+
+KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
+
+
+def provision(storage: StorageBase, store: Poplar1Store, name: str, body: Any, day: str) -> tuple[CampaignVersion,
+                                                                                                   bool]:
+    "Store the leader's poplar1 campaign and its verify key; idempotent"
+    if not isinstance(body, dict) or set(body) != {"spec", "verify_key"} or not isinstance(body["spec"], dict):
+        raise PeerProblem(ProtocolError.INVALID_FIELD, 'body must be {"spec", "verify_key"}', "body")
+    source = {k: v for k, v in body["spec"].items() if k not in ("version", "fingerprint", "derived")}
+    if source.get("name") != name:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "spec must be an object whose name is the path's", "spec")
+    try:
+        spec = load_spec(source)
+        verify_key = from_b64url(body["verify_key"], "verify_key")
+    except SpecError as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"spec: {exc}", f"spec.{exc.field}") from None
+    except ValueError as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
+    if len(verify_key) != poplar1_for(spec.params.bits).VERIFY_KEY_SIZE:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "verify_key has the wrong size", "verify_key")
+    known = store.campaign(spec.name, spec.fingerprint)
+    if known is not None and known.verify_key != verify_key:
+        raise PeerProblem(ProtocolError.VERIFY_KEY_MISMATCH, "this campaign was provisioned with another verify key",
+                          "verify_key")
+    campaign, created = storage.create_campaign(source, day)
+    if known is None:
+        with store.transaction():
+            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"))
+    return campaign, created
+
+
+def _aggregator(storage: StorageBase, store: Poplar1Store, body: Any, fields: set[str], day: str,
+                overlap_days: int) -> tuple[StoredAggregator, BatchKey, int]:
+    if not isinstance(body, dict) or set(body) != fields:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"body must be {sorted(fields)}", "body")
+    name, fingerprint, batch, level = (body[k] for k in ("campaign", "fingerprint", "batch", "level"))
+    if not isinstance(name, str) or not isinstance(fingerprint, str) or not isinstance(batch, str):
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "campaign, fingerprint and batch must be strings", "campaign")
+    if type(level) is not int:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, "level must be an integer", "level")
+    known = store.campaign(name, fingerprint)
+    version = storage.find_version(name, fingerprint)
+    if known is None or version is None or known.role != "helper":
+        raise PeerProblem(ProtocolError.UNKNOWN_CAMPAIGN, f"no poplar1 campaign {name!r} with this fingerprint here",
+                          "campaign")
+    spec: Spec = version.spec
+    key: BatchKey = (name, fingerprint, batch)
+    pairs = hpke_keys.keys(store).usable(day, overlap_days)
+
+    def opener(report_id: bytes, public_share: bytes, sealed: Any) -> bytes:
+        config_id, ciphertext = sealed
+        pair = pairs.get(config_id)
+        if pair is None:
+            raise ShareRejected(ProtocolError.HPKE_UNKNOWN_CONFIG_ID, "helper_share.config_id", "not this helper's")
+        for named in (batch, None):
+            try:
+                info = input_share_info(spec, str(uuid.UUID(bytes=report_id)), HELPER, public_share, named)
+                return open_sealed(pair, ciphertext, info)
+            except HpkeError:
+                continue
+        raise ShareRejected(ProtocolError.HPKE_DECRYPT_ERROR, "helper_share.ciphertext", "does not open")
+
+    aggregator = StoredAggregator(spec, known.verify_key, 1, opener, store=store, key=key)
+    return aggregator, key, level
+
+
+def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
+    "The first request of a level: checked on this helper's records, recorded, each report's first sketch share"
+    aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"prefixes", "reports"}, day,
+                                         overlap_days)
+    try:
+        agg_param = decode_agg_param(body)
+        reports = []
+        entries = body["reports"] if isinstance(body["reports"], list) else None
+        if entries is None:
+            raise message_error("reports", "must be a list")
+        for position, entry in enumerate(entries):
+            where = f"reports[{position}]"
+            if not isinstance(entry, dict) or not isinstance(entry.get("helper_share"), dict):
+                raise message_error(where, "must be {report_id, public_share, helper_share}")
+            sealed = entry["helper_share"]
+            reports.append((decode_report_id(entry.get("report_id"), f"{where}.report_id"),
+                            from_b64url(entry.get("public_share"), f"{where}.public_share"),
+                            (sealed.get("config_id"), from_b64url(sealed.get("ciphertext"),
+                                                                  f"{where}.helper_share.ciphertext"))))
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
+    except ValueError as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "reports") from None
+    first = aggregator.round_one(key[2], agg_param, reports)  # LevelRefused: the blueprint's problem
+    assert aggregator.level is not None
+    with store.transaction():
+        store.set_level(key, level, "prepared", encode_state(aggregator, aggregator.level))
+    return {"reports": encode_shares(field_of(aggregator, level), first)}
+
+
+def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, day: str,
+            overlap_days: int) -> tuple[StoredAggregator, BatchKey, int, tuple | None]:
+    aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"reports"}, day, overlap_days)
+    row = store.level_row(key, level)
+    if row is None:
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, unknown_level(level).message, "level")
+    history = dict(store.history(key))
+    agg_param = (level, history[level])
+    if row[0] == stage and row[1] is not None:
+        aggregator.level = decode_state(aggregator, key, agg_param, row[1])
+    return aggregator, key, level, row
+
+
+def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
+    "The second request: the leader's first shares in, this helper's second shares out"
+    aggregator, key, level, row = _resume(storage, store, body, "prepared", day, overlap_days)
+    if aggregator.level is None:
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} is past its sketch here", "level")
+    field = field_of(aggregator, level)
+    try:
+        theirs = decode_shares(field, body["reports"])
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
+    second = aggregator.round_two(theirs)
+    with store.transaction():
+        store.set_level(key, level, "sketched", encode_state(aggregator, aggregator.level))
+    return {"reports": encode_shares(field, second)}
+
+
+def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
+    "The third request: the sketch checked, the accepted reports' noisy aggregate share; once"
+    aggregator, key, level, row = _resume(storage, store, body, "sketched", day, overlap_days)
+    assert row is not None
+    if row[0] == "finished":
+        stored = dict(row[2] or {})
+        if stored.pop("request_digest", None) != digest(body):
+            raise PeerProblem(ProtocolError.BATCH_COLLECTED, f"level {level} was finished already", "level")
+        return stored
+    if aggregator.level is None:
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} has not been sketched here", "level")
+    field = field_of(aggregator, level)
+    try:
+        theirs = decode_shares(field, body["reports"])
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
+    accepted, share = aggregator.finish(theirs)  # LevelRefused below min_batch
+    answer = {"report_count": len(accepted), "checksum": checksum(accepted),
+              "accepted": [str(uuid.UUID(bytes=r)) for r in accepted],
+              "aggregate_share": b64url(bytes(field.encode_vec(share))),
+              "rejections": dict(aggregator.rejections)}
+    with store.transaction():
+        store.set_level(key, level, "finished", None, {**answer, "request_digest": digest(body)})
+    return answer
+
+
+__all__ = ["bits_prefix", "level_finish", "level_init", "level_sketch", "provision"]

@@ -1,0 +1,100 @@
+"""The poplar1 kind, collector side: campaigns provisioned to the helper, reports taken by the leader, batches
+walked with the helper (``leader.collect``), estimates read from the stored walk releases."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ProvisionError
+from ...storage import CampaignVersion, KindMigrations, StorageBase
+from ..base import Accepted, CollectorKind, Peers, ReportItem, Window, register_collector_kind
+
+if TYPE_CHECKING:
+    from flask import Response
+
+    from estimators.window import ReportData
+
+# Function-level imports: the web stack, HPKE and the walk load with a poplar1 campaign's first request, not when
+# the registry loads the kind at start-up (as collector.kinds.distributed).
+
+
+class Poplar1Campaigns(CollectorKind):
+    "Distributed heavy hitters: a leader and a helper walk the prefix tree level by level"
+
+    name = "poplar1"
+
+    def listing_cache_key(self, campaign: CampaignVersion) -> tuple | None:
+        return None  # its aggregators block is read from the distributed tables
+
+    def migrations(self) -> KindMigrations:
+        from .store import MIGRATIONS
+
+        return MIGRATIONS
+
+    def create_campaign(self, storage: StorageBase, body: dict, day: str) -> tuple[CampaignVersion, bool]:
+        from . import api
+
+        return api.create_campaign(storage, body, day)
+
+    def provision_campaign(self, storage: StorageBase, body: dict, day: str,
+                           peers: Peers) -> tuple[CampaignVersion, bool, dict]:
+        from ...distributed.leader import aggregators_block
+        from ...distributed.peer import PeerClient, PeerError
+        from . import leader
+        from .store import Poplar1Store
+
+        if not peers.helper_url or not peers.peer_token:
+            raise ProvisionError("a leader command needs --helper-url and --peer-token")
+        store = Poplar1Store(storage)
+        store.migrate()
+        try:
+            campaign, created = leader.provision_campaign(storage, store, PeerClient.for_url(
+                peers.helper_url, peers.peer_token), peers.helper_url, body, day)
+        except PeerError as exc:
+            raise ProvisionError(f"the helper could not be provisioned: {exc}") from None
+        return campaign, created, {"aggregators": aggregators_block(store, campaign)}
+
+    def api_fields(self, campaign: CampaignVersion) -> dict:
+        from ...distributed import api
+
+        block = api.aggregators_block(campaign)
+        return {} if block is None else {"aggregators": block}
+
+    def accept_reports(self, items: Sequence[ReportItem], day: str) -> Accepted:
+        from ...db import get_storage
+        from ...distributed import api
+        from . import leader
+        from .store import Poplar1Store
+
+        if api.role() != "leader":
+            return Accepted(rejected=[(i, r["report_id"], "campaign", "a poplar1 campaign takes reports on its "
+                                       "leader only") for i, r, _ in items])
+        accepted, duplicate, rejected = leader.accept_reports(Poplar1Store(get_storage()), list(items), day,
+                                                              api.overlap_days())
+        return Accepted(accepted, duplicate, rejected)
+
+    def estimate_response(self, campaign: CampaignVersion) -> Response:
+        from . import api
+
+        return api.estimate_response(campaign)
+
+    def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
+        from estimators.errors import SourceError
+        from estimators.window import ReportData
+
+        from .store import Poplar1Store
+
+        releases = [r for r in Poplar1Store(storage).releases(campaign.name)
+                    if r.get("fingerprint") == campaign.fingerprint
+                    and (not window.since or r["batch"] >= window.since)
+                    and (not window.until or r["batch"] <= window.until)]
+        if not releases:
+            raise SourceError(f"campaign {campaign.name!r} has no walk in this window")
+        return ReportData(releases[-1]["estimate"], campaign.spec.to_dict(), window.since, window.until)
+
+    def archive_form(self, spec: Any) -> None:
+        return None
+
+
+POPLAR1 = register_collector_kind(Poplar1Campaigns())

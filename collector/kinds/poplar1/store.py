@@ -1,0 +1,101 @@
+"""The poplar1 kind's own tables, in each aggregator's own collector database (SQLite or PostgreSQL), and every
+statement on them.  The campaigns, HPKE keys, uploads and releases are the distributed tables'
+(``collector.distributed.store``: ``dist_campaigns``, ``dist_hpke_keys``, ``dist_reports``, ``dist_releases``).
+
+* ``poplar1_levels``        per batch and level, on both aggregators: the aggregation parameter this aggregator
+                            prepared (its candidate prefixes), the reports' count, the state (``prepared``, then
+                            ``sketched`` and ``finished``), this aggregator's per-report preparation state while the
+                            level runs, and its stored answer once finished (a retried request gets it unchanged:
+                            never a second noise draw).  The rules (``rules.check_level``) read this history.
+* ``poplar1_level_reports`` per batch and level: the id of every report prepared at that level.
+
+A level row is inserted in the transaction that checks the history, so two requests for one batch serialize on
+it (the primary key) and a refused request records nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ...distributed.store import BatchKey, DistStore
+from ...storage.kind_migrations import register_migrations
+from .rules import AggParam
+
+KIND = "poplar1"
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS poplar1_levels (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, level INTEGER NOT NULL, prefixes TEXT NOT NULL, report_count INTEGER NOT NULL,
+    state TEXT NOT NULL, prep_state TEXT, answer TEXT, PRIMARY KEY (campaign, fingerprint, batch, level))""",
+    """CREATE TABLE IF NOT EXISTS poplar1_level_reports (campaign TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    batch TEXT NOT NULL, level INTEGER NOT NULL, report_id {blob} NOT NULL,
+    PRIMARY KEY (campaign, fingerprint, batch, level, report_id))""",
+)
+_BLOB = {"sqlite": "BLOB", "postgresql": "bytea"}
+
+
+def create_tables(conn: Any, dialect: str) -> None:
+    "Migration 1: both tables"
+    for statement in _TABLES:
+        conn.execute(statement.format(blob=_BLOB[dialect]))
+
+
+MIGRATIONS = register_migrations(KIND, ((1, create_tables),))
+
+
+def prefix_bits(prefix: Sequence[bool]) -> str:
+    return "".join("1" if bit else "0" for bit in prefix)
+
+
+def bits_prefix(text: str) -> tuple[bool, ...]:
+    return tuple(char == "1" for char in text)
+
+
+class Poplar1Store(DistStore):
+    "The distributed tables and the poplar1 kind's own, over one collector storage"
+
+    def history(self, key: BatchKey) -> list[AggParam]:
+        "The aggregation parameters this aggregator prepared for the batch, by level"
+        rows = self._all("SELECT level, prefixes FROM poplar1_levels WHERE campaign = ? AND fingerprint = ? AND "
+                         "batch = ? ORDER BY level", key)
+        return [(int(r[0]), tuple(bits_prefix(p) for p in json.loads(r[1]))) for r in rows]
+
+    def add_level(self, key: BatchKey, agg_param: AggParam, report_ids: Sequence[bytes]) -> bool:
+        "Record a level as prepared with its reports; False if this level was recorded first (by a concurrent one)"
+        level, prefixes = agg_param
+        added = self.storage._run(
+            "INSERT INTO poplar1_levels (campaign, fingerprint, batch, level, prefixes, report_count, state) VALUES "
+            "(?, ?, ?, ?, ?, ?, 'prepared') ON CONFLICT DO NOTHING",
+            (*key, level, json.dumps([prefix_bits(p) for p in prefixes]), len(report_ids))) > 0
+        if added:
+            self.storage._run_many("INSERT INTO poplar1_level_reports (campaign, fingerprint, batch, level, "
+                                   "report_id) VALUES (?, ?, ?, ?, ?)", [(*key, level, r) for r in report_ids])
+        return added
+
+    def level_reports(self, key: BatchKey, level: int) -> set[bytes]:
+        rows = self._all("SELECT report_id FROM poplar1_level_reports WHERE campaign = ? AND fingerprint = ? AND "
+                         "batch = ? AND level = ?", (*key, level))
+        return {bytes(r[0]) for r in rows}
+
+    def level_row(self, key: BatchKey, level: int) -> tuple[str, dict | None, dict | None] | None:
+        "(state, preparation state, stored answer) of a level, or None"
+        row = self._one("SELECT state, prep_state, answer FROM poplar1_levels WHERE campaign = ? AND fingerprint = ? "
+                        f"AND batch = ? AND level = ?{self._for_update}", (*key, level))
+        if row is None:
+            return None
+        return str(row[0]), json.loads(row[1]) if row[1] else None, json.loads(row[2]) if row[2] else None
+
+    def set_level(self, key: BatchKey, level: int, state: str, prep_state: dict | None,
+                  answer: dict | None = None) -> None:
+        self.storage._run("UPDATE poplar1_levels SET state = ?, prep_state = ?, answer = ? WHERE campaign = ? AND "
+                          "fingerprint = ? AND batch = ? AND level = ?",
+                          (state, json.dumps(prep_state) if prep_state is not None else None,
+                           json.dumps(answer) if answer is not None else None, *key, level))
+
+    # -- leader: the batch's uploads ------------------------------------------------------------------------------
+    def batch_reports(self, key: BatchKey) -> list[tuple[bytes, bytes, bytes, dict]]:
+        "(id, public share, leader's opened share, helper's sealed share) of every report uploaded to the batch"
+        rows = self._all("SELECT report_id, public_share, leader_share, helper_share FROM dist_reports WHERE "
+                         "campaign = ? AND fingerprint = ? AND batch = ? ORDER BY report_id", key)
+        return [(bytes(r[0]), bytes(r[1]), bytes(r[2]), json.loads(r[3])) for r in rows]

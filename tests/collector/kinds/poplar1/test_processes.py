@@ -1,0 +1,173 @@
+"""A poplar1 walk over the leader/helper protocol with two real server processes on loopback (SQLite files, then
+PostgreSQL databases): devices' reports uploaded to the leader, the walk driven by ``POST .../walk``, the helper
+refusing a dishonest leader's level requests on its own records."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+import client_sdk
+from client_sdk.distributed import HELPER, LEADER, ctx_for, input_share_info, report_nonce, seal_report
+from client_sdk.distributed_messages import b64url
+from client_sdk.kinds import kind_of
+from client_sdk.vdaf.hpke import HpkeConfig, seal
+from collector.kinds.poplar1.store import Poplar1Store
+from collector.storage import open_storage
+from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
+from tests.collector.helpers import BACKENDS
+from tests.sdk_js.conftest import SDK_JS, install, run_npm
+
+HEAVY = {"/home": 60, "/docs": 40}  # planted heavy hitters (their counts), over a tail of distinct strings
+TAIL = 100
+TAMPERED = 3  # reports whose IDPF key was altered
+JS_DEVICES = 40  # of the values, those sent by the JavaScript SDK
+SPEC = {"name": "paths", "kind": "poplar1", "trust": "distributed", "epsilon": 4.0, "delta": 1e-6, "bits": 16,
+        "stride": 4, "threshold": 0.1, "min_batch": 50}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
+    install()  # sdk-js built: its devices report too
+    run_npm("run", "build")
+    databases = None
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("postgres_cluster")
+        databases = (cluster.create_database("p1_leader"), cluster.create_database("p1_helper"))
+    with aggregators(tmp_path_factory.mktemp("poplar1-e2e"), databases) as running:
+        yield running
+
+
+def tampered_payload(spec: Any, value: str, leader: HpkeConfig, helper: HpkeConfig, report_id: str,
+                     batch: str) -> dict:
+    "A device's report whose leader IDPF key is altered after sharding: it decodes, its sketch cannot be zero"
+    kind = kind_of(spec)
+    vdaf = kind.vdaf_of(spec)
+    public, shares = vdaf.shard(ctx_for(spec), kind.measurement_of(spec, value), report_nonce(report_id),
+                                os.urandom(vdaf.RAND_SIZE))
+    public_share = vdaf.encode_public_share(public)
+    encoded = bytearray(vdaf.encode_input_share(shares[0]))
+    encoded[0] ^= 1  # the first byte of the leader's IDPF key
+    payload = {"public_share": b64url(public_share), "batch": batch}
+    for field, role, config, share in (("leader_share", LEADER, leader, bytes(encoded)),
+                                       ("helper_share", HELPER, helper, vdaf.encode_input_share(shares[1]))):
+        sealed = seal(config, share, input_share_info(spec, report_id, role, public_share, batch))
+        payload[field] = {"config_id": config.id, "ciphertext": b64url(sealed)}
+    return payload
+
+
+def javascript_payloads(spec: Any, values: list[str], leader: dict, helper: dict, batch: str) -> list[tuple]:
+    "Reports of the JS SDK's poplar1 kind (node, sdk-js/scripts/poplar1-reports.mjs)"
+    vdaf = kind_of(spec).vdaf_of(spec)
+    cases = [{"value": v, "report_id": str(uuid.uuid4()), "batch": batch, "rand": b64url(os.urandom(vdaf.RAND_SIZE))}
+             for v in values]
+    source = {k: v for k, v in spec.to_dict(derived=False).items() if k not in ("version", "fingerprint")}
+    done = subprocess.run([shutil.which("node") or "node", "scripts/poplar1-reports.mjs"], cwd=SDK_JS,
+                          input=json.dumps({"spec": source, "leader": leader, "helper": helper, "cases": cases}),
+                          capture_output=True, text=True, timeout=300, check=True)
+    out = json.loads(done.stdout)
+    assert out["fingerprint"] == spec.fingerprint
+    return [(case["report_id"], payload) for case, payload in zip(cases, out["payloads"], strict=True)]
+
+
+def upload(servers: Aggregators, name: str, values: list[str], *, tampered: int = 0, js: int = 0) -> Any:
+    "Devices' reports of ``values``: the last ``js`` made by the JS SDK, then ``tampered`` altered ones"
+    created = servers.call("POST", "/v1/campaigns", {**SPEC, "name": name})
+    spec = client_sdk.load_spec(created["spec"])
+    listed = servers.call("GET", f"/v1/campaigns/{name}", key=servers.ingest)
+    leader = HpkeConfig.from_dict(listed["aggregators"]["leader"]["hpke_config"])
+    helper = HpkeConfig.from_dict(listed["aggregators"]["helper"]["hpke_config"])
+    made = []
+    python_values = values[:len(values) - js]
+    for value in python_values:
+        report_id = str(uuid.uuid4())
+        made.append((report_id, seal_report(spec, value, leader, helper, report_id=report_id, batch=servers.day)))
+    if js:
+        made += javascript_payloads(spec, values[len(values) - js:], listed["aggregators"]["leader"]["hpke_config"],
+                                    listed["aggregators"]["helper"]["hpke_config"], servers.day)
+    for index in range(tampered):
+        report_id = str(uuid.uuid4())
+        made.append((report_id, tampered_payload(spec, values[index], leader, helper, report_id, servers.day)))
+    reports = [{"report_id": report_id, "campaign": name, "fingerprint": spec.fingerprint, "payload": payload}
+               for report_id, payload in made]
+    answer = servers.call("POST", "/v1/reports", {"reports": reports}, key=servers.ingest)
+    assert answer["accepted"] == len(reports), answer
+    return spec
+
+
+def values() -> list[str]:
+    out = [value for value, count in HEAVY.items() for _ in range(count)]
+    out += [f"{i:02x}" for i in range(TAIL)]
+    random.Random(36).shuffle(out)
+    return out
+
+
+def test_devices_of_both_sdks_and_the_walk_finds_the_planted_heavy_hitters(servers: Aggregators) -> None:
+    upload(servers, "paths", values(), tampered=TAMPERED, js=JS_DEVICES)
+    release = servers.call("POST", "/v1/campaigns/paths/walk", {"batch": servers.day})
+    assert release["rejections"] == {"invalid-measurement": TAMPERED}  # the sketch rejects them, by name
+    assert release["walk"]["reports"] == len(values())
+    estimate = release["estimate"]
+    found = {row["value"].rstrip("\x00"): row for row in estimate["heavy_hitters"]}
+    for value, count in HEAVY.items():
+        key = value[:2]  # 16 bits: the first two bytes
+        assert key in found, (key, estimate["heavy_hitters"])
+        assert found[key]["ci_low"] <= count <= found[key]["ci_high"], (found[key], count)
+    assert len(release["walk"]["levels"]) == 4
+    again = servers.call("POST", "/v1/campaigns/paths/walk", {"batch": servers.day})
+    assert again == release  # stored: never a second walk, never fresh noise
+    shown = servers.call("GET", "/v1/campaigns/paths/estimate")
+    assert shown["heavy_hitters"] == estimate["heavy_hitters"]
+
+
+def peer(servers: Aggregators, path: str, body: dict) -> requests.Response:
+    return requests.post(servers.helper_url + path, json=body, timeout=60,
+                         headers={"Authorization": f"Bearer {PEER_TOKEN}"})
+
+
+def level_request(servers: Aggregators, spec: Any, level: int, prefixes: list[str],
+                  reports: list[dict] | None = None) -> requests.Response:
+    if reports is None:
+        with open_storage(servers.leader_db) as storage:
+            rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
+        reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
+                   for r, p, _, h in rows]
+    return peer(servers, "/v1/peer/poplar1/levels", {"campaign": spec.name, "fingerprint": spec.fingerprint,
+                                                      "batch": servers.day, "level": level, "prefixes": prefixes,
+                                                      "reports": reports})
+
+
+def refusal(response: requests.Response) -> tuple[int, str, str]:
+    body = response.json()
+    return response.status_code, body.get("type", "").rsplit(":", 1)[-1], body.get("field")
+
+
+def test_the_helper_refuses_a_dishonest_leaders_levels(servers: Aggregators) -> None:
+    spec = upload(servers, "attacked", values())
+    assert level_request(servers, spec, 3, ["0010"]).status_code == 200
+    # the same level again (a report into a level twice), and a level below it (reordered)
+    assert refusal(level_request(servers, spec, 3, ["0010"]))[:2] == (409, "level-not-increasing")
+    assert refusal(level_request(servers, spec, 2, ["001"]))[1] in ("level-not-in-walk", "level-not-increasing")
+    # a prefix not extending the previous level's: one chosen to isolate a device
+    assert refusal(level_request(servers, spec, 7, ["11111111"])) == (409, "prefixes-invalid", "prefixes")
+
+
+def test_the_helper_refuses_a_level_below_min_batch_and_a_repeated_report(servers: Aggregators) -> None:
+    spec = upload(servers, "small", values())
+    with open_storage(servers.leader_db) as storage:
+        rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
+    reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
+               for r, p, _, h in rows]
+    few = reports[:SPEC["min_batch"] - 1]
+    assert refusal(level_request(servers, spec, 3, ["0010"], few)) == (409, "batch-too-small", "reports")
+    doubled = reports[:SPEC["min_batch"]] + reports[:1]
+    assert refusal(level_request(servers, spec, 3, ["0010"], doubled)) == (409, "report-repeated", "reports")
