@@ -16,9 +16,9 @@ from client_sdk.kinds.heavy_hitters import make_report
 from client_sdk.randomness import DeterministicRandom
 from collector.archive import AggregateFile, ArchiveError, archive_form, export_campaign, read_aggregate_file
 from collector.kinds.heavy_hitters.store import HeavyHittersStore
-from estimators.kinds.heavy_hitters.aggregate import payload_columns
 from collector.spark_aggregate import aggregate_archive
 from collector.storage import open_storage
+from estimators.kinds.heavy_hitters.aggregate import payload_columns
 from ldp_telemetry.cli import main
 
 from .test_spark_aggregate import spark  # noqa: F401 (the module's SparkSession fixture)

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 import estimators
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import parse_payload
 from estimators.errors import SourceError
-import numpy as np
-
 from estimators.kinds.heavy_hitters import empty_aggregate
 from estimators.kinds.heavy_hitters.aggregate import payload_columns
 from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES

@@ -12,7 +12,7 @@ import hashlib
 
 import numpy as np
 
-from client_sdk.kinds.heavy_hitters import HeavyHittersParams, group_key
+from client_sdk.kinds.heavy_hitters import HeavyHittersParams, encode_value, group_key
 from client_sdk.kinds.heavy_hitters.encoding import PREFIX_LABEL, olh_seeds, sketch_seeds
 from client_sdk.kinds.heavy_hitters.planning import oracle
 from client_sdk.randomness import PROB_DENOMINATOR
@@ -120,9 +120,8 @@ def interval_coverage(params: HeavyHittersParams, words: list[str], n: int, data
     """Over ``datasets`` datasets of ``n`` devices (Zipf(exponent) counts over ``words``, the first the most
     frequent) and their decodes: how many found strings of the data have a 95% interval holding their true
     frequency, and how many were found (a spurious string, truth 0, is a false discovery, not an interval's miss)"""
-    from client_sdk.kinds.heavy_hitters import encode_value
-
-    from . import estimate_heavy_hitters  # the package imports this module: its decoder is bound at call time
+    # the package imports this module at load time: its decoder is imported here, when the package is loaded
+    from . import estimate_heavy_hitters
 
     symbols = [encode_value(params, word) for word in words]
     keys = group_keys(params, symbols)
