@@ -91,26 +91,14 @@ def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.
 
 def coverage(n: int, epsilon: float, k: int, repeats: int, rng: np.random.Generator) -> tuple[int, int]:
     """Over ``repeats`` datasets (Zipf(1.1) counts over one set of 10,000 strings) and decodes: the found strings of
-    the data whose 95% interval holds the truth (as tests/estimators/kinds/heavy_hitters/test_coverage.py)"""
-    from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
-    from estimators.kinds.heavy_hitters import estimate_heavy_hitters, simulate_aggregate
-    from estimators.kinds.heavy_hitters.simulate import group_keys
+    the data whose 95% interval holds the truth (``interval_coverage``, also run by
+    tests/estimators/kinds/heavy_hitters/test_coverage.py)"""
+    from client_sdk.kinds.heavy_hitters import params_from_dict
+    from estimators.kinds.heavy_hitters.simulate import interval_coverage
 
     words = sorted(set(zipf_data(10_000, 10_000, 6, rng)))
     params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": n}, epsilon)
-    symbols = [encode_value(params, word) for word in words]
-    keys = group_keys(params, symbols)
-    weights = 1 / np.arange(1, len(words) + 1) ** 1.1
-    covered = total = 0
-    for _ in range(repeats):
-        counts = np.bincount(rng.choice(len(words), size=n, p=weights / weights.sum()), minlength=len(words))
-        truth = dict(zip(words, counts / n))
-        for hitter in estimate_heavy_hitters(params, simulate_aggregate(params, symbols, counts, rng, keys),
-                                             top_k=k).hitters:
-            if hitter.value in truth:
-                total += 1
-                covered += hitter.ci_low <= truth[hitter.value] <= hitter.ci_high
-    return covered, total
+    return interval_coverage(params, words, n, repeats, k, rng)
 
 
 def large_decode(n: int, epsilon: float, k: int, rng: np.random.Generator) -> tuple[float, float, tuple]:

@@ -12,12 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from client_sdk.kinds.heavy_hitters import make_report, parse_payload
+from client_sdk.kinds.heavy_hitters import make_report
 from client_sdk.randomness import DeterministicRandom
 from collector.archive import AggregateFile, ArchiveError, archive_form, export_campaign, read_aggregate_file
 from collector.kinds.heavy_hitters.store import HeavyHittersStore
 from collector.spark_aggregate import aggregate_archive
 from collector.storage import open_storage
+from estimators.kinds.heavy_hitters.aggregate import payload_columns
 from ldp_telemetry.cli import main
 
 from .test_spark_aggregate import spark  # noqa: F401 (the module's SparkSession fixture)
@@ -38,8 +39,8 @@ def fill(storage, spec, seed):
         payloads = [make_report(rng, params, word) for word in WORDS * (30 + 20 * i)]
         for start in range(0, len(payloads), 70):
             with storage.transaction():
-                store.add(campaign, day, [(str(uuid.uuid4()), parse_payload(params, p))
-                                          for p in payloads[start:start + 70]])
+                chunk = payloads[start:start + 70]
+                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_columns(params, chunk))
     return campaign
 
 

@@ -5,10 +5,11 @@ import uuid
 
 import pytest
 
-from client_sdk.kinds.heavy_hitters import make_report, parse_payload
+from client_sdk.kinds.heavy_hitters import make_report
 from client_sdk.randomness import DeterministicRandom
 from collector.kinds.heavy_hitters.store import HeavyHittersStore
 from estimators.kinds.heavy_hitters import empty_aggregate
+from estimators.kinds.heavy_hitters.aggregate import payload_columns
 
 from .helpers import on_both_backends
 
@@ -32,8 +33,8 @@ def test_days_merge_into_the_aggregate_of_their_reports(storage, spec):
         by_day[day] = payloads
         for start in range(0, len(payloads), 50):  # several batches a day add to the same cells
             with storage.transaction():
-                store.add(campaign, day, [(str(uuid.uuid4()), parse_payload(params, p))
-                                          for p in payloads[start:start + 50]])
+                chunk = payloads[start:start + 50]
+                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_columns(params, chunk))
     assert store.days(campaign, None, None) == list(DAYS)
     for chosen in (DAYS, DAYS[1:], DAYS[:1]):
         expected = empty_aggregate(params).add([p for day in chosen for p in by_day[day]])

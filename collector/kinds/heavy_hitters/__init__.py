@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 import estimators
 from client_sdk.errors import PayloadError
 from client_sdk.kinds.heavy_hitters import parse_payload
 from estimators.errors import SourceError
 from estimators.kinds.heavy_hitters import empty_aggregate
+from estimators.kinds.heavy_hitters.aggregate import payload_columns
 from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES
 from estimators.window import ReportData, finite_json
 
@@ -68,31 +71,49 @@ class HeavyHittersCampaigns(CollectorKind):
 
 
 def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accepted:
-    "The reports of one POST /v1/reports batch for heavy_hitters campaigns (see accept_reports)"
+    """The reports of one POST /v1/reports batch for heavy_hitters campaigns (see accept_reports).  Per campaign
+    version the payloads are checked together (``payload_columns``, the estimator's ``add()`` code); only a version
+    with a bad payload is parsed report by report, to reject each bad one by its field"""
     outcome = Accepted()
-    valid: dict[str, list[tuple[str, Any]]] = {}
-    versions: dict[str, CampaignVersion] = {}
+    by_version: dict[str, list[ReportItem]] = {}
+    for item in items:
+        by_version.setdefault(item[2].fingerprint, []).append(item)
+    valid: dict[str, tuple[CampaignVersion, list[str], np.ndarray]] = {}
     batch_ids: set[str] = set()
-    for index, report, campaign in items:
-        try:
-            parsed = parse_payload(campaign.spec.params, report["payload"])
-        except PayloadError as exc:
-            outcome.rejected.append((index, report["report_id"], exc.field, exc.reason))
-            continue
-        if report["report_id"] in batch_ids:
-            outcome.duplicate += 1
-            continue
-        batch_ids.add(report["report_id"])
-        valid.setdefault(campaign.fingerprint, []).append((report["report_id"], parsed))
-        versions[campaign.fingerprint] = campaign
+    for fingerprint, group in by_version.items():
+        campaign = group[0][2]
+        params = campaign.spec.params
+        columns = payload_columns(params, [report["payload"] for _, report, _ in group])
+        if columns is None:
+            keep = []
+            for position, (index, report, _) in enumerate(group):
+                try:
+                    parse_payload(params, report["payload"])
+                except PayloadError as exc:
+                    outcome.rejected.append((index, report["report_id"], exc.field, exc.reason))
+                else:
+                    keep.append(position)
+            group = [group[position] for position in keep]
+            columns = payload_columns(params, [report["payload"] for _, report, _ in group])
+            assert columns is not None  # each payload passed parse_payload, whose checks these are
+        ids, rows = [], []
+        for position, (_, report, _) in enumerate(group):
+            if report["report_id"] in batch_ids:
+                outcome.duplicate += 1
+                continue
+            batch_ids.add(report["report_id"])
+            ids.append(report["report_id"])
+            rows.append(position)
+        valid[fingerprint] = (campaign, ids, columns[rows] if len(rows) < len(group) else columns)
     store = HeavyHittersStore(storage)
     with storage.transaction():
         seen = store.seen(sorted(batch_ids))
-        for fingerprint, reports in valid.items():
-            fresh = [(report_id, parsed) for report_id, parsed in reports if report_id not in seen]
-            outcome.duplicate += len(reports) - len(fresh)
+        for campaign, ids, columns in valid.values():
+            fresh = [position for position, report_id in enumerate(ids) if report_id not in seen]
+            outcome.duplicate += len(ids) - len(fresh)
             if fresh:
-                store.add(versions[fingerprint], day, fresh)
+                store.add(campaign, day, [ids[i] for i in fresh],
+                          columns[fresh] if len(fresh) < len(ids) else columns)
                 outcome.accepted += len(fresh)
     return outcome
 

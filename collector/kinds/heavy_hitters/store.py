@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from client_sdk.kinds.heavy_hitters import HeavyHittersParams, PemReport, SfpReport
+from client_sdk.kinds.heavy_hitters import HeavyHittersParams
 from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate
 
 from ...storage import CampaignVersion, StorageBase, register_migrations
@@ -73,13 +73,13 @@ class HeavyHittersStore:
             found.update(row[0] for row in rows)
         return found
 
-    def add(self, campaign: CampaignVersion, day: str, reports: Sequence[tuple[str, PemReport | SfpReport]]) -> None:
-        "Store ``reports`` (id, parsed report) of one campaign version on ``day`` (inside the caller's transaction)"
+    def add(self, campaign: CampaignVersion, day: str, report_ids: Sequence[str], columns: np.ndarray) -> None:
+        """Store the reports of one campaign version on ``day``: their ids and their checked payload fields, one
+        row each (``payload_columns``), inside the caller's transaction"""
         key = (campaign.name, campaign.fingerprint, day)
         self.storage._run_many("INSERT INTO hh_seen (report_id, campaign, fingerprint, day) VALUES (?, ?, ?, ?)",
-                               [(report_id, *key) for report_id, _ in reports])
-        aggregate = table_type(campaign.spec.params).from_reports(campaign.spec.params,
-                                                                  [report for _, report in reports])
+                               [(report_id, *key) for report_id in report_ids])
+        aggregate = table_type(campaign.spec.params).from_arrays(campaign.spec.params, *columns.T)
         flat = aggregate.cells.reshape(aggregate.params.groups, -1)
         groups, cells = np.nonzero(flat)
         self.storage._run_many(

@@ -11,7 +11,6 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 
 from __future__ import annotations
 
-import array
 import base64
 import itertools
 from collections.abc import Iterable, Sequence
@@ -68,7 +67,7 @@ class CountTable:
     def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = payloads if type(payloads) is list else list(payloads)
-        fields = _arrays(self.params, rows)
+        fields = payload_columns(self.params, rows)
         if fields is None:  # some payload is irregular: the per-payload parse names its field
             reports = [parse_payload(self.params, payload) for payload in rows]
             return self.merge(self.from_reports(self.params, reports))
@@ -163,8 +162,8 @@ class SfpAggregate(CountTable):
             raise PayloadError(field, "its sums exceed the group's report count")
 
 
-# The vectorised parse of add(): the same checks as parse_payload over whole columns, None when any payload fails
-# one (add() then parses one by one, and the first bad payload's PayloadError names its field).
+# The vectorised parse of add() and of the collector's ingestion: the same checks as parse_payload over whole
+# columns, None when any payload fails one (the caller then parses one by one, to name each bad payload's field).
 def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
     "The exclusive upper bound of each payload field"
     if params.algorithm == "pem":
@@ -174,7 +173,9 @@ def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
     return params.groups, params.sketch_depth, params.sketch_width, 2
 
 
-def _arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    """The payloads' fields as an (n, fields) int64 array when every payload is one the device could have sent
+    (``parse_payload`` would accept it), else None"""
     highs = _highs(params)
     # the type checks run over whole columns in C (map, set): bool is not int here, as in parse_payload
     if not rows:
@@ -184,8 +185,8 @@ def _arrays(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
     flat = list(itertools.chain.from_iterable(rows))
     if set(map(type, flat)) != {int}:
         return None
-    try:  # array's C conversion of ints (faster than numpy's from a list), viewed by numpy without a copy
-        fields = np.frombuffer(array.array("q", flat), np.int64).reshape(-1, len(highs))
+    try:  # every item is an int: numpy's C conversion, refusing any beyond int64
+        fields = np.fromiter(flat, np.int64, len(flat)).reshape(-1, len(highs))
     except OverflowError:
         return None
     in_range = all(int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high for i, high in enumerate(highs))

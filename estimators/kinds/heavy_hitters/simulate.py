@@ -12,7 +12,7 @@ import hashlib
 
 import numpy as np
 
-from client_sdk.kinds.heavy_hitters import HeavyHittersParams, group_key
+from client_sdk.kinds.heavy_hitters import HeavyHittersParams, encode_value, group_key
 from client_sdk.kinds.heavy_hitters.encoding import PREFIX_LABEL, olh_seeds, sketch_seeds
 from client_sdk.kinds.heavy_hitters.planning import oracle
 from client_sdk.randomness import PROB_DENOMINATOR
@@ -113,3 +113,26 @@ def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]
     fields = simulate_reports(params, strings, counts, rng, keys)
     table = PemAggregate if params.algorithm == "pem" else SfpAggregate
     return table.from_arrays(params, *fields.T)
+
+
+def interval_coverage(params: HeavyHittersParams, words: list[str], n: int, datasets: int, top_k: int,
+                      rng: np.random.Generator, exponent: float = 1.1) -> tuple[int, int]:
+    """Over ``datasets`` datasets of ``n`` devices (Zipf(exponent) counts over ``words``, the first the most
+    frequent) and their decodes: how many found strings of the data have a 95% interval holding their true
+    frequency, and how many were found (a spurious string, truth 0, is a false discovery, not an interval's miss)"""
+    # the package imports this module at load time: its decoder is imported here, when the package is loaded
+    from . import estimate_heavy_hitters
+
+    symbols = [encode_value(params, word) for word in words]
+    keys = group_keys(params, symbols)
+    weights = 1 / np.arange(1, len(words) + 1) ** exponent
+    covered = found = 0
+    for _ in range(datasets):
+        counts = np.bincount(rng.choice(len(words), size=n, p=weights / weights.sum()), minlength=len(words))
+        truth = dict(zip(words, counts / n))
+        estimate = estimate_heavy_hitters(params, simulate_aggregate(params, symbols, counts, rng, keys), top_k=top_k)
+        for hitter in estimate.hitters:
+            if hitter.value in truth:
+                found += 1
+                covered += hitter.ci_low <= truth[hitter.value] <= hitter.ci_high
+    return covered, found

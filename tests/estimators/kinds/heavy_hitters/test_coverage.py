@@ -8,9 +8,8 @@ bias its estimate; the decoder corrects the found strings' collisions within the
 
 import numpy as np
 
-from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
-from estimators.kinds.heavy_hitters import estimate_heavy_hitters, simulate_aggregate
-from estimators.kinds.heavy_hitters.simulate import group_keys
+from client_sdk.kinds.heavy_hitters import params_from_dict
+from estimators.kinds.heavy_hitters.simulate import interval_coverage
 from tests.tolerances import k_sigma
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz."
@@ -23,18 +22,7 @@ def test_coverage_of_the_found_strings_intervals_is_nominal():
     words = sorted({"".join(ALPHABET[i] for i in row) for row in letters})[:10_000]
     params = params_from_dict({"max_length": 6, "alphabet": ALPHABET, "expected_reports": DEVICES}, 3.0)
     assert params.algorithm == "pem"
-    symbols = [encode_value(params, word) for word in words]
-    keys = group_keys(params, symbols)
-    weights = 1 / np.arange(1, len(words) + 1) ** 1.1
-    covered = found = 0
-    for _ in range(DATASETS):
-        counts = np.bincount(rng.choice(len(words), size=DEVICES, p=weights / weights.sum()), minlength=len(words))
-        truth = dict(zip(words, counts / DEVICES))
-        estimate = estimate_heavy_hitters(params, simulate_aggregate(params, symbols, counts, rng, keys), top_k=TOP_K)
-        for hitter in estimate.hitters:
-            if hitter.value in truth:  # a spurious string (truth 0) is a false discovery, not an interval's miss
-                found += 1
-                covered += hitter.ci_low <= truth[hitter.value] <= hitter.ci_high
+    covered, found = interval_coverage(params, words, DEVICES, DATASETS, TOP_K, rng)
     assert found >= 400  # hundreds of found strings: the coverage's own SE is below 0.011
     standard_error = np.sqrt(0.95 * 0.05 / found)
     assert abs(covered / found - 0.95) <= k_sigma(1) * standard_error, (covered, found)
