@@ -5,6 +5,7 @@ own noise samplers; keeping at the bare threshold (margin 0) loses it at every l
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from client_sdk.randomness import DeterministicRandom
 from estimators.kinds.poplar1 import walk_noise
@@ -60,3 +61,10 @@ def test_keeping_at_the_bare_threshold_loses_the_prefix_half_the_time_at_each_le
     lost, pruned = walks_at_threshold(bare)
     assert within(pruned, TRIALS * LEVELS, exact_miss(0))  # P(N < 0), just under 1/2
     assert lost > TRIALS * (1 - 2 * MISS_PROBABILITY)  # nearly every walk loses it: the rule above would fail
+
+
+def test_the_figures_of_docs_distributed_md_are_the_code_s():
+    page = " ".join((Path(__file__).resolve().parents[4] / "docs" / "distributed.md").read_text().split())
+    rule = pruning_rule(EPSILON, DELTA, LEVELS, THRESHOLD, REPORTS)
+    assert (f"m = {rule.margin} (each level misses a count-T prefix with probability {exact_miss(rule.margin):.3g}, "
+            f"at most {MISS_PROBABILITY / LEVELS:g}), so a prefix is kept at {rule.keep_count:g}") in page
