@@ -80,7 +80,8 @@ def main() -> None:
     print(f"devices {args.devices}, bits {args.bits}, stride {args.stride}, threshold {args.threshold}: "
           f"seal+upload {uploaded:.1f} s, walk {walked:.1f} s ({len(levels)} levels, "
           f"{sum(len(level['prefixes']) for level in levels)} candidates); {len(planted)} above threshold, "
-          f"{len(set(planted) & set(found))} found, {covered} covered; {len(found)} released")
+          f"{len(set(planted) & set(found))} found, {covered} covered; {len(found)} released, "
+          f"{sum(row['clears_threshold'] for row in found.values())} clearing the threshold")
 
 
 if __name__ == "__main__":

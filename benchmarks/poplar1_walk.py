@@ -78,7 +78,8 @@ def main() -> None:
           f"seal {sealed:.1f} s, walk {walked:.1f} s ({len(release.levels)} levels, "
           f"{sum(len(level.prefixes) for level in release.levels)} candidates); "
           f"{len(planted)} above threshold, {len(set(planted) & set(found))} found, {covered} covered; "
-          f"{len(found)} released")
+          f"{len(found)} released, {sum(row['clears_threshold'] for row in found.values())} clearing the "
+          f"threshold")
 
 
 if __name__ == "__main__":

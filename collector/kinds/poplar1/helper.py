@@ -1,5 +1,10 @@
 """The helper's side of a poplar1 walk: provisioning, and the three requests of a level (``levels`` describes
-them), each checked against this helper's own records (``store.Poplar1Store``) and answered once."""
+them), each checked against this helper's own records (``store.Poplar1Store``) and answered once.
+
+Each step's answer is stored with the digest of its request (SHA-256 of the canonical JSON body: batch, level,
+prefixes, reports, shares): the same request again (the leader's retry after a lost answer) gets the stored answer
+unchanged, nothing prepared or drawn again; a different request at a level already answered is refused by the
+rules (``level-not-increasing``, or the step's ``job-mismatch`` / ``batch-collected``)."""
 
 from __future__ import annotations
 
@@ -34,6 +39,19 @@ from .levels import (
 from .store import Poplar1Store, bits_prefix
 
 KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
+
+
+def stored_answer(answers: dict | None, step: str, request_digest: str) -> dict | None:
+    "The answer stored for this very request at ``step`` (the same digest), or None"
+    entry = (answers or {}).get(step)
+    if isinstance(entry, dict) and entry.get("digest") == request_digest:
+        return dict(entry["answer"])
+    return None
+
+
+def with_answer(answers: dict | None, step: str, request_digest: str, answer: dict) -> dict:
+    "The level's stored answers with ``step``'s added"
+    return {**(answers or {}), step: {"digest": request_digest, "answer": answer}}
 
 
 def provision(storage: StorageBase, store: Poplar1Store, name: str, body: Any, day: str) -> tuple[CampaignVersion,
@@ -103,6 +121,11 @@ def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, o
     "The first request of a level: checked on this helper's records, recorded, each report's first sketch share"
     aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"prefixes", "reports"}, day,
                                          overlap_days)
+    request_digest = digest(body)
+    row = store.level_row(key, level)
+    repeated = stored_answer(row[2], "levels", request_digest) if row is not None else None
+    if repeated is not None:
+        return repeated
     try:
         agg_param = decode_agg_param(body)
         reports = []
@@ -124,9 +147,11 @@ def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, o
         raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "reports") from None
     first = aggregator.round_one(key[2], agg_param, reports)  # LevelRefused: the blueprint's problem
     assert aggregator.level is not None
+    answer = {"reports": encode_shares(field_of(aggregator, level), first)}
     with store.transaction():
-        store.set_level(key, level, "prepared", encode_state(aggregator, aggregator.level))
-    return {"reports": encode_shares(field_of(aggregator, level), first)}
+        store.set_level(key, level, "prepared", encode_state(aggregator, aggregator.level),
+                        with_answer(None, "levels", request_digest, answer))
+    return answer
 
 
 def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, day: str,
@@ -145,6 +170,11 @@ def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, da
 def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
     "The second request: the leader's first shares in, this helper's second shares out"
     aggregator, key, level, row = _resume(storage, store, body, "prepared", day, overlap_days)
+    assert row is not None
+    request_digest = digest(body)
+    repeated = stored_answer(row[2], "sketch", request_digest)
+    if repeated is not None:
+        return repeated
     if aggregator.level is None:
         raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} is past its sketch here", "level")
     field = field_of(aggregator, level)
@@ -153,20 +183,23 @@ def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
     except ShareRejected as exc:
         raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     second = aggregator.round_two(theirs)
+    answer = {"reports": encode_shares(field, second)}
     with store.transaction():
-        store.set_level(key, level, "sketched", encode_state(aggregator, aggregator.level))
-    return {"reports": encode_shares(field, second)}
+        store.set_level(key, level, "sketched", encode_state(aggregator, aggregator.level),
+                        with_answer(row[2], "sketch", request_digest, answer))
+    return answer
 
 
 def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
     "The third request: the sketch checked, the accepted reports' noisy aggregate share; once"
     aggregator, key, level, row = _resume(storage, store, body, "sketched", day, overlap_days)
     assert row is not None
+    request_digest = digest(body)
+    repeated = stored_answer(row[2], "finish", request_digest)
+    if repeated is not None:
+        return repeated
     if row[0] == "finished":
-        stored = dict(row[2] or {})
-        if stored.pop("request_digest", None) != digest(body):
-            raise PeerProblem(ProtocolError.BATCH_COLLECTED, f"level {level} was finished already", "level")
-        return stored
+        raise PeerProblem(ProtocolError.BATCH_COLLECTED, f"level {level} was finished already", "level")
     if aggregator.level is None:
         raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} has not been sketched here", "level")
     field = field_of(aggregator, level)
@@ -180,7 +213,7 @@ def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
               "aggregate_share": b64url(bytes(field.encode_vec(share))),
               "rejections": dict(aggregator.rejections)}
     with store.transaction():
-        store.set_level(key, level, "finished", None, {**answer, "request_digest": digest(body)})
+        store.set_level(key, level, "finished", None, with_answer(row[2], "finish", request_digest, answer))
     return answer
 
 

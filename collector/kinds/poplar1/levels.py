@@ -8,7 +8,10 @@ A level is three peer requests, each naming the batch (campaign, fingerprint, ba
   it, and answers each report's first sketch share (or its rejection's name);
 - ``POST /v1/peer/poplar1/levels/sketch``: the leader's first shares; the helper answers its second shares;
 - ``POST /v1/peer/poplar1/levels/finish``: the leader's second shares; the helper answers the accepted reports'
-  count and checksum and its noisy aggregate share, stored and repeated unchanged for the same request.
+  count and checksum and its noisy aggregate share.
+
+Each answer is stored with its request's digest and repeated unchanged for the same request (a retry after a lost
+answer), never computed or drawn twice; a different request at an answered level is refused.
 
 A share is the draft's encoding of its field vector (``Field.encode_vec``), base64url; a rejection is its problem
 type's name.  The preparation state a level needs between requests is stored by the helper as ``prep_state``.

@@ -5,8 +5,9 @@ statement on them.  The campaigns, HPKE keys, uploads and releases are the distr
 * ``poplar1_levels``        per batch and level, on both aggregators: the aggregation parameter this aggregator
                             prepared (its candidate prefixes), the reports' count, the state (``prepared``, then
                             ``sketched`` and ``finished``), this aggregator's per-report preparation state while the
-                            level runs, and its stored answer once finished (a retried request gets it unchanged:
-                            never a second noise draw).  The rules (``rules.check_level``) read this history.
+                            level runs, and the helper's answer to each of the level's requests with the request's
+                            digest (the same request again gets it unchanged: never a second noise draw).  The
+                            rules (``rules.check_level``) read this history.
 * ``poplar1_level_reports`` per batch and level: the id of every report prepared at that level.
 
 A level row is inserted in the transaction that checks the history, so two requests for one batch serialize on

@@ -1,8 +1,10 @@
 """The leader's walk of a poplar1 batch: level by level, the candidate prefixes are the extensions of the prefixes
 the previous level kept, both aggregators prepare the level (``prepare.Poplar1Aggregator``), their noisy shares
 add up to each candidate's noisy count, and a prefix is kept when its count reaches ``threshold`` x the batch's
-report count (pruning).  The release: every level's candidates and noisy counts, and the last level's kept
-prefixes, the heavy hitters (``estimators.kinds.poplar1.estimate_walk`` adds their intervals).
+report count lowered by the noise's one-sided margin (``estimators.kinds.poplar1.prune``: a prefix of true count
+at the threshold survives the whole walk with probability at least 1 - beta).  The release: every level's
+candidates and noisy counts, and the last level's kept prefixes, the heavy hitters
+(``estimators.kinds.poplar1.estimate_walk`` adds their intervals).
 
 The helper is reached through :class:`HelperLevels` (its three calls); the leader learns the prefixes it asks
 about and their noisy counts, nothing else.
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from estimators.kinds.poplar1.prune import pruning_rule
 
 from .prepare import Poplar1Aggregator
 from .rules import AggParam, Prefix
@@ -57,11 +61,12 @@ class WalkRelease:
     batch: str
     reports: int
     threshold_count: float
+    keep_count: float
     levels: list[LevelRelease] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"batch": self.batch, "reports": self.reports, "threshold_count": self.threshold_count,
-                "levels": [level.to_dict() for level in self.levels]}
+                "keep_count": self.keep_count, "levels": [level.to_dict() for level in self.levels]}
 
 
 def extensions(kept: Sequence[Prefix], stride: int) -> tuple[Prefix, ...]:
@@ -93,9 +98,11 @@ def walk(leader: Poplar1Aggregator, helper: HelperLevels, batch: str,
         modulus = leader.vdaf.idpf.current_field(level).MODULUS
         counts = [signed(a + b, modulus) for a, b in zip(leader_share, helper_share)]
         if release is None:
-            release = WalkRelease(batch, len(accepted), params.threshold * len(accepted))
+            rule = pruning_rule(leader.spec.epsilon, float(leader.spec.delta or 0.0), len(params.levels),
+                                params.threshold, len(accepted))
+            release = WalkRelease(batch, len(accepted), rule.threshold_count, rule.keep_count)
         release.levels.append(LevelRelease(level, prefixes, counts, len(accepted)))
-        kept = tuple(prefix for prefix, count in zip(prefixes, counts) if count >= release.threshold_count)
+        kept = tuple(prefix for prefix, count in zip(prefixes, counts) if rule.keeps(count))
         accepted_ids = set(accepted)
         current = [report for report in current if report[0] in accepted_ids and report[0] in ids]
         if not kept:

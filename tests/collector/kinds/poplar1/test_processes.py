@@ -21,6 +21,8 @@ from client_sdk.distributed import HELPER, LEADER, ctx_for, input_share_info, re
 from client_sdk.distributed_messages import b64url
 from client_sdk.kinds import kind_of
 from client_sdk.vdaf.hpke import HpkeConfig, seal
+from collector.distributed.peer import HttpTransport, PeerClient
+from collector.kinds.poplar1.leader import collect
 from collector.kinds.poplar1.store import Poplar1Store
 from collector.storage import open_storage
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
@@ -153,9 +155,12 @@ def refusal(response: requests.Response) -> tuple[int, str, str]:
 
 def test_the_helper_refuses_a_dishonest_leaders_levels(servers: Aggregators) -> None:
     spec = upload(servers, "attacked", values())
-    assert level_request(servers, spec, 3, ["0010"]).status_code == 200
-    # the same level again (a report into a level twice), and a level below it (reordered)
-    assert refusal(level_request(servers, spec, 3, ["0010"]))[:2] == (409, "level-not-increasing")
+    first = level_request(servers, spec, 3, ["0010"])
+    assert first.status_code == 200
+    # the same request again is the leader's retry: its stored answer, nothing prepared twice
+    assert level_request(servers, spec, 3, ["0010"]).json() == first.json()
+    # the same level asked differently (its reports into a level twice), and a level below it (reordered)
+    assert refusal(level_request(servers, spec, 3, ["0010", "0011"]))[:2] == (409, "level-not-increasing")
     assert refusal(level_request(servers, spec, 2, ["001"]))[1] in ("level-not-in-walk", "level-not-increasing")
     # a prefix not extending the previous level's: one chosen to isolate a device
     assert refusal(level_request(servers, spec, 7, ["11111111"])) == (409, "prefixes-invalid", "prefixes")
@@ -171,3 +176,39 @@ def test_the_helper_refuses_a_level_below_min_batch_and_a_repeated_report(server
     assert refusal(level_request(servers, spec, 3, ["0010"], few)) == (409, "batch-too-small", "reports")
     doubled = reports[:SPEC["min_batch"]] + reports[:1]
     assert refusal(level_request(servers, spec, 3, ["0010"], doubled)) == (409, "report-repeated", "reports")
+
+
+class LosingFirstAnswers(HttpTransport):
+    "The helper reached over HTTP, its first answer to each level request lost on the way back (a reset)"
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(base_url)
+        self.lost: dict[tuple[str, int], tuple[int, Any]] = {}
+        self.retried: list[bool] = []  # per retry: the helper answered it exactly as the lost answer
+
+    def request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
+        status, answer = super().request(method, path, body, headers)
+        if path.startswith("/v1/peer/poplar1/levels"):
+            step = (path, body["level"])
+            if step not in self.lost:
+                self.lost[step] = (status, answer)
+                raise OSError("connection reset after the helper answered")
+            self.retried.append((status, answer) == self.lost[step])
+        return status, answer
+
+
+def test_a_walk_whose_every_level_request_is_retried_completes(servers: Aggregators) -> None:
+    """The leader's walk against the real helper, each of the three requests of every level answered and the
+    answer lost: the retry gets the stored answer, the walk goes on and finds the heavy hitters"""
+    spec = upload(servers, "retried", values())
+    transport = LosingFirstAnswers(servers.helper_url)
+    with open_storage(servers.leader_db) as storage:
+        store = Poplar1Store(storage)
+        release = collect(storage, store, PeerClient(transport, PEER_TOKEN, sleep=lambda seconds: None),
+                                 storage.get_campaign(spec.name), servers.day)
+    levels = len(release["walk"]["levels"])
+    assert levels == 4 and len(transport.lost) == 3 * levels
+    assert all(status == 200 for status, _ in transport.lost.values())
+    assert transport.retried == [True] * (3 * levels)
+    found = {row["value"].rstrip("\x00") for row in release["estimate"]["heavy_hitters"]}
+    assert {value[:2] for value in HEAVY} <= found

@@ -29,7 +29,8 @@ def test_the_walk_finds_the_planted_heavy_hitters_with_intervals_covering_their_
     release = walk(deployment.leader, deployment.helper, BATCH, reports)
     result = estimate_walk(deployment.spec, release.to_dict())
     found = {row["value"]: row for row in result["heavy_hitters"]}
-    assert set(found) == set(PLANTED)
+    assert set(PLANTED) <= set(found)  # the others are the pruning rule's possible false discoveries (count 1)
+    assert {value for value, row in found.items() if row["clears_threshold"]} == set(PLANTED)
     for value, count in PLANTED.items():
         assert found[value]["ci_low"] <= count <= found[value]["ci_high"]
     assert [level["level"] for level in result["levels"]] == [3, 7, 11, 15]
