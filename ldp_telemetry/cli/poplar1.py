@@ -8,14 +8,16 @@ from typing import Any
 
 import click
 
+from client_sdk.errors import LDPError
+
 # Function-level imports: the command imports the admin client and the report renderers when it runs: its `--help`
 # does not load them.
 
 HTTP_TIMEOUT_SECONDS = 600  # a walk prepares every report at every level, with the helper: minutes for a large batch
 
 
-class WalkFailed(click.ClickException):
-    "The walk was refused or could not reach the leader (one line on stderr, exit 1)"
+class WalkFailed(LDPError):
+    "The leader refused the walk, does not know the campaign, or did not answer (a one-line message)"
 
 
 @click.group()
@@ -42,7 +44,10 @@ def walk(name: str, batch: str, url: str, token: str, as_json: bool) -> None:
         day = check_batch(batch, "--batch")
     except ShareRejected as exc:
         raise click.BadParameter(exc.message, param_hint="'--batch'") from None
-    release = _post_walk(url, token, name, day)
+    try:
+        release = _post_walk(url, token, name, day)
+    except WalkFailed as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(release, indent=2))
         return

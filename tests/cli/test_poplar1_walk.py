@@ -5,6 +5,7 @@ matches report.schema.json, the dashboard's panel says what the table says; ever
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_walk_failures_are_one_line(servers: Aggregators) -> None:
 def test_the_walk_command_prints_the_release_and_every_report_shows_it(servers: Aggregators) -> None:
     code, summary = walk(servers, NAME, servers.day)
     assert code == 0, summary
-    for value, count in HEAVY.items():
+    for value in HEAVY:
         assert value[:2] in summary  # 16 bits: the first two bytes
     assert f"rejected reports: invalid-measurement {TAMPERED}" in summary
     code, stored = walk(servers, NAME, servers.day, "--json")  # again: the stored release, never a second walk
@@ -100,10 +101,18 @@ def test_the_walk_command_prints_the_release_and_every_report_shows_it(servers: 
     assert all(note in table for note in shown["tables"][0]["notes"])
 
 
-def test_report_writes_the_html_page_with_its_figures(servers: Aggregators, tmp_path: Path) -> None:
-    if not requests.get(f"{servers.leader_url}/v1/campaigns/{NAME}/walks", timeout=60,
-                        headers={"Authorization": f"Bearer {servers.admin}"}).json()["releases"]:
-        assert walk(servers, NAME, servers.day)[0] == 0
-    out = tmp_path / "walked.html"
-    code, _ = cli("report", NAME, "--db", str(servers.leader_db), "--format", "html", "--out", str(out))
-    assert code == 0 and out.read_text().count("<img") == 2
+def test_the_commands_of_distributed_md_run_as_written(servers: Aggregators, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    "docs/distributed.md's walk and report commands, with this run's leader, key, batch and campaign"
+    page = (Path(__file__).resolve().parents[2] / "docs" / "distributed.md").read_text()
+    section = page[page.index("### Walking a batch, and its report"):]
+    block = section[section.index("```sh\n") + 6:section.index("```", section.index("```sh\n") + 6)]
+    monkeypatch.chdir(tmp_path)
+    for line in block.strip().splitlines():
+        line = (line.replace("top_paths", NAME).replace("2026-12-01", servers.day)
+                .replace("http://127.0.0.1:8000", servers.leader_url).replace('"$ADMIN_KEY"', servers.admin))
+        words = shlex.split(line)
+        assert words[0] == "ldp-telemetry"
+        code, output = cli(*words[1:])
+        assert code == 0, (line, output)
+    assert (tmp_path / f"{NAME}.html").read_text().count("<img") == 2

@@ -60,7 +60,8 @@ class Poplar1Estimates(EstimateKind):
 
     def estimate_json(self, spec: Any, source: Any, confidence: float = 0.95) -> dict:
         "The walk's estimate at ``confidence`` (the stored release keeps the noisy counts, not the intervals)"
-        from .estimate import estimate_walk  # the accounting (dp-accounting): loaded by an estimate only
+        # imported here: the accounting (dp-accounting) loads with an estimate, not with the registry
+        from .estimate import estimate_walk
 
         return estimate_walk(spec, source["walk"], confidence, source.get("rejections"))
 

@@ -6,7 +6,7 @@ against the threshold, and every level's noisy counts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...estimates import Estimate, typed_as
