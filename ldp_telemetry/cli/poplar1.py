@@ -8,16 +8,10 @@ from typing import Any
 
 import click
 
-from client_sdk.errors import LDPError
-
 # Function-level imports: the command imports the admin client and the report renderers when it runs: its `--help`
 # does not load them.
 
 HTTP_TIMEOUT_SECONDS = 600  # a walk prepares every report at every level, with the helper: minutes for a large batch
-
-
-class WalkFailed(LDPError):
-    "The leader refused the walk, does not know the campaign, or did not answer (a one-line message)"
 
 
 @click.group()
@@ -44,10 +38,7 @@ def walk(name: str, batch: str, url: str, token: str, as_json: bool) -> None:
         day = check_batch(batch, "--batch")
     except ShareRejected as exc:
         raise click.BadParameter(exc.message, param_hint="'--batch'") from None
-    try:
-        release = _post_walk(url, token, name, day)
-    except WalkFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    release = _post_walk(url, token, name, day)
     if as_json:
         click.echo(json.dumps(release, indent=2))
         return
@@ -57,7 +48,7 @@ def walk(name: str, batch: str, url: str, token: str, as_json: bool) -> None:
 
 
 def _post_walk(url: str, token: str, name: str, batch: str) -> Any:
-    "POST the walk to the leader; its refusal, an unknown campaign or no answer as one line"
+    "POST the walk to the leader; its refusal, an unknown campaign or no answer as one line (exit 1)"
     from collector.admin_client import AdminClient, campaign_path
     from collector.errors import AdminApiError
 
@@ -67,5 +58,5 @@ def _post_walk(url: str, token: str, name: str, batch: str) -> Any:
     except AdminApiError as exc:
         slug = str(exc.problem.get("type", "")).rsplit(":", 1)[-1] if exc.problem else ""
         if exc.status == 404:
-            raise WalkFailed(f"unknown campaign {name!r} at {url}") from None
-        raise WalkFailed(f"{slug}: {exc}" if slug and exc.status == 409 else str(exc)) from None
+            raise click.ClickException(f"unknown campaign {name!r} at {url}") from None
+        raise click.ClickException(f"{slug}: {exc}" if slug and exc.status == 409 else str(exc)) from None
