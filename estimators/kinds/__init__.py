@@ -6,10 +6,11 @@ from .base import EstimateKind, estimate_kind, register_estimate_kind, unregiste
 from .distributed import DISTRIBUTED_ESTIMATES, DistributedEstimates
 from .heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES, HeavyHittersEstimates
 from .local import LOCAL_ESTIMATES, LocalEstimates
+from .poplar1.kind import POPLAR1_ESTIMATES, Poplar1Estimates
 from .quantiles.kind import QUANTILES_ESTIMATES, QuantilesEstimates
 from .repeated.kind import REPEATED_ESTIMATES, RepeatedEstimates
 
-__all__ = ["DISTRIBUTED_ESTIMATES", "HEAVY_HITTERS_ESTIMATES", "LOCAL_ESTIMATES", "QUANTILES_ESTIMATES",
-           "REPEATED_ESTIMATES", "DistributedEstimates", "EstimateKind", "HeavyHittersEstimates", "LocalEstimates",
-           "QuantilesEstimates", "RepeatedEstimates", "estimate_kind", "register_estimate_kind",
-           "unregister_estimate_kind"]
+__all__ = ["DISTRIBUTED_ESTIMATES", "HEAVY_HITTERS_ESTIMATES", "LOCAL_ESTIMATES", "POPLAR1_ESTIMATES",
+           "QUANTILES_ESTIMATES", "REPEATED_ESTIMATES", "DistributedEstimates", "EstimateKind", "HeavyHittersEstimates",
+           "LocalEstimates", "Poplar1Estimates", "QuantilesEstimates", "RepeatedEstimates", "estimate_kind",
+           "register_estimate_kind", "unregister_estimate_kind"]

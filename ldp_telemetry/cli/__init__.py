@@ -19,6 +19,8 @@ from .. import __version__
 COMMANDS = {
     "plan": ("ldp_telemetry.cli.plan", "plan",
              "Expected standard error and CI half-width per mechanism, against central DP."),
+    "poplar1": ("ldp_telemetry.cli.poplar1", "poplar1",
+                "Poplar1 campaigns (distributed heavy hitters): walk a batch with the leader and the helper."),
     "rappor": ("ldp_telemetry.cli.rappor", "rappor",
                "RAPPOR tools that read and write the reference implementation's params, counts and map CSV files."),
     "serve": ("ldp_telemetry.cli.collector", "serve", "Run the collector under gunicorn until interrupted."),

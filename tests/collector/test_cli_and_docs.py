@@ -17,7 +17,7 @@ from .helpers import CATEGORICAL, bearer, make_reports
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = [["serve"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"], ["campaign"],
             ["campaign", "create"], ["campaign", "list"], ["campaign", "show"], ["campaign", "close"], ["aggregates"],
-            ["aggregates", "rebuild"]]
+            ["aggregates", "rebuild"], ["poplar1"], ["poplar1", "walk"]]
 
 
 def run(*args: str, input: str | None = None):

@@ -9,8 +9,10 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from client_sdk.distributed_messages import ProtocolError, check_batch
 from client_sdk.errors import ShareRejected
+from estimators.kinds.poplar1 import POPLAR1_ESTIMATES
 from estimators.window import finite_json
 
+from ...api.args import confidence_arg
 from ...api.body import read_json
 from ...auth import require, utc_today
 from ...db import get_storage
@@ -131,9 +133,9 @@ def create_campaign(storage: StorageBase, body: dict, day: str) -> tuple[Campaig
 
 
 def estimate_response(campaign: CampaignVersion) -> Response:
-    "GET /v1/campaigns/<name>/estimate: the estimate of the latest walk of the version"
+    "GET /v1/campaigns/<name>/estimate: the latest walk of the version, estimated at ``confidence``"
     releases = [r for r in poplar1_store().releases(campaign.name) if r.get("fingerprint") == campaign.fingerprint]
     if not releases:
         raise Problem(409, f"campaign {campaign.name!r} has no walk yet: POST /v1/campaigns/{campaign.name}/walk",
                       slug=ProtocolError.NO_RELEASE, field="batch")
-    return jsonify(finite_json(releases[-1]["estimate"]))
+    return jsonify(finite_json(POPLAR1_ESTIMATES.estimate_json(campaign.spec, releases[-1], confidence_arg())))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ProvisionError
 from ...storage import CampaignVersion, KindMigrations, StorageBase
-from ..base import Accepted, CollectorKind, Peers, ReportItem, Window, register_collector_kind
+from ..base import Accepted, ApiGet, CollectorKind, Peers, ReportItem, Window, register_collector_kind
 
 if TYPE_CHECKING:
     from flask import Response
@@ -80,21 +80,39 @@ class Poplar1Campaigns(CollectorKind):
         return api.estimate_response(campaign)
 
     def report_data_from_db(self, storage: StorageBase, campaign: CampaignVersion, window: Window) -> ReportData:
-        from estimators.errors import SourceError
-        from estimators.window import ReportData
-
+        "The latest walk of the version in the window, estimated at the window's confidence"
         from .store import Poplar1Store
 
-        releases = [r for r in Poplar1Store(storage).releases(campaign.name)
-                    if r.get("fingerprint") == campaign.fingerprint
-                    and (not window.since or r["batch"] >= window.since)
-                    and (not window.until or r["batch"] <= window.until)]
-        if not releases:
-            raise SourceError(f"campaign {campaign.name!r} has no walk in this window")
-        return ReportData(releases[-1]["estimate"], campaign.spec.to_dict(), window.since, window.until)
+        return _latest_walk(campaign.spec, campaign.spec.to_dict(), Poplar1Store(storage).releases(campaign.name),
+                            window)
+
+    def report_data_from_api(self, get: ApiGet, base: str, resource: Any, spec_json: dict | None,
+                             window: Window, daily_top: int | None) -> ReportData:
+        "The leader's walks (GET <campaign>/walks), estimated here as from a database"
+        from client_sdk.spec import load_spec
+
+        answer = get(base + "/walks", {})
+        releases = answer.get("releases", []) if isinstance(answer, dict) else []
+        return _latest_walk(load_spec(spec_json or {}), spec_json, releases, window)
 
     def archive_form(self, spec: Any) -> None:
         return None
+
+
+def _latest_walk(spec: Any, spec_json: dict | None, releases: Sequence[dict], window: Window) -> ReportData:
+    "The window's latest walk of ``spec``'s version (SourceError, saying how to run one, when there is none)"
+    from estimators.errors import SourceError
+    from estimators.kinds.poplar1 import POPLAR1_ESTIMATES
+    from estimators.window import ReportData
+
+    from ..distributed import in_window
+
+    chosen = in_window([r for r in releases if r.get("fingerprint") == spec.fingerprint], window.since, window.until)
+    if not chosen:
+        raise SourceError(f"campaign {spec.name!r} has no walk in this window yet: walk a batch first "
+                          f"(ldp-telemetry poplar1 walk {spec.name} --batch YYYY-MM-DD --url LEADER)")
+    result = POPLAR1_ESTIMATES.estimate_json(spec, chosen[-1], window.confidence)
+    return ReportData(result, spec_json, window.since, window.until)
 
 
 POPLAR1 = register_collector_kind(Poplar1Campaigns())

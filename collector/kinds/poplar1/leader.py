@@ -165,7 +165,7 @@ def collect(storage: StorageBase, store: Poplar1Store, peer: PeerClient, campaig
     rejections = Counter(leader.rejections)
     out = {"campaign": spec.name, "fingerprint": spec.fingerprint, "version": campaign.version, "batch": batch,
            "kind": "poplar1", "walk": walked, "rejections": dict(rejections),
-           "estimate": estimate_walk(spec, walked)}
+           "estimate": estimate_walk(spec, walked, rejected=rejections)}
     with store.transaction():
         store.put_release(key, campaign.version, out)
     return store.release(key) or out

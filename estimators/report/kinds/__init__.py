@@ -5,10 +5,11 @@ from .base import GENERIC, ReportKind, register_report_kind, report_kind, unregi
 from .distributed import DISTRIBUTED_REPORT, DistributedReport
 from .heavy_hitters import HEAVY_HITTERS_REPORT, HeavyHittersReport
 from .local import LOCAL_REPORT, LocalReport
+from .poplar1 import POPLAR1_REPORT, Poplar1Report
 from .quantiles import QUANTILES_REPORT, QuantilesReport
 from .repeated import REPEATED_REPORT, RepeatedReport
 
-__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "HEAVY_HITTERS_REPORT", "LOCAL_REPORT", "QUANTILES_REPORT",
-           "REPEATED_REPORT", "DistributedReport", "HeavyHittersReport", "LocalReport", "QuantilesReport",
-           "RepeatedReport", "ReportKind",
+__all__ = ["DISTRIBUTED_REPORT", "GENERIC", "HEAVY_HITTERS_REPORT", "LOCAL_REPORT", "POPLAR1_REPORT",
+           "QUANTILES_REPORT", "REPEATED_REPORT", "DistributedReport", "HeavyHittersReport", "LocalReport",
+           "Poplar1Report", "QuantilesReport", "RepeatedReport", "ReportKind",
            "register_report_kind", "report_kind", "unregister_report_kind"]
