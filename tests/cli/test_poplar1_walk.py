@@ -97,7 +97,8 @@ def test_the_walk_command_prints_the_release_and_every_report_shows_it(servers: 
     flat = " ".join(table.split())
     assert shown["kind"] == "poplar1" and shown["header"] and all(line in table for line in shown["header"])
     rows = shown["tables"][0]["rows"]
-    assert len(rows) == len(HEAVY) and all(" ".join(cell for cell in row if cell) in flat for row in rows)
+    assert len(rows) == len(release["estimate"]["heavy_hitters"]) >= len(HEAVY)
+    assert all(" ".join(cell for cell in row if cell) in flat for row in rows)
     assert all(note in table for note in shown["tables"][0]["notes"])
 
 

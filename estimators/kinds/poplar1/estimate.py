@@ -30,7 +30,6 @@ from estimators.distributed.noise import ASSUMPTION, noise_halfwidth
 from .accounting import walk_guarantee, walk_noise
 from .prune import pruning_rule
 
-
 INPUT_PRIVACY = ("each aggregator sees only its IDPF key share: a device's string stays hidden unless both "
                  "aggregators collude")
 LEARNED = ("the leader learns the candidate prefixes it asks about at each level (the extensions of the previous "

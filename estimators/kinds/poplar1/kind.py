@@ -21,6 +21,7 @@ class Poplar1Walk(Estimate):
     batch: str | None
     threshold: float | None
     threshold_count: float | None
+    pruning: Mapping[str, Any]
     heavy_hitters: tuple[Mapping[str, Any], ...]
     levels: tuple[Mapping[str, Any], ...]
     noise: Mapping[str, Any]
@@ -42,6 +43,7 @@ class Poplar1Walk(Estimate):
         return {**super().members(data), "batch": batch if isinstance(batch, str) else None,
                 "threshold": float(threshold) if is_number(threshold) else None,
                 "threshold_count": float(count) if is_number(count) else None,
+                "pruning": section("pruning"),
                 "heavy_hitters": rows("heavy_hitters"), "levels": rows("levels"), "noise": section("noise"),
                 "guarantee": section("guarantee"), "leader_learned": section("leader_learned"),
                 "rejected": {str(k): int(v) for k, v in section("rejected").items() if is_number(v)}}

@@ -68,7 +68,9 @@ class Poplar1Report(ReportKind):
         lines = [f"campaign {data.campaign}: poplar1 heavy hitters, distributed ({noise.get('noise')}, at every "
                  f"level), epsilon {epsilon_text(result)}, delta {_delta(result.delta)} for the whole walk",
                  f"batch {result.batch}: n = {result.n or 0:,} reports, threshold {format_number(result.threshold)} "
-                 f"(a prefix is kept when its count reaches {format_number(result.threshold_count)}), "
+                 f"(count {format_number(result.threshold_count)}; a prefix is kept when its count reaches "
+                 f"{format_number(_keep_count(result))}, so a string of count >= the threshold's survives every level "
+                 f"with probability >= {format_number(1 - float(result.pruning.get('miss_probability', 0.0)))}), "
                  f"{len(result.levels)} of {levels} levels walked, confidence {confidence_percent(result)}",
                  f"noise per level: sigma2 {format_number(noise.get('sigma2'))} from each aggregator on every count "
                  f"(a count's std error {format_number(_std_error(result))}, interval +-"
@@ -83,14 +85,17 @@ class Poplar1Report(ReportKind):
             lines.append(f"the leader learned: {learned.get('prefixes_asked', 0):,} candidate prefixes over "
                          f"{learned.get('levels', 0)} levels with their noisy counts, nothing about any one report")
         if not result.heavy_hitters:
-            lines.append("no string reached the threshold at every level: no heavy hitter in this batch")
+            lines.append("no string reached the keep count at every level: no heavy hitter in this batch")
+        else:
+            clear = sum(1 for row in result.heavy_hitters if row.get("clears_threshold"))
+            lines.append(f"{clear:,} of the {len(result.heavy_hitters):,} released strings clear the threshold count "
+                         "(interval above it); the others may be below it (the rule's possible false discoveries)")
         return lines
 
     def notes(self, result: Estimate) -> list[str]:
         "Every level's summary, then the guarantee's statements"
         walk = walked(result)
-        threshold = walk.threshold_count or 0.0
-        return [level_line(level, threshold) for level in walk.levels] + [
+        return [level_line(level, _keep_count(walk)) for level in walk.levels] + [
             f"guarantee: {s.get('holds')} (assuming {s.get('assuming')})"
             for s in walk.guarantee.get("statements", []) if isinstance(s, Mapping)]
 
@@ -108,6 +113,12 @@ class Poplar1Report(ReportKind):
         result = walked(data.estimate)
         plots = [hitters_figure(data)] if result.heavy_hitters else []
         return plots + ([levels_figure(data)] if result.levels else [])
+
+
+def _keep_count(result: Poplar1Walk) -> float:
+    "The count a prefix's noisy count must reach to be kept (the threshold count less the pruning margin)"
+    keep = result.pruning.get("keep_count")
+    return float(keep) if isinstance(keep, (int, float)) else (result.threshold_count or 0.0)
 
 
 def level_line(level: Mapping[str, Any], threshold: float) -> str:
@@ -149,8 +160,8 @@ def hitters_figure(data: ReportData) -> Plot:
     fit_layout(figure)
     caption = (f"Bars: the {len(rows)} heavy hitters' noisy counts (both aggregators' noise, unbiased) with their "
                f"{confidence_percent(result)} intervals (the exact quantile of the noise). Dashed line: the "
-               f"threshold count {format_number(result.threshold_count)}, which a prefix's count reached at every "
-               "level of the walk.")
+               f"threshold count {format_number(result.threshold_count)}; every prefix of a released string reached "
+               f"the keep count {format_number(_keep_count(result))} at every level of the walk.")
     return Plot("poplar1_heavy_hitters", "Heavy hitters", figure, caption)
 
 
@@ -178,8 +189,8 @@ def levels_figure(data: ReportData) -> Plot:
     axes.legend(fontsize=8, loc="upper right")
     fit_layout(figure)
     caption = ("Each level's candidate prefixes (the extensions of the previous level's kept ones) with their "
-               "noisy counts: the leader learns these and nothing else. Filled: kept (count at least the threshold), "
-               "grey: pruned.")
+               "noisy counts: the leader learns these and nothing else. Filled: kept (count at least the keep count "
+               f"{format_number(_keep_count(result))}), grey: pruned. Dashed: the threshold count.")
     return Plot("poplar1_levels", "Every level", figure, caption)
 
 
