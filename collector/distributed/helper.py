@@ -96,6 +96,13 @@ def provision(storage: StorageBase, store: DistStore, name: str, body: Any, day:
     if len(verify_key) != vdaf.vdaf.VERIFY_KEY_SIZE:
         raise PeerProblem(ProtocolError.INVALID_FIELD,
                           f"verify_key must be {vdaf.vdaf.VERIFY_KEY_SIZE} bytes", "verify_key")
+    return record_campaign(storage, store, spec, source, verify_key, day)
+
+
+def record_campaign(storage: StorageBase, store: DistStore, spec: Spec, source: dict, verify_key: bytes,
+                    day: str) -> tuple[CampaignVersion, bool]:
+    """The helper's campaign version and its verify key, created once (the same spec again returns it); a second
+    provisioning with another verify key is refused (PeerProblem VERIFY_KEY_MISMATCH)"""
     known = store.campaign(spec.name, spec.fingerprint)
     if known is not None and known.verify_key != verify_key:
         raise PeerProblem(ProtocolError.VERIFY_KEY_MISMATCH,

@@ -19,8 +19,8 @@ from client_sdk.spec import Spec, load_spec
 from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
 from ...distributed import hpke_keys
-from ...distributed.helper import PeerProblem
-from ...distributed.store import BatchKey, DistCampaign
+from ...distributed.helper import PeerProblem, record_campaign
+from ...distributed.store import BatchKey
 from ...storage import CampaignVersion, StorageBase
 from .levels import (
     StoredAggregator,
@@ -71,15 +71,7 @@ def provision(storage: StorageBase, store: Poplar1Store, name: str, body: Any, d
         raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "verify_key") from None
     if len(verify_key) != poplar1_for(spec.params.bits).VERIFY_KEY_SIZE:
         raise PeerProblem(ProtocolError.INVALID_FIELD, "verify_key has the wrong size", "verify_key")
-    known = store.campaign(spec.name, spec.fingerprint)
-    if known is not None and known.verify_key != verify_key:
-        raise PeerProblem(ProtocolError.VERIFY_KEY_MISMATCH, "this campaign was provisioned with another verify key",
-                          "verify_key")
-    campaign, created = storage.create_campaign(source, day)
-    if known is None:
-        with store.transaction():
-            store.put_campaign(DistCampaign(spec.name, spec.fingerprint, "helper", verify_key, None, None, "ready"))
-    return campaign, created
+    return record_campaign(storage, store, spec, source, verify_key, day)
 
 
 def _aggregator(storage: StorageBase, store: Poplar1Store, body: Any, fields: set[str], day: str,
@@ -167,12 +159,19 @@ def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, da
     return aggregator, key, level, row
 
 
-def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
-    "The second request: the leader's first shares in, this helper's second shares out"
-    aggregator, key, level, row = _resume(storage, store, body, "prepared", day, overlap_days)
+def _resume_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, step: str, day: str,
+                 overlap_days: int) -> tuple[StoredAggregator, BatchKey, int, tuple, str, dict | None]:
+    "The level resumed at ``stage``, the request's digest, and this step's stored answer to that same request"
+    aggregator, key, level, row = _resume(storage, store, body, stage, day, overlap_days)
     assert row is not None
     request_digest = digest(body)
-    repeated = stored_answer(row[2], "sketch", request_digest)
+    return aggregator, key, level, row, request_digest, stored_answer(row[2], step, request_digest)
+
+
+def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
+    "The second request: the leader's first shares in, this helper's second shares out"
+    aggregator, key, level, row, request_digest, repeated = _resume_step(storage, store, body, "prepared", "sketch",
+                                                                          day, overlap_days)
     if repeated is not None:
         return repeated
     if aggregator.level is None:
@@ -192,10 +191,8 @@ def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
 
 def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
     "The third request: the sketch checked, the accepted reports' noisy aggregate share; once"
-    aggregator, key, level, row = _resume(storage, store, body, "sketched", day, overlap_days)
-    assert row is not None
-    request_digest = digest(body)
-    repeated = stored_answer(row[2], "finish", request_digest)
+    aggregator, key, level, row, request_digest, repeated = _resume_step(storage, store, body, "sketched", "finish",
+                                                                          day, overlap_days)
     if repeated is not None:
         return repeated
     if row[0] == "finished":
