@@ -157,6 +157,26 @@ def test_the_helper_takes_a_distributed_quantiles_spec_and_refuses_a_local_one(t
     assert spec.prio3 is not None and set(block) >= {"leader", "helper"}
 
 
+def test_the_helper_refuses_a_leader_that_reprovisions_a_campaign_with_another_verify_key(tmp_path: Path):
+    "The verify key is fixed at the first provisioning: the same key again is answered, another one refused by name"
+    from client_sdk.distributed import b64url
+
+    from .kit import PEER_TOKEN as KIT_TOKEN
+    from .kit import Pair
+
+    helper = Pair(tmp_path).helper_app.test_client()
+    headers = {"Authorization": f"Bearer {KIT_TOKEN}"}
+    spec = client_sdk_spec(quantiles_spec("lat"))
+    for verify_key in (bytes(32), bytes(32)):
+        answer = helper.put("/v1/peer/campaigns/lat", json={"spec": spec, "verify_key": b64url(verify_key)},
+                            headers=headers)
+        assert answer.status_code in (200, 201), answer.json
+    refused = helper.put("/v1/peer/campaigns/lat", json={"spec": spec, "verify_key": b64url(bytes([1]) * 32)},
+                         headers=headers)
+    assert refused.status_code == 409 and refused.json["field"] == "verify_key", refused.json
+    assert refused.json["type"].endswith("verify-key-mismatch"), refused.json
+
+
 def client_sdk_spec(data: dict) -> dict:
     "The spec as a leader sends it to its helper: the served form"
     from client_sdk.spec import load_spec
