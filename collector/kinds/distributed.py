@@ -22,6 +22,22 @@ if TYPE_CHECKING:
 # standalone collector loads no distributed module (+166 ms, 189 modules per worker, measured for collector/api).
 
 
+def helper_client(peers: Peers) -> Any:
+    """The leader's client to its helper for a command that provisions a campaign (``campaign create --db``), or
+    ProvisionError naming the option: both options given, and the URL https (plain http to loopback only: the peer
+    token travels there)"""
+    from ..distributed.peer import PeerClient, checked_helper_url
+
+    if not peers.helper_url or not peers.peer_token:
+        raise ProvisionError("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and "
+                             "LDP_PEER_TOKEN)")
+    try:
+        checked_helper_url(peers.helper_url)
+    except ValueError as exc:
+        raise ProvisionError(f"--helper-url: {str(exc).split(': ', 1)[-1]}") from None
+    return PeerClient.for_url(peers.helper_url, peers.peer_token)
+
+
 class DistributedCampaigns(CollectorKind):
     "Prio3 with a leader and a helper; the views' hooks are collector.distributed.api's"
 
@@ -43,21 +59,14 @@ class DistributedCampaigns(CollectorKind):
                            peers: Peers) -> tuple[CampaignVersion, bool, dict]:
         "In a leader's database: the helper is provisioned first; the output carries the aggregators block"
         from ..distributed.leader import aggregators_block, provision_campaign  # as in create_campaign
-        from ..distributed.peer import PeerClient, PeerError, checked_helper_url
+        from ..distributed.peer import PeerError
         from ..distributed.store import DistStore
 
-        if not peers.helper_url or not peers.peer_token:
-            raise ProvisionError("a leader command needs --helper-url and --peer-token (or LDP_HELPER_URL and "
-                                 "LDP_PEER_TOKEN)")
-        try:
-            checked_helper_url(peers.helper_url)  # https, or http to loopback only: the peer token travels there
-        except ValueError as exc:
-            raise ProvisionError(f"--helper-url: {str(exc).split(': ', 1)[-1]}") from None
+        peer = helper_client(peers)
         store = DistStore(storage)
         store.migrate()
-        peer = PeerClient.for_url(peers.helper_url, peers.peer_token)
         try:
-            campaign, created = provision_campaign(storage, store, peer, peers.helper_url, body, day)
+            campaign, created = provision_campaign(storage, store, peer, str(peers.helper_url), body, day)
         except PeerError as exc:
             raise ProvisionError(f"the helper could not be provisioned: {exc}") from None
         return campaign, created, {"aggregators": aggregators_block(store, campaign)}

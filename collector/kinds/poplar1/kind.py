@@ -40,17 +40,16 @@ class Poplar1Campaigns(CollectorKind):
     def provision_campaign(self, storage: StorageBase, body: dict, day: str,
                            peers: Peers) -> tuple[CampaignVersion, bool, dict]:
         from ...distributed.leader import aggregators_block
-        from ...distributed.peer import PeerClient, PeerError
+        from ...distributed.peer import PeerError
+        from ..distributed import helper_client
         from . import leader
         from .store import Poplar1Store
 
-        if not peers.helper_url or not peers.peer_token:
-            raise ProvisionError("a leader command needs --helper-url and --peer-token")
+        peer = helper_client(peers)
         store = Poplar1Store(storage)
         store.migrate()
         try:
-            campaign, created = leader.provision_campaign(storage, store, PeerClient.for_url(
-                peers.helper_url, peers.peer_token), peers.helper_url, body, day)
+            campaign, created = leader.provision_campaign(storage, store, peer, str(peers.helper_url), body, day)
         except PeerError as exc:
             raise ProvisionError(f"the helper could not be provisioned: {exc}") from None
         return campaign, created, {"aggregators": aggregators_block(store, campaign)}

@@ -236,6 +236,28 @@ def test_a_helper_url_in_clear_is_refused(tmp_path, url):
         assert ran.exit_code == 1 and "--helper-url" in ran.output and "https" in ran.output, ran.output
 
 
+POPLAR1_SPEC = {"name": "found", "kind": "poplar1", "trust": "distributed", "epsilon": 1.0, "delta": 1e-6, "bits": 16,
+                "stride": 4, "threshold": 0.01, "min_batch": 100}
+
+
+@pytest.mark.parametrize("spec", [spec_json("histogram"), POPLAR1_SPEC], ids=["prio3", "poplar1"])
+@pytest.mark.parametrize("url", ["http://helper.example.com", "helper.example.com", None])
+def test_campaign_create_on_a_leader_database_refuses_a_helper_url_in_clear_in_one_line(tmp_path, spec, url):
+    "Every kind that provisions a helper from the CLI: one line naming the option, nothing written, no traceback"
+    import json
+
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    options = ["--peer-token", PEER_TOKEN] + ([] if url is None else ["--helper-url", url])
+    ran = CliRunner().invoke(main, ["campaign", "create", "--db", str(tmp_path / "l.db"), *options,
+                                    str(tmp_path / "spec.json")])
+    assert ran.exit_code == 1, ran.output
+    lines = ran.output.strip().splitlines()
+    assert len(lines) == 1 and "--helper-url" in lines[0], ran.output
+    assert url is None or "https" in lines[0]
+    with open_storage(str(tmp_path / "l.db")) as storage:
+        assert storage.list_campaigns() == []
+
+
 @pytest.mark.parametrize("url", ["https://helper.example.com", "http://127.0.0.1:8001", "http://127.8.0.1",
                                  "http://localhost:8001", "http://[::1]:8001"])
 def test_https_or_loopback_is_accepted(tmp_path, url):
