@@ -13,10 +13,19 @@ no source patch is needed once those are installed):
     bash benchmarks/setup_peers.sh
     .venv/bin/python benchmarks/heavy_hitters.py --n 1000000 --epsilons 3 --top 20 --peers sfp --timeout 600
 
-Each peer algorithm runs in a subprocess of ``benchmarks/.venv-peers/bin/python`` (this file with ``--peer``),
-killed after ``--timeout`` seconds of client + server time ("did not finish" is then printed).  Ours: the
-simulated reports of the device math (``simulate_reports``; tests/estimators/kinds/heavy_hitters/test_simulate.py
-compares it with ``make_report``), aggregated by ``add()`` from the JSON form the collector receives.
+Server time per report, the same work on both sides, from reports already made (device time is apart):
+
+* the peer: its server's ``aggregate`` of each privatised report + ``find_heavy_hitters`` (pure-ldp has no
+  ingestion: its reports are Python objects, never parsed or checked); reports are privatised and aggregated in
+  chunks, the decode also timed at each ``--checkpoints`` n, so its time at smaller n and the largest n it finishes
+  within ``--timeout`` seconds follow from one run (``largest``);
+* ours, the kind's work: ``add()`` of the JSON-decoded payloads (the vectorised check ``payload_columns`` and the
+  count tables) + the decode, from the simulated device math (``simulate_reports``;
+  tests/estimators/kinds/heavy_hitters/test_simulate.py compares it with ``make_report``);
+* ours, the collector's path minus the network (``ours_post``): POST /v1/reports through the WSGI app, SQLite
+  (JSON parse, each report's envelope, the payload check, duplicate ids, the writes) + GET /estimate.
+
+Each peer algorithm runs in a subprocess of ``benchmarks/.venv-peers/bin/python`` (this file with ``--peer``).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import numpy as np
 ALPHABET = "abcdefghijklmnopqrstuvwxyz."
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PEER_PYTHON = ROOT / "benchmarks" / ".venv-peers" / "bin" / "python"  # benchmarks/setup_peers.sh
+PEER_CHUNK = 100_000  # reports the peer privatises, then aggregates, at a time
 JS_DIST = ROOT / "sdk-js" / "dist" / "node.js"  # npm run build
 
 
@@ -86,7 +96,51 @@ def ours(data: list[str], epsilon: float, k: int, budget: float, rng: np.random.
     return {"name": f"ours {label}", "found": [h.value for h in estimate.hitters],
             "server_per_report": ingest_seconds + decode_seconds / len(data), "ingest_per_report": ingest_seconds,
             "decode_seconds": decode_seconds, "device_per_report": device_seconds,
-            "threshold": estimate.detection_threshold}
+            "threshold": estimate.detection_threshold, "load": os.getloadavg()[0]}
+
+
+def ours_post(data: list[str], epsilon: float, rng: np.random.Generator, batch: int = 5000) -> dict:
+    """The collector's path, minus the network: POST /v1/reports of all n reports (JSON bodies of ``batch``, the
+    default MAX_BATCH_REPORTS) through the WSGI app in this process (body read, JSON parse, each report's envelope,
+    the kind's payload check, duplicate ids, the SQLite writes of ids and count tables) + GET /estimate (the
+    stored tables read and decoded).  Bodies are built (the device's side) outside the timed calls"""
+    import uuid
+
+    from client_sdk.kinds.heavy_hitters import encode_value
+    from client_sdk.spec import load_spec
+    from collector import create_app
+    from collector.storage import open_storage
+    from estimators.kinds.heavy_hitters.simulate import simulate_reports
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = pathlib.Path(folder) / "collector.db"
+        app = create_app({"DATABASE": str(database), "RATE_LIMIT": 0, "MAX_BATCH_REPORTS": batch})
+        with open_storage(database) as storage:
+            admin, _ = storage.create_key("admin", "2024-01-01")
+            ingest, _ = storage.create_key("ingest", "2024-01-01")
+        http = app.test_client()
+        spec_json = {"name": "words", "kind": "heavy_hitters", "epsilon": epsilon, "max_length": 6,
+                     "alphabet": ALPHABET, "expected_reports": len(data)}
+        created = http.post("/v1/campaigns", json=spec_json, headers={"Authorization": f"Bearer {admin}"}).json
+        spec = load_spec(created["spec"])
+        values, counts = np.unique(np.array(data), return_counts=True)
+        payloads = simulate_reports(spec.params, [encode_value(spec.params, str(v)) for v in values], counts, rng)
+        headers = {"Authorization": f"Bearer {ingest}", "Content-Type": "application/json"}
+        post_seconds, accepted = 0.0, 0
+        for first in range(0, len(payloads), batch):
+            body = json.dumps({"reports": [
+                {"report_id": str(uuid.uuid4()), "campaign": spec.name, "fingerprint": spec.fingerprint,
+                 "payload": payload} for payload in payloads[first:first + batch].tolist()]}).encode()
+            start = time.perf_counter()
+            answer = http.post("/v1/reports", data=body, headers=headers)
+            post_seconds += time.perf_counter() - start
+            accepted += answer.json["accepted"]
+        start = time.perf_counter()
+        estimate = http.get(f"/v1/campaigns/{spec.name}/estimate", headers={"Authorization": f"Bearer {admin}"})
+        estimate_seconds = time.perf_counter() - start
+    assert accepted == len(data) and estimate.status_code == 200, (accepted, estimate.status_code)
+    return {"post_per_report": post_seconds / len(data), "estimate_seconds": estimate_seconds,
+            "server_per_report": post_seconds / len(data) + estimate_seconds / len(data), "load": os.getloadavg()[0]}
 
 
 def coverage(n: int, epsilon: float, k: int, repeats: int, rng: np.random.Generator) -> tuple[int, int]:
@@ -144,8 +198,13 @@ def js_device(epsilon: float, n: int, words: list[str]) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
-    "In benchmarks/.venv-peers: run pure-ldp's PEM or SFP on the strings in ``path`` and print JSON"
+def peer_main(algorithm: str, path: str, epsilon: float, k: int, budget: float, checkpoints_at: list[int]) -> None:
+    """In benchmarks/.venv-peers: pure-ldp's PEM, SFP or TreeHist on the strings in ``path``, JSON on stdout.
+
+    Its server time is what its server does: ``aggregate`` of each privatised report and ``find_heavy_hitters``.
+    Reports are privatised (client time, not server time) and aggregated in chunks; at each of ``checkpoints_at``
+    and at the end the decode is timed, giving (n, aggregate seconds so far, decode seconds) rows.  Aggregation
+    stops once it has taken ``budget`` seconds ("did not finish")."""
     from pure_ldp.core import generate_hash_funcs
     from pure_ldp.frequency_oracles.apple_cms import CMSClient, CMSServer
     from pure_ldp.heavy_hitters import PEMClient, PEMServer, SFPClient, SFPServer, TreeHistClient, TreeHistServer
@@ -156,6 +215,7 @@ def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
     def index_mapper(text: str) -> int:
         return sum((letters.index(c) + 1) * 28**i for i, c in enumerate(text))
 
+    client_seconds = 0.0
     start = time.perf_counter()
     if algorithm == "pem":
         client = PEMClient(epsilon=epsilon, start_length=2, max_string_length=6, fragment_length=2,
@@ -171,31 +231,48 @@ def peer_main(algorithm: str, path: str, epsilon: float, k: int) -> None:
                            fo_client=CMSClient(epsilon, generate_hash_funcs(depth, width), width, is_hadamard=True))
         server = SFPServer(epsilon, 2, 6, alphabet=set(letters), index_mapper=index_mapper,
                            fo_server=CMSServer(epsilon, depth, width, is_hadamard=True))
-    reports = [client.privatise(word) for word in data]
-    client_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    for report in reports:
-        server.aggregate(report)
-    found, _ = server.find_heavy_hitters(k=k)
+    client_seconds += time.perf_counter() - start
+    aggregate_seconds, done, checkpoints = 0.0, 0, []
+    marks = sorted(set(checkpoints_at) | {len(data)})
+    while done < len(data) and aggregate_seconds < budget:
+        chunk = data[done:min(done + PEER_CHUNK, next(m for m in marks if m > done))]
+        start = time.perf_counter()
+        reports = [client.privatise(word) for word in chunk]
+        client_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        for report in reports:
+            server.aggregate(report)
+        aggregate_seconds += time.perf_counter() - start
+        done += len(chunk)
+        if done in marks:  # the decode at this n (pure-ldp re-estimates after more reports: it can go on)
+            start = time.perf_counter()
+            found, _ = server.find_heavy_hitters(k=k)
+            checkpoints.append((done, aggregate_seconds, time.perf_counter() - start))
+    if done < len(data):
+        print(json.dumps({"name": f"pure-ldp {algorithm}", "found": None, "checkpoints": checkpoints,
+                          "error": f"{done:,} reports aggregated in {aggregate_seconds:.0f} s"}))
+        return
+    n, aggregate_seconds, decode_seconds = checkpoints[-1]
     print(json.dumps({"name": f"pure-ldp {algorithm}", "found": [str(w).rstrip("*") for w in found],
-                      "server_per_report": (time.perf_counter() - start) / len(data),
-                      "device_per_report": client_seconds / len(data)}))
+                      "server_per_report": (aggregate_seconds + decode_seconds) / n, "checkpoints": checkpoints,
+                      "device_per_report": client_seconds / n}))
 
 
-def peer(algorithm: str, data: list[str], epsilon: float, k: int, timeout: float) -> dict:
+def peer(algorithm: str, data: list[str], epsilon: float, k: int, timeout: float, checkpoints: list[int]) -> dict:
+    "peer_main in the peers' environment; killed after 4 x ``timeout`` seconds of wall time (client time included)"
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "data.json"
         path.write_text(json.dumps(data))
         command = [str(PEER_PYTHON), __file__, "--peer", algorithm, str(path), "--epsilon", str(epsilon),
-                   "--top", str(k)]
+                   "--top", str(k), "--timeout", str(timeout), "--checkpoints", *map(str, checkpoints)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=4 * timeout, check=True)
         except subprocess.TimeoutExpired:
             return {"name": f"pure-ldp {algorithm}", "found": None}
         except subprocess.CalledProcessError as failed:
             return {"name": f"pure-ldp {algorithm}", "found": None,
                     "error": failed.stderr.strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "load": os.getloadavg()[0]}
 
 
 def scores(found: list[str], truth: list[str]) -> tuple[float, float, float]:
@@ -211,6 +288,23 @@ def ratio(ours_value: float, peer_value: float) -> float:
     return ours_value / peer_value if peer_value else float("inf")
 
 
+def largest(peer_row: dict, timeout: float, n: int, mine: dict, post: dict) -> None:
+    """The largest n the peer's server finishes within ``timeout`` s, from its checkpoints: its aggregation is
+    linear in n (the same work per report) and its decode does not grow with n (a fixed set of fragment
+    estimates), so server(n) = decode + n * aggregate per report; and the ratios there, ours taken as linear too"""
+    points = peer_row["checkpoints"]
+    per_report = points[-1][1] / points[-1][0]
+    decode = max(point[2] for point in points)
+    limit = (timeout - decode) / per_report
+    peer_time = timeout / limit
+    kind_time = mine["ingest_per_report"] + mine["decode_seconds"] / limit
+    path_time = post["post_per_report"] + post["estimate_seconds"] / limit
+    how = "measured" if limit <= n else f"projected from n <= {n:,}"
+    print(f"largest n {peer_row['name']} finishes within {timeout:.0f} s ({how}): {limit:,.0f} (aggregate "
+          f"{1e6 * per_report:.1f} us/report, decode {decode:.0f} s); there ours is {peer_time / kind_time:.0f}x "
+          f"faster (the kind's work), {peer_time / path_time:.1f}x (the collector's path)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
@@ -222,7 +316,10 @@ def main() -> None:
     parser.add_argument("--coverage-top", type=int, default=50)
     parser.add_argument("--large", type=int, default=1_000_000, help="n of the decode time and memory (0: skip)")
     parser.add_argument("--top", type=int, default=20)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per peer algorithm")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="server seconds (aggregation) per peer algorithm before it counts as not finished")
+    parser.add_argument("--checkpoints", type=int, nargs="*", default=[],
+                        help="n at which the peer's decode is also timed (its server time at smaller n)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--peer", nargs=2, metavar=("ALGORITHM", "DATA"), help=argparse.SUPPRESS)
     parser.add_argument("--large-child", type=int, help=argparse.SUPPRESS)
@@ -233,7 +330,7 @@ def main() -> None:
         print(json.dumps([seconds, gib, found]))
         return
     if args.peer:
-        peer_main(args.peer[0], args.peer[1], args.epsilon, args.top)
+        peer_main(args.peer[0], args.peer[1], args.epsilon, args.top, args.timeout, args.checkpoints)
         return
     sys.path.insert(0, str(ROOT))
     rng = np.random.default_rng(args.seed)
@@ -246,7 +343,8 @@ def main() -> None:
         data = zipf_data(args.n, 10_000, 6, rng)
         truth = true_top(data, args.top)
         mine = [ours(data, epsilon, args.top, budget, rng) for budget in (0.05, float(args.top))]
-        rows = mine + [peer(algorithm, data, epsilon, args.top, args.timeout) for algorithm in args.peers]
+        rows = mine + [peer(algorithm, data, epsilon, args.top, args.timeout, args.checkpoints)
+                        for algorithm in args.peers]
         print(f"n={args.n} epsilon={epsilon:g} top-{args.top}, Zipf(1.1) over 10,000 strings of 6 of a-z and '.'")
         for row in rows:
             if row["found"] is None:
@@ -256,14 +354,25 @@ def main() -> None:
             extra = f"  detection threshold {row['threshold']:.4f}" if "threshold" in row else ""
             print(f"{row['name']:<36} recall {recall:.2f}  precision {precision:.2f}  NCR {ncr:.2f}  server "
                   f"{1e6 * row['server_per_report']:.1f} us/report  device {1e6 * row['device_per_report']:.0f} "
-                  f"us/report{extra}")
+                  f"us/report{extra}  (load {row['load']:.1f} after it)")
+        post = ours_post(data, epsilon, rng)
+        print(f"ours, the collector's path (POST /v1/reports through the WSGI app, SQLite; no network): "
+              f"{1e6 * post['server_per_report']:.1f} us/report (POST {1e6 * post['post_per_report']:.1f} us + "
+              f"GET /estimate {post['estimate_seconds']:.2f} s; load {post['load']:.1f} after it)")
         finished = [row for row in rows[len(mine):] if row["found"] is not None]
         if finished:
             fastest = min(finished, key=lambda row: row["server_per_report"])
-            print(f"server time per report (aggregation + estimation), {fastest['name']} / ours: "
-                  f"{fastest['server_per_report'] / rows[0]['server_per_report']:.1f}x (ours: add() "
-                  f"{1e6 * rows[0]['ingest_per_report']:.1f} us + decode {rows[0]['decode_seconds']:.2f} s)")
-        print(f"device, JavaScript SDK (Node): {1e6 * js_device(epsilon, args.n, data[:2000]):.0f} us/report")
+            for row in finished:
+                for n, aggregate_seconds, decode_seconds in row["checkpoints"]:
+                    print(f"  {row['name']} at n={n:,}: aggregate {aggregate_seconds:.1f} s + decode "
+                          f"{decode_seconds:.1f} s = {1e6 * (aggregate_seconds + decode_seconds) / n:.1f} us/report")
+            print(f"server time per report, {fastest['name']} / ours at n={args.n:,}: "
+                  f"{fastest['server_per_report'] / rows[0]['server_per_report']:.1f}x the kind's work (add() "
+                  f"{1e6 * rows[0]['ingest_per_report']:.2f} us + decode {rows[0]['decode_seconds']:.2f} s), "
+                  f"{fastest['server_per_report'] / post['server_per_report']:.1f}x the collector's path")
+            largest(fastest, args.timeout, args.n, rows[0], post)
+        if JS_DIST.exists():
+            print(f"device, JavaScript SDK (Node): {1e6 * js_device(epsilon, args.n, data[:2000]):.0f} us/report")
         covered, total = coverage(args.coverage_n, epsilon, args.coverage_top, args.coverage_repeats, rng)
         print(f"coverage of the found strings' 95% intervals ({args.coverage_repeats} datasets of n = "
               f"{args.coverage_n:,}, top-{args.coverage_top}): {covered}/{total} = {covered / max(1, total):.3f}")

@@ -159,8 +159,12 @@ def store_reports(reports: list, *, shuffled: bool = False,
 def _by_kind(items: list[ReportItem]) -> dict[CollectorKind, list[ReportItem]]:
     "The reports that no server mechanism takes, by their campaign's kind (in batch order)"
     kinds: dict[CollectorKind, list[ReportItem]] = {}
+    lists: dict[int, list[ReportItem]] = {}  # by campaign version object: its kind looked up once per batch
     for item in items:
-        kinds.setdefault(collector_kind(item[2].spec), []).append(item)
+        found = lists.get(id(item[2]))
+        if found is None:
+            found = lists[id(item[2])] = kinds.setdefault(collector_kind(item[2].spec), [])
+        found.append(item)
     return kinds
 
 

@@ -88,3 +88,18 @@ def test_an_empty_window_is_a_404_naming_since(http: Any, keys: dict[str, str]) 
     spec = http.post("/v1/campaigns", json=_spec("pem"), headers=admin).json["spec"]
     answer = http.get(f"/v1/campaigns/{spec['name']}/estimate", headers=admin)
     assert answer.status_code == 404 and answer.json["field"] == "since"
+
+
+def test_a_batch_resent_in_part_stores_only_its_new_reports(http: Any, keys: dict[str, str], db_path: Any) -> None:
+    "Ids stored by an earlier batch are duplicates; the new reports of the same batch are stored and counted once"
+    admin, ingest = bearer(keys["admin"]), bearer(keys["ingest"])
+    spec = http.post("/v1/campaigns", json=_spec("sfp"), headers=admin).json["spec"]
+    reports = _reports(spec, 300)
+    first = http.post("/v1/reports", json={"reports": reports[:200]}, headers=ingest).json
+    again = http.post("/v1/reports", json={"reports": reports[100:]}, headers=ingest).json
+    assert (first["accepted"], first["duplicate"]) == (200, 0)
+    assert (again["accepted"], again["duplicate"], again["rejected"]) == (100, 100, 0)
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM hh_seen").fetchone() == (300,)
+        assert conn.execute("SELECT sum(reports) FROM hh_counts").fetchone() == (300,)
+    assert http.get(f"/v1/campaigns/{spec['name']}/estimate", headers=admin).json["n"] == 300

@@ -96,24 +96,34 @@ def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accep
             group = [group[position] for position in keep]
             columns = payload_columns(params, [report["payload"] for _, report, _ in group])
             assert columns is not None  # each payload passed parse_payload, whose checks these are
-        ids, rows = [], []
-        for position, (_, report, _) in enumerate(group):
-            if report["report_id"] in batch_ids:
+        ids = [report["report_id"] for _, report, _ in group]
+        unique = set(ids)
+        if len(unique) == len(ids) and batch_ids.isdisjoint(unique):  # the usual batch: no id repeated
+            batch_ids |= unique
+            valid[fingerprint] = (campaign, ids, columns)
+            continue
+        rows = []
+        for position, report_id in enumerate(ids):
+            if report_id in batch_ids:
                 outcome.duplicate += 1
                 continue
-            batch_ids.add(report["report_id"])
-            ids.append(report["report_id"])
+            batch_ids.add(report_id)
             rows.append(position)
-        valid[fingerprint] = (campaign, ids, columns[rows] if len(rows) < len(group) else columns)
+        valid[fingerprint] = (campaign, [ids[i] for i in rows], columns[rows])
     store = HeavyHittersStore(storage)
     with storage.transaction():
         seen = store.seen(sorted(batch_ids))
         for campaign, ids, columns in valid.values():
+            if not ids:
+                continue
+            if seen.isdisjoint(ids):  # the usual batch: none stored before
+                store.add(campaign, day, ids, columns)
+                outcome.accepted += len(ids)
+                continue
             fresh = [position for position, report_id in enumerate(ids) if report_id not in seen]
             outcome.duplicate += len(ids) - len(fresh)
             if fresh:
-                store.add(campaign, day, [ids[i] for i in fresh],
-                          columns[fresh] if len(fresh) < len(ids) else columns)
+                store.add(campaign, day, [ids[i] for i in fresh], columns[fresh])
                 outcome.accepted += len(fresh)
     return outcome
 

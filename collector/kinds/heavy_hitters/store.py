@@ -16,6 +16,7 @@ device is stored: a report id, its day and its payload only.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -78,7 +79,7 @@ class HeavyHittersStore:
         row each (``payload_columns``), inside the caller's transaction"""
         key = (campaign.name, campaign.fingerprint, day)
         self.storage._run_many("INSERT INTO hh_seen (report_id, campaign, fingerprint, day) VALUES (?, ?, ?, ?)",
-                               [(report_id, *key) for report_id in report_ids])
+                               list(zip(report_ids, *map(itertools.repeat, key))))
         aggregate = table_type(campaign.spec.params).from_arrays(campaign.spec.params, *columns.T)
         flat = aggregate.cells.reshape(aggregate.params.groups, -1)
         groups, cells = np.nonzero(flat)
