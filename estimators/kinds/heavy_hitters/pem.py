@@ -28,7 +28,7 @@ from client_sdk.kinds.heavy_hitters.planning import (
 
 from ...errors import NoReports
 from .aggregate import PemAggregate
-from .result import HeavyHittersEstimate, LevelSummary, hitter
+from .result import HeavyHittersEstimate, LevelSummary, collision_variance, hitter, null_keys
 from .simulate import olh_hash_into, padded_rows, prefix_keys
 
 _CHUNK = 1 << 16  # hash x candidate cells per numpy pass (512 KiB of uint64: the passes stay in the cache)
@@ -63,15 +63,20 @@ def _lookup(flat: np.ndarray, cells: np.ndarray) -> np.ndarray:
 
 
 def olh_estimates(table: np.ndarray, reports: int, keys: Sequence[int] | np.ndarray, constants: OlhConstants,
-                  interferers: int = 0) -> np.ndarray:
+                  interferers: int = 0, probes: np.ndarray | None = None) -> np.ndarray:
     """The de-biased frequency (S/N - q*)/(p* - q*) of each key from one group's hash_count x g count table
     (S = sum_j table[j, h_j(key)]; 0 with no reports), corrected for the collisions of the ``interferers`` keys
     with the largest raw estimates: a report of v != x supports x w.p. 1/g + (c_xv - 1/g) d, d = p* - (1-p*)/(g-1)
     (c_xv the fraction of the public family in which x and v collide), so E raw_x = f_x + sum_v A_xv f_v with
     A_xv = (c_xv - 1/g) d / (p* - q*).  The interferers' f solve (I + A) f = raw, and every key's raw estimate loses
     sum_v A_xv f_v over the interferers v != x, read like the support from the table W[j, y] = sum of the f_v with
-    h_j(v) = y (what remains is the other strings' collisions, which average to zero over the family)"""
+    h_j(v) = y (what remains is the other strings' collisions, which average to zero over the family).  With
+    ``probes`` (keys no device reports), their estimates follow the keys', corrected alike; they are never
+    interferers"""
+    chosen_from = len(keys)
     keys_array = np.asarray(keys, dtype=np.uint64)
+    if probes is not None:
+        keys_array = np.concatenate([keys_array, np.asarray(probes, dtype=np.uint64)])
     if not reports or not len(keys_array):
         return np.zeros(len(keys_array))
     hash_count, g = table.shape
@@ -79,7 +84,7 @@ def olh_estimates(table: np.ndarray, reports: int, keys: Sequence[int] | np.ndar
     cells = _cells(seeds, keys_array, g)
     support = _lookup(table.ravel().astype(np.float64), cells)
     raw = (support / reports - constants.q_star) / (constants.p_star - constants.q_star)
-    chosen = np.argsort(-raw, kind="stable")[:interferers]
+    chosen = np.argsort(-raw[:chosen_from], kind="stable")[:interferers]
     if not len(chosen):
         return raw
     scale = (constants.p_star - (1 - constants.p_star) / (g - 1)) / (constants.p_star - constants.q_star)
@@ -139,10 +144,12 @@ def decode_pem(params: HeavyHittersParams, aggregate: PemAggregate, top_k: int =
         kept, scores = candidates[order], estimates[order]
         levels.append(LevelSummary(reports, len(candidates), float(threshold), len(kept)))
     reports = int(aggregate.counts[params.estimation_group])
-    frequencies = olh_estimates(aggregate.cells[params.estimation_group], reports, prefix_keys(kept), constants,
-                                len(kept))
-    hitters = [hitter(params, constants, symbols, float(f), max(1, reports), devices, float(score), confidence)
-               for symbols, f, score in zip(map(tuple, kept.tolist()), frequencies, scores)]
+    probes = null_keys()
+    estimates = olh_estimates(aggregate.cells[params.estimation_group], reports, prefix_keys(kept), constants,
+                              len(kept), probes)
+    frequencies, residual = estimates[:len(kept)], collision_variance(estimates[len(kept):], constants, reports)
+    hitters = [hitter(params, constants, symbols, float(f), max(1, reports), devices, float(score), confidence,
+                      residual) for symbols, f, score in zip(map(tuple, kept.tolist()), frequencies, scores)]
     hitters.sort(key=lambda h: -h.frequency)
     return HeavyHittersEstimate(
         algorithm="pem", reports=devices, hitters=tuple(hitters),

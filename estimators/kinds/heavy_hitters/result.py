@@ -1,21 +1,35 @@
 """What a heavy_hitters estimate says: the discovered strings with their frequencies, and what the run could find.
 
 Every frequency, standard error and interval comes from the **estimation group** alone: reports of the whole
-string that no discovery step read.  The list of strings is fixed by the discovery groups first, so each string's
-estimate is unbiased and its interval has its nominal coverage despite the selection (the ranking only orders
-strings already chosen).
+string that no discovery step read.  The list of strings is fixed by the discovery groups first, so the selection
+does not bias a string's estimate (the ranking only orders strings already chosen).
+
+The hashes are a fixed public family, so a string's estimate also carries the collisions of the strings the decoder
+did not correct for: a fixed error given the family, of mean zero and variance
+sum_v Var(c_xv) A^2 f_v^2 over the random choice of family (of the order of the oracle's own variance when much
+of the mass is in strings that were not found).  The decoder measures it on **null keys**, ``NULL_KEYS`` public
+keys no device reports, estimated from the same table with the same correction: their mean square is the oracle's
+variance at frequency 0 plus that collision variance (``collision_variance``), which every found string's
+variance then includes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from statistics import NormalDist
+
+import numpy as np
 
 from client_sdk.kinds.heavy_hitters import HeavyHittersParams, symbols_to_bytes, symbols_to_text
 from client_sdk.kinds.heavy_hitters.oracles import OlhConstants, SketchConstants
 
-INTERVAL_SOURCE = "estimation group: reports of the whole string not used to discover it"
+INTERVAL_SOURCE = ("estimation group: reports of the whole string not used to discover it; the variance adds the "
+                   "hash collisions measured on null keys")
+NULL_KEYS = 4096  # the mean square of 4096 null estimates: within 2.2% (one SE) of the variance at frequency 0
+_NULL_LABEL = b"ldp-telemetry heavy_hitters null key"
 
 
 @dataclass(frozen=True)
@@ -70,12 +84,31 @@ class HeavyHittersEstimate:
                 "levels": [vars(level) for level in self.levels]}
 
 
+@lru_cache(maxsize=1)
+def null_keys() -> np.ndarray:
+    """``NULL_KEYS`` public 32-bit keys (SHA-256 of a label no key of a string uses): like a string's key to every
+    hash of the family, and reported by no device (one coincides with one of S strings' keys w.p. S 2**-32 each)"""
+    digests = b"".join(hashlib.sha256(_NULL_LABEL + index.to_bytes(4, "big")).digest()[:4]
+                       for index in range(NULL_KEYS))
+    return np.frombuffer(digests, dtype=">u4").astype(np.uint64)
+
+
+def collision_variance(null_estimates: np.ndarray, constants: OlhConstants | SketchConstants, reports: int) -> float:
+    """The variance of a key's estimate beyond the oracle's: the null keys' mean square estimate (their truth is
+    0) minus the oracle's variance at frequency 0 from the group's ``reports`` (at least 0)"""
+    if not len(null_estimates) or reports <= 0:
+        return 0.0
+    return max(0.0, float(np.mean(np.square(null_estimates))) - constants.variance(0.0, reports))
+
+
 def hitter(params: HeavyHittersParams, constants: OlhConstants | SketchConstants, symbols: tuple[int, ...],
-           frequency: float, reports: int, devices: int, discovery: float, confidence: float) -> HeavyHitter:
+           frequency: float, reports: int, devices: int, discovery: float, confidence: float,
+           collisions: float = 0.0) -> HeavyHitter:
     """A string's entry: SE from the oracle's variance at the estimate clipped to [0, 1] (with the group's sampling
-    term: the target is the frequency among all ``devices``), a normal interval at ``confidence``"""
+    term: the target is the frequency among all ``devices``) plus ``collisions`` (``collision_variance``), a
+    normal interval at ``confidence``"""
     clipped = min(1.0, max(0.0, frequency))
-    error = math.sqrt(constants.variance(clipped, reports, devices))
+    error = math.sqrt(constants.variance(clipped, reports, devices) + collisions)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return HeavyHitter(symbols, symbols_to_text(params, symbols), symbols_to_bytes(params, symbols), frequency,
                        error, frequency - z * error, frequency + z * error, discovery)

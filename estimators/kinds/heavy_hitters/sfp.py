@@ -29,7 +29,7 @@ from client_sdk.kinds.heavy_hitters.planning import (
 
 from ...errors import NoReports
 from .aggregate import SfpAggregate
-from .result import HeavyHittersEstimate, LevelSummary, hitter
+from .result import HeavyHittersEstimate, LevelSummary, collision_variance, hitter, null_keys
 from .simulate import olh_hash_array
 
 _CHUNK = 1 << 20  # keys per numpy pass
@@ -96,9 +96,11 @@ def decode_sfp(params: HeavyHittersParams, aggregate: SfpAggregate, top_k: int =
     strings = sorted(strings, key=lambda item: -item[0])[:top_k]
     estimation = int(aggregate.counts[params.estimation_group])
     string_keys = np.array([prefix_key(symbols) for _, symbols in strings], dtype=np.uint64)
-    frequencies = sketch_estimates(transformed(aggregate.cells[params.estimation_group]), estimation, string_keys,
-                                   constants)
-    hitters = [hitter(params, constants, symbols, float(f), max(1, estimation), devices, score, confidence)
+    estimates = sketch_estimates(transformed(aggregate.cells[params.estimation_group]), estimation,
+                                 np.concatenate([string_keys, null_keys()]), constants)
+    frequencies = estimates[:len(strings)]
+    residual = collision_variance(estimates[len(strings):], constants, estimation)
+    hitters = [hitter(params, constants, symbols, float(f), max(1, estimation), devices, score, confidence, residual)
                for (score, symbols), f in zip(strings, frequencies)]
     hitters.sort(key=lambda h: -h.frequency)
     return HeavyHittersEstimate(

@@ -116,19 +116,24 @@ def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]
 
 
 def interval_coverage(params: HeavyHittersParams, words: list[str], n: int, datasets: int, top_k: int,
-                      rng: np.random.Generator, exponent: float = 1.1) -> tuple[int, int]:
-    """Over ``datasets`` datasets of ``n`` devices (Zipf(exponent) counts over ``words``, the first the most
-    frequent) and their decodes: how many found strings of the data have a 95% interval holding their true
-    frequency, and how many were found (a spurious string, truth 0, is a false discovery, not an interval's miss)"""
+                      rng: np.random.Generator, exponent: float = 1.1,
+                      shape: np.ndarray | None = None) -> tuple[int, int]:
+    """Over ``datasets`` datasets of ``n`` devices and their decodes: how many found strings of the data have a 95%
+    interval holding their true frequency, and how many were found (a spurious string, truth 0, is a false
+    discovery, not an interval's miss).  A dataset's counts are multinomial over ``words`` with the relative
+    frequencies ``shape`` by rank (default Zipf(exponent)), the ranks given to the words in a fresh random order:
+    each dataset draws its strings' collisions in the fixed hash family anew, so the datasets are independent"""
     # the package imports this module at load time: its decoder is imported here, when the package is loaded
     from . import estimate_heavy_hitters
 
     symbols = [encode_value(params, word) for word in words]
     keys = group_keys(params, symbols)
-    weights = 1 / np.arange(1, len(words) + 1) ** exponent
+    weights = 1 / np.arange(1, len(words) + 1) ** exponent if shape is None else np.asarray(shape, np.float64)
     covered = found = 0
     for _ in range(datasets):
-        counts = np.bincount(rng.choice(len(words), size=n, p=weights / weights.sum()), minlength=len(words))
+        order = rng.permutation(len(words))
+        counts = np.zeros(len(words), np.int64)
+        counts[order] = np.bincount(rng.choice(len(words), size=n, p=weights / weights.sum()), minlength=len(words))
         truth = dict(zip(words, counts / n))
         estimate = estimate_heavy_hitters(params, simulate_aggregate(params, symbols, counts, rng, keys), top_k=top_k)
         for hitter in estimate.hitters:

@@ -1,10 +1,14 @@
-"""The found strings' 95% intervals hold the truth 95% of the time, over hundreds of found strings (issue 33's
-configuration: Zipf(1.1) over 10,000 random strings of 6 of a-z and '.', epsilon 3, PEM as ``auto`` plans it).
+"""The found strings' 95% intervals hold the truth 0.93 to 0.975 of the time (issue 33's goal), over hundreds of
+found strings (issue 33's configuration: Zipf(1.1) over 10,000 random strings of 6 of a-z and '.', epsilon 3,
+PEM as ``auto`` plans it).
 
 The intervals come from the estimation group, which no discovery step reads, so the selection of a string does not
 bias its estimate; the decoder corrects the found strings' collisions within the public OLH family
-(``pem.olh_estimates``).  Reports are simulated (``simulate_aggregate``: the device's distribution, compared with
-``make_report`` in test_simulate.py)."""
+(``pem.olh_estimates``) and adds the variance of the other strings' collisions, measured on null keys
+(``result.collision_variance``; test_collisions.py tells it apart from the oracle's variance alone).  Reports are
+simulated (``simulate_aggregate``: the device's distribution, compared with ``make_report`` in test_simulate.py);
+each dataset gives the Zipf ranks to the strings in a fresh order, so the datasets are independent and the run's
+binomial standard error holds."""
 
 import numpy as np
 
@@ -14,9 +18,10 @@ from tests.tolerances import k_sigma
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz."
 DEVICES, DATASETS, TOP_K = 2_000_000, 16, 50
+GOAL = (0.93, 0.975)
 
 
-def test_coverage_of_the_found_strings_intervals_is_nominal():
+def test_coverage_of_the_found_strings_intervals_is_within_the_goal():
     rng = np.random.default_rng(33)
     letters = rng.integers(0, len(ALPHABET), size=(12_000, 6))
     words = sorted({"".join(ALPHABET[i] for i in row) for row in letters})[:10_000]
@@ -24,5 +29,5 @@ def test_coverage_of_the_found_strings_intervals_is_nominal():
     assert params.algorithm == "pem"
     covered, found = interval_coverage(params, words, DEVICES, DATASETS, TOP_K, rng)
     assert found >= 400  # hundreds of found strings: the coverage's own SE is below 0.011
-    standard_error = np.sqrt(0.95 * 0.05 / found)
-    assert abs(covered / found - 0.95) <= k_sigma(1) * standard_error, (covered, found)
+    tolerance = k_sigma(2) * np.sqrt(0.95 * 0.05 / found)  # two one-sided checks, the binomial SE of the run
+    assert GOAL[0] - tolerance <= covered / found <= GOAL[1] + tolerance, (covered, found)
