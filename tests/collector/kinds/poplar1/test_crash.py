@@ -31,7 +31,7 @@ WAIT_SECONDS = 60.0  # an upper bound for the killed server to exit
 
 
 class Pair:
-    "A leader and a helper on SQLite files, each (re)started on its own, with or without a failpoint"
+    "A leader and a helper on SQLite files, each (re)started on its own, with or without a failpoint (or a patch)"
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
@@ -42,7 +42,7 @@ class Pair:
         self.admin, self.ingest = create_key(self.leader_db, "admin"), create_key(self.leader_db, "ingest")
 
     @contextmanager
-    def server(self, role: str, failpoint: str | None = None) -> Iterator[subprocess.Popen]:
+    def server(self, role: str, failpoint: str | None = None, prelude: str = "") -> Iterator[subprocess.Popen]:
         extra = ("--helper-url", self.helper_url, "--aggregate-interval", "0") if role == "leader" else ()
         db, port = (self.leader_db, self.leader_port) if role == "leader" else (self.helper_db, self.helper_port)
         with pytest.MonkeyPatch.context() as env:  # the server copies the environment as it starts
@@ -51,7 +51,8 @@ class Pair:
             else:
                 env.delenv("LDP_FAILPOINT", raising=False)
             server = running_server(db, self.tmp / f"{role}.log", port, 1,
-                                    ("--rate-limit", "0", "--peer-token", PEER_TOKEN, "--role", role, *extra))
+                                    ("--rate-limit", "0", "--peer-token", PEER_TOKEN, "--role", role, *extra),
+                                    prelude)
             _, process = server.__enter__()
         try:
             yield process
