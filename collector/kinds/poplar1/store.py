@@ -48,8 +48,14 @@ def create_tables(conn: Any, dialect: str) -> None:
 
 def add_resume_columns(conn: Any, dialect: str) -> None:
     "Migration 2: the level request's digest and the aggregator's noisy share, per level"
+    if dialect == "sqlite":
+        present = {str(row[1]) for row in conn.execute("PRAGMA table_info(poplar1_levels)")}
+    else:
+        present = {str(row[0]) for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'poplar1_levels'")}
     for column in ("request_digest", "noisy_share"):
-        conn.execute(f"ALTER TABLE poplar1_levels ADD COLUMN {column} TEXT")
+        if column not in present:  # a database whose kind versions were reset keeps the columns it has
+            conn.execute(f"ALTER TABLE poplar1_levels ADD COLUMN {column} TEXT")
 
 
 MIGRATIONS = register_migrations(KIND, ((1, create_tables), (2, add_resume_columns)))
