@@ -1,6 +1,7 @@
 """``ldp-telemetry poplar1 walk`` against a real leader and helper on loopback (SQLite files), and the poplar1
 campaign's report before and after the walk: ``report --db`` and ``report --url`` say the same, the JSON report
-matches report.schema.json, the dashboard's panel says what the table says; every failure is one line."""
+matches report.schema.json, the dashboard's panel says what the table says; every failure is one line.  Each test
+runs on both aggregators' backends: SQLite files, then two databases of the session's PostgreSQL cluster."""
 
 from __future__ import annotations
 
@@ -16,16 +17,17 @@ from click.testing import CliRunner
 
 from estimators.report import report_schema
 from ldp_telemetry.cli import main
-from tests.collector.distributed.test_e2e_devices import Aggregators, aggregators
-from tests.collector.helpers import free_port
+from tests.collector.conftest import postgres_cluster  # noqa: F401  (the fixture: the session's PostgreSQL cluster)
+from tests.collector.distributed.test_e2e_devices import Aggregators, on_backend
+from tests.collector.helpers import BACKENDS, free_port
 from tests.collector.kinds.poplar1.test_processes import HEAVY, TAMPERED, upload, values
 
 NAME = "walked"
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
-    with aggregators(tmp_path_factory.mktemp("poplar1-cli")) as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
+    with on_backend(request, tmp_path_factory.mktemp("poplar1-cli"), "p1cli") as running:
         upload(running, NAME, values(), tampered=TAMPERED)
         yield running
 

@@ -52,8 +52,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def ldp_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from ldp_telemetry.cli import main; main()", *args]
+def ldp_command(*args: str, prelude: str = "") -> list[str]:
+    "The ldp-telemetry CLI as a subprocess; ``prelude``: Python run before it (an attacker test's patch)"
+    return [sys.executable, "-c", f"{prelude}\nfrom ldp_telemetry.cli import main; main()", *args]
 
 
 def create_key(db_path: Path, role: str) -> str:
@@ -78,14 +79,15 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float = 20.0) -> No
 
 @contextmanager
 def running_server(db_path: Path, log_path: Path, port: int | None = None, workers: int = 2,
-                   extra: tuple[str, ...] = ("--rate-limit", "0")) -> Iterator[tuple[str, subprocess.Popen]]:
-    "``ldp-telemetry serve`` as a subprocess in its own process group; stopped (SIGTERM) afterwards"
+                   extra: tuple[str, ...] = ("--rate-limit", "0"),
+                   prelude: str = "") -> Iterator[tuple[str, subprocess.Popen]]:
+    "``ldp-telemetry serve`` as a subprocess in its own process group (``prelude``: see ldp_command); stopped after"
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             ldp_command("serve", "--db", str(db_path), "--host", "127.0.0.1", "--port", str(port), "--workers",
-                        str(workers), *extra),
+                        str(workers), *extra, prelude=prelude),
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "PYTHONWARNINGS": ""})
     try:
         wait_ready(url, process)

@@ -11,7 +11,9 @@ A level is three peer requests, each naming the batch (campaign, fingerprint, ba
   count and checksum and its noisy aggregate share.
 
 Each answer is stored with its request's digest and repeated unchanged for the same request (a retry after a lost
-answer), never computed or drawn twice; a different request at an answered level is refused.
+answer), never computed or drawn twice; a different request at an answered level is refused.  A level an
+aggregator recorded and did not answer (killed in between) is resumed by the very same request (the same digest),
+prepared again: preparation draws nothing, and each aggregator stores its noisy share when it first draws it.
 
 A share is the draft's encoding of its field vector (``Field.encode_vec``), base64url; a rejection is its problem
 type's name.  The preparation state a level needs between requests is stored by the helper as ``prep_state``.
@@ -29,12 +31,13 @@ from client_sdk.distributed_messages import ProtocolError, b64url, from_b64url
 from client_sdk.errors import ShareRejected
 from client_sdk.vdaf.poplar1 import Poplar1VerifyState
 
-from ...distributed.store import BatchKey
+from ...distributed.store import BatchKey, failpoint
 from .prepare import LevelState, Poplar1Aggregator
 from .rules import AggParam, LevelRecords, LevelRefusal, LevelRefused, check_level
 from .store import Poplar1Store, bits_prefix, prefix_bits
 
 Shares = dict[bytes, list[int] | str]  # report id -> its share, or the name of its rejection
+ROLES = ("leader", "helper")  # by aggregator id: the names of the crash tests' failpoints
 
 
 def message_error(field: str, detail: str) -> ShareRejected:
@@ -126,9 +129,29 @@ def decode_state(aggregator: Poplar1Aggregator, key: BatchKey, agg_param: AggPar
     return state
 
 
+def sealed_parts(sealed: Any) -> tuple[bytes, ...]:
+    "An input share as an aggregator receives it, as bytes: the leader's opened share, or the helper's sealed one"
+    if isinstance(sealed, bytes):
+        return (sealed,)
+    config_id, ciphertext = sealed
+    return json.dumps(config_id).encode(), bytes(ciphertext)
+
+
+def request_digest(agg_param: AggParam, reports: Sequence[tuple[bytes, bytes, Any]]) -> str:
+    "SHA-256 over a level request: the aggregation parameter, then each report (id, public share, input share)"
+    hashed = hashlib.sha256(json.dumps(encode_agg_param(agg_param), sort_keys=True).encode())
+    for report_id, public_share, sealed in reports:
+        for part in (report_id, public_share, *sealed_parts(sealed)):
+            hashed.update(len(part).to_bytes(8, "big") + part)
+    return hashed.hexdigest()
+
+
 class StoredAggregator(Poplar1Aggregator):
     """A Poplar1Aggregator whose level history is its own database's: a level is checked against the stored
-    history and recorded (with its reports) in one transaction, before anything is prepared"""
+    history and recorded (with its reports and the request's digest) in one transaction, before anything is
+    prepared.  The same request for a recorded level resumes it (a crash after the record, a retried walk): its
+    preparation is deterministic and its noisy share is stored when first drawn, so the level's answers are the
+    ones a first run gives; any other request for a recorded level is refused as the rules refuse it"""
 
     def __init__(self, *args: Any, store: Poplar1Store, key: BatchKey, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -137,13 +160,35 @@ class StoredAggregator(Poplar1Aggregator):
     def round_one(self, batch: str, agg_param: AggParam,
                   reports: Sequence[tuple[bytes, bytes, Any]]) -> dict[bytes, list[int] | str]:
         ids = [report_id for report_id, _, _ in reports]
+        level = agg_param[0]
+        this_request = request_digest(agg_param, reports)
         with self.store.transaction():
             history = self.store.history(self.key)
-            check_level(self.vdaf, self.params, history, agg_param, ids)
-            if not self.store.add_level(self.key, agg_param, ids):
-                raise LevelRefused(LevelRefusal.LEVEL_NOT_INCREASING, f"level {agg_param[0]} was prepared already")
+            resumed = self.store.level_digests(self.key).get(level) == this_request
+            if resumed:
+                history = [recorded for recorded in history if recorded[0] < level]
+            else:
+                check_level(self.vdaf, self.params, history, agg_param, ids)
+                if not self.store.add_level(self.key, agg_param, ids, this_request):
+                    raise LevelRefused(LevelRefusal.LEVEL_NOT_INCREASING, f"level {level} was prepared already")
+        if not resumed:
+            failpoint(f"poplar1-{ROLES[self.agg_id]}-level-{level}-recorded")
         self.records = LevelRecords({batch: history})
         return super().round_one(batch, agg_param, reports)
+
+    def finish(self, peer: dict[bytes, list[int] | str]) -> tuple[list[bytes], list[int]]:
+        "The accepted reports and the level's noisy share: the stored one if the level was finished before"
+        level = self._current().agg_param[0]
+        accepted, share = super().finish(peer)
+        accepted_checksum = checksum(accepted)
+        with self.store.transaction():
+            stored = self.store.noisy_share(self.key, level)
+            if stored is None:
+                self.store.put_noisy_share(self.key, level, accepted_checksum, share)
+                return accepted, share
+        if stored[0] != accepted_checksum:
+            raise LevelRefused(LevelRefusal.LEVEL_NOT_INCREASING, f"level {level} was finished over other reports")
+        return accepted, stored[1]
 
 
 def unknown_level(level: int) -> ShareRejected:

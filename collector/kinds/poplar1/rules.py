@@ -11,7 +11,9 @@ For one batch, a level request (level, candidate prefixes, report ids) is refuse
 - the report ids are distinct (a report at most once per level) and at least ``min_batch``.
 
 The record is the aggregator's own (``LevelRecords``): nothing the peer says moves it.  A refused request
-prepares nothing and records nothing.
+prepares nothing and records nothing.  A level recorded in a database is recorded with its request's digest: the
+very same request resumes it (``levels.StoredAggregator``: its answers are the first run's), any other one for
+that level is refused here.
 """
 
 from __future__ import annotations

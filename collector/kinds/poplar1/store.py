@@ -3,11 +3,15 @@ statement on them.  The campaigns, HPKE keys, uploads and releases are the distr
 (``collector.distributed.store``: ``dist_campaigns``, ``dist_hpke_keys``, ``dist_reports``, ``dist_releases``).
 
 * ``poplar1_levels``        per batch and level, on both aggregators: the aggregation parameter this aggregator
-                            prepared (its candidate prefixes), the reports' count, the state (``prepared``, then
-                            ``sketched`` and ``finished``), this aggregator's per-report preparation state while the
-                            level runs, and the helper's answer to each of the level's requests with the request's
-                            digest (the same request again gets it unchanged: never a second noise draw).  The
-                            rules (``rules.check_level``) read this history.
+                            prepared (its candidate prefixes), the reports' count, the digest of the level request
+                            it was recorded for (prefixes and reports: the same request again resumes the level, a
+                            crash after the record blocks nothing), the state (``prepared``, then ``sketched`` and
+                            ``finished``), this aggregator's per-report preparation state while the level runs, the
+                            helper's answer to each of the level's requests with the request's digest (the same
+                            request again gets it unchanged), and this aggregator's noisy aggregate share with the
+                            checksum of the reports it adds up (drawn once: a level finished again gets it
+                            unchanged, never a second noise draw).  The rules (``rules.check_level``) read this
+                            history.
 * ``poplar1_level_reports`` per batch and level: the id of every report prepared at that level.
 
 A level row is inserted in the transaction that checks the history, so two requests for one batch serialize on
@@ -42,7 +46,19 @@ def create_tables(conn: Any, dialect: str) -> None:
         conn.execute(statement.format(blob=_BLOB[dialect]))
 
 
-MIGRATIONS = register_migrations(KIND, ((1, create_tables),))
+def add_resume_columns(conn: Any, dialect: str) -> None:
+    "Migration 2: the level request's digest and the aggregator's noisy share, per level"
+    if dialect == "sqlite":
+        present = {str(row[1]) for row in conn.execute("PRAGMA table_info(poplar1_levels)")}
+    else:
+        present = {str(row[0]) for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'poplar1_levels'")}
+    for column in ("request_digest", "noisy_share"):
+        if column not in present:  # a database whose kind versions were reset keeps the columns it has
+            conn.execute(f"ALTER TABLE poplar1_levels ADD COLUMN {column} TEXT")
+
+
+MIGRATIONS = register_migrations(KIND, ((1, create_tables), (2, add_resume_columns)))
 
 
 def prefix_bits(prefix: Sequence[bool]) -> str:
@@ -62,13 +78,19 @@ class Poplar1Store(DistStore):
                          "batch = ? ORDER BY level", key)
         return [(int(r[0]), tuple(bits_prefix(p) for p in json.loads(r[1]))) for r in rows]
 
-    def add_level(self, key: BatchKey, agg_param: AggParam, report_ids: Sequence[bytes]) -> bool:
+    def level_digests(self, key: BatchKey) -> dict[int, str | None]:
+        "The digest of the request each recorded level of the batch was recorded for, by level"
+        rows = self._all("SELECT level, request_digest FROM poplar1_levels WHERE campaign = ? AND fingerprint = ? AND "
+                         "batch = ?", key)
+        return {int(r[0]): r[1] for r in rows}
+
+    def add_level(self, key: BatchKey, agg_param: AggParam, report_ids: Sequence[bytes], request_digest: str) -> bool:
         "Record a level as prepared with its reports; False if this level was recorded first (by a concurrent one)"
         level, prefixes = agg_param
         added = self.storage._run(
-            "INSERT INTO poplar1_levels (campaign, fingerprint, batch, level, prefixes, report_count, state) VALUES "
-            "(?, ?, ?, ?, ?, ?, 'prepared') ON CONFLICT DO NOTHING",
-            (*key, level, json.dumps([prefix_bits(p) for p in prefixes]), len(report_ids))) > 0
+            "INSERT INTO poplar1_levels (campaign, fingerprint, batch, level, prefixes, report_count, state, "
+            "request_digest) VALUES (?, ?, ?, ?, ?, ?, 'prepared', ?) ON CONFLICT DO NOTHING",
+            (*key, level, json.dumps([prefix_bits(p) for p in prefixes]), len(report_ids), request_digest)) > 0
         if added:
             self.storage._run_many("INSERT INTO poplar1_level_reports (campaign, fingerprint, batch, level, "
                                    "report_id) VALUES (?, ?, ?, ?, ?)", [(*key, level, r) for r in report_ids])
@@ -93,6 +115,20 @@ class Poplar1Store(DistStore):
                           "fingerprint = ? AND batch = ? AND level = ?",
                           (state, json.dumps(prep_state) if prep_state is not None else None,
                            json.dumps(answer) if answer is not None else None, *key, level))
+
+    def noisy_share(self, key: BatchKey, level: int) -> tuple[str, list[int]] | None:
+        "(checksum of the reports, noisy aggregate share) this aggregator finished the level with, or None"
+        row = self._one("SELECT noisy_share FROM poplar1_levels WHERE campaign = ? AND fingerprint = ? AND batch = ? "
+                        f"AND level = ?{self._for_update}", (*key, level))
+        if row is None or row[0] is None:
+            return None
+        stored = json.loads(row[0])
+        return str(stored["checksum"]), [int(x) for x in stored["share"]]
+
+    def put_noisy_share(self, key: BatchKey, level: int, report_checksum: str, share: Sequence[int]) -> None:
+        self.storage._run("UPDATE poplar1_levels SET noisy_share = ? WHERE campaign = ? AND fingerprint = ? AND "
+                          "batch = ? AND level = ?",
+                          (json.dumps({"checksum": report_checksum, "share": list(share)}), *key, level))
 
     # -- leader: the batch's uploads ------------------------------------------------------------------------------
     def batch_reports(self, key: BatchKey) -> list[tuple[bytes, bytes, bytes, dict]]:
