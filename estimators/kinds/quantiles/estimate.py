@@ -230,18 +230,41 @@ def quantile_interval(boundaries: np.ndarray, low: np.ndarray, high: np.ndarray,
     return float(boundaries[max(j_low - 1, 0)]), float(boundaries[max(j_high, j_low)])
 
 
-def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
-    "The least-squares non-decreasing fit to ``cdf`` (pool adjacent violators), clipped to [0, 1]"
-    values: list[float] = []
+def isotonic_blocks(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The least-squares non-decreasing fit to ``cdf`` by pool adjacent violators, as its blocks: (first index,
+    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped)"""
+    starts: list[int] = []
     counts: list[int] = []
-    for value in np.asarray(cdf, dtype=np.float64):
-        total, count = float(value), 1
+    values: list[float] = []
+    for index, value in enumerate(np.asarray(cdf, dtype=np.float64)):
+        total, count, start = float(value), 1, index
         while values and values[-1] >= total / count:  # pool while the previous block's mean is not below
             total += values.pop() * counts[-1]
             count += counts.pop()
-        values.append(total / count)
+            start = starts.pop()
+        starts.append(start)
         counts.append(count)
+        values.append(total / count)
+    return np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64), np.asarray(values)
+
+
+def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
+    "The least-squares non-decreasing fit to ``cdf`` (pool adjacent violators, :func:`isotonic_blocks`), clipped to [0, 1]"
+    _, counts, values = isotonic_blocks(cdf)
     return np.clip(np.repeat(values, counts), 0.0, 1.0)
+
+
+def isotonic_variances(cdf: np.ndarray, covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The variance of the isotonic CDF at each boundary and the covariance of adjacent boundaries, given its
+    blocks: a pooled boundary's value is the mean of the linear CDF over its block, so its variance is the mean of
+    ``covariance`` over the block (less than a boundary's own where the fit pools: the tails, small n), and two
+    boundaries' covariance is the mean over their two blocks.  A block clipped at 0 or 1 keeps its mean's variance
+    (the clipping moves the value, the uncertainty of where F reaches p stays)"""
+    starts, counts, _ = isotonic_blocks(cdf)
+    c = np.asarray(covariance, dtype=np.float64)
+    block_means = np.add.reduceat(np.add.reduceat(c, starts, axis=0), starts, axis=1) / np.outer(counts, counts)
+    block = np.repeat(np.arange(len(starts)), counts)
+    return np.diag(block_means)[block], block_means[block[:-1], block[1:]]
 
 
 def band_critical_from_draws(errors: np.ndarray, std_errors: np.ndarray, confidence: float) -> float:
@@ -343,15 +366,17 @@ def pointwise_quantile_set(boundaries: np.ndarray, cdf: np.ndarray, variances: n
 
 def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarray, quantiles: tuple[float, ...],
                   z: float, band_critical: float, monotone: np.ndarray | None = None) -> list[QuantileRow]:
-    """Each quantile's estimate (from ``monotone``, by default the isotonic CDF), pointwise interval (at z) and
-    band-inverted interval (at ``band_critical``); each interval widened to hold the estimate"""
+    """Each quantile's estimate and pointwise interval from the isotonic CDF ``monotone`` (by default
+    ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`), and its band-inverted interval from
+    the linear ``cdf`` at ``band_critical``; each interval widened to hold the estimate"""
     monotone = isotonic_cdf(cdf) if monotone is None else monotone
     variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
+    monotone_variances, monotone_adjacent = isotonic_variances(cdf, covariance)
     rows = []
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
-        ends = [pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, critical)
-                for critical in (z, band_critical)]
+        ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z),
+                pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
         pieces = tuple(pointwise_quantile_set(boundaries, cdf, variances, adjacent, p, z))
