@@ -14,16 +14,20 @@
 * monotone CDF      the isotonic regression of the CDF (pool adjacent violators, :func:`isotonic_cdf`), clipped to
                     [0, 1]: the point estimates of quantiles read it (the linear CDF stays the ranges' unbiased one)
 * quantiles         the p-quantile of the CDF interpolated linearly within each bucket (the bucketed
-                    distribution's, as a histogram's).  The point estimate inverts the monotone CDF.  The 95%
-                    interval inverts the POINTWISE intervals of F(v) at every value v, not only at boundaries
-                    (:func:`pointwise_quantile_interval`): F(v) and its variance interpolate the boundaries' (the
-                    variance is a quadratic in the position within the bucket, with the covariance of the two
-                    boundaries), and the interval is the hull of {v : |F(v) - p| <= z SE(v)}, solved exactly per
-                    bucket.  At the true quantile t, F(t) = p, so it covers t exactly when F(t)'s pointwise interval
-                    covers F(t): the set's coverage is 1 - alpha up to the normal approximation (``pointwise_set``);
-                    the hull's is above it where F is flat against its SE (tails, small n: the set spans a wide
-                    stretch of values).  Inverting the simultaneous band instead (``simultaneous_low``/
-                    ``simultaneous_high``) holds every quantile at once and is wider
+                    distribution's, as a histogram's).  The point estimate inverts the monotone CDF G.  The 95%
+                    interval is the hull of {v : |G(v) - p| <= z SE_G(v)} (:func:`pointwise_quantile_interval`
+                    on G, solved exactly per bucket, G and its variance interpolating the boundaries'), with
+                    SE_G the isotonic CDF's own standard error (:func:`isotonic_variances`): a pooled boundary is
+                    the mean of the linear CDF over its block, whose variance is the block's mean covariance.  Why
+                    not the linear CDF's set {v : |F(v) - p| <= z SE(v)} (kept as ``pointwise_set``): it holds
+                    the true quantile t at 1 - alpha, but its hull covers 0.975-1.0 in the tails, where F-hat
+                    wanders within z SE of p over a long stretch of values and SE(v) grows away from the top, so
+                    the hull's ends are the first and last of many crossings.  G is monotone (no crossings of noise), and its spread
+                    where it pools (the tails, small n) is about half the linear SE (measured: p99, n = 1e4), so
+                    the linear SE on G would over-cover as much.  Conditioning on the pooling leaves out the
+                    pooling's own randomness, so SE_G is an approximation (``benchmarks/quantiles_coverage.py``).
+                    Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
+                    linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
                     bucket of the true one), SE from the same covariance
 """
@@ -55,8 +59,9 @@ BAND_SEED = 20100913
 SMALL_PRODUCT = 1 << 23  # multiply-adds  # fixed: the same aggregate always gives the same band
 BAND_METHOD = ("max |error| / SE over the boundaries, the error simulated exactly: normal draws of each level's "
                "error pushed through the constrained inference")
-QUANTILE_INTERVAL_METHOD = ("ci_low..ci_high: the pointwise CDF intervals inverted (F linear within a bucket); "
-                            "simultaneous_low..simultaneous_high: the simultaneous band inverted")
+QUANTILE_INTERVAL_METHOD = ("ci_low..ci_high: the isotonic CDF's pointwise intervals inverted, with its own "
+                            "(pooled) variances, F linear within a bucket; simultaneous_low..simultaneous_high: "
+                            "the simultaneous band inverted")
 
 
 @dataclass
@@ -75,8 +80,8 @@ class Interval:
 
 @dataclass
 class QuantileRow:
-    """The p-quantile's estimate (in the values' unit), its pointwise interval (ci_low, ci_high: the pointwise CDF
-    intervals inverted) and the interval from the simultaneous band (holding for all quantiles at once)"""
+    """The p-quantile's estimate (in the values' unit), its pointwise interval (ci_low, ci_high: the isotonic CDF's
+    pointwise intervals inverted) and the interval from the simultaneous band (holding for all quantiles at once)"""
 
     p: float
     estimate: float
@@ -84,7 +89,7 @@ class QuantileRow:
     ci_high: float
     simultaneous_low: float = float("nan")
     simultaneous_high: float = float("nan")
-    pointwise_set: tuple[tuple[float, float], ...] = ()  # the values whose CDF interval holds p (hull: ci_low..)
+    pointwise_set: tuple[tuple[float, float], ...] = ()  # the values whose linear CDF's interval holds p
 
 
 @dataclass
