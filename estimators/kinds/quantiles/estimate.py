@@ -22,9 +22,9 @@
                     not the linear CDF's set {v : |F(v) - p| <= z SE(v)} (kept as ``pointwise_set``): it holds
                     the true quantile t at 1 - alpha, but its hull covers 0.975-1.0 in the tails, where F-hat
                     wanders within z SE of p over a long stretch of values and SE(v) grows away from the top, so
-                    the hull's ends are the first and last of many crossings.  G is monotone (no crossings of noise), and its spread
-                    where it pools (the tails, small n) is about half the linear SE (measured: p99, n = 1e4), so
-                    the linear SE on G would over-cover as much.  Conditioning on the pooling leaves out the
+                    the hull's ends are the first and last of many crossings.  G is monotone (no crossings of
+                    noise), and its spread where it pools (the tails, small n) is about half the linear SE
+                    (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on the pooling leaves out the
                     pooling's own randomness, so SE_G is an approximation (``benchmarks/quantiles_coverage.py``).
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
@@ -254,7 +254,7 @@ def isotonic_blocks(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
-    "The least-squares non-decreasing fit to ``cdf`` (pool adjacent violators, :func:`isotonic_blocks`), clipped to [0, 1]"
+    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`), clipped to [0, 1]"
     _, counts, values = isotonic_blocks(cdf)
     return np.clip(np.repeat(values, counts), 0.0, 1.0)
 
