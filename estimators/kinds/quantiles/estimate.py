@@ -24,8 +24,9 @@
                     wanders within z SE of p over a long stretch of values and SE(v) grows away from the top, so
                     the hull's ends are the first and last of many crossings.  G is monotone (no crossings of
                     noise), and its spread where it pools (the tails, small n) is about half the linear SE
-                    (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on the pooling leaves out the
-                    pooling's own randomness, so SE_G is an approximation (``benchmarks/quantiles_coverage.py``).
+                    (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
+                    the pooling leaves out the pooling's own randomness, so SE_G is an approximation
+                    (``benchmarks/quantiles_coverage.py``).
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
