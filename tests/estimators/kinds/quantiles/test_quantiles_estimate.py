@@ -91,13 +91,10 @@ def binomial_floor(level, repetitions, comparisons):
 def test_coverage_of_ranges_band_and_quantiles(name, n, oracle):
     """Lower bounds from 150 runs.  Measured with 400 runs per case (SE of a 0.95 rate: 0.011), the loop below with
     another seed (lognormal n=3000 OLH / bimodal n=20000 Hadamard / point mass n=500 OLH): ranges 0.975 / 0.955 /
-    0.94; the simultaneous band 0.9825 / 0.9725 / 0.9625; the pointwise quantile intervals p50 0.9675 / 0.9525 /
-    0.985, p90..p99 0.975-1.0: nominal at the median, conservative in the tails.  The cause, measured (100-400
-    runs per case, six cases): the SE is right (the plug-in SE of F-hat at the true quantile t is within 6 % of
-    F-hat(t)'s empirical SD, p50..p99) and the set itself, ``pointwise_set``, holds t in 0.94-0.98 of runs (asserted
-    below, both sides); the hull adds the rest: where F is flat against its SE (tails, small n) F-hat is within
-    z SE(v) of p over a wide stretch of values, and the hull's lower end misses only if the upper curve
-    F-hat + z SE stays below p over all of it (SE grows away from the top), its upper end almost never.
+    0.94; the simultaneous band 0.9825 / 0.9725 / 0.9625.  The linear CDF's pointwise set, ``pointwise_set``, holds
+    the true quantile t at the nominal rate (asserted below, both sides): the plug-in SE of F-hat at t is within 6 %
+    of F-hat(t)'s empirical SD, p50..p99.  The reported intervals (the isotonic CDF's, with its own variances) are
+    held to the goal on both sides by :func:`test_quantile_intervals_cover_within_the_goal`.
     The estimand is the p-quantile of the bucketed distribution interpolated linearly within each bucket (the
     estimator's own), so a bucket's rounding is not counted as a miss"""
     params, repetitions = params_of(oracle), 150
