@@ -31,18 +31,18 @@ RANGES = ((0, 8), (5, 40), (16, 17), (30, 64))
 BUCKETS = 64
 
 
+POPULATIONS = {  # bucket values of n devices; the first three are the coverage test's populations
+    "lognormal": lambda rng, n: rng.lognormal(math.log(BUCKETS / 8), 0.8, n),
+    "bimodal": lambda rng, n: np.where(rng.random(n) < 0.7, rng.normal(BUCKETS * 0.2, BUCKETS * 0.05, n),
+                                       rng.normal(BUCKETS * 0.75, BUCKETS * 0.08, n)),
+    "point": lambda rng, n: np.where(rng.random(n) < 0.4, BUCKETS * 0.3 + 0.5, rng.uniform(0, BUCKETS, n)),
+    "exponential": lambda rng, n: rng.exponential(BUCKETS / 6, n),
+}
+
+
 def population(name: str, rng: np.random.Generator, n: int) -> np.ndarray:
-    "Bucket indices of n devices (the first three are the coverage test's populations)"
-    if name == "lognormal":
-        values = rng.lognormal(math.log(BUCKETS / 8), 0.8, n)
-    elif name == "bimodal":
-        values = np.where(rng.random(n) < 0.7, rng.normal(BUCKETS * 0.2, BUCKETS * 0.05, n),
-                          rng.normal(BUCKETS * 0.75, BUCKETS * 0.08, n))
-    elif name == "point":
-        values = np.where(rng.random(n) < 0.4, BUCKETS * 0.3 + 0.5, rng.uniform(0, BUCKETS, n))
-    else:
-        values = rng.exponential(BUCKETS / 6, n)
-    return np.clip(np.floor(values), 0, BUCKETS - 1).astype(np.int64)
+    "Bucket indices of n devices from ``POPULATIONS[name]``"
+    return np.clip(np.floor(POPULATIONS[name](rng, n)), 0, BUCKETS - 1).astype(np.int64)
 
 
 def coverage(name: str, n: int, epsilon: float, runs: int) -> dict[str, float]:
@@ -70,7 +70,7 @@ def coverage(name: str, n: int, epsilon: float, runs: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--population", nargs="+", default=["lognormal", "bimodal", "point", "exponential"])
+    parser.add_argument("--population", nargs="+", default=list(POPULATIONS), choices=list(POPULATIONS))
     parser.add_argument("--n", type=int, nargs="+", default=[10000, 100000])
     parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--runs", type=int, default=200)
