@@ -14,16 +14,21 @@
 * monotone CDF      the isotonic regression of the CDF (pool adjacent violators, :func:`isotonic_cdf`), clipped to
                     [0, 1]: the point estimates of quantiles read it (the linear CDF stays the ranges' unbiased one)
 * quantiles         the p-quantile of the CDF interpolated linearly within each bucket (the bucketed
-                    distribution's, as a histogram's).  The point estimate inverts the monotone CDF.  The 95%
-                    interval inverts the POINTWISE intervals of F(v) at every value v, not only at boundaries
-                    (:func:`pointwise_quantile_interval`): F(v) and its variance interpolate the boundaries' (the
-                    variance is a quadratic in the position within the bucket, with the covariance of the two
-                    boundaries), and the interval is the hull of {v : |F(v) - p| <= z SE(v)}, solved exactly per
-                    bucket.  At the true quantile t, F(t) = p, so it covers t exactly when F(t)'s pointwise interval
-                    covers F(t): the set's coverage is 1 - alpha up to the normal approximation (``pointwise_set``);
-                    the hull's is above it where F is flat against its SE (tails, small n: the set spans a wide
-                    stretch of values).  Inverting the simultaneous band instead (``simultaneous_low``/
-                    ``simultaneous_high``) holds every quantile at once and is wider
+                    distribution's, as a histogram's).  The point estimate inverts the monotone CDF G.  The 95%
+                    interval is the hull of {v : |G(v) - p| <= z SE_G(v)} (:func:`pointwise_quantile_interval`
+                    on G, solved exactly per bucket, G and its variance interpolating the boundaries'), with
+                    SE_G the isotonic CDF's own standard error (:func:`isotonic_variances`): a pooled boundary is
+                    the mean of the linear CDF over its block, whose variance is the block's mean covariance.  Why
+                    not the linear CDF's set {v : |F(v) - p| <= z SE(v)} (kept as ``pointwise_set``): it holds
+                    the true quantile t at 1 - alpha, but its hull covers 0.975-1.0 in the tails, where F-hat
+                    wanders within z SE of p over a long stretch of values and SE(v) grows away from the top, so
+                    the hull's ends are the first and last of many crossings.  G is monotone (no crossings of
+                    noise), and its spread where it pools (the tails, small n) is about half the linear SE
+                    (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
+                    the pooling leaves out the pooling's own randomness, so SE_G is an approximation
+                    (``benchmarks/quantiles_coverage.py``).
+                    Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
+                    linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
                     bucket of the true one), SE from the same covariance
 """
@@ -55,8 +60,9 @@ BAND_SEED = 20100913
 SMALL_PRODUCT = 1 << 23  # multiply-adds  # fixed: the same aggregate always gives the same band
 BAND_METHOD = ("max |error| / SE over the boundaries, the error simulated exactly: normal draws of each level's "
                "error pushed through the constrained inference")
-QUANTILE_INTERVAL_METHOD = ("ci_low..ci_high: the pointwise CDF intervals inverted (F linear within a bucket); "
-                            "simultaneous_low..simultaneous_high: the simultaneous band inverted")
+QUANTILE_INTERVAL_METHOD = ("ci_low..ci_high: the isotonic CDF's pointwise intervals inverted, with its own "
+                            "(pooled) variances, F linear within a bucket; simultaneous_low..simultaneous_high: "
+                            "the simultaneous band inverted")
 
 
 @dataclass
@@ -75,8 +81,8 @@ class Interval:
 
 @dataclass
 class QuantileRow:
-    """The p-quantile's estimate (in the values' unit), its pointwise interval (ci_low, ci_high: the pointwise CDF
-    intervals inverted) and the interval from the simultaneous band (holding for all quantiles at once)"""
+    """The p-quantile's estimate (in the values' unit), its pointwise interval (ci_low, ci_high: the isotonic CDF's
+    pointwise intervals inverted) and the interval from the simultaneous band (holding for all quantiles at once)"""
 
     p: float
     estimate: float
@@ -84,7 +90,7 @@ class QuantileRow:
     ci_high: float
     simultaneous_low: float = float("nan")
     simultaneous_high: float = float("nan")
-    pointwise_set: tuple[tuple[float, float], ...] = ()  # the values whose CDF interval holds p (hull: ci_low..)
+    pointwise_set: tuple[tuple[float, float], ...] = ()  # the values whose linear CDF's interval holds p
 
 
 @dataclass
@@ -230,18 +236,41 @@ def quantile_interval(boundaries: np.ndarray, low: np.ndarray, high: np.ndarray,
     return float(boundaries[max(j_low - 1, 0)]), float(boundaries[max(j_high, j_low)])
 
 
-def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
-    "The least-squares non-decreasing fit to ``cdf`` (pool adjacent violators), clipped to [0, 1]"
-    values: list[float] = []
+def isotonic_blocks(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The least-squares non-decreasing fit to ``cdf`` by pool adjacent violators, as its blocks: (first index,
+    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped)"""
+    starts: list[int] = []
     counts: list[int] = []
-    for value in np.asarray(cdf, dtype=np.float64):
-        total, count = float(value), 1
+    values: list[float] = []
+    for index, value in enumerate(np.asarray(cdf, dtype=np.float64)):
+        total, count, start = float(value), 1, index
         while values and values[-1] >= total / count:  # pool while the previous block's mean is not below
             total += values.pop() * counts[-1]
             count += counts.pop()
-        values.append(total / count)
+            start = starts.pop()
+        starts.append(start)
         counts.append(count)
+        values.append(total / count)
+    return np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64), np.asarray(values)
+
+
+def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
+    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`), clipped to [0, 1]"
+    _, counts, values = isotonic_blocks(cdf)
     return np.clip(np.repeat(values, counts), 0.0, 1.0)
+
+
+def isotonic_variances(cdf: np.ndarray, covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The variance of the isotonic CDF at each boundary and the covariance of adjacent boundaries, given its
+    blocks: a pooled boundary's value is the mean of the linear CDF over its block, so its variance is the mean of
+    ``covariance`` over the block (less than a boundary's own where the fit pools: the tails, small n), and two
+    boundaries' covariance is the mean over their two blocks.  A block clipped at 0 or 1 keeps its mean's variance
+    (the clipping moves the value, the uncertainty of where F reaches p stays)"""
+    starts, counts, _ = isotonic_blocks(cdf)
+    c = np.asarray(covariance, dtype=np.float64)
+    block_means = np.add.reduceat(np.add.reduceat(c, starts, axis=0), starts, axis=1) / np.outer(counts, counts)
+    block = np.repeat(np.arange(len(starts)), counts)
+    return np.diag(block_means)[block], block_means[block[:-1], block[1:]]
 
 
 def band_critical_from_draws(errors: np.ndarray, std_errors: np.ndarray, confidence: float) -> float:
@@ -343,15 +372,17 @@ def pointwise_quantile_set(boundaries: np.ndarray, cdf: np.ndarray, variances: n
 
 def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarray, quantiles: tuple[float, ...],
                   z: float, band_critical: float, monotone: np.ndarray | None = None) -> list[QuantileRow]:
-    """Each quantile's estimate (from ``monotone``, by default the isotonic CDF), pointwise interval (at z) and
-    band-inverted interval (at ``band_critical``); each interval widened to hold the estimate"""
+    """Each quantile's estimate and pointwise interval from the isotonic CDF ``monotone`` (by default
+    ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`), and its band-inverted interval from
+    the linear ``cdf`` at ``band_critical``; each interval widened to hold the estimate"""
     monotone = isotonic_cdf(cdf) if monotone is None else monotone
     variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
+    monotone_variances, monotone_adjacent = isotonic_variances(cdf, covariance)
     rows = []
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
-        ends = [pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, critical)
-                for critical in (z, band_critical)]
+        ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z),
+                pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
         pieces = tuple(pointwise_quantile_set(boundaries, cdf, variances, adjacent, p, z))

@@ -93,8 +93,8 @@ class QuantilesReport(ReportKind):
         mechanism = result.mean_mechanism.mechanism if result.mean_mechanism is not None else "a mean mechanism"
         band = result.band_critical
         return [
-            "quantile intervals: the pointwise CDF intervals inverted (each holds the quantile with the stated "
-            "confidence); the CDF figure's band is simultaneous"
+            "quantile intervals: the monotone (isotonic) CDF's pointwise intervals inverted (each holds the quantile "
+            "with the stated confidence); the CDF figure's band is simultaneous"
             + (f" (critical value {format_number(band)})" if band is not None else ""),
             "mean: the bucketed distribution's (within half a bucket of the values' mean); mean "
             f"({mechanism}): the interval a {mechanism} campaign at the same epsilon over the range would give",
