@@ -328,7 +328,7 @@ export class Client {
       if (spec.expiredOn(day)) return recorded("campaign_closed");
       let body = payload;
       if (reporter.seal) {
-        const sealed = await reporter.seal(payload, reportId, charge, this.#options, this.store);
+        const sealed = await reporter.seal(payload, reportId, charge, this.#options, this.store, value);
         // until the helper answers, within the same maxHeld as values waiting for their spec
         if (sealed === "held" && !this.#hold(campaign, value, now)) return recorded("spec_unavailable");
         if (typeof sealed === "string") return recorded(sealed as RecordStatus);

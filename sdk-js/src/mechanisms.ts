@@ -12,8 +12,9 @@ export interface Mechanism {
   readonly spec: Spec;
   perturb(value: unknown): Payload;
   /** A kind that seals (prio3): the payload of the encoded value, completing the ledger's ``charge`` (its batch and
-   * delta), or the status the report waits or fails with. ``context`` is the Client's options. */
-  seal?(encoded: unknown, reportId: string, charge: Charge, context: object, store: Store): Promise<Payload | string>;
+   * delta), or the status the report waits or fails with. ``context`` is the Client's options; ``value`` the value
+   * recorded (what ``encoded`` was made from). */
+  seal?(encoded: unknown, reportId: string, charge: Charge, context: object, store: Store, value: unknown): Promise<Payload | string>;
 }
 
 export interface MechanismOptions {

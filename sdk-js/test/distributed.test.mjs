@@ -3,49 +3,15 @@
 // local campaign, and the Python SDK's trust rules for the aggregators (docs/distributed.md).
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, InvalidValue, InvalidValueType, MemoryStore, loadMechanism, loadSpec } from "../dist/node.js";
-import { b64url } from "../dist/distributed/messages.js";
-import { quiet } from "./helpers.mjs";
+import { Client, InvalidValue, InvalidValueType, MemoryStore, loadSpec } from "../dist/node.js";
+import { HELPER_URL, LEADER_URL, fakeAggregators as aggregatorsOf, hpkeConfig, quiet } from "./helpers.mjs";
 
-const LEADER_URL = "https://leader.test";
-const HELPER_URL = "https://helper.test";
 const APPS = { name: "apps", trust: "distributed", prio3: "histogram", domain: ["mail", "maps", "chat"], epsilon: 1.0,
   delta: 1e-6, noise: "gaussian" };
 const SPEND = { name: "spend", trust: "distributed", prio3: "sum", max_measurement: 50, epsilon: 0.5, noise: "laplace" };
 const MINUTELY = { name: "minutely", trust: "distributed", prio3: "count", epsilon: 1.0, noise: "laplace", window: "1m" };
 
-async function hpkeConfig(id) {
-  const pair = await crypto.subtle.generateKey({ name: "X25519" }, true, ["deriveBits"]);
-  const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
-  return { id, kem_id: 0x20, kdf_id: 1, aead_id: 1, public_key: b64url(raw) };
-}
-
-/** A leader listing the campaigns with an aggregators block, and a helper publishing its config. */
-async function fakeAggregators() {
-  await loadMechanism("prio3");
-  const fake = { requests: [], reports: new Map(), helperUp: true, leader: await hpkeConfig(1), helper: await hpkeConfig(2) };
-  fake.listedHelper = () => ({ url: HELPER_URL, hpke_config: fake.helper }); // what the leader claims
-  fake.fetch = async (url, init = {}) => {
-    const { origin, pathname } = new URL(url);
-    fake.requests.push({ origin, path: pathname, headers: init.headers ?? {} });
-    if (origin === HELPER_URL && pathname === "/v1/hpke_config") {
-      if (!fake.helperUp) throw new TypeError("fetch failed");
-      return Response.json({ configs: [fake.helper] });
-    }
-    if (origin === LEADER_URL && pathname === "/v1/campaigns") {
-      const aggregators = { leader: { hpke_config: fake.leader }, helper: fake.listedHelper() };
-      return Response.json({ campaigns: [APPS, SPEND, MINUTELY].map((spec) => ({ name: spec.name, spec, aggregators,
-        fingerprint: loadSpec(spec).fingerprint })) });
-    }
-    if (origin === LEADER_URL && pathname === "/v1/reports") {
-      for (const report of JSON.parse(init.body).reports) fake.reports.set(report.report_id, report);
-      return Response.json({ accepted: 1, duplicate: 0, rejected: 0, errors: [] });
-    }
-    return new Response("{}", { status: 404 });
-  };
-  return fake;
-}
-
+const fakeAggregators = () => aggregatorsOf([APPS, SPEND, MINUTELY]);
 const client = (fake, extra = {}) => new Client({ url: LEADER_URL, apiKey: "k", store: new MemoryStore(),
   fetch: fake.fetch, background: false, logger: quiet, campaigns: ["apps", "spend"],
   aggregators: { helper: HELPER_URL }, ...extra });

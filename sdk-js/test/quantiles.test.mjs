@@ -1,10 +1,11 @@
 // The quantiles kind (kinds/quantiles.ts), loaded on demand: byte-identical payloads to the Python SDK's from the
-// same random bytes (../conformance/quantiles/payloads.json), and reports through the Client.
+// same random bytes (../conformance/quantiles/payloads.json), and reports through the Client, each clamp counted in
+// the campaign's device state as the Python SDK's state["clamped"].
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { ByteStreamRandom, Client, InvalidValueType, MemoryStore, SpecError, loadKind, loadSpec, mechanismFromSpec } from "../dist/node.js";
-import { fakeCollector, quiet } from "./helpers.mjs";
+import { HELPER_URL, LEADER_URL, fakeAggregators, fakeCollector, quiet } from "./helpers.mjs";
 
 const cases = JSON.parse(readFileSync(new URL("../../conformance/quantiles/payloads.json", import.meta.url), "utf8"));
 const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
@@ -82,4 +83,68 @@ test("quantiles, trust distributed, in the browser bundle: quantiles.js seals th
   const spec = await bundle.fingerprinted(bundle.loadSpec(shards[0].spec));
   assert.equal(spec.fingerprint, shards[0].fingerprint);
   assert.equal(bundle.mechanismFromSpec(spec).perturb(shards[0].value), shards[0].measurement);
+});
+
+/** The campaign's clamp count as stored (null: none stored). */
+async function clamps(store, campaign) {
+  const { stateKey } = await import("../dist/kinds/quantiles.js");
+  return JSON.parse(await store.setting(stateKey(campaign)));
+}
+
+test("quantiles: a value outside the range is counted in the device state (below and above; inside and the bounds are not), never sent", async () => {
+  const spec = cases.find((c) => c.spec.name === "q-latency").spec; // range [1, 60000]
+  const collector = fakeCollector([]);
+  const store = new MemoryStore();
+  const c = new Client({ url: "http://collector.test", apiKey: "k", store, background: false, fetch: collector.fetch,
+    specs: [spec], logger: quiet, policy: { maxReports: 8 } });
+  const steps = [[480, null], [1, null], [60000, null], [0.5, 1], [1e9, 2], [-Infinity, 3], [Infinity, 4], [59999.5, 4]];
+  for (const [value, count] of steps) {
+    assert.equal((await c.record(spec.name, value)).status, "queued", `value ${value}`);
+    assert.deepEqual(await clamps(store, spec.name), count === null ? null : { clamped: count }, `after ${value}`);
+  }
+  assert.equal((await c.record(spec.name, -5)).status, "refused_by_policy");
+  assert.deepEqual(await clamps(store, spec.name), { clamped: 4 }, "a refused report counts no clamp");
+  assert.equal((await c.flush(5)).sent, steps.length);
+  for (const report of collector.reports.values()) assert.ok(!JSON.stringify(report).includes("clamped"));
+  await c.close();
+});
+
+test("quantiles: clamps recorded at once are each counted (the state written with the report, made again if it moved)", async () => {
+  const spec = cases.find((c) => c.spec.name === "q-latency").spec;
+  const store = new MemoryStore();
+  const c = new Client({ url: "http://collector.test", apiKey: "k", store, background: false,
+    fetch: fakeCollector([]).fetch, specs: [spec], logger: quiet, policy: { maxReports: null } });
+  const values = [-1, 7e4, 3, -2, 8e4, 0];
+  const statuses = await Promise.all(values.map((v) => c.record(spec.name, v)));
+  assert.deepEqual(statuses.map((r) => r.status), values.map(() => "queued"));
+  assert.deepEqual(await clamps(store, spec.name), { clamped: 5 });
+  assert.equal((await c.spent(spec.name)).reports, values.length);
+  await store.setSetting((await import("../dist/kinds/quantiles.js")).stateKey(spec.name), "not json");
+  assert.equal((await c.record(spec.name, -1)).status, "state_error", "a damaged count is kept, nothing queued");
+  assert.equal((await c.record(spec.name, 5)).status, "queued", "a value inside the range reads no state");
+  await c.close();
+});
+
+test("quantiles, trust distributed: a clamped value is counted with its sealed report, below and above the range", async () => {
+  await loadKind("quantiles");
+  const spec = { ...shards.find((c) => c.spec.name === "qd-laplace").spec, window: "1m" }; // range [-5, 5]
+  const fake = await fakeAggregators([spec]);
+  let now = 1_700_000_000;
+  const store = new MemoryStore();
+  const c = new Client({ url: LEADER_URL, apiKey: "k", store, fetch: fake.fetch, background: false, logger: quiet,
+    campaigns: [spec.name], aggregators: { helper: HELPER_URL }, clock: () => now });
+  assert.ok(await c.prepare());
+  const steps = [[2.5, null], [-5, null], [-7, 1], [5, 1], [12, 2], [-1e300, 3], [0, 3]];
+  for (const [value, count] of steps) {
+    assert.equal((await c.record(spec.name, value)).status, "queued", `value ${value}`);
+    assert.deepEqual(await clamps(store, spec.name), count === null ? null : { clamped: count }, `after ${value}`);
+    now += 60; // the next batch
+  }
+  now -= 60;
+  assert.equal((await c.record(spec.name, 99)).status, "refused_by_policy", "one report per batch");
+  assert.deepEqual(await clamps(store, spec.name), { clamped: 3 }, "a refused report counts no clamp");
+  assert.equal((await c.flush(5)).sent, steps.length);
+  assert.equal(fake.reports.size, steps.length);
+  for (const { payload } of fake.reports.values()) assert.ok(!JSON.stringify(payload).includes("clamped"));
+  await c.close();
 });

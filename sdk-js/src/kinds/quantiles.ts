@@ -1,7 +1,7 @@
 /** The quantiles kind (``client_sdk/kinds/quantiles/``): a bounded number's distribution as a hierarchical
  * histogram. Each report draws one level of the tree (``randbelow(h)``, then the level's oracle, OLH or Hadamard at
  * the full epsilon over the level's B**l nodes) and sends ``[level, oracle payload]``; a value outside the range is
- * clamped into it (the payload says nothing about it). The spec's fields, their errors and the branching factor
+ * clamped into it (the payload says nothing about it; the device counts it, see {@link stateKey}). The spec's fields, their errors and the branching factor
  * "auto" resolves to are the Python SDK's: geometric boundaries by repeated multiplication (``low * growth``, never
  * ``pow``), the tree's range-variance factor with the same operations in the same order, so both SDKs put a value
  * in the same bucket and choose the same tree. Browsers load this module with the first quantiles spec
@@ -20,8 +20,9 @@ import { randbelowNumber, type RandomSource } from "../randomness.js";
 import { PyFloat } from "../canonical.js";
 import { MAX_EPSILON, MIN_EPSILON, Spec, text } from "../spec.js";
 import type { Prio3Params } from "../distributed/spec.js";
-import type { ReportPolicy } from "../store.js";
+import type { Charge, ReportPolicy, Store } from "../store.js";
 import { loadKind, loadedKind, notLoaded, provideKind, type CampaignKind, type Envelope } from "./index.js";
+import { storedSetting } from "./setting.js";
 
 const FIELDS = ["range", "bucketing", "buckets", "growth", "branching", "oracle"];
 // trust "distributed": the Prio3 fields a quantiles spec may give (``PRIO3_FIELDS``), and the listing's aggregators
@@ -352,7 +353,31 @@ function clamp(spec: QuantilesSpec, value: unknown): number {
   return Math.min(Math.max(value, spec.low), spec.high);
 }
 
-/** Makes ``[level, oracle payload]``: the level uniform on 1..h, then the level's oracle on the value's node. */
+/** The store's key of a campaign's device state, ``{"clamped": n}``: how many of its values were clamped into the
+ * range (the Python kind's ``state["clamped"]``), kept on the device and never sent, so that an application can see
+ * that its range is too narrow. */
+export const stateKey = (campaign: string): string => `quantiles:${campaign}`;
+
+/** ``payload``, once a clamped ``value`` is counted in the campaign's state: written with the report and its charge
+ * in one store step (``Charge.state``), so a report the ledger refuses counts none and a count changed meanwhile
+ * makes the report again. "state_error" for a stored state that is not a count (kept as it is). */
+async function counted(spec: QuantilesSpec, value: unknown, charge: Charge, store: Store, payload: Payload | string
+): Promise<Payload | string> {
+  if (clamp(spec, value) === value || typeof payload === "string") return payload;
+  const key = stateKey(spec.name), expected = await storedSetting(store, key);
+  let clamped;
+  try {
+    clamped = expected === null ? 0 : JSON.parse(expected).clamped ?? 0;
+  } catch {
+    return "state_error";
+  }
+  if (!Number.isSafeInteger(clamped)) return "state_error";
+  charge.state = { key, value: JSON.stringify({ clamped: clamped + 1 }), expected };
+  return payload;
+}
+
+/** Makes ``[level, oracle payload]``: the level uniform on 1..h, then the level's oracle on the value's node; ``seal``
+ * counts a clamp. */
 class QuantilesReporter implements Mechanism {
   readonly #oracles = new Map<number, OLH | Hadamard>();
   constructor(readonly spec: QuantilesSpec, readonly rng: RandomSource) {}
@@ -376,10 +401,15 @@ class QuantilesReporter implements Mechanism {
     // a nested list (the level oracle's own payload inside): JSON like every payload, wider than the local kind's type
     return [level, this.#oracle(level).perturbIndex(node)] as unknown as Payload;
   }
+
+  seal(payload: unknown, _id: string, charge: Charge, _context: object, store: Store, value: unknown): Promise<Payload | string> {
+    return counted(this.spec, value, charge, store, payload as Payload);
+  }
 }
 
 /** Trust "distributed": the measurement is the clamped value's bucket (``prio3_measurement``), sharded and sealed by
- * the prio3 kind's sealer (the same envelope as every Prio3 report, the VDAF's context this spec's fingerprint). */
+ * the prio3 kind's sealer (the same envelope as every Prio3 report, the VDAF's context this spec's fingerprint); a
+ * clamp is counted as for a local report. */
 class DistributedQuantilesReporter implements Mechanism {
   readonly #sealer: Mechanism;
   constructor(readonly spec: QuantilesSpec, rng: RandomSource, options: MechanismOptions) {
@@ -390,8 +420,8 @@ class DistributedQuantilesReporter implements Mechanism {
     return this.spec.bucketOf(clamp(this.spec, value));
   }
 
-  seal(...args: Parameters<NonNullable<Mechanism["seal"]>>): Promise<Payload | string> {
-    return this.#sealer.seal!(...args);
+  async seal(...args: Parameters<NonNullable<Mechanism["seal"]>>): Promise<Payload | string> {
+    return counted(this.spec, args[5], args[2], args[4], await this.#sealer.seal!(...args));
   }
 }
 

@@ -21,6 +21,7 @@ import type { Charge, Store } from "../store.js";
 import { provideKind, type CampaignKind, type Envelope } from "./index.js";
 import { DeviceStateError, clampedValue, makeReport, periodOf, periodStart, type RepeatedState } from "./repeated-device.js";
 import { FIELDS, KIND_NAME, parseParams, type RepeatedParams } from "./repeated-params.js";
+import { storedSetting } from "./setting.js";
 
 /** A repeated campaign's spec: its parameters at ``params``; the identity has ``kind``, ``trust`` and every field. */
 export class RepeatedSpec extends Spec {
@@ -44,11 +45,6 @@ export class RepeatedSpec extends Spec {
 /** The store's key of a campaign's device state. */
 export const stateKey = (campaign: string): string => `${KIND_NAME}:${campaign}`;
 
-async function storedState(store: Store, key: string): Promise<string | null> {
-  if (store.setting) return store.setting(key);
-  return (await store.load()).settings[key] ?? null;
-}
-
 /** Makes a repeated campaign's reports through the Client: ``perturb`` checks the value, ``seal`` draws from the
  * stored state and says what the ledger charges. */
 export class RepeatedReporter implements Mechanism {
@@ -67,7 +63,7 @@ export class RepeatedReporter implements Mechanism {
       charge.policy = { ...charge.policy, periodSeconds: params.periodSeconds, periodOrigin: periodStart(params, 0) };
     }
     const key = stateKey(this.spec.name);
-    const expected = await storedState(store, key);
+    const expected = await storedSetting(store, key);
     let state: RepeatedState = {};
     try {
       const parsed = expected === null ? {} : JSON.parse(expected);

@@ -74,21 +74,8 @@ def test_devices_of_both_sdks_through_a_leader_and_helper_and_the_quantile_inter
     assert servers.upload(spec, block, values[CLIENT_DEVICES + JS_DEVICES:]) == UPLOADED
 
     batch = servers.end_day()
-    release = servers.call("POST", "/v1/campaigns/latency/collect", {"batch": batch})
     n = CLIENT_DEVICES + JS_DEVICES + UPLOADED
-    assert release["report_count"] == n and not release["rejected"] and len(release["release"]) == 100
-    confidence = 1 - FAMILY_ALPHA / len(QUANTILES)
-    estimate = servers.call("GET", "/v1/campaigns/latency/estimate", confidence=confidence)
-    assert estimate["kind"] == "quantiles" and estimate["trust"] == "distributed" and estimate["n"] == n
-    clamped = sorted(min(max(v, 0.0), 2000.0) for v in values)
-    rows = {row["p"]: row for row in estimate["quantiles"]}
-    for p in QUANTILES:
-        truth = clamped[math.ceil(p * n) - 1]  # the smallest value whose empirical CDF reaches p
-        assert rows[p]["ci_low"] <= truth <= rows[p]["ci_high"], (p, truth, rows[p])
-    # the CDF's band holds at every boundary (simultaneous), at the buckets' counts the devices sent
-    counts = np.bincount([prio3_measurement(spec.params, v) for v in values], minlength=100)
-    true_cdf = np.concatenate([[0.0], np.cumsum(counts)]) / n
-    assert all(point["band_low"] <= f <= point["band_high"] for point, f in zip(estimate["cdf"], true_cdf))
+    estimate = collect_and_check_quantiles(servers, spec, batch, values)
     models = estimate["trust_models"]["quantiles"]
     assert [row["p"] for row in models] == [0.5, 0.9, 0.95, 0.99]
     for row in models:  # a trusted curator beats two aggregators' noise, which beats every device's own
@@ -101,6 +88,28 @@ def test_devices_of_both_sdks_through_a_leader_and_helper_and_the_quantile_inter
     report = json.loads(done.stdout)
     assert report["trust"] == "distributed" and report["n"] == n and report["batches"] == [batch]
     jsonschema.Draft202012Validator(report_schema()).validate(report)  # the published schema's distributed members
+
+
+def collect_and_check_quantiles(servers: Aggregators, spec: Any, batch: str, values: list[float]) -> dict:
+    """Collect ``batch`` of ``spec`` (every value's report counted, none rejected) and check its estimate: the p50,
+    p95 and p99 intervals cover the values' (clamped into the range) and the CDF's band holds at every boundary at
+    the buckets' true counts; the estimate"""
+    release = servers.call("POST", f"/v1/campaigns/{spec.name}/collect", {"batch": batch})
+    n, buckets = len(values), spec.params.buckets
+    assert release["report_count"] == n and not release["rejected"] and len(release["release"]) == buckets
+    confidence = 1 - FAMILY_ALPHA / len(QUANTILES)
+    estimate = servers.call("GET", f"/v1/campaigns/{spec.name}/estimate", confidence=confidence)
+    assert estimate["kind"] == "quantiles" and estimate["trust"] == "distributed" and estimate["n"] == n
+    clamped = sorted(min(max(v, spec.params.low), spec.params.high) for v in values)
+    rows = {row["p"]: row for row in estimate["quantiles"]}
+    for p in QUANTILES:
+        truth = clamped[math.ceil(p * n) - 1]  # the smallest value whose empirical CDF reaches p
+        assert rows[p]["ci_low"] <= truth <= rows[p]["ci_high"], (p, truth, rows[p])
+    # the CDF's band holds at every boundary (simultaneous), at the buckets' counts the devices sent
+    counts = np.bincount([prio3_measurement(spec.params, v) for v in values], minlength=buckets)
+    true_cdf = np.concatenate([[0.0], np.cumsum(counts)]) / n
+    assert all(point["band_low"] <= f <= point["band_high"] for point, f in zip(estimate["cdf"], true_cdf))
+    return estimate
 
 
 def test_the_aggregators_noise_has_both_aggregators_variance(servers: Aggregators):

@@ -4,11 +4,8 @@ refusing a dishonest leader's level requests on its own records."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +25,7 @@ from collector.storage import open_storage
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
 from tests.collector.helpers import BACKENDS
 from tests.sdk_js.conftest import SDK_JS, install, run_npm
+from tests.sdk_js.test_distributed_e2e import js_devices_record
 
 HEAVY = {"/home": 60, "/docs": 40}  # planted heavy hitters (their counts), over a tail of distinct strings
 TAIL = 100
@@ -67,35 +65,26 @@ def tampered_payload(spec: Any, value: str, leader: HpkeConfig, helper: HpkeConf
     return payload
 
 
-def javascript_payloads(spec: Any, values: list[str], leader: dict, helper: dict, batch: str) -> list[tuple]:
-    "Reports of the JS SDK's poplar1 kind (node, sdk-js/scripts/poplar1-reports.mjs)"
-    vdaf = kind_of(spec).vdaf_of(spec)
-    cases = [{"value": v, "report_id": str(uuid.uuid4()), "batch": batch, "rand": b64url(os.urandom(vdaf.RAND_SIZE))}
-             for v in values]
-    source = {k: v for k, v in spec.to_dict(derived=False).items() if k not in ("version", "fingerprint")}
-    done = subprocess.run([shutil.which("node") or "node", "scripts/poplar1-reports.mjs"], cwd=SDK_JS,
-                          input=json.dumps({"spec": source, "leader": leader, "helper": helper, "cases": cases}),
-                          capture_output=True, text=True, timeout=300, check=True)
-    out = json.loads(done.stdout)
-    assert out["fingerprint"] == spec.fingerprint
-    return [(case["report_id"], payload) for case, payload in zip(cases, out["payloads"], strict=True)]
-
-
 def upload(servers: Aggregators, name: str, values: list[str], *, tampered: int = 0, js: int = 0) -> Any:
-    "Devices' reports of ``values``: the last ``js`` made by the JS SDK, then ``tampered`` altered ones"
+    """Devices' reports of ``values``: the last ``js`` recorded by devices of the JS SDK (one ``Client`` each, in
+    Node: the listing loads the poplar1 kind, the value is sharded, sealed, queued and posted to the leader), the
+    others sealed by the Python SDK's device module and uploaded, then ``tampered`` altered ones"""
     created = servers.call("POST", "/v1/campaigns", {**SPEC, "name": name})
     spec = client_sdk.load_spec(created["spec"])
     listed = servers.call("GET", f"/v1/campaigns/{name}", key=servers.ingest)
     leader = HpkeConfig.from_dict(listed["aggregators"]["leader"]["hpke_config"])
     helper = HpkeConfig.from_dict(listed["aggregators"]["helper"]["hpke_config"])
+    if js:
+        for outcome in js_devices_record(SDK_JS, servers, name, values[len(values) - js:]):
+            assert outcome["status"] == "queued" and outcome["sent"] == 1, outcome
+            assert not (outcome["remaining"] or outcome["rejected"]), outcome
+            # the ledger: the whole collection's epsilon and delta, once for the day's batch
+            assert outcome["spent"] == {"epsilon": SPEC["epsilon"], "reports": 1, "delta": SPEC["delta"],
+                                        "lastBatch": servers.day}, outcome
     made = []
-    python_values = values[:len(values) - js]
-    for value in python_values:
+    for value in values[:len(values) - js]:
         report_id = str(uuid.uuid4())
         made.append((report_id, seal_report(spec, value, leader, helper, report_id=report_id, batch=servers.day)))
-    if js:
-        made += javascript_payloads(spec, values[len(values) - js:], listed["aggregators"]["leader"]["hpke_config"],
-                                    listed["aggregators"]["helper"]["hpke_config"], servers.day)
     for index in range(tampered):
         report_id = str(uuid.uuid4())
         made.append((report_id, tampered_payload(spec, values[index], leader, helper, report_id, servers.day)))
