@@ -7,17 +7,15 @@ heavy hitters found against the planted counts.
 
 from __future__ import annotations
 
-import argparse
 import os
-import random
 import sys
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.poplar1_population import campaign, parser, summary, zipf_values  # noqa: E402
 from client_sdk import distributed  # noqa: E402
 from client_sdk.distributed_messages import parse_payload  # noqa: E402
 from client_sdk.spec import Spec  # noqa: E402
@@ -30,28 +28,16 @@ BATCH = "2026-12-02"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--devices", type=int, default=1000)
-    parser.add_argument("--bits", type=int, default=32)
-    parser.add_argument("--stride", type=int, default=4)
-    parser.add_argument("--threshold", type=float, default=0.01)
-    parser.add_argument("--zipf", type=float, default=1.1)
-    parser.add_argument("--domain", type=int, default=1 << 16)
-    args = parser.parse_args()
-    spec = Spec.from_dict({"name": "walk", "kind": "poplar1", "trust": "distributed", "epsilon": 1.0,
-                           "delta": 1e-6, "bits": args.bits, "stride": args.stride, "threshold": args.threshold,
-                           "min_batch": 100})
-    rng = random.Random(1)
-    weights = [1 / (rank + 1) ** args.zipf for rank in range(args.domain)]
-    ranks = rng.choices(range(args.domain), weights, k=args.devices)
-    values = [f"{rank:0{args.bits // 8}x}"[-(args.bits // 8):].encode() for rank in ranks]
+    args = parser(__doc__, 1000).parse_args()
+    spec = Spec.from_dict(campaign(args))
+    values = zipf_values(args)
     leader_keys, helper_keys = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
     started = time.perf_counter()
     reports = []
     for value in values:
         report_id = str(uuid.uuid4())
-        payload = parse_payload(distributed.seal_report(spec, value, leader_keys.config, helper_keys.config,
-                                                        report_id=report_id, batch=BATCH))
+        payload = parse_payload(distributed.seal_report(spec, value.encode(), leader_keys.config,
+                                                        helper_keys.config, report_id=report_id, batch=BATCH))
         reports.append((uuid.UUID(report_id).bytes, payload.public_share, payload.leader_ciphertext,
                         payload.helper_ciphertext))
     sealed = time.perf_counter() - started
@@ -69,17 +55,8 @@ def main() -> None:
     release = walk(leader, helper, BATCH, reports)
     walked = time.perf_counter() - started
     result = estimate_walk(spec, release.to_dict())
-    truth = Counter(values)
-    planted = {value.decode(): count for value, count in truth.items() if count >= args.threshold * args.devices}
-    found = {row["value"]: row for row in result["heavy_hitters"]}
-    covered = sum(1 for value, count in planted.items()
-                  if value in found and found[value]["ci_low"] <= count <= found[value]["ci_high"])
-    print(f"devices {args.devices}, bits {args.bits}, stride {args.stride}, threshold {args.threshold}: "
-          f"seal {sealed:.1f} s, walk {walked:.1f} s ({len(release.levels)} levels, "
-          f"{sum(len(level.prefixes) for level in release.levels)} candidates); "
-          f"{len(planted)} above threshold, {len(set(planted) & set(found))} found, {covered} covered; "
-          f"{len(found)} released, {sum(row['clears_threshold'] for row in found.values())} clearing the "
-          f"threshold")
+    print(summary(args, values, result["heavy_hitters"], len(release.levels),
+                  sum(len(level.prefixes) for level in release.levels), f"seal {sealed:.1f} s, walk {walked:.1f} s"))
 
 
 if __name__ == "__main__":

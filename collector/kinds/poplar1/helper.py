@@ -4,11 +4,16 @@ them), each checked against this helper's own records (``store.Poplar1Store``) a
 Each step's answer is stored with the digest of its request (SHA-256 of the canonical JSON body: batch, level,
 prefixes, reports, shares): the same request again (the leader's retry after a lost answer) gets the stored answer
 unchanged, nothing prepared or drawn again; a different request at a level already answered is refused by the
-rules (``level-not-increasing``, or the step's ``job-mismatch`` / ``batch-collected``)."""
+rules (``level-not-increasing``, or the step's ``job-mismatch`` / ``batch-collected``).
+
+Every level request carries each report's sealed share again; the process keeps the shares it opened for the
+batches it walked last (``OpenedShares``), so a walk's later levels do not run HPKE again per report."""
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from client_sdk.distributed import HELPER, input_share_info
@@ -39,6 +44,32 @@ from .levels import (
 from .store import Poplar1Store, bits_prefix
 
 KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
+OPENED_BATCHES = 4  # batches whose opened shares a helper process keeps for the later levels of their walks
+
+
+class OpenedShares:
+    """The input shares this process opened, per batch, for the last ``batches`` batches: the plaintext of a
+    (report id, public share, config id, ciphertext), which only these determine (HPKE with this helper's key of
+    that config id, the info made of the report's metadata)"""
+
+    def __init__(self, batches: int = OPENED_BATCHES) -> None:
+        self.batches = batches
+        self._opened: OrderedDict[BatchKey, dict[tuple, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: BatchKey, sealed_as: tuple) -> bytes | None:
+        with self._lock:
+            return self._opened.get(key, {}).get(sealed_as)
+
+    def put(self, key: BatchKey, sealed_as: tuple, plaintext: bytes) -> None:
+        with self._lock:
+            self._opened.setdefault(key, {})[sealed_as] = plaintext
+            self._opened.move_to_end(key)
+            while len(self._opened) > self.batches:
+                self._opened.popitem(last=False)
+
+
+OPENED = OpenedShares()
 
 
 def stored_answer(answers: dict | None, step: str, request_digest: str) -> dict | None:
@@ -94,15 +125,21 @@ def _aggregator(storage: StorageBase, store: Poplar1Store, body: Any, fields: se
 
     def opener(report_id: bytes, public_share: bytes, sealed: Any) -> bytes:
         config_id, ciphertext = sealed
-        pair = pairs.get(config_id)
+        pair = pairs.get(config_id) if type(config_id) is int else None
         if pair is None:
             raise ShareRejected(ProtocolError.HPKE_UNKNOWN_CONFIG_ID, "helper_share.config_id", "not this helper's")
+        sealed_as = (report_id, public_share, config_id, ciphertext)
+        opened = OPENED.get(key, sealed_as)
+        if opened is not None:
+            return opened
         for named in (batch, None):
             try:
                 info = input_share_info(spec, str(uuid.UUID(bytes=report_id)), HELPER, public_share, named)
-                return open_sealed(pair, ciphertext, info)
+                opened = open_sealed(pair, ciphertext, info)
             except HpkeError:
                 continue
+            OPENED.put(key, sealed_as, opened)
+            return opened
         raise ShareRejected(ProtocolError.HPKE_DECRYPT_ERROR, "helper_share.ciphertext", "does not open")
 
     aggregator = StoredAggregator(spec, known.verify_key, 1, opener, store=store, key=key)

@@ -7,14 +7,18 @@ candidates and noisy counts, and the last level's kept prefixes, the heavy hitte
 (``estimators.kinds.poplar1.estimate_walk`` adds their intervals).
 
 The helper is reached through :class:`HelperLevels` (its three calls); the leader learns the prefixes it asks
-about and their noisy counts, nothing else.
+about and their noisy counts, nothing else.  Each step runs on both aggregators at once (the helper's request
+from a thread while the leader prepares its own share: the preparation is most of a level's time, so a walk over
+two processes takes the time of one aggregator's, not the sum); each still checks the level on its own records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 from estimators.kinds.poplar1.prune import pruning_rule
 
@@ -75,6 +79,22 @@ def extensions(kept: Sequence[Prefix], stride: int) -> tuple[Prefix, ...]:
     return tuple(sorted(prefix + tail for prefix in kept for tail in tails))
 
 
+Ours = TypeVar("Ours")
+Theirs = TypeVar("Theirs")
+
+
+def both(background: ThreadPoolExecutor, helper_step: Callable[[], Theirs],
+         leader_step: Callable[[], Ours]) -> tuple[Ours, Theirs]:
+    "The leader's and the helper's results of one step, the helper's run in ``background`` meanwhile"
+    theirs: Future[Theirs] = background.submit(helper_step)
+    try:
+        ours = leader_step()
+    except BaseException:
+        wait([theirs])  # the helper's answer is not needed: never leave its request running past the walk
+        raise
+    return ours, theirs.result()
+
+
 def walk(leader: Poplar1Aggregator, helper: HelperLevels, batch: str,
          reports: Sequence[tuple[bytes, bytes, Any, Any]]) -> WalkRelease:
     """Walk ``batch``'s reports, each (report id, public share, the leader's share, the helper's sealed share),
@@ -84,28 +104,30 @@ def walk(leader: Poplar1Aggregator, helper: HelperLevels, batch: str,
     ids = {report_id for report_id, _, _, _ in reports}
     current = list(reports)
     release: WalkRelease | None = None
-    for level in params.levels:
-        prefixes = extensions(kept, params.stride)
-        agg_param = (level, prefixes)
-        ours = leader.round_one(batch, agg_param, [(r, p, s) for r, p, s, _ in current])
-        theirs = helper.round_one(batch, agg_param, [(r, p, h) for r, p, _, h in current])
-        helper_second = helper.round_two(ours)
-        leader_second = leader.round_two(theirs)
-        accepted, leader_share = leader.finish(helper_second)
-        helper_accepted, helper_share = helper.finish(leader_second)
-        if set(accepted) != set(helper_accepted):
-            raise ValueError("the aggregators accepted different reports")
-        modulus = leader.vdaf.idpf.current_field(level).MODULUS
-        counts = [signed(a + b, modulus) for a, b in zip(leader_share, helper_share)]
-        if release is None:
-            rule = pruning_rule(leader.spec.epsilon, float(leader.spec.delta or 0.0), len(params.levels),
-                                params.threshold, len(accepted))
-            release = WalkRelease(batch, len(accepted), rule.threshold_count, rule.keep_count)
-        release.levels.append(LevelRelease(level, prefixes, counts, len(accepted)))
-        kept = tuple(prefix for prefix, count in zip(prefixes, counts) if rule.keeps(count))
-        accepted_ids = set(accepted)
-        current = [report for report in current if report[0] in accepted_ids and report[0] in ids]
-        if not kept:
-            break
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poplar1-helper") as background:
+        for level in params.levels:
+            prefixes = extensions(kept, params.stride)
+            agg_param = (level, prefixes)
+            ours, theirs = both(background,
+                                partial(helper.round_one, batch, agg_param, [(r, p, h) for r, p, _, h in current]),
+                                partial(leader.round_one, batch, agg_param, [(r, p, s) for r, p, s, _ in current]))
+            leader_second, helper_second = both(background, partial(helper.round_two, ours),
+                                                partial(leader.round_two, theirs))
+            (accepted, leader_share), (helper_accepted, helper_share) = both(
+                background, partial(helper.finish, leader_second), partial(leader.finish, helper_second))
+            if set(accepted) != set(helper_accepted):
+                raise ValueError("the aggregators accepted different reports")
+            modulus = leader.vdaf.idpf.current_field(level).MODULUS
+            counts = [signed(a + b, modulus) for a, b in zip(leader_share, helper_share)]
+            if release is None:
+                rule = pruning_rule(leader.spec.epsilon, float(leader.spec.delta or 0.0), len(params.levels),
+                                    params.threshold, len(accepted))
+                release = WalkRelease(batch, len(accepted), rule.threshold_count, rule.keep_count)
+            release.levels.append(LevelRelease(level, prefixes, counts, len(accepted)))
+            kept = tuple(prefix for prefix, count in zip(prefixes, counts) if rule.keeps(count))
+            accepted_ids = set(accepted)
+            current = [report for report in current if report[0] in accepted_ids and report[0] in ids]
+            if not kept:
+                break
     assert release is not None, "a walk has at least one level"
     return release
