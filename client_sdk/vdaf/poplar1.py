@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import VerifyError
 from .field import Field
-from .idpf import CorrectionWord, IdpfBBCGGI21, bits_to_int
+from .idpf import CorrectionWord, IdpfBBCGGI21, PublicShare, bits_to_int
 from .xof import XofTurboShake128, format_dst
 
 ALGORITHM_ID = 0x00000006
@@ -42,8 +43,7 @@ class Poplar1InputShare:
     corr_leaf: list[int]
 
 
-@dataclass(frozen=True)
-class Poplar1VerifyState:
+class Poplar1VerifyState(NamedTuple):
     "The step next run by verify_next, the level, and A, B, agg_id then the output share (the draft's verify_mem)"
 
     step: str
@@ -253,7 +253,7 @@ class Poplar1:
     def encode_public_share(self, public_share: Sequence[CorrectionWord]) -> bytes:
         return self.idpf.encode_public_share(public_share)
 
-    def decode_public_share(self, encoded: bytes) -> list[CorrectionWord]:
+    def decode_public_share(self, encoded: bytes) -> PublicShare:
         return self.idpf.decode_public_share(encoded)
 
     def encode_input_share(self, share: Poplar1InputShare) -> bytes:
