@@ -206,12 +206,29 @@ class IdpfBBCGGI21:
                           hashers: _Hashers) -> dict[int, list[int]]:
         """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
         root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
-        ((s0, s1), (t0, t1)), = self._extend(0, [int.from_bytes(key, "little")], hashers)
+        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
+        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
         if agg_id:  # the root's control bit is the aggregator id
             seed_cw = int.from_bytes(cw.seed, "little")
             s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
-        needed = list(dict.fromkeys(indices))
         p = self.field_inner.MODULUS
+        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children: one AES call
+            first_node, second_node = indices
+            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if first_node else s0,
+                                                                      s1 if second_node else s0)
+            y = [first & MASK64, first >> 64, second & MASK64, second >> 64]
+            if max(y) < p:  # else rejection sampling: the general path reads on
+                w0, w1 = cw.payload
+                if t1 if first_node else t0:
+                    y[0] += w0
+                    y[1] += w1
+                if t1 if second_node else t0:
+                    y[2] += w0
+                    y[3] += w1
+                if agg_id:
+                    return {first_node: [-y[0] % p, -y[1] % p], second_node: [-y[2] % p, -y[3] % p]}
+                return {first_node: [y[0] % p, y[1] % p], second_node: [y[2] % p, y[3] % p]}
+        needed = list(dict.fromkeys(indices))
         values: Sequence[list[int]] = ()
         if self.VALUE_LEN == 2 and len(needed) == 2:  # both children, two Field64 elements each: one AES call
             _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if needed[0] else s0, s1 if needed[1] else s0)

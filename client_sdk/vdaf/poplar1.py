@@ -269,7 +269,8 @@ class Poplar1:
             raise VerifyError("input share has the wrong length")
         start = key_size + seed_size
         try:
-            corr_inner = inner.decode_vec(encoded[start:start + inner_size])
+            inner.check_vec(encoded[start:start + inner_size])
+            corr_inner = inner.unpack_vec(encoded[start:start + inner_size])
             corr_leaf = leaf.decode_vec(encoded[start + inner_size:])
         except ValueError as exc:
             raise VerifyError(f"input share: {exc}") from exc
