@@ -67,11 +67,16 @@ class _Hashers:
     seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
 
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
-        self.extend_dst = format_dst(1, 0, 0) + ctx
-        self.convert_dst = format_dst(1, 0, 1) + ctx
+        self.extend_dst, self.convert_dst = _idpf_dsts(ctx)
         self.nonce = nonce
         self.extend_aes = FixedKeyAes128(self.extend_dst, nonce)
         self.convert_aes = FixedKeyAes128(self.convert_dst, nonce)
+
+
+@lru_cache(maxsize=16)
+def _idpf_dsts(ctx: bytes) -> tuple[bytes, bytes]:
+    "The domain separation tags of the IDPF's extend and convert for ``ctx`` (the same for a campaign's reports)"
+    return format_dst(1, 0, 0) + ctx, format_dst(1, 0, 1) + ctx
 
 
 @lru_cache(maxsize=4096)
@@ -121,7 +126,7 @@ class IdpfBBCGGI21:
         if len(nonce) != self.NONCE_SIZE:
             raise ValueError("incorrect nonce size")
         keys = [rand[:KEY_SIZE], rand[KEY_SIZE:]]
-        hashers = _Hashers(ctx, nonce)
+        hashers = _Hashers(bytes(ctx), nonce)
         seeds = [int.from_bytes(key, "little") for key in keys]
         ctrl = [False, True]
         public_share = []

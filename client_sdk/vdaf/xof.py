@@ -7,6 +7,7 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -231,7 +232,7 @@ class XofTurboShake128(Xof):
             return super().expand_into_vec(field, seed, dst, binder, length)
         message = cls._message(seed, dst, binder)
         if field.ENCODED_SIZE == 8 and field.MODULUS >> 63:  # Field64 (no mask): one read, unless rejection needs more
-            vec = field.unpack_vec((_ONESHOT or _RAW.digest)(message, 1, 8 * length))
+            vec = list(_u64_struct(length).unpack((_ONESHOT or _RAW.digest)(message, 1, 8 * length)))
             if max(vec, default=0) < field.MODULUS:
                 return vec
         return _sample(field, _RAW.start(message), length)
@@ -262,6 +263,12 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
+
+
+@lru_cache(maxsize=64)
+def _u64_struct(length: int) -> struct.Struct:
+    "``length`` little-endian uint64s"
+    return struct.Struct(f"<{length}Q")
 
 
 def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
