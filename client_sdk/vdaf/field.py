@@ -66,6 +66,11 @@ class Field:
         return vec
 
     @classmethod
+    def check_vec(cls, encoded: bytes) -> None:
+        "ValueError unless ``encoded`` is a vector of elements (``decode_vec``'s checks, without keeping the values)"
+        cls.decode_vec(encoded)
+
+    @classmethod
     def inv(cls, x: int) -> int:
         return pow(x, -1, cls.MODULUS)
 
@@ -114,6 +119,13 @@ class Field64(Field):
     ENCODED_SIZE = 8
     GEN_ORDER = 2**32
     GENERATOR = pow(7, 4294967295, MODULUS)
+
+    @classmethod
+    def check_vec(cls, encoded: bytes) -> None:
+        """A value >= MODULUS = 2**64 - 2**32 + 1 has its four high bytes all ones: without four 0xff bytes in a
+        row anywhere (almost every vector), every value is in range and none needs parsing"""
+        if len(encoded) % 8 or b"\xff\xff\xff\xff" in encoded:
+            cls.decode_vec(encoded)
 
 
 class Field128(Field):

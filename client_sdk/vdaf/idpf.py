@@ -10,12 +10,10 @@ leaf level uses XofTurboShake128 as the draft says.  Seeds are kept as 128-bit i
 
 from __future__ import annotations
 
-import struct
 from _thread import get_ident
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from itertools import chain, islice, repeat
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from ..errors import VerifyError
 from .field import Field, Field64, Field255
@@ -24,14 +22,6 @@ from .xof_aes import MASK64, FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
-_CTRL_PAIRS = ((False, False), (True, False), (False, True), (True, True))  # a level's two control bits, packed
-_CTRL_BYTE = [tuple(_CTRL_PAIRS[byte >> shift & 3] for shift in (0, 2, 4, 6)) for byte in range(256)]  # 4 levels
-
-
-@lru_cache(maxsize=8)
-def _seed_struct(levels: int) -> struct.Struct:
-    "The public share's ``levels`` seed corrections, each 16 bytes, unpacked in one call"
-    return struct.Struct(f"{KEY_SIZE}s" * levels)
 
 
 class CorrectionWord(NamedTuple):
@@ -77,11 +67,16 @@ class _Hashers:
     seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
 
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
-        self.extend_dst = format_dst(1, 0, 0) + ctx
-        self.convert_dst = format_dst(1, 0, 1) + ctx
+        self.extend_dst, self.convert_dst = _idpf_dsts(ctx)
         self.nonce = nonce
         self.extend_aes = FixedKeyAes128(self.extend_dst, nonce)
         self.convert_aes = FixedKeyAes128(self.convert_dst, nonce)
+
+
+@lru_cache(maxsize=16)
+def _idpf_dsts(ctx: bytes) -> tuple[bytes, bytes]:
+    "The domain separation tags of the IDPF's extend and convert for ``ctx`` (the same for a campaign's reports)"
+    return format_dst(1, 0, 0) + ctx, format_dst(1, 0, 1) + ctx
 
 
 @lru_cache(maxsize=4096)
@@ -131,7 +126,7 @@ class IdpfBBCGGI21:
         if len(nonce) != self.NONCE_SIZE:
             raise ValueError("incorrect nonce size")
         keys = [rand[:KEY_SIZE], rand[KEY_SIZE:]]
-        hashers = _Hashers(ctx, nonce)
+        hashers = _Hashers(bytes(ctx), nonce)
         seeds = [int.from_bytes(key, "little") for key in keys]
         ctrl = [False, True]
         public_share = []
@@ -216,12 +211,29 @@ class IdpfBBCGGI21:
                           hashers: _Hashers) -> dict[int, list[int]]:
         """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
         root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
-        ((s0, s1), (t0, t1)), = self._extend(0, [int.from_bytes(key, "little")], hashers)
+        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
+        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
         if agg_id:  # the root's control bit is the aggregator id
             seed_cw = int.from_bytes(cw.seed, "little")
             s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
-        needed = list(dict.fromkeys(indices))
         p = self.field_inner.MODULUS
+        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children: one AES call
+            first_node, second_node = indices
+            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if first_node else s0,
+                                                                      s1 if second_node else s0)
+            y = [first & MASK64, first >> 64, second & MASK64, second >> 64]
+            if max(y) < p:  # else rejection sampling: the general path reads on
+                w0, w1 = cw.payload
+                if t1 if first_node else t0:
+                    y[0] += w0
+                    y[1] += w1
+                if t1 if second_node else t0:
+                    y[2] += w0
+                    y[3] += w1
+                if agg_id:
+                    return {first_node: [-y[0] % p, -y[1] % p], second_node: [-y[2] % p, -y[3] % p]}
+                return {first_node: [y[0] % p, y[1] % p], second_node: [y[2] % p, y[3] % p]}
+        needed = list(dict.fromkeys(indices))
         values: Sequence[list[int]] = ()
         if self.VALUE_LEN == 2 and len(needed) == 2:  # both children, two Field64 elements each: one AES call
             _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if needed[0] else s0, s1 if needed[1] else s0)
@@ -293,6 +305,9 @@ class IdpfBBCGGI21:
     # --- the public share's encoding --------------------------------------------------------------------------
 
     def encode_public_share(self, public_share: Sequence[CorrectionWord]) -> bytes:
+        if isinstance(public_share, PublicShare) and public_share._idpf.BITS == self.BITS and (
+                public_share._idpf.VALUE_LEN == self.VALUE_LEN):
+            return public_share.encoded
         ctrl = [bit for cw in public_share for bit in cw.ctrl]
         packed = bytearray((len(ctrl) + 7) // 8)
         for i, bit in enumerate(ctrl):
@@ -305,30 +320,80 @@ class IdpfBBCGGI21:
         return ((2 * self.BITS + 7) // 8 + KEY_SIZE * self.BITS + self.VALUE_LEN * (
             self.field_inner.ENCODED_SIZE * (self.BITS - 1) + self.field_leaf.ENCODED_SIZE))
 
-    def decode_public_share(self, encoded: bytes) -> list[CorrectionWord]:
+    def decode_public_share(self, encoded: bytes) -> PublicShare:
         "VerifyError on a wrong length, a set unused control bit, or a value out of its field"
         if len(encoded) != self.public_share_size():
             raise VerifyError("public share has the wrong length")
-        bits, levels, value_len = 2 * self.BITS, self.BITS, self.VALUE_LEN
-        offset = (bits + 7) // 8
-        packed = int.from_bytes(encoded[:offset], "little")
-        if packed >> bits:
+        return PublicShare(self, bytes(encoded))
+
+
+class PublicShare(Sequence[CorrectionWord]):
+    """A decoded public share: checked whole when decoded (control bits, every value in its field), each level's
+    ``CorrectionWord`` built from the encoding when first read.  An aggregator reads a report's public share up
+    to the level asked for: at level 0 one word of ``BITS``.  Equal to any sequence of the same words."""
+
+    __slots__ = ("_ctrl", "_encoded", "_idpf", "_seeds_at", "_values_at", "_words")
+
+    def __init__(self, idpf: IdpfBBCGGI21, encoded: bytes) -> None:
+        bits, levels = 2 * idpf.BITS, idpf.BITS
+        ctrl_size = (bits + 7) // 8
+        self._ctrl = int.from_bytes(encoded[:ctrl_size], "little")
+        if self._ctrl >> bits:
             raise VerifyError("public share: trailing control bits")
-        seeds = _seed_struct(levels).unpack_from(encoded, offset)
-        offset += KEY_SIZE * levels
-        inner, leaf = self.field_inner, self.field_leaf
-        inner_end = offset + inner.ENCODED_SIZE * value_len * (levels - 1)
-        try:  # every inner payload in one parse, then the leaf's
-            values = inner.decode_vec(encoded[offset:inner_end]) + leaf.decode_vec(encoded[inner_end:])
+        self._idpf, self._encoded = idpf, encoded
+        self._seeds_at = ctrl_size
+        self._values_at = ctrl_size + KEY_SIZE * levels
+        inner, leaf = idpf.field_inner, idpf.field_leaf
+        inner_end = self._values_at + inner.ENCODED_SIZE * idpf.VALUE_LEN * (levels - 1)
+        try:
+            inner.check_vec(encoded[self._values_at:inner_end])
+            leaf.check_vec(encoded[inner_end:])
         except ValueError as exc:
             raise VerifyError(f"public share: {exc}") from exc
-        # built in C (zip, map): a 32-level share is otherwise mostly interpreter time spent on 32 small tuples
-        ctrls = islice(chain.from_iterable(map(_CTRL_BYTE.__getitem__, encoded[:(bits + 7) // 8])), levels)
-        if value_len == 2:
-            payloads: Iterable[list[int]] = map(list, zip(values[0::2], values[1::2]))
-        else:
-            payloads = (values[i:i + value_len] for i in range(0, len(values), value_len))
-        return list(map(tuple.__new__, repeat(CorrectionWord), zip(seeds, ctrls, payloads)))
+        self._words: list[CorrectionWord | None] = [None] * levels
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    @overload
+    def __getitem__(self, level: int) -> CorrectionWord: ...
+
+    @overload
+    def __getitem__(self, level: slice) -> list[CorrectionWord]: ...
+
+    def __getitem__(self, level: int | slice) -> CorrectionWord | list[CorrectionWord]:
+        if isinstance(level, slice):
+            return [self[i] for i in range(len(self._words))[level]]
+        word = self._words[level]  # IndexError out of range
+        if word is None:
+            idpf, encoded = self._idpf, self._encoded
+            level %= idpf.BITS
+            field = idpf.current_field(level)
+            size = field.ENCODED_SIZE * idpf.VALUE_LEN
+            at = self._values_at + idpf.field_inner.ENCODED_SIZE * idpf.VALUE_LEN * level
+            seed_at = self._seeds_at + KEY_SIZE * level
+            ctrl = self._ctrl >> 2 * level
+            word = self._words[level] = CorrectionWord(
+                encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)),
+                field.unpack_vec(encoded[at:at + size]))
+        return word
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PublicShare):
+            return self._encoded == other._encoded
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
+
+    def __repr__(self) -> str:
+        return f"PublicShare({list(self)!r})"
+
+    @property
+    def encoded(self) -> bytes:
+        "The encoding this share was decoded from"
+        return self._encoded
 
 
 def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import VerifyError
 from .field import Field
-from .idpf import CorrectionWord, IdpfBBCGGI21, bits_to_int
+from .idpf import CorrectionWord, IdpfBBCGGI21, PublicShare, bits_to_int
 from .xof import XofTurboShake128, format_dst
 
 ALGORITHM_ID = 0x00000006
@@ -42,8 +43,7 @@ class Poplar1InputShare:
     corr_leaf: list[int]
 
 
-@dataclass(frozen=True)
-class Poplar1VerifyState:
+class Poplar1VerifyState(NamedTuple):
     "The step next run by verify_next, the level, and A, B, agg_id then the output share (the draft's verify_mem)"
 
     step: str
@@ -65,6 +65,7 @@ class Poplar1:
         self.idpf = IdpfBBCGGI21(2, bits)
         self.BITS = bits
         self.RAND_SIZE = self.xof.SEED_SIZE * 3 + self.idpf.RAND_SIZE
+        self._dsts: dict[tuple[int, bytes], bytes] = {}
 
     def domain_separation_tag(self, usage: int, ctx: bytes) -> bytes:
         return format_dst(0, self.ID, usage) + ctx
@@ -167,27 +168,37 @@ class Poplar1:
                      input_share: Poplar1InputShare, values: list[list[int]]) -> tuple[Poplar1VerifyState, list[int]]:
         field = self.idpf.current_field(level)
         p = field.MODULUS
+        expand = self.xof.expand_into_vec
         if level < self.BITS - 1:
-            corr = self.xof.expand_into_vec(field, input_share.corr_seed,
-                                            self.domain_separation_tag(USAGE_CORR_INNER, ctx),
-                                            bytes([agg_id]) + nonce, 3 * level + 3)[3 * level:]
+            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_INNER, ctx), bytes([agg_id]) + nonce,
+                                3 * level + 3)[3 * level:]
             big_a, big_b = input_share.corr_inner[2 * level:2 * level + 2]
         else:
-            corr = self.xof.expand_into_vec(field, input_share.corr_seed,
-                                            self.domain_separation_tag(USAGE_CORR_LEAF, ctx),
-                                            bytes([agg_id]) + nonce, 3)
+            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_LEAF, ctx), bytes([agg_id]) + nonce,
+                                3)
             big_a, big_b = input_share.corr_leaf
-        verify_rand = self.xof.expand_into_vec(field, verify_key, self.domain_separation_tag(USAGE_VERIFY_RAND, ctx),
-                                               nonce + level.to_bytes(2, "big"), count)
-        data = [value[0] for value in values]
-        s0, s1, s2 = corr
+        verify_rand = expand(field, verify_key, self._dst(USAGE_VERIFY_RAND, ctx), nonce + level.to_bytes(2, "big"),
+                             count)
+        data = [big_a, big_b, agg_id]
         for r, (data_share, auth_share) in zip(verify_rand, values):
             data_r = data_share * r
             s0 += data_r
             s1 += data_r * r
             s2 += auth_share * r
-        state = Poplar1VerifyState(EVALUATE_SKETCH, level, [big_a, big_b, agg_id] + data)
-        return state, [s0 % p, s1 % p, s2 % p]
+            data.append(data_share)
+        return Poplar1VerifyState(EVALUATE_SKETCH, level, data), [s0 % p, s1 % p, s2 % p]
+
+    def _dst(self, usage: int, ctx: bytes) -> bytes:
+        "``domain_separation_tag``, remembered for the last few contexts (every report of a campaign has the same)"
+        if type(ctx) is not bytes:  # a bytearray or memoryview: not a dict key
+            return self.domain_separation_tag(usage, ctx)
+        key = (usage, ctx)
+        dst = self._dsts.get(key)
+        if dst is None:
+            if len(self._dsts) >= 64:
+                self._dsts.clear()
+            dst = self._dsts[key] = self.domain_separation_tag(usage, ctx)
+        return dst
 
     def verify_next(self, ctx: bytes, state: Poplar1VerifyState,
                     message: list[int] | None) -> tuple[Poplar1VerifyState, list[int]] | list[int]:
@@ -253,7 +264,7 @@ class Poplar1:
     def encode_public_share(self, public_share: Sequence[CorrectionWord]) -> bytes:
         return self.idpf.encode_public_share(public_share)
 
-    def decode_public_share(self, encoded: bytes) -> list[CorrectionWord]:
+    def decode_public_share(self, encoded: bytes) -> PublicShare:
         return self.idpf.decode_public_share(encoded)
 
     def encode_input_share(self, share: Poplar1InputShare) -> bytes:
@@ -269,7 +280,8 @@ class Poplar1:
             raise VerifyError("input share has the wrong length")
         start = key_size + seed_size
         try:
-            corr_inner = inner.decode_vec(encoded[start:start + inner_size])
+            inner.check_vec(encoded[start:start + inner_size])
+            corr_inner = inner.unpack_vec(encoded[start:start + inner_size])
             corr_leaf = leaf.decode_vec(encoded[start + inner_size:])
         except ValueError as exc:
             raise VerifyError(f"input share: {exc}") from exc

@@ -7,6 +7,7 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -120,8 +121,45 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
     _RAW = None
 
 
+def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
+    """TurboSHAKE128(M, D, L) as one call into pycryptodome's Keccak library (``keccak_oneshot``: capacity 32
+    bytes, 12 rounds, D as the padding byte), through its cffi binding: no state to reset, no thread-local lookup,
+    a fresh output buffer per call (so any number of threads may hash at once).  None without the cffi backend or
+    that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
+    try:
+        # pycryptodome: the optional distributed extra, imported on first use
+        from Crypto.Hash.keccak import _raw_keccak_lib
+        from Crypto.Util import _raw_api
+
+        if _raw_api.backend != "cffi":
+            return None
+        keccak_oneshot = _raw_keccak_lib.keccak_oneshot
+        new, buffer = _raw_api.ffi.new, _raw_api.ffi.buffer
+    except (ImportError, AttributeError):  # pragma: no cover - another pycryptodome layout
+        return None
+
+    def digest(message: bytes, domain: int, length: int) -> bytes:
+        out = new("uint8_t[]", length)
+        if keccak_oneshot(message, len(message), out, length, 32, 12, domain):
+            raise ValueError("TurboSHAKE128 failed")
+        return buffer(out)[:]  # type: ignore[no-any-return]
+
+    try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
+        if digest(b"", 0x1F, 32) != bytes.fromhex(
+                "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c"):
+            return None
+    except Exception:  # noqa: BLE001 - pragma: no cover - an incompatible binding: the state-based path serves
+        return None
+    return digest
+
+
+_ONESHOT = _oneshot()
+
+
 def turboshake128(message: bytes, domain: int, length: int) -> bytes:
     "TurboSHAKE128(M, D, L) of RFC 9861"
+    if _ONESHOT is not None and 0 < domain < 0x80:
+        return _ONESHOT(message, domain, length)
     if _RAW is not None and domain in (1, 2):
         return _RAW.digest(message, domain, length)
     h = _TURBOSHAKE.new(domain=domain)
@@ -182,6 +220,8 @@ class XofTurboShake128(Xof):
 
     @classmethod
     def derive_seed(cls, seed: bytes, dst: bytes, binder: bytes) -> bytes:
+        if _ONESHOT is not None:
+            return _ONESHOT(cls._message(seed, dst, binder), 1, cls.SEED_SIZE)
         if _RAW is None:
             return super().derive_seed(seed, dst, binder)
         return _RAW.digest(cls._message(seed, dst, binder), 1, cls.SEED_SIZE)
@@ -192,7 +232,7 @@ class XofTurboShake128(Xof):
             return super().expand_into_vec(field, seed, dst, binder, length)
         message = cls._message(seed, dst, binder)
         if field.ENCODED_SIZE == 8 and field.MODULUS >> 63:  # Field64 (no mask): one read, unless rejection needs more
-            vec = field.unpack_vec(_RAW.digest(message, 1, 8 * length))
+            vec = list(_u64_struct(length).unpack((_ONESHOT or _RAW.digest)(message, 1, 8 * length)))
             if max(vec, default=0) < field.MODULUS:
                 return vec
         return _sample(field, _RAW.start(message), length)
@@ -223,6 +263,12 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
+
+
+@lru_cache(maxsize=64)
+def _u64_struct(length: int) -> struct.Struct:
+    "``length`` little-endian uint64s"
+    return struct.Struct(f"<{length}Q")
 
 
 def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:

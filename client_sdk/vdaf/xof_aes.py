@@ -39,8 +39,34 @@ MASK128 = (1 << 128) - 1
 BLOCK_ONE = 1 << 64  # le128(1) moved to where it lands in sigma: the second word
 
 
+def _unchecked_aes(key: bytes) -> algorithms.AES:
+    """``algorithms.AES(key)`` without its argument checks (abstract-class instance checks that cost as much as
+    the key setup): the callers' keys are always 16 bytes, from ``fixed_key``"""
+    algorithm = object.__new__(algorithms.AES)
+    algorithm.key = key
+    return algorithm
+
+
+def _aes_check() -> bool:
+    "Whether ``_unchecked_aes`` gives the public API's cipher (FIPS-197 appendix C.1's AES-128 example)"
+    key, block = bytes(range(16)), bytes.fromhex("00112233445566778899aabbccddeeff")
+    try:
+        if _create_encryption_ctx is None:
+            return False
+        out = _create_encryption_ctx(_unchecked_aes(key), _ECB).update(block)
+    except Exception:  # noqa: BLE001 - pragma: no cover - another cryptography layout: the checked constructor
+        return False
+    return out == bytes.fromhex("69c4e0d86a7b0430d8cdb78070b4c55a") == Cipher(
+        algorithms.AES(key), _ECB).encryptor().update(block)
+
+
+_UNCHECKED = _aes_check()
+
+
 def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
-    "AES-128-ECB encryption under ``key`` (16 bytes, checked by algorithms.AES)"
+    "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``)"
+    if _UNCHECKED:
+        return _create_encryption_ctx(_unchecked_aes(key), _ECB).update  # type: ignore[misc,no-any-return]
     algorithm = algorithms.AES(key)
     if _create_encryption_ctx is not None:
         try:

@@ -64,8 +64,8 @@ class Poplar1Aggregator:
         self.noise = walk_noise(spec.epsilon, float(spec.delta or 0.0), len(self.params.levels))
         self.rejections: Counter = Counter()
         self.level: LevelState | None = None
-        # each report's input share, opened and decoded at its first level: (public share, sealed share, share)
-        self._opened: dict[bytes, tuple[bytes, Any, Any]] = {}
+        # each report's shares, opened and decoded at its first level: (public share, sealed share, both decoded)
+        self._opened: dict[bytes, tuple[bytes, Any, Any, Any]] = {}
 
     def round_one(self, batch: str, agg_param: AggParam,
                   reports: Sequence[tuple[bytes, bytes, Any]]) -> dict[bytes, list[int] | str]:
@@ -79,8 +79,7 @@ class Poplar1Aggregator:
         out: dict[bytes, list[int] | str] = {}
         for report_id, public_share, sealed in reports:
             try:
-                share = self._input_share(report_id, public_share, sealed)
-                public = self.vdaf.decode_public_share(public_share)
+                public, share = self._shares(report_id, public_share, sealed)
                 verify_state, sketch = self.vdaf.verify_init_indices(
                     self.verify_key, self.ctx, self.agg_id, level, indices, report_id, public, share)
             except ShareRejected as exc:
@@ -145,14 +144,16 @@ class Poplar1Aggregator:
                                                              f"min_batch = {self.params.min_batch}")
         return accepted, [(a + n) % p for a, n in zip(total, self.share_noise(len(total)))]
 
-    def _input_share(self, report_id: bytes, public_share: bytes, sealed: Any) -> Any:
-        "The report's decoded input share, opened once for the whole walk (the same public and sealed shares)"
+    def _shares(self, report_id: bytes, public_share: bytes, sealed: Any) -> tuple[Any, Any]:
+        """The report's decoded public and input shares, opened and decoded once for the whole walk (while the
+        public and sealed shares are the same)"""
         known = self._opened.get(report_id)
         if known is not None and known[0] == public_share and known[1] == sealed:
-            return known[2]
+            return known[2], known[3]
         share = self.vdaf.decode_input_share(self.agg_id, self.opener(report_id, public_share, sealed))
-        self._opened[report_id] = (public_share, sealed, share)
-        return share
+        public = self.vdaf.decode_public_share(public_share)
+        self._opened[report_id] = (public_share, sealed, public, share)
+        return public, share
 
     def share_noise(self, length: int) -> list[int]:
         "This aggregator's own noise on a level's counts: exact discrete Gaussian draws from its CSPRNG"
