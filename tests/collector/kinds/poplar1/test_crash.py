@@ -143,9 +143,12 @@ def test_a_leader_killed_after_recording_a_level_resumes_the_walk(tmp_path: Path
             with pytest.raises(requests.ConnectionError):
                 pair.walk("crashed", batch)
             killed(leader)
-        # the leader died after its record of level 7, before asking the helper for it
+        # the leader died after its record of level 7, before its own first answer; the helper's request for the
+        # level runs beside the leader's preparation (collector.kinds.poplar1.walk), so the helper may have recorded
+        # (and answered) level 7 or not yet: the retry resumes either, by the same request's digest
         assert levels_of(pair.leader_db, spec, batch) == {3: ("prepared", True), 7: ("prepared", False)}
-        assert levels_of(pair.helper_db, spec, batch) == {3: ("finished", True)}
+        helper_levels = levels_of(pair.helper_db, spec, batch)
+        assert helper_levels[3] == ("finished", True) and set(helper_levels) <= {3, 7}, helper_levels
         with open_storage(pair.leader_db) as storage:
             first_share = Poplar1Store(storage).noisy_share((spec.name, spec.fingerprint, batch), 3)
         with pair.server("leader"):
