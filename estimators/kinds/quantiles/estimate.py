@@ -26,7 +26,9 @@
                     noise), and its spread where it pools (the tails, small n) is about half the linear SE
                     (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
                     the pooling leaves out the pooling's own randomness, so SE_G is an approximation
-                    (``benchmarks/quantiles_coverage.py``).
+                    (``benchmarks/quantiles_coverage.py``).  Where the hull reaches the range's top (not its
+                    bottom) its high end cannot miss, so its low end is the hull's at the one-sided critical value
+                    of the same confidence (1.645 at 95%); the mirror case at the bottom.
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
@@ -297,21 +299,9 @@ def _first_and_last_roots(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
         return np.fmin(inside[0], inside[1]), np.fmax(inside[0], inside[1])
 
 
-def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
-                                adjacent_covariances: np.ndarray, p: float, z: float,
-                                ) -> tuple[np.ndarray, np.ndarray]:
-    """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
-
-    ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
-    there (m,) and ``adjacent_covariances`` Cov(F_j, F_j+1) (m-1,).  Within bucket j at share s of its width,
-    g(s) = (F(s) - p)^2 - z^2 Var F(s) = A s^2 + 2 B s + C; its set g <= 0 in [0, 1] starts at 0 or at a root
-    and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
-    p.  Returns (low, high), each of shape cdf.shape[1:]."""
-    f = np.asarray(cdf, dtype=np.float64)
-    f = f[:, None] if f.ndim == 1 else f
-    boundaries = np.asarray(boundaries, dtype=np.float64)
-    c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
-    c01 = np.asarray(adjacent_covariances)[:, None]
+def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarray, c01: np.ndarray, p: float,
+          z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    "(low, high, at_bottom, at_top) of :func:`pointwise_quantile_interval` at z for each column of f"
     e, d = f[:-1] - p, f[1:] - f[:-1]
     z2 = z * z
     a = d * d - z2 * (c00 + c11 - 2 * c01)
@@ -329,8 +319,35 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     low = boundaries[first] + low_share[first, columns] * widths[first, 0]
     high = boundaries[last] + high_share[last, columns] * widths[last, 0]
     none = ~nonempty.any(axis=0)
+    at_bottom = ~none & (first == 0) & (low_share[first, columns] == 0.0)
+    at_top = ~none & (last == len(widths) - 1) & (high_share[last, columns] == 1.0)
     nowhere = np.where(f[-1] < p, boundaries[-1], boundaries[0])
-    low, high = np.where(none, nowhere, low), np.where(none, nowhere, high)
+    return np.where(none, nowhere, low), np.where(none, nowhere, high), at_bottom, at_top
+
+
+def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
+                                adjacent_covariances: np.ndarray, p: float, z: float,
+                                one_sided: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
+
+    ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
+    there (m,) and ``adjacent_covariances`` Cov(F_j, F_j+1) (m-1,).  Within bucket j at share s of its width,
+    g(s) = (F(s) - p)^2 - z^2 Var F(s) = A s^2 + 2 B s + C; its set g <= 0 in [0, 1] starts at 0 or at a root
+    and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
+    p.  With ``one_sided`` (the one-sided critical value of the same confidence, z_value(1 - 2 (1 - confidence))):
+    where the hull reaches the range's top and not its bottom, that end cannot miss, so the low end is the hull's
+    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  Returns (low, high), each of
+    shape cdf.shape[1:]."""
+    f = np.asarray(cdf, dtype=np.float64)
+    f = f[:, None] if f.ndim == 1 else f
+    boundaries = np.asarray(boundaries, dtype=np.float64)
+    c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
+    c01 = np.asarray(adjacent_covariances)[:, None]
+    low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z)
+    if one_sided is not None:
+        one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided)
+        low = np.where(at_top & ~at_bottom, one_low, low)
+        high = np.where(at_bottom & ~at_top, one_high, high)
     shape = np.shape(cdf)[1:]
     return low.reshape(shape), high.reshape(shape)
 
@@ -371,17 +388,20 @@ def pointwise_quantile_set(boundaries: np.ndarray, cdf: np.ndarray, variances: n
 
 
 def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarray, quantiles: tuple[float, ...],
-                  z: float, band_critical: float, monotone: np.ndarray | None = None) -> list[QuantileRow]:
+                  z: float, band_critical: float, monotone: np.ndarray | None = None,
+                  one_sided: float | None = None) -> list[QuantileRow]:
     """Each quantile's estimate and pointwise interval from the isotonic CDF ``monotone`` (by default
-    ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`), and its band-inverted interval from
-    the linear ``cdf`` at ``band_critical``; each interval widened to hold the estimate"""
+    ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`) at z, an end pinned at the range's
+    edge taking the other at ``one_sided``, and its band-inverted interval from the linear ``cdf`` at
+    ``band_critical``; each interval widened to hold the estimate"""
     monotone = isotonic_cdf(cdf) if monotone is None else monotone
     variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
     monotone_variances, monotone_adjacent = isotonic_variances(cdf, covariance)
     rows = []
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
-        ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z),
+        ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z,
+                                            one_sided),
                 pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
@@ -415,7 +435,8 @@ def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *
                              precisions, params.branching, d)
     band_critical = band_critical_from_draws(errors, se, confidence)
     monotone = isotonic_cdf(cdf)
-    rows = quantile_rows(boundaries, cdf, c, quantiles, z, band_critical, monotone)
+    rows = quantile_rows(boundaries, cdf, c, quantiles, z, band_critical, monotone,
+                         z_value(1 - 2 * (1 - confidence)))
     midpoints = np.zeros(params.leaves)
     midpoints[:d] = (boundaries[:-1] + boundaries[1:]) / 2
     mean = float(midpoints[:d] @ leaves[:d])

@@ -123,7 +123,8 @@ class _QuantilePlan:
     def halfwidth(self, n: int, p: float, confidence: float, share: float) -> float:
         "The reported interval's half-width (estimate.pointwise_quantile_interval for every draw) at n reports"
         low, high = pointwise_quantile_interval(self.boundaries, self.cdf + self.noise / math.sqrt(n),
-                                                self.variances / n, self.adjacent / n, p, z_value(confidence))
+                                                self.variances / n, self.adjacent / n, p, z_value(confidence),
+                                                z_value(1 - 2 * (1 - confidence)))
         return float(np.quantile((high - low) / 2, share))
 
 
