@@ -4,7 +4,6 @@ attacker (a dishonest leader driving the helper, a helper adding no noise, devic
 
 from __future__ import annotations
 
-
 import pytest
 
 from collector.kinds.poplar1 import LevelRefusal, LevelRefused, Poplar1Aggregator, extensions
