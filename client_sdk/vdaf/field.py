@@ -143,6 +143,13 @@ class Field255(Field):
     MODULUS = 2**255 - 19
     ENCODED_SIZE = 32
 
+    @classmethod
+    def check_vec(cls, encoded: bytes) -> None:
+        """A value >= MODULUS = 2**255 - 19 has its last (most significant) byte 0x7f or above: with every element's
+        below (almost every vector), every value is in range and none needs parsing"""
+        if len(encoded) % 32 or (encoded and max(encoded[31::32]) >= 0x7F):
+            cls.decode_vec(encoded)
+
 
 def _root_powers(field: type[Field], n: int) -> list[int]:
     "[Wn**i for i < n] (cached: the same tables serve every report)"

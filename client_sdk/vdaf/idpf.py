@@ -17,7 +17,7 @@ from typing import NamedTuple, overload
 
 from ..errors import VerifyError
 from .field import Field, Field64, Field255
-from .xof import XofFixedKeyAes128, XofTurboShake128, format_dst
+from .xof import XofFixedKeyAes128, XofTurboShake128, fixed_key_prefix, format_dst, turboshake128
 from .xof_aes import MASK64, FixedKeyAes128
 
 KEY_SIZE = 16
@@ -67,16 +67,18 @@ class _Hashers:
     seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
 
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
-        self.extend_dst, self.convert_dst = _idpf_dsts(ctx)
+        self.extend_dst, self.convert_dst, extend_prefix, convert_prefix = _idpf_dsts(ctx)
         self.nonce = nonce
-        self.extend_aes = FixedKeyAes128(self.extend_dst, nonce)
-        self.convert_aes = FixedKeyAes128(self.convert_dst, nonce)
+        self.extend_aes = FixedKeyAes128.from_key(turboshake128(extend_prefix + nonce, 2, 16))
+        self.convert_aes = FixedKeyAes128.from_key(turboshake128(convert_prefix + nonce, 2, 16))
 
 
 @lru_cache(maxsize=16)
-def _idpf_dsts(ctx: bytes) -> tuple[bytes, bytes]:
-    "The domain separation tags of the IDPF's extend and convert for ``ctx`` (the same for a campaign's reports)"
-    return format_dst(1, 0, 0) + ctx, format_dst(1, 0, 1) + ctx
+def _idpf_dsts(ctx: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+    """The domain separation tags of the IDPF's extend and convert for ``ctx`` (the same for a campaign's reports),
+    then each as its fixed key's derivation starts: ``fixed_key(dst, nonce)`` is TurboSHAKE128(that || nonce, 2, 16)"""
+    extend, convert = format_dst(1, 0, 0) + ctx, format_dst(1, 0, 1) + ctx
+    return extend, convert, fixed_key_prefix(extend), fixed_key_prefix(convert)
 
 
 @lru_cache(maxsize=4096)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import VerifyError
@@ -33,8 +32,7 @@ Prefix = tuple[bool, ...]
 Poplar1AggParam = tuple[int, tuple[Prefix, ...]]
 
 
-@dataclass(frozen=True)
-class Poplar1InputShare:
+class Poplar1InputShare(NamedTuple):
     "An aggregator's IDPF key, its correlation seed, and its shares of each level's (A, B) sketch correlation"
 
     idpf_key: bytes
@@ -66,6 +64,11 @@ class Poplar1:
         self.BITS = bits
         self.RAND_SIZE = self.xof.SEED_SIZE * 3 + self.idpf.RAND_SIZE
         self._dsts: dict[tuple[int, bytes], bytes] = {}
+        # an input share: the IDPF key, the correlation seed, 2 (A, B) per inner level, then the leaf's 2
+        key_size, seed_size = self.idpf.KEY_SIZE, self.xof.SEED_SIZE
+        leaf_at = key_size + seed_size + self.idpf.field_inner.ENCODED_SIZE * 2 * (bits - 1)
+        self._input_share_layout = (key_size, key_size + seed_size, leaf_at,
+                                    leaf_at + 2 * self.idpf.field_leaf.ENCODED_SIZE)
 
     def domain_separation_tag(self, usage: int, ctx: bytes) -> bytes:
         return format_dst(0, self.ID, usage) + ctx
@@ -274,18 +277,17 @@ class Poplar1:
     def decode_input_share(self, agg_id: int, encoded: bytes) -> Poplar1InputShare:
         "VerifyError on a wrong length or a value out of its field"
         inner, leaf = self.idpf.field_inner, self.idpf.field_leaf
-        key_size, seed_size = self.idpf.KEY_SIZE, self.xof.SEED_SIZE
-        inner_size = inner.ENCODED_SIZE * 2 * (self.BITS - 1)
-        if len(encoded) != key_size + seed_size + inner_size + 2 * leaf.ENCODED_SIZE:
+        key_size, start, leaf_at, size = self._input_share_layout
+        if len(encoded) != size:
             raise VerifyError("input share has the wrong length")
-        start = key_size + seed_size
+        corr_inner, corr_leaf = encoded[start:leaf_at], encoded[leaf_at:]
         try:
-            inner.check_vec(encoded[start:start + inner_size])
-            corr_inner = inner.unpack_vec(encoded[start:start + inner_size])
-            corr_leaf = leaf.decode_vec(encoded[start + inner_size:])
+            inner.check_vec(corr_inner)
+            leaf.check_vec(corr_leaf)
         except ValueError as exc:
             raise VerifyError(f"input share: {exc}") from exc
-        return Poplar1InputShare(encoded[:key_size], encoded[key_size:start], corr_inner, corr_leaf)
+        return Poplar1InputShare(encoded[:key_size], encoded[key_size:start], inner.unpack_vec(corr_inner),
+                                 leaf.unpack_vec(corr_leaf))
 
     def _decode_vec(self, level: int, encoded: bytes, length: int | None, what: str) -> list[int]:
         field = self.idpf.current_field(level)

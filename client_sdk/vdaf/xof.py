@@ -134,15 +134,17 @@ def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
         if _raw_api.backend != "cffi":
             return None
         keccak_oneshot = _raw_keccak_lib.keccak_oneshot
-        new, buffer = _raw_api.ffi.new, _raw_api.ffi.buffer
+        # the C allocator ``ffi.new`` ends in, given the array type once (not its name, parsed on every call)
+        ffi = _raw_api.ffi
+        new, out_type, buffer = getattr(ffi, "_backend", ffi).newp, ffi.typeof("uint8_t[]"), ffi.buffer
     except (ImportError, AttributeError):  # pragma: no cover - another pycryptodome layout
         return None
 
     def digest(message: bytes, domain: int, length: int) -> bytes:
-        out = new("uint8_t[]", length)
+        out = new(out_type, length)
         if keccak_oneshot(message, len(message), out, length, 32, 12, domain):
             raise ValueError("TurboSHAKE128 failed")
-        return buffer(out)[:]  # type: ignore[no-any-return]
+        return bytes(buffer(out))
 
     try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
         if digest(b"", 0x1F, 32) != bytes.fromhex(
@@ -169,9 +171,15 @@ def turboshake128(message: bytes, domain: int, length: int) -> bytes:
 
 def fixed_key(dst: bytes, binder: bytes) -> bytes:
     "XofFixedKeyAes128's AES-128 key: TurboSHAKE128(len(dst) || dst || binder, 2, 16)"
+    return turboshake128(fixed_key_prefix(dst) + binder, 2, 16)
+
+
+def fixed_key_prefix(dst: bytes) -> bytes:
+    """``len(dst) || dst``, what ``fixed_key`` hashes before the binder (for a caller deriving many keys under one
+    ``dst``: ``turboshake128(prefix + binder, 2, 16)``)"""
     if len(dst) > 65535:
         raise ValueError("dst longer than 65535 bytes")
-    return turboshake128(len(dst).to_bytes(2, "little") + dst + binder, 2, 16)
+    return len(dst).to_bytes(2, "little") + dst
 
 
 class Xof:
@@ -230,12 +238,15 @@ class XofTurboShake128(Xof):
     def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
         if _RAW is None:
             return super().expand_into_vec(field, seed, dst, binder, length)
-        message = cls._message(seed, dst, binder)
-        if field.ENCODED_SIZE == 8 and field.MODULUS >> 63:  # Field64 (no mask): one read, unless rejection needs more
+        if field.ENCODED_SIZE == 8 and field.MODULUS >> 63 and 0 < length:  # Field64 (no mask): one read
+            if len(seed) > 255 or len(dst) > 65535:
+                raise ValueError("seed or dst too long")
+            message = len(dst).to_bytes(2, "little") + dst + bytes((len(seed),)) + seed + binder
             vec = list(_u64_struct(length).unpack((_ONESHOT or _RAW.digest)(message, 1, 8 * length)))
-            if max(vec, default=0) < field.MODULUS:
+            if max(vec) < field.MODULUS:
                 return vec
-        return _sample(field, _RAW.start(message), length)
+            return _sample(field, _RAW.start(message), length)  # rejection sampling needs more of the stream
+        return _sample(field, _RAW.start(cls._message(seed, dst, binder)), length)
 
 
 class XofFixedKeyAes128(Xof):

@@ -61,12 +61,15 @@ def _aes_check() -> bool:
 
 
 _UNCHECKED = _aes_check()
+_new_object, _AES = object.__new__, algorithms.AES
 
 
 def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
     "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``)"
-    if _UNCHECKED:
-        return _create_encryption_ctx(_unchecked_aes(key), _ECB).update  # type: ignore[misc,no-any-return]
+    if _UNCHECKED:  # _unchecked_aes inlined: a report's evaluation sets up two keys per aggregator
+        algorithm = _new_object(_AES)
+        algorithm.key = key
+        return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc,no-any-return]
     algorithm = algorithms.AES(key)
     if _create_encryption_ctx is not None:
         try:
@@ -83,6 +86,13 @@ class FixedKeyAes128:
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
         self._encrypt = _encryptor(fixed_key(dst, binder))
+
+    @classmethod
+    def from_key(cls, key: bytes) -> FixedKeyAes128:
+        "The streams under an already derived fixed key (``fixed_key(dst, binder)``, 16 bytes)"
+        hasher = _new_object(cls)
+        hasher._encrypt = _encryptor(key)
+        return hasher  # type: ignore[no-any-return]
 
     def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
         """The first ``count`` 16-byte blocks of each seed's stream, seed after seed (``count * len(seeds)`` ints;

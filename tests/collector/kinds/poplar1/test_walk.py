@@ -4,8 +4,6 @@ attacker (a dishonest leader driving the helper, a helper adding no noise, devic
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from collector.kinds.poplar1 import LevelRefusal, LevelRefused, Poplar1Aggregator, extensions
@@ -138,7 +136,7 @@ def test_malformed_idpf_keys_are_rejected_by_the_sketch_and_counted_by_name(depl
     for report_id, public, leader_ct, helper_ct in reports[:5]:  # a device that flips its leader key's bits
         honest = deployment.leader.opener(report_id, public, leader_ct)
         share = vdaf.decode_input_share(0, honest)
-        tampered = dataclasses.replace(share, idpf_key=bytes(b ^ 0x5A for b in share.idpf_key))
+        tampered = share._replace(idpf_key=bytes(b ^ 0x5A for b in share.idpf_key))
         bad.append((report_id, public, vdaf.encode_input_share(tampered), helper_ct))
     plain = {r: s for r, _, s, _ in bad}
     opener = deployment.leader.opener
