@@ -31,11 +31,12 @@ WAIT_SECONDS = 60.0  # an upper bound for the killed server to exit
 
 
 class Pair:
-    "A leader and a helper on SQLite files, each (re)started on its own, with or without a failpoint (or a patch)"
+    """A leader and a helper on SQLite files (or two PostgreSQL databases), each (re)started on its own, with or
+    without a failpoint (or a patch)"""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, databases: tuple[str, str] | None = None) -> None:
         self.tmp = tmp
-        self.leader_db, self.helper_db = tmp / "leader.db", tmp / "helper.db"
+        self.leader_db, self.helper_db = databases or (tmp / "leader.db", tmp / "helper.db")
         self.leader_port, self.helper_port = free_port(), free_port()
         self.helper_url = f"http://127.0.0.1:{self.helper_port}"
         self.leader_url = f"http://127.0.0.1:{self.leader_port}"
@@ -76,7 +77,7 @@ def killed(process: subprocess.Popen) -> None:
     assert process.returncode == -signal.SIGKILL
 
 
-def levels_of(db: Path, spec: Any, batch: str) -> dict[int, tuple[str, bool]]:
+def levels_of(db: Path | str, spec: Any, batch: str) -> dict[int, tuple[str, bool]]:
     "Each recorded level of the batch: (state, whether its first answer or noisy share is stored)"
     with open_storage(db) as storage:
         store = Poplar1Store(storage)
@@ -95,7 +96,7 @@ def checked_release(release: dict) -> None:
         assert found[value[:2]]["ci_low"] <= count <= found[value[:2]]["ci_high"], (found, count)
 
 
-def chunk_states(db: Path, spec: Any, batch: str, level: int) -> dict[int, str]:
+def chunk_states(db: Path | str, spec: Any, batch: str, level: int) -> dict[int, str]:
     "The state of each chunk of a level the helper recorded"
     with open_storage(db) as storage:
         rows = Poplar1Store(storage).chunk_rows((spec.name, spec.fingerprint, batch), level)
