@@ -18,7 +18,7 @@ from .test_processes import SPEC, refusal, upload, values
 
 FIRST = ["0000", "0001", "0010", "0011", "0100", "0101", "0110", "0111", "1000", "1001", "1010", "1011", "1100",
          "1101", "1110", "1111"]  # level 3: every 4-bit prefix
-MIN_BATCH = SPEC["min_batch"]
+MIN_BATCH = int(SPEC["min_batch"])
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
