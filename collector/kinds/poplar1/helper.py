@@ -190,19 +190,18 @@ def _reports(body: dict) -> list[tuple[bytes, bytes, tuple[Any, bytes]]]:
 def _record_chunk(aggregator: Poplar1Aggregator, store: Poplar1Store, key: BatchKey, agg_param: AggParam,
                   chunk: int, chunks: int, request_digest: str, report_ids: list[bytes]) -> None:
     """Check a chunk on this helper's records (``rules``) and record it with its reports, in one transaction
-    holding the level's row; nothing if this very request recorded it before"""
+    under the batch's lock; nothing if this very request recorded it before"""
     level = agg_param[0]
     opened = added = False
     with store.transaction():
+        store.lock_levels(key)
         recorded = store.recorded_level(key, level)
         if recorded is None:
             check_agg_param(aggregator.vdaf, aggregator.params, store.history(key), agg_param)
             check_position(chunk, chunks)
-            opened = store.open_level(key, agg_param, chunks, digest({"prefixes": encode_agg_param(agg_param),
-                                                                      "chunks": chunks}))
-            # not opened: a concurrent first chunk recorded the level (PostgreSQL: this insert waited for it)
-            recorded = RecordedLevel(agg_param, chunks) if opened else store.recorded_level(key, level)
-            assert recorded is not None
+            store.open_level(key, agg_param, chunks, digest({"prefixes": encode_agg_param(agg_param),
+                                                             "chunks": chunks}))
+            recorded, opened = RecordedLevel(agg_param, chunks), True
         check_declared(recorded, agg_param, chunks)
         existing = store.chunk_rows(key, level, chunk).get(chunk)
         if existing is not None:

@@ -24,7 +24,8 @@ its retried walk resumes the helper's chunks.  The leader prepares its own share
 (``StoredAggregator``).
 
 A share is the draft's encoding of its field vector (``Field.encode_vec``), base64url; a rejection is its problem
-type's name.  The preparation state a level needs between requests is stored by the helper as ``prep_state``.
+type's name.  The preparation state a chunk needs between requests is stored by the helper with the chunk
+(``store.ChunkRow.prep_state``).
 """
 
 from __future__ import annotations
@@ -206,6 +207,7 @@ class StoredAggregator(Poplar1Aggregator):
         level = agg_param[0]
         this_request = request_digest(agg_param, reports)
         with self.store.transaction():
+            self.store.lock_levels(self.key)
             history = self.store.history(self.key)
             resumed = self.store.level_digests(self.key).get(level) == this_request
             if resumed:

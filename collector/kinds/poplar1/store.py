@@ -3,15 +3,15 @@ statement on them.  The campaigns, HPKE keys, uploads and releases are the distr
 (``collector.distributed.store``: ``dist_campaigns``, ``dist_hpke_keys``, ``dist_reports``, ``dist_releases``).
 
 * ``poplar1_levels``        per batch and level, on both aggregators: the aggregation parameter this aggregator
-                            prepared (its candidate prefixes), the reports' count, the digest of the level request
-                            it was recorded for (prefixes and reports: the same request again resumes the level, a
-                            crash after the record blocks nothing), the state (``prepared``, then ``sketched`` and
-                            ``finished``), this aggregator's per-report preparation state while the level runs, the
-                            helper's answer to each of the level's requests with the request's digest (the same
-                            request again gets it unchanged), and this aggregator's noisy aggregate share with the
-                            checksum of the reports it adds up (drawn once: a level finished again gets it
-                            unchanged, never a second noise draw).  The rules (``rules.check_level``) read this
-                            history.
+                            prepared (its candidate prefixes), the reports' count, the digest of the request it was
+                            recorded for (the leader's level, the helper's prefixes and chunk count: the same
+                            request again resumes the level, a crash after the record blocks nothing), the state
+                            (the leader's ``prepared``; the helper's ``open``, then ``finished``), the helper's
+                            number of chunks and its finish answer with the request's digest (the same request
+                            again gets it unchanged), and this aggregator's noisy aggregate share with the checksum
+                            of the reports it adds up (drawn once: a level finished again gets it unchanged, never
+                            a second noise draw).  Its ``prep_state`` stays empty: the helper's chunks hold theirs.
+                            The rules (``rules.check_level``) read this history.
 * ``poplar1_level_reports`` per batch and level: the id of every report prepared at that level.
 * ``poplar1_chunks``        the helper's: per batch, level and chunk position, the digest of the chunk request it
                             was recorded for, its reports' count, its state (``recorded``, then ``prepared``,
@@ -20,11 +20,10 @@ statement on them.  The campaigns, HPKE keys, uploads and releases are the distr
                             output shares.  The helper's level row holds the level's number of chunks, its state
                             (``open``, then ``finished``), its finish answer and its noisy share.
 
-A level row is inserted in the transaction that checks the history, so two requests for one batch serialize on
-it (the primary key) and a refused request records nothing; a chunk is recorded in a transaction holding its
-level's row.  A chunk's state moves by compare-and-set (``advance_chunk``: the update names the state it moves
-from), so of two identical requests racing, in one process or several on one database, one moves it and the other
-answers what that one stored.
+A level row (or a chunk) is inserted in the transaction that checks the history, under the batch's lock
+(``lock_levels``), so two requests for one batch serialize and a refused request records nothing.  A chunk's state
+moves by compare-and-set (``advance_chunk``: the update names the state it moves from), so of two identical requests
+racing, in one process or several on one database, one moves it and the other answers what that one stored.
 """
 
 from __future__ import annotations
@@ -168,6 +167,10 @@ class Poplar1Store(DistStore):
                           "batch = ? AND level = ?",
                           (json.dumps({"checksum": report_checksum, "share": list(share)}), *key, level))
 
+    def lock_levels(self, key: BatchKey) -> None:
+        "Serialize the transactions that record a level or a chunk of the batch (SQLite's write lock does already)"
+        self._lock_name("poplar1-levels\x00" + "\x00".join(key))
+
     # -- helper: a level's chunks ---------------------------------------------------------------------------------
     def recorded_level(self, key: BatchKey, level: int) -> RecordedLevel | None:
         "The helper's record of a level from its first chunk (locked to the end of the transaction), or None"
@@ -177,13 +180,13 @@ class Poplar1Store(DistStore):
             return None
         return RecordedLevel((level, tuple(bits_prefix(p) for p in json.loads(row[0]))), int(row[1] or 1))
 
-    def open_level(self, key: BatchKey, agg_param: AggParam, chunks: int, request_digest: str) -> bool:
-        "Record a level declared by its first chunk; False if it was recorded first (by a concurrent request)"
+    def open_level(self, key: BatchKey, agg_param: AggParam, chunks: int, request_digest: str) -> None:
+        "Record a level declared by its first chunk (the caller holds the batch's lock and found it unrecorded)"
         level, prefixes = agg_param
-        return self.storage._run(
+        self.storage._run(
             "INSERT INTO poplar1_levels (campaign, fingerprint, batch, level, prefixes, report_count, state, "
-            "request_digest, chunks) VALUES (?, ?, ?, ?, ?, 0, 'open', ?, ?) ON CONFLICT DO NOTHING",
-            (*key, level, json.dumps([prefix_bits(p) for p in prefixes]), request_digest, chunks)) > 0
+            "request_digest, chunks) VALUES (?, ?, ?, ?, ?, 0, 'open', ?, ?)",
+            (*key, level, json.dumps([prefix_bits(p) for p in prefixes]), request_digest, chunks))
 
     def add_chunk(self, key: BatchKey, level: int, chunk: int, request_digest: str,
                   report_ids: Sequence[bytes]) -> None:
