@@ -169,7 +169,7 @@ class Poplar1Store(DistStore):
 
     def lock_levels(self, key: BatchKey) -> None:
         "Serialize the transactions that record a level or a chunk of the batch (SQLite's write lock does already)"
-        self._lock_name("poplar1-levels\x00" + "\x00".join(key))
+        self._lock_name("poplar1-levels " + json.dumps(key))
 
     # -- helper: a level's chunks ---------------------------------------------------------------------------------
     def recorded_level(self, key: BatchKey, level: int) -> RecordedLevel | None:
