@@ -1,9 +1,9 @@
 """The messages of a poplar1 level between the leader and the helper, one encoder and one decoder each, and an
 aggregator (``StoredAggregator``) whose level history is its own database's (``store.Poplar1Store``).
 
-A level is the helper's, chunk by chunk (``Chunking``: at most ``POPLAR1_CHUNK_REPORTS`` reports and
-``MAX_BODY_BYTES`` per request), then one finish; each request names the batch (campaign, fingerprint, batch), the
-level and, but the finish, the chunk's position:
+A level is the helper's, chunk by chunk (``Chunking``: at most ``POPLAR1_CHUNK_EVALUATIONS`` reports x candidate
+prefixes and ``MAX_BODY_BYTES`` per request), then one finish; each request names the batch (campaign,
+fingerprint, batch), the level and, but the finish, the chunk's position:
 
 - ``POST /v1/peer/poplar1/levels``: the aggregation parameter (the candidate prefixes as bit strings), the number
   of chunks of the level and the chunk's reports (id, public share, the helper's sealed share); the helper checks
@@ -53,30 +53,38 @@ ROLES = ("leader", "helper")  # by aggregator id: the names of the crash tests' 
 
 @dataclass(frozen=True)
 class Chunking:
-    "How the leader cuts a level into the helper's requests: at most ``reports`` a chunk, each body ``body_bytes``"
+    """How the leader cuts a level into the helper's requests: at most ``evaluations`` reports x candidate prefixes
+    a chunk (the helper's preparation time is about proportional: ``Poplar1.verify_init_indices`` per report and
+    candidate), each request's body within ``body_bytes``"""
 
-    reports: int = DEFAULTS["POPLAR1_CHUNK_REPORTS"]
+    evaluations: int = DEFAULTS["POPLAR1_CHUNK_EVALUATIONS"]
     body_bytes: int = DEFAULTS["MAX_BODY_BYTES"]  # the helper's request body limit (the same default on both)
 
     def __post_init__(self) -> None:
-        if type(self.reports) is not int or self.reports < 1:
-            raise ValueError(f"POPLAR1_CHUNK_REPORTS must be a positive integer, got {self.reports!r}")
+        if type(self.evaluations) is not int or self.evaluations < 1:
+            raise ValueError(f"POPLAR1_CHUNK_EVALUATIONS must be a positive integer, got {self.evaluations!r}")
         if type(self.body_bytes) is not int or self.body_bytes < 1:
             raise ValueError(f"MAX_BODY_BYTES must be a positive integer, got {self.body_bytes!r}")
 
     @classmethod
     def from_config(cls, config: Any) -> Chunking:
-        return cls(int(config["POPLAR1_CHUNK_REPORTS"]), int(config["MAX_BODY_BYTES"]))
+        return cls(int(config["POPLAR1_CHUNK_EVALUATIONS"]), int(config["MAX_BODY_BYTES"]))
+
+    def reports(self, candidates: int) -> int:
+        "The most reports a chunk holds at a level of ``candidates`` prefixes"
+        return max(1, self.evaluations // max(1, candidates))
 
     def split(self, body: dict, entries: Sequence[dict]) -> list[list[dict]]:
-        """``entries`` in order, cut where a chunk would exceed ``reports`` entries or its request (``body`` with
-        the chunk as its ``reports``, as JSON) ``body_bytes`` (a chunk has at least one entry)"""
+        """``entries`` in order, cut where a chunk would exceed its reports (``reports``, for the prefixes of
+        ``body``) or its request (``body`` with the chunk as its ``reports``, as JSON) ``body_bytes`` (a chunk has
+        at least one entry)"""
+        most = self.reports(len(body["prefixes"]))
         chunks: list[list[dict]] = []
         size = 0
         empty = len(json.dumps({**body, "chunk": 0, "chunks": 0, "reports": []})) + 16  # the two numbers' digits
         for entry in entries:
             more = len(json.dumps(entry)) + 2  # ", " between entries
-            if not chunks or len(chunks[-1]) >= self.reports or size + more > self.body_bytes:
+            if not chunks or len(chunks[-1]) >= most or size + more > self.body_bytes:
                 chunks.append([])
                 size = empty
             chunks[-1].append(entry)

@@ -25,7 +25,7 @@ from collector.storage import open_storage
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators
 from tests.collector.helpers import create_key, free_port, running_server
 
-from .test_processes import CHUNK_REPORTS, HEAVY, TAMPERED, refusal, upload, values
+from .test_processes import CHUNK, HEAVY, TAMPERED, refusal, upload, values
 
 WAIT_SECONDS = 60.0  # an upper bound for the killed server to exit
 
@@ -47,7 +47,7 @@ class Pair:
         extra = ("--helper-url", self.helper_url, "--aggregate-interval", "0") if role == "leader" else ()
         db, port = (self.leader_db, self.leader_port) if role == "leader" else (self.helper_db, self.helper_port)
         with pytest.MonkeyPatch.context() as env:  # the server copies the environment as it starts
-            env.setenv("LDP_POPLAR1_CHUNK_REPORTS", str(CHUNK_REPORTS))  # the leader's: several chunks a level
+            env.setenv("LDP_POPLAR1_CHUNK_EVALUATIONS", str(CHUNK.evaluations))  # several chunks a level
             if failpoint:
                 env.setenv("LDP_FAILPOINT", failpoint)
             else:
@@ -110,9 +110,10 @@ def leaders_chunks(pair: Pair, spec: Any, batch: str, level: int) -> list[list[d
         store = Poplar1Store(storage)
         ids = store.level_reports(key, level)
         rows = [row for row in store.batch_reports(key) if row[0] in ids]
+        most = CHUNK.reports(len(dict(store.history(key))[level]))
     entries = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
                for r, p, _, h in rows]
-    return [entries[start:start + CHUNK_REPORTS] for start in range(0, len(entries), CHUNK_REPORTS)]
+    return [entries[start:start + most] for start in range(0, len(entries), most)]
 
 
 def helper_level(pair: Pair, spec: Any, batch: str, level: int, prefixes: list[str], chunks: list[list[dict]],

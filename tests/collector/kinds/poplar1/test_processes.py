@@ -37,7 +37,8 @@ SPEC = {"name": "paths", "kind": "poplar1", "trust": "distributed", "epsilon": 4
         "stride": 4, "threshold": 0.1, "min_batch": 50}
 
 
-CHUNK_REPORTS = 40  # the leader's chunks in these tests: a level of these batches is several peer requests
+# the leader's chunks in these tests (100 reports at the first level's 16 prefixes): several peer requests a level
+CHUNK = Chunking(evaluations=1600)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -49,7 +50,7 @@ def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         cluster = request.getfixturevalue("postgres_cluster")
         databases = (cluster.create_database("p1_leader"), cluster.create_database("p1_helper"))
     with pytest.MonkeyPatch.context() as env:  # the servers copy the environment as they start
-        env.setenv("LDP_POPLAR1_CHUNK_REPORTS", str(CHUNK_REPORTS))
+        env.setenv("LDP_POPLAR1_CHUNK_EVALUATIONS", str(CHUNK.evaluations))
         with aggregators(tmp_path_factory.mktemp("poplar1-e2e"), databases) as running:
             yield running
 
@@ -203,11 +204,12 @@ def test_a_walk_whose_every_level_request_is_retried_completes(servers: Aggregat
     with open_storage(servers.leader_db) as storage:
         store = Poplar1Store(storage)
         release = collect(storage, store, PeerClient(transport, PEER_TOKEN, sleep=lambda seconds: None),
-                          storage.get_campaign(spec.name), servers.day, Chunking(reports=CHUNK_REPORTS))
-    levels = len(release["walk"]["levels"])
-    chunks = math.ceil(len(values()) / CHUNK_REPORTS)  # every report passes every level: no tampered one here
-    requests_sent = levels * (3 * chunks + 1)
-    assert levels == 4 and chunks > 1 and len(transport.lost) == requests_sent
+                          storage.get_campaign(spec.name), servers.day, CHUNK)
+    levels = release["walk"]["levels"]
+    # every report passes every level (no tampered one here): a level's chunks follow from its candidates
+    chunks = [math.ceil(len(values()) / CHUNK.reports(len(level["prefixes"]))) for level in levels]
+    requests_sent = sum(3 * count + 1 for count in chunks)
+    assert len(levels) == 4 and min(chunks) > 1 and len(transport.lost) == requests_sent
     assert all(status == 200 for status, _ in transport.lost.values())
     assert transport.retried == [True] * requests_sent
     found = {row["value"].rstrip("\x00") for row in release["estimate"]["heavy_hitters"]}
