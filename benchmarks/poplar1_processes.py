@@ -8,7 +8,6 @@ and the heavy hitters found against the planted counts.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -25,18 +24,12 @@ from client_sdk.distributed import seal_report  # noqa: E402
 from client_sdk.vdaf.hpke import HpkeConfig  # noqa: E402
 from tests.collector.distributed.test_e2e_devices import aggregators  # noqa: E402
 
-MAX_BODY = 256 << 20
-
 
 def main() -> None:
     args = parser(__doc__, 10_000).parse_args()
     source = campaign(args)
     values = zipf_values(args)
-    # a level is one peer request with every report of the batch: the body limit and the leader's wait for the
-    # helper raised to fit 10,000 reports (about 1.5 KB each at 32 bits)
-    os.environ["LDP_PEER_TIMEOUT"] = "3600"
-    with tempfile.TemporaryDirectory() as tmp, aggregators(Path(tmp), extra=("--max-body-bytes",
-                                                                              str(MAX_BODY))) as servers:
+    with tempfile.TemporaryDirectory() as tmp, aggregators(Path(tmp)) as servers:  # the default limits
         spec = client_sdk.load_spec(servers.call("POST", "/v1/campaigns", source)["spec"])
         listed = servers.call("GET", "/v1/campaigns/walk", key=servers.ingest)["aggregators"]
         leader = HpkeConfig.from_dict(listed["leader"]["hpke_config"])

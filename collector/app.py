@@ -111,6 +111,7 @@ def register_distributed(app: Flask, settings: Mapping[str, Any]) -> None:
         app.register_blueprint(distributed.peer)
         app.register_blueprint(poplar1_http.peer)
         return
+    poplar1_http.Chunking.from_config(settings)  # its settings checked as the leader starts
     app.register_blueprint(distributed.leader_api)
     app.register_blueprint(poplar1_http.leader_api)
     if float(settings["AGGREGATE_INTERVAL"]) > 0 and settings["HELPER_URL"]:

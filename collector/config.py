@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     "HELPER_URL": "",  # the leader's helper: https://..., or http:// to a loopback host only
     "PEER_TOKEN": "",  # aggregator-to-aggregator bearer token, the same on both sides (LDP_PEER_TOKEN)
     "PEER_TIMEOUT": 30.0,  # seconds the leader waits for one answer of the helper
+    # leader: reports x candidate prefixes per peer request of a poplar1 level, which bounds the helper's time on it
+    # (about 75 us of CPU each at the leaf level: 1.5 s; collector.kinds.poplar1.levels.Chunking)
+    "POPLAR1_CHUNK_EVALUATIONS": 20_000,
     "AGGREGATE_INTERVAL": 2.0,  # leader: seconds between rounds of the aggregation driver (0: no driver thread)
     "JOB_LEASE": 60.0,  # leader: seconds a claimed aggregation job stays with its driver (collector.distributed.leader)
     "COLLECT_GRACE": 3600.0,  # leader and helper: seconds after a batch has ended before it is collected

@@ -22,6 +22,7 @@ from ...distributed.peer import PeerRefused, PeerUnavailable
 from ...problems import Problem, invalid, problem_response
 from ...storage import CampaignNotFound, CampaignVersion, StorageBase
 from . import helper, leader
+from .levels import Chunking
 from .rules import LevelRefusal, LevelRefused
 from .store import Poplar1Store
 
@@ -29,7 +30,8 @@ peer = Blueprint("poplar1_peer", __name__)
 leader_api = Blueprint("poplar1_leader", __name__)
 REFUSAL_FIELD = {LevelRefusal.LEVEL_NOT_IN_WALK: "level", LevelRefusal.LEVEL_NOT_INCREASING: "level",
                  LevelRefusal.PREFIXES_INVALID: "prefixes", LevelRefusal.REPORT_REPEATED: "reports",
-                 LevelRefusal.BATCH_TOO_SMALL: "reports"}
+                 LevelRefusal.BATCH_TOO_SMALL: "reports", LevelRefusal.CHUNK_MISMATCH: "chunk",
+                 LevelRefusal.LEVEL_INCOMPLETE: "chunk"}
 
 
 def poplar1_store() -> Poplar1Store:
@@ -75,6 +77,12 @@ def peer_sketch() -> Response:
                                        dist_api.overlap_days()))
 
 
+@peer.post("/v1/peer/poplar1/levels/aggregate")
+def peer_aggregate() -> Response:
+    return jsonify(helper.level_aggregate(get_storage(), poplar1_store(), _body(), utc_today(),
+                                          dist_api.overlap_days()))
+
+
 @peer.post("/v1/peer/poplar1/levels/finish")
 def peer_finish() -> Response:
     return jsonify(helper.level_finish(get_storage(), poplar1_store(), _body(), utc_today(),
@@ -100,7 +108,8 @@ def walk(name: str) -> Response:
         raise Problem(409, f"campaign {name!r} is not a poplar1 campaign", slug=ProtocolError.NOT_DISTRIBUTED,
                       field="name")
     try:
-        return jsonify(leader.collect(get_storage(), poplar1_store(), dist_api.peer_client(), campaign, batch))
+        return jsonify(leader.collect(get_storage(), poplar1_store(), dist_api.peer_client(), campaign, batch,
+                                      Chunking.from_config(current_app.config)))
     except PeerUnavailable as exc:
         raise Problem(503, f"the helper is unavailable ({exc})", slug=ProtocolError.HELPER_UNAVAILABLE,
                       field="HELPER_URL") from None

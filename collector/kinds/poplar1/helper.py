@@ -1,10 +1,13 @@
-"""The helper's side of a poplar1 walk: provisioning, and the three requests of a level (``levels`` describes
-them), each checked against this helper's own records (``store.Poplar1Store``) and answered once.
+"""The helper's side of a poplar1 walk: provisioning, and the requests of a level, chunk by chunk, then its finish
+(``levels`` describes them), each checked against this helper's own records (``store.Poplar1Store``) and answered
+once.
 
-Each step's answer is stored with the digest of its request (SHA-256 of the canonical JSON body: batch, level,
-prefixes, reports, shares): the same request again (the leader's retry after a lost answer) gets the stored answer
-unchanged, nothing prepared or drawn again; a different request at a level already answered is refused by the
-rules (``level-not-increasing``, or the step's ``job-mismatch`` / ``batch-collected``).
+Each chunk step's answer is stored with the digest of its request (SHA-256 of the canonical JSON body: batch,
+level, chunk, prefixes, reports, shares), in the transaction that moves the chunk's state by compare-and-set: the
+same request again (the leader's retry after a lost answer, or a twin racing it in another thread or process) gets
+the stored answer unchanged, nothing stored out of order; a different request at a chunk already recorded is
+refused by the rules (``chunk-mismatch``, ``level-not-increasing``, ``report-repeated``).  The finish adds the
+chunks' sums and draws the noise in one transaction holding the level's row: once.
 
 Every level request carries each report's sealed share again; the process keeps the shares it opened for the
 batches it walked last (``OpenedShares``), so a walk's later levels do not run HPKE again per report."""
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any
 
 from client_sdk.distributed import HELPER, input_share_info
@@ -25,25 +28,39 @@ from client_sdk.vdaf.hpke import HpkeError, open_sealed
 
 from ...distributed import hpke_keys
 from ...distributed.helper import PeerProblem, record_campaign
-from ...distributed.store import BatchKey
+from ...distributed.store import BatchKey, failpoint
 from ...storage import CampaignVersion, StorageBase
 from .levels import (
-    StoredAggregator,
     checksum,
     decode_agg_param,
     decode_report_id,
     decode_shares,
     decode_state,
     digest,
+    encode_agg_param,
     encode_shares,
     encode_state,
     field_of,
     message_error,
     unknown_level,
 )
-from .store import Poplar1Store, bits_prefix
+from .prepare import Poplar1Aggregator
+from .rules import (
+    AggParam,
+    LevelRefusal,
+    LevelRefused,
+    RecordedLevel,
+    check_agg_param,
+    check_chunk,
+    check_declared,
+    check_distinct,
+    check_min_batch,
+    check_position,
+)
+from .store import ChunkRow, Poplar1Store, bits_prefix
 
 KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
+CHUNK_FIELDS = KEY_FIELDS | {"chunk", "reports"}
 OPENED_BATCHES = 4  # batches whose opened shares a helper process keeps for the later levels of their walks
 
 
@@ -106,7 +123,7 @@ def provision(storage: StorageBase, store: Poplar1Store, name: str, body: Any, d
 
 
 def _aggregator(storage: StorageBase, store: Poplar1Store, body: Any, fields: set[str], day: str,
-                overlap_days: int) -> tuple[StoredAggregator, BatchKey, int]:
+                overlap_days: int) -> tuple[Poplar1Aggregator, BatchKey, int]:
     if not isinstance(body, dict) or set(body) != fields:
         raise PeerProblem(ProtocolError.INVALID_FIELD, f"body must be {sorted(fields)}", "body")
     name, fingerprint, batch, level = (body[k] for k in ("campaign", "fingerprint", "batch", "level"))
@@ -142,113 +159,207 @@ def _aggregator(storage: StorageBase, store: Poplar1Store, body: Any, fields: se
             return opened
         raise ShareRejected(ProtocolError.HPKE_DECRYPT_ERROR, "helper_share.ciphertext", "does not open")
 
-    aggregator = StoredAggregator(spec, known.verify_key, 1, opener, store=store, key=key)
-    return aggregator, key, level
+    return Poplar1Aggregator(spec, known.verify_key, 1, opener), key, level
+
+
+def _count(body: dict, name: str, least: int) -> int:
+    value = body[name]
+    if type(value) is not int or value < least:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, f"{name} must be an integer of at least {least}", name)
+    return value
+
+
+def _reports(body: dict) -> list[tuple[bytes, bytes, tuple[Any, bytes]]]:
+    "The chunk's reports: (id, public share, the sealed share's config id and ciphertext)"
+    entries = body["reports"] if isinstance(body["reports"], list) else None
+    if entries is None:
+        raise message_error("reports", "must be a list")
+    reports = []
+    for position, entry in enumerate(entries):
+        where = f"reports[{position}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("helper_share"), dict):
+            raise message_error(where, "must be {report_id, public_share, helper_share}")
+        sealed = entry["helper_share"]
+        reports.append((decode_report_id(entry.get("report_id"), f"{where}.report_id"),
+                        from_b64url(entry.get("public_share"), f"{where}.public_share"),
+                        (sealed.get("config_id"), from_b64url(sealed.get("ciphertext"),
+                                                              f"{where}.helper_share.ciphertext"))))
+    return reports
+
+
+def _record_chunk(aggregator: Poplar1Aggregator, store: Poplar1Store, key: BatchKey, agg_param: AggParam,
+                  chunk: int, chunks: int, request_digest: str, report_ids: list[bytes]) -> None:
+    """Check a chunk on this helper's records (``rules``) and record it with its reports, in one transaction
+    under the batch's lock; nothing if this very request recorded it before"""
+    level = agg_param[0]
+    opened = added = False
+    with store.transaction():
+        store.lock_levels(key)
+        recorded = store.recorded_level(key, level)
+        if recorded is None:
+            check_agg_param(aggregator.vdaf, aggregator.params, store.history(key), agg_param)
+            check_position(chunk, chunks)
+            store.open_level(key, agg_param, chunks, digest({"prefixes": encode_agg_param(agg_param),
+                                                             "chunks": chunks}))
+            recorded, opened = RecordedLevel(agg_param, chunks), True
+        check_declared(recorded, agg_param, chunks)
+        existing = store.chunk_rows(key, level, chunk).get(chunk)
+        if existing is not None:
+            if existing.request_digest != request_digest:
+                raise LevelRefused(LevelRefusal.CHUNK_MISMATCH,
+                                   f"chunk {chunk} of level {level} was recorded for another request")
+        else:
+            check_chunk(store.history(key), level, chunk, chunks)
+            check_distinct(report_ids)
+            if store.in_level(key, level, report_ids):
+                raise LevelRefused(LevelRefusal.REPORT_REPEATED,
+                                   f"a report of chunk {chunk} is in another chunk of level {level}")
+            others = store.chunk_rows(key, level)
+            if len(others) + 1 == chunks:  # the level's last chunk: min_batch over the whole level
+                check_min_batch(aggregator.params, sum(r.report_count for r in others.values()) + len(report_ids),
+                                f"reports in the level's {chunks} chunks")
+            store.add_chunk(key, level, chunk, request_digest, report_ids)
+            added = True
+    if opened:
+        failpoint(f"poplar1-helper-level-{level}-recorded")
+    if added:
+        failpoint(f"poplar1-helper-level-{level}-chunk-{chunk}-recorded")
+
+
+def _advance(store: Poplar1Store, key: BatchKey, level: int, chunk: int, moved_from: str, moved_to: str, step: str,
+             request_digest: str, answer: dict, prep_state: dict | None, chunk_sum: list[int] | None = None) -> dict:
+    """Store a chunk step's answer and the chunk's new state if the chunk is still at ``moved_from``
+    (compare-and-set); if a concurrent identical request moved it first, the answer that one stored"""
+    with store.transaction():
+        row = store.chunk_rows(key, level, chunk)[chunk]
+        moved = store.advance_chunk(key, level, chunk, moved_from, ChunkRow(
+            moved_to, row.request_digest, row.report_count, prep_state,
+            with_answer(row.answers, step, request_digest, answer), chunk_sum))
+    if moved:
+        failpoint(f"poplar1-helper-level-{level}-chunk-{chunk}-{moved_to}")
+        return answer
+    stored = stored_answer(store.chunk_rows(key, level, chunk)[chunk].answers, step, request_digest)
+    if stored is None:
+        raise LevelRefused(LevelRefusal.CHUNK_MISMATCH, f"chunk {chunk} of level {level} answered another {step}")
+    return stored
 
 
 def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
-    "The first request of a level: checked on this helper's records, recorded, each report's first sketch share"
-    aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"prefixes", "reports"}, day,
+    "A chunk of a level: checked on this helper's records, recorded, each report's first sketch share"
+    aggregator, key, level = _aggregator(storage, store, body, CHUNK_FIELDS | {"prefixes", "chunks"}, day,
                                          overlap_days)
+    chunk, chunks = _count(body, "chunk", 0), _count(body, "chunks", 1)
     request_digest = digest(body)
-    row = store.level_row(key, level)
-    repeated = stored_answer(row[2], "levels", request_digest) if row is not None else None
+    row = store.chunk_rows(key, level, chunk).get(chunk)
+    repeated = stored_answer(row.answers, "levels", request_digest) if row is not None else None
     if repeated is not None:
         return repeated
     try:
         agg_param = decode_agg_param(body)
-        reports = []
-        entries = body["reports"] if isinstance(body["reports"], list) else None
-        if entries is None:
-            raise message_error("reports", "must be a list")
-        for position, entry in enumerate(entries):
-            where = f"reports[{position}]"
-            if not isinstance(entry, dict) or not isinstance(entry.get("helper_share"), dict):
-                raise message_error(where, "must be {report_id, public_share, helper_share}")
-            sealed = entry["helper_share"]
-            reports.append((decode_report_id(entry.get("report_id"), f"{where}.report_id"),
-                            from_b64url(entry.get("public_share"), f"{where}.public_share"),
-                            (sealed.get("config_id"), from_b64url(sealed.get("ciphertext"),
-                                                                  f"{where}.helper_share.ciphertext"))))
+        reports = _reports(body)
     except ShareRejected as exc:
         raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     except ValueError as exc:
         raise PeerProblem(ProtocolError.INVALID_FIELD, str(exc), "reports") from None
-    first = aggregator.round_one(key[2], agg_param, reports)  # LevelRefused: the blueprint's problem
+    _record_chunk(aggregator, store, key, agg_param, chunk, chunks, request_digest, [r[0] for r in reports])
+    first = aggregator.first_shares(key[2], agg_param, reports)
     assert aggregator.level is not None
     answer = {"reports": encode_shares(field_of(aggregator, level), first)}
-    with store.transaction():
-        store.set_level(key, level, "prepared", encode_state(aggregator, aggregator.level),
-                        with_answer(None, "levels", request_digest, answer))
-    return answer
+    return _advance(store, key, level, chunk, "recorded", "prepared", "levels", request_digest, answer,
+                    encode_state(aggregator, aggregator.level))
 
 
-def _resume(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, day: str,
-            overlap_days: int) -> tuple[StoredAggregator, BatchKey, int, tuple | None]:
-    aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS | {"reports"}, day, overlap_days)
-    row = store.level_row(key, level)
+def _chunk_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, step: str, day: str,
+                overlap_days: int) -> tuple[Poplar1Aggregator, BatchKey, int, int, str, dict | None, Any]:
+    """A chunk resumed at ``stage`` for ``step``: (aggregator, key, level, chunk, the request's digest, the stored
+    answer to this very request or None, the peer's shares)"""
+    aggregator, key, level = _aggregator(storage, store, body, CHUNK_FIELDS, day, overlap_days)
+    chunk = _count(body, "chunk", 0)
+    row = store.chunk_rows(key, level, chunk).get(chunk)
     if row is None:
-        raise PeerProblem(ProtocolError.JOB_MISMATCH, unknown_level(level).message, "level")
-    history = dict(store.history(key))
-    agg_param = (level, history[level])
-    if row[0] == stage and row[1] is not None:
-        aggregator.level = decode_state(aggregator, key, agg_param, row[1])
-    return aggregator, key, level, row
-
-
-def _resume_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, step: str, day: str,
-                 overlap_days: int) -> tuple[StoredAggregator, BatchKey, int, tuple, str, dict | None]:
-    "The level resumed at ``stage``, the request's digest, and this step's stored answer to that same request"
-    aggregator, key, level, row = _resume(storage, store, body, stage, day, overlap_days)
-    assert row is not None
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"chunk {chunk} of level {level} is not recorded here",
+                          "chunk")
     request_digest = digest(body)
-    return aggregator, key, level, row, request_digest, stored_answer(row[2], step, request_digest)
+    repeated = stored_answer(row.answers, step, request_digest)
+    if repeated is not None:
+        return aggregator, key, level, chunk, request_digest, repeated, None
+    if step in row.answers:
+        raise LevelRefused(LevelRefusal.CHUNK_MISMATCH, f"chunk {chunk} of level {level} answered another {step}")
+    if row.state != stage or row.prep_state is None:
+        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"chunk {chunk} of level {level} is {row.state} here, not "
+                                                      f"{stage}", "chunk")
+    agg_param = (level, dict(store.history(key))[level])
+    aggregator.level = decode_state(aggregator, key, agg_param, row.prep_state)
+    try:
+        theirs = decode_shares(field_of(aggregator, level), body["reports"])
+    except ShareRejected as exc:
+        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
+    return aggregator, key, level, chunk, request_digest, None, theirs
 
 
 def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
-    "The second request: the leader's first shares in, this helper's second shares out"
-    aggregator, key, level, row, request_digest, repeated = _resume_step(storage, store, body, "prepared", "sketch",
-                                                                          day, overlap_days)
+    "A chunk's second request: the leader's first shares in, this helper's second shares out"
+    aggregator, key, level, chunk, request_digest, repeated, theirs = _chunk_step(
+        storage, store, body, "prepared", "sketch", day, overlap_days)
     if repeated is not None:
         return repeated
-    if aggregator.level is None:
-        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} is past its sketch here", "level")
-    field = field_of(aggregator, level)
-    try:
-        theirs = decode_shares(field, body["reports"])
-    except ShareRejected as exc:
-        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
     second = aggregator.round_two(theirs)
-    answer = {"reports": encode_shares(field, second)}
-    with store.transaction():
-        store.set_level(key, level, "sketched", encode_state(aggregator, aggregator.level),
-                        with_answer(row[2], "sketch", request_digest, answer))
-    return answer
+    answer = {"reports": encode_shares(field_of(aggregator, level), second)}
+    assert aggregator.level is not None
+    return _advance(store, key, level, chunk, "prepared", "sketched", "sketch", request_digest, answer,
+                    encode_state(aggregator, aggregator.level))
+
+
+def level_aggregate(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
+    "A chunk's third request: the leader's second shares in, the chunk's accepted reports out, their sum stored"
+    aggregator, key, level, chunk, request_digest, repeated, theirs = _chunk_step(
+        storage, store, body, "sketched", "aggregate", day, overlap_days)
+    if repeated is not None:
+        return repeated
+    state = aggregator.level
+    assert state is not None
+    accepted, total = aggregator.aggregate(theirs)
+    answer = {"report_count": len(accepted), "checksum": checksum(accepted),
+              "accepted": [str(uuid.UUID(bytes=r)) for r in accepted],
+              "rejections": dict(Counter(state.rejected.values()))}
+    return _advance(store, key, level, chunk, "sketched", "aggregated", "aggregate", request_digest, answer, None,
+                    total)
 
 
 def level_finish(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
-    "The third request: the sketch checked, the accepted reports' noisy aggregate share; once"
-    aggregator, key, level, row, request_digest, repeated = _resume_step(storage, store, body, "sketched", "finish",
-                                                                          day, overlap_days)
-    if repeated is not None:
-        return repeated
-    if row[0] == "finished":
-        raise PeerProblem(ProtocolError.BATCH_COLLECTED, f"level {level} was finished already", "level")
-    if aggregator.level is None:
-        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"level {level} has not been sketched here", "level")
-    field = field_of(aggregator, level)
-    try:
-        theirs = decode_shares(field, body["reports"])
-    except ShareRejected as exc:
-        raise PeerProblem(ProtocolError.INVALID_FIELD, exc.message, exc.field) from None
-    accepted, share = aggregator.finish(theirs)  # LevelRefused below min_batch
-    answer = {"report_count": len(accepted), "checksum": checksum(accepted),
-              "accepted": [str(uuid.UUID(bytes=r)) for r in accepted],
-              "aggregate_share": b64url(bytes(field.encode_vec(share))),
-              "rejections": dict(aggregator.rejections)}
+    """The level's last request, once every chunk is aggregated: the accepted reports' count and checksum and this
+    helper's noisy aggregate share, drawn and stored in one transaction holding the level's row (once)"""
+    aggregator, key, level = _aggregator(storage, store, body, KEY_FIELDS, day, overlap_days)
+    request_digest = digest(body)
     with store.transaction():
-        store.set_level(key, level, "finished", None, with_answer(row[2], "finish", request_digest, answer))
+        row = store.level_row(key, level)
+        recorded = store.recorded_level(key, level)
+        if row is None or recorded is None:
+            raise PeerProblem(ProtocolError.JOB_MISMATCH, unknown_level(level).message, "level")
+        repeated = stored_answer(row[2], "finish", request_digest)
+        if repeated is not None:
+            return repeated
+        chunks = store.chunk_rows(key, level)
+        missing = [c for c in range(recorded.chunks) if c not in chunks or chunks[c].state != "aggregated"]
+        if missing:
+            raise LevelRefused(LevelRefusal.LEVEL_INCOMPLETE, f"level {level}: chunks {missing} of {recorded.chunks} "
+                                                              "are not aggregated here")
+        accepted = [decode_report_id(r, "accepted") for c in chunks.values()
+                    for r in c.answers["aggregate"]["answer"]["accepted"]]
+        check_min_batch(aggregator.params, len(accepted), "reports passed the sketch")
+        modulus = field_of(aggregator, level).MODULUS
+        total = [sum(column) % modulus for column in zip(*(c.chunk_sum or [] for c in chunks.values()))]
+        share = aggregator.noisy(level, total)
+        rejections: Counter = Counter()
+        for c in chunks.values():
+            rejections.update(c.answers["aggregate"]["answer"]["rejections"])
+        accepted_checksum = checksum(accepted)
+        answer = {"report_count": len(accepted), "checksum": accepted_checksum,
+                  "aggregate_share": b64url(bytes(field_of(aggregator, level).encode_vec(share))),
+                  "rejections": dict(rejections)}
+        store.set_level(key, level, "finished", None, with_answer(None, "finish", request_digest, answer))
+        store.put_noisy_share(key, level, accepted_checksum, share)
     return answer
 
 
-__all__ = ["bits_prefix", "level_finish", "level_init", "level_sketch", "provision"]
+__all__ = ["bits_prefix", "level_aggregate", "level_finish", "level_init", "level_sketch", "provision"]

@@ -23,6 +23,7 @@ from ...distributed.peer import PeerClient
 from ...distributed.store import BatchKey, DistCampaign, helper_config_block
 from ...storage import CampaignVersion, StorageBase
 from .levels import (
+    Chunking,
     StoredAggregator,
     checksum,
     decode_report_id,
@@ -107,45 +108,65 @@ def accept_reports(store: Poplar1Store, items: list[tuple[int, dict, CampaignVer
 
 
 class HttpHelperLevels:
-    "The helper's three steps of a level (``walk.HelperLevels``), as the peer requests of ``levels``"
+    """The helper's three steps of a level (``walk.HelperLevels``), as the peer requests of ``levels``: each step
+    chunk by chunk (``chunking``), the finish once for the level"""
 
-    def __init__(self, peer: PeerClient, key: BatchKey, field_for: Any) -> None:
-        self.peer, self.key, self.field_for = peer, key, field_for
+    def __init__(self, peer: PeerClient, key: BatchKey, field_for: Any, chunking: Chunking) -> None:
+        self.peer, self.key, self.field_for, self.chunking = peer, key, field_for, chunking
         self.level = -1
+        self.chunks: list[list[bytes]] = []  # the level's report ids, by chunk
 
     def _body(self, **more: Any) -> dict:
         return {"campaign": self.key[0], "fingerprint": self.key[1], "batch": self.key[2], "level": self.level,
                 **more}
 
+    def _each_chunk(self, path: str, peer: dict) -> list[dict]:
+        "The helper's answer to ``path`` for each chunk, sent the leader's shares of its reports"
+        field = self.field_for(self.level)
+        return [self.peer.call("POST", path, self._body(chunk=position, reports=encode_shares(
+                    field, {r: peer[r] for r in ids if r in peer})))
+                for position, ids in enumerate(self.chunks)]
+
     def round_one(self, batch: str, agg_param: AggParam, reports: Any) -> dict:
         self.level = agg_param[0]
         entries = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": sealed}
                    for r, p, sealed in reports]
-        answer = self.peer.call("POST", "/v1/peer/poplar1/levels",
-                                self._body(prefixes=encode_agg_param(agg_param)["prefixes"], reports=entries))
-        return decode_shares(self.field_for(self.level), answer.get("reports"))
+        body = self._body(prefixes=encode_agg_param(agg_param)["prefixes"])
+        chunks = self.chunking.split(body, entries)
+        self.chunks = [[uuid.UUID(entry["report_id"]).bytes for entry in chunk] for chunk in chunks]
+        out: dict = {}
+        for position, chunk in enumerate(chunks):
+            answer = self.peer.call("POST", "/v1/peer/poplar1/levels",
+                                    {**body, "chunk": position, "chunks": len(chunks), "reports": chunk})
+            out.update(decode_shares(self.field_for(self.level), answer.get("reports")))
+        return out
 
     def round_two(self, peer: dict) -> dict:
-        field = self.field_for(self.level)
-        answer = self.peer.call("POST", "/v1/peer/poplar1/levels/sketch",
-                                self._body(reports=encode_shares(field, peer)))
-        return decode_shares(field, answer.get("reports"))
+        out: dict = {}
+        for answer in self._each_chunk("/v1/peer/poplar1/levels/sketch", peer):
+            out.update(decode_shares(self.field_for(self.level), answer.get("reports")))
+        return out
 
     def finish(self, peer: dict) -> tuple[list[bytes], list[int]]:
         "The reports the helper accepted and its noisy aggregate share (``walk`` holds them to the leader's)"
-        field = self.field_for(self.level)
-        answer = self.peer.call("POST", "/v1/peer/poplar1/levels/finish",
-                                self._body(reports=encode_shares(field, peer)))
-        accepted = [decode_report_id(r, "accepted") for r in answer.get("accepted", [])]
+        accepted: list[bytes] = []
+        for ids, answer in zip(self.chunks, self._each_chunk("/v1/peer/poplar1/levels/aggregate", peer)):
+            chunk = [decode_report_id(r, "accepted") for r in answer.get("accepted", [])]
+            if not set(chunk) <= set(ids) or answer.get("checksum") != checksum(chunk):
+                raise ValueError("the helper's answer for a chunk does not add up")
+            accepted += chunk
+        answer = self.peer.call("POST", "/v1/peer/poplar1/levels/finish", self._body())
         if answer.get("checksum") != checksum(accepted) or answer.get("report_count") != len(accepted):
             raise ValueError("the helper's answer does not add up")
+        field = self.field_for(self.level)
         share = list(field.decode_vec(from_b64url(answer["aggregate_share"], "aggregate_share")))
         return accepted, share
 
 
 def collect(storage: StorageBase, store: Poplar1Store, peer: PeerClient, campaign: CampaignVersion,
-            batch: str) -> dict:
-    "Walk the batch with the helper; the stored release (the walk, the estimate, the rejections), once"
+            batch: str, chunking: Chunking | None = None) -> dict:
+    """Walk the batch with the helper, each level's reports sent in chunks (``chunking``, default the defaults);
+    the stored release (the walk, the estimate, the rejections), once"""
     spec = campaign.spec
     key: BatchKey = (spec.name, spec.fingerprint, batch)
     stored = store.release(key)
@@ -159,7 +180,7 @@ def collect(storage: StorageBase, store: Poplar1Store, peer: PeerClient, campaig
         raise LevelRefused(LevelRefusal.BATCH_TOO_SMALL, f"{len(reports)} reports in batch {batch}, below "
                                                          f"min_batch = {spec.params.min_batch}")
     leader = StoredAggregator(spec, known.verify_key, 0, lambda r, p, share: share, store=store, key=key)
-    helper = HttpHelperLevels(peer, key, lambda level: field_of(leader, level))
+    helper = HttpHelperLevels(peer, key, lambda level: field_of(leader, level), chunking or Chunking())
     release = walk(leader, helper, batch, reports)
     walked = release.to_dict()
     rejections = Counter(leader.rejections)

@@ -1,22 +1,31 @@
 """The messages of a poplar1 level between the leader and the helper, one encoder and one decoder each, and an
 aggregator (``StoredAggregator``) whose level history is its own database's (``store.Poplar1Store``).
 
-A level is three peer requests, each naming the batch (campaign, fingerprint, batch) and the level:
+A level is the helper's, chunk by chunk (``Chunking``: at most ``POPLAR1_CHUNK_EVALUATIONS`` reports x candidate
+prefixes and ``MAX_BODY_BYTES`` per request), then one finish; each request names the batch (campaign,
+fingerprint, batch), the level and, but the finish, the chunk's position:
 
-- ``POST /v1/peer/poplar1/levels``: the aggregation parameter (the candidate prefixes as bit strings) and the
-  reports (id, public share, the helper's sealed share); the helper checks the level on its own records, records
-  it, and answers each report's first sketch share (or its rejection's name);
-- ``POST /v1/peer/poplar1/levels/sketch``: the leader's first shares; the helper answers its second shares;
-- ``POST /v1/peer/poplar1/levels/finish``: the leader's second shares; the helper answers the accepted reports'
-  count and checksum and its noisy aggregate share.
+- ``POST /v1/peer/poplar1/levels``: the aggregation parameter (the candidate prefixes as bit strings), the number
+  of chunks of the level and the chunk's reports (id, public share, the helper's sealed share); the helper checks
+  the chunk on its own records (``rules``), records it, and answers each report's first sketch share (or its
+  rejection's name);
+- ``POST /v1/peer/poplar1/levels/sketch``: the leader's first shares of the chunk; the helper answers its second
+  shares;
+- ``POST /v1/peer/poplar1/levels/aggregate``: the leader's second shares of the chunk; the helper answers the
+  chunk's accepted reports and adds up their output shares in its store (noiseless: never released);
+- ``POST /v1/peer/poplar1/levels/finish``: once every chunk is aggregated, the helper answers the level's accepted
+  count and checksum and its noisy aggregate share (its noise drawn once, in the transaction that stores it).
 
 Each answer is stored with its request's digest and repeated unchanged for the same request (a retry after a lost
-answer), never computed or drawn twice; a different request at an answered level is refused.  A level an
-aggregator recorded and did not answer (killed in between) is resumed by the very same request (the same digest),
-prepared again: preparation draws nothing, and each aggregator stores its noisy share when it first draws it.
+answer), never computed or drawn twice; a different request at an answered chunk is refused.  A chunk the helper
+recorded and did not answer (killed in between) is resumed by the very same request (the same digest), prepared
+again: preparation draws nothing.  The leader cuts a level the same way on every try (its reports in id order), so
+its retried walk resumes the helper's chunks.  The leader prepares its own share of a level in one go
+(``StoredAggregator``).
 
 A share is the draft's encoding of its field vector (``Field.encode_vec``), base64url; a rejection is its problem
-type's name.  The preparation state a level needs between requests is stored by the helper as ``prep_state``.
+type's name.  The preparation state a chunk needs between requests is stored by the helper with the chunk
+(``store.ChunkRow.prep_state``).
 """
 
 from __future__ import annotations
@@ -25,12 +34,14 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from client_sdk.distributed_messages import ProtocolError, b64url, from_b64url
 from client_sdk.errors import ShareRejected
 from client_sdk.vdaf.poplar1 import Poplar1VerifyState
 
+from ...config import DEFAULTS
 from ...distributed.store import BatchKey, failpoint
 from .prepare import LevelState, Poplar1Aggregator
 from .rules import AggParam, LevelRecords, LevelRefusal, LevelRefused, check_level
@@ -38,6 +49,47 @@ from .store import Poplar1Store, bits_prefix, prefix_bits
 
 Shares = dict[bytes, list[int] | str]  # report id -> its share, or the name of its rejection
 ROLES = ("leader", "helper")  # by aggregator id: the names of the crash tests' failpoints
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How the leader cuts a level into the helper's requests: at most ``evaluations`` reports x candidate prefixes
+    a chunk (the helper's preparation time is about proportional: ``Poplar1.verify_init_indices`` per report and
+    candidate), each request's body within ``body_bytes``"""
+
+    evaluations: int = DEFAULTS["POPLAR1_CHUNK_EVALUATIONS"]
+    body_bytes: int = DEFAULTS["MAX_BODY_BYTES"]  # the helper's request body limit (the same default on both)
+
+    def __post_init__(self) -> None:
+        if type(self.evaluations) is not int or self.evaluations < 1:
+            raise ValueError(f"POPLAR1_CHUNK_EVALUATIONS must be a positive integer, got {self.evaluations!r}")
+        if type(self.body_bytes) is not int or self.body_bytes < 1:
+            raise ValueError(f"MAX_BODY_BYTES must be a positive integer, got {self.body_bytes!r}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> Chunking:
+        return cls(int(config["POPLAR1_CHUNK_EVALUATIONS"]), int(config["MAX_BODY_BYTES"]))
+
+    def reports(self, candidates: int) -> int:
+        "The most reports a chunk holds at a level of ``candidates`` prefixes"
+        return max(1, self.evaluations // max(1, candidates))
+
+    def split(self, body: dict, entries: Sequence[dict]) -> list[list[dict]]:
+        """``entries`` in order, cut where a chunk would exceed its reports (``reports``, for the prefixes of
+        ``body``) or its request (``body`` with the chunk as its ``reports``, as JSON) ``body_bytes`` (a chunk has
+        at least one entry)"""
+        most = self.reports(len(body["prefixes"]))
+        chunks: list[list[dict]] = []
+        size = 0
+        empty = len(json.dumps({**body, "chunk": 0, "chunks": 0, "reports": []})) + 16  # the two numbers' digits
+        for entry in entries:
+            more = len(json.dumps(entry)) + 2  # ", " between entries
+            if not chunks or len(chunks[-1]) >= most or size + more > self.body_bytes:
+                chunks.append([])
+                size = empty
+            chunks[-1].append(entry)
+            size += more
+        return chunks
 
 
 def message_error(field: str, detail: str) -> ShareRejected:
@@ -163,6 +215,7 @@ class StoredAggregator(Poplar1Aggregator):
         level = agg_param[0]
         this_request = request_digest(agg_param, reports)
         with self.store.transaction():
+            self.store.lock_levels(self.key)
             history = self.store.history(self.key)
             resumed = self.store.level_digests(self.key).get(level) == this_request
             if resumed:

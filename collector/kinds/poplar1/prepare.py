@@ -9,6 +9,10 @@ sketch is not zero (its IDPF keys do not share a zero or one-hot vector: a malfo
 rejected ``invalid-measurement``; the others' output shares are added, the accepted count must still reach
 ``min_batch``, and this aggregator adds its noise (calibrated so that its noise alone protects the walk:
 ``estimators.kinds.poplar1.accounting``).  A report is rejected by name and counted (``rejections``).
+
+``first_shares`` (round one without the checks) and ``aggregate`` (finish without the noise) run the same steps
+over one chunk of a level: the helper's, which checks the level and adds up its chunks on its own records
+(``helper``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from client_sdk.randomness import SECURE_RANDOM, RandomSource
 from client_sdk.spec import Spec
 from estimators.kinds.poplar1.accounting import walk_noise
 
-from .rules import AggParam, LevelRecords, LevelRefusal, LevelRefused, check_level
+from .rules import AggParam, LevelRecords, LevelRefusal, LevelRefused, check_level, check_min_batch
 
 # (report id, public share, the sealed or plain input share as the aggregator received it) -> encoded input share
 Opener = Callable[[bytes, bytes, Any], bytes]
@@ -73,6 +77,11 @@ class Poplar1Aggregator:
         ids = [report_id for report_id, _, _ in reports]
         check_level(self.vdaf, self.params, self.records.history(batch), agg_param, ids)
         self.records.record(batch, agg_param)
+        return self.first_shares(batch, agg_param, reports)
+
+    def first_shares(self, batch: str, agg_param: AggParam,
+                     reports: Sequence[tuple[bytes, bytes, Any]]) -> dict[bytes, list[int] | str]:
+        "Round one over ``reports`` at a level the caller checked on its own records (a level, or a chunk of one)"
         level, prefixes = agg_param
         indices = [prefix_int(prefix) for prefix in prefixes]
         state = self.level = LevelState(batch, agg_param)
@@ -117,6 +126,18 @@ class Poplar1Aggregator:
 
     def finish(self, peer: dict[bytes, list[int] | str]) -> tuple[list[bytes], list[int]]:
         "The accepted reports and this aggregator's noisy aggregate share; LevelRefused below min_batch"
+        level = self._current().agg_param[0]
+        accepted, total = self.aggregate(peer)
+        check_min_batch(self.params, len(accepted), "reports passed the sketch")
+        return accepted, self.noisy(level, total)
+
+    def noisy(self, level: int, total: Sequence[int]) -> list[int]:
+        "A level's aggregate share with this aggregator's noise added, drawn now"
+        p = self.vdaf.idpf.current_field(level).MODULUS
+        return [(a + n) % p for a, n in zip(total, self.share_noise(len(total)))]
+
+    def aggregate(self, peer: dict[bytes, list[int] | str]) -> tuple[list[bytes], list[int]]:
+        "The reports whose sketch is zero and the sum of their output shares (no noise: never released as is)"
         state = self._current()
         level, prefixes = state.agg_param
         p = self.vdaf.idpf.current_field(level).MODULUS
@@ -139,10 +160,7 @@ class Poplar1Aggregator:
             total = [(a + b) % p for a, b in zip(total, out_share)]
             accepted.append(report_id)
         self.level = None
-        if len(accepted) < self.params.min_batch:
-            raise LevelRefused(LevelRefusal.BATCH_TOO_SMALL, f"{len(accepted)} reports passed the sketch, below "
-                                                             f"min_batch = {self.params.min_batch}")
-        return accepted, [(a + n) % p for a, n in zip(total, self.share_noise(len(total)))]
+        return accepted, total
 
     def _shares(self, report_id: bytes, public_share: bytes, sealed: Any) -> tuple[Any, Any]:
         """The report's decoded public and input shares, opened and decoded once for the whole walk (while the

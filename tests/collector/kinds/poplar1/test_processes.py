@@ -4,6 +4,7 @@ refusing a dishonest leader's level requests on its own records."""
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import uuid
@@ -20,6 +21,7 @@ from client_sdk.kinds import kind_of
 from client_sdk.vdaf.hpke import HpkeConfig, seal
 from collector.distributed.peer import HttpTransport, PeerClient
 from collector.kinds.poplar1.leader import collect
+from collector.kinds.poplar1.levels import Chunking
 from collector.kinds.poplar1.store import Poplar1Store
 from collector.storage import open_storage
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
@@ -35,6 +37,10 @@ SPEC = {"name": "paths", "kind": "poplar1", "trust": "distributed", "epsilon": 4
         "stride": 4, "threshold": 0.1, "min_batch": 50}
 
 
+# the leader's chunks in these tests (100 reports at the first level's 16 prefixes): several peer requests a level
+CHUNK = Chunking(evaluations=1600)
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aggregators]:
     install()  # sdk-js built: its devices report too
@@ -43,8 +49,10 @@ def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if request.param == "postgresql":
         cluster = request.getfixturevalue("postgres_cluster")
         databases = (cluster.create_database("p1_leader"), cluster.create_database("p1_helper"))
-    with aggregators(tmp_path_factory.mktemp("poplar1-e2e"), databases) as running:
-        yield running
+    with pytest.MonkeyPatch.context() as env:  # the servers copy the environment as they start
+        env.setenv("LDP_POPLAR1_CHUNK_EVALUATIONS", str(CHUNK.evaluations))
+        with aggregators(tmp_path_factory.mktemp("poplar1-e2e"), databases) as running:
+            yield running
 
 
 def tampered_payload(spec: Any, value: str, leader: HpkeConfig, helper: HpkeConfig, report_id: str,
@@ -125,16 +133,21 @@ def peer(servers: Aggregators, path: str, body: dict) -> requests.Response:
                          headers={"Authorization": f"Bearer {PEER_TOKEN}"})
 
 
+def batch_entries(servers: Aggregators, spec: Any) -> list[dict]:
+    "Every report of the batch as a leader's level request carries it, in id order"
+    with open_storage(servers.leader_db) as storage:
+        rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
+    return [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
+            for r, p, _, h in rows]
+
+
 def level_request(servers: Aggregators, spec: Any, level: int, prefixes: list[str],
-                  reports: list[dict] | None = None) -> requests.Response:
-    if reports is None:
-        with open_storage(servers.leader_db) as storage:
-            rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
-        reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
-                   for r, p, _, h in rows]
-    return peer(servers, "/v1/peer/poplar1/levels", {"campaign": spec.name, "fingerprint": spec.fingerprint,
-                                                      "batch": servers.day, "level": level, "prefixes": prefixes,
-                                                      "reports": reports})
+                  reports: list[dict] | None = None, chunk: int = 0, chunks: int = 1) -> requests.Response:
+    "One chunk of a level as a leader sends it (by default the whole batch as the level's one chunk)"
+    return peer(servers, "/v1/peer/poplar1/levels", {
+        "campaign": spec.name, "fingerprint": spec.fingerprint, "batch": servers.day, "level": level,
+        "prefixes": prefixes, "chunk": chunk, "chunks": chunks,
+        "reports": batch_entries(servers, spec) if reports is None else reports})
 
 
 def refusal(response: requests.Response) -> tuple[int, str, str]:
@@ -157,10 +170,7 @@ def test_the_helper_refuses_a_dishonest_leaders_levels(servers: Aggregators) -> 
 
 def test_the_helper_refuses_a_level_below_min_batch_and_a_repeated_report(servers: Aggregators) -> None:
     spec = upload(servers, "small", values())
-    with open_storage(servers.leader_db) as storage:
-        rows = Poplar1Store(storage).batch_reports((spec.name, spec.fingerprint, servers.day))
-    reports = [{"report_id": str(uuid.UUID(bytes=r)), "public_share": b64url(p), "helper_share": h}
-               for r, p, _, h in rows]
+    reports = batch_entries(servers, spec)
     few = reports[:SPEC["min_batch"] - 1]
     assert refusal(level_request(servers, spec, 3, ["0010"], few)) == (409, "batch-too-small", "reports")
     doubled = reports[:SPEC["min_batch"]] + reports[:1]
@@ -178,7 +188,7 @@ class LosingFirstAnswers(HttpTransport):
     def request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
         status, answer = super().request(method, path, body, headers)
         if path.startswith("/v1/peer/poplar1/levels"):
-            step = (path, body["level"])
+            step = (path, body["level"], body.get("chunk"))
             if step not in self.lost:
                 self.lost[step] = (status, answer)
                 raise OSError("connection reset after the helper answered")
@@ -187,17 +197,20 @@ class LosingFirstAnswers(HttpTransport):
 
 
 def test_a_walk_whose_every_level_request_is_retried_completes(servers: Aggregators) -> None:
-    """The leader's walk against the real helper, each of the three requests of every level answered and the
-    answer lost: the retry gets the stored answer, the walk goes on and finds the heavy hitters"""
+    """The leader's walk against the real helper, each request of every level (three per chunk, then the finish)
+    answered and the answer lost: the retry gets the stored answer, the walk goes on and finds the heavy hitters"""
     spec = upload(servers, "retried", values())
     transport = LosingFirstAnswers(servers.helper_url)
     with open_storage(servers.leader_db) as storage:
         store = Poplar1Store(storage)
         release = collect(storage, store, PeerClient(transport, PEER_TOKEN, sleep=lambda seconds: None),
-                                 storage.get_campaign(spec.name), servers.day)
-    levels = len(release["walk"]["levels"])
-    assert levels == 4 and len(transport.lost) == 3 * levels
+                          storage.get_campaign(spec.name), servers.day, CHUNK)
+    levels = release["walk"]["levels"]
+    # every report passes every level (no tampered one here): a level's chunks follow from its candidates
+    chunks = [math.ceil(len(values()) / CHUNK.reports(len(level["prefixes"]))) for level in levels]
+    requests_sent = sum(3 * count + 1 for count in chunks)
+    assert len(levels) == 4 and min(chunks) > 1 and len(transport.lost) == requests_sent
     assert all(status == 200 for status, _ in transport.lost.values())
-    assert transport.retried == [True] * (3 * levels)
+    assert transport.retried == [True] * requests_sent
     found = {row["value"].rstrip("\x00") for row in release["estimate"]["heavy_hitters"]}
     assert {value[:2] for value in HEAVY} <= found
