@@ -20,8 +20,8 @@ UNRELATED = {
     ("client_sdk/spec_prio3.py", "min_batch"): "a Prio3 spec's min_batch, not the collector's batch limit",
     ("collector/admin_client.py", "DEFAULT_TIMEOUT"): "the admin API client's timeout, not the leader's peer timeout",
     ("collector/server.py", "timeout"): "gunicorn's worker timeout",
-    ("collector/storage/base.py", "REBUILD_CHUNK"): "rows per fetch of an aggregate rebuild, not a poplar1 level's chunk",
-    ("collector/storage/day_scrub.py", "SCRUB_CHUNK"): "rows per statement of a day's scrub, not a poplar1 level's chunk",
+    ("collector/storage/base.py", "REBUILD_CHUNK"): "an aggregate rebuild's rows per fetch, not a poplar1 chunk",
+    ("collector/storage/day_scrub.py", "SCRUB_CHUNK"): "a day scrub's rows per statement, not a poplar1 chunk",
     ("ldp_telemetry/cli/collector.py", "HTTP_TIMEOUT_SECONDS"): "the CLI's admin requests, not the peer timeout",
 }
 
