@@ -111,6 +111,7 @@ class IdpfBBCGGI21:
             raise ValueError("bits must be at most 65535 (the aggregation parameter's level is a uint16)")
         self.VALUE_LEN = value_len
         self.BITS = bits
+        self._public_share_size = self.public_share_size()
 
     def current_field(self, level: int) -> type[Field]:
         return self.field_inner if level < self.BITS - 1 else self.field_leaf
@@ -168,18 +169,20 @@ class IdpfBBCGGI21:
             raise ValueError("incorrect key size")
         if len(nonce) != self.NONCE_SIZE:
             raise ValueError("incorrect nonce size")
+        prefixes = prefixes if type(prefixes) is tuple else tuple(prefixes)
         try:
-            indices = _prefix_indices(level, tuple(prefixes))
+            indices = _prefix_indices(level, prefixes)
         except TypeError:  # unhashable prefixes (lists): checked without the cache
-            indices = _prefix_indices.__wrapped__(level, tuple(prefixes))
+            indices = _prefix_indices.__wrapped__(level, prefixes)
         values = self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce)
         return [values[index] for index in indices]
 
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
         "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
-        hashers = _report_hashers(bytes(ctx), bytes(nonce), get_ident())
-        if level == 0 and level < self.BITS - 1:
+        hashers = _report_hashers(ctx if type(ctx) is bytes else bytes(ctx),
+                                  nonce if type(nonce) is bytes else bytes(nonce), get_ident())
+        if level == 0 and self.BITS > 1:
             return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
         nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
         out: dict[int, list[int]] = {}
@@ -324,7 +327,7 @@ class IdpfBBCGGI21:
 
     def decode_public_share(self, encoded: bytes) -> PublicShare:
         "VerifyError on a wrong length, a set unused control bit, or a value out of its field"
-        if len(encoded) != self.public_share_size():
+        if len(encoded) != self._public_share_size:
             raise VerifyError("public share has the wrong length")
         return PublicShare(self, bytes(encoded))
 

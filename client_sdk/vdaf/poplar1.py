@@ -64,6 +64,10 @@ class Poplar1:
         self.BITS = bits
         self.RAND_SIZE = self.xof.SEED_SIZE * 3 + self.idpf.RAND_SIZE
         self._dsts: dict[tuple[int, bytes], bytes] = {}
+        self._sketch_dsts: dict[bytes, tuple[bytes, bytes, bytes]] = {}
+        # each level's field modulus: self._moduli[level >= self._leaf_level] (the leaves' at the last level)
+        self._leaf_level = bits - 1
+        self._moduli = (self.idpf.field_inner.MODULUS, self.idpf.field_leaf.MODULUS)
         # an input share: the IDPF key, the correlation seed, 2 (A, B) per inner level, then the leaf's 2
         key_size, seed_size = self.idpf.KEY_SIZE, self.xof.SEED_SIZE
         leaf_at = key_size + seed_size + self.idpf.field_inner.ENCODED_SIZE * 2 * (bits - 1)
@@ -172,16 +176,17 @@ class Poplar1:
         field = self.idpf.current_field(level)
         p = field.MODULUS
         expand = self.xof.expand_into_vec
-        if level < self.BITS - 1:
-            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_INNER, ctx), bytes([agg_id]) + nonce,
+        dsts = self._sketch_dsts.get(ctx) if type(ctx) is bytes else None
+        if dsts is None:
+            dsts = self._sketch_dsts_for(ctx)
+        if level < self._leaf_level:
+            s0, s1, s2 = expand(field, input_share.corr_seed, dsts[0], bytes((agg_id,)) + nonce,
                                 3 * level + 3)[3 * level:]
             big_a, big_b = input_share.corr_inner[2 * level:2 * level + 2]
         else:
-            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_LEAF, ctx), bytes([agg_id]) + nonce,
-                                3)
+            s0, s1, s2 = expand(field, input_share.corr_seed, dsts[1], bytes((agg_id,)) + nonce, 3)
             big_a, big_b = input_share.corr_leaf
-        verify_rand = expand(field, verify_key, self._dst(USAGE_VERIFY_RAND, ctx), nonce + level.to_bytes(2, "big"),
-                             count)
+        verify_rand = expand(field, verify_key, dsts[2], nonce + level.to_bytes(2, "big"), count)
         data = [big_a, big_b, agg_id]
         for r, (data_share, auth_share) in zip(verify_rand, values):
             data_r = data_share * r
@@ -190,6 +195,15 @@ class Poplar1:
             s2 += auth_share * r
             data.append(data_share)
         return Poplar1VerifyState(EVALUATE_SKETCH, level, data), [s0 % p, s1 % p, s2 % p]
+
+    def _sketch_dsts_for(self, ctx: bytes) -> tuple[bytes, bytes, bytes]:
+        "The sketch's three tags (inner and leaf correlations, verification randomness), kept for a bytes ctx"
+        dsts = (self._dst(USAGE_CORR_INNER, ctx), self._dst(USAGE_CORR_LEAF, ctx), self._dst(USAGE_VERIFY_RAND, ctx))
+        if type(ctx) is bytes:
+            if len(self._sketch_dsts) >= 64:
+                self._sketch_dsts.clear()
+            self._sketch_dsts[ctx] = dsts
+        return dsts
 
     def _dst(self, usage: int, ctx: bytes) -> bytes:
         "``domain_separation_tag``, remembered for the last few contexts (every report of a campaign has the same)"
@@ -211,7 +225,7 @@ class Poplar1:
                 raise VerifyError("expected a sketch, got none")
             if len(message) != 3:
                 raise VerifyError("incorrect sketch length")
-            p = self.idpf.current_field(state.level).MODULUS
+            p = self._moduli[state.level >= self._leaf_level]
             big_a, big_b, agg_id = state.verify_mem[:3]
             m0, m1, m2 = message
             share = (agg_id * (m0 * m0 - m1 - m2) + big_a * m0 + big_b) % p
@@ -230,7 +244,7 @@ class Poplar1:
         first, second = verifier_shares
         if len(first) != len(second):
             raise VerifyError("mismatched verifier share lengths")
-        p = self.idpf.current_field(agg_param[0]).MODULUS
+        p = self._moduli[agg_param[0] >= self._leaf_level]
         sketch = [(x + y) % p for x, y in zip(first, second)]
         if len(sketch) == 3:
             return sketch
@@ -248,7 +262,7 @@ class Poplar1:
     def agg_update(self, agg_param: Poplar1AggParam, agg_share: list[int], out_share: list[int]) -> list[int]:
         if len(agg_share) != len(out_share):
             raise ValueError("mismatched vector sizes")
-        p = self.idpf.current_field(agg_param[0]).MODULUS
+        p = self._moduli[agg_param[0] >= self._leaf_level]
         return [(a + b) % p for a, b in zip(agg_share, out_share)]
 
     def merge(self, agg_param: Poplar1AggParam, agg_shares: Sequence[list[int]]) -> list[int]:

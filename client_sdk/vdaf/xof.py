@@ -121,11 +121,18 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
     _RAW = None
 
 
-def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
+@lru_cache(maxsize=64)
+def _u64_struct(length: int) -> struct.Struct:
+    "``length`` little-endian uint64s"
+    return struct.Struct(f"<{length}Q")
+
+
+def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[bytes, int], tuple[int, ...]]] | None:
     """TurboSHAKE128(M, D, L) as one call into pycryptodome's Keccak library (``keccak_oneshot``: capacity 32
     bytes, 12 rounds, D as the padding byte), through its cffi binding: no state to reset, no thread-local lookup,
-    a fresh output buffer per call (so any number of threads may hash at once).  None without the cffi backend or
-    that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
+    a fresh output buffer per call (so any number of threads may hash at once); and its first ``count``
+    little-endian uint64s for D = 1, read from that buffer without a copy (XofTurboShake128's Field64 vectors).
+    None without the cffi backend or that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
     try:
         # pycryptodome: the optional distributed extra, imported on first use
         from Crypto.Hash.keccak import _raw_keccak_lib
@@ -146,16 +153,26 @@ def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
             raise ValueError("TurboSHAKE128 failed")
         return bytes(buffer(out))
 
+    def words(message: bytes, count: int) -> tuple[int, ...]:
+        out = new(out_type, 8 * count)
+        if keccak_oneshot(message, len(message), out, 8 * count, 32, 12, 1):
+            raise ValueError("TurboSHAKE128 failed")
+        return _u64_struct(count).unpack(buffer(out))  # type: ignore[no-any-return]
+
     try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
         if digest(b"", 0x1F, 32) != bytes.fromhex(
                 "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c"):
             return None
+        if words(b"", 4) != _u64_struct(4).unpack(digest(b"", 1, 32)):
+            return None
     except Exception:  # noqa: BLE001 - pragma: no cover - an incompatible binding: the state-based path serves
         return None
-    return digest
+    return digest, words
 
 
-_ONESHOT = _oneshot()
+_ONESHOTS = _oneshot()
+_ONESHOT, _ONESHOT_WORDS = _ONESHOTS if _ONESHOTS is not None else (None, None)
+_FIELD64_LEAST_MODULUS = 1 << 63  # a field of 8-byte elements and a modulus above this samples with no mask
 
 
 def turboshake128(message: bytes, domain: int, length: int) -> bytes:
@@ -238,11 +255,12 @@ class XofTurboShake128(Xof):
     def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
         if _RAW is None:
             return super().expand_into_vec(field, seed, dst, binder, length)
-        if field.ENCODED_SIZE == 8 and field.MODULUS >> 63 and 0 < length:  # Field64 (no mask): one read
+        if field.ENCODED_SIZE == 8 and field.MODULUS > _FIELD64_LEAST_MODULUS and 0 < length:  # Field64: one read
             if len(seed) > 255 or len(dst) > 65535:
                 raise ValueError("seed or dst too long")
             message = len(dst).to_bytes(2, "little") + dst + bytes((len(seed),)) + seed + binder
-            vec = list(_u64_struct(length).unpack((_ONESHOT or _RAW.digest)(message, 1, 8 * length)))
+            vec = list(_ONESHOT_WORDS(message, length) if _ONESHOT_WORDS is not None else
+                       _u64_struct(length).unpack(_RAW.digest(message, 1, 8 * length)))
             if max(vec) < field.MODULUS:
                 return vec
             return _sample(field, _RAW.start(message), length)  # rejection sampling needs more of the stream
@@ -274,12 +292,6 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
-
-
-@lru_cache(maxsize=64)
-def _u64_struct(length: int) -> struct.Struct:
-    "``length`` little-endian uint64s"
-    return struct.Struct(f"<{length}Q")
 
 
 def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
