@@ -22,6 +22,9 @@ from .xof_aes import MASK64, FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
+# a NamedTuple made from its fields' tuple, without the generated __new__ (a Python frame): for the words, states
+# and shares made per report and level
+_new_tuple = tuple.__new__
 
 
 class CorrectionWord(NamedTuple):
@@ -174,8 +177,7 @@ class IdpfBBCGGI21:
             indices = _prefix_indices(level, prefixes)
         except TypeError:  # unhashable prefixes (lists): checked without the cache
             indices = _prefix_indices.__wrapped__(level, prefixes)
-        values = self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce)
-        return [values[index] for index in indices]
+        return list(map(self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce).__getitem__, indices))
 
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
@@ -373,14 +375,14 @@ class PublicShare(Sequence[CorrectionWord]):
         if word is None:
             idpf, encoded = self._idpf, self._encoded
             level %= idpf.BITS
-            field = idpf.current_field(level)
+            field = idpf.field_inner if level < idpf.BITS - 1 else idpf.field_leaf
             size = field.ENCODED_SIZE * idpf.VALUE_LEN
             at = self._values_at + idpf.field_inner.ENCODED_SIZE * idpf.VALUE_LEN * level
             seed_at = self._seeds_at + KEY_SIZE * level
             ctrl = self._ctrl >> 2 * level
-            word = self._words[level] = CorrectionWord(
+            word = self._words[level] = _new_tuple(CorrectionWord, (
                 encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)),
-                field.unpack_vec(encoded[at:at + size]))
+                field.unpack_vec(encoded[at:at + size])))
         return word
 
     def __eq__(self, other: object) -> bool:

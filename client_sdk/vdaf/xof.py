@@ -7,14 +7,13 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from ..errors import MissingDependency
-from .field import Field, next_power_of_2
+from .field import Field, next_power_of_2, u64_struct
 
 INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distributed]'"
 
@@ -121,12 +120,6 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
     _RAW = None
 
 
-@lru_cache(maxsize=64)
-def _u64_struct(length: int) -> struct.Struct:
-    "``length`` little-endian uint64s"
-    return struct.Struct(f"<{length}Q")
-
-
 def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[bytes, int], tuple[int, ...]]] | None:
     """TurboSHAKE128(M, D, L) as one call into pycryptodome's Keccak library (``keccak_oneshot``: capacity 32
     bytes, 12 rounds, D as the padding byte), through its cffi binding: no state to reset, no thread-local lookup,
@@ -148,22 +141,25 @@ def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[bytes, int
         return None
 
     def digest(message: bytes, domain: int, length: int) -> bytes:
+        "TurboSHAKE128(M, D, L) of RFC 9861 (ValueError unless 0x01 <= D <= 0x7F)"
+        if not 0 < domain < 0x80:
+            raise ValueError("TurboSHAKE128's domain byte must be in [0x01, 0x7F]")
         out = new(out_type, length)
         if keccak_oneshot(message, len(message), out, length, 32, 12, domain):
             raise ValueError("TurboSHAKE128 failed")
-        return bytes(buffer(out))
+        return buffer(out)[:]  # type: ignore[no-any-return]  # bytes, one copy
 
     def words(message: bytes, count: int) -> tuple[int, ...]:
         out = new(out_type, 8 * count)
         if keccak_oneshot(message, len(message), out, 8 * count, 32, 12, 1):
             raise ValueError("TurboSHAKE128 failed")
-        return _u64_struct(count).unpack(buffer(out))  # type: ignore[no-any-return]
+        return u64_struct(count).unpack(buffer(out))  # type: ignore[no-any-return]
 
     try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
         if digest(b"", 0x1F, 32) != bytes.fromhex(
                 "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c"):
             return None
-        if words(b"", 4) != _u64_struct(4).unpack(digest(b"", 1, 32)):
+        if words(b"", 4) != u64_struct(4).unpack(digest(b"", 1, 32)):
             return None
     except Exception:  # noqa: BLE001 - pragma: no cover - an incompatible binding: the state-based path serves
         return None
@@ -175,15 +171,17 @@ _ONESHOT, _ONESHOT_WORDS = _ONESHOTS if _ONESHOTS is not None else (None, None)
 _FIELD64_LEAST_MODULUS = 1 << 63  # a field of 8-byte elements and a modulus above this samples with no mask
 
 
-def turboshake128(message: bytes, domain: int, length: int) -> bytes:
-    "TurboSHAKE128(M, D, L) of RFC 9861"
-    if _ONESHOT is not None and 0 < domain < 0x80:
-        return _ONESHOT(message, domain, length)
+def _turboshake128(message: bytes, domain: int, length: int) -> bytes:
+    "TurboSHAKE128(M, D, L) of RFC 9861 (ValueError unless 0x01 <= D <= 0x7F)"
     if _RAW is not None and domain in (1, 2):
         return _RAW.digest(message, domain, length)
     h = _TURBOSHAKE.new(domain=domain)
     h.update(message)
     return bytes(h.read(length))
+
+
+# TurboSHAKE128(M, D, L): the one-shot call when pycryptodome has it (a fixed-key derivation is one call, no frame)
+turboshake128: Callable[[bytes, int, int], bytes] = _ONESHOT if _ONESHOT is not None else _turboshake128
 
 
 def fixed_key(dst: bytes, binder: bytes) -> bytes:
@@ -253,18 +251,30 @@ class XofTurboShake128(Xof):
 
     @classmethod
     def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
-        if _RAW is None:
-            return super().expand_into_vec(field, seed, dst, binder, length)
-        if field.ENCODED_SIZE == 8 and field.MODULUS > _FIELD64_LEAST_MODULUS and 0 < length:  # Field64: one read
-            if len(seed) > 255 or len(dst) > 65535:
-                raise ValueError("seed or dst too long")
-            message = len(dst).to_bytes(2, "little") + dst + bytes((len(seed),)) + seed + binder
-            vec = list(_ONESHOT_WORDS(message, length) if _ONESHOT_WORDS is not None else
-                       _u64_struct(length).unpack(_RAW.digest(message, 1, 8 * length)))
+        return cls.expand_message_into_vec(field, cls._message(seed, dst, binder), length)
+
+    @staticmethod
+    def message_head(dst: bytes, seed_size: int) -> bytes:
+        """``len(dst) || dst || len(seed)``, what the XOF absorbs before a ``seed_size``-byte seed and the binder
+        (for a caller expanding many seeds under one ``dst``: ``expand_message_into_vec(field, head + seed + binder,
+        length)``)"""
+        if seed_size > 255 or len(dst) > 65535:
+            raise ValueError("seed or dst too long")
+        return len(dst).to_bytes(2, "little") + dst + bytes((seed_size,))
+
+    @staticmethod
+    def expand_message_into_vec(field: type[Field], message: bytes, length: int) -> list[int]:
+        "``expand_into_vec`` given the whole input, ``len(dst) || dst || len(seed) || seed || binder``"
+        if _ONESHOT_WORDS is not None and field.MODULUS > _FIELD64_LEAST_MODULUS and field.ENCODED_SIZE == 8 and (
+                0 < length):  # Field64: one read of the stream, no mask
+            vec = list(_ONESHOT_WORDS(message, length))
             if max(vec) < field.MODULUS:
                 return vec
-            return _sample(field, _RAW.start(message), length)  # rejection sampling needs more of the stream
-        return _sample(field, _RAW.start(cls._message(seed, dst, binder)), length)
+        if _RAW is None:
+            hasher = _TURBOSHAKE.new(domain=1)
+            hasher.update(message)
+            return _sample(field, lambda size: bytes(hasher.read(size)), length)
+        return _sample(field, _RAW.start(message), length)  # rejection sampling reads on when a value is >= p
 
 
 class XofFixedKeyAes128(Xof):

@@ -15,11 +15,11 @@ derived with TurboSHAKE128 (``xof.py``), so the output is ``XofFixedKeyAes128``'
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import MissingDependency
+from .field import u64_struct
 from .xof import INSTALL_HINT, fixed_key
 
 try:
@@ -64,12 +64,8 @@ _UNCHECKED = _aes_check()
 _new_object, _AES = object.__new__, algorithms.AES
 
 
-def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
-    "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``)"
-    if _UNCHECKED:  # _unchecked_aes inlined: a report's evaluation sets up two keys per aggregator
-        algorithm = _new_object(_AES)
-        algorithm.key = key
-        return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc,no-any-return]
+def _checked_encryptor(key: bytes) -> Callable[[bytes], bytes]:
+    "AES-128-ECB encryption under ``key`` through the public constructors (and the private context one if it works)"
     algorithm = algorithms.AES(key)
     if _create_encryption_ctx is not None:
         try:
@@ -77,6 +73,17 @@ def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
         except TypeError:  # pragma: no cover - a changed private signature: the public API
             pass
     return Cipher(algorithm, _ECB).encryptor().update
+
+
+def _unchecked_encryptor(key: bytes) -> Callable[[bytes], bytes]:
+    "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``): ``_unchecked_aes`` inlined"
+    algorithm = _new_object(_AES)
+    algorithm.key = key
+    return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc,no-any-return]
+
+
+# AES-128-ECB encryption under a 16-byte key (a report's evaluation sets up two keys per aggregator)
+_encryptor = _unchecked_encryptor if _UNCHECKED else _checked_encryptor
 
 
 class FixedKeyAes128:
@@ -116,10 +123,11 @@ class FixedKeyAes128:
                     extend((hi, mixed ^ i))
         if not words:
             return []
-        sigma = struct.pack(f"<{len(words)}Q", *words)
+        layout = u64_struct(len(words))
+        sigma = layout.pack(*words)
         hashed = (int.from_bytes(self._encrypt(sigma), "little") ^ int.from_bytes(sigma, "little")).to_bytes(
             len(sigma), "little")
-        out = struct.unpack(f"<{len(words)}Q", hashed)
+        out = layout.unpack(hashed)
         return [lo | hi << 64 for lo, hi in zip(out[0::2], out[1::2])]
 
     def two_blocks(self, seed: int) -> tuple[int, int]:
