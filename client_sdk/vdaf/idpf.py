@@ -16,12 +16,13 @@ from functools import lru_cache
 from typing import NamedTuple, overload
 
 from ..errors import VerifyError
-from .field import Field, Field64, Field255
+from .field import Field, Field64, Field255, u64_struct
 from .xof import XofFixedKeyAes128, XofTurboShake128, fixed_key_prefix, format_dst, turboshake128
-from .xof_aes import MASK64, FixedKeyAes128
+from .xof_aes import FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
+_TWO_WORDS = u64_struct(2)  # a seed's 16 bytes as lo, hi
 # a NamedTuple made from its fields' tuple, without the generated __new__ (a Python frame): for the words, states
 # and shares made per report and level
 _new_tuple = tuple.__new__
@@ -218,17 +219,22 @@ class IdpfBBCGGI21:
                           hashers: _Hashers) -> dict[int, list[int]]:
         """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
         root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
-        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
-        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
-        if agg_id:  # the root's control bit is the aggregator id
-            seed_cw = int.from_bytes(cw.seed, "little")
-            s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
         p = self.field_inner.MODULUS
-        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children: one AES call
+        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children, in 64-bit words
+            # a seed is lo || hi; block i of its stream hashes sigma = hi, hi ^ lo ^ i (``FixedKeyAes128``)
+            lo, hi = _TWO_WORDS.unpack(key)
+            lo0, hi0, lo1, hi1 = hashers.extend_aes.four_words(hi, hi ^ lo, hi, hi ^ lo ^ 1)
+            t0, t1 = lo0 & 1, lo1 & 1
+            lo0 &= LOW_BIT_CLEARED
+            lo1 &= LOW_BIT_CLEARED
+            if agg_id:  # the root's control bit is the aggregator id
+                cw_lo, cw_hi = _TWO_WORDS.unpack(cw.seed)
+                lo0, hi0, lo1, hi1 = lo0 ^ cw_lo, hi0 ^ cw_hi, lo1 ^ cw_lo, hi1 ^ cw_hi
+                t0, t1 = t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
             first_node, second_node = indices
-            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if first_node else s0,
-                                                                      s1 if second_node else s0)
-            y = [first & MASK64, first >> 64, second & MASK64, second >> 64]
+            lo_a, hi_a = (lo1, hi1) if first_node else (lo0, hi0)
+            lo_b, hi_b = (lo1, hi1) if second_node else (lo0, hi0)
+            y = list(hashers.convert_aes.four_words(hi_a, hi_a ^ lo_a ^ 1, hi_b, hi_b ^ lo_b ^ 1))  # block 1 each
             if max(y) < p:  # else rejection sampling: the general path reads on
                 w0, w1 = cw.payload
                 if t1 if first_node else t0:
@@ -240,15 +246,13 @@ class IdpfBBCGGI21:
                 if agg_id:
                     return {first_node: [-y[0] % p, -y[1] % p], second_node: [-y[2] % p, -y[3] % p]}
                 return {first_node: [y[0] % p, y[1] % p], second_node: [y[2] % p, y[3] % p]}
+        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
+        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
+        if agg_id:
+            seed_cw = int.from_bytes(cw.seed, "little")
+            s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
         needed = list(dict.fromkeys(indices))
-        values: Sequence[list[int]] = ()
-        if self.VALUE_LEN == 2 and len(needed) == 2:  # both children, two Field64 elements each: one AES call
-            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if needed[0] else s0, s1 if needed[1] else s0)
-            values = [[first & MASK64, first >> 64], [second & MASK64, second >> 64]]
-            if max(max(values[0]), max(values[1])) >= p:  # rejection sampling: the general path reads on
-                values = ()
-        if not values:
-            _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
+        _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
         out: dict[int, list[int]] = {}
         for node, value in zip(needed, values):
             if t1 if node else t0:
