@@ -70,6 +70,8 @@ class _Hashers:
     by (ctx, nonce), as the draft allows ("this step can be cached across XOF evaluations with many different
     seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
 
+    __slots__ = ("convert_aes", "convert_dst", "extend_aes", "extend_dst", "nonce")
+
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
         self.extend_dst, self.convert_dst, extend_prefix, convert_prefix = _idpf_dsts(ctx)
         self.nonce = nonce
@@ -116,6 +118,11 @@ class IdpfBBCGGI21:
         self.VALUE_LEN = value_len
         self.BITS = bits
         self._public_share_size = self.public_share_size()
+        # the public share's encoding: packed control bits, then the seeds, the inner levels' values, the leaf's
+        ctrl_size = (2 * bits + 7) // 8
+        values_at = ctrl_size + KEY_SIZE * bits
+        self._public_share_layout = (ctrl_size, values_at,
+                                     values_at + self.field_inner.ENCODED_SIZE * value_len * (bits - 1))
 
     def current_field(self, level: int) -> type[Field]:
         return self.field_inner if level < self.BITS - 1 else self.field_leaf
@@ -346,19 +353,16 @@ class PublicShare(Sequence[CorrectionWord]):
     __slots__ = ("_ctrl", "_encoded", "_idpf", "_seeds_at", "_values_at", "_words")
 
     def __init__(self, idpf: IdpfBBCGGI21, encoded: bytes) -> None:
-        bits, levels = 2 * idpf.BITS, idpf.BITS
-        ctrl_size = (bits + 7) // 8
+        levels = idpf.BITS
+        ctrl_size, values_at, inner_end = idpf._public_share_layout
         self._ctrl = int.from_bytes(encoded[:ctrl_size], "little")
-        if self._ctrl >> bits:
+        if self._ctrl >> 2 * levels:
             raise VerifyError("public share: trailing control bits")
         self._idpf, self._encoded = idpf, encoded
-        self._seeds_at = ctrl_size
-        self._values_at = ctrl_size + KEY_SIZE * levels
-        inner, leaf = idpf.field_inner, idpf.field_leaf
-        inner_end = self._values_at + inner.ENCODED_SIZE * idpf.VALUE_LEN * (levels - 1)
+        self._seeds_at, self._values_at = ctrl_size, values_at
         try:
-            inner.check_vec(encoded[self._values_at:inner_end])
-            leaf.check_vec(encoded[inner_end:])
+            idpf.field_inner.check_vec(encoded[values_at:inner_end])
+            idpf.field_leaf.check_vec(encoded[inner_end:])
         except ValueError as exc:
             raise VerifyError(f"public share: {exc}") from exc
         self._words: list[CorrectionWord | None] = [None] * levels

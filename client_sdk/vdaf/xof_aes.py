@@ -91,6 +91,7 @@ class FixedKeyAes128:
     "The streams of XofFixedKeyAes128(seed, dst, binder) for any number of seeds under one (dst, binder)"
 
     SEED_SIZE = 16
+    __slots__ = ("_encrypt",)
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
         self._encrypt = _encryptor(fixed_key(dst, binder))
