@@ -117,6 +117,7 @@ class IdpfBBCGGI21:
             raise ValueError("bits must be at most 65535 (the aggregation parameter's level is a uint16)")
         self.VALUE_LEN = value_len
         self.BITS = bits
+        self._agg_ids, self._levels = range(self.SHARES), range(bits)
         self._public_share_size = self.public_share_size()
         # the public share's encoding: packed control bits, then the seeds, the inner levels' values, the leaf's
         ctrl_size = (2 * bits + 7) // 8
@@ -170,9 +171,9 @@ class IdpfBBCGGI21:
     def eval(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
              prefixes: Sequence[Sequence[bool]], ctx: bytes, nonce: bytes) -> list[list[int]]:
         "This aggregator's shares of the values at ``prefixes`` (distinct, each ``level + 1`` bits), in their order"
-        if agg_id not in range(self.SHARES):
+        if agg_id not in self._agg_ids:
             raise ValueError("aggregator id out of range")
-        if isinstance(level, bool) or not isinstance(level, int) or level not in range(self.BITS):
+        if isinstance(level, bool) or not isinstance(level, int) or level not in self._levels:
             raise ValueError("level out of range")
         if len(public_share) != self.BITS:
             raise ValueError("public share has the wrong number of correction words")
