@@ -130,9 +130,9 @@ class Field64(Field):
 
     @classmethod
     def check_vec(cls, encoded: bytes) -> None:
-        """A value >= MODULUS = 2**64 - 2**32 + 1 has its four high bytes all ones: without four 0xff bytes in a
-        row anywhere (almost every vector), every value is in range and none needs parsing"""
-        if len(encoded) % 8 or b"\xff\xff\xff\xff" in encoded:
+        """A value >= MODULUS = 2**64 - 2**32 + 1 has its four high bytes all ones: with no element's last byte 0xff
+        (most vectors), or no four 0xff bytes in a row anywhere, every value is in range and none needs parsing"""
+        if len(encoded) % 8 or (b"\xff" in encoded[7::8] and b"\xff\xff\xff\xff" in encoded):
             cls.decode_vec(encoded)
 
 

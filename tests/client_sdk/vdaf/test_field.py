@@ -145,3 +145,20 @@ def test_a_field_vec_reads_what_the_list_holds(field):
     with pytest.raises(IndexError):
         vec[9]
     assert vec != values[:-1] and vec.encoded == field.encode_vec(values)
+
+
+@pytest.mark.parametrize("field", [Field64, Field255])
+def test_check_vec_rejects_an_element_out_of_range_anywhere_and_only_that(field):
+    "The byte shortcuts of Field64 and Field255 give decode_vec's answer: all-ones bytes in range pass"
+    size = field.ENCODED_SIZE
+    below = [field.MODULUS - 1, (1 << (8 * size - 8)) - 1, 0xFFFFFFFF << 24 if size == 8 else (1 << 254) - 1]
+    above = [field.MODULUS, (1 << (8 * size)) - 1]
+    for position in range(4):
+        for bad in above:
+            values = below + [0]
+            values.insert(position, bad)
+            with pytest.raises(ValueError, match="modulus"):
+                field.check_vec(b"".join(v.to_bytes(size, "little") for v in values))
+        field.check_vec(field.encode_vec(below + [0]))
+    with pytest.raises(ValueError, match="multiple"):
+        field.check_vec(bytes(size + 1))
