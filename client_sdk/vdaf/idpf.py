@@ -186,6 +186,9 @@ class IdpfBBCGGI21:
             indices = _prefix_indices(level, prefixes)
         except TypeError:  # unhashable prefixes (lists): checked without the cache
             indices = _prefix_indices.__wrapped__(level, prefixes)
+        if level == 0 and self.BITS > 1:
+            return self._eval_first_level(agg_id, public_share[0], key, indices, _report_hashers(
+                ctx if type(ctx) is bytes else bytes(ctx), nonce if type(nonce) is bytes else bytes(nonce), get_ident()))
         return list(map(self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce).__getitem__, indices))
 
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
@@ -194,7 +197,7 @@ class IdpfBBCGGI21:
         hashers = _report_hashers(ctx if type(ctx) is bytes else bytes(ctx),
                                   nonce if type(nonce) is bytes else bytes(nonce), get_ident())
         if level == 0 and self.BITS > 1:
-            return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
+            return dict(zip(indices, self._eval_first_level(agg_id, public_share[0], key, indices, hashers)))
         nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
         out: dict[int, list[int]] = {}
         for current in range(level + 1):
@@ -224,9 +227,9 @@ class IdpfBBCGGI21:
         return out
 
     def _eval_first_level(self, agg_id: int, cw: CorrectionWord, key: bytes, indices: Sequence[int],
-                          hashers: _Hashers) -> dict[int, list[int]]:
-        """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
-        root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
+                          hashers: _Hashers) -> list[list[int]]:
+        """The values at ``indices`` (each 0 or 1), in their order, at level 0 of a tree of more than one level, in
+        straight-line code: one extend of the root, one convert of the children asked for; the general walk's bytes"""
         p = self.field_inner.MODULUS
         if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children, in 64-bit words
             # a seed is lo || hi; block i of its stream hashes sigma = hi, hi ^ lo ^ i (``FixedKeyAes128``)
@@ -252,8 +255,8 @@ class IdpfBBCGGI21:
                     y[2] += w0
                     y[3] += w1
                 if agg_id:
-                    return {first_node: [-y[0] % p, -y[1] % p], second_node: [-y[2] % p, -y[3] % p]}
-                return {first_node: [y[0] % p, y[1] % p], second_node: [y[2] % p, y[3] % p]}
+                    return [[-y[0] % p, -y[1] % p], [-y[2] % p, -y[3] % p]]
+                return [[y[0] % p, y[1] % p], [y[2] % p, y[3] % p]]
         a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
         s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
         if agg_id:
@@ -266,7 +269,7 @@ class IdpfBBCGGI21:
             if t1 if node else t0:
                 value = [(y + w) for y, w in zip(value, cw.payload)]
             out[node] = [-y % p for y in value] if agg_id else [y % p for y in value]
-        return out
+        return [out[index] for index in indices]
 
     # --- extend and convert, for a list of seeds at once ------------------------------------------------------
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import MissingDependency
-from .field import Field, next_power_of_2, u64_struct
+from .field import Field, Field64, next_power_of_2, u64_struct
 
 INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distributed]'"
 
@@ -149,26 +149,61 @@ def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[bytes, int
             raise ValueError("TurboSHAKE128 failed")
         return buffer(out)[:]  # type: ignore[no-any-return]  # bytes, one copy
 
-    def words(message: bytes, count: int) -> tuple[int, ...]:
-        out = new(out_type, 8 * count)
-        if keccak_oneshot(message, len(message), out, 8 * count, 32, 12, 1):
-            raise ValueError("TurboSHAKE128 failed")
-        return u64_struct(count).unpack(buffer(out))  # type: ignore[no-any-return]
+    def expand(field: type[Field], message: bytes, length: int) -> list[int]:
+        """``XofTurboShake128.expand_message_into_vec``: a Field64 vector read from the one call's buffer (8-byte
+        elements, a modulus above 2**63: no mask, almost never a value to reject)"""
+        if field.ENCODED_SIZE == 8 and field.MODULUS > _FIELD64_LEAST_MODULUS and 0 < length:
+            out = new(out_type, 8 * length)
+            if keccak_oneshot(message, len(message), out, 8 * length, 32, 12, 1):
+                raise ValueError("TurboSHAKE128 failed")
+            vec = list(u64_struct(length).unpack(buffer(out)))
+            if max(vec) < field.MODULUS:
+                return vec
+        return _expand_message(field, message, length)  # rejection sampling reads on when a value is >= p
 
     try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
         if digest(b"", 0x1F, 32) != bytes.fromhex(
                 "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c"):
             return None
-        if words(b"", 4) != u64_struct(4).unpack(digest(b"", 1, 32)):
+        if expand(Field64, b"", 4) != _expand_message(Field64, b"", 4):
             return None
     except Exception:  # noqa: BLE001 - pragma: no cover - an incompatible binding: the state-based path serves
         return None
-    return digest, words
+    return digest, expand
 
 
-_ONESHOTS = _oneshot()
-_ONESHOT, _ONESHOT_WORDS = _ONESHOTS if _ONESHOTS is not None else (None, None)
+def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
+    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
+    mask = next_power_of_2(field.MODULUS) - 1
+    size = field.ENCODED_SIZE
+    modulus = field.MODULUS
+    vec = field.unpack_vec(read(length * size))
+    if mask != (1 << (8 * size)) - 1:
+        vec = [x & mask for x in vec]
+    if max(vec, default=0) < modulus:
+        return vec
+    vec = [x for x in vec if x < modulus]
+    while len(vec) < length:
+        block = read((length - len(vec)) * size)
+        for i in range(0, len(block), size):
+            x = int.from_bytes(block[i:i + size], "little") & mask
+            if x < modulus:
+                vec.append(x)
+    return vec
+
+
+def _expand_message(field: type[Field], message: bytes, length: int) -> list[int]:
+    "``length`` elements of ``field`` sampled from XofTurboShake128's stream over ``message`` (the whole input)"
+    if _RAW is None:
+        hasher = _TURBOSHAKE.new(domain=1)
+        hasher.update(message)
+        return _sample(field, lambda size: bytes(hasher.read(size)), length)
+    return _sample(field, _RAW.start(message), length)
+
+
 _FIELD64_LEAST_MODULUS = 1 << 63  # a field of 8-byte elements and a modulus above this samples with no mask
+_ONESHOTS = _oneshot()
+_ONESHOT, _ONESHOT_EXPAND = _ONESHOTS if _ONESHOTS is not None else (None, None)
 
 
 def _turboshake128(message: bytes, domain: int, length: int) -> bytes:
@@ -180,7 +215,7 @@ def _turboshake128(message: bytes, domain: int, length: int) -> bytes:
     return bytes(h.read(length))
 
 
-# TurboSHAKE128(M, D, L): the one-shot call when pycryptodome has it (a fixed-key derivation is one call, no frame)
+# TurboSHAKE128(M, D, L): the one-shot call when pycryptodome has it (a fixed-key derivation: no wrapper around it)
 turboshake128: Callable[[bytes, int, int], bytes] = _ONESHOT if _ONESHOT is not None else _turboshake128
 
 
@@ -262,19 +297,9 @@ class XofTurboShake128(Xof):
             raise ValueError("seed or dst too long")
         return len(dst).to_bytes(2, "little") + dst + bytes((seed_size,))
 
-    @staticmethod
-    def expand_message_into_vec(field: type[Field], message: bytes, length: int) -> list[int]:
-        "``expand_into_vec`` given the whole input, ``len(dst) || dst || len(seed) || seed || binder``"
-        if _ONESHOT_WORDS is not None and field.MODULUS > _FIELD64_LEAST_MODULUS and field.ENCODED_SIZE == 8 and (
-                0 < length):  # Field64: one read of the stream, no mask
-            vec = list(_ONESHOT_WORDS(message, length))
-            if max(vec) < field.MODULUS:
-                return vec
-        if _RAW is None:
-            hasher = _TURBOSHAKE.new(domain=1)
-            hasher.update(message)
-            return _sample(field, lambda size: bytes(hasher.read(size)), length)
-        return _sample(field, _RAW.start(message), length)  # rejection sampling reads on when a value is >= p
+    # ``expand_into_vec`` given the whole input, ``len(dst) || dst || len(seed) || seed || binder``: the one-shot
+    # call when pycryptodome has it (a function of its own, so a sketch's expansion is one Python frame)
+    expand_message_into_vec = staticmethod(_ONESHOT_EXPAND if _ONESHOT_EXPAND is not None else _expand_message)
 
 
 class XofFixedKeyAes128(Xof):
@@ -302,23 +327,3 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
-
-
-def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
-    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
-    mask = next_power_of_2(field.MODULUS) - 1
-    size = field.ENCODED_SIZE
-    modulus = field.MODULUS
-    vec = field.unpack_vec(read(length * size))
-    if mask != (1 << (8 * size)) - 1:
-        vec = [x & mask for x in vec]
-    if max(vec, default=0) < modulus:
-        return vec
-    vec = [x for x in vec if x < modulus]
-    while len(vec) < length:
-        block = read((length - len(vec)) * size)
-        for i in range(0, len(block), size):
-            x = int.from_bytes(block[i:i + size], "little") & mask
-            if x < modulus:
-                vec.append(x)
-    return vec

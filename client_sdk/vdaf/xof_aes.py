@@ -76,17 +76,6 @@ def _checked_encryptor(key: bytes) -> Callable[[bytes], bytes]:
     return Cipher(algorithm, _ECB).encryptor().update
 
 
-def _unchecked_encryptor(key: bytes) -> Callable[[bytes], bytes]:
-    "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``): ``_unchecked_aes`` inlined"
-    algorithm = _new_object(_AES)
-    algorithm.key = key
-    return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc,no-any-return]
-
-
-# AES-128-ECB encryption under a 16-byte key (a report's evaluation sets up two keys per aggregator)
-_encryptor = _unchecked_encryptor if _UNCHECKED else _checked_encryptor
-
-
 class FixedKeyAes128:
     "The streams of XofFixedKeyAes128(seed, dst, binder) for any number of seeds under one (dst, binder)"
 
@@ -94,13 +83,18 @@ class FixedKeyAes128:
     __slots__ = ("_encrypt",)
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
-        self._encrypt = _encryptor(fixed_key(dst, binder))
+        self._encrypt = self.from_key(fixed_key(dst, binder))._encrypt
 
     @classmethod
     def from_key(cls, key: bytes) -> FixedKeyAes128:
         "The streams under an already derived fixed key (``fixed_key(dst, binder)``, 16 bytes)"
         hasher = _new_object(cls)
-        hasher._encrypt = _encryptor(key)
+        if _UNCHECKED:  # _unchecked_aes inlined: a report's evaluation sets up two keys per aggregator
+            algorithm = _new_object(_AES)
+            algorithm.key = key
+            hasher._encrypt = _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc]
+        else:
+            hasher._encrypt = _checked_encryptor(key)
         return hasher  # type: ignore[no-any-return]
 
     def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
