@@ -13,7 +13,9 @@ import struct
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from operator import mul
-from typing import overload
+from typing import TypeVar, overload
+
+Item = TypeVar("Item")
 
 
 def next_power_of_2(n: int) -> int:
@@ -159,13 +161,42 @@ class Field255(Field):
             cls.decode_vec(encoded)
 
 
-class FieldVec(Sequence[int]):
+class EncodedSequence(Sequence[Item]):
+    """A sequence kept as the encoding it was decoded from, its items built when read (``FieldVec``, the IDPF's
+    ``PublicShare``).  Equal to any sequence of the same items, so unhashable as lists are; two of one type are
+    equal when their ``_identity()`` (the encoding and what reads it) is."""
+
+    __slots__ = ("_encoded",)
+    _encoded: bytes
+
+    def _identity(self) -> object:
+        return self._encoded
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            return self._identity() == other._identity()  # type: ignore[attr-defined]
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+    @property
+    def encoded(self) -> bytes:
+        "The encoding this sequence was decoded from"
+        return self._encoded
+
+
+class FieldVec(EncodedSequence[int]):
     """A vector of ``field`` elements kept as its encoding, already range-checked (``Field.check_vec``), each
     element parsed when read: a slice parses only its own.  For a long vector of which a caller reads a few (a
     Poplar1 input share's correlations: two per level, one level per aggregation).  Equal to any sequence of the
     same ints."""
 
-    __slots__ = ("_encoded", "_field", "_length")
+    __slots__ = ("_field", "_length")
 
     def __init__(self, field: type[Field], encoded: bytes) -> None:
         self._field, self._encoded = field, encoded
@@ -197,20 +228,8 @@ class FieldVec(Sequence[int]):
     def __iter__(self) -> Iterator[int]:
         return iter(self._field.unpack_vec(self._encoded))
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FieldVec):
-            return self._field is other._field and self._encoded == other._encoded
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
-
-    def __repr__(self) -> str:
-        return f"FieldVec({list(self)!r})"
-
-    @property
-    def encoded(self) -> bytes:
-        "The elements' encoding"
-        return self._encoded
+    def _identity(self) -> object:
+        return self._field, self._encoded
 
     @property
     def field(self) -> type[Field]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import NamedTuple, overload
 
 from ..errors import VerifyError
-from .field import Field, Field64, Field255, u64_struct
+from .field import EncodedSequence, Field, Field64, Field255, u64_struct
 from .xof import XofFixedKeyAes128, XofTurboShake128, fixed_key_prefix, format_dst, turboshake128
 from .xof_aes import FixedKeyAes128
 
@@ -187,8 +187,9 @@ class IdpfBBCGGI21:
         except TypeError:  # unhashable prefixes (lists): checked without the cache
             indices = _prefix_indices.__wrapped__(level, prefixes)
         if level == 0 and self.BITS > 1:
-            return self._eval_first_level(agg_id, public_share[0], key, indices, _report_hashers(
-                ctx if type(ctx) is bytes else bytes(ctx), nonce if type(nonce) is bytes else bytes(nonce), get_ident()))
+            hashers = _report_hashers(ctx if type(ctx) is bytes else bytes(ctx),
+                                      nonce if type(nonce) is bytes else bytes(nonce), get_ident())
+            return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
         return list(map(self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce).__getitem__, indices))
 
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
@@ -349,12 +350,12 @@ class IdpfBBCGGI21:
         return PublicShare(self, bytes(encoded))
 
 
-class PublicShare(Sequence[CorrectionWord]):
+class PublicShare(EncodedSequence[CorrectionWord]):
     """A decoded public share: checked whole when decoded (control bits, every value in its field), each level's
     ``CorrectionWord`` built from the encoding when first read.  An aggregator reads a report's public share up
     to the level asked for: at level 0 one word of ``BITS``.  Equal to any sequence of the same words."""
 
-    __slots__ = ("_ctrl", "_encoded", "_idpf", "_seeds_at", "_values_at", "_words")
+    __slots__ = ("_ctrl", "_idpf", "_seeds_at", "_values_at", "_words")
 
     def __init__(self, idpf: IdpfBBCGGI21, encoded: bytes) -> None:
         levels = idpf.BITS
@@ -396,23 +397,6 @@ class PublicShare(Sequence[CorrectionWord]):
                 encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)),
                 field.unpack_vec(encoded[at:at + size])))
         return word
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PublicShare):
-            return self._encoded == other._encoded
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return False
-        return all(mine == theirs for mine, theirs in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
-
-    def __repr__(self) -> str:
-        return f"PublicShare({list(self)!r})"
-
-    @property
-    def encoded(self) -> bytes:
-        "The encoding this share was decoded from"
-        return self._encoded
 
 
 def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:

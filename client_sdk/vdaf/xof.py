@@ -120,11 +120,11 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
     _RAW = None
 
 
-def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[bytes, int], tuple[int, ...]]] | None:
+def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[type[Field], bytes, int], list[int]]] | None:
     """TurboSHAKE128(M, D, L) as one call into pycryptodome's Keccak library (``keccak_oneshot``: capacity 32
     bytes, 12 rounds, D as the padding byte), through its cffi binding: no state to reset, no thread-local lookup,
-    a fresh output buffer per call (so any number of threads may hash at once); and its first ``count``
-    little-endian uint64s for D = 1, read from that buffer without a copy (XofTurboShake128's Field64 vectors).
+    a fresh output buffer per call (so any number of threads may hash at once); and XofTurboShake128's expansion
+    of a whole input into a Field64 vector, its little-endian uint64s read from that buffer without a copy.
     None without the cffi backend or that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
     try:
         # pycryptodome: the optional distributed extra, imported on first use

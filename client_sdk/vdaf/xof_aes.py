@@ -81,6 +81,7 @@ class FixedKeyAes128:
 
     SEED_SIZE = 16
     __slots__ = ("_encrypt",)
+    _encrypt: Callable[[bytes], bytes]
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
         self._encrypt = self.from_key(fixed_key(dst, binder))._encrypt
