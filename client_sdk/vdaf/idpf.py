@@ -393,9 +393,10 @@ class PublicShare(EncodedSequence[CorrectionWord]):
             at = self._values_at + idpf.field_inner.ENCODED_SIZE * idpf.VALUE_LEN * level
             seed_at = self._seeds_at + KEY_SIZE * level
             ctrl = self._ctrl >> 2 * level
+            payload = list(u64_struct(idpf.VALUE_LEN).unpack_from(encoded, at)) if field.ENCODED_SIZE == 8 else (
+                field.unpack_vec(encoded[at:at + size]))
             word = self._words[level] = _new_tuple(CorrectionWord, (
-                encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)),
-                field.unpack_vec(encoded[at:at + size])))
+                encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)), payload))
         return word
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from operator import add
 from typing import NamedTuple
 
 from ..errors import VerifyError
@@ -27,6 +28,9 @@ USAGE_VERIFY_RAND = 4
 EVALUATE_SKETCH = "evaluate sketch"
 REVEAL_SKETCH = "reveal sketch"
 MAX_PREFIXES = 0xFFFFFFFF
+
+_SEED_SIZE = XofTurboShake128.SEED_SIZE  # the correlation seeds' and the verify key's
+_expand = XofTurboShake128.expand_message_into_vec
 
 Prefix = tuple[bool, ...]
 Poplar1AggParam = tuple[int, tuple[Prefix, ...]]
@@ -66,8 +70,9 @@ class Poplar1:
         self.RAND_SIZE = self.xof.SEED_SIZE * 3 + self.idpf.RAND_SIZE
         self._dsts: dict[tuple[int, bytes], bytes] = {}
         self._sketch_heads: dict[bytes, tuple[bytes, bytes, bytes]] = {}
-        # each level's field modulus: self._moduli[level >= self._leaf_level] (the leaves' at the last level)
+        # each level's field and modulus: self._fields[level >= self._leaf_level] (the leaves' at the last level)
         self._leaf_level = bits - 1
+        self._fields = (self.idpf.field_inner, self.idpf.field_leaf)
         self._moduli = (self.idpf.field_inner.MODULUS, self.idpf.field_leaf.MODULUS)
         # an input share: the IDPF key, the correlation seed, 2 (A, B) per inner level, then the leaf's 2
         key_size, seed_size = self.idpf.KEY_SIZE, self.xof.SEED_SIZE
@@ -175,14 +180,14 @@ class Poplar1:
     def _sketch_init(self, verify_key: bytes, ctx: bytes, agg_id: int, level: int, count: int, nonce: bytes,
                      input_share: Poplar1InputShare, values: list[list[int]]) -> tuple[Poplar1VerifyState, list[int]]:
         inner = level < self._leaf_level
-        field = self.idpf.field_inner if inner else self.idpf.field_leaf
+        field = self._fields[level >= self._leaf_level]
         p = field.MODULUS
-        expand = self.xof.expand_message_into_vec
+        expand = _expand
         heads = self._sketch_heads.get(ctx) if type(ctx) is bytes else None
         if heads is None:
             heads = self._sketch_heads_for(ctx)
         seed = input_share.corr_seed
-        if len(seed) != self.xof.SEED_SIZE:
+        if len(seed) != _SEED_SIZE:
             raise ValueError("incorrect correlation seed size")
         if inner:
             s0, s1, s2 = expand(field, heads[0] + seed + bytes((agg_id,)) + nonce, 3 * level + 3)[3 * level:]
@@ -269,7 +274,7 @@ class Poplar1:
         if len(agg_share) != len(out_share):
             raise ValueError("mismatched vector sizes")
         p = self._moduli[agg_param[0] >= self._leaf_level]
-        return [(a + b) % p for a, b in zip(agg_share, out_share)]
+        return list(map(p.__rmod__, map(add, agg_share, out_share)))  # (a + b) % p, no Python frame per report
 
     def merge(self, agg_param: Poplar1AggParam, agg_shares: Sequence[list[int]]) -> list[int]:
         agg = self.agg_init(agg_param)
