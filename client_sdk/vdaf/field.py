@@ -10,8 +10,12 @@ kept in the Lagrange basis over the first ``n`` powers of the principal ``n``-th
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from operator import mul
+from typing import TypeVar, overload
+
+Item = TypeVar("Item")
 
 
 def next_power_of_2(n: int) -> int:
@@ -26,6 +30,12 @@ def assert_power_of_2(n: int) -> int:
     return n.bit_length() - 1
 
 
+@lru_cache(maxsize=256)
+def u64_struct(length: int) -> struct.Struct:
+    "``length`` little-endian uint64s (compiled once per length: the format string is most of a short unpack)"
+    return struct.Struct(f"<{length}Q")
+
+
 class Field:
     "A prime field with a multiplicative subgroup of order 2**k (class-level API; elements are ints)"
 
@@ -38,7 +48,7 @@ class Field:
     def encode_vec(cls, vec: list[int]) -> bytes:
         "Little-endian, ENCODED_SIZE bytes per element (elements must already be reduced)"
         if cls.ENCODED_SIZE == 8:
-            return struct.pack(f"<{len(vec)}Q", *vec)
+            return u64_struct(len(vec)).pack(*vec)
         size = cls.ENCODED_SIZE
         return b"".join([x.to_bytes(size, "little") for x in vec])
 
@@ -46,9 +56,9 @@ class Field:
     def unpack_vec(cls, encoded: bytes) -> list[int]:
         "Little-endian integers, ENCODED_SIZE bytes each, unchecked (len(encoded) a multiple of ENCODED_SIZE)"
         if cls.ENCODED_SIZE == 8:
-            return list(struct.unpack(f"<{len(encoded) // 8}Q", encoded))
+            return list(u64_struct(len(encoded) // 8).unpack(encoded))
         if cls.ENCODED_SIZE == 16:
-            words = struct.unpack(f"<{len(encoded) // 8}Q", encoded)
+            words = u64_struct(len(encoded) // 8).unpack(encoded)
             return [lo | hi << 64 for lo, hi in zip(words[0::2], words[1::2])]
         size = cls.ENCODED_SIZE
         return [int.from_bytes(encoded[i:i + size], "little") for i in range(0, len(encoded), size)]
@@ -122,9 +132,9 @@ class Field64(Field):
 
     @classmethod
     def check_vec(cls, encoded: bytes) -> None:
-        """A value >= MODULUS = 2**64 - 2**32 + 1 has its four high bytes all ones: without four 0xff bytes in a
-        row anywhere (almost every vector), every value is in range and none needs parsing"""
-        if len(encoded) % 8 or b"\xff\xff\xff\xff" in encoded:
+        """A value >= MODULUS = 2**64 - 2**32 + 1 has its four high bytes all ones: with no element's last byte 0xff
+        (most vectors), or no four 0xff bytes in a row anywhere, every value is in range and none needs parsing"""
+        if len(encoded) % 8 or (b"\xff" in encoded[7::8] and b"\xff\xff\xff\xff" in encoded):
             cls.decode_vec(encoded)
 
 
@@ -149,6 +159,81 @@ class Field255(Field):
         below (almost every vector), every value is in range and none needs parsing"""
         if len(encoded) % 32 or (encoded and max(encoded[31::32]) >= 0x7F):
             cls.decode_vec(encoded)
+
+
+class EncodedSequence(Sequence[Item]):
+    """A sequence kept as the encoding it was decoded from, its items built when read (``FieldVec``, the IDPF's
+    ``PublicShare``).  Equal to any sequence of the same items, so unhashable as lists are; two of one type are
+    equal when their ``_identity()`` (the encoding and what reads it) is."""
+
+    __slots__ = ("_encoded",)
+    _encoded: bytes
+
+    def _identity(self) -> object:
+        return self._encoded
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            return self._identity() == other._identity()  # type: ignore[attr-defined]
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+    @property
+    def encoded(self) -> bytes:
+        "The encoding this sequence was decoded from"
+        return self._encoded
+
+
+class FieldVec(EncodedSequence[int]):
+    """A vector of ``field`` elements kept as its encoding, already range-checked (``Field.check_vec``), each
+    element parsed when read: a slice parses only its own.  For a long vector of which a caller reads a few (a
+    Poplar1 input share's correlations: two per level, one level per aggregation).  Equal to any sequence of the
+    same ints."""
+
+    __slots__ = ("_field", "_length")
+
+    def __init__(self, field: type[Field], encoded: bytes) -> None:
+        self._field, self._encoded = field, encoded
+        self._length = len(encoded) // field.ENCODED_SIZE
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        size = self._field.ENCODED_SIZE
+        if type(index) is slice:
+            start, stop, step = index.indices(self._length)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            if stop <= start:
+                return []
+            if size == 8:
+                return list(u64_struct(stop - start).unpack_from(self._encoded, 8 * start))
+            return self._field.unpack_vec(self._encoded[size * start:size * stop])
+        at = range(self._length)[index] * size  # type: ignore[index]  # IndexError out of range
+        return int.from_bytes(self._encoded[at:at + size], "little")
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._field.unpack_vec(self._encoded))
+
+    def _identity(self) -> object:
+        return self._field, self._encoded
+
+    @property
+    def field(self) -> type[Field]:
+        return self._field
 
 
 def _root_powers(field: type[Field], n: int) -> list[int]:

@@ -16,12 +16,16 @@ from functools import lru_cache
 from typing import NamedTuple, overload
 
 from ..errors import VerifyError
-from .field import Field, Field64, Field255
+from .field import EncodedSequence, Field, Field64, Field255, u64_struct
 from .xof import XofFixedKeyAes128, XofTurboShake128, fixed_key_prefix, format_dst, turboshake128
-from .xof_aes import MASK64, FixedKeyAes128
+from .xof_aes import FixedKeyAes128
 
 KEY_SIZE = 16
 LOW_BIT_CLEARED = ~1
+_TWO_WORDS = u64_struct(2)  # a seed's 16 bytes as lo, hi
+# a NamedTuple made from its fields' tuple, without the generated __new__ (a Python frame): for the words, states
+# and shares made per report and level
+_new_tuple = tuple.__new__
 
 
 class CorrectionWord(NamedTuple):
@@ -65,6 +69,8 @@ class _Hashers:
     keep no state between calls, so one object serves every evaluation of a report: ``_report_hashers`` caches them
     by (ctx, nonce), as the draft allows ("this step can be cached across XOF evaluations with many different
     seeds"), so the two aggregators of one process and the levels of a heavy-hitters walk derive each key once."""
+
+    __slots__ = ("convert_aes", "convert_dst", "extend_aes", "extend_dst", "nonce")
 
     def __init__(self, ctx: bytes, nonce: bytes) -> None:
         self.extend_dst, self.convert_dst, extend_prefix, convert_prefix = _idpf_dsts(ctx)
@@ -111,6 +117,13 @@ class IdpfBBCGGI21:
             raise ValueError("bits must be at most 65535 (the aggregation parameter's level is a uint16)")
         self.VALUE_LEN = value_len
         self.BITS = bits
+        self._agg_ids, self._levels = range(self.SHARES), range(bits)
+        self._public_share_size = self.public_share_size()
+        # the public share's encoding: packed control bits, then the seeds, the inner levels' values, the leaf's
+        ctrl_size = (2 * bits + 7) // 8
+        values_at = ctrl_size + KEY_SIZE * bits
+        self._public_share_layout = (ctrl_size, values_at,
+                                     values_at + self.field_inner.ENCODED_SIZE * value_len * (bits - 1))
 
     def current_field(self, level: int) -> type[Field]:
         return self.field_inner if level < self.BITS - 1 else self.field_leaf
@@ -158,9 +171,9 @@ class IdpfBBCGGI21:
     def eval(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
              prefixes: Sequence[Sequence[bool]], ctx: bytes, nonce: bytes) -> list[list[int]]:
         "This aggregator's shares of the values at ``prefixes`` (distinct, each ``level + 1`` bits), in their order"
-        if agg_id not in range(self.SHARES):
+        if agg_id not in self._agg_ids:
             raise ValueError("aggregator id out of range")
-        if isinstance(level, bool) or not isinstance(level, int) or level not in range(self.BITS):
+        if isinstance(level, bool) or not isinstance(level, int) or level not in self._levels:
             raise ValueError("level out of range")
         if len(public_share) != self.BITS:
             raise ValueError("public share has the wrong number of correction words")
@@ -168,19 +181,24 @@ class IdpfBBCGGI21:
             raise ValueError("incorrect key size")
         if len(nonce) != self.NONCE_SIZE:
             raise ValueError("incorrect nonce size")
+        prefixes = prefixes if type(prefixes) is tuple else tuple(prefixes)
         try:
-            indices = _prefix_indices(level, tuple(prefixes))
+            indices = _prefix_indices(level, prefixes)
         except TypeError:  # unhashable prefixes (lists): checked without the cache
-            indices = _prefix_indices.__wrapped__(level, tuple(prefixes))
-        values = self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce)
-        return [values[index] for index in indices]
+            indices = _prefix_indices.__wrapped__(level, prefixes)
+        if level == 0 and self.BITS > 1:
+            hashers = _report_hashers(ctx if type(ctx) is bytes else bytes(ctx),
+                                      nonce if type(nonce) is bytes else bytes(nonce), get_ident())
+            return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
+        return list(map(self.eval_indices(agg_id, public_share, key, level, indices, ctx, nonce).__getitem__, indices))
 
     def eval_indices(self, agg_id: int, public_share: Sequence[CorrectionWord], key: bytes, level: int,
                      indices: Sequence[int], ctx: bytes, nonce: bytes) -> dict[int, list[int]]:
         "As ``eval``, prefixes given as ints of ``level + 1`` bits (unchecked), answered by prefix"
-        hashers = _report_hashers(bytes(ctx), bytes(nonce), get_ident())
-        if level == 0 and level < self.BITS - 1:
-            return self._eval_first_level(agg_id, public_share[0], key, indices, hashers)
+        hashers = _report_hashers(ctx if type(ctx) is bytes else bytes(ctx),
+                                  nonce if type(nonce) is bytes else bytes(nonce), get_ident())
+        if level == 0 and self.BITS > 1:
+            return dict(zip(indices, self._eval_first_level(agg_id, public_share[0], key, indices, hashers)))
         nodes: dict[int, tuple[int, bool]] = {0: (int.from_bytes(key, "little"), bool(agg_id))}  # the empty prefix
         out: dict[int, list[int]] = {}
         for current in range(level + 1):
@@ -210,20 +228,25 @@ class IdpfBBCGGI21:
         return out
 
     def _eval_first_level(self, agg_id: int, cw: CorrectionWord, key: bytes, indices: Sequence[int],
-                          hashers: _Hashers) -> dict[int, list[int]]:
-        """``eval_indices`` at level 0 of a tree of more than one level, in straight-line code: one extend of the
-        root, one convert of the (at most two) children asked for; the same bytes as the general walk"""
-        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
-        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
-        if agg_id:  # the root's control bit is the aggregator id
-            seed_cw = int.from_bytes(cw.seed, "little")
-            s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
+                          hashers: _Hashers) -> list[list[int]]:
+        """The values at ``indices`` (each 0 or 1), in their order, at level 0 of a tree of more than one level, in
+        straight-line code: one extend of the root, one convert of the children asked for; the general walk's bytes"""
         p = self.field_inner.MODULUS
-        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children: one AES call
+        if self.VALUE_LEN == 2 and len(indices) == 2 and indices[0] != indices[1]:  # both children, in 64-bit words
+            # a seed is lo || hi; block i of its stream hashes sigma = hi, hi ^ lo ^ i (``FixedKeyAes128``)
+            lo, hi = _TWO_WORDS.unpack(key)
+            lo0, hi0, lo1, hi1 = hashers.extend_aes.four_words(hi, hi ^ lo, hi, hi ^ lo ^ 1)
+            t0, t1 = lo0 & 1, lo1 & 1
+            lo0 &= LOW_BIT_CLEARED
+            lo1 &= LOW_BIT_CLEARED
+            if agg_id:  # the root's control bit is the aggregator id
+                cw_lo, cw_hi = _TWO_WORDS.unpack(cw.seed)
+                lo0, hi0, lo1, hi1 = lo0 ^ cw_lo, hi0 ^ cw_hi, lo1 ^ cw_lo, hi1 ^ cw_hi
+                t0, t1 = t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
             first_node, second_node = indices
-            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if first_node else s0,
-                                                                      s1 if second_node else s0)
-            y = [first & MASK64, first >> 64, second & MASK64, second >> 64]
+            lo_a, hi_a = (lo1, hi1) if first_node else (lo0, hi0)
+            lo_b, hi_b = (lo1, hi1) if second_node else (lo0, hi0)
+            y = list(hashers.convert_aes.four_words(hi_a, hi_a ^ lo_a ^ 1, hi_b, hi_b ^ lo_b ^ 1))  # block 1 each
             if max(y) < p:  # else rejection sampling: the general path reads on
                 w0, w1 = cw.payload
                 if t1 if first_node else t0:
@@ -233,23 +256,21 @@ class IdpfBBCGGI21:
                     y[2] += w0
                     y[3] += w1
                 if agg_id:
-                    return {first_node: [-y[0] % p, -y[1] % p], second_node: [-y[2] % p, -y[3] % p]}
-                return {first_node: [y[0] % p, y[1] % p], second_node: [y[2] % p, y[3] % p]}
+                    return [[-y[0] % p, -y[1] % p], [-y[2] % p, -y[3] % p]]
+                return [[y[0] % p, y[1] % p], [y[2] % p, y[3] % p]]
+        a, b = hashers.extend_aes.two_blocks(int.from_bytes(key, "little"))
+        s0, s1, t0, t1 = a & LOW_BIT_CLEARED, b & LOW_BIT_CLEARED, a & 1, b & 1
+        if agg_id:
+            seed_cw = int.from_bytes(cw.seed, "little")
+            s0, s1, t0, t1 = s0 ^ seed_cw, s1 ^ seed_cw, t0 ^ cw.ctrl[0], t1 ^ cw.ctrl[1]
         needed = list(dict.fromkeys(indices))
-        values: Sequence[list[int]] = ()
-        if self.VALUE_LEN == 2 and len(needed) == 2:  # both children, two Field64 elements each: one AES call
-            _, first, _, second = hashers.convert_aes.two_blocks_each(s1 if needed[0] else s0, s1 if needed[1] else s0)
-            values = [[first & MASK64, first >> 64], [second & MASK64, second >> 64]]
-            if max(max(values[0]), max(values[1])) >= p:  # rejection sampling: the general path reads on
-                values = ()
-        if not values:
-            _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
+        _, values = self._convert(0, [s1 if node else s0 for node in needed], hashers, values=True)
         out: dict[int, list[int]] = {}
         for node, value in zip(needed, values):
             if t1 if node else t0:
                 value = [(y + w) for y, w in zip(value, cw.payload)]
             out[node] = [-y % p for y in value] if agg_id else [y % p for y in value]
-        return out
+        return [out[index] for index in indices]
 
     # --- extend and convert, for a list of seeds at once ------------------------------------------------------
 
@@ -324,32 +345,29 @@ class IdpfBBCGGI21:
 
     def decode_public_share(self, encoded: bytes) -> PublicShare:
         "VerifyError on a wrong length, a set unused control bit, or a value out of its field"
-        if len(encoded) != self.public_share_size():
+        if len(encoded) != self._public_share_size:
             raise VerifyError("public share has the wrong length")
         return PublicShare(self, bytes(encoded))
 
 
-class PublicShare(Sequence[CorrectionWord]):
+class PublicShare(EncodedSequence[CorrectionWord]):
     """A decoded public share: checked whole when decoded (control bits, every value in its field), each level's
     ``CorrectionWord`` built from the encoding when first read.  An aggregator reads a report's public share up
     to the level asked for: at level 0 one word of ``BITS``.  Equal to any sequence of the same words."""
 
-    __slots__ = ("_ctrl", "_encoded", "_idpf", "_seeds_at", "_values_at", "_words")
+    __slots__ = ("_ctrl", "_idpf", "_seeds_at", "_values_at", "_words")
 
     def __init__(self, idpf: IdpfBBCGGI21, encoded: bytes) -> None:
-        bits, levels = 2 * idpf.BITS, idpf.BITS
-        ctrl_size = (bits + 7) // 8
+        levels = idpf.BITS
+        ctrl_size, values_at, inner_end = idpf._public_share_layout
         self._ctrl = int.from_bytes(encoded[:ctrl_size], "little")
-        if self._ctrl >> bits:
+        if self._ctrl >> 2 * levels:
             raise VerifyError("public share: trailing control bits")
         self._idpf, self._encoded = idpf, encoded
-        self._seeds_at = ctrl_size
-        self._values_at = ctrl_size + KEY_SIZE * levels
-        inner, leaf = idpf.field_inner, idpf.field_leaf
-        inner_end = self._values_at + inner.ENCODED_SIZE * idpf.VALUE_LEN * (levels - 1)
+        self._seeds_at, self._values_at = ctrl_size, values_at
         try:
-            inner.check_vec(encoded[self._values_at:inner_end])
-            leaf.check_vec(encoded[inner_end:])
+            idpf.field_inner.check_vec(encoded[values_at:inner_end])
+            idpf.field_leaf.check_vec(encoded[inner_end:])
         except ValueError as exc:
             raise VerifyError(f"public share: {exc}") from exc
         self._words: list[CorrectionWord | None] = [None] * levels
@@ -370,32 +388,16 @@ class PublicShare(Sequence[CorrectionWord]):
         if word is None:
             idpf, encoded = self._idpf, self._encoded
             level %= idpf.BITS
-            field = idpf.current_field(level)
+            field = idpf.field_inner if level < idpf.BITS - 1 else idpf.field_leaf
             size = field.ENCODED_SIZE * idpf.VALUE_LEN
             at = self._values_at + idpf.field_inner.ENCODED_SIZE * idpf.VALUE_LEN * level
             seed_at = self._seeds_at + KEY_SIZE * level
             ctrl = self._ctrl >> 2 * level
-            word = self._words[level] = CorrectionWord(
-                encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)),
+            payload = list(u64_struct(idpf.VALUE_LEN).unpack_from(encoded, at)) if field.ENCODED_SIZE == 8 else (
                 field.unpack_vec(encoded[at:at + size]))
+            word = self._words[level] = _new_tuple(CorrectionWord, (
+                encoded[seed_at:seed_at + KEY_SIZE], (bool(ctrl & 1), bool(ctrl & 2)), payload))
         return word
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PublicShare):
-            return self._encoded == other._encoded
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return False
-        return all(mine == theirs for mine, theirs in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
-
-    def __repr__(self) -> str:
-        return f"PublicShare({list(self)!r})"
-
-    @property
-    def encoded(self) -> bytes:
-        "The encoding this share was decoded from"
-        return self._encoded
 
 
 def _turboshake_pair(seed: int, dst: bytes, nonce: bytes) -> tuple[int, int]:

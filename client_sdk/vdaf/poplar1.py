@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from operator import add
 from typing import NamedTuple
 
 from ..errors import VerifyError
-from .field import Field
-from .idpf import CorrectionWord, IdpfBBCGGI21, PublicShare, bits_to_int
+from .field import Field, FieldVec
+from .idpf import CorrectionWord, IdpfBBCGGI21, PublicShare, _new_tuple, bits_to_int
 from .xof import XofTurboShake128, format_dst
 
 ALGORITHM_ID = 0x00000006
@@ -28,16 +29,20 @@ EVALUATE_SKETCH = "evaluate sketch"
 REVEAL_SKETCH = "reveal sketch"
 MAX_PREFIXES = 0xFFFFFFFF
 
+_SEED_SIZE = XofTurboShake128.SEED_SIZE  # the correlation seeds' and the verify key's
+_expand = XofTurboShake128.expand_message_into_vec
+
 Prefix = tuple[bool, ...]
 Poplar1AggParam = tuple[int, tuple[Prefix, ...]]
 
 
 class Poplar1InputShare(NamedTuple):
-    "An aggregator's IDPF key, its correlation seed, and its shares of each level's (A, B) sketch correlation"
+    """An aggregator's IDPF key, its correlation seed, and its shares of each level's (A, B) sketch correlation
+    (decoded, the inner levels' are a ``FieldVec``: an aggregation reads the two of one level)"""
 
     idpf_key: bytes
     corr_seed: bytes
-    corr_inner: list[int]
+    corr_inner: Sequence[int]
     corr_leaf: list[int]
 
 
@@ -64,6 +69,11 @@ class Poplar1:
         self.BITS = bits
         self.RAND_SIZE = self.xof.SEED_SIZE * 3 + self.idpf.RAND_SIZE
         self._dsts: dict[tuple[int, bytes], bytes] = {}
+        self._sketch_heads: dict[bytes, tuple[bytes, bytes, bytes]] = {}
+        # each level's field and modulus: self._fields[level >= self._leaf_level] (the leaves' at the last level)
+        self._leaf_level = bits - 1
+        self._fields = (self.idpf.field_inner, self.idpf.field_leaf)
+        self._moduli = (self.idpf.field_inner.MODULUS, self.idpf.field_leaf.MODULUS)
         # an input share: the IDPF key, the correlation seed, 2 (A, B) per inner level, then the leaf's 2
         key_size, seed_size = self.idpf.KEY_SIZE, self.xof.SEED_SIZE
         leaf_at = key_size + seed_size + self.idpf.field_inner.ENCODED_SIZE * 2 * (bits - 1)
@@ -169,19 +179,23 @@ class Poplar1:
 
     def _sketch_init(self, verify_key: bytes, ctx: bytes, agg_id: int, level: int, count: int, nonce: bytes,
                      input_share: Poplar1InputShare, values: list[list[int]]) -> tuple[Poplar1VerifyState, list[int]]:
-        field = self.idpf.current_field(level)
+        inner = level < self._leaf_level
+        field = self._fields[level >= self._leaf_level]
         p = field.MODULUS
-        expand = self.xof.expand_into_vec
-        if level < self.BITS - 1:
-            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_INNER, ctx), bytes([agg_id]) + nonce,
-                                3 * level + 3)[3 * level:]
+        expand = _expand
+        heads = self._sketch_heads.get(ctx) if type(ctx) is bytes else None
+        if heads is None:
+            heads = self._sketch_heads_for(ctx)
+        seed = input_share.corr_seed
+        if len(seed) != _SEED_SIZE:
+            raise ValueError("incorrect correlation seed size")
+        if inner:
+            s0, s1, s2 = expand(field, heads[0] + seed + bytes((agg_id,)) + nonce, 3 * level + 3)[3 * level:]
             big_a, big_b = input_share.corr_inner[2 * level:2 * level + 2]
         else:
-            s0, s1, s2 = expand(field, input_share.corr_seed, self._dst(USAGE_CORR_LEAF, ctx), bytes([agg_id]) + nonce,
-                                3)
+            s0, s1, s2 = expand(field, heads[1] + seed + bytes((agg_id,)) + nonce, 3)
             big_a, big_b = input_share.corr_leaf
-        verify_rand = expand(field, verify_key, self._dst(USAGE_VERIFY_RAND, ctx), nonce + level.to_bytes(2, "big"),
-                             count)
+        verify_rand = expand(field, heads[2] + verify_key + nonce + level.to_bytes(2, "big"), count)
         data = [big_a, big_b, agg_id]
         for r, (data_share, auth_share) in zip(verify_rand, values):
             data_r = data_share * r
@@ -189,7 +203,19 @@ class Poplar1:
             s1 += data_r * r
             s2 += auth_share * r
             data.append(data_share)
-        return Poplar1VerifyState(EVALUATE_SKETCH, level, data), [s0 % p, s1 % p, s2 % p]
+        return _new_tuple(Poplar1VerifyState, (EVALUATE_SKETCH, level, data)), [s0 % p, s1 % p, s2 % p]
+
+    def _sketch_heads_for(self, ctx: bytes) -> tuple[bytes, bytes, bytes]:
+        """What the sketch's three XOFs (inner and leaf correlations, verification randomness) absorb before their
+        32-byte seed (``XofTurboShake128.message_head``), kept for a bytes ctx"""
+        size = self.xof.SEED_SIZE
+        heads = tuple(self.xof.message_head(self._dst(usage, ctx), size)
+                      for usage in (USAGE_CORR_INNER, USAGE_CORR_LEAF, USAGE_VERIFY_RAND))
+        if type(ctx) is bytes:
+            if len(self._sketch_heads) >= 64:
+                self._sketch_heads.clear()
+            self._sketch_heads[ctx] = heads  # type: ignore[assignment]
+        return heads  # type: ignore[return-value]
 
     def _dst(self, usage: int, ctx: bytes) -> bytes:
         "``domain_separation_tag``, remembered for the last few contexts (every report of a campaign has the same)"
@@ -211,11 +237,11 @@ class Poplar1:
                 raise VerifyError("expected a sketch, got none")
             if len(message) != 3:
                 raise VerifyError("incorrect sketch length")
-            p = self.idpf.current_field(state.level).MODULUS
-            big_a, big_b, agg_id = state.verify_mem[:3]
+            level, verify_mem = state.level, state.verify_mem
+            big_a, big_b, agg_id = verify_mem[0], verify_mem[1], verify_mem[2]
             m0, m1, m2 = message
-            share = (agg_id * (m0 * m0 - m1 - m2) + big_a * m0 + big_b) % p
-            return Poplar1VerifyState(REVEAL_SKETCH, state.level, state.verify_mem[3:]), [share]
+            share = (agg_id * (m0 * m0 - m1 - m2) + big_a * m0 + big_b) % self._moduli[level >= self._leaf_level]
+            return _new_tuple(Poplar1VerifyState, (REVEAL_SKETCH, level, verify_mem[3:])), [share]
         if state.step == REVEAL_SKETCH:
             if message is None:
                 return state.verify_mem
@@ -230,12 +256,11 @@ class Poplar1:
         first, second = verifier_shares
         if len(first) != len(second):
             raise VerifyError("mismatched verifier share lengths")
-        p = self.idpf.current_field(agg_param[0]).MODULUS
-        sketch = [(x + y) % p for x, y in zip(first, second)]
-        if len(sketch) == 3:
-            return sketch
-        if len(sketch) == 1:
-            if sketch[0] == 0:
+        p = self._moduli[agg_param[0] >= self._leaf_level]
+        if len(first) == 3:
+            return [(first[0] + second[0]) % p, (first[1] + second[1]) % p, (first[2] + second[2]) % p]
+        if len(first) == 1:
+            if (first[0] + second[0]) % p == 0:
                 return None
             raise VerifyError("sketch verification failed")
         raise VerifyError("incorrect sketch length")
@@ -248,8 +273,8 @@ class Poplar1:
     def agg_update(self, agg_param: Poplar1AggParam, agg_share: list[int], out_share: list[int]) -> list[int]:
         if len(agg_share) != len(out_share):
             raise ValueError("mismatched vector sizes")
-        p = self.idpf.current_field(agg_param[0]).MODULUS
-        return [(a + b) % p for a, b in zip(agg_share, out_share)]
+        p = self._moduli[agg_param[0] >= self._leaf_level]
+        return list(map(p.__rmod__, map(add, agg_share, out_share)))  # (a + b) % p, no Python frame per report
 
     def merge(self, agg_param: Poplar1AggParam, agg_shares: Sequence[list[int]]) -> list[int]:
         agg = self.agg_init(agg_param)
@@ -272,7 +297,10 @@ class Poplar1:
 
     def encode_input_share(self, share: Poplar1InputShare) -> bytes:
         inner, leaf = self.idpf.field_inner, self.idpf.field_leaf
-        return share.idpf_key + share.corr_seed + inner.encode_vec(share.corr_inner) + leaf.encode_vec(share.corr_leaf)
+        corr_inner = share.corr_inner
+        encoded_inner = corr_inner.encoded if isinstance(corr_inner, FieldVec) and (
+            corr_inner.field is inner) else inner.encode_vec(list(corr_inner))
+        return share.idpf_key + share.corr_seed + encoded_inner + leaf.encode_vec(share.corr_leaf)
 
     def decode_input_share(self, agg_id: int, encoded: bytes) -> Poplar1InputShare:
         "VerifyError on a wrong length or a value out of its field"
@@ -286,8 +314,10 @@ class Poplar1:
             leaf.check_vec(corr_leaf)
         except ValueError as exc:
             raise VerifyError(f"input share: {exc}") from exc
-        return Poplar1InputShare(encoded[:key_size], encoded[key_size:start], inner.unpack_vec(corr_inner),
-                                 leaf.unpack_vec(corr_leaf))
+        half = len(corr_leaf) // 2  # the leaf level's (A, B)
+        return _new_tuple(Poplar1InputShare, (encoded[:key_size], encoded[key_size:start], FieldVec(inner, corr_inner),
+                                              [int.from_bytes(corr_leaf[:half], "little"),
+                                               int.from_bytes(corr_leaf[half:], "little")]))
 
     def _decode_vec(self, level: int, encoded: bytes, length: int | None, what: str) -> list[int]:
         field = self.idpf.current_field(level)

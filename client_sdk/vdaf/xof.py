@@ -7,14 +7,13 @@ the standard library has neither, and a pure-Python Keccak-p[1600, 12] would dom
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from ..errors import MissingDependency
-from .field import Field, next_power_of_2
+from .field import Field, Field64, next_power_of_2, u64_struct
 
 INSTALL_HINT = "from a checkout of the repository, pip install './sdk[distributed]'"
 
@@ -121,11 +120,12 @@ except (ImportError, AttributeError, ValueError):  # pragma: no cover - another 
     _RAW = None
 
 
-def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
+def _oneshot() -> tuple[Callable[[bytes, int, int], bytes], Callable[[type[Field], bytes, int], list[int]]] | None:
     """TurboSHAKE128(M, D, L) as one call into pycryptodome's Keccak library (``keccak_oneshot``: capacity 32
     bytes, 12 rounds, D as the padding byte), through its cffi binding: no state to reset, no thread-local lookup,
-    a fresh output buffer per call (so any number of threads may hash at once).  None without the cffi backend or
-    that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
+    a fresh output buffer per call (so any number of threads may hash at once); and XofTurboShake128's expansion
+    of a whole input into a Field64 vector, its little-endian uint64s read from that buffer without a copy.
+    None without the cffi backend or that function (an older pycryptodome): ``_RawTurboShake`` then serves."""
     try:
         # pycryptodome: the optional distributed extra, imported on first use
         from Crypto.Hash.keccak import _raw_keccak_lib
@@ -141,32 +141,82 @@ def _oneshot() -> Callable[[bytes, int, int], bytes] | None:
         return None
 
     def digest(message: bytes, domain: int, length: int) -> bytes:
+        "TurboSHAKE128(M, D, L) of RFC 9861 (ValueError unless 0x01 <= D <= 0x7F)"
+        if not 0 < domain < 0x80:
+            raise ValueError("TurboSHAKE128's domain byte must be in [0x01, 0x7F]")
         out = new(out_type, length)
         if keccak_oneshot(message, len(message), out, length, 32, 12, domain):
             raise ValueError("TurboSHAKE128 failed")
-        return bytes(buffer(out))
+        return buffer(out)[:]  # type: ignore[no-any-return]  # bytes, one copy
+
+    def expand(field: type[Field], message: bytes, length: int) -> list[int]:
+        """``XofTurboShake128.expand_message_into_vec``: a Field64 vector read from the one call's buffer (8-byte
+        elements, a modulus above 2**63: no mask, almost never a value to reject)"""
+        if field.ENCODED_SIZE == 8 and field.MODULUS > _FIELD64_LEAST_MODULUS and 0 < length:
+            out = new(out_type, 8 * length)
+            if keccak_oneshot(message, len(message), out, 8 * length, 32, 12, 1):
+                raise ValueError("TurboSHAKE128 failed")
+            vec = list(u64_struct(length).unpack(buffer(out)))
+            if max(vec) < field.MODULUS:
+                return vec
+        return _expand_message(field, message, length)  # rejection sampling reads on when a value is >= p
 
     try:  # RFC 9861's first TurboSHAKE128 vector (empty message, D = 0x1F), or the library is not this one
         if digest(b"", 0x1F, 32) != bytes.fromhex(
                 "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c"):
             return None
+        if expand(Field64, b"", 4) != _expand_message(Field64, b"", 4):
+            return None
     except Exception:  # noqa: BLE001 - pragma: no cover - an incompatible binding: the state-based path serves
         return None
-    return digest
+    return digest, expand
 
 
-_ONESHOT = _oneshot()
+def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
+    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
+    mask = next_power_of_2(field.MODULUS) - 1
+    size = field.ENCODED_SIZE
+    modulus = field.MODULUS
+    vec = field.unpack_vec(read(length * size))
+    if mask != (1 << (8 * size)) - 1:
+        vec = [x & mask for x in vec]
+    if max(vec, default=0) < modulus:
+        return vec
+    vec = [x for x in vec if x < modulus]
+    while len(vec) < length:
+        block = read((length - len(vec)) * size)
+        for i in range(0, len(block), size):
+            x = int.from_bytes(block[i:i + size], "little") & mask
+            if x < modulus:
+                vec.append(x)
+    return vec
 
 
-def turboshake128(message: bytes, domain: int, length: int) -> bytes:
-    "TurboSHAKE128(M, D, L) of RFC 9861"
-    if _ONESHOT is not None and 0 < domain < 0x80:
-        return _ONESHOT(message, domain, length)
+def _expand_message(field: type[Field], message: bytes, length: int) -> list[int]:
+    "``length`` elements of ``field`` sampled from XofTurboShake128's stream over ``message`` (the whole input)"
+    if _RAW is None:
+        hasher = _TURBOSHAKE.new(domain=1)
+        hasher.update(message)
+        return _sample(field, lambda size: bytes(hasher.read(size)), length)
+    return _sample(field, _RAW.start(message), length)
+
+
+_FIELD64_LEAST_MODULUS = 1 << 63  # a field of 8-byte elements and a modulus above this samples with no mask
+_ONESHOTS = _oneshot()
+_ONESHOT, _ONESHOT_EXPAND = _ONESHOTS if _ONESHOTS is not None else (None, None)
+
+
+def _turboshake128(message: bytes, domain: int, length: int) -> bytes:
+    "TurboSHAKE128(M, D, L) of RFC 9861 (ValueError unless 0x01 <= D <= 0x7F)"
     if _RAW is not None and domain in (1, 2):
         return _RAW.digest(message, domain, length)
     h = _TURBOSHAKE.new(domain=domain)
     h.update(message)
     return bytes(h.read(length))
+
+
+# TurboSHAKE128(M, D, L): the one-shot call when pycryptodome has it (a fixed-key derivation: no wrapper around it)
+turboshake128: Callable[[bytes, int, int], bytes] = _ONESHOT if _ONESHOT is not None else _turboshake128
 
 
 def fixed_key(dst: bytes, binder: bytes) -> bytes:
@@ -236,17 +286,20 @@ class XofTurboShake128(Xof):
 
     @classmethod
     def expand_into_vec(cls, field: type[Field], seed: bytes, dst: bytes, binder: bytes, length: int) -> list[int]:
-        if _RAW is None:
-            return super().expand_into_vec(field, seed, dst, binder, length)
-        if field.ENCODED_SIZE == 8 and field.MODULUS >> 63 and 0 < length:  # Field64 (no mask): one read
-            if len(seed) > 255 or len(dst) > 65535:
-                raise ValueError("seed or dst too long")
-            message = len(dst).to_bytes(2, "little") + dst + bytes((len(seed),)) + seed + binder
-            vec = list(_u64_struct(length).unpack((_ONESHOT or _RAW.digest)(message, 1, 8 * length)))
-            if max(vec) < field.MODULUS:
-                return vec
-            return _sample(field, _RAW.start(message), length)  # rejection sampling needs more of the stream
-        return _sample(field, _RAW.start(cls._message(seed, dst, binder)), length)
+        return cls.expand_message_into_vec(field, cls._message(seed, dst, binder), length)
+
+    @staticmethod
+    def message_head(dst: bytes, seed_size: int) -> bytes:
+        """``len(dst) || dst || len(seed)``, what the XOF absorbs before a ``seed_size``-byte seed and the binder
+        (for a caller expanding many seeds under one ``dst``: ``expand_message_into_vec(field, head + seed + binder,
+        length)``)"""
+        if seed_size > 255 or len(dst) > 65535:
+            raise ValueError("seed or dst too long")
+        return len(dst).to_bytes(2, "little") + dst + bytes((seed_size,))
+
+    # ``expand_into_vec`` given the whole input, ``len(dst) || dst || len(seed) || seed || binder``: the one-shot
+    # call when pycryptodome has it (a function of its own, so a sketch's expansion is one Python frame)
+    expand_message_into_vec = staticmethod(_ONESHOT_EXPAND if _ONESHOT_EXPAND is not None else _expand_message)
 
 
 class XofFixedKeyAes128(Xof):
@@ -274,29 +327,3 @@ class XofFixedKeyAes128(Xof):
         encrypted = self._encrypt(bytes(sigma))
         hashed = (int.from_bytes(encrypted, "big") ^ int.from_bytes(sigma, "big")).to_bytes(len(sigma), "big")
         return hashed[offset:offset + length]
-
-
-@lru_cache(maxsize=64)
-def _u64_struct(length: int) -> struct.Struct:
-    "``length`` little-endian uint64s"
-    return struct.Struct(f"<{length}Q")
-
-
-def _sample(field: type[Field], read: Callable[[int], bytes], length: int) -> list[int]:
-    "Rejection sampling of `length` elements from a byte stream (draft: Xof.next_vec)"
-    mask = next_power_of_2(field.MODULUS) - 1
-    size = field.ENCODED_SIZE
-    modulus = field.MODULUS
-    vec = field.unpack_vec(read(length * size))
-    if mask != (1 << (8 * size)) - 1:
-        vec = [x & mask for x in vec]
-    if max(vec, default=0) < modulus:
-        return vec
-    vec = [x for x in vec if x < modulus]
-    while len(vec) < length:
-        block = read((length - len(vec)) * size)
-        for i in range(0, len(block), size):
-            x = int.from_bytes(block[i:i + size], "little") & mask
-            if x < modulus:
-                vec.append(x)
-    return vec

@@ -15,11 +15,11 @@ derived with TurboSHAKE128 (``xof.py``), so the output is ``XofFixedKeyAes128``'
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import MissingDependency
+from .field import u64_struct
 from .xof import INSTALL_HINT, fixed_key
 
 try:
@@ -37,6 +37,7 @@ _ECB = modes.ECB()
 MASK64 = (1 << 64) - 1
 MASK128 = (1 << 128) - 1
 BLOCK_ONE = 1 << 64  # le128(1) moved to where it lands in sigma: the second word
+_FOUR_WORDS = u64_struct(4)
 
 
 def _unchecked_aes(key: bytes) -> algorithms.AES:
@@ -64,12 +65,8 @@ _UNCHECKED = _aes_check()
 _new_object, _AES = object.__new__, algorithms.AES
 
 
-def _encryptor(key: bytes) -> Callable[[bytes], bytes]:
-    "AES-128-ECB encryption under ``key`` (16 bytes, from ``fixed_key``)"
-    if _UNCHECKED:  # _unchecked_aes inlined: a report's evaluation sets up two keys per aggregator
-        algorithm = _new_object(_AES)
-        algorithm.key = key
-        return _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc,no-any-return]
+def _checked_encryptor(key: bytes) -> Callable[[bytes], bytes]:
+    "AES-128-ECB encryption under ``key`` through the public constructors (and the private context one if it works)"
     algorithm = algorithms.AES(key)
     if _create_encryption_ctx is not None:
         try:
@@ -83,15 +80,22 @@ class FixedKeyAes128:
     "The streams of XofFixedKeyAes128(seed, dst, binder) for any number of seeds under one (dst, binder)"
 
     SEED_SIZE = 16
+    __slots__ = ("_encrypt",)
+    _encrypt: Callable[[bytes], bytes]
 
     def __init__(self, dst: bytes, binder: bytes) -> None:
-        self._encrypt = _encryptor(fixed_key(dst, binder))
+        self._encrypt = self.from_key(fixed_key(dst, binder))._encrypt
 
     @classmethod
     def from_key(cls, key: bytes) -> FixedKeyAes128:
         "The streams under an already derived fixed key (``fixed_key(dst, binder)``, 16 bytes)"
         hasher = _new_object(cls)
-        hasher._encrypt = _encryptor(key)
+        if _UNCHECKED:  # _unchecked_aes inlined: a report's evaluation sets up two keys per aggregator
+            algorithm = _new_object(_AES)
+            algorithm.key = key
+            hasher._encrypt = _create_encryption_ctx(algorithm, _ECB).update  # type: ignore[misc]
+        else:
+            hasher._encrypt = _checked_encryptor(key)
         return hasher  # type: ignore[no-any-return]
 
     def blocks(self, seeds: Sequence[int], count: int) -> list[int]:
@@ -116,11 +120,19 @@ class FixedKeyAes128:
                     extend((hi, mixed ^ i))
         if not words:
             return []
-        sigma = struct.pack(f"<{len(words)}Q", *words)
+        layout = u64_struct(len(words))
+        sigma = layout.pack(*words)
         hashed = (int.from_bytes(self._encrypt(sigma), "little") ^ int.from_bytes(sigma, "little")).to_bytes(
             len(sigma), "little")
-        out = struct.unpack(f"<{len(words)}Q", hashed)
+        out = layout.unpack(hashed)
         return [lo | hi << 64 for lo, hi in zip(out[0::2], out[1::2])]
+
+    def four_words(self, w0: int, w1: int, w2: int, w3: int) -> tuple[int, int, int, int]:
+        """``AES(sigma) xor sigma`` for the two blocks ``sigma`` given as four little-endian uint64s (a block's
+        ``sigma`` is ``hi, hi xor lo`` for ``lo || hi = seed xor le128(i)``): two blocks of one seed's stream or
+        one block of two seeds' in 64-bit words, no 128-bit int built (the IDPF's first level)"""
+        out = _FOUR_WORDS.unpack(self._encrypt(_FOUR_WORDS.pack(w0, w1, w2, w3)))
+        return out[0] ^ w0, out[1] ^ w1, out[2] ^ w2, out[3] ^ w3
 
     def two_blocks(self, seed: int) -> tuple[int, int]:
         "Blocks 0 and 1 of one seed's stream: ``blocks([seed], 2)`` in straight-line code (the root's extend)"

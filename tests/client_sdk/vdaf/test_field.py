@@ -12,6 +12,8 @@ from client_sdk.vdaf.field import (
     DIRECT_DOUBLING,
     Field64,
     Field128,
+    Field255,
+    FieldVec,
     _extend_values_generic,
     double_evaluations,
     eval_weights,
@@ -128,3 +130,35 @@ def test_nested_weights_equal_the_weights_of_each_set_of_roots(field):
         for m in (1, 2, n // 2, n):
             if m and n % m == 0:
                 assert nested_eval_weights(field, n, m, x) == (eval_weights(field, n, x), eval_weights(field, m, x))
+
+
+@pytest.mark.parametrize("field", [Field64, Field128, Field255])
+def test_a_field_vec_reads_what_the_list_holds(field):
+    "Indexing, slices (any step, empty, negative), iteration and equality, as the decoded list's"
+    rng = random.Random(5)
+    values = [rng.randrange(field.MODULUS) for _ in range(9)]
+    vec = FieldVec(field, field.encode_vec(values))
+    assert len(vec) == 9 and list(vec) == values and vec == values and values == vec
+    assert [vec[i] for i in range(-9, 9)] == [values[i] for i in range(-9, 9)]
+    for cut in (slice(2, 4), slice(0, 9), slice(5, 2), slice(-3, None), slice(1, 8, 3), slice(None, None, -1)):
+        assert vec[cut] == values[cut]
+    with pytest.raises(IndexError):
+        vec[9]
+    assert vec != values[:-1] and vec.encoded == field.encode_vec(values)
+
+
+@pytest.mark.parametrize("field", [Field64, Field255])
+def test_check_vec_rejects_an_element_out_of_range_anywhere_and_only_that(field):
+    "The byte shortcuts of Field64 and Field255 give decode_vec's answer: all-ones bytes in range pass"
+    size = field.ENCODED_SIZE
+    below = [field.MODULUS - 1, (1 << (8 * size - 8)) - 1, 0xFFFFFFFF << 24 if size == 8 else (1 << 254) - 1]
+    above = [field.MODULUS, (1 << (8 * size)) - 1]
+    for position in range(4):
+        for bad in above:
+            values = below + [0]
+            values.insert(position, bad)
+            with pytest.raises(ValueError, match="modulus"):
+                field.check_vec(b"".join(v.to_bytes(size, "little") for v in values))
+        field.check_vec(field.encode_vec(below + [0]))
+    with pytest.raises(ValueError, match="multiple"):
+        field.check_vec(bytes(size + 1))

@@ -279,6 +279,23 @@ def test_malformed_messages_are_verify_errors():
         vdaf.verifier_shares_to_message(CTX, (0, ((True,),)), [[0, 0, 0]])
 
 
+def test_an_input_shares_correlations_are_range_checked_whole_and_read_by_level():
+    "Every level's (A, B) checked at decode, also those an aggregation never reads; encode(decode(x)) == x"
+    vdaf = Poplar1(4)
+    public_share, shares = vdaf.shard(CTX, (True, False, False, True), bytes(16))
+    for agg_id, share in enumerate(shares):
+        encoded = vdaf.encode_input_share(share)
+        decoded = vdaf.decode_input_share(agg_id, encoded)
+        assert decoded == share and list(decoded.corr_inner) == share.corr_inner
+        assert [decoded.corr_inner[2 * level:2 * level + 2] for level in range(3)] == [
+            share.corr_inner[2 * level:2 * level + 2] for level in range(3)]
+        assert vdaf.encode_input_share(decoded) == encoded
+        last_inner = 16 + 32 + 8 * 5  # the last inner level's B, which level 0 never reads
+        overflow = encoded[:last_inner] + Field64.MODULUS.to_bytes(8, "little") + encoded[last_inner + 8:]
+        with pytest.raises(VerifyError, match="modulus"):
+            vdaf.decode_input_share(agg_id, overflow)
+
+
 def test_shard_uses_fresh_randomness_by_default():
     vdaf = Poplar1(4)
     nonce = os.urandom(16)
