@@ -72,3 +72,48 @@ def test_an_archived_pem_table_that_does_not_add_up_is_refused():
     with pytest.raises(PayloadError) as error:
         aggregate_json(params, data)
     assert error.value.field == "groups[0]"
+
+
+BAD_SHAPES = {"tuple": tuple, "short": lambda p: p[:-1], "long": lambda p: [*p, 0],
+              "dict": lambda p: {str(i): v for i, v in enumerate(p)}}
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("shape", BAD_SHAPES)
+def test_a_payload_of_another_shape_is_refused(spec, shape):
+    "What marshal writes in place of a list of ints (payload_columns reads its bytes) falls back to the parse"
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    batch[5] = BAD_SHAPES[shape](batch[5])
+    with pytest.raises(PayloadError) as error:
+        empty_aggregate(params).add(batch)
+    assert error.value.field == "payload"
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("position, bad", [(0, 1 << 31), (0, 1 << 70), (0, -(1 << 31)), (0, False), (-1, "0"),
+                                           (-1, b"\0\0\0\0"), (-1, 0.0), (0, [0])])
+def test_a_field_of_another_type_or_beyond_32_bits_is_refused_by_its_name(spec, position, bad):
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    broken = list(batch[5])
+    broken[position] = bad
+    batch[5] = broken
+    with pytest.raises(PayloadError) as error:
+        empty_aggregate(params).add(batch)
+    assert error.value.field == f"payload[{position % len(broken)}]"
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_row_repeated_by_reference_and_a_list_subclass_count_as_what_they_hold(spec):
+    class Payload(list):
+        pass
+
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    shared = [batch[0]] * 30 + batch  # one list object many times: marshal's version 2 writes each in full
+    expected = empty_aggregate(params).merge((PemAggregate if params.algorithm == "pem" else SfpAggregate)
+                                             .from_reports(params, [parse_payload(params, p) for p in shared]))
+    assert empty_aggregate(params).add(shared).to_json() == expected.to_json()
+    subclassed = [Payload(p) for p in shared[:2]] + shared[2:]  # marshal refuses it: the per-payload parse counts it
+    assert empty_aggregate(params).add(subclassed).to_json() == expected.to_json()
