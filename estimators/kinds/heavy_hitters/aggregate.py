@@ -68,11 +68,11 @@ class CountTable:
     def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = payloads if type(payloads) is list else list(payloads)
-        fields = payload_columns(self.params, rows)
+        fields = payload_fields(self.params, rows)
         if fields is None:  # some payload is irregular: the per-payload parse names its field
             reports = [parse_payload(self.params, payload) for payload in rows]
             return self.merge(self.from_reports(self.params, reports))
-        return self.merge(self.from_arrays(self.params, *fields.T))
+        return self.merge(self.from_arrays(self.params, *fields))
 
     @classmethod
     def from_reports(cls, params: HeavyHittersParams, reports: Sequence[PemReport | SfpReport]) -> Self:
@@ -196,12 +196,12 @@ def _layout(fields: int) -> tuple[np.dtype, np.void, list[str]]:
     return record, zeros, shared
 
 
-def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
-    """The payloads' fields as an (n, fields) int64 array when every payload is one the device could have sent
-    (``parse_payload`` would accept it), else None"""
+def payload_fields(params: HeavyHittersParams, rows: list) -> list[np.ndarray] | None:
+    """Each payload field's int32 column (views of marshal's bytes) when every payload is one the device could have
+    sent (``parse_payload`` would accept it), else None"""
     highs = _highs(params)
     if not rows:
-        return np.zeros((0, len(highs)), np.int64)
+        return [np.zeros(0, np.int32) for _ in highs]
     record, expected, shared = _layout(len(highs))
     try:
         written = marshal.dumps(rows if type(rows) is list else list(rows), MARSHAL_VERSION)
@@ -215,9 +215,13 @@ def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None
         return None
     # every field in [0, high) in one pass per field: a negative one is above every high as uint32
     values = [items[f"value{i}"] for i in range(len(highs))]
-    if not all((value.view(np.uint32) < high).all() for value, high in zip(values, highs)):
-        return None
-    return np.stack(values, axis=1).astype(np.int64)
+    return values if all((value.view(np.uint32) < high).all() for value, high in zip(values, highs)) else None
+
+
+def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    "The payloads' fields as an (n, fields) int64 array when ``payload_fields`` accepts them all, else None"
+    fields = payload_fields(params, rows)
+    return None if fields is None else np.stack(fields, axis=1).astype(np.int64)
 
 
 def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:
