@@ -12,8 +12,9 @@ Both serialise to JSON with base64 of little-endian arrays (``to_json`` / ``from
 from __future__ import annotations
 
 import base64
-import itertools
+import marshal
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, Self
 
 import numpy as np
@@ -60,18 +61,18 @@ class CountTable:
         raise NotImplementedError
 
     @staticmethod
-    def weights(values: np.ndarray) -> np.ndarray:
-        "A report's addition from its last payload field"
+    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
+        "The ``size`` cells' sums of the reports at cells ``flat`` with last payload fields ``last`` (integers)"
         raise NotImplementedError
 
     def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = payloads if type(payloads) is list else list(payloads)
-        fields = payload_columns(self.params, rows)
+        fields = payload_fields(self.params, rows)
         if fields is None:  # some payload is irregular: the per-payload parse names its field
             reports = [parse_payload(self.params, payload) for payload in rows]
             return self.merge(self.from_reports(self.params, reports))
-        return self.merge(self.from_arrays(self.params, *fields.T))
+        return self.merge(self.from_arrays(self.params, *fields))
 
     @classmethod
     def from_reports(cls, params: HeavyHittersParams, reports: Sequence[PemReport | SfpReport]) -> Self:
@@ -85,8 +86,7 @@ class CountTable:
         out = cls(params)
         rows, columns = cls.shape(params)
         flat = (group.astype(np.int64) * rows + row) * columns + column
-        weights = cls.weights(last if last is not None else column)
-        out.cells.reshape(-1)[:] = np.bincount(flat, weights=weights, minlength=out.cells.size).astype(np.int64)
+        out.cells.reshape(-1)[:] = cls.totals(flat, last if last is not None else column, out.cells.size)
         out.counts[:] = np.bincount(group, minlength=params.groups)
         return out
 
@@ -133,8 +133,8 @@ class PemAggregate(CountTable):
         return params.hash_count, oracle(params).g  # type: ignore[union-attr]
 
     @staticmethod
-    def weights(values: np.ndarray) -> np.ndarray:
-        return np.ones(len(values))
+    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
+        return np.bincount(flat, minlength=size)
 
     @staticmethod
     def _check(flat: np.ndarray, count: int, field: str) -> None:
@@ -153,8 +153,10 @@ class SfpAggregate(CountTable):
         return params.sketch_depth, params.sketch_width
 
     @staticmethod
-    def weights(values: np.ndarray) -> np.ndarray:
-        return 1 - 2 * values.astype(np.float64)
+    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
+        "Per cell the reports of bit 0 minus those of bit 1"
+        by_bit = np.bincount(flat * 2 + last, minlength=2 * size).reshape(size, 2)
+        return by_bit[:, 0] - by_bit[:, 1]
 
     @staticmethod
     def _check(flat: np.ndarray, count: int, field: str) -> None:
@@ -164,6 +166,14 @@ class SfpAggregate(CountTable):
 
 # The vectorised parse of add() and of the collector's ingestion: the same checks as parse_payload over whole
 # columns, None when any payload fails one (the caller then parses one by one, to name each bad payload's field).
+# The payloads are read in one C pass by marshal (format version 2: no back-references, so each object is written
+# in full where it occurs), whose bytes for a list of k ints that fit in 32 bits are "[", the length k as int32,
+# then "i" and the int32 value of each; anything else (a bool: "T" / "F", a float, a str, None, a list of another
+# length, a larger int, a list subclass) is written otherwise or refused, so the rows match that layout byte for
+# byte exactly when each is a list of k ints.
+MARSHAL_VERSION = 2
+
+
 def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
     "The exclusive upper bound of each payload field"
     if params.algorithm == "pem":
@@ -173,24 +183,45 @@ def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
     return params.groups, params.sketch_depth, params.sketch_width, 2
 
 
-def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
-    """The payloads' fields as an (n, fields) int64 array when every payload is one the device could have sent
-    (``parse_payload`` would accept it), else None"""
+@lru_cache(maxsize=8)
+def _layout(fields: int) -> tuple[np.dtype, np.void, list[str]]:
+    """marshal's record of a list of ``fields`` 32-bit ints as a dtype (the list's tag and length, then each int's
+    tag and value), the record of [0] * fields, and the names of the parts every such list shares (not the values)"""
+    shared = ["list", "length", *(f"tag{i}" for i in range(fields))]
+    record = np.dtype([("list", "u1"), ("length", "<i4")] + [
+        (f"{part}{i}", kind) for i in range(fields) for part, kind in (("tag", "u1"), ("value", "<i4"))])
+    zeros, ones = (np.frombuffer(marshal.dumps([value] * fields, MARSHAL_VERSION), record)[0] for value in (0, -1))
+    assert all(zeros[name] == ones[name] for name in shared) and all(
+        (zeros[f"value{i}"], ones[f"value{i}"]) == (0, -1) for i in range(fields)), "not marshal's list layout"
+    return record, zeros, shared
+
+
+def payload_fields(params: HeavyHittersParams, rows: list) -> list[np.ndarray] | None:
+    """Each payload field's int32 column (views of marshal's bytes) when every payload is one the device could have
+    sent (``parse_payload`` would accept it), else None"""
     highs = _highs(params)
-    # the type checks run over whole columns in C (map, set): bool is not int here, as in parse_payload
     if not rows:
-        return np.zeros((0, len(highs)), np.int64)
-    if set(map(type, rows)) != {list} or set(map(len, rows)) != {len(highs)}:
+        return [np.zeros(0, np.int32) for _ in highs]
+    record, expected, shared = _layout(len(highs))
+    try:
+        written = marshal.dumps(rows if type(rows) is list else list(rows), MARSHAL_VERSION)
+    except ValueError:  # an object marshal cannot write: no JSON value
         return None
-    flat = list(itertools.chain.from_iterable(rows))
-    if set(map(type, flat)) != {int}:
+    head = len(written) - len(rows) * record.itemsize  # the outer list's tag and length, if each row is a record
+    if head != 1 + record["length"].itemsize:
         return None
-    try:  # every item is an int: numpy's C conversion, refusing any beyond int64
-        fields = np.fromiter(flat, np.int64, len(flat)).reshape(-1, len(highs))
-    except OverflowError:
+    items = np.frombuffer(written, record, offset=head)
+    if not all((items[name] == expected[name]).all() for name in shared):
         return None
-    in_range = all(int(fields[:, i].min()) >= 0 and int(fields[:, i].max()) < high for i, high in enumerate(highs))
-    return fields if in_range else None
+    # every field in [0, high) in one pass per field: a negative one is above every high as uint32
+    values = [items[f"value{i}"] for i in range(len(highs))]
+    return values if all((value.view(np.uint32) < high).all() for value, high in zip(values, highs)) else None
+
+
+def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    "The payloads' fields as an (n, fields) int64 array when ``payload_fields`` accepts them all, else None"
+    fields = payload_fields(params, rows)
+    return None if fields is None else np.stack(fields, axis=1).astype(np.int64)
 
 
 def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:

@@ -28,8 +28,10 @@ def test_the_batch_parse_makes_the_per_payload_aggregate(spec):
 
 
 @pytest.mark.parametrize("spec", SPECS)
-@pytest.mark.parametrize("position, bad, field", [(0, True, "payload[0]"), (0, 99, "payload[0]"),
-                                                  (-1, -1, "payload[")])
+@pytest.mark.parametrize("position, bad, field", [
+    (0, True, "payload[0]"), (0, 99, "payload[0]"), (-1, -1, "payload["), (0, False, "payload[0]"),
+    (0, [0], "payload[0]"), (-1, "0", "payload["), (-1, b"\0\0\0\0", "payload["), (-1, 0.0, "payload["),
+    (0, 1 << 31, "payload[0]"), (0, -(1 << 31), "payload[0]"), (0, 1 << 70, "payload[0]")])  # beyond 32 bits too
 def test_a_bad_payload_in_a_batch_names_its_field(spec, position, bad, field):
     params = params_from_dict(spec, 3.0)
     batch = payloads(params, 40)
@@ -72,3 +74,34 @@ def test_an_archived_pem_table_that_does_not_add_up_is_refused():
     with pytest.raises(PayloadError) as error:
         aggregate_json(params, data)
     assert error.value.field == "groups[0]"
+
+
+BAD_SHAPES = {"tuple": tuple, "short": lambda p: p[:-1], "long": lambda p: [*p, 0],
+              "dict": lambda p: {str(i): v for i, v in enumerate(p)}}
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("shape", BAD_SHAPES)
+def test_a_payload_of_another_shape_is_refused(spec, shape):
+    "What marshal writes in place of a list of ints (payload_columns reads its bytes) falls back to the parse"
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    batch[5] = BAD_SHAPES[shape](batch[5])
+    with pytest.raises(PayloadError) as error:
+        empty_aggregate(params).add(batch)
+    assert error.value.field == "payload"
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_row_repeated_by_reference_and_a_list_subclass_count_as_what_they_hold(spec):
+    class Payload(list):
+        pass
+
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 40)
+    shared = [batch[0]] * 30 + batch  # one list object many times: marshal's version 2 writes each in full
+    expected = empty_aggregate(params).merge((PemAggregate if params.algorithm == "pem" else SfpAggregate)
+                                             .from_reports(params, [parse_payload(params, p) for p in shared]))
+    assert empty_aggregate(params).add(shared).to_json() == expected.to_json()
+    subclassed = [Payload(p) for p in shared[:2]] + shared[2:]  # marshal refuses it: the per-payload parse counts it
+    assert empty_aggregate(params).add(subclassed).to_json() == expected.to_json()
