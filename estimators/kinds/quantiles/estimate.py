@@ -238,38 +238,56 @@ def quantile_interval(boundaries: np.ndarray, low: np.ndarray, high: np.ndarray,
     return float(boundaries[max(j_low - 1, 0)]), float(boundaries[max(j_high, j_low)])
 
 
-def isotonic_blocks(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def isotonic_blocks(cdf: np.ndarray, known: tuple[bool, bool] = (False, False)) -> tuple[np.ndarray, np.ndarray,
+                                                                                            np.ndarray]:
     """The least-squares non-decreasing fit to ``cdf`` by pool adjacent violators, as its blocks: (first index,
-    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped)"""
-    starts: list[int] = []
-    counts: list[int] = []
-    values: list[float] = []
-    for index, value in enumerate(np.asarray(cdf, dtype=np.float64)):
-        total, count, start = float(value), 1, index
-        while values and values[-1] >= total / count:  # pool while the previous block's mean is not below
+    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped).  An end
+    marked ``known`` (first, last: F = 0 at the range's bottom, 1 at its top, not estimates) is a block of its own,
+    never pooled: averaging an estimate with a known value would lend it the known value's zero variance"""
+    values_in = np.asarray(cdf, dtype=np.float64)
+    first, stop = int(known[0]), len(values_in) - int(known[1])
+    starts: list[int] = list(range(first))
+    counts: list[int] = [1] * first
+    values: list[float] = [float(v) for v in values_in[:first]]
+    for index in range(first, stop):
+        total, count, start = float(values_in[index]), 1, index
+        while len(values) > first and values[-1] >= total / count:  # pool while the previous mean is not below
             total += values.pop() * counts[-1]
             count += counts.pop()
             start = starts.pop()
         starts.append(start)
         counts.append(count)
         values.append(total / count)
+    for index in range(stop, len(values_in)):
+        starts.append(index)
+        counts.append(1)
+        values.append(float(values_in[index]))
     return np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64), np.asarray(values)
 
 
-def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
-    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`), clipped to [0, 1]"
-    _, counts, values = isotonic_blocks(cdf)
+def known_ends(covariance: np.ndarray) -> tuple[bool, bool]:
+    "Whether the CDF's first and last boundary are known exactly (variance 0: F = 0 at the bottom; 1 at the top "
+    "unless the tree pads the range with leaves of its own)"
+    variances = np.diag(np.asarray(covariance, dtype=np.float64))
+    tiny = 1e-12 * max(float(variances.max(initial=0.0)), 1e-300)
+    return bool(variances[0] <= tiny), bool(variances[-1] <= tiny)
+
+
+def isotonic_cdf(cdf: np.ndarray, known: tuple[bool, bool] = (False, False)) -> np.ndarray:
+    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`, ``known`` ends), clipped to [0, 1]"
+    _, counts, values = isotonic_blocks(cdf, known)
     return np.clip(np.repeat(values, counts), 0.0, 1.0)
 
 
 def isotonic_variances(cdf: np.ndarray, covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The variance of the isotonic CDF at each boundary and the covariance of adjacent boundaries, given its
-    blocks: a pooled boundary's value is the mean of the linear CDF over its block, so its variance is the mean of
-    ``covariance`` over the block (less than a boundary's own where the fit pools: the tails, small n), and two
-    boundaries' covariance is the mean over their two blocks.  A block clipped at 0 or 1 keeps its mean's variance
-    (the clipping moves the value, the uncertainty of where F reaches p stays)"""
-    starts, counts, _ = isotonic_blocks(cdf)
+    blocks (the ends known where their variance is 0, :func:`known_ends`): a pooled boundary's value is the mean of
+    the linear CDF over its block, so its variance is the mean of ``covariance`` over the block (less than a
+    boundary's own where the fit pools: the tails, small n), and two boundaries' covariance is the mean over their
+    two blocks.  A block clipped at 0 or 1 keeps its mean's variance (the clipping moves the value, the uncertainty
+    of where F reaches p stays)"""
     c = np.asarray(covariance, dtype=np.float64)
+    starts, counts, _ = isotonic_blocks(cdf, known_ends(c))
     block_means = np.add.reduceat(np.add.reduceat(c, starts, axis=0), starts, axis=1) / np.outer(counts, counts)
     block = np.repeat(np.arange(len(starts)), counts)
     return np.diag(block_means)[block], block_means[block[:-1], block[1:]]
@@ -300,8 +318,9 @@ def _first_and_last_roots(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
 
 
 def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarray, c01: np.ndarray, p: float,
-          z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    "(low, high, at_bottom, at_top) of :func:`pointwise_quantile_interval` at z for each column of f"
+          z: float, around_estimate: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(low, high, at_bottom, at_top) of :func:`pointwise_quantile_interval` at z for each column of f: the set's
+    hull, or with ``around_estimate`` its run of buckets joined end to start that holds the estimate's bucket"""
     e, d = f[:-1] - p, f[1:] - f[:-1]
     z2 = z * z
     a = d * d - z2 * (c00 + c11 - 2 * c01)
@@ -316,6 +335,8 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     columns = np.arange(f.shape[1])
     first = np.argmax(nonempty, axis=0)
     last = len(widths) - 1 - np.argmax(nonempty[::-1], axis=0)
+    if around_estimate:
+        first, last = _run_around_estimate(f, p, nonempty, at_start, at_end, first, last)
     low = boundaries[first] + low_share[first, columns] * widths[first, 0]
     high = boundaries[last] + high_share[last, columns] * widths[last, 0]
     none = ~nonempty.any(axis=0)
@@ -325,9 +346,42 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     return np.where(none, nowhere, low), np.where(none, nowhere, high), at_bottom, at_top
 
 
+def _estimate_position(f: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    "(bucket, share of its width) where the running maximum of f reaches p, per column (as :func:`invert_cdf`)"
+    monotone = np.maximum.accumulate(f, axis=0)
+    reached = monotone >= p
+    last = f.shape[0] - 2
+    bucket = np.where(reached.any(axis=0), np.clip(np.argmax(reached, axis=0) - 1, 0, last), last)
+    columns = np.arange(f.shape[1])
+    below, above = monotone[bucket, columns], monotone[bucket + 1, columns]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(above > below, np.clip((p - below) / (above - below), 0.0, 1.0), 1.0)
+    return bucket, share
+
+
+def _run_around_estimate(f: np.ndarray, p: float, nonempty: np.ndarray, at_start: np.ndarray, at_end: np.ndarray,
+                         first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last bucket of the set's run holding the bucket where the monotone f reaches p (each column),
+    buckets joined where one's piece reaches its top and the next's starts at its bottom; the hull's (``first``,
+    ``last``) where the estimate's bucket is not in the set"""
+    buckets, columns = nonempty.shape
+    estimate, _ = _estimate_position(f, p)
+    joined = at_end[:-1] & at_start[1:]  # bucket j's piece runs on into bucket j+1's
+    index = np.arange(buckets)[:, None]
+    starts = np.concatenate([np.ones((1, columns), dtype=bool), ~joined])
+    ends = np.concatenate([~joined, np.ones((1, columns), dtype=bool)])
+    run_first = np.maximum.accumulate(np.where(starts, index, 0), axis=0)
+    run_last = np.minimum.accumulate(np.where(ends, index, buckets)[::-1], axis=0)[::-1]
+    columns_index = np.arange(columns)
+    held = nonempty[estimate, columns_index]
+    return (np.where(held, run_first[estimate, columns_index], first),
+            np.where(held, run_last[estimate, columns_index], last))
+
+
 def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
                                 adjacent_covariances: np.ndarray, p: float, z: float,
-                                one_sided: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                                one_sided: float | None = None,
+                                around_estimate: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
 
     ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
@@ -343,9 +397,15 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     boundaries = np.asarray(boundaries, dtype=np.float64)
     c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
     c01 = np.asarray(adjacent_covariances)[:, None]
-    low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z)
+    low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z, around_estimate)
+    if around_estimate:  # the CDF's interval at the estimate passes 1 (or 0): that side's test cannot reject
+        bucket, share = _estimate_position(f, p)
+        variance = ((1 - share) ** 2 * c00[bucket, 0] + share ** 2 * c11[bucket, 0]
+                    + 2 * share * (1 - share) * c01[bucket, 0])
+        half = z * np.sqrt(np.clip(variance, 0.0, None))
+        at_top, at_bottom = at_top | (p + half >= 1.0), at_bottom | (p - half <= 0.0)
     if one_sided is not None:
-        one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided)
+        one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided, around_estimate)
         low = np.where(at_top & ~at_bottom, one_low, low)
         high = np.where(at_bottom & ~at_top, one_high, high)
     shape = np.shape(cdf)[1:]
@@ -394,14 +454,14 @@ def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarra
     ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`) at z, an end pinned at the range's
     edge taking the other at ``one_sided``, and its band-inverted interval from the linear ``cdf`` at
     ``band_critical``; each interval widened to hold the estimate"""
-    monotone = isotonic_cdf(cdf) if monotone is None else monotone
+    monotone = isotonic_cdf(cdf, known_ends(covariance)) if monotone is None else monotone
     variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
     monotone_variances, monotone_adjacent = isotonic_variances(cdf, covariance)
     rows = []
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
         ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z,
-                                            one_sided),
+                                            one_sided, around_estimate=True),
                 pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
@@ -434,7 +494,7 @@ def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *
     errors = cdf_noise_draws(level_noise_draws(covariance, band_draws, np.random.default_rng(BAND_SEED)),
                              precisions, params.branching, d)
     band_critical = band_critical_from_draws(errors, se, confidence)
-    monotone = isotonic_cdf(cdf)
+    monotone = isotonic_cdf(cdf, known_ends(c))
     rows = quantile_rows(boundaries, cdf, c, quantiles, z, band_critical, monotone,
                          z_value(1 - 2 * (1 - confidence)))
     midpoints = np.zeros(params.leaves)
