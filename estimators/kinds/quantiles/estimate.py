@@ -26,9 +26,11 @@
                     noise), and its spread where it pools (the tails, small n) is about half the linear SE
                     (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
                     the pooling leaves out the pooling's own randomness, so SE_G is an approximation
-                    (``benchmarks/quantiles_coverage.py``).  Where the hull reaches the range's top (not its
-                    bottom) its high end cannot miss, so its low end is the hull's at the one-sided critical value
-                    of the same confidence (1.645 at 95%); the mirror case at the bottom.
+                    (``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
+                    padding) and never pooled: a block holding one would take its zero variance.  Where the hull
+                    reaches the range's top, or G's interval at the estimate passes 1 (not the bottom), the high
+                    end cannot miss, so the low end is the hull's at the one-sided critical value of the same
+                    confidence (1.645 at 95%); the mirror case at the bottom.
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
@@ -318,9 +320,8 @@ def _first_and_last_roots(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[
 
 
 def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarray, c01: np.ndarray, p: float,
-          z: float, around_estimate: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(low, high, at_bottom, at_top) of :func:`pointwise_quantile_interval` at z for each column of f: the set's
-    hull, or with ``around_estimate`` its run of buckets joined end to start that holds the estimate's bucket"""
+          z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    "(low, high, at_bottom, at_top) of :func:`pointwise_quantile_interval` at z for each column of f"
     e, d = f[:-1] - p, f[1:] - f[:-1]
     z2 = z * z
     a = d * d - z2 * (c00 + c11 - 2 * c01)
@@ -335,8 +336,6 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     columns = np.arange(f.shape[1])
     first = np.argmax(nonempty, axis=0)
     last = len(widths) - 1 - np.argmax(nonempty[::-1], axis=0)
-    if around_estimate:
-        first, last = _run_around_estimate(f, p, nonempty, at_start, at_end, first, last)
     low = boundaries[first] + low_share[first, columns] * widths[first, 0]
     high = boundaries[last] + high_share[last, columns] * widths[last, 0]
     none = ~nonempty.any(axis=0)
@@ -359,29 +358,10 @@ def _estimate_position(f: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]
     return bucket, share
 
 
-def _run_around_estimate(f: np.ndarray, p: float, nonempty: np.ndarray, at_start: np.ndarray, at_end: np.ndarray,
-                         first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first and last bucket of the set's run holding the bucket where the monotone f reaches p (each column),
-    buckets joined where one's piece reaches its top and the next's starts at its bottom; the hull's (``first``,
-    ``last``) where the estimate's bucket is not in the set"""
-    buckets, columns = nonempty.shape
-    estimate, _ = _estimate_position(f, p)
-    joined = at_end[:-1] & at_start[1:]  # bucket j's piece runs on into bucket j+1's
-    index = np.arange(buckets)[:, None]
-    starts = np.concatenate([np.ones((1, columns), dtype=bool), ~joined])
-    ends = np.concatenate([~joined, np.ones((1, columns), dtype=bool)])
-    run_first = np.maximum.accumulate(np.where(starts, index, 0), axis=0)
-    run_last = np.minimum.accumulate(np.where(ends, index, buckets)[::-1], axis=0)[::-1]
-    columns_index = np.arange(columns)
-    held = nonempty[estimate, columns_index]
-    return (np.where(held, run_first[estimate, columns_index], first),
-            np.where(held, run_last[estimate, columns_index], last))
-
-
 def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
                                 adjacent_covariances: np.ndarray, p: float, z: float,
                                 one_sided: float | None = None,
-                                around_estimate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                                pinned_at_estimate: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
 
     ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
@@ -390,22 +370,24 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
     p.  With ``one_sided`` (the one-sided critical value of the same confidence, z_value(1 - 2 (1 - confidence))):
     where the hull reaches the range's top and not its bottom, that end cannot miss, so the low end is the hull's
-    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  Returns (low, high), each of
-    shape cdf.shape[1:]."""
+    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  With ``pinned_at_estimate`` also
+    where F's interval at the point estimate, p +- z SE, passes 1 (or 0): a CDF cannot exceed 1, so that side's
+    test cannot reject there though the hull stops short of the range's end (the top's SE is 0).  Returns
+    (low, high), each of shape cdf.shape[1:]."""
     f = np.asarray(cdf, dtype=np.float64)
     f = f[:, None] if f.ndim == 1 else f
     boundaries = np.asarray(boundaries, dtype=np.float64)
     c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
     c01 = np.asarray(adjacent_covariances)[:, None]
-    low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z, around_estimate)
-    if around_estimate:  # the CDF's interval at the estimate passes 1 (or 0): that side's test cannot reject
+    low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z)
+    if pinned_at_estimate:  # the CDF's interval at the estimate passes 1 (or 0): that side's test cannot reject
         bucket, share = _estimate_position(f, p)
         variance = ((1 - share) ** 2 * c00[bucket, 0] + share ** 2 * c11[bucket, 0]
                     + 2 * share * (1 - share) * c01[bucket, 0])
         half = z * np.sqrt(np.clip(variance, 0.0, None))
         at_top, at_bottom = at_top | (p + half >= 1.0), at_bottom | (p - half <= 0.0)
     if one_sided is not None:
-        one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided, around_estimate)
+        one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided)
         low = np.where(at_top & ~at_bottom, one_low, low)
         high = np.where(at_bottom & ~at_top, one_high, high)
     shape = np.shape(cdf)[1:]
@@ -461,7 +443,7 @@ def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarra
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
         ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z,
-                                            one_sided, around_estimate=True),
+                                            one_sided, pinned_at_estimate=True),
                 pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
