@@ -28,9 +28,9 @@
                     the pooling leaves out the pooling's own randomness, so SE_G is an approximation
                     (``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
                     padding) and never pooled: a block holding one would take its zero variance.  Where the hull
-                    reaches the range's top bucket (not its bottom one) its high end cannot miss, so its low end is
-                    the hull's at the one-sided critical value of the same confidence (1.645 at 95%); the mirror
-                    case at the bottom.
+                    reaches the range's top (not its bottom) its high end cannot miss, so its low end is the hull's
+                    at the one-sided critical value of the same confidence (1.645 at 95%); the mirror case at the
+                    bottom.
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
@@ -339,9 +339,8 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     low = boundaries[first] + low_share[first, columns] * widths[first, 0]
     high = boundaries[last] + high_share[last, columns] * widths[last, 0]
     none = ~nonempty.any(axis=0)
-    # at an end known exactly (SE 0: the range's bottom, its top unless padded) the set stops inside the end bucket
-    at_bottom = ~none & (first == 0) & ((low_share[first, columns] == 0.0) | (c00[0, 0] <= 0.0))
-    at_top = ~none & (last == len(widths) - 1) & ((high_share[last, columns] == 1.0) | (c11[-1, 0] <= 0.0))
+    at_bottom = ~none & (first == 0) & (low_share[first, columns] == 0.0)
+    at_top = ~none & (last == len(widths) - 1) & (high_share[last, columns] == 1.0)
     nowhere = np.where(f[-1] < p, boundaries[-1], boundaries[0])
     return np.where(none, nowhere, low), np.where(none, nowhere, high), at_bottom, at_top
 
@@ -357,9 +356,8 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
     p.  With ``one_sided`` (the one-sided critical value of the same confidence, z_value(1 - 2 (1 - confidence))):
     where the hull reaches the range's top and not its bottom, that end cannot miss, so the low end is the hull's
-    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  An end known exactly (variance 0)
-    is never in the set (|F - p| > 0 = z SE there), so reaching it means reaching its bucket.  Returns (low,
-    high), each of shape cdf.shape[1:]."""
+    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  Returns (low, high), each of
+    shape cdf.shape[1:]."""
     f = np.asarray(cdf, dtype=np.float64)
     f = f[:, None] if f.ndim == 1 else f
     boundaries = np.asarray(boundaries, dtype=np.float64)

@@ -1,10 +1,9 @@
-"""The range's known ends (F = 0 at the bottom, 1 at the top: not estimates) in the isotonic CDF and the interval."""
+"""The isotonic CDF's variances with the range's known ends (F = 0 at the bottom, 1 at the top: not estimates)."""
 
 import numpy as np
 import pytest
 
-from estimators.intervals import z_value
-from estimators.kinds.quantiles import isotonic_cdf, pointwise_quantile_interval
+from estimators.kinds.quantiles import isotonic_cdf
 from estimators.kinds.quantiles.estimate import isotonic_variances, known_ends
 
 
@@ -25,22 +24,3 @@ def test_an_estimate_above_1_is_not_pooled_with_the_known_top():
     padded[3, 3] = v  # a padded tree estimates F at the top: not known, pooled as any boundary
     assert known_ends(padded) == (True, False)
     assert isotonic_variances(cdf, padded)[0][2] == pytest.approx((v + v) / 4)
-
-
-def test_a_hull_reaching_the_known_tops_bucket_takes_the_one_sided_low_end():
-    """The top known (SE 0) is never in the set, so the hull stops inside the last bucket; reaching that bucket, its
-    high end cannot miss, and the low end is the one-sided inversion.  Last bucket: F(s) = 0.9 + 0.1 s, SE(s) =
-    0.02 (1 - s) (boundaries perfectly correlated), so 0.99 - F(s) = z SE(s) at s = (0.09 - 0.02 z) / (0.1 - 0.02 z)"""
-    boundaries = np.arange(5.0)
-    cdf = np.array([0.0, 0.3, 0.6, 0.9, 1.0])
-    se = np.array([0.0, 0.02, 0.02, 0.02, 0.0])
-    two, one = z_value(0.95), z_value(0.9)
-
-    def share(z):
-        return (0.09 - 0.02 * z) / (0.1 - 0.02 * z)
-
-    low, high = pointwise_quantile_interval(boundaries, cdf, se * se, se[:-1] * se[1:], 0.99, two, one)
-    assert float(low) == pytest.approx(3 + share(one), abs=1e-9)
-    assert 3 + share(two) < float(low) < float(high) < boundaries[-1]
-    low_two, _ = pointwise_quantile_interval(boundaries, cdf, se * se, se[:-1] * se[1:], 0.99, two)
-    assert float(low_two) == pytest.approx(3 + share(two), abs=1e-9)
