@@ -28,9 +28,9 @@
                     the pooling leaves out the pooling's own randomness, so SE_G is an approximation
                     (``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
                     padding) and never pooled: a block holding one would take its zero variance.  Where the hull
-                    reaches the range's top (not its bottom) its high end cannot miss, so its low end is the hull's
-                    at the one-sided critical value of the same confidence (1.645 at 95%); the mirror case at the
-                    bottom.
+                    reaches the range's top, or G's interval at the estimate passes 1 (not the bottom), the high
+                    end cannot miss, so the low end is the hull's at the one-sided critical value of the same
+                    confidence (1.645 at 95%); the mirror case at the bottom.
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
@@ -345,9 +345,23 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     return np.where(none, nowhere, low), np.where(none, nowhere, high), at_bottom, at_top
 
 
+def _estimate_position(f: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    "(bucket, share of its width) where the running maximum of f reaches p, per column (as :func:`invert_cdf`)"
+    monotone = np.maximum.accumulate(f, axis=0)
+    reached = monotone >= p
+    last = f.shape[0] - 2
+    bucket = np.where(reached.any(axis=0), np.clip(np.argmax(reached, axis=0) - 1, 0, last), last)
+    columns = np.arange(f.shape[1])
+    below, above = monotone[bucket, columns], monotone[bucket + 1, columns]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(above > below, np.clip((p - below) / (above - below), 0.0, 1.0), 1.0)
+    return bucket, share
+
+
 def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
                                 adjacent_covariances: np.ndarray, p: float, z: float,
-                                one_sided: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                                one_sided: float | None = None,
+                                pinned_at_estimate: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
 
     ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
@@ -356,14 +370,22 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
     p.  With ``one_sided`` (the one-sided critical value of the same confidence, z_value(1 - 2 (1 - confidence))):
     where the hull reaches the range's top and not its bottom, that end cannot miss, so the low end is the hull's
-    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  Returns (low, high), each of
-    shape cdf.shape[1:]."""
+    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  With ``pinned_at_estimate`` also
+    where F's interval at the point estimate, p +- z SE, passes 1 (or 0): a CDF cannot exceed 1, so that side's
+    test cannot reject there though the hull stops short of the range's end (the top's SE is 0).  Returns
+    (low, high), each of shape cdf.shape[1:]."""
     f = np.asarray(cdf, dtype=np.float64)
     f = f[:, None] if f.ndim == 1 else f
     boundaries = np.asarray(boundaries, dtype=np.float64)
     c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
     c01 = np.asarray(adjacent_covariances)[:, None]
     low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z)
+    if pinned_at_estimate:  # the CDF's interval at the estimate passes 1 (or 0): that side's test cannot reject
+        bucket, share = _estimate_position(f, p)
+        variance = ((1 - share) ** 2 * c00[bucket, 0] + share ** 2 * c11[bucket, 0]
+                    + 2 * share * (1 - share) * c01[bucket, 0])
+        half = z * np.sqrt(np.clip(variance, 0.0, None))
+        at_top, at_bottom = at_top | (p + half >= 1.0), at_bottom | (p - half <= 0.0)
     if one_sided is not None:
         one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided)
         low = np.where(at_top & ~at_bottom, one_low, low)
@@ -421,7 +443,7 @@ def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarra
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
         ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z,
-                                            one_sided),
+                                            one_sided, pinned_at_estimate=True),
                 pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
