@@ -7,6 +7,9 @@ simultaneous band against the whole true CDF, and each quantile's interval (``ci
 p-quantile of the true bucketed distribution interpolated linearly within a bucket (the estimator's estimand).
 Seeds are fixed per cell (crc32 of the population's name, n, epsilon), so a cell's figures do not depend on the
 grid it runs in.  Prints per cell: runs and the share covered, with the binomial SE of a 0.95 rate.
+``--binomial`` draws each level's aggregate directly (OLH only, for n where simulating every report is slow):
+node i's support count Bin(n_i, p*) + Bin(n_l - n_i, q*), independent across nodes, as a fully random hash gives;
+the same mean and covariance as the reports' (the estimator's variance uses no more), other draws than theirs.
 
     .venv/bin/python benchmarks/quantiles_coverage.py --n 10000 100000 --epsilon 0.5 1 2 --runs 200
 """
@@ -23,8 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from client_sdk.kinds.quantiles import parse_params  # noqa: E402
-from estimators.kinds.quantiles import estimate_quantiles, invert_cdf, simulate_aggregate  # noqa: E402
+from client_sdk.kinds.quantiles import QuantilesParams, parse_params  # noqa: E402
+from estimators.kinds.quantiles import QuantilesAggregate, estimate_quantiles, invert_cdf, simulate_aggregate  # noqa: E402
+from estimators.kinds.quantiles.aggregate import support_probabilities  # noqa: E402
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 RANGES = ((0, 8), (5, 40), (16, 17), (30, 64))
@@ -45,7 +49,20 @@ def population(name: str, rng: np.random.Generator, n: int) -> np.ndarray:
     return np.clip(np.floor(POPULATIONS[name](rng, n)), 0, BUCKETS - 1).astype(np.int64)
 
 
-def coverage(name: str, n: int, epsilon: float, runs: int) -> dict[str, float]:
+def binomial_aggregate(params: QuantilesParams, truth: np.ndarray, n: int,
+                       rng: np.random.Generator) -> QuantilesAggregate:
+    "An OLH aggregate of n devices drawn from ``truth`` by each node's support count (module docstring)"
+    sizes = rng.multinomial(n, [1 / params.height] * params.height)
+    padded = np.zeros(params.leaves, dtype=np.int64)
+    counts = []
+    for level, (p, q) in enumerate(support_probabilities(params), start=1):
+        padded[:BUCKETS] = rng.multinomial(sizes[level - 1], truth)
+        nodes = padded.reshape(params.level_size(level), -1).sum(axis=1)
+        counts.append(rng.binomial(nodes, p) + rng.binomial(sizes[level - 1] - nodes, q))
+    return QuantilesAggregate("", sizes.astype(np.int64), counts)
+
+
+def coverage(name: str, n: int, epsilon: float, runs: int, binomial: bool = False) -> dict[str, float]:
     "The share of ``runs`` simulated campaigns whose intervals hold the truth, per figure"
     params = parse_params({"range": [0, BUCKETS], "buckets": BUCKETS, "branching": 4, "oracle": "olh"}, epsilon)
     sample = population(name, np.random.default_rng(999), 2_000_000)  # the truth, to far below the runs' error
@@ -56,8 +73,9 @@ def coverage(name: str, n: int, epsilon: float, runs: int) -> dict[str, float]:
     rng = np.random.default_rng([zlib.crc32(name.encode()), n, round(epsilon * 100)])
     held = {key: 0 for key in ("ranges", "band", *QUANTILES)}
     for _ in range(runs):
-        estimate = estimate_quantiles(params, simulate_aggregate(params, rng.choice(BUCKETS, size=n, p=truth), rng),
-                                      band_draws=500)
+        aggregate = (binomial_aggregate(params, truth, n, rng) if binomial
+                     else simulate_aggregate(params, rng.choice(BUCKETS, size=n, p=truth), rng))
+        estimate = estimate_quantiles(params, aggregate, band_draws=500)
         low, high = RANGES[rng.integers(len(RANGES))]
         interval = estimate.range_frequency(low, high)
         held["ranges"] += interval.ci_low <= cdf[high] - cdf[low] <= interval.ci_high
@@ -74,13 +92,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[10000, 100000])
     parser.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--binomial", action="store_true", help="draw each level's aggregate directly (OLH)")
     args = parser.parse_args()
     print(f"runs {args.runs}: SE of a 0.95 rate {math.sqrt(0.95 * 0.05 / args.runs):.3f}")
     print("population    n        eps | ranges band  | p50   p90   p95   p99")
     for name in args.population:
         for n in args.n:
             for epsilon in args.epsilon:
-                held = coverage(name, n, epsilon, args.runs)
+                held = coverage(name, n, epsilon, args.runs, args.binomial)
                 print(f"{name:<12} {n:<8} {epsilon:<4} | {held['ranges']:.3f}  {held['band']:.3f} | "
                       + "  ".join(f"{held[str(p)]:.3f}" for p in QUANTILES), flush=True)
 

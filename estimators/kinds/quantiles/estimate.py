@@ -26,9 +26,11 @@
                     noise), and its spread where it pools (the tails, small n) is about half the linear SE
                     (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
                     the pooling leaves out the pooling's own randomness, so SE_G is an approximation
-                    (``benchmarks/quantiles_coverage.py``).  Where the hull reaches the range's top (not its
-                    bottom) its high end cannot miss, so its low end is the hull's at the one-sided critical value
-                    of the same confidence (1.645 at 95%); the mirror case at the bottom.
+                    (``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
+                    padding) and never pooled: a block holding one would take its zero variance.  Where the hull
+                    reaches the range's top, or G's interval at the estimate passes 1 (not the bottom), the high
+                    end cannot miss, so the low end is the hull's at the one-sided critical value of the same
+                    confidence (1.645 at 95%); the mirror case at the bottom.
                     Inverting the simultaneous band instead (``simultaneous_low``/``simultaneous_high``, the
                     linear CDF) holds every quantile at once and is wider
 * mean              sum over buckets of frequency x bucket midpoint (the bucketed distribution's mean: within half a
@@ -238,38 +240,56 @@ def quantile_interval(boundaries: np.ndarray, low: np.ndarray, high: np.ndarray,
     return float(boundaries[max(j_low - 1, 0)]), float(boundaries[max(j_high, j_low)])
 
 
-def isotonic_blocks(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def isotonic_blocks(cdf: np.ndarray, known: tuple[bool, bool] = (False, False)) -> tuple[np.ndarray, np.ndarray,
+                                                                                            np.ndarray]:
     """The least-squares non-decreasing fit to ``cdf`` by pool adjacent violators, as its blocks: (first index,
-    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped)"""
-    starts: list[int] = []
-    counts: list[int] = []
-    values: list[float] = []
-    for index, value in enumerate(np.asarray(cdf, dtype=np.float64)):
-        total, count, start = float(value), 1, index
-        while values and values[-1] >= total / count:  # pool while the previous block's mean is not below
+    length, value) of each run of pooled entries, the value the mean of ``cdf`` over the run (unclipped).  An end
+    marked ``known`` (first, last: F = 0 at the range's bottom, 1 at its top, not estimates) is a block of its own,
+    never pooled: averaging an estimate with a known value would lend it the known value's zero variance"""
+    values_in = np.asarray(cdf, dtype=np.float64)
+    first, stop = int(known[0]), len(values_in) - int(known[1])
+    starts: list[int] = list(range(first))
+    counts: list[int] = [1] * first
+    values: list[float] = [float(v) for v in values_in[:first]]
+    for index in range(first, stop):
+        total, count, start = float(values_in[index]), 1, index
+        while len(values) > first and values[-1] >= total / count:  # pool while the previous mean is not below
             total += values.pop() * counts[-1]
             count += counts.pop()
             start = starts.pop()
         starts.append(start)
         counts.append(count)
         values.append(total / count)
+    for index in range(stop, len(values_in)):
+        starts.append(index)
+        counts.append(1)
+        values.append(float(values_in[index]))
     return np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64), np.asarray(values)
 
 
-def isotonic_cdf(cdf: np.ndarray) -> np.ndarray:
-    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`), clipped to [0, 1]"
-    _, counts, values = isotonic_blocks(cdf)
+def known_ends(covariance: np.ndarray) -> tuple[bool, bool]:
+    "Whether the CDF's first and last boundary are known exactly (variance 0: F = 0 at the bottom; 1 at the top "
+    "unless the tree pads the range with leaves of its own)"
+    variances = np.diag(np.asarray(covariance, dtype=np.float64))
+    tiny = 1e-12 * max(float(variances.max(initial=0.0)), 1e-300)
+    return bool(variances[0] <= tiny), bool(variances[-1] <= tiny)
+
+
+def isotonic_cdf(cdf: np.ndarray, known: tuple[bool, bool] = (False, False)) -> np.ndarray:
+    "The least-squares non-decreasing fit to ``cdf`` (:func:`isotonic_blocks`, ``known`` ends), clipped to [0, 1]"
+    _, counts, values = isotonic_blocks(cdf, known)
     return np.clip(np.repeat(values, counts), 0.0, 1.0)
 
 
 def isotonic_variances(cdf: np.ndarray, covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The variance of the isotonic CDF at each boundary and the covariance of adjacent boundaries, given its
-    blocks: a pooled boundary's value is the mean of the linear CDF over its block, so its variance is the mean of
-    ``covariance`` over the block (less than a boundary's own where the fit pools: the tails, small n), and two
-    boundaries' covariance is the mean over their two blocks.  A block clipped at 0 or 1 keeps its mean's variance
-    (the clipping moves the value, the uncertainty of where F reaches p stays)"""
-    starts, counts, _ = isotonic_blocks(cdf)
+    blocks (the ends known where their variance is 0, :func:`known_ends`): a pooled boundary's value is the mean of
+    the linear CDF over its block, so its variance is the mean of ``covariance`` over the block (less than a
+    boundary's own where the fit pools: the tails, small n), and two boundaries' covariance is the mean over their
+    two blocks.  A block clipped at 0 or 1 keeps its mean's variance (the clipping moves the value, the uncertainty
+    of where F reaches p stays)"""
     c = np.asarray(covariance, dtype=np.float64)
+    starts, counts, _ = isotonic_blocks(cdf, known_ends(c))
     block_means = np.add.reduceat(np.add.reduceat(c, starts, axis=0), starts, axis=1) / np.outer(counts, counts)
     block = np.repeat(np.arange(len(starts)), counts)
     return np.diag(block_means)[block], block_means[block[:-1], block[1:]]
@@ -325,9 +345,23 @@ def _hull(boundaries: np.ndarray, f: np.ndarray, c00: np.ndarray, c11: np.ndarra
     return np.where(none, nowhere, low), np.where(none, nowhere, high), at_bottom, at_top
 
 
+def _estimate_position(f: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
+    "(bucket, share of its width) where the running maximum of f reaches p, per column (as :func:`invert_cdf`)"
+    monotone = np.maximum.accumulate(f, axis=0)
+    reached = monotone >= p
+    last = f.shape[0] - 2
+    bucket = np.where(reached.any(axis=0), np.clip(np.argmax(reached, axis=0) - 1, 0, last), last)
+    columns = np.arange(f.shape[1])
+    below, above = monotone[bucket, columns], monotone[bucket + 1, columns]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(above > below, np.clip((p - below) / (above - below), 0.0, 1.0), 1.0)
+    return bucket, share
+
+
 def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, variances: np.ndarray,
                                 adjacent_covariances: np.ndarray, p: float, z: float,
-                                one_sided: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                                one_sided: float | None = None,
+                                pinned_at_estimate: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The hull of {v : |F(v) - p| <= z SE(v)} (module docstring), F linear within each bucket.
 
     ``cdf`` is F at the boundaries, (m,) or (m, draws) for many estimates at once; ``variances`` its variance
@@ -336,14 +370,22 @@ def pointwise_quantile_interval(boundaries: np.ndarray, cdf: np.ndarray, varianc
     and ends at 1 or at a root.  No v (F never within z SE of p): the end of the range F is nearest to reaching
     p.  With ``one_sided`` (the one-sided critical value of the same confidence, z_value(1 - 2 (1 - confidence))):
     where the hull reaches the range's top and not its bottom, that end cannot miss, so the low end is the hull's
-    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  Returns (low, high), each of
-    shape cdf.shape[1:]."""
+    at ``one_sided`` (all the miss on one side); the mirror case at the bottom.  With ``pinned_at_estimate`` also
+    where F's interval at the point estimate, p +- z SE, passes 1 (or 0): a CDF cannot exceed 1, so that side's
+    test cannot reject there though the hull stops short of the range's end (the top's SE is 0).  Returns
+    (low, high), each of shape cdf.shape[1:]."""
     f = np.asarray(cdf, dtype=np.float64)
     f = f[:, None] if f.ndim == 1 else f
     boundaries = np.asarray(boundaries, dtype=np.float64)
     c00, c11 = np.asarray(variances)[:-1, None], np.asarray(variances)[1:, None]
     c01 = np.asarray(adjacent_covariances)[:, None]
     low, high, at_bottom, at_top = _hull(boundaries, f, c00, c11, c01, p, z)
+    if pinned_at_estimate:  # the CDF's interval at the estimate passes 1 (or 0): that side's test cannot reject
+        bucket, share = _estimate_position(f, p)
+        variance = ((1 - share) ** 2 * c00[bucket, 0] + share ** 2 * c11[bucket, 0]
+                    + 2 * share * (1 - share) * c01[bucket, 0])
+        half = z * np.sqrt(np.clip(variance, 0.0, None))
+        at_top, at_bottom = at_top | (p + half >= 1.0), at_bottom | (p - half <= 0.0)
     if one_sided is not None:
         one_low, one_high, _, _ = _hull(boundaries, f, c00, c11, c01, p, one_sided)
         low = np.where(at_top & ~at_bottom, one_low, low)
@@ -394,14 +436,14 @@ def quantile_rows(boundaries: np.ndarray, cdf: np.ndarray, covariance: np.ndarra
     ``isotonic_cdf(cdf)``) with its own variances (:func:`isotonic_variances`) at z, an end pinned at the range's
     edge taking the other at ``one_sided``, and its band-inverted interval from the linear ``cdf`` at
     ``band_critical``; each interval widened to hold the estimate"""
-    monotone = isotonic_cdf(cdf) if monotone is None else monotone
+    monotone = isotonic_cdf(cdf, known_ends(covariance)) if monotone is None else monotone
     variances, adjacent = np.diag(covariance), np.diag(covariance, 1)
     monotone_variances, monotone_adjacent = isotonic_variances(cdf, covariance)
     rows = []
     for p in quantiles:
         estimate = invert_cdf(boundaries, monotone, p)
         ends = [pointwise_quantile_interval(boundaries, monotone, monotone_variances, monotone_adjacent, p, z,
-                                            one_sided),
+                                            one_sided, pinned_at_estimate=True),
                 pointwise_quantile_interval(boundaries, cdf, variances, adjacent, p, band_critical)]
         (low, high), (band_low, band_high) = [(min(float(lo), estimate), max(float(hi), estimate))
                                               for lo, hi in ends]
@@ -434,7 +476,7 @@ def estimate_quantiles(params: QuantilesParams, aggregate: QuantilesAggregate, *
     errors = cdf_noise_draws(level_noise_draws(covariance, band_draws, np.random.default_rng(BAND_SEED)),
                              precisions, params.branching, d)
     band_critical = band_critical_from_draws(errors, se, confidence)
-    monotone = isotonic_cdf(cdf)
+    monotone = isotonic_cdf(cdf, known_ends(c))
     rows = quantile_rows(boundaries, cdf, c, quantiles, z, band_critical, monotone,
                          z_value(1 - 2 * (1 - confidence)))
     midpoints = np.zeros(params.leaves)
