@@ -45,7 +45,7 @@ def main() -> None:
     from estimators.kinds.heavy_hitters import estimate_heavy_hitters
     from estimators.kinds.heavy_hitters.aggregate import PemAggregate, SfpAggregate
     from estimators.kinds.heavy_hitters.pem import INTERFERERS, olh_estimates
-    from estimators.kinds.heavy_hitters.result import null_keys
+    from estimators.kinds.heavy_hitters.result import null_keys, sketch_corrected
     from estimators.kinds.heavy_hitters.sfp import sketch_estimates, transformed
     from estimators.kinds.heavy_hitters.simulate import group_keys, olh_hash_into, prefix_keys, simulate_reports
 
@@ -85,7 +85,10 @@ def main() -> None:
         flat = (hashed + (np.arange(rows, dtype=np.uint64) * np.uint64(width))[:, None]).astype(np.int64)
         transform = np.bincount(flat.ravel(), np.broadcast_to(members, hashed.shape).ravel(),
                                 rows * width).reshape(rows, -1) * constants.signal / rows
-        return sketch_estimates(transform, reports, np.concatenate([query, probes]), constants)
+        query = np.concatenate([query, probes])
+        columns = olh_hash_into(family, query, width)
+        estimates = sketch_estimates(transform, reports, query, constants)
+        return sketch_corrected(estimates, columns, len(query) - len(probes), width)
 
     rows = []
     for _ in range(args.datasets):
