@@ -7,7 +7,8 @@ Shapes (relative frequencies by rank, the ranks given to the strings in a fresh 
 
 - ``zipf1.1``: Zipf(1.1), issue 33's data;
 - ``zipf0.8``: Zipf(0.8), a flatter head and a heavier tail (more mass in strings the decoder does not find);
-- ``plateau``: 40 strings of 0.5% each and Zipf(1.1) over the other 9,960 (80% of the mass).
+- ``plateau``: 40 strings of 0.5% each and Zipf(1.1) over the other 9,960 (80% of the mass);
+- ``zipf1.3``: Zipf(1.3), a steeper head (held out: not used while the intervals' method was developed).
 
     .venv/bin/python benchmarks/heavy_hitters_coverage.py --n 2000000 --datasets 40
     .venv/bin/python benchmarks/heavy_hitters_coverage.py --n 2000000 --datasets 40 --algorithm sfp
@@ -32,7 +33,7 @@ def shapes() -> dict[str, np.ndarray]:
     ranks = np.arange(1, DISTINCT + 1, dtype=np.float64)
     tail = ranks[:DISTINCT - 40] ** -1.1
     return {"zipf1.1": ranks**-1.1, "zipf0.8": ranks**-0.8,
-            "plateau": np.concatenate([np.full(40, 0.005), 0.8 * tail / tail.sum()])}
+            "plateau": np.concatenate([np.full(40, 0.005), 0.8 * tail / tail.sum()]), "zipf1.3": ranks**-1.3}
 
 
 def main() -> None:
