@@ -46,7 +46,7 @@ def main() -> None:
     from estimators.kinds.heavy_hitters.aggregate import PemAggregate, SfpAggregate
     from estimators.kinds.heavy_hitters.pem import INTERFERERS, olh_estimates
     from estimators.kinds.heavy_hitters.result import null_keys, sketch_corrected
-    from estimators.kinds.heavy_hitters.sfp import sketch_estimates, transformed
+    from estimators.kinds.heavy_hitters.sfp import sketch_estimates
     from estimators.kinds.heavy_hitters.simulate import group_keys, olh_hash_into, prefix_keys, simulate_reports
 
     if args.shape not in shapes():
