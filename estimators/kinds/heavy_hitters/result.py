@@ -101,6 +101,22 @@ def collision_variance(null_estimates: np.ndarray, constants: OlhConstants | Ske
     return max(0.0, float(np.mean(np.square(null_estimates))) - constants.variance(0.0, reports))
 
 
+def sketch_corrected(estimates: np.ndarray, columns: np.ndarray, found: int, width: int) -> np.ndarray:
+    """SFP's estimates of the ``found`` strings (the first keys) and of the null keys after them, corrected for the
+    found strings' collisions with each other in the fixed sketch family (``columns[j, c]``: key c's column in row
+    j).  A report of v supports x in the rows where they collide, so given the family E f^_x = f_x +
+    sum_{v != x} A_xv f_v, A_xv = (m/(m-1)) (c_xv - 1/m), c_xv the fraction of rows where x and v collide: the
+    found strings' f solve (I + A) f = f^, and every key loses sum_v A_xv f_v over the found v != x.  What is left
+    (strings not found) is alike for found and null keys: ``collision_variance`` measures it"""
+    if found < 2:
+        return estimates
+    collide = (columns[:, :, None] == columns[:, None, :found]).mean(axis=0)  # c[key, found string]
+    mix = (collide - 1 / width) * width / (width - 1)
+    mix[np.arange(found), np.arange(found)] = 0.0  # a string's own reports are its frequency, not a collision
+    frequencies = np.linalg.solve(np.eye(found) + mix[:found], estimates[:found])
+    return estimates - mix @ frequencies
+
+
 def hitter(params: HeavyHittersParams, constants: OlhConstants | SketchConstants, symbols: tuple[int, ...],
            frequency: float, reports: int, devices: int, discovery: float, confidence: float,
            collisions: float = 0.0) -> HeavyHitter:

@@ -29,7 +29,7 @@ from client_sdk.kinds.heavy_hitters.planning import (
 
 from ...errors import NoReports
 from .aggregate import SfpAggregate
-from .result import HeavyHittersEstimate, LevelSummary, collision_variance, hitter, null_keys
+from .result import HeavyHittersEstimate, LevelSummary, collision_variance, hitter, null_keys, sketch_corrected
 from .simulate import olh_hash_array
 
 _CHUNK = 1 << 20  # keys per numpy pass
@@ -96,8 +96,11 @@ def decode_sfp(params: HeavyHittersParams, aggregate: SfpAggregate, top_k: int =
     strings = sorted(strings, key=lambda item: -item[0])[:top_k]
     estimation = int(aggregate.counts[params.estimation_group])
     string_keys = np.array([prefix_key(symbols) for _, symbols in strings], dtype=np.uint64)
-    estimates = sketch_estimates(transformed(aggregate.cells[params.estimation_group]), estimation,
-                                 np.concatenate([string_keys, null_keys()]), constants)
+    query = np.concatenate([string_keys, null_keys()])
+    estimates = sketch_estimates(transformed(aggregate.cells[params.estimation_group]), estimation, query, constants)
+    seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
+    columns = olh_hash_array(seeds[:, :1], seeds[:, 1:], query[None, :], params.sketch_width)
+    estimates = sketch_corrected(estimates, columns, len(strings), params.sketch_width)
     frequencies = estimates[:len(strings)]
     residual = collision_variance(estimates[len(strings):], constants, estimation)
     hitters = [hitter(params, constants, symbols, float(f), max(1, estimation), devices, score, confidence, residual)
