@@ -44,7 +44,7 @@ from .levels import (
     message_error,
     unknown_level,
 )
-from .prepare import Poplar1Aggregator
+from .prepare import LevelState, Poplar1Aggregator
 from .rules import (
     AggParam,
     LevelRefusal,
@@ -62,6 +62,7 @@ from .store import ChunkRow, Poplar1Store, bits_prefix
 KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
 CHUNK_FIELDS = KEY_FIELDS | {"chunk", "reports"}
 OPENED_BATCHES = 4  # batches whose opened shares a helper process keeps for the later levels of their walks
+CACHED_CHUNKS = 32  # chunks whose preparation state a helper process keeps as objects (PreparedStates)
 
 
 class OpenedShares:
@@ -87,6 +88,40 @@ class OpenedShares:
 
 
 OPENED = OpenedShares()
+
+
+def row_mark(row: ChunkRow) -> tuple:
+    """What determines a stored chunk's preparation state: its state, its request's digest and the digests of the
+    requests it answered (preparation is deterministic: the same requests give the same state)"""
+    return row.state, row.request_digest, tuple(sorted((step, entry.get("digest")) for step, entry in
+                                                      row.answers.items() if isinstance(entry, dict)))
+
+
+class PreparedStates:
+    """The preparation states of the chunks this process moved last, as objects, each with the mark of the row it
+    stored (``row_mark``): a chunk's next step takes its state from here when the stored row still has that mark,
+    rather than decoding the stored copy (which stays the record, for another process or a restart).  A step takes
+    its entry out, since it changes the state, and puts back the state it stores."""
+
+    def __init__(self, chunks: int = CACHED_CHUNKS) -> None:
+        self.chunks = chunks
+        self._states: OrderedDict[tuple, tuple[tuple, LevelState]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, where: tuple, row: ChunkRow) -> LevelState | None:
+        with self._lock:
+            entry = self._states.pop(where, None)
+        return entry[1] if entry is not None and entry[0] == row_mark(row) else None
+
+    def put(self, where: tuple, row: ChunkRow, state: LevelState) -> None:
+        with self._lock:
+            self._states[where] = (row_mark(row), state)
+            self._states.move_to_end(where)
+            while len(self._states) > self.chunks:
+                self._states.popitem(last=False)
+
+
+PREPARED = PreparedStates()
 
 
 def stored_answer(answers: dict | None, step: str, request_digest: str) -> dict | None:
@@ -227,14 +262,20 @@ def _record_chunk(aggregator: Poplar1Aggregator, store: Poplar1Store, key: Batch
 
 
 def _advance(store: Poplar1Store, key: BatchKey, level: int, chunk: int, moved_from: str, moved_to: str, step: str,
-             request_digest: str, answer: dict, prep_state: dict | None, chunk_sum: list[int] | None = None) -> dict:
-    """Store a chunk step's answer and the chunk's new state if the chunk is still at ``moved_from``
-    (compare-and-set); if a concurrent identical request moved it first, the answer that one stored"""
+             request_digest: str, answer: dict, aggregator: Poplar1Aggregator | None,
+             chunk_sum: list[int] | None = None) -> dict:
+    """Store a chunk step's answer and the chunk's new preparation state if the chunk is still at ``moved_from``
+    (``aggregator.level``; None when the step leaves none) if the chunk is still at ``moved_from`` (compare-and-set);
+    if a concurrent identical request moved it first, the answer that one stored"""
+    state = None if aggregator is None else aggregator.level
+    prep_state = None if aggregator is None or state is None else encode_state(aggregator, state)
     with store.transaction():
         row = store.chunk_rows(key, level, chunk)[chunk]
-        moved = store.advance_chunk(key, level, chunk, moved_from, ChunkRow(
-            moved_to, row.request_digest, row.report_count, prep_state,
-            with_answer(row.answers, step, request_digest, answer), chunk_sum))
+        moved_row = ChunkRow(moved_to, row.request_digest, row.report_count, prep_state,
+                             with_answer(row.answers, step, request_digest, answer), chunk_sum)
+        moved = store.advance_chunk(key, level, chunk, moved_from, moved_row)
+    if moved and state is not None:
+        PREPARED.put((key, level, chunk), moved_row, state)
     if moved:
         failpoint(f"poplar1-helper-level-{level}-chunk-{chunk}-{moved_to}")
         return answer
@@ -266,7 +307,7 @@ def level_init(storage: StorageBase, store: Poplar1Store, body: Any, day: str, o
     assert aggregator.level is not None
     answer = {"reports": encode_shares(field_of(aggregator, level), first)}
     return _advance(store, key, level, chunk, "recorded", "prepared", "levels", request_digest, answer,
-                    encode_state(aggregator, aggregator.level))
+                    aggregator)
 
 
 def _chunk_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str, step: str, day: str,
@@ -289,7 +330,8 @@ def _chunk_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str
         raise PeerProblem(ProtocolError.JOB_MISMATCH, f"chunk {chunk} of level {level} is {row.state} here, not "
                                                       f"{stage}", "chunk")
     agg_param = (level, dict(store.history(key))[level])
-    aggregator.level = decode_state(aggregator, key, agg_param, row.prep_state)
+    aggregator.level = PREPARED.take((key, level, chunk), row) or decode_state(aggregator, key, agg_param,
+                                                                                row.prep_state)
     try:
         theirs = decode_shares(field_of(aggregator, level), body["reports"])
     except ShareRejected as exc:
@@ -307,7 +349,7 @@ def level_sketch(storage: StorageBase, store: Poplar1Store, body: Any, day: str,
     answer = {"reports": encode_shares(field_of(aggregator, level), second)}
     assert aggregator.level is not None
     return _advance(store, key, level, chunk, "prepared", "sketched", "sketch", request_digest, answer,
-                    encode_state(aggregator, aggregator.level))
+                    aggregator)
 
 
 def level_aggregate(storage: StorageBase, store: Poplar1Store, body: Any, day: str, overlap_days: int) -> dict:
