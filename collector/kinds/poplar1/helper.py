@@ -326,12 +326,14 @@ def _chunk_step(storage: StorageBase, store: Poplar1Store, body: Any, stage: str
         return aggregator, key, level, chunk, request_digest, repeated, None
     if step in row.answers:
         raise LevelRefused(LevelRefusal.CHUNK_MISMATCH, f"chunk {chunk} of level {level} answered another {step}")
-    if row.state != stage or row.prep_state is None:
-        raise PeerProblem(ProtocolError.JOB_MISMATCH, f"chunk {chunk} of level {level} is {row.state} here, not "
-                                                      f"{stage}", "chunk")
     agg_param = (level, dict(store.history(key))[level])
-    aggregator.level = PREPARED.take((key, level, chunk), row) or decode_state(aggregator, key, agg_param,
-                                                                                row.prep_state)
+    aggregator.level = PREPARED.take((key, level, chunk), row) if row.state == stage else None
+    if aggregator.level is None:  # not this process's last state of the chunk: the stored copy
+        row = store.chunk_rows(key, level, chunk, prep_state=True)[chunk]
+        if row.state != stage or row.prep_state is None:
+            raise PeerProblem(ProtocolError.JOB_MISMATCH, f"chunk {chunk} of level {level} is {row.state} here, "
+                                                          f"not {stage}", "chunk")
+        aggregator.level = decode_state(aggregator, key, agg_param, row.prep_state)
     try:
         theirs = decode_shares(field_of(aggregator, level), body["reports"])
     except ShareRejected as exc:

@@ -204,10 +204,13 @@ class Poplar1Store(DistStore):
         return self._in_chunks("SELECT report_id FROM poplar1_level_reports WHERE campaign = ? AND fingerprint = ? "
                                "AND batch = ? AND level = ? AND report_id IN ({marks})", report_ids, (*key, level))
 
-    def chunk_rows(self, key: BatchKey, level: int, chunk: int | None = None) -> dict[int, ChunkRow]:
-        "The level's chunks by position (or the one at ``chunk``)"
+    def chunk_rows(self, key: BatchKey, level: int, chunk: int | None = None, *,
+                   prep_state: bool = False) -> dict[int, ChunkRow]:
+        """The level's chunks by position (or the one at ``chunk``); their preparation states (the largest column,
+        None otherwise) only if ``prep_state``"""
         where, params = ("", (*key, level)) if chunk is None else (" AND chunk = ?", (*key, level, chunk))
-        rows = self._all("SELECT chunk, state, request_digest, report_count, prep_state, answers, chunk_sum FROM "
+        state_column = "prep_state" if prep_state else "NULL"
+        rows = self._all(f"SELECT chunk, state, request_digest, report_count, {state_column}, answers, chunk_sum FROM "
                          f"poplar1_chunks WHERE campaign = ? AND fingerprint = ? AND batch = ? AND level = ?{where}",
                          params)
         return {int(r[0]): ChunkRow(str(r[1]), str(r[2]), int(r[3]), json.loads(r[4]) if r[4] else None,

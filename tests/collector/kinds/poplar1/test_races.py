@@ -60,7 +60,8 @@ def reached(path: Path) -> None:
 
 def stored_chunk(pair: Pair, leader: ActingLeader) -> ChunkRow:
     with open_storage(pair.helper_db) as storage:
-        return Poplar1Store(storage).chunk_rows((leader.spec.name, leader.spec.fingerprint, leader.batch), 3)[0]
+        return Poplar1Store(storage).chunk_rows((leader.spec.name, leader.spec.fingerprint, leader.batch), 3,
+                                                  prep_state=True)[0]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
