@@ -132,7 +132,7 @@ MUTATIONS = (
              "return [a % p for a in total]",
              ("tests/collector/kinds/poplar1/test_walk.py", "-k", "calibrated_variance")),
     Mutation("poplar1-sketch-unchecked", "client_sdk/vdaf/poplar1.py",
-             "            if sketch[0] == 0:\n", "            if True:\n",
+             "            if (first[0] + second[0]) % p == 0:\n", "            if True:\n",
              ("tests/client_sdk/vdaf/test_poplar1.py", "-k", "malicious_client")),
 )
 
