@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter, OrderedDict
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from client_sdk.distributed import HELPER, input_share_info
 from client_sdk.distributed_messages import ProtocolError, b64url, from_b64url
@@ -61,8 +61,41 @@ from .store import ChunkRow, Poplar1Store, bits_prefix
 
 KEY_FIELDS = {"campaign", "fingerprint", "batch", "level"}
 CHUNK_FIELDS = KEY_FIELDS | {"chunk", "reports"}
+K = TypeVar("K")
+V = TypeVar("V")
 OPENED_BATCHES = 4  # batches whose opened shares a helper process keeps for the later levels of their walks
 CACHED_CHUNKS = 32  # chunks whose preparation state a helper process keeps as objects (PreparedStates)
+
+
+class Recent(Generic[K, V]):
+    "The last ``size`` entries put or touched, by key, under a lock: the oldest dropped first"
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def pop(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.pop(key, None)
+
+    def setdefault(self, key: K, default: V) -> V:
+        "The entry at ``key`` (``default`` put there if none), made the newest"
+        with self._lock:
+            value = self._entries.setdefault(key, default)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+        self.setdefault(key, value)
 
 
 class OpenedShares:
@@ -71,20 +104,13 @@ class OpenedShares:
     that config id, the info made of the report's metadata)"""
 
     def __init__(self, batches: int = OPENED_BATCHES) -> None:
-        self.batches = batches
-        self._opened: OrderedDict[BatchKey, dict[tuple, bytes]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._opened: Recent[BatchKey, dict[tuple, bytes]] = Recent(batches)
 
     def get(self, key: BatchKey, sealed_as: tuple) -> bytes | None:
-        with self._lock:
-            return self._opened.get(key, {}).get(sealed_as)
+        return (self._opened.get(key) or {}).get(sealed_as)
 
     def put(self, key: BatchKey, sealed_as: tuple, plaintext: bytes) -> None:
-        with self._lock:
-            self._opened.setdefault(key, {})[sealed_as] = plaintext
-            self._opened.move_to_end(key)
-            while len(self._opened) > self.batches:
-                self._opened.popitem(last=False)
+        self._opened.setdefault(key, {})[sealed_as] = plaintext
 
 
 OPENED = OpenedShares()
@@ -104,21 +130,14 @@ class PreparedStates:
     its entry out, since it changes the state, and puts back the state it stores."""
 
     def __init__(self, chunks: int = CACHED_CHUNKS) -> None:
-        self.chunks = chunks
-        self._states: OrderedDict[tuple, tuple[tuple, LevelState]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._states: Recent[tuple, tuple[tuple, LevelState]] = Recent(chunks)
 
     def take(self, where: tuple, row: ChunkRow) -> LevelState | None:
-        with self._lock:
-            entry = self._states.pop(where, None)
+        entry = self._states.pop(where)
         return entry[1] if entry is not None and entry[0] == row_mark(row) else None
 
     def put(self, where: tuple, row: ChunkRow, state: LevelState) -> None:
-        with self._lock:
-            self._states[where] = (row_mark(row), state)
-            self._states.move_to_end(where)
-            while len(self._states) > self.chunks:
-                self._states.popitem(last=False)
+        self._states.put(where, (row_mark(row), state))
 
 
 PREPARED = PreparedStates()
