@@ -326,8 +326,7 @@ class Client:
         if self._upload_enabled and uploader.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
                 if recorder.held_campaigns:  # values recorded before their spec: fetch it (flush is the caller's I/O)
-                    if self._specs.needed() and self.clock() >= uploader.next_attempt:
-                        self._specs.refresh(max(0.001, min(self.timeout, deadline - time.monotonic())))
+                    self._refresh_for_held(deadline, retry)
                     recorder.release_held()
                 remaining = len(self.queue)
                 if remaining:  # an empty queue (close after a flush): nothing to expire or send
@@ -342,6 +341,23 @@ class Client:
         result.remaining = len(self.queue) if remaining is None else remaining
         result.condition = uploader.condition
         return result
+
+    def _refresh_for_held(self, deadline: float, retry: bool) -> None:
+        """The specs held values wait for, fetched as delivery sends: waiting out a backoff (a 429's Retry-After,
+        an unreachable collector) and trying again until the deadline if ``retry``, else one try if none is due.
+        Call holding the uploader's lock."""
+        uploader = self._uploader
+        while self._specs.needed():
+            wait = uploader.next_attempt - self.clock()
+            if wait > 0:
+                if not retry or time.monotonic() + wait > deadline:
+                    return
+                uploader.sleep(wait)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._upload_enabled:
+                return
+            if self._specs.refresh(max(0.001, min(self.timeout, remaining))) or not retry:
+                return
 
     def close(self, timeout: float | None = None) -> FlushResult:
         """Stop the sender and deliver for at most ``timeout`` (default ``close_timeout``) seconds, trying at once

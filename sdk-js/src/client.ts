@@ -600,9 +600,7 @@ export class Client {
       if (this.#loaded && this.#uploadEnabled) {
         try {
           if (this.#held.length) {
-            if (this.#specsNeeded() && this.#clock() >= this.#nextAttempt) {
-              await this.#refreshSpecs(Math.max(0.001, Math.min(this.#timeout, deadline - monotonic())));
-            }
+            await this.#refreshForHeld(deadline, retry);
             await this.#releaseHeld();
           }
           result.dropped = await this.store.dropExpired(this.#clock(), this.#limits.maxAgeSeconds);
@@ -618,6 +616,21 @@ export class Client {
     const next = this.#sending.then(run, run);
     this.#sending = next.catch(() => undefined);
     return next;
+  }
+
+  /** The specs held values wait for, fetched as delivery sends: waiting out a backoff (a 429's Retry-After, an
+   * unreachable collector) and trying again until the deadline if ``retry``, else one try if none is due. */
+  async #refreshForHeld(deadline: number, retry: boolean): Promise<void> {
+    while (this.#specsNeeded()) {
+      const wait = this.#nextAttempt - this.#clock();
+      if (wait > 0) {
+        if (!retry || monotonic() + wait > deadline) return;
+        await sleep(wait);
+      }
+      const remaining = deadline - monotonic();
+      if (remaining <= 0 || !this.#uploadEnabled || this.#closed) return;
+      if ((await this.#refreshSpecs(Math.max(0.001, Math.min(this.#timeout, remaining)))) || !retry) return;
+    }
   }
 
   async #deliver(result: FlushResult, deadline: number, retry: boolean): Promise<void> {

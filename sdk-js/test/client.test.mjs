@@ -118,6 +118,37 @@ test("values recorded before their spec are held in memory, then queued once the
   await c.close();
 });
 
+test("flush waits out a rate-limited listing (429, Retry-After) and delivers the held values", async () => {
+  // a public key shared by many devices: the first listings are refused until the key's window passes
+  const collector = fakeCollector();
+  let refusals = 2;
+  collector.answer = (r) => (r.path === "/v1/campaigns" && refusals-- > 0 ? problemResponse(429, { "retry-after": "1" }) : null);
+  const c = client(tmp(), collector, { backoffCap: 600 });
+  assert.equal(await c.prepare(["browser"]), false);
+  assert.equal((await c.record("browser", "safari")).status, "held");
+  const once = await c.flush(5, { retry: false }); // no retry: the backoff is not waited out
+  assert.equal(once.sent, 0);
+  assert.equal(collector.requests.filter((r) => r.path === "/v1/campaigns").length, 1);
+  const started = Date.now();
+  const result = await c.flush(30);
+  assert.equal(result.sent, 1, JSON.stringify(result));
+  assert.ok(Date.now() - started >= 1500, "both Retry-Afters were waited out");
+  assert.equal(collector.reports.size, 1);
+  await c.close();
+});
+
+test("a held value stays held when the flush deadline comes before the retry", async () => {
+  const collector = fakeCollector();
+  collector.answer = (r) => (r.path === "/v1/campaigns" ? problemResponse(429, { "retry-after": "60" }) : null);
+  const c = client(tmp(), collector, { backoffCap: 600 });
+  assert.equal((await c.record("browser", "safari")).status, "held");
+  const started = Date.now();
+  const result = await c.flush(1);
+  assert.equal(result.sent, 0);
+  assert.ok(Date.now() - started < 5000, "did not sleep past the deadline");
+  await c.close(0);
+});
+
 test("401/403/404/5xx keep the batch and set the condition; Retry-After is honoured", async () => {
   const collector = fakeCollector();
   const conditions = [];

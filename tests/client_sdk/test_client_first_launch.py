@@ -54,6 +54,42 @@ def test_values_held_offline_survive_close_and_a_restart_and_are_delivered(tmp_p
     restarted.close()
 
 
+def test_flush_waits_out_a_rate_limited_listing_and_delivers_the_held_values(tmp_path, fake):
+    # a public key shared by many devices: the first listings are refused with 429 and Retry-After
+    sleeps: list[float] = []
+    answers = [Response.from_json(429, {"detail": "rate limit of this key exceeded"}, {"retry-after": "5"})] * 2
+
+    def limited(request):
+        return answers.pop(0) if request.method == "GET" and answers else fake(request)
+
+    client = make_client(tmp_path, fake, transport=MockTransport(limited), sleep=sleeps.append,
+                         clock=lambda: 1000.0 + sum(sleeps))
+    assert not client.prepare(wait=True)
+    assert client.record("browser", "chrome").status == HELD
+    once = client.flush(timeout=30, retry=False)  # no retry: the backoff is not waited out, the value stays held
+    assert once.sent == 0 and client.status().held == 1 and sleeps == []
+    result = client.flush(timeout=30)
+    assert result.sent == 1 and result.remaining == 0 and client.status().held == 0
+    assert sleeps and min(sleeps) >= 5 and delivered_values(fake, SPEC) == 1
+    client.close()
+
+
+def test_a_held_value_stays_held_when_the_deadline_comes_before_the_retry(tmp_path, fake):
+    sleeps: list[float] = []
+
+    def limited(request):
+        if request.method == "GET":
+            return Response.from_json(429, {"detail": "rate limit"}, {"retry-after": "60"})
+        return fake(request)
+
+    client = make_client(tmp_path, fake, transport=MockTransport(limited), sleep=sleeps.append,
+                         clock=lambda: 1000.0 + sum(sleeps))
+    assert client.record("browser", "chrome").status == HELD
+    result = client.flush(timeout=2)
+    assert result.sent == 0 and client.status().held == 1 and sleeps == []  # never slept past its deadline
+    client.close(timeout=0)
+
+
 def test_the_ledger_and_policy_are_asked_when_the_held_values_are_released(tmp_path, fake):
     client = make_client(tmp_path, fake, campaigns=[], policy=ReportPolicy())  # one report per day
     assert [client.record("browser", "chrome").status for _ in range(3)] == [HELD] * 3

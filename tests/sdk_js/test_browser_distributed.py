@@ -125,8 +125,12 @@ def test_browser_devices_seal_distributed_quantiles_and_the_quantile_intervals_c
         assert len(seen["devices"]) == CONTEXTS and not [s for s in seen["devices"] if not s.startswith("[")], seen
         outcomes = [outcome for status in seen["devices"] for outcome in json.loads(status)]
         assert len(outcomes) == CONTEXTS * PAGE_DEVICES
-        delivered = {"status": "queued", "sent": 1, "remaining": 0, "rejected": 0, "condition": None}
-        undelivered = [(i, o) for i, o in enumerate(outcomes) if {**o, "clamped": 0} != {**delivered, "clamped": 0}]
+        # 120 devices share one public key (PUBLIC_RATE_LIMIT requests a second): a device whose listing was
+        # refused (429, Retry-After) holds its value in memory, and its flush waits the refusal out and delivers it
+        delivered = {"sent": 1, "remaining": 0, "rejected": 0, "condition": None}
+        undelivered = [(i, o) for i, o in enumerate(outcomes)
+                       if o["status"] not in ("queued", "held") or {**o, "status": None, "clamped": 0}
+                       != {**delivered, "status": None, "clamped": 0}]
         assert not undelivered, undelivered
         assert [o["clamped"] for o in outcomes[:4]] == [1, 1, 0, 0], outcomes[:4]  # on the device, never sent
         # the kind's module, then the distributed chunk, loaded on demand after the main module

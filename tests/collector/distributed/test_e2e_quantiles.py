@@ -34,7 +34,7 @@ from estimators.distributed import Shift, calibrate
 from estimators.report import report_schema
 from tests.sdk_js.conftest import sdk_js  # noqa: F401 (the fixture: sdk-js installed and built)
 from tests.sdk_js.test_distributed_e2e import js_devices_record
-from tests.tolerances import k_sigma
+from tests.tolerances import k_sigma, second_moment_bounds
 
 from ..helpers import BACKENDS, ldp_command
 from .test_e2e_devices import Aggregators, on_backend
@@ -131,14 +131,13 @@ def test_the_aggregators_noise_has_both_aggregators_variance(servers: Aggregator
     samples = np.concatenate(draws).astype(float)
     variance = noise.variance()
     offsets, pmf = noise.noise_pmf()
-    kurtosis = float((pmf * offsets**4).sum()) / variance**2  # sd of a sample variance: var sqrt((kurt - 1)/N)
-    tolerance = k_sigma(2) * variance * math.sqrt((kurtosis - 1) / samples.size)
     assert abs(samples.mean()) < k_sigma(2) * math.sqrt(variance / samples.size)
-    assert abs(samples.var() - variance) < tolerance
-    # the test's power: with one aggregator's noise alone, the sample variance (within k of its own standard
-    # errors of share_variance) would lie outside the tolerance
-    share = noise.share_variance()
-    assert share + k_sigma(2) * share * math.sqrt((kurtosis - 1) / samples.size) < variance - tolerance
+    low, high = second_moment_bounds(offsets, pmf, samples.size, comparisons=2)
+    assert low <= float((samples**2).mean()) <= high, (samples.var(), variance, low, high)
+    # the test's power: with one aggregator's noise alone, the draws' second moment would lie below ``low``
+    share = noise.share_pmf()
+    assert second_moment_bounds(np.arange(len(share)) - (len(share) - 1) // 2, share, samples.size,
+                                comparisons=2)[1] < low
 
 
 def test_the_helper_takes_a_distributed_quantiles_spec_and_refuses_a_local_one(tmp_path: Path):
