@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,15 +35,27 @@ def _config(pair: HpkeKeyPair) -> dict:
             "public_key": b64url(c.public_key)}
 
 
-def _run(sdk_js: Path, body: dict) -> dict:
-    done = subprocess.run([shutil.which("node") or "node", "scripts/poplar1-reports.mjs"], cwd=sdk_js,
-                          input=json.dumps(body), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+def _run(sdk_js: Path, body: dict, reports: Path) -> dict:
+    "scripts/poplar1-reports.mjs on ``body``; past 120 s, the test fails with node's JavaScript stack (its report)"
+    node = subprocess.Popen([shutil.which("node") or "node", "--report-on-signal", f"--report-directory={reports}",
+                             "scripts/poplar1-reports.mjs"], cwd=sdk_js, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = node.communicate(json.dumps(body), timeout=120)
+    except subprocess.TimeoutExpired:
+        node.send_signal(signal.SIGUSR2)  # node writes a report: its JavaScript stack, its libuv handles
+        time.sleep(3)
+        node.kill()
+        node.communicate()
+        seen = [json.loads(p.read_text()) for p in reports.glob("report.*.json")]  # what it ran, what it awaited
+        pytest.fail(f"node did not finish in 120 s: {[(r.get('javascriptStack'), r.get('libuv')) for r in seen]}")
+    assert node.returncode == 0, err[-3000:]
+    return json.loads(out)
 
 
 @pytest.mark.parametrize("bits", [8, 32, 256])
-def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_js: Path, bits: int) -> None:
+def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_js: Path, bits: int,
+                                                                            tmp_path: Path) -> None:
     spec = {**SPEC, "bits": bits}
     leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
     python_spec = load_spec(spec)
@@ -51,7 +65,7 @@ def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_
     cases = [{"value": v if isinstance(v, str) else {"bytes": b64url(v)}, "report_id": str(uuid.uuid4()),
               "batch": "2026-12-02", "rand": b64url(os.urandom(vdaf.RAND_SIZE))} for v in values]
     out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
-                        "cases": cases})
+                        "cases": cases}, tmp_path)
     assert out["fingerprint"] == python_spec.fingerprint
     named = SimpleNamespace(name=spec["name"], fingerprint=python_spec.fingerprint)
     for value, case, payload in zip(values, cases, out["payloads"], strict=True):
@@ -76,7 +90,7 @@ def test_javascript_poplar1_reports_are_the_python_shards_of_the_same_bytes(sdk_
                                                            "2026-12-03"))
 
 
-def test_javascript_poplar1_refuses_what_the_spec_refuses(sdk_js: Path) -> None:
+def test_javascript_poplar1_refuses_what_the_spec_refuses(sdk_js: Path, tmp_path: Path) -> None:
     spec = {**SPEC, "bits": 16, "overflow": "refuse"}
     leader, helper = HpkeKeyPair.generate(1), HpkeKeyPair.generate(2)
     python_spec = load_spec(spec)
@@ -84,7 +98,7 @@ def test_javascript_poplar1_refuses_what_the_spec_refuses(sdk_js: Path) -> None:
     cases = [{"value": v, "report_id": str(uuid.uuid4()), "batch": "2026-12-02", "rand": rand}
              for v in ["abc", "\udc00", "ab"]]
     out = _run(sdk_js, {"spec": spec, "leader": _config(leader), "helper": _config(helper),
-                        "cases": cases})
+                        "cases": cases}, tmp_path)
     assert [p.get("error") for p in out["payloads"]] == ["InvalidValue", "InvalidValue", None]
     # the Python kind refuses the same values (ValueError: InvalidValue on the device) and takes the third
     for value in ["abc", "\udc00"]:
