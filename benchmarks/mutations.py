@@ -134,6 +134,13 @@ MUTATIONS = (
     Mutation("poplar1-sketch-unchecked", "client_sdk/vdaf/poplar1.py",
              "            if (first[0] + second[0]) % p == 0:\n", "            if True:\n",
              ("tests/client_sdk/vdaf/test_poplar1.py", "-k", "malicious_client")),
+    # a walk whose noise would multiply its candidates: refused up front, stopped after a padded batch's first level
+    Mutation("poplar1-walk-minimum", "collector/kinds/poplar1/leader.py",
+             "    if len(reports) < needed:  # before any level", "    if False:  # before any level",
+             ("tests/collector/kinds/poplar1/test_processes.py", "-k", "too_small_for_its_threshold and sqlite")),
+    Mutation("poplar1-walk-minimum-accepted", "collector/kinds/poplar1/walk.py",
+             "                if len(accepted) < needed:", "                if False:",
+             ("tests/collector/kinds/poplar1/test_processes.py", "-k", "padded and sqlite")),
 )
 
 

@@ -17,6 +17,7 @@ from client_sdk.kinds.poplar1.device import poplar1_for
 from client_sdk.spec import load_spec
 from client_sdk.vdaf.hpke import HpkeError, open_sealed
 from estimators.kinds.poplar1 import estimate_walk
+from estimators.kinds.poplar1.prune import minimum_walk_reports
 
 from ...distributed import hpke_keys
 from ...distributed.peer import PeerClient
@@ -179,6 +180,14 @@ def collect(storage: StorageBase, store: Poplar1Store, peer: PeerClient, campaig
     if len(reports) < spec.params.min_batch:
         raise LevelRefused(LevelRefusal.BATCH_TOO_SMALL, f"{len(reports)} reports in batch {batch}, below "
                                                          f"min_batch = {spec.params.min_batch}")
+    needed = minimum_walk_reports(spec.epsilon, float(spec.delta or 0.0), len(spec.params.levels),
+                                  spec.params.threshold, spec.params.stride)
+    if len(reports) < needed:  # before any level: nothing is asked of the helper, nothing stored
+        raise LevelRefused(LevelRefusal.BATCH_TOO_SMALL,
+                           f"{len(reports)} reports in batch {batch}: at threshold {spec.params.threshold} and epsilon "
+                           f"{spec.epsilon} a walk needs at least {needed} (with fewer, the counts kept above the "
+                           "noise's margin are so small that the noise's own candidates multiply level by level); "
+                           "raise the threshold or wait for more reports")
     leader = StoredAggregator(spec, known.verify_key, 0, lambda r, p, share: share, store=store, key=key)
     helper = HttpHelperLevels(peer, key, lambda level: field_of(leader, level), chunking or Chunking())
     release = walk(leader, helper, batch, reports)

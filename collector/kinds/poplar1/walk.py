@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from estimators.kinds.poplar1.prune import pruning_rule
+from estimators.kinds.poplar1.prune import minimum_walk_reports, pruning_rule
 
 from .prepare import Poplar1Aggregator
 from .rules import AggParam, Prefix
@@ -67,10 +67,12 @@ class WalkRelease:
     threshold_count: float
     keep_count: float
     levels: list[LevelRelease] = field(default_factory=list)
+    stopped: dict | None = None  # why the walk ended before its last level with prefixes still kept
 
     def to_dict(self) -> dict:
-        return {"batch": self.batch, "reports": self.reports, "threshold_count": self.threshold_count,
-                "keep_count": self.keep_count, "levels": [level.to_dict() for level in self.levels]}
+        out = {"batch": self.batch, "reports": self.reports, "threshold_count": self.threshold_count,
+               "keep_count": self.keep_count, "levels": [level.to_dict() for level in self.levels]}
+        return out if self.stopped is None else {**out, "stopped": self.stopped}
 
 
 def extensions(kept: Sequence[Prefix], stride: int) -> tuple[Prefix, ...]:
@@ -98,7 +100,9 @@ def both(background: ThreadPoolExecutor, helper_step: Callable[[], Theirs],
 def walk(leader: Poplar1Aggregator, helper: HelperLevels, batch: str,
          reports: Sequence[tuple[bytes, bytes, Any, Any]]) -> WalkRelease:
     """Walk ``batch``'s reports, each (report id, public share, the leader's share, the helper's sealed share),
-    over the spec's levels; stops early when a level keeps no prefix"""
+    over the spec's levels; stops early when a level keeps no prefix, or after the first level when the reports it
+    accepted are fewer than ``minimum_walk_reports`` (the noise's candidates would multiply level by level: a batch
+    padded with reports the aggregators reject passes the leader's check of the batch's size, not this one)"""
     params = leader.params
     kept: tuple[Prefix, ...] = ((),)
     ids = {report_id for report_id, _, _, _ in reports}
@@ -123,8 +127,14 @@ def walk(leader: Poplar1Aggregator, helper: HelperLevels, batch: str,
                 rule = pruning_rule(leader.spec.epsilon, float(leader.spec.delta or 0.0), len(params.levels),
                                     params.threshold, len(accepted))
                 release = WalkRelease(batch, len(accepted), rule.threshold_count, rule.keep_count)
+                needed = minimum_walk_reports(leader.spec.epsilon, float(leader.spec.delta or 0.0),
+                                              len(params.levels), params.threshold, params.stride)
+                if len(accepted) < needed:
+                    release.stopped = {"reason": "too_few_reports", "accepted": len(accepted), "needed": needed}
             release.levels.append(LevelRelease(level, prefixes, counts, len(accepted)))
             kept = tuple(prefix for prefix, count in zip(prefixes, counts) if rule.keeps(count))
+            if release.stopped is not None:
+                break
             accepted_ids = set(accepted)
             current = [report for report in current if report[0] in accepted_ids and report[0] in ids]
             if not kept:

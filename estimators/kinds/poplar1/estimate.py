@@ -84,6 +84,7 @@ def estimate_walk(spec: Any, release: Mapping[str, Any], confidence: float = 0.9
             "reports": reports, "confidence": confidence, "interval_confidence": each, "threshold": params.threshold,
             "threshold_count": threshold, "pruning": rule.describe(), "bits": params.bits, "stride": params.stride,
             "rejected": dict(rejected or {}), "values": values, "heavy_hitters": heavy, "levels": walked,
+            "stopped": release.get("stopped"),
             "noise": {**noise.describe(), "per_level": True, "levels": levels, "ci_halfwidth": halfwidth},
             "guarantee": {"epsilon": spent.epsilon, "delta": spent.delta, "method": spent.method,
                           "levels": levels, "relation": "replace-one", "statements": statements},

@@ -28,6 +28,7 @@ class Poplar1Walk(Estimate):
     guarantee: Mapping[str, Any]
     leader_learned: Mapping[str, Any]
     rejected: Mapping[str, int]
+    stopped: Mapping[str, Any]  # why the walk ended after its first level (empty: it did not)
 
     @classmethod
     def members(cls, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,7 +47,8 @@ class Poplar1Walk(Estimate):
                 "pruning": section("pruning"),
                 "heavy_hitters": rows("heavy_hitters"), "levels": rows("levels"), "noise": section("noise"),
                 "guarantee": section("guarantee"), "leader_learned": section("leader_learned"),
-                "rejected": {str(k): int(v) for k, v in section("rejected").items() if is_number(v)}}
+                "rejected": {str(k): int(v) for k, v in section("rejected").items() if is_number(v)},
+                "stopped": section("stopped")}
 
 
 class Poplar1Estimates(EstimateKind):

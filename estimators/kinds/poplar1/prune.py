@@ -23,6 +23,14 @@ import numpy as np
 from .accounting import walk_noise
 
 MISS_PROBABILITY = 0.1  # beta: the most probable a string of true count >= T is pruned somewhere in the walk
+# A candidate of true count 0 (noise only) is kept with probability m0 = P(N >= keep count); its 2**stride
+# extensions are the next level's candidates, so the kept noise prefixes are a branching process of mean m = m0 x
+# 2**stride, fed at each level by the extensions of the true prefixes kept (at most 1 / threshold).  Over a walk of
+# L levels a true prefix's extensions bring in expectation m + m**2 + ... + m**(L-1) noise prefixes: a handful while
+# m < 1, geometrically many from m = 1 on (600 reports at threshold 0.05, epsilon 1, 8 levels: m = 13.6, the walk
+# never ends in practice).  A walk is refused below the reports that bring that sum to MAX_NOISE_GROWTH: its work
+# at most about 1 + MAX_NOISE_GROWTH times the true prefixes' alone.
+MAX_NOISE_GROWTH = 10.0
 
 
 @lru_cache(maxsize=64)
@@ -61,3 +69,43 @@ def pruning_rule(epsilon: float, delta: float, levels: int, threshold: float, re
     "The rule of a walk over ``reports`` reports of a spec's (epsilon, delta, levels, threshold)"
     return PruningRule(threshold * reports, pruning_margin(float(epsilon), float(delta), int(levels), beta), beta,
                        int(levels))
+
+
+@lru_cache(maxsize=64)
+def _at_least(epsilon: float, delta: float, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    "(offsets, P(N >= offset)) of the release's noise at one level (exact pmf)"
+    offsets, pmf = walk_noise(epsilon, delta, levels).noise_pmf()
+    return offsets, np.cumsum(pmf[::-1])[::-1]
+
+
+def noise_branching(epsilon: float, delta: float, levels: int, threshold: float, reports: int, stride: int,
+                    beta: float = MISS_PROBABILITY) -> float:
+    "m: the mean number of kept extensions of a kept noise prefix (MAX_NOISE_GROWTH's comment)"
+    keep = pruning_rule(epsilon, delta, levels, threshold, reports, beta).keep_count
+    offsets, at_least = _at_least(float(epsilon), float(delta), int(levels))
+    above = np.flatnonzero(offsets >= keep)
+    kept = float(at_least[above[0]]) if len(above) else 0.0  # the counts are integers: P(N >= ceil(keep))
+    return kept * 2 ** int(stride)
+
+
+def noise_growth(branching: float, levels: int) -> float:
+    "m + m**2 + ... + m**(levels - 1): a true prefix's expected noise descendants over the walk"
+    return sum(branching**k for k in range(1, int(levels)))
+
+
+@lru_cache(maxsize=64)
+def minimum_walk_reports(epsilon: float, delta: float, levels: int, threshold: float, stride: int,
+                         beta: float = MISS_PROBABILITY) -> int:
+    """The fewest reports whose walk's noise growth is at most MAX_NOISE_GROWTH (the keep count grows with the
+    reports, the margin does not, so the growth falls as they rise): below it a walk is refused"""
+    def grows(reports: int) -> bool:
+        return noise_growth(noise_branching(epsilon, delta, levels, threshold, reports, stride, beta),
+                            levels) > MAX_NOISE_GROWTH
+
+    low, high = 0, 1  # grows(low) or low = 0; not grows(high)
+    while grows(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if grows(middle) else (low, middle)
+    return high

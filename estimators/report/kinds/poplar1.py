@@ -84,6 +84,11 @@ class Poplar1Report(ReportKind):
         if learned:
             lines.append(f"the leader learned: {learned.get('prefixes_asked', 0):,} candidate prefixes over "
                          f"{learned.get('levels', 0)} levels with their noisy counts, nothing about any one report")
+        stopped = result.stopped
+        if stopped:
+            lines.append(f"the walk stopped after its first level: {stopped.get('accepted', 0):,} reports accepted, "
+                         f"fewer than the {stopped.get('needed', 0):,} at which the noise's own candidates stop "
+                         "multiplying level by level (the others were rejected)")
         if not result.heavy_hitters:
             lines.append("no string reached the keep count at every level: no heavy hitter in this batch")
         else:

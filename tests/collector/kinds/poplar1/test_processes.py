@@ -24,6 +24,7 @@ from collector.kinds.poplar1.leader import collect
 from collector.kinds.poplar1.levels import Chunking
 from collector.kinds.poplar1.store import Poplar1Store
 from collector.storage import open_storage
+from estimators.kinds.poplar1.prune import minimum_walk_reports
 from tests.collector.distributed.test_e2e_devices import PEER_TOKEN, Aggregators, aggregators
 from tests.collector.helpers import BACKENDS
 from tests.sdk_js.conftest import SDK_JS, install, run_npm
@@ -175,6 +176,36 @@ def test_the_helper_refuses_a_level_below_min_batch_and_a_repeated_report(server
     assert refusal(level_request(servers, spec, 3, ["0010"], few)) == (409, "batch-too-small", "reports")
     doubled = reports[:SPEC["min_batch"]] + reports[:1]
     assert refusal(level_request(servers, spec, 3, ["0010"], doubled)) == (409, "report-repeated", "reports")
+
+
+def test_a_batch_too_small_for_its_threshold_is_refused_before_the_helper_is_asked(servers: Aggregators) -> None:
+    """A walk whose keep count sits so little above the noise that the noise's own candidates would multiply level
+    by level (600 reports at 5%, epsilon 1: more than ten minutes, hundreds of chunks) is refused before its first
+    level: 409 naming the reports, the reports it needs; nothing stored, the helper never asked"""
+    needed = minimum_walk_reports(SPEC["epsilon"], SPEC["delta"], 4, SPEC["threshold"], SPEC["stride"])
+    few = values()[:needed - 1]
+    assert len(few) >= SPEC["min_batch"]  # above min_batch: only the walk's own minimum refuses it
+    spec = upload(servers, "thin", few)
+    answer = requests.post(f"{servers.leader_url}/v1/campaigns/thin/walk", json={"batch": servers.day}, timeout=60,
+                           headers={"Authorization": f"Bearer {servers.admin}"})
+    assert refusal(answer) == (409, "batch-too-small", "reports"), answer.text
+    assert f"at least {needed}" in answer.json()["detail"]
+    assert servers.call("GET", "/v1/campaigns/thin/walks")["releases"] in ([], {})
+    # the helper has prepared no level of the batch: its first level is still open to the leader
+    assert level_request(servers, spec, 3, ["0010"]).status_code == 200
+
+
+def test_a_batch_padded_with_rejected_reports_stops_after_its_first_level(servers: Aggregators) -> None:
+    """Reports the aggregators reject count in the batch's size, not in the walk's: a batch above the walk's
+    minimum only with them walks its first level, then stops and says why (no heavy hitter released)"""
+    needed = minimum_walk_reports(SPEC["epsilon"], SPEC["delta"], 4, SPEC["threshold"], SPEC["stride"])
+    good = values()[:needed - 1]
+    upload(servers, "padded", good, tampered=10)
+    release = servers.call("POST", "/v1/campaigns/padded/walk", {"batch": servers.day})
+    assert release["rejections"] == {"invalid-measurement": 10}
+    stopped = {"reason": "too_few_reports", "accepted": len(good), "needed": needed}
+    assert release["walk"]["stopped"] == stopped and len(release["walk"]["levels"]) == 1
+    assert release["estimate"]["stopped"] == stopped and release["estimate"]["heavy_hitters"] == []
 
 
 class LosingFirstAnswers(HttpTransport):
