@@ -103,4 +103,5 @@ PRIO3_INVALID: list[Any] = [
     {**_PRIO3, "budget": {"delta": 1e-4}},
     {**_PRIO3, "trust": "shuffled"},
     {**_PRIO3, "shuffle_batch": 100},
+    {**_PRIO3, "aggregators": {"helper": "https://helper.example"}},  # a listing's block, never a spec's field
 ]

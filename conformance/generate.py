@@ -348,6 +348,7 @@ QUANTILES_DISTRIBUTED = [
      "epsilon": 0.5},
 ]
 QUANTILES_INVALID += [
+    {**QUANTILES_DISTRIBUTED[0], "aggregators": {"helper": "https://helper.example"}},  # a listing's, not a spec's
     {**QUANTILES_DISTRIBUTED[0], "noise": "coins"},
     {key: value for key, value in QUANTILES_DISTRIBUTED[0].items() if key != "noise"},
     {**QUANTILES_DISTRIBUTED[0], "branching": 4},

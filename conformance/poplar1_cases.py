@@ -48,6 +48,7 @@ INVALID: list[dict[str, Any]] = [
     _with(PATHS, delta=_DROP), _with(PATHS, trust="local"), _with(PATHS, kind="poplar"), _with(PATHS, name="-x"),
     _with(PATHS, mechanism="grr"), _with(PATHS, domain=["a", "b"]), _with(PATHS, prio3="count"),
     _with(PATHS, fingerprint="0" * 32),
+    _with(PATHS, aggregators={"helper": "https://helper.example"}),  # a listing's block, never a spec's field
 ]
 
 _LONG = "/" + "x" * 40

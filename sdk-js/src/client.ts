@@ -269,7 +269,7 @@ export class Client {
         }
         if (known && known.fetched >= cached.fetched) continue;
         try {
-          this.#specs.set(campaign, { spec: await fingerprinted(loadSpec(cached.text)), fetched: cached.fetched });
+          this.#specs.set(campaign, { spec: await fingerprinted(loadSpec(cached.text, true)), fetched: cached.fetched });
         } catch (error) {
           if (error instanceof SpecError) this.#specErrors.set(campaign, error);
         }
@@ -566,7 +566,7 @@ export class Client {
       // a distributed campaign's aggregators block (both HPKE configs, the helper's URL) is kept with its spec
       const source = item.aggregators ? { ...item.spec as object, aggregators: item.aggregators } : item.spec;
       try {
-        spec = await fingerprinted(loadSpec(source));
+        spec = await fingerprinted(loadSpec(source, true));
       } catch (error) {
         if (error instanceof SpecError) this.#specErrors.set(campaign, error);
         continue;

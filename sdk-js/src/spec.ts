@@ -120,8 +120,11 @@ function domainKey(value: unknown): string | null {
   return null;
 }
 
-/** A spec from a plain object or its JSON text; throws SpecError naming the field. */
-export function loadSpec(source: unknown): Spec {
+/** A spec from a plain object or its JSON text; throws SpecError naming the field.  A spec has no field
+ * ``aggregators`` (refused, as by the Python SDK); ``listed`` (the client's own use, not an app's) reads a listing's
+ * item as the client keeps it: the spec with the listing's aggregators block there (a distributed campaign's HPKE
+ * configs and helper URL, checked before sealing). */
+export function loadSpec(source: unknown, listed = false): Spec {
   if (source instanceof Spec) return source;
   if (typeof source === "string") {
     try {
@@ -130,7 +133,7 @@ export function loadSpec(source: unknown): Spec {
       throw new SpecError("spec", `is not valid JSON (${(error as Error).message})`);
     }
   }
-  return specFromDict(source);
+  return specFromDict(source, listed);
 }
 
 const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed(); // no lone surrogates
@@ -138,7 +141,7 @@ const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): bool
 export const text = (v: unknown, max: number): v is string => typeof v == "string" && [...v].length <= max && wellFormed(v);
 
 /** A spec from its JSON object: the envelope checked here, the rest by the spec's kind (kinds/index.ts). */
-export function specFromDict(data: unknown): Spec {
+export function specFromDict(data: unknown, listed = false): Spec {
   if (data === null || typeof data !== "object" || Array.isArray(data)) throw new SpecError("spec", "must be a JSON object");
   const d = data as Record<string, unknown>;
   const has = (key: string): boolean => key in d;
@@ -147,6 +150,7 @@ export function specFromDict(data: unknown): Spec {
   // named: the field the kind comes from (its module is not loaded yet)
   if (kind === undefined) throw notLoaded(has("kind") ? "kind" : "trust", kindOf);
   const known = new Set([...ENVELOPE_FIELDS, ...kind.fields]);
+  if (!listed) known.delete("aggregators"); // the listing's block, kept with a listed spec only: never a spec's field
   const unknown = Object.keys(d).filter((k) => !known.has(k)).sort();
   if (unknown.length) throw new SpecError(unknown[0], "unknown field");
   const name = d.name;

@@ -11,8 +11,9 @@ const BUDGET = 12 * 1000; // bytes, minified and gzipped (issue 24: at most 12 K
 // kinds, and the spec's `budget` and trust `shuffled` with the ledger's budget rule (issue 37: about 600 bytes).
 // Not held to BUDGET: the local kind bundled into the main module (one request) measured 12,253 bytes before issue
 // 37's fields, over the budget without changing behaviour. Held instead at the figure measured, rounded up to the
-// next 100 bytes, so that it does not grow unnoticed.
-const LOCAL_PAGE_BUDGET = 13_900;
+// next 100 bytes, so that it does not grow unnoticed (13,925: flush waiting out a refused listing for held values,
+// and `aggregators` refused in a spec as the Python SDK refuses it).
+const LOCAL_PAGE_BUDGET = 14_000;
 // rappor.js and numeric.js load with the first campaign of theirs. Distributed campaigns (issue 25), loaded only for
 // them: the Prio3 sharder (vdaf.js, 7,994 bytes gzipped when measured) and the prio3 kind that loads it (prio3.js:
 // specs, HPKE on WebCrypto, aggregator checks, 6,592 bytes gzipped when measured; it takes the SDK's shared code,

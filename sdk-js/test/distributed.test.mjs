@@ -3,7 +3,7 @@
 // local campaign, and the Python SDK's trust rules for the aggregators (docs/distributed.md).
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, InvalidValue, InvalidValueType, MemoryStore, loadSpec } from "../dist/node.js";
+import { Client, InvalidValue, InvalidValueType, MemoryStore, fingerprinted, loadSpec } from "../dist/node.js";
 import { HELPER_URL, LEADER_URL, fakeAggregators as aggregatorsOf, hpkeConfig, quiet } from "./helpers.mjs";
 
 const APPS = { name: "apps", trust: "distributed", prio3: "histogram", domain: ["mail", "maps", "chat"], epsilon: 1.0,
@@ -36,6 +36,26 @@ test("a distributed record is sealed, queued and delivered; the ledger charges e
   const helperAsks = fake.requests.filter((r) => r.origin === HELPER_URL);
   assert.ok(helperAsks.length >= 1 && helperAsks.every((r) => !("Authorization" in r.headers)));
   await c.close();
+});
+
+test("a spec has no aggregators field (refused, as by the Python SDK); a listing's cached with it still loads", async () => {
+  const block = { helper: { url: HELPER_URL, hpke_config: await hpkeConfig(2) } };
+  assert.throws(() => loadSpec({ ...APPS, aggregators: block }), (e) => e.name === "SpecError" && e.field === "aggregators");
+  // what the client stores for a listing's item (and stored before this rule): the spec with the block, same fingerprint
+  const listed = loadSpec(JSON.stringify({ ...APPS, aggregators: block }), true);
+  assert.deepEqual(listed.aggregators, block);
+  assert.equal((await fingerprinted(listed)).fingerprint, (await fingerprinted(loadSpec(APPS))).fingerprint);
+  const fake = await fakeAggregators();
+  const store = new MemoryStore();
+  const first = client(fake, { store });
+  assert.ok(await first.prepare());
+  assert.equal((await first.record("apps", "chat")).status, "queued"); // the helper's configs fetched and kept
+  await first.close(0);
+  const offline = { fetch: async () => { throw new TypeError("offline"); } };
+  const restarted = client(offline, { store }); // from the stored listing alone: its aggregators block included
+  const recorded = await restarted.record("spend", 10);
+  assert.equal(recorded.status, "queued", JSON.stringify(recorded));
+  await restarted.close(0);
 });
 
 test("one report per batch: a second value the same day is refused even without a report cap", async () => {
