@@ -13,7 +13,7 @@ let input = "";
 for await (const chunk of process.stdin) input += chunk;
 const { spec: source, batch, measurements } = JSON.parse(input);
 await loadMechanism("prio3");
-const spec = loadSpec(source);
+const spec = loadSpec(source, true); // the listing's item: the spec with its aggregators block
 const vdaf = prio3For(spec.prio3);
 const configs = [source.aggregators.leader.hpke_config, source.aggregators.helper.hpke_config];
 
