@@ -17,14 +17,13 @@ import datetime as dt
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from client_sdk import load_spec
 from collector.config import DEFAULTS
-from tests.collector.helpers import free_port
+from tests.collector.helpers import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,11 +66,7 @@ def run(script: str, cwd: Path) -> str:
         try:
             process.wait(timeout=900)
         finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # the script's own group: its serve processes too
-            except ProcessLookupError:
-                pass
-            process.wait()
+            stop_group(process)
     output = log.read_text()
     assert process.returncode == 0, output
     return output

@@ -96,6 +96,9 @@ def running_server(db_path: Path, log_path: Path, port: int | None = None, worke
         stop(process)
 
 
+STOP_GRACE = 10.0  # seconds a script's servers have to exit on SIGTERM
+
+
 def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
     if process.poll() is None:
         try:
@@ -107,6 +110,28 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=5)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Stop the script's own process group, its serve processes too: SIGTERM, so that each removes what it made
+    (its metrics directory), then SIGKILL what is left after STOP_GRACE seconds (the group's leader, a script, may
+    have exited already: :func:`stop` waits for the leader only)"""
+    for sig, grace in ((signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if process.poll() is None:
+                time.sleep(0.05)
+                continue
+            try:
+                os.killpg(process.pid, 0)  # a member of the group still runs
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+    process.wait()
 
 
 @contextmanager
