@@ -21,7 +21,7 @@ a core) except the collector's path, which waits on SQLite's writes (wall time):
   ingestion: its reports are Python objects, never parsed or checked); reports are privatised and aggregated in
   chunks, the decode also timed at each ``--checkpoints`` n, so its time at smaller n and the largest n it finishes
   within ``--timeout`` seconds follow from one run (``largest``);
-* ours, the kind's work: ``add()`` of the JSON-decoded payloads (the vectorised check ``payload_columns`` and the
+* ours, the kind's work: ``add()`` of the JSON-decoded payloads (the vectorised check ``payload_cells`` and the
   count tables) + the decode, from the simulated device math (``simulate_reports``;
   tests/estimators/kinds/heavy_hitters/test_simulate.py compares it with ``make_report``);
 * ours, the collector's path minus the network (``ours_post``): POST /v1/reports through the WSGI app, SQLite

@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from benchmarks.heavy_hitters_coverage import ALPHABET, DISTINCT, shapes
-    from client_sdk.kinds.heavy_hitters import encode_value, params_from_dict
+    from client_sdk.kinds.heavy_hitters import cell_count, encode_value, params_from_dict
     from client_sdk.kinds.heavy_hitters.encoding import olh_seeds, sketch_seeds
     from client_sdk.kinds.heavy_hitters.planning import oracle
     from estimators.kinds.heavy_hitters import estimate_heavy_hitters
@@ -96,11 +96,12 @@ def main() -> None:
         counts = np.zeros(len(words), np.int64)
         counts[order] = np.bincount(rng.choice(len(words), size=args.n, p=weights / weights.sum()),
                                     minlength=len(words))
-        fields = simulate_reports(params, symbols, counts, rng, keys)
+        cells = simulate_reports(params, symbols, counts, rng, keys)
         owner = np.repeat(np.arange(len(words)), counts)
-        members = np.bincount(owner * params.groups + fields[:, 0], minlength=len(words) * params.groups)
+        group = cells // (cell_count(params) // params.groups)
+        members = np.bincount(owner * params.groups + group, minlength=len(words) * params.groups)
         members = members.reshape(len(words), params.groups).astype(np.float64)
-        aggregate = (PemAggregate if pem else SfpAggregate).from_arrays(params, *fields.T)
+        aggregate = (PemAggregate if pem else SfpAggregate).from_cells(params, cells)
         estimate = estimate_heavy_hitters(params, aggregate, top_k=args.top)
         found = np.array([h.symbols for h in estimate.hitters], dtype=np.int64).reshape(len(estimate.hitters), -1)
         reports = int(aggregate.counts[estimation])

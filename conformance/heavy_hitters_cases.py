@@ -3,8 +3,9 @@
 - ``specs.json``: valid specs (resolved algorithm and its parameters, fingerprint; ``auto`` resolved by the planner)
   and invalid ones with the field each error names;
 - ``pem.json``, ``sfp.json``: per algorithm, a spec, a string, the random bytes and the exact payload
-  (``client_sdk.kinds.heavy_hitters.device.make_report``), every byte consumed: the empty string, truncation at a
-  UTF-8 character boundary, alphabet mode, astral characters;
+  (``client_sdk.kinds.heavy_hitters.device.make_report``: the report's cell), every byte consumed, with the report's
+  fields (``report``: [group, hash, y] or [group, row, column, bit]): the empty string, truncation at a UTF-8
+  character boundary, alphabet mode, astral characters;
 - ``refused.json``: values a campaign refuses, and the error (``InvalidValue`` or ``InvalidValueType``);
 - ``planner.json``: the detection threshold of configurations at several n (the planner's figure of merit), and
   ``[x, NormalDist().cdf(x), NormalDist().inv_cdf(p)]`` on a grid: an SDK's planner agrees to ~1e-12.
@@ -17,7 +18,7 @@ from statistics import NormalDist
 from typing import Any
 
 from client_sdk.errors import RecordingError
-from client_sdk.kinds.heavy_hitters.device import make_report
+from client_sdk.kinds.heavy_hitters.device import make_report, parse_payload
 from client_sdk.kinds.heavy_hitters.limits import PEM_FIELDS, SFP_FIELDS
 from client_sdk.kinds.heavy_hitters.planning import detection_threshold
 from client_sdk.randomness import ByteStreamRandom
@@ -42,7 +43,7 @@ VALID: list[dict[str, Any]] = [
     {**WORDS, "algorithm": "sfp", "sketch_width": 256, "sketch_depth": 8, "fragment_length": 2},
     {**HH, "name": "crashes", "epsilon": 4.0, "max_length": 4, "algorithm": "sfp"},
     {**HH, "name": "emoji", "epsilon": 2.5, "max_length": 3, "alphabet": "\U0001f600\U0001f601\U0001f602\"\\\u00e9",
-     "algorithm": "sfp", "sketch_width": 65536, "sketch_depth": 1024, "hash_family": "multiply_shift",
+     "algorithm": "sfp", "sketch_width": 65536, "sketch_depth": 16, "hash_family": "multiply_shift",
      "overflow": "truncate"},
     {**WORDS, "name": "auto-3", "algorithm": "auto", "expected_reports": 100_000},
     {**WORDS, "name": "auto-1", "epsilon": 1.0, "expected_reports": 1_000_000},
@@ -74,6 +75,7 @@ INVALID: list[dict[str, Any]] = [
     _with(_PEM, epsilon=9.0, hash_count=257),
     _with(_SFP, sketch_width=1000), _with(_SFP, sketch_width=8), _with(_SFP, sketch_width=131072),
     _with(_SFP, sketch_width=True), _with(_SFP, sketch_depth=0), _with(_SFP, sketch_depth=1025),
+    _with(_SFP, sketch_width=65536, sketch_depth=17), _with(_SFP, sketch_width=2048, sketch_depth=1024),
     _with(_SFP, hash_family="md5"), _with(_SFP, fragment_length=0), _with(_SFP, fragment_length=5),
     _with(_SFP, alphabet=_DROP, fragment_length=2),
     _with(_PEM, epsilon=_DROP), _with(_PEM, epsilon=0.001), _with(_PEM, epsilon=25), _with(_PEM, epsilon="1"),
@@ -99,7 +101,9 @@ PAYLOAD_CASES: dict[str, list[tuple[dict[str, Any], list[str]]]] = {
         ({**HH, "name": "crashes", "epsilon": 4.0, "max_length": 7, "algorithm": "sfp"},
          ["", "E1234", "h\u00e9ll\u00f6 w\u00f6rld", "\U0001f600\U0001f601"]),
         ({**HH, "name": "wide", "epsilon": 0.5, "max_length": 3, "alphabet": "01", "algorithm": "sfp",
-          "sketch_width": 65536, "sketch_depth": 1024, "fragment_length": 3}, ["", "0101", "1"]),
+          "sketch_width": 65536, "sketch_depth": 16, "fragment_length": 3}, ["", "0101", "1"]),
+        ({**HH, "name": "deep", "epsilon": 1.0, "max_length": 2, "algorithm": "sfp", "sketch_width": 1024,
+          "sketch_depth": 1024}, ["", "ab"]),
     ],
 }
 VECTORS_PER_VALUE = 3
@@ -146,7 +150,8 @@ def payload_vectors(algorithm: str, first_seed: int) -> list[dict[str, Any]]:
                 pool = random.Random(seed).randbytes(256)
                 rng = ByteStreamRandom(pool)
                 payload = make_report(rng, spec.params, value)
-                out.append({"spec": data, "value": value, "random": pool[:rng.consumed].hex(), "payload": payload})
+                out.append({"spec": data, "value": value, "random": pool[:rng.consumed].hex(), "payload": payload,
+                            "report": list(parse_payload(spec.params, payload)._values())})
     return out
 
 

@@ -18,7 +18,7 @@ from collector.archive import AggregateFile, ArchiveError, archive_form, export_
 from collector.kinds.heavy_hitters.store import HeavyHittersStore
 from collector.spark_aggregate import aggregate_archive
 from collector.storage import open_storage
-from estimators.kinds.heavy_hitters.aggregate import payload_columns
+from estimators.kinds.heavy_hitters.aggregate import payload_cells
 from ldp_telemetry.cli import main
 
 from .test_spark_aggregate import spark  # noqa: F401 (the module's SparkSession fixture)
@@ -40,7 +40,7 @@ def fill(storage, spec, seed):
         for start in range(0, len(payloads), 70):
             with storage.transaction():
                 chunk = payloads[start:start + 70]
-                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_columns(params, chunk))
+                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_cells(params, chunk))
     return campaign
 
 

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from client_sdk import DeterministicRandom
-from client_sdk.kinds.heavy_hitters import make_report
+from client_sdk.kinds.heavy_hitters import cell_count, make_report, parse_payload
 from client_sdk.spec import load_spec
 from collector.reporting import report_data_from_db
 from estimators.report import json_report, render_markdown, render_table
@@ -47,11 +47,15 @@ def test_reports_are_stored_in_the_kinds_tables_and_estimated(algorithm: str, ht
     assert created.status_code == 201, created.json
     spec = created.json["spec"]
     reports = _reports(spec, 3000)
-    bad = {**reports[0], "report_id": str(uuid.uuid4()), "payload": [99] + reports[0]["payload"][1:]}
-    batches = [reports[:1500] + [bad, dict(reports[0])], reports[1500:]]
+    params = load_spec(spec).params
+    bad = {**reports[0], "report_id": str(uuid.uuid4()), "payload": cell_count(params)}
+    older = {**reports[1], "report_id": str(uuid.uuid4()), "payload": [99, 0, 0] + [0] * (algorithm == "sfp")}
+    legacy = [{**report, "payload": list(parse_payload(params, report["payload"])._values())}
+              for report in reports[1500:1600]]  # the list form of older SDKs, counted as its cell
+    batches = [reports[:1500] + [bad, older, dict(reports[0])], legacy + reports[1600:]]
     answers = [http.post("/v1/reports", json={"reports": batch}, headers=ingest).json for batch in batches]
-    assert (answers[0]["accepted"], answers[0]["duplicate"], answers[0]["rejected"]) == (1500, 1, 1)
-    assert answers[0]["errors"][0]["field"] == "reports[1500].payload[0]"
+    assert (answers[0]["accepted"], answers[0]["duplicate"], answers[0]["rejected"]) == (1500, 1, 2)
+    assert [error["field"] for error in answers[0]["errors"]] == ["reports[1500].payload", "reports[1501].payload[0]"]
     assert answers[1]["accepted"] == 1500
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM hh_seen").fetchone() == (3000,)

@@ -9,7 +9,7 @@ from client_sdk.kinds.heavy_hitters import make_report
 from client_sdk.randomness import DeterministicRandom
 from collector.kinds.heavy_hitters.store import HeavyHittersStore
 from estimators.kinds.heavy_hitters import empty_aggregate
-from estimators.kinds.heavy_hitters.aggregate import payload_columns
+from estimators.kinds.heavy_hitters.aggregate import payload_cells
 
 from .helpers import on_both_backends
 
@@ -34,7 +34,7 @@ def test_days_merge_into_the_aggregate_of_their_reports(storage, spec):
         for start in range(0, len(payloads), 50):  # several batches a day add to the same cells
             with storage.transaction():
                 chunk = payloads[start:start + 50]
-                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_columns(params, chunk))
+                store.add(campaign, day, [str(uuid.uuid4()) for _ in chunk], payload_cells(params, chunk))
     assert store.days(campaign, None, None) == list(DAYS)
     for chosen in (DAYS, DAYS[1:], DAYS[:1]):
         expected = empty_aggregate(params).add([p for day in chosen for p in by_day[day]])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from client_sdk.errors import RecordingError
-from client_sdk.kinds.heavy_hitters.device import make_report
+from client_sdk.kinds.heavy_hitters.device import make_report, parse_payload, report_cell
 from client_sdk.kinds.heavy_hitters.planning import detection_threshold
 from client_sdk.randomness import SECURE_RANDOM, ByteStreamRandom
 from client_sdk.spec import load_spec
@@ -30,8 +30,11 @@ VECTORS = [case for algorithm in ("pem", "sfp") for case in _load(f"{algorithm}.
 def test_payload_vector(case: dict) -> None:
     random_bytes = bytes.fromhex(case["random"])
     rng = ByteStreamRandom(random_bytes)
-    assert make_report(rng, load_spec(case["spec"]).params, case["value"]) == case["payload"]
+    params = load_spec(case["spec"]).params
+    assert make_report(rng, params, case["value"]) == case["payload"]
     assert rng.consumed == len(random_bytes)
+    assert list(parse_payload(params, case["payload"])._values()) == case["report"]
+    assert report_cell(params, parse_payload(params, case["report"])) == case["payload"]  # the older list form
 
 
 def test_both_algorithms_and_the_edge_cases_have_vectors() -> None:

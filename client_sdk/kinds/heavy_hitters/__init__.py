@@ -19,15 +19,25 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy tre
 if TYPE_CHECKING:
     from typing import Any
 
-    from .device import PemReport, SfpReport, group_key, make_report, parse_payload, perturb_symbols
+    from .device import (
+        PemReport,
+        SfpReport,
+        cell_count,
+        group_key,
+        make_report,
+        parse_payload,
+        payload_radices,
+        perturb_symbols,
+        report_cell,
+    )
     from .encoding import encode_value, symbols_to_bytes, symbols_to_text
     from .oracles import OlhConstants, SketchConstants
     from .params import HeavyHittersParams, json_schema, params_from_dict
     from .planning import detection_probability, detection_threshold, plan, reports_needed
 
 _LAZY = {
-    **dict.fromkeys(("PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "perturb_symbols"),
-                    ".device"),
+    **dict.fromkeys(("PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "cell_count",
+                     "payload_radices", "perturb_symbols", "report_cell"), ".device"),
     **dict.fromkeys(("encode_value", "symbols_to_bytes", "symbols_to_text"), ".encoding"),
     **dict.fromkeys(("OlhConstants", "SketchConstants"), ".oracles"),
     **dict.fromkeys(("HeavyHittersParams", "json_schema", "params_from_dict"), ".params"),
@@ -44,6 +54,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FIELDS", "KIND_NAME", "HeavyHittersParams", "OlhConstants", "PemReport", "SfpReport", "SketchConstants",
     "detection_probability", "detection_threshold", "encode_value", "group_key", "json_schema", "make_report",
-    "params_from_dict", "parse_payload", "perturb_symbols", "plan", "reports_needed", "symbols_to_bytes",
-    "symbols_to_text",
+    "params_from_dict", "parse_payload", "cell_count", "payload_radices", "perturb_symbols", "plan",
+    "report_cell", "reports_needed", "symbols_to_bytes", "symbols_to_text",
 ]

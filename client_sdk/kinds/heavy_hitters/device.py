@@ -7,13 +7,19 @@ pem  1. group  = randbelow(groups)             (levels 0..L-1, then the estimati
      2. hash   = randbelow(hash_count)         which of the public OLH functions (``encoding.olh_seed``)
      3. keep   = bernoulli(keep): randbelow(keep.denominator) < keep.numerator
      4. only if not kept: other = randbelow(g - 1), reported as other if other < h else other + 1
-     payload ``[group, hash, y]``: y in [0, g), h = olh_hash(a, b, prefix_key(the group's prefix), g) with
+     report (group, hash, y): y in [0, g), h = olh_hash(a, b, prefix_key(the group's prefix), g) with
      (a, b) = olh_seed(hash)
 sfp  1. group  = randbelow(groups)             (positions 0..P-1, then the estimation group P)
      2. row    = randbelow(sketch_depth), 3. column = randbelow(sketch_width)
      4. keep   = bernoulli(keep); the bit is H[h_row(key), column]'s sign bit, flipped when not kept
-     payload ``[group, row, column, bit]``; key = fragment_key(puzzle_hash(string), fragment) at a position,
+     report (group, row, column, bit); key = fragment_key(puzzle_hash(string), fragment) at a position,
      prefix_key(string) in the estimation group; h_row = olh_hash(sketch seed of the row, key, width)
+
+The payload is one JSON integer, the report's cell: its fields in the mixed radix ``payload_radices`` (most
+significant first), pem (group * hash_count + hash) * g + y, sfp ((group * depth + row) * width + column) * 2 + bit,
+in [0, ``cell_count``) (below 2**31: ``params`` bounds each group's table).  It is the report's flat index in
+the collector's count table, so the collector counts reports with no per-field work.  The list form older SDKs
+sent (``[group, hash, y]`` / ``[group, row, column, bit]``) is still parsed, to the same report.
 
 The group is drawn here, from the device's CSPRNG, independently of the value: the collector cannot choose it, and
 every report is eps-LDP for the whole string (the group and PEM's hash index are data-independent; the oracle is
@@ -21,6 +27,8 @@ eps-LDP for whatever function of the string the group reports: a prefix, a (hash
 """
 
 from __future__ import annotations
+
+import math
 
 from ...errors import PayloadError
 from ...frozen import Frozen
@@ -49,8 +57,6 @@ class PemReport(Frozen):
     def __init__(self, group: int, hash: int, y: int) -> None:
         self._set(group=group, hash=hash, y=y)
 
-    def to_json(self) -> list:
-        return [self.group, self.hash, self.y]
 
 
 class SfpReport(Frozen):
@@ -65,8 +71,6 @@ class SfpReport(Frozen):
     def __init__(self, group: int, row: int, column: int, bit: int) -> None:
         self._set(group=group, row=row, column=column, bit=bit)
 
-    def to_json(self) -> list:
-        return [self.group, self.row, self.column, self.bit]
 
 
 def group_key(params: HeavyHittersParams, symbols: tuple[int, ...], group: int) -> int:
@@ -102,14 +106,46 @@ def perturb_symbols(rng: RandomSource, params: HeavyHittersParams, symbols: tupl
     return SfpReport(group, row, column, bit)
 
 
-def make_report(rng: RandomSource, params: HeavyHittersParams, value: Any) -> list:
-    """The JSON payload of one report of ``value``; InvalidValue / InvalidValueType (``encode_value``) for a
-    string the campaign refuses (too long with overflow 'refuse', not UTF-8, outside the alphabet)"""
-    return perturb_symbols(rng, params, encode_value(params, value)).to_json()
+def make_report(rng: RandomSource, params: HeavyHittersParams, value: Any) -> int:
+    """The JSON payload (the report's cell) of one report of ``value``; InvalidValue / InvalidValueType
+    (``encode_value``) for a string the campaign refuses (too long with overflow 'refuse', not UTF-8, outside the
+    alphabet)"""
+    return report_cell(params, perturb_symbols(rng, params, encode_value(params, value)))
+
+
+def payload_radices(params: HeavyHittersParams) -> tuple[int, ...]:
+    "How many values each report field takes, in the report's order: the mixed radix of its cell"
+    if params.algorithm == "pem":
+        assert params.hash_count is not None
+        return params.groups, params.hash_count, oracle(params).g  # type: ignore[union-attr]
+    assert params.sketch_depth is not None and params.sketch_width is not None
+    return params.groups, params.sketch_depth, params.sketch_width, 2
+
+
+def cell_count(params: HeavyHittersParams) -> int:
+    "How many cells a payload can name: the product of ``payload_radices``"
+    return math.prod(payload_radices(params))
+
+
+def report_cell(params: HeavyHittersParams, report: PemReport | SfpReport) -> int:
+    "The payload of a report: its fields in the mixed radix ``payload_radices``"
+    cell = 0
+    for value, radix in zip(report._values(), payload_radices(params)):
+        cell = cell * radix + value
+    return cell
 
 
 def parse_payload(params: HeavyHittersParams, payload: Any) -> PemReport | SfpReport:
-    "The typed report of a payload; PayloadError naming the field unless the device could have produced it"
+    """The typed report of a payload (a cell; or the older list form); PayloadError naming the field unless the
+    device could have produced it"""
+    if not isinstance(payload, list):
+        radices = payload_radices(params)
+        cell = require_int(payload, "payload", 0, math.prod(radices))
+        fields = []
+        for radix in reversed(radices):
+            cell, value = divmod(cell, radix)
+            fields.append(value)
+        return (PemReport if params.algorithm == "pem" else SfpReport)(*reversed(fields))
     if params.algorithm == "pem":
         assert params.hash_count is not None
         group, index, y = require_list(payload, "payload", 3)
@@ -123,4 +159,5 @@ def parse_payload(params: HeavyHittersParams, payload: Any) -> PemReport | SfpRe
                      require_int(column, "payload[2]", 0, params.sketch_width), require_int(bit, "payload[3]", 0, 2))
 
 
-__all__ = ["PayloadError", "PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "perturb_symbols"]
+__all__ = ["PayloadError", "PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "cell_count",
+           "payload_radices", "perturb_symbols", "report_cell"]

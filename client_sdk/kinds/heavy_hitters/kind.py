@@ -59,7 +59,7 @@ class HeavyHittersKind(CampaignKind):
         return json_schema()
 
     def make_report(self, ctx: DeviceContext, spec: Any, value: Any) -> Any:
-        "The payload ([group, hash, y] or [group, row, column, bit]); InvalidValue(Type) for a refused string"
+        "The payload (the report's cell, ``device.report_cell``); InvalidValue(Type) for a refused string"
         from .device import make_report
 
         return make_report(ctx.rng if ctx.rng is not None else SECURE_RANDOM, spec.params, value)

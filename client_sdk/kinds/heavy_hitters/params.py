@@ -13,7 +13,7 @@ segment_length     pem: symbols added per level (B**segment_length <= 4096, B = 
 hash_count         pem: the public OLH hash functions a device draws one of (``encoding.olh_seed``); 1..65536
                    with hash_count * g <= 2**20 (default max(1, 2**12 // g), g = min(round(e^eps + 1), 4096))
 sketch_width       sfp: the Count Mean Sketch's width m, a power of two in [16, 65536] (default 1024)
-sketch_depth       sfp: its number of hash rows, 1..1024 (default 16)
+sketch_depth       sfp: its number of hash rows, 1..1024 (default 16), with sketch_width * sketch_depth <= 2**20
 fragment_length    sfp: symbols per fragment (256 * B**fragment_length <= 2**24)
 hash_family        sfp: "multiply_shift" (the only one; ``encoding.sketch_seeds``)
 =================  ================================================================================================
@@ -45,6 +45,7 @@ from .limits import (
     MAX_LENGTH,
     MAX_LEVEL_BRANCHING,
     MAX_OLH_CELLS,
+    MAX_SKETCH_CELLS,
     MIN_EXPECTED_REPORTS,
     PEM_FIELDS,
     SFP_FIELDS,
@@ -186,6 +187,9 @@ def params_from_dict(data: Mapping[str, Any], epsilon: Any) -> HeavyHittersParam
     if isinstance(width, bool) or not isinstance(width, int) or width < 16 or width > 65536 or width & (width - 1):
         raise SpecError("sketch_width", "must be a power of two in [16, 65536]")
     depth = validate_int("sketch_depth", data.get("sketch_depth", DEFAULT_SKETCH_DEPTH), 1, 1024)
+    if width * depth > MAX_SKETCH_CELLS:
+        raise SpecError("sketch_depth", f"sketch_width * sketch_depth = {width} * {depth} exceeds {MAX_SKETCH_CELLS} "
+                                        "(the count table of a group)")
     hash_family = data.get("hash_family", HASH_FAMILIES[0])
     if hash_family not in HASH_FAMILIES:
         raise SpecError("hash_family", f"must be one of {list(HASH_FAMILIES)}")

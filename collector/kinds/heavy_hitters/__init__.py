@@ -13,10 +13,10 @@ import numpy as np
 
 import estimators
 from client_sdk.errors import PayloadError
-from client_sdk.kinds.heavy_hitters import parse_payload
+from client_sdk.kinds.heavy_hitters import parse_payload, report_cell
 from estimators.errors import SourceError
 from estimators.kinds.heavy_hitters import empty_aggregate
-from estimators.kinds.heavy_hitters.aggregate import payload_columns
+from estimators.kinds.heavy_hitters.aggregate import payload_cells
 from estimators.kinds.heavy_hitters.kind import HEAVY_HITTERS_ESTIMATES
 from estimators.window import ReportData, finite_json
 
@@ -72,35 +72,36 @@ class HeavyHittersCampaigns(CollectorKind):
 
 def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accepted:
     """The reports of one POST /v1/reports batch for heavy_hitters campaigns (see accept_reports).  Per campaign
-    version the payloads are checked together (``payload_columns``, the estimator's ``add()`` code); only a version
-    with a bad payload is parsed report by report, to reject each bad one by its field"""
+    version the payloads are checked together (``payload_cells``, the estimator's ``add()`` code); only a version
+    with a bad payload (or one of the older list form) is parsed report by report, to reject each bad one by its
+    field"""
     outcome = Accepted()
     by_version: dict[str, list[ReportItem]] = {}
     for item in items:
         by_version.setdefault(item[2].fingerprint, []).append(item)
-    valid: dict[str, tuple[CampaignVersion, list[str], np.ndarray]] = {}
+    valid: dict[str, tuple[CampaignVersion, list[str], np.ndarray]] = {}  # per version: ids, cells
     batch_ids: set[str] = set()
     for fingerprint, group in by_version.items():
         campaign = group[0][2]
         params = campaign.spec.params
-        columns = payload_columns(params, [report["payload"] for _, report, _ in group])
-        if columns is None:
-            keep = []
+        cells = payload_cells(params, [report["payload"] for _, report, _ in group])
+        if cells is None:
+            keep, parsed_cells = [], []
             for position, (index, report, _) in enumerate(group):
                 try:
-                    parse_payload(params, report["payload"])
+                    parsed = parse_payload(params, report["payload"])
                 except PayloadError as exc:
                     outcome.rejected.append((index, report["report_id"], exc.field, exc.reason))
                 else:
                     keep.append(position)
+                    parsed_cells.append(report_cell(params, parsed))
             group = [group[position] for position in keep]
-            columns = payload_columns(params, [report["payload"] for _, report, _ in group])
-            assert columns is not None  # each payload passed parse_payload, whose checks these are
+            cells = np.array(parsed_cells, dtype=np.int64)
         ids = [report["report_id"] for _, report, _ in group]
         unique = set(ids)
         if len(unique) == len(ids) and batch_ids.isdisjoint(unique):  # the usual batch: no id repeated
             batch_ids |= unique
-            valid[fingerprint] = (campaign, ids, columns)
+            valid[fingerprint] = (campaign, ids, cells)
             continue
         rows = []
         for position, report_id in enumerate(ids):
@@ -109,21 +110,21 @@ def accept(storage: StorageBase, items: Sequence[ReportItem], day: str) -> Accep
                 continue
             batch_ids.add(report_id)
             rows.append(position)
-        valid[fingerprint] = (campaign, [ids[i] for i in rows], columns[rows])
+        valid[fingerprint] = (campaign, [ids[i] for i in rows], cells[rows])
     store = HeavyHittersStore(storage)
     with storage.transaction():
         seen = store.seen(sorted(batch_ids))
-        for campaign, ids, columns in valid.values():
+        for campaign, ids, cells in valid.values():
             if not ids:
                 continue
             if seen.isdisjoint(ids):  # the usual batch: none stored before
-                store.add(campaign, day, ids, columns)
+                store.add(campaign, day, ids, cells)
                 outcome.accepted += len(ids)
                 continue
             fresh = [position for position, report_id in enumerate(ids) if report_id not in seen]
             outcome.duplicate += len(ids) - len(fresh)
             if fresh:
-                store.add(campaign, day, [ids[i] for i in fresh], columns[fresh])
+                store.add(campaign, day, [ids[i] for i in fresh], cells[fresh])
                 outcome.accepted += len(fresh)
     return outcome
 

@@ -74,13 +74,13 @@ class HeavyHittersStore:
             found.update(row[0] for row in rows)
         return found
 
-    def add(self, campaign: CampaignVersion, day: str, report_ids: Sequence[str], columns: np.ndarray) -> None:
-        """Store the reports of one campaign version on ``day``: their ids and their checked payload fields, one
-        row each (``payload_columns``), inside the caller's transaction"""
+    def add(self, campaign: CampaignVersion, day: str, report_ids: Sequence[str], cells: np.ndarray) -> None:
+        """Store the reports of one campaign version on ``day``: their ids and, counted into the day's tables, their
+        checked payloads (cells: ``payload_cells``), inside the caller's transaction"""
         key = (campaign.name, campaign.fingerprint, day)
         self.storage._run_many("INSERT INTO hh_seen (report_id, campaign, fingerprint, day) VALUES (?, ?, ?, ?)",
                                list(zip(report_ids, *map(itertools.repeat, key))))
-        aggregate = table_type(campaign.spec.params).from_arrays(campaign.spec.params, *columns.T)
+        aggregate = table_type(campaign.spec.params).from_cells(campaign.spec.params, cells)
         flat = aggregate.cells.reshape(aggregate.params.groups, -1)
         groups, cells = np.nonzero(flat)
         self.storage._run_many(

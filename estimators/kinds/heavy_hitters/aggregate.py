@@ -14,13 +14,19 @@ from __future__ import annotations
 import base64
 import marshal
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any, Self
 
 import numpy as np
 
 from client_sdk.errors import PayloadError
-from client_sdk.kinds.heavy_hitters import HeavyHittersParams, PemReport, SfpReport, parse_payload
+from client_sdk.kinds.heavy_hitters import (
+    HeavyHittersParams,
+    PemReport,
+    SfpReport,
+    cell_count,
+    parse_payload,
+    report_cell,
+)
 from client_sdk.kinds.heavy_hitters.planning import oracle
 
 from ...errors import AggregateMismatch
@@ -44,9 +50,9 @@ def _decode(text: Any, dtype: str, field: str) -> np.ndarray:
 
 
 class CountTable:
-    """Per group a ``rows x columns`` integer table and the group's report count; merging adds both.  A report adds
-    ``weight`` at (group, row, column): PEM's (hash, y) counts with weight 1, SFP's (row, column) signed sums with
-    weight 1 - 2 bit"""
+    """Per group a ``rows x columns`` integer table and the group's report count; merging adds both.  A report (a
+    payload: its cell, ``device.report_cell``) adds at (group, row, column): PEM's (hash, y) counts one, SFP's
+    (row, column) signed sums 1 - 2 bit"""
 
     algorithm = ""
 
@@ -61,33 +67,30 @@ class CountTable:
         raise NotImplementedError
 
     @staticmethod
-    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
-        "The ``size`` cells' sums of the reports at cells ``flat`` with last payload fields ``last`` (integers)"
+    def tallies(params: HeavyHittersParams, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        "The flat table and the per-group report counts of the reports at payload cells ``cells``"
         raise NotImplementedError
 
     def add(self, payloads: Iterable[Any]) -> Self:
         "This aggregate plus ``payloads`` (validated: PayloadError naming the field)"
         rows = payloads if type(payloads) is list else list(payloads)
-        fields = payload_fields(self.params, rows)
-        if fields is None:  # some payload is irregular: the per-payload parse names its field
+        cells = payload_cells(self.params, rows)
+        if cells is None:  # some payload is irregular (or of the older list form): parsed one by one
             reports = [parse_payload(self.params, payload) for payload in rows]
             return self.merge(self.from_reports(self.params, reports))
-        return self.merge(self.from_arrays(self.params, *fields))
+        return self.merge(self.from_cells(self.params, cells))
 
     @classmethod
     def from_reports(cls, params: HeavyHittersParams, reports: Sequence[PemReport | SfpReport]) -> Self:
-        fields = np.array([r._values() for r in reports], dtype=np.int64).reshape(-1, len(_highs(params)))
-        return cls.from_arrays(params, *fields.T)
+        return cls.from_cells(params, np.array([report_cell(params, r) for r in reports], dtype=np.int64))
 
     @classmethod
-    def from_arrays(cls, params: HeavyHittersParams, group: np.ndarray, row: np.ndarray, column: np.ndarray,
-                    last: np.ndarray | None = None) -> Self:
-        "The aggregate of reports given as columns (SFP: ``last`` the bits; PEM: column is y, no ``last``)"
+    def from_cells(cls, params: HeavyHittersParams, cells: np.ndarray) -> Self:
+        "The aggregate of the reports of payloads ``cells`` (integers in [0, cell_count), checked by the caller)"
         out = cls(params)
-        rows, columns = cls.shape(params)
-        flat = (group.astype(np.int64) * rows + row) * columns + column
-        out.cells.reshape(-1)[:] = cls.totals(flat, last if last is not None else column, out.cells.size)
-        out.counts[:] = np.bincount(group, minlength=params.groups)
+        flat, counts = cls.tallies(params, cells)
+        out.cells.reshape(-1)[:] = flat
+        out.counts[:] = counts
         return out
 
     def merge(self, other: Self) -> Self:
@@ -133,8 +136,10 @@ class PemAggregate(CountTable):
         return params.hash_count, oracle(params).g  # type: ignore[union-attr]
 
     @staticmethod
-    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
-        return np.bincount(flat, minlength=size)
+    def tallies(params: HeavyHittersParams, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        "A payload is its table's flat index: (group * hash_count + hash) * g + y"
+        flat = np.bincount(cells, minlength=cell_count(params))
+        return flat, flat.reshape(params.groups, -1).sum(axis=1)
 
     @staticmethod
     def _check(flat: np.ndarray, count: int, field: str) -> None:
@@ -153,10 +158,10 @@ class SfpAggregate(CountTable):
         return params.sketch_depth, params.sketch_width
 
     @staticmethod
-    def totals(flat: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
-        "Per cell the reports of bit 0 minus those of bit 1"
-        by_bit = np.bincount(flat * 2 + last, minlength=2 * size).reshape(size, 2)
-        return by_bit[:, 0] - by_bit[:, 1]
+    def tallies(params: HeavyHittersParams, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        "A payload is ((group * depth + row) * width + column) * 2 + bit: per cell the bit-0 minus the bit-1 reports"
+        by_bit = np.bincount(cells, minlength=cell_count(params)).reshape(-1, 2)
+        return by_bit[:, 0] - by_bit[:, 1], by_bit.reshape(params.groups, -1).sum(axis=1)
 
     @staticmethod
     def _check(flat: np.ndarray, count: int, field: str) -> None:
@@ -164,64 +169,36 @@ class SfpAggregate(CountTable):
             raise PayloadError(field, "its sums exceed the group's report count")
 
 
-# The vectorised parse of add() and of the collector's ingestion: the same checks as parse_payload over whole
-# columns, None when any payload fails one (the caller then parses one by one, to name each bad payload's field).
-# The payloads are read in one C pass by marshal (format version 2: no back-references, so each object is written
-# in full where it occurs), whose bytes for a list of k ints that fit in 32 bits are "[", the length k as int32,
-# then "i" and the int32 value of each; anything else (a bool: "T" / "F", a float, a str, None, a list of another
-# length, a larger int, a list subclass) is written otherwise or refused, so the rows match that layout byte for
-# byte exactly when each is a list of k ints.
+# The vectorised parse of add() and of the collector's ingestion: parse_payload's checks over the whole batch, None
+# when any payload fails one (the caller then parses one by one, to name each bad payload's field).  The payloads are
+# read in one C pass by marshal (format version 2: no back-references, so each object is written in full where it
+# occurs), whose bytes for a list of ints that fit in 32 bits are "[", the count as int32, then "i" and the int32
+# value of each; anything else (a bool: "T" / "F", a float, a str, None, a list (the older payload form), a larger
+# int) is written with another tag or refused, so the batch matches that layout byte for byte exactly when each
+# payload is an int of 32 bits.
 MARSHAL_VERSION = 2
+_INT32 = np.dtype([("tag", "u1"), ("value", "<i4")])
+_INT_TAG = marshal.dumps(0, MARSHAL_VERSION)[0]
+assert marshal.dumps([-1], MARSHAL_VERSION)[5:] == bytes([_INT_TAG]) + b"\xff" * 4, "not marshal's int layout"
 
 
-def _highs(params: HeavyHittersParams) -> tuple[int, ...]:
-    "The exclusive upper bound of each payload field"
-    if params.algorithm == "pem":
-        assert params.hash_count is not None
-        return params.groups, params.hash_count, oracle(params).g  # type: ignore[union-attr]
-    assert params.sketch_depth is not None and params.sketch_width is not None
-    return params.groups, params.sketch_depth, params.sketch_width, 2
-
-
-@lru_cache(maxsize=8)
-def _layout(fields: int) -> tuple[np.dtype, np.void, list[str]]:
-    """marshal's record of a list of ``fields`` 32-bit ints as a dtype (the list's tag and length, then each int's
-    tag and value), the record of [0] * fields, and the names of the parts every such list shares (not the values)"""
-    shared = ["list", "length", *(f"tag{i}" for i in range(fields))]
-    record = np.dtype([("list", "u1"), ("length", "<i4")] + [
-        (f"{part}{i}", kind) for i in range(fields) for part, kind in (("tag", "u1"), ("value", "<i4"))])
-    zeros, ones = (np.frombuffer(marshal.dumps([value] * fields, MARSHAL_VERSION), record)[0] for value in (0, -1))
-    assert all(zeros[name] == ones[name] for name in shared) and all(
-        (zeros[f"value{i}"], ones[f"value{i}"]) == (0, -1) for i in range(fields)), "not marshal's list layout"
-    return record, zeros, shared
-
-
-def payload_fields(params: HeavyHittersParams, rows: list) -> list[np.ndarray] | None:
-    """Each payload field's int32 column (views of marshal's bytes) when every payload is one the device could have
-    sent (``parse_payload`` would accept it), else None"""
-    highs = _highs(params)
+def payload_cells(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
+    """The payloads as an int32 array of cells (a view of marshal's bytes) when every payload is one the device
+    could have sent (an int in [0, cell_count): ``parse_payload`` would accept it), else None"""
     if not rows:
-        return [np.zeros(0, np.int32) for _ in highs]
-    record, expected, shared = _layout(len(highs))
+        return np.zeros(0, np.int32)
     try:
         written = marshal.dumps(rows if type(rows) is list else list(rows), MARSHAL_VERSION)
     except ValueError:  # an object marshal cannot write: no JSON value
         return None
-    head = len(written) - len(rows) * record.itemsize  # the outer list's tag and length, if each row is a record
-    if head != 1 + record["length"].itemsize:
+    if len(written) != 5 + len(rows) * _INT32.itemsize:  # the list's tag and count, then one record per payload
         return None
-    items = np.frombuffer(written, record, offset=head)
-    if not all((items[name] == expected[name]).all() for name in shared):
+    items = np.frombuffer(written, _INT32, offset=5)
+    if not (items["tag"] == _INT_TAG).all():
         return None
-    # every field in [0, high) in one pass per field: a negative one is above every high as uint32
-    values = [items[f"value{i}"] for i in range(len(highs))]
-    return values if all((value.view(np.uint32) < high).all() for value, high in zip(values, highs)) else None
-
-
-def payload_columns(params: HeavyHittersParams, rows: list) -> np.ndarray | None:
-    "The payloads' fields as an (n, fields) int64 array when ``payload_fields`` accepts them all, else None"
-    fields = payload_fields(params, rows)
-    return None if fields is None else np.stack(fields, axis=1).astype(np.int64)
+    cells = items["value"]
+    # every cell in [0, cell_count) in one pass: a negative one is above every count as uint32
+    return cells if (cells.view(np.uint32) < cell_count(params)).all() else None
 
 
 def empty_aggregate(params: HeavyHittersParams) -> PemAggregate | SfpAggregate:

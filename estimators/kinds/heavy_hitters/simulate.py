@@ -79,9 +79,9 @@ def group_keys(params: HeavyHittersParams, strings: list[tuple[int, ...]]) -> np
 
 def simulate_reports(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
                      rng: np.random.Generator, keys: np.ndarray | None = None) -> np.ndarray:
-    """The payload fields (one row per report: PEM [group, hash, y], SFP [group, row, column, bit]) of sum(counts)
-    devices, counts[s] of them holding the encoded string strings[s], each making one report (group drawn
-    uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
+    """The payloads (each report's cell, ``device.report_cell``: PEM's (group, hash, y), SFP's (group, row, column,
+    bit)) of sum(counts) devices, counts[s] of them holding the encoded string strings[s], each making one report
+    (group drawn uniformly, as on the device); ``keys``: ``group_keys(params, strings)`` if known"""
     owner = np.repeat(np.arange(len(strings)), counts)
     n = len(owner)
     keys = group_keys(params, strings) if keys is None else keys
@@ -97,22 +97,21 @@ def simulate_reports(params: HeavyHittersParams, strings: list[tuple[int, ...]],
         hashed = olh_hash_array(family[index, 0], family[index, 1], key, g)
         other = rng.integers(0, g - 1, size=n, dtype=np.uint64)
         y = np.where(kept, hashed, np.where(other < hashed, other, other + np.uint64(1))).astype(np.int64)
-        return np.column_stack([group, index, y])
+        return (group * params.hash_count + index) * g + y
     assert params.sketch_depth is not None and params.sketch_width is not None
     seeds = np.array(sketch_seeds(params.sketch_depth), dtype=np.uint64)
     row = rng.integers(0, params.sketch_depth, size=n)
     column = rng.integers(0, params.sketch_width, size=n)
     hashed = olh_hash_array(seeds[row, 0], seeds[row, 1], key, params.sketch_width).astype(np.int64)
     bit = sign_bits(hashed, column) ^ (~kept).astype(np.int64)
-    return np.column_stack([group, row, column, bit])
+    return ((group * params.sketch_depth + row) * params.sketch_width + column) * 2 + bit
 
 
 def simulate_aggregate(params: HeavyHittersParams, strings: list[tuple[int, ...]], counts: np.ndarray,
                        rng: np.random.Generator, keys: np.ndarray | None = None) -> PemAggregate | SfpAggregate:
     "The aggregate of ``simulate_reports``"
-    fields = simulate_reports(params, strings, counts, rng, keys)
     table = PemAggregate if params.algorithm == "pem" else SfpAggregate
-    return table.from_arrays(params, *fields.T)
+    return table.from_cells(params, simulate_reports(params, strings, counts, rng, keys))
 
 
 def interval_coverage(params: HeavyHittersParams, words: list[str], n: int, datasets: int, top_k: int,

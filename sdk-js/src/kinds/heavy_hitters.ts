@@ -4,9 +4,12 @@
  * report of the whole string, drawn byte for byte as the Python SDK's ``device.make_report``:
  *
  *   pem  group = randbelow(groups); hash = randbelow(hash_count) (a public OLH function, ``encoding.olh_seed``);
- *        keep = bernoulli(keep); if not kept, other = randbelow(g - 1): payload [group, hash, y]
+ *        keep = bernoulli(keep); if not kept, other = randbelow(g - 1): report (group, hash, y)
  *   sfp  group = randbelow(groups); row = randbelow(depth); column = randbelow(width); keep = bernoulli(keep):
- *        payload [group, row, column, bit]
+ *        report (group, row, column, bit)
+ *
+ * The payload is one integer, the report's cell (``device.report_cell``): pem (group * hash_count + hash) * g + y,
+ * sfp ((group * depth + row) * width + column) * 2 + bit; below 2**31, as the parameters bound each group's table.
  *
  * Strings are ``max_length`` symbols (0 is END, then the alphabet's characters, or UTF-8 bytes + 1) hashed with
  * SHA-256 under fixed labels (``encoding.py``). Loaded with the first heavy_hitters spec (browsers:
@@ -164,7 +167,7 @@ export class HeavyHittersReporter implements Mechanism {
         const other = randbelowNumber(rng, g - 1);
         y = other < hashed ? other : other + 1;
       }
-      return [group, index, y];
+      return (group * p.hashCount! + index) * g + y;
     }
     const row = randbelowNumber(rng, p.sketchDepth!);
     const column = randbelowNumber(rng, p.sketchWidth!);
@@ -173,7 +176,7 @@ export class HeavyHittersReporter implements Mechanism {
     parity ^= parity >>> 8; parity ^= parity >>> 4; parity ^= parity >>> 2; parity ^= parity >>> 1;
     let bit = parity & 1;
     if (!bernoulli(rng, this.#oracle.keep)) bit ^= 1;
-    return [group, row, column, bit];
+    return ((group * p.sketchDepth! + row) * p.sketchWidth! + column) * 2 + bit;
   }
 }
 

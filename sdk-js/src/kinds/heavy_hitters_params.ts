@@ -6,7 +6,8 @@ import { SpecError } from "../errors.js";
 import { MAX_EPSILON, MIN_EPSILON } from "../spec.js";
 import {
   DEFAULT_SKETCH_DEPTH, DEFAULT_SKETCH_WIDTH, HASH_FAMILIES, MAX_ALPHABET, MAX_EXPECTED_REPORTS,
-  MAX_FRAGMENT_CANDIDATES, MAX_HASH_COUNT, MAX_LENGTH, MAX_LEVEL_BRANCHING, MAX_OLH_CELLS, MIN_EXPECTED_REPORTS,
+  MAX_FRAGMENT_CANDIDATES, MAX_HASH_COUNT, MAX_LENGTH, MAX_LEVEL_BRANCHING, MAX_OLH_CELLS, MAX_SKETCH_CELLS,
+  MIN_EXPECTED_REPORTS,
   PUZZLE_BITS, defaultHashCount, pemRange, plan, symbolCount,
   type HeavyHittersParams,
 } from "./heavy_hitters_plan.js";
@@ -104,6 +105,9 @@ export function paramsFromDict(d: Record<string, unknown>): HeavyHittersParams {
     throw new SpecError("sketch_width", "must be a power of two in [16, 65536]");
   }
   const depth = validateInt("sketch_depth", get(d, "sketch_depth", DEFAULT_SKETCH_DEPTH), 1, 1024);
+  if ((width as number) * depth > MAX_SKETCH_CELLS) {
+    throw new SpecError("sketch_depth", `sketch_width * sketch_depth = ${width} * ${depth} exceeds ${MAX_SKETCH_CELLS} (the count table of a group)`);
+  }
   const hashFamily = get(d, "hash_family", HASH_FAMILIES[0]);
   if (!HASH_FAMILIES.includes(hashFamily as string)) throw new SpecError("hash_family", `must be one of ${HASH_FAMILIES}`);
   const fragment = validateInt("fragment_length", get(d, "fragment_length", 1), 1, maxLength);

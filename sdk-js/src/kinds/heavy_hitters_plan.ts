@@ -21,6 +21,8 @@ export const PUZZLE_BITS = 8;
 /** PEM's OLH: g at most PEM_MAX_RANGE, a group's hash_count x g count table at most MAX_OLH_CELLS cells. */
 export const PEM_MAX_RANGE = 4096;
 export const MAX_OLH_CELLS = 2 ** 20;
+/** SFP: sketch_width * sketch_depth, a group's count table, at most this (so a payload stays below 2**31). */
+export const MAX_SKETCH_CELLS = 2 ** 20;
 export const DEFAULT_OLH_CELLS = 2 ** 12;
 export const MAX_HASH_COUNT = 2 ** 16;
 const DEFAULT_TOP_K = 20;

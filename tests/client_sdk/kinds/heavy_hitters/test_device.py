@@ -6,7 +6,15 @@ import math
 import pytest
 
 from client_sdk.errors import PayloadError
-from client_sdk.kinds.heavy_hitters import encode_value, group_key, make_report, params_from_dict, parse_payload
+from client_sdk.kinds.heavy_hitters import (
+    cell_count,
+    encode_value,
+    group_key,
+    make_report,
+    params_from_dict,
+    parse_payload,
+    report_cell,
+)
 from client_sdk.kinds.heavy_hitters.encoding import olh_seed
 from client_sdk.kinds.heavy_hitters.oracles import OlhConstants, SketchConstants
 from client_sdk.mechanisms.hashing import olh_hash
@@ -51,7 +59,8 @@ def test_pem_reports_consume_the_bytes_in_the_documented_order(seed):
     else:
         other = read.below(olh.g - 1)
         y = other if other < hashed else other + 1
-    assert payload == [group, index, y]
+    assert payload == (group * params.hash_count + index) * olh.g + y  # the report's cell, most significant first
+    assert parse_payload(params, payload)._values() == (group, index, y)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -63,12 +72,13 @@ def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
     group, row, column = read.below(params.groups), read.below(16), read.below(1024)
     keep = SketchConstants(3.0, 1024, 16).keep
     kept = read.below(keep.denominator) < keep.numerator
-    assert payload[:3] == [group, row, column] and payload[3] in (0, 1)
     from client_sdk.kinds.heavy_hitters.encoding import sketch_seeds
 
     seed_a, seed_b = sketch_seeds(16)[row]
     h = olh_hash(seed_a, seed_b, group_key(params, encode_value(params, "abba"), group), 1024)
-    assert payload[3] == (bin(h & column).count("1") & 1) ^ (not kept)
+    bit = (bin(h & column).count("1") & 1) ^ (not kept)
+    assert payload == ((group * 16 + row) * 1024 + column) * 2 + bit
+    assert parse_payload(params, payload)._values() == (group, row, column, bit)
 
 
 @pytest.mark.parametrize(("spec", "payload", "field"), [
@@ -86,6 +96,14 @@ def test_sfp_reports_consume_the_bytes_in_the_documented_order(seed):
     (SFP, [0, 0, 16, 0], "payload[2]"),
     (SFP, [0, 0, 0, 2], "payload[3]"),
     (SFP, "0,0,0,0", "payload"),
+    (PEM, -1, "payload"),
+    (PEM, 3 * (4096 // 21) * 21, "payload"),  # one past the last cell: groups * hash_count * g
+    (PEM, True, "payload"),
+    (PEM, 1.0, "payload"),
+    (PEM, None, "payload"),
+    (SFP, 3 * 2 * 16 * 2, "payload"),
+    (SFP, 1 << 70, "payload"),
+    (SFP, "7", "payload"),
 ])
 def test_bad_payloads_raise_a_payload_error_naming_the_field(spec, payload, field):
     with pytest.raises(PayloadError) as caught:
@@ -98,7 +116,10 @@ def test_payloads_round_trip_through_the_codec(spec):
     params, rng = params_from_dict(spec, 2.0), DeterministicRandom(7)
     for value in ("", "a", "ab", "ba"):
         payload = make_report(rng, params, value)
-        assert parse_payload(params, payload).to_json() == payload
+        assert type(payload) is int and report_cell(params, parse_payload(params, payload)) == payload
+    for cell in range(cell_count(params)):  # every cell is one report, and the older list form reads the same
+        report = parse_payload(params, cell)
+        assert report_cell(params, report) == cell and parse_payload(params, list(report._values())) == report
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0, 8.0] + LN_K_EPSILONS[::9])
@@ -119,7 +140,7 @@ def pem_samples(params, epsilon_audited, draws):
     for value in VALUES:
         binned = []
         for _ in range(draws):
-            group, index, y = make_report(rng, params, value)
+            group, index, y = parse_payload(params, make_report(rng, params, value))._values()
             a, b = olh_seed(index)
             keys = [group_key(params, encode_value(params, v), group) for v in VALUES]
             binned.append((group, tuple(olh_hash(a, b, key, g) == y for key in keys)))
@@ -129,7 +150,7 @@ def pem_samples(params, epsilon_audited, draws):
 
 def sfp_samples(params, draws):
     rng = DeterministicRandom(12)
-    return {value: [tuple(make_report(rng, params, value)) for _ in range(draws)] for value in VALUES}
+    return {value: [make_report(rng, params, value) for _ in range(draws)] for value in VALUES}
 
 
 def test_empirical_audit_of_both_randomizers_passes_at_epsilon_and_detects_a_planted_leak():

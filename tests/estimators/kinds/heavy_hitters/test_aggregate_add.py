@@ -1,10 +1,10 @@
-"""add() parses a batch's columns at once: the same aggregate as the per-payload parse, and a bad payload in a
+"""add() parses a batch's cells at once: the same aggregate as the per-payload parse, and a bad payload in a
 batch still fails with the PayloadError naming its field."""
 
 import pytest
 
 from client_sdk.errors import PayloadError
-from client_sdk.kinds.heavy_hitters import make_report, params_from_dict, parse_payload
+from client_sdk.kinds.heavy_hitters import cell_count, make_report, params_from_dict, parse_payload
 from client_sdk.randomness import DeterministicRandom
 from estimators.kinds.heavy_hitters import PemAggregate, SfpAggregate, aggregate_json, empty_aggregate
 
@@ -28,26 +28,32 @@ def test_the_batch_parse_makes_the_per_payload_aggregate(spec):
 
 
 @pytest.mark.parametrize("spec", SPECS)
-@pytest.mark.parametrize("position, bad, field", [
-    (0, True, "payload[0]"), (0, 99, "payload[0]"), (-1, -1, "payload["), (0, False, "payload[0]"),
-    (0, [0], "payload[0]"), (-1, "0", "payload["), (-1, b"\0\0\0\0", "payload["), (-1, 0.0, "payload["),
-    (0, 1 << 31, "payload[0]"), (0, -(1 << 31), "payload[0]"), (0, 1 << 70, "payload[0]")])  # beyond 32 bits too
-def test_a_bad_payload_in_a_batch_names_its_field(spec, position, bad, field):
+@pytest.mark.parametrize("bad", [True, False, -1, "last+1", 1 << 31, -(1 << 31), 1 << 70, "0", b"\0\0\0\0", 0.0, None,
+                                 [0], {"cell": 0}])  # beyond 32 bits too; a list of the wrong length
+def test_a_bad_payload_in_a_batch_names_its_field(spec, bad):
     params = params_from_dict(spec, 3.0)
     batch = payloads(params, 40)
-    broken = list(batch[7])
-    broken[position] = bad
-    batch[7] = broken
+    batch[7] = cell_count(params) if bad == "last+1" else bad
     with pytest.raises(PayloadError) as error:
         empty_aggregate(params).add(batch)
-    assert error.value.field.startswith(field)
+    assert error.value.field == "payload"
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_older_list_form_counts_as_its_cell(spec):
+    "Payloads of older SDKs ([group, hash, y] / [group, row, column, bit]) in a batch: the same aggregate"
+    params = params_from_dict(spec, 3.0)
+    batch = payloads(params, 80)
+    mixed = [list(parse_payload(params, p)._values()) if i % 3 == 0 else p for i, p in enumerate(batch)]
+    assert empty_aggregate(params).add(mixed).to_json() == empty_aggregate(params).add(batch).to_json()
 
 
 @pytest.mark.parametrize("bad", [-1, 1 << 40, "3", 2.0, None])
 def test_a_hash_index_outside_the_public_family_is_refused(bad):
     params = params_from_dict(SPECS[0], 3.0)
     batch = payloads(params, 8)
-    batch[3] = [batch[3][0], params.hash_count if bad == 1 << 40 else bad, batch[3][2]]
+    group, _, y = parse_payload(params, batch[3])._values()
+    batch[3] = [group, params.hash_count if bad == 1 << 40 else bad, y]
     with pytest.raises(PayloadError) as error:
         empty_aggregate(params).add(batch)
     assert error.value.field == "payload[1]"
@@ -76,14 +82,13 @@ def test_an_archived_pem_table_that_does_not_add_up_is_refused():
     assert error.value.field == "groups[0]"
 
 
-BAD_SHAPES = {"tuple": tuple, "short": lambda p: p[:-1], "long": lambda p: [*p, 0],
-              "dict": lambda p: {str(i): v for i, v in enumerate(p)}}
+BAD_SHAPES = {"tuple": lambda p: (p,), "text": str, "float": float, "dict": lambda p: {"cell": p}}
 
 
 @pytest.mark.parametrize("spec", SPECS)
 @pytest.mark.parametrize("shape", BAD_SHAPES)
 def test_a_payload_of_another_shape_is_refused(spec, shape):
-    "What marshal writes in place of a list of ints (payload_columns reads its bytes) falls back to the parse"
+    "What marshal writes in place of an int (payload_cells reads its bytes) falls back to the parse"
     params = params_from_dict(spec, 3.0)
     batch = payloads(params, 40)
     batch[5] = BAD_SHAPES[shape](batch[5])
@@ -93,15 +98,15 @@ def test_a_payload_of_another_shape_is_refused(spec, shape):
 
 
 @pytest.mark.parametrize("spec", SPECS)
-def test_a_row_repeated_by_reference_and_a_list_subclass_count_as_what_they_hold(spec):
-    class Payload(list):
+def test_a_payload_repeated_by_reference_and_an_int_subclass_count_as_what_they_hold(spec):
+    class Cell(int):
         pass
 
     params = params_from_dict(spec, 3.0)
     batch = payloads(params, 40)
-    shared = [batch[0]] * 30 + batch  # one list object many times: marshal's version 2 writes each in full
+    shared = [batch[0]] * 30 + batch  # one int object many times: marshal's version 2 writes each in full
     expected = empty_aggregate(params).merge((PemAggregate if params.algorithm == "pem" else SfpAggregate)
                                              .from_reports(params, [parse_payload(params, p) for p in shared]))
     assert empty_aggregate(params).add(shared).to_json() == expected.to_json()
-    subclassed = [Payload(p) for p in shared[:2]] + shared[2:]  # marshal refuses it: the per-payload parse counts it
+    subclassed = [Cell(p) for p in shared[:2]] + shared[2:]  # marshal refuses it: the per-payload parse counts it
     assert empty_aggregate(params).add(subclassed).to_json() == expected.to_json()
