@@ -375,10 +375,13 @@ def main() -> None:
             largest(fastest, args.timeout, args.n, rows[0], post)
         if JS_DIST.exists():
             print(f"device, JavaScript SDK (Node): {1e6 * js_device(epsilon, args.n, data[:2000]):.0f} us/report")
+        if not args.coverage_repeats:
+            continue
         covered, total = coverage(args.coverage_n, epsilon, args.coverage_top, args.coverage_repeats, rng)
         print(f"coverage of the found strings' 95% intervals ({args.coverage_repeats} datasets of n = "
               f"{args.coverage_n:,}, top-{args.coverage_top}): {covered}/{total} = {covered / max(1, total):.3f}")
     print(f"load: {os.getloadavg()[0]:.1f} at the end")
+
 
 if __name__ == "__main__":
     main()
