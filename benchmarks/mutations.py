@@ -141,6 +141,13 @@ MUTATIONS = (
     Mutation("poplar1-walk-minimum-accepted", "collector/kinds/poplar1/walk.py",
              "                if len(accepted) < needed:", "                if False:",
              ("tests/collector/kinds/poplar1/test_processes.py", "-k", "padded and sqlite")),
+    # the heavy_hitters batch check: each payload's marshal tag is an int's, and its cell is in range
+    Mutation("heavy-hitters-cell-tag", "estimators/kinds/heavy_hitters/aggregate.py",
+             '    if not (items["tag"] == _INT_TAG).all():', "    if False:",
+             ("tests/estimators/kinds/heavy_hitters/test_aggregate_add.py",)),
+    Mutation("heavy-hitters-cell-range", "estimators/kinds/heavy_hitters/aggregate.py",
+             "    return cells if (cells.view(np.uint32) < cell_count(params)).all() else None", "    return cells",
+             ("tests/estimators/kinds/heavy_hitters/test_aggregate_add.py",)),
 )
 
 

@@ -29,7 +29,8 @@ def test_the_batch_parse_makes_the_per_payload_aggregate(spec):
 
 @pytest.mark.parametrize("spec", SPECS)
 @pytest.mark.parametrize("bad", [True, False, -1, "last+1", 1 << 31, -(1 << 31), 1 << 70, "0", b"\0\0\0\0", 0.0, None,
-                                 [0], {"cell": 0}])  # beyond 32 bits too; a list of the wrong length
+                                 [0], {"cell": 0}, "", b""])  # beyond 32 bits; a list of the wrong length; the
+# empty str and bytes are 5 bytes in marshal, as an int is: only the tag tells them apart
 def test_a_bad_payload_in_a_batch_names_its_field(spec, bad):
     params = params_from_dict(spec, 3.0)
     batch = payloads(params, 40)
