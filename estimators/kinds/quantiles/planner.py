@@ -6,11 +6,14 @@ so the variance of any query of the consistent tree is V / n times a factor of t
 
 In value units (:func:`quantile_halfwidth`, :func:`reports_for_quantile_value`) the answer needs an assumed
 distribution (its share of each bucket: :func:`assumed_shares`): the CDF's exact covariance at n under it
-(the estimator's own formula, ``inference``, with the true shares; it scales as 1 / n), and the interval the
-estimator reports (``estimate.pointwise_quantile_interval``: the pointwise CDF intervals inverted, F linear within
-a bucket) for ``PLAN_DRAWS`` normal draws of the CDF's error from that covariance (a fixed seed), the half-width
-not exceeded in ``share`` of them (tested against the real estimator by simulation).  The report also widens an
-interval to hold its point estimate, which the draws leave out: the estimate lies inside all but rarely.
+(the estimator's own formula, ``inference``, with the true shares; it scales as 1 / n), and the pointwise CDF
+intervals inverted (``estimate.pointwise_quantile_interval``, F linear within a bucket, the one-sided value where
+the hull reaches an end of the range) for ``PLAN_DRAWS`` normal draws of the CDF's error from that covariance (a
+fixed seed), the half-width not exceeded in ``share`` of them (tested against the real estimator by simulation).
+The draws are of the linear CDF: the report inverts the isotonic CDF with its own, smaller variances where it
+pools (the tails, small n), so there the planned n is conservative (an isotonic fit per draw would be 4000 fits
+per n tried).  The report also widens an interval to hold its point estimate, which the draws leave out: the
+estimate lies inside all but rarely.
 """
 
 from __future__ import annotations
