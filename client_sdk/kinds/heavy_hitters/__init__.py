@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .planning import detection_probability, detection_threshold, plan, reports_needed
 
 _LAZY = {
-    **dict.fromkeys(("PemReport", "SfpReport", "group_key", "make_report", "parse_payload", "cell_count",
+    **dict.fromkeys(("PemReport", "SfpReport", "cell_count", "group_key", "make_report", "parse_payload",
                      "payload_radices", "perturb_symbols", "report_cell"), ".device"),
     **dict.fromkeys(("encode_value", "symbols_to_bytes", "symbols_to_text"), ".encoding"),
     **dict.fromkeys(("OlhConstants", "SketchConstants"), ".oracles"),
@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FIELDS", "KIND_NAME", "HeavyHittersParams", "OlhConstants", "PemReport", "SfpReport", "SketchConstants",
-    "detection_probability", "detection_threshold", "encode_value", "group_key", "json_schema", "make_report",
-    "params_from_dict", "parse_payload", "cell_count", "payload_radices", "perturb_symbols", "plan",
+    "cell_count", "detection_probability", "detection_threshold", "encode_value", "group_key", "json_schema",
+    "make_report", "params_from_dict", "parse_payload", "payload_radices", "perturb_symbols", "plan",
     "report_cell", "reports_needed", "symbols_to_bytes", "symbols_to_text",
 ]

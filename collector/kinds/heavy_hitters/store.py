@@ -82,11 +82,11 @@ class HeavyHittersStore:
                                list(zip(report_ids, *map(itertools.repeat, key))))
         aggregate = table_type(campaign.spec.params).from_cells(campaign.spec.params, cells)
         flat = aggregate.cells.reshape(aggregate.params.groups, -1)
-        groups, cells = np.nonzero(flat)
+        groups, positions = np.nonzero(flat)  # the non-zero cells of each group's table
         self.storage._run_many(
             "INSERT INTO hh_sketch (campaign, fingerprint, day, grp, cell, total) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (campaign, fingerprint, day, grp, cell) DO UPDATE SET total = hh_sketch.total + "
-            "excluded.total", [(*key, int(g), int(c), int(flat[g, c])) for g, c in zip(groups, cells)])
+            "excluded.total", [(*key, int(g), int(c), int(flat[g, c])) for g, c in zip(groups, positions)])
         self.storage._run_many(
             "INSERT INTO hh_counts (campaign, fingerprint, day, grp, reports) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (campaign, fingerprint, day, grp) DO UPDATE SET reports = hh_counts.reports + "
