@@ -52,6 +52,11 @@ def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         databases = (cluster.create_database("p1_leader"), cluster.create_database("p1_helper"))
     with pytest.MonkeyPatch.context() as env:  # the servers copy the environment as they start
         env.setenv("LDP_POPLAR1_CHUNK_EVALUATIONS", str(CHUNK.evaluations))
+        # no peer rate limit: these small chunks make a walk about a hundred peer requests (the lost-answer test sends
+        # its 103 twice: 206 in about 4 s), and the module's walks share one helper, whose bucket (PEER_RATE_BURST
+        # 200, 50 a second) they can drain; a 429 then failed that test, which counts every request. Rate limits
+        # are test_robustness's subject, not these tests'
+        env.setenv("LDP_PEER_RATE_LIMIT", "0")
         with aggregators(tmp_path_factory.mktemp("poplar1-e2e"), databases) as running:
             yield running
 
