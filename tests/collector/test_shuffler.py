@@ -7,6 +7,7 @@ shuffler's operator holds, and that SIGKILL of the shuffler loses and duplicates
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import time
@@ -17,9 +18,9 @@ import pytest
 
 import client_sdk
 from client_sdk import Client, ReportPolicy
-from collector.shuffler.forwarder import PIPELINE
+from collector.shuffler.forwarder import PIPELINE, lock_path
 from collector.shuffler.queue import ShuffleQueue
-from collector.storage import Storage
+from collector.storage import Storage, is_database_url
 
 from . import disk_reader
 from .helpers import make_reports, running_server
@@ -252,7 +253,9 @@ def test_the_shuffler_queue_on_either_backend(tmp_path, db_path):
         spec = client_sdk.Spec.from_dict(call(collector_url + "/v1/campaigns", admin, "POST",
                                               {**SHUFFLED, "shuffle_batch": 50})["spec"])
         reports = make_reports(spec, ["chrome", "safari", "firefox"] * 40, seed=13)
-        with shuffler_process(db_path, tmp_path / "shuffler.log", collector_url, forwarding) as (url, _):
+        # its temporary directory is the test's: the forwarder's lock file for a PostgreSQL queue goes there
+        with shuffler_process(db_path, tmp_path / "shuffler.log", collector_url, forwarding,
+                              env={"TMPDIR": str(tmp_path)}) as (url, _):
             for start in range(0, len(reports), 20):
                 assert call(url + "/v1/reports", device, "POST", {"reports": reports[start:start + 20]})[
                     "accepted"] == 20
@@ -265,6 +268,8 @@ def test_the_shuffler_queue_on_either_backend(tmp_path, db_path):
             wait_for(lambda: queued() == 20)  # two whole batches forwarded; 20 wait for the next
     ids = stored_ids(collector_db)
     assert len(set(ids)) == 100 and set(ids) <= {r["report_id"] for r in reports}
+    if is_database_url(str(db_path)):  # the forwarder's lock went to the test's directory, not the system's
+        assert not os.path.exists(lock_path(str(db_path)))
 
 
 def test_batches_formed_under_the_first_layout_are_moved_into_their_table(tmp_path):
