@@ -13,6 +13,7 @@ The transport is small (:class:`Transport`) so tests can point the client at a F
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -96,8 +97,19 @@ class Backoff:
         return ceiling * (0.5 + secrets.randbelow(1001) / 2000)  # in [ceiling/2, ceiling]: never hammers at once
 
 
+def rate_limit_wait(problem: dict) -> float:
+    "The seconds a 429's problem body asks the leader to wait (``retry_after``: the helper's bucket refill), or 0"
+    hint = problem.get("retry_after")
+    if isinstance(hint, bool) or not isinstance(hint, (int, float)) or not math.isfinite(hint) or hint <= 0:
+        return 0.0
+    return float(hint)
+
+
 class PeerClient:
-    "Requests to the helper; ``retries`` extra attempts after a retryable failure, waiting ``backoff`` between"
+    """Requests to the helper; ``retries`` extra attempts after a retryable failure, waiting ``backoff`` between.
+
+    After a 429 the wait is at least the helper's ``retry_after`` (up to the backoff's cap): a retry sooner finds
+    the peer bucket still empty.  A 503's Retry-After is a coarse hint (5-60 s); it gets the backoff"""
 
     def __init__(self, transport: Transport, token: str, *, retries: int = 2, backoff: Backoff | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -116,9 +128,11 @@ class PeerClient:
     def call(self, method: str, path: str, body: Any = None, *, auth: bool = True) -> Any:
         headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
         last: Exception | None = None
+        asked = 0.0  # the last 429's retry_after
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self.backoff.delay(attempt - 1))
+                self.sleep(max(self.backoff.delay(attempt - 1), min(asked, self.backoff.cap)))
+            asked = 0.0
             try:
                 status, answer = self.transport.request(method, path, body, headers)
             except OSError as exc:
@@ -132,6 +146,7 @@ class PeerClient:
             detail = str(problem.get("detail", ""))[:500]
             if status >= 500 or status == 429:
                 last = PeerUnavailable(f"helper answered {status}: {detail}")
+                asked = rate_limit_wait(problem) if status == 429 else 0.0
                 continue
             slug = str(problem.get("type", "")).rsplit(":", 1)[-1] or "error"
             raise PeerRefused(status, slug, detail)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from typing import Any
 
 import pytest
 
@@ -415,3 +416,76 @@ def test_collect_checks_its_body(pair):
     assert missing.status_code == 404 and missing.json["field"] == "version"
     assert pair.leader.post(f"/v1/campaigns/{spec.name}/collect", json={"batch": today()},
                             headers=pair.ingest).status_code == 403
+
+
+class ScriptedTransport:
+    "Answers the scripted (status, body) pairs in turn, the last one from then on"
+
+    def __init__(self, *answers: tuple[int, Any]) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    def request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
+        self.calls += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def rate_limited(retry_after: Any) -> tuple[int, dict]:
+    return 429, {"type": "urn:ldp:error:rate-limited", "detail": "slow down", "field": "Authorization",
+                 "retry_after": retry_after}
+
+
+def test_after_a_429_the_client_waits_the_retry_after_the_helper_names():
+    "At least the helper's retry_after (its bucket's refill), up to the backoff's cap; the backoff when smaller"
+    slept: list[float] = []
+    transport = ScriptedTransport(rate_limited(3), (200, {"configs": [{"id": 1}]}))
+    client = PeerClient(transport, PEER_TOKEN, retries=2, sleep=slept.append)
+    assert client.hpke_configs() == [{"id": 1}]
+    assert slept == [3.0] and transport.calls == 2
+    slept.clear()
+    PeerClient(ScriptedTransport(rate_limited(600), (200, {"configs": [{}]})), PEER_TOKEN,
+               sleep=slept.append).hpke_configs()
+    assert slept == [5.0]  # the default backoff's cap: a huge hint does not stall the driver
+    slept.clear()
+    client = PeerClient(ScriptedTransport(rate_limited(0.001), (200, {"configs": [{}]})), PEER_TOKEN,
+                        sleep=slept.append)
+    client.hpke_configs()
+    assert 0.1 <= slept[0] <= 0.2  # the backoff's first wait is longer than the hint
+
+
+@pytest.mark.parametrize("hint", ["soon", True, -1, float("nan"), float("inf"), None, [3]])
+def test_a_malformed_retry_after_gets_the_backoff(hint):
+    slept: list[float] = []
+    PeerClient(ScriptedTransport(rate_limited(hint), (200, {"configs": [{}]})), PEER_TOKEN,
+               sleep=slept.append).hpke_configs()
+    assert len(slept) == 1 and 0.1 <= slept[0] <= 0.2
+
+
+def test_a_503s_retry_after_gets_the_backoff_and_the_hint_does_not_carry_over():
+    "A 503's Retry-After (5-60 s) is coarse: the backoff; a 429 then a 503 waits the hint once, then backs off"
+    slept: list[float] = []
+    unavailable = (503, {"type": "urn:ldp:error:unavailable", "detail": "database", "retry_after": 10})
+    PeerClient(ScriptedTransport(unavailable, (200, {"configs": [{}]})), PEER_TOKEN,
+               sleep=slept.append).hpke_configs()
+    assert len(slept) == 1 and 0.1 <= slept[0] <= 0.2
+    slept.clear()
+    PeerClient(ScriptedTransport(rate_limited(2), unavailable, (200, {"configs": [{}]})), PEER_TOKEN,
+               sleep=slept.append).hpke_configs()
+    assert slept[0] == 2.0 and 0.2 <= slept[1] <= 0.4
+
+
+def test_the_real_helpers_429_sets_the_wait(tmp_path):
+    "The helper's own rate limit (one token, then empty): the client's wait is the retry_after the helper sent"
+    from collector.distributed.peer import FlaskTransport, PeerUnavailable
+
+    helper = create_app({"DATABASE": str(tmp_path / "helper.db"), "ROLE": "helper", "PEER_TOKEN": PEER_TOKEN,
+                         "RATE_LIMIT": 0, "PEER_RATE_LIMIT": 0.001, "PEER_RATE_BURST": 1}).test_client()
+    headers = {"Authorization": f"Bearer {PEER_TOKEN}"}
+    assert helper.post("/v1/peer/aggregate_shares", json={}, headers=headers).status_code == 400  # the token
+    answer = helper.post("/v1/peer/aggregate_shares", json={}, headers=headers)
+    assert answer.status_code == 429
+    slept: list[float] = []
+    with pytest.raises(PeerUnavailable, match="429"):  # no time passes in the fake sleep: still empty
+        PeerClient(FlaskTransport(helper), PEER_TOKEN, retries=1, sleep=slept.append).aggregate_share({})
+    assert slept == [5.0]  # 1000 s to refill at 0.001/s: the cap
+    assert answer.json["retry_after"] >= 5
