@@ -86,6 +86,7 @@ def _report_in_processes(url: str, ingest_key: str, population: dict[str, list],
             "_sdk_worker()")
     events: queue.Queue[tuple[int, str]] = queue.Queue()
     children: list[subprocess.Popen] = []
+    readers: list[threading.Thread] = []
 
     def relay(index: int, stream: Any) -> None:
         with stream:
@@ -110,6 +111,7 @@ def _report_in_processes(url: str, ingest_key: str, population: dict[str, list],
             reader = threading.Thread(target=relay, args=(index, _text(child.stdout)), daemon=True,
                                       name=f"ldp-demo-worker-{index}")
             reader.start()
+            readers.append(reader)
         running = processes
         while running:
             index, line = events.get()
@@ -128,6 +130,11 @@ def _report_in_processes(url: str, ingest_key: str, population: dict[str, list],
             if child.poll() is None:
                 child.kill()
             child.wait()
+        # a dead worker's pipe ends at once: its reader closes the stream itself (closed under it, its next read
+        # raised in the thread); a stream no reader took is closed here
+        for reader in readers:
+            reader.join(timeout=10)
+        for child in children[len(readers):]:
             if child.stdout is not None:
                 child.stdout.close()
 
