@@ -25,8 +25,10 @@
                     the hull's ends are the first and last of many crossings.  G is monotone (no crossings of
                     noise), and its spread where it pools (the tails, small n) is about half the linear SE
                     (measured: p99, n = 1e4), so the linear SE on G would over-cover as much.  Conditioning on
-                    the pooling leaves out the pooling's own randomness, so SE_G is an approximation
-                    (``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
+                    the pooling leaves out the pooling's own randomness, so SE_G is an approximation: where F is
+                    flat against its noise (tails at 1,024 buckets) a short block below the true quantile has a
+                    larger SE_G than the long one holding it, and the hull over-covers (docs/mechanisms.md,
+                    ``benchmarks/quantiles_coverage.py``).  The range's ends are known (F = 0, and 1 without
                     padding) and never pooled: a block holding one would take its zero variance.  Where the hull
                     reaches the range's top, or G's interval at the estimate passes 1 (not the bottom), the high
                     end cannot miss, so the low end is the hull's at the one-sided critical value of the same
