@@ -27,7 +27,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,15 +38,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.collector.ports import free_port  # noqa: E402
+
 SPEC = {"name": "bench", "mechanism": "oue", "epsilon": 1.0, "domain": [f"v{i}" for i in range(32)]}
 # (batch size, total reports) per run: bounded so the whole benchmark takes well under a minute
 RUNS = ((1, 3_000), (100, 60_000), (1000, 200_000))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def prepare_bodies(spec, batch: int, total: int) -> list[bytes]:

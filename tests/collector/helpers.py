@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,8 @@ import pytest
 
 import client_sdk
 from collector.storage import open_storage
+
+from .ports import free_port
 
 BACKENDS = ("sqlite", "postgresql")
 # Runs a test once per storage backend (the ``backend`` fixture of conftest.py chooses ``db_path``)
@@ -46,23 +47,6 @@ def table_counts(db_path: Path | str) -> dict[str, int]:
 
 
 # -- the real server ------------------------------------------------------------------------------------------
-_HANDED_OUT: set[int] = set()  # ports free_port has returned in this process
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now, and one this process has not been given before.  The kernel may hand
-    a closed probe's port out again at once, so two ports taken before either server binds (a leader's and its
-    helper's) could be the same: the second server then fails to bind while the first answers its readiness
-    check (the leader provisioned the campaign at itself and got a 404)"""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
-
-
 def ldp_command(*args: str, prelude: str = "") -> list[str]:
     "The ldp-telemetry CLI as a subprocess; ``prelude``: Python run before it (an attacker test's patch)"
     return [sys.executable, "-c", f"{prelude}\nfrom ldp_telemetry.cli import main; main()", *args]

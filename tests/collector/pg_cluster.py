@@ -12,12 +12,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import psycopg
+
+from .ports import free_port
 
 SERVER_USER = "postgres"
 # Test settings: no fsync (the tests kill collectors, never the server or the machine) and enough connections
@@ -54,7 +55,7 @@ class PostgresCluster:
         self.root = Path(tempfile.mkdtemp(prefix="ldp-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = SERVER_USER if self.as_root else pwd.getpwuid(os.geteuid()).pw_name
         if self.as_root:
             entry = pwd.getpwnam(SERVER_USER)
@@ -104,9 +105,3 @@ def empty_database(url: str) -> None:
                   if row[0] not in KEPT_TABLES]
         if tables:
             conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

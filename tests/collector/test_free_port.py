@@ -3,7 +3,7 @@ either server binds, and the kernel may give a closed probe's port out again at 
 
 import socket
 
-from . import helpers
+from . import helpers, ports
 
 
 class _Probe:
@@ -26,11 +26,11 @@ class _Probe:
 
 
 def test_a_port_the_kernel_gives_again_is_not_handed_out_twice(monkeypatch):
-    ports = [47001, 47001, 47001, 47002]  # the kernel repeats the closed probe's port twice
-    monkeypatch.setattr(helpers, "_HANDED_OUT", set())
-    monkeypatch.setattr(helpers.socket, "socket", lambda *args: _Probe(ports))
+    scripted = [47001, 47001, 47001, 47002]  # the kernel repeats the closed probe's port twice
+    monkeypatch.setattr(ports, "_HANDED_OUT", set())
+    monkeypatch.setattr(ports.socket, "socket", lambda *args: _Probe(scripted))
     assert [helpers.free_port(), helpers.free_port()] == [47001, 47002]
-    assert ports == []
+    assert scripted == []
 
 
 def test_the_ports_are_free_loopback_ports():
